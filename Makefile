@@ -1,0 +1,44 @@
+# DBus. `make demo` sets everything up and runs the demo; `make test` sets up and runs every test.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+VENV_STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-unit test-integration bench venv stack-up stack-down stack-status clean-stack
+
+demo: stack-up
+	$(VENV)/bin/dbus demo
+
+test: stack-up
+	$(PY) -m pytest tests
+
+test-unit: venv
+	$(PY) -m pytest tests/unit
+
+test-integration: stack-up
+	$(PY) -m pytest tests/integration
+
+bench: stack-up
+	$(PY) -m bench
+
+venv: $(VENV_STAMP)
+
+# Reinstalled only when pyproject.toml changes.
+$(VENV_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	touch $@
+
+stack-up: venv
+	bash stack/stack.sh up
+
+stack-down:
+	bash stack/stack.sh down
+
+stack-status:
+	bash stack/stack.sh status
+
+# Removes the stack's data (databases, topics, metrics); installed binaries and jars stay cached.
+clean-stack: stack-down
+	rm -rf .stack/mariadb .stack/zookeeper .stack/kafka .stack/influxdb .stack/checkpoints

@@ -1,0 +1,136 @@
+"""The ``dbus`` command.
+
+Usage: dbus [--config conf/dbus.yaml] <command> [...]   (every command has --help)
+
+Exit codes: 0 success, 1 a check failed (e.g. a server is down), 2 bad configuration or arguments,
+3 an endpoint could not be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from dbuslib.errors import ConfigError, DbusError, EndpointError
+
+REPO = Path(__file__).resolve().parent.parent
+STACK_SH = REPO / "stack" / "stack.sh"
+log = logging.getLogger("dbus")
+
+
+def _stack(args: argparse.Namespace) -> int:
+    return subprocess.call(["bash", str(STACK_SH), args.action, *args.services])
+
+
+def _config_check(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    print(f"{cfg.path}: valid")
+    for name, src in sorted(cfg.sources.items()):
+        print(f"  source {name}: {src.type} {src.mysql.host}:{src.mysql.port}, "
+              f"include {list(src.capture.include)}, exclude {list(src.capture.exclude)}, "
+              f"{sum(len(c) for c in src.masking.values())} masked column(s)")
+    return 0
+
+
+def _topics_create(args: argparse.Namespace) -> int:
+    from dbuslib import kafka, topics
+
+    cfg = _load(args)
+    src = cfg.source(args.source)
+    names = topics.source_topics(args.source, src, args.schema or None)
+    created = kafka.ensure_topics(cfg.endpoints.kafka, names, src.topics.partitions, src.topics.replication_factor)
+    for name in names:
+        print(f"{name}\t{'created' if name in created else 'exists'}")
+    return 0
+
+
+def _topics_list(args: argparse.Namespace) -> int:
+    from dbuslib import kafka
+
+    client = kafka.admin(_load(args).endpoints.kafka)
+    try:
+        for name in sorted(client.list_topics()):
+            print(name)
+    finally:
+        client.close()
+    return 0
+
+
+def _spark_args(args: argparse.Namespace) -> int:
+    from dbuslib import spark
+
+    print(shlex.join(spark.submit_args(_load(args))))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from dbuslib import demo
+
+    return demo.run(_load(args), args.source)
+
+
+def _load(args: argparse.Namespace) -> DbusConfig:
+    return load_config(args.config)
+
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dbus", description="DBus: MySQL/MariaDB binlog -> Kafka UMS, on Spark.")
+    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="configuration file (default: %(default)s)")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    st = sub.add_parser("stack", help="the local stack: MariaDB, ZooKeeper, Kafka, InfluxDB, Spark jars")
+    st.add_argument("action", choices=["up", "down", "status", "install"], help="what to do")
+    st.add_argument("services", nargs="*", help="only these (mariadb zookeeper kafka influxdb spark)")
+    st.set_defaults(handler=_stack)
+
+    cf = sub.add_parser("config", help="configuration").add_subparsers(dest="action", required=True)
+    cf.add_parser("check", help="load and validate the configuration, print a summary").set_defaults(
+        handler=_config_check
+    )
+
+    tp = sub.add_parser("topics", help="Kafka topics").add_subparsers(dest="action", required=True)
+    tc = tp.add_parser("create", help="create a source's topics (auto-creation is off)")
+    tc.add_argument("--source", required=True, help="source name under 'sources'")
+    tc.add_argument("--schema", action="append", help="schema to create topics for (repeatable; "
+                    "default: every schema named literally in capture.include)")
+    tc.set_defaults(handler=_topics_create)
+    tp.add_parser("list", help="list the broker's topics").set_defaults(handler=_topics_list)
+
+    sp = sub.add_parser("spark", help="Spark helpers").add_subparsers(dest="action", required=True)
+    sp.add_parser("args", help="print the spark-submit arguments (master, connector jars, conf)").set_defaults(
+        handler=_spark_args
+    )
+
+    dm = sub.add_parser("demo", help="run the demo on the local stack (make demo)")
+    dm.add_argument("--source", default="demo", help="source name (default: %(default)s)")
+    dm.set_defaults(handler=_demo)
+    return p
+
+
+EXIT_CODES: dict[type[DbusError], int] = {ConfigError: 2, EndpointError: 3}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except DbusError as e:
+        print(f"dbus: {e.code}: {e}", file=sys.stderr)
+        return next((c for t, c in EXIT_CODES.items() if isinstance(e, t)), 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,298 @@
+"""One configuration object: loaded once from YAML, validated, frozen, passed down.
+
+Every error names the file and the dotted key, e.g.::
+
+    conf/dbus.yaml: sources.demo.mysql.port: Input should be less than or equal to 65535
+
+Unknown keys are errors (a typo must not silently fall back to a default). Secrets are ``SecretStr``
+and print as ``**********``. Relative paths are resolved against the folder of the config file.
+The shape, by example (see conf/dbus.yaml for every key)::
+
+    endpoints: {kafka: {bootstrap_servers: "127.0.0.1:19092"}, zookeeper: {hosts: "127.0.0.1:12181"}, ...}
+    spark: {master: "local[2]", jars_file: ../.stack/jars/spark.jars}
+    sources: {demo: {mysql: {host: 127.0.0.1, port: 13306, ...}, capture: {include: ["shop.*"]}}}
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+
+from dbuslib.errors import ConfigError
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "conf" / "dbus.yaml"
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------- endpoints
+
+
+class KafkaEndpoint(_Model):
+    """Kafka. ``client`` passes extra kafka-python options in kafka-python's own spelling."""
+
+    bootstrap_servers: str
+    client: dict[str, Any] = Field(default_factory=dict)
+
+
+class ZooKeeperEndpoint(_Model):
+    hosts: str
+    root: str = "/DBus"
+    timeout_s: float = Field(10.0, gt=0)
+
+    @field_validator("root")
+    @classmethod
+    def _absolute(cls, v: str) -> str:
+        if not v.startswith("/") or v.endswith("/"):
+            msg = f"must start with '/' and not end with one, got {v!r}"
+            raise ValueError(msg)
+        return v
+
+
+class InfluxEndpoint(_Model):
+    """The InfluxDB-protocol server (influxdb-client: url, org, bucket, token)."""
+
+    url: str
+    org: str = "-"
+    bucket: str = "dbus/autogen"
+    token: SecretStr = SecretStr("")
+
+
+class MetaStore(_Model):
+    """SQLAlchemy URL of the meta store (table versions, full-pull history)."""
+
+    url: SecretStr
+
+
+class Endpoints(_Model):
+    kafka: KafkaEndpoint
+    zookeeper: ZooKeeperEndpoint
+    influxdb: InfluxEndpoint
+    meta_store: MetaStore
+
+
+class SparkSettings(_Model):
+    """How the Spark stages run. ``jars_file`` holds the comma-separated connector jars (make stack-up)."""
+
+    master: str = "local[2]"
+    jars_file: Path = Path("../.stack/jars/spark.jars")
+    checkpoint_root: Path = Path("../.stack/checkpoints")
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- sources
+
+
+class MysqlAccount(_Model):
+    user: str
+    password: SecretStr
+
+
+class MysqlConnection(_Model):
+    """How DBus reaches a source. ``user`` reads the binlog (replication privileges only); the optional
+    ``writer`` account writes heartbeat rows and is used by the demo workload."""
+
+    host: str
+    port: int = Field(3306, ge=1, le=65535)
+    user: str
+    password: SecretStr
+    server_id: int = Field(..., ge=1, le=2**32 - 1, description="replica server_id, unique per reader")
+    charset: str = "utf8mb4"
+    writer: MysqlAccount | None = None
+
+
+def _check_table_pattern(pattern: str) -> str:
+    if pattern.count(".") != 1 or not all(pattern.split(".")):
+        msg = f"table pattern must be 'schema.table' (globs allowed), got {pattern!r}"
+        raise ValueError(msg)
+    return pattern
+
+
+class Capture(_Model):
+    """Which tables are captured: fnmatch globs over ``schema.table``; exclude wins over include."""
+
+    include: tuple[str, ...] = ("*.*",)
+    exclude: tuple[str, ...] = ()
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _patterns(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_check_table_pattern(p) for p in v)
+
+
+_TOPIC_FIELDS = {"raw": {"ds"}, "schema": {"ds", "schema"}, "result": {"ds", "schema", "table"}}
+
+
+class Topics(_Model):
+    """Topic name templates; placeholders ``{ds}``, ``{schema}``, ``{table}`` where they make sense."""
+
+    raw: str = "{ds}"
+    schema_: str = Field("{ds}.{schema}", alias="schema")
+    result: str = "{ds}.{schema}.result"
+    ctrl: str = "{ds}_ctrl"
+    dead_letter: str = "{ds}.dlq"
+    data_shards: str = "{ds}_data_shards"
+    callback: str = "{ds}_callback"
+    global_ctrl: str = "global_ctrl_topic"
+    partitions: int = Field(1, ge=1)
+    replication_factor: int = Field(1, ge=1)
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _templates(self) -> Topics:
+        for name in ("raw", "schema_", "result", "ctrl", "dead_letter", "data_shards", "callback", "global_ctrl"):
+            allowed = _TOPIC_FIELDS.get(name.rstrip("_"), {"ds"})
+            template = getattr(self, name)
+            used = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+            if used - allowed:
+                msg = f"{name.rstrip('_')}: unknown placeholder(s) {sorted(used - allowed)} in {template!r}"
+                raise ValueError(msg)
+        return self
+
+    def name(self, kind: str, ds: str, schema: str = "", table: str = "") -> str:
+        """Topic of ``kind`` ('raw', 'schema', 'result', 'ctrl', ...) for one source/schema/table."""
+        template = self.schema_ if kind == "schema" else getattr(self, kind)
+        return template.format(ds=ds, schema=schema, table=table)
+
+
+MaskType = Literal["replace", "md5", "sha256", "murmur3", "regex", "default", "truncate"]
+
+
+class MaskRule(_Model):
+    """How one column is desensitized. ``salt`` is fixed; ``salt_field`` salts with another column."""
+
+    type: MaskType
+    value: str | None = None
+    salt: SecretStr | None = None
+    salt_field: str | None = None
+    pattern: str | None = None
+    replacement: str | None = None
+    length: int | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _fits_type(self) -> MaskRule:
+        need = {"replace": ("value",), "regex": ("pattern", "replacement"), "truncate": ("length",)}
+        missing = [k for k in need.get(self.type, ()) if getattr(self, k) is None]
+        if missing:
+            msg = f"mask type {self.type!r} needs {', '.join(missing)}"
+            raise ValueError(msg)
+        if self.salt is not None and self.salt_field is not None:
+            msg = "give salt or salt_field, not both"
+            raise ValueError(msg)
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as e:
+                msg = f"pattern {self.pattern!r} is not a valid regex: {e}"
+                raise ValueError(msg) from e
+        return self
+
+
+class HeartbeatSettings(_Model):
+    """Heartbeat rows written into the source; seconds throughout."""
+
+    interval_s: float = Field(60.0, ge=1)
+    timeout_s: float = Field(600.0, gt=0)
+    latency_alert_s: float = Field(300.0, gt=0)
+    schema_: str = Field("dbus", alias="schema")
+    table: str = "db_heartbeat_monitor"
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class UmsSettings(_Model):
+    tuples_per_message: int = Field(500, ge=1)
+    max_message_bytes: int = Field(1_000_000, ge=1024)
+    timezone: str = "UTC"
+    before_update_image: bool = False
+    format: Literal["json", "avro"] = "json"
+
+
+class Source(_Model):
+    """One captured database server ("data source" in the original)."""
+
+    type: Literal["mysql"] = "mysql"
+    mysql: MysqlConnection
+    capture: Capture = Capture()
+    topics: Topics = Topics()
+    masking: dict[str, dict[str, MaskRule]] = Field(default_factory=dict)
+    heartbeat: HeartbeatSettings = HeartbeatSettings()
+    ums: UmsSettings = UmsSettings()
+
+    @field_validator("masking")
+    @classmethod
+    def _mask_tables(cls, v: dict[str, dict[str, MaskRule]]) -> dict[str, dict[str, MaskRule]]:
+        for table in v:
+            _check_table_pattern(table)
+        return v
+
+
+class DbusConfig(_Model):
+    endpoints: Endpoints
+    spark: SparkSettings = SparkSettings()
+    sources: dict[str, Source]
+    path: Path = Field(DEFAULT_CONFIG, exclude=True)
+
+    @field_validator("sources")
+    @classmethod
+    def _source_names(cls, v: dict[str, Source]) -> dict[str, Source]:
+        if not v:
+            msg = "at least one source is needed"
+            raise ValueError(msg)
+        bad = [name for name in v if not _NAME.match(name)]
+        if bad:
+            msg = f"source names may hold letters, digits, '_' and '-' only: {bad}"
+            raise ValueError(msg)
+        return v
+
+    def source(self, name: str) -> Source:
+        """The source called ``name``; ConfigError naming the known ones otherwise."""
+        try:
+            return self.sources[name]
+        except KeyError:
+            msg = f"{self.path}: no source {name!r} under 'sources' (known: {', '.join(sorted(self.sources))})"
+            raise ConfigError(msg) from None
+
+    def resolve(self, p: Path) -> Path:
+        """A path from the file, made absolute against the config file's folder."""
+        return p if p.is_absolute() else (self.path.parent / p).resolve()
+
+
+def _format_errors(path: Path, err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        key = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        lines.append(f"{path}: {key}: {e['msg']}")
+    return "\n".join(lines)
+
+
+def load_config(path: str | Path | None = None) -> DbusConfig:
+    """Read, validate and freeze the configuration at ``path`` (default conf/dbus.yaml)."""
+    p = Path(path) if path else DEFAULT_CONFIG
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        msg = f"{p}: no such configuration file"
+        raise ConfigError(msg) from None
+    except yaml.YAMLError as e:
+        msg = f"{p}: not valid YAML: {e}"
+        raise ConfigError(msg) from None
+    if not isinstance(raw, dict):
+        msg = f"{p}: the top level must be a mapping"
+        raise ConfigError(msg)
+    if "path" in raw:
+        msg = f"{p}: path: not a configuration key"
+        raise ConfigError(msg)
+    try:
+        return DbusConfig.model_validate({**raw, "path": p.resolve()})
+    except ValidationError as e:
+        raise ConfigError(_format_errors(p, e)) from None

@@ -1,0 +1,64 @@
+"""The MySQL/MariaDB edge: pymysql connections and the settings python-mysql-replication needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+
+from dbuslib.config import MysqlConnection
+from dbuslib.errors import EndpointError
+
+
+@dataclass(frozen=True)
+class BinlogPosition:
+    """Where the server's binlog ends now: ``{"file": "mysql-bin.000003", "pos": 1234, "gtid": "0-1-42"}``."""
+
+    file: str
+    pos: int
+    gtid: str = ""
+
+
+def connection_settings(conn: MysqlConnection, database: str | None = None) -> dict[str, Any]:
+    """pymysql keyword arguments (also BinLogStreamReader's ``connection_settings``)."""
+    settings = {
+        "host": conn.host,
+        "port": conn.port,
+        "user": conn.user,
+        "password": conn.password.get_secret_value(),
+        "charset": conn.charset,
+    }
+    if database:
+        settings["database"] = database
+    return settings
+
+
+def connect(
+    conn: MysqlConnection, database: str | None = None, *, as_writer: bool = False, **extra: Any
+) -> pymysql.Connection:
+    """A pymysql connection as the reader account, or as the ``writer`` account when ``as_writer``."""
+    settings = connection_settings(conn, database)
+    if as_writer:
+        if conn.writer is None:
+            msg = f"MySQL at {conn.host}:{conn.port}: no 'writer' account configured under mysql.writer"
+            raise EndpointError(msg)
+        settings.update(user=conn.writer.user, password=conn.writer.password.get_secret_value())
+    try:
+        return pymysql.connect(**settings, autocommit=True, **extra)
+    except pymysql.err.OperationalError as e:
+        msg = f"MySQL at {conn.host}:{conn.port} as {settings['user']!r}: {e.args[-1] if e.args else e}"
+        raise EndpointError(msg) from e
+
+
+def binlog_end(db: pymysql.Connection) -> BinlogPosition:
+    """The current end of the binlog (SHOW MASTER STATUS) and the server's current GTID position."""
+    with db.cursor() as cur:
+        cur.execute("SHOW MASTER STATUS")
+        row = cur.fetchone()
+        if row is None:
+            msg = "binary logging is off on this server: DBus needs log_bin and binlog_format=ROW"
+            raise EndpointError(msg)
+        cur.execute("SELECT @@global.gtid_binlog_pos")
+        (gtid,) = cur.fetchone()
+    return BinlogPosition(file=row[0], pos=int(row[1]), gtid=gtid or "")

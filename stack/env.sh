@@ -1,0 +1,12 @@
+# Ports and folders of the local stack. Every value can be overridden from the environment.
+# conf/dbus.yaml names the same endpoints; change both together.
+STACK_REPO=${STACK_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+STACK_HOME=${STACK_HOME:-$STACK_REPO/.stack}          # git-ignored: data, logs, jars, binaries
+STACK_HOST=127.0.0.1
+MARIADB_PORT=${MARIADB_PORT:-13306}
+ZOOKEEPER_PORT=${ZOOKEEPER_PORT:-12181}
+KAFKA_PORT=${KAFKA_PORT:-19092}
+KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-19093}
+INFLUXDB_PORT=${INFLUXDB_PORT:-18086}
+SPARK_VERSION=${SPARK_VERSION:-4.1.1}                  # must match pyspark's version in pyproject.toml
+VENV=${VENV:-$STACK_REPO/.venv}

@@ -1,0 +1,91 @@
+# Helpers shared by stack/services/*.sh. Sourced by stack.sh after env.sh.
+set -o pipefail
+
+log()  { printf '[stack] %s\n' "$*" >&2; }
+die()  { printf '[stack] ERROR: %s\n' "$*" >&2; exit 1; }
+
+# svc_dir NAME -> .stack/NAME (created), with data/ and log/ below it.
+svc_dir() { mkdir -p "$STACK_HOME/$1/data" "$STACK_HOME/$1/log"; echo "$STACK_HOME/$1"; }
+
+# pid_alive PIDFILE: true when the pid file names a running process.
+pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# port_open PORT: true when something accepts TCP connections on 127.0.0.1:PORT.
+port_open() { (exec 3<>"/dev/tcp/$STACK_HOST/$1") 2>/dev/null; }
+
+# start_bg PIDFILE LOGFILE CMD...: start CMD detached (own session), stdout+stderr to LOGFILE.
+start_bg() {
+  local pidfile=$1 logfile=$2; shift 2
+  setsid "$@" >>"$logfile" 2>&1 < /dev/null &
+  echo $! > "$pidfile"
+}
+
+# wait_for SECONDS NAME LOGFILE CHECK...: poll CHECK until it succeeds; on timeout fail naming the log.
+wait_for() {
+  local secs=$1 name=$2 logfile=$3; shift 3
+  local deadline=$((SECONDS + secs))
+  until "$@"; do
+    if [ $SECONDS -ge $deadline ]; then
+      tail -n 30 "$logfile" >&2 2>/dev/null || true
+      die "$name did not become healthy within ${secs}s; see $logfile"
+    fi
+    sleep 0.3
+  done
+}
+
+# stop_pid NAME PIDFILE [SECONDS]: TERM the process group, then KILL after SECONDS (default 20).
+stop_pid() {
+  local name=$1 pidfile=$2 secs=${3:-20}
+  pid_alive "$pidfile" || { rm -f "$pidfile"; return 0; }
+  local pid; pid=$(cat "$pidfile")
+  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  local deadline=$((SECONDS + secs))
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ $SECONDS -ge $deadline ]; then
+      log "$name did not stop in ${secs}s; killing"
+      kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+      break
+    fi
+    sleep 0.2
+  done
+  rm -f "$pidfile"
+}
+
+# apt_install PKG...: install Debian packages that are missing (apt-get update once per run).
+apt_install() {
+  local missing=()
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing Debian packages: ${missing[*]}"
+  if [ -z "${STACK_APT_UPDATED:-}" ]; then apt-get update -qq >/dev/null; STACK_APT_UPDATED=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+    || die "apt-get install ${missing[*]} failed"
+}
+
+# mvn_copy POM OUTDIR: resolve POM's dependencies into OUTDIR once (marker file keeps it idempotent).
+mvn_copy() {
+  local pom=$1 out=$2
+  case $out in /*) ;; *) out=$PWD/$out ;; esac   # Maven resolves relative paths against the pom
+  local marker; marker="$out/.resolved-$(sha1sum "$pom" | cut -c1-12)"
+  [ -f "$marker" ] && return 0
+  log "resolving $(basename "$pom") into $out (Maven, cached in ~/.m2)"
+  rm -rf "$out"; mkdir -p "$out"
+  mvn -q -B -f "$pom" dependency:copy-dependencies -DoutputDirectory="$out" -DincludeScope=runtime \
+    >"$STACK_HOME/mvn-$(basename "$pom").log" 2>&1 \
+    || die "Maven could not resolve $pom; see $STACK_HOME/mvn-$(basename "$pom").log"
+  touch "$marker"
+}
+
+# render TEMPLATE OUT VAR...: copy TEMPLATE to OUT replacing each @VAR@ by the value of $VAR.
+# OUT is only rewritten when its content changes (keeps mtimes and Maven markers stable).
+render() {
+  local tpl=$1 out=$2 tmp; shift 2
+  tmp=$(mktemp "$out.XXXXXX")
+  cp "$tpl" "$tmp"
+  local v val
+  for v in "$@"; do
+    val=${!v}; val=${val//\\/\\\\}; val=${val//|/\\|}; val=${val//&/\\&}
+    sed -i "s|@$v@|$val|g" "$tmp"
+  done
+  if cmp -s "$tmp" "$out"; then rm -f "$tmp"; else mv -f "$tmp" "$out"; fi
+}

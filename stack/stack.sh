@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The local stack: bash stack/stack.sh {install|up|down|status} [service...]
+# Services, in start order: mariadb zookeeper kafka influxdb spark. Each lives in stack/services/NAME.sh and
+# defines NAME_install (idempotent, fast when done), NAME_start (idempotent: no-op when healthy, waits for
+# health), NAME_stop, NAME_health (exit 0 when serving) and NAME_describe (one line: endpoint, version).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/env.sh"
+. "$here/lib.sh"
+ALL="mariadb zookeeper kafka influxdb spark"
+for f in "$here"/services/*.sh; do . "$f"; done
+
+cmd=${1:-status}; shift || true
+services=${*:-$ALL}
+mkdir -p "$STACK_HOME"
+case "$cmd" in
+  install) for s in $services; do "${s}_install"; done ;;
+  up)      for s in $services; do "${s}_install"; "${s}_start"; done
+           for s in $services; do log "up: $("${s}_describe")"; done ;;
+  down)    rev=""; for s in $services; do rev="$s $rev"; done
+           for s in $rev; do "${s}_stop"; done ;;
+  status)  rc=0
+           for s in $services; do
+             if "${s}_health" 2>/dev/null; then echo "$s: up   $("${s}_describe")"; else echo "$s: DOWN"; rc=1; fi
+           done
+           exit $rc ;;
+  *) die "usage: stack.sh {install|up|down|status} [service...]" ;;
+esac

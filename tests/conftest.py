@@ -1,0 +1,1 @@
+"""Shared fixtures. Unit tests need nothing; integration fixtures live in tests/integration/conftest.py."""

@@ -1,0 +1,41 @@
+"""Python produce/consume on the real broker."""
+
+import pytest
+from kafka.errors import KafkaTimeoutError
+
+from dbuslib import kafka
+
+
+def test_produce_then_consume_keeps_keys_and_order(kafka_up, new_topic):
+    topic = new_topic()
+    producer = kafka.producer(kafka_up)
+    sent = [(b"shop.orders", f"row-{i}".encode()) for i in range(100)]
+    for key, value in sent:
+        producer.send(topic, key=key, value=value)
+    producer.flush()
+    producer.close()
+
+    consumer = kafka.consumer(kafka_up, topic, auto_offset_reset="earliest", consumer_timeout_ms=10_000,
+                              enable_auto_commit=False, group_id=None)
+    got = []
+    for record in consumer:
+        got.append((record.key, record.value))
+        if len(got) == len(sent):
+            break
+    consumer.close()
+    assert got == sent
+
+
+def test_topics_are_not_auto_created(kafka_up):
+    topic = "pytest_never_created_by_a_producer"
+    producer = kafka.producer(kafka_up, max_block_ms=2000)
+    try:
+        with pytest.raises(KafkaTimeoutError):
+            producer.send(topic, b"x").get(timeout=5)
+    finally:
+        producer.close(timeout=1)
+    admin = kafka.admin(kafka_up)
+    try:
+        assert topic not in admin.list_topics()
+    finally:
+        admin.close()

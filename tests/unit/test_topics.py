@@ -1,0 +1,14 @@
+from dbuslib.config import load_config
+from dbuslib.topics import literal_schemas, source_topics
+
+
+def test_literal_schemas_skip_globs_and_heartbeat_schema():
+    src = load_config().source("demo")
+    assert literal_schemas(src) == ["shop"]
+
+
+def test_source_topics_follow_the_original_names():
+    src = load_config().source("demo")
+    assert source_topics("demo", src) == [
+        "demo", "demo_ctrl", "demo.dlq", "demo_data_shards", "demo_callback", "demo.shop", "demo.shop.result",
+    ]
