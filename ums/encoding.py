@@ -1,0 +1,132 @@
+"""UMS messages <-> the original's JSON text (spec 1.1), byte-stable.
+
+``to_json`` writes compact JSON (no spaces), UTF-8 characters as they are (``ensure_ascii=False``)
+and keys in this fixed order::
+
+    {"protocol":{"type":"data_increment_data","version":"1.3"},
+     "schema":{"namespace":"mysql.demo.shop.orders.3.0.0",
+               "fields":[{"name":"ums_id_","type":"long","nullable":false,"encoded":false},...],
+               "batchId":0},
+     "payload":[{"tuple":["1030000012345678","2024-01-02 03:04:05.000","i","...",...]}]}
+
+``from_json`` accepts any key order and extra keys, defaults a field's missing ``nullable`` and
+``encoded`` to false (as the original's fastjson beans do), and raises ``BadMessageError`` naming
+the path of the first problem, e.g. ``payload[3].tuple: 5 values for 6 fields``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NoReturn
+
+from ums.errors import BadMessageError, UmsError
+from ums.message import ProtocolType, UmsField, UmsMessage, UmsSchema
+from ums.namespace import Namespace
+from ums.types import UmsType
+
+
+def to_json(msg: UmsMessage) -> str:
+    """The message as one line of compact JSON."""
+    return dumps_compact(to_dict(msg))
+
+
+def to_dict(msg: UmsMessage) -> dict[str, Any]:
+    """The message as plain JSON-ready dicts and lists, in wire key order."""
+    schema = msg.schema
+    return {
+        "protocol": {"type": msg.protocol.value, "version": msg.version},
+        "schema": {
+            "namespace": str(schema.namespace),
+            "fields": [_field_dict(f) for f in schema.fields],
+            "batchId": schema.batch_id,
+        },
+        "payload": [{"tuple": list(row)} for row in msg.payload],
+    }
+
+
+def dumps_compact(obj: object) -> str:
+    """``json.dumps`` the way UMS writes: no spaces, raw UTF-8, no NaN."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def from_json(text: str | bytes) -> UmsMessage:
+    """Parse and validate one UMS JSON message."""
+    try:
+        obj = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        msg = f"$: not JSON: {err}"
+        raise BadMessageError(msg) from err
+    return from_dict(obj)
+
+
+def from_dict(obj: object) -> UmsMessage:
+    """Build a validated message from parsed JSON (``json.loads`` output)."""
+    top = _object(obj, "$")
+    protocol = _object(_member(top, "protocol", "$"), "protocol")
+    schema = _schema(_object(_member(top, "schema", "$"), "schema"))
+    payload = _list(_member(top, "payload", "$"), "payload")
+    rows = tuple(_tuple(item, f"payload[{i}]") for i, item in enumerate(payload))
+    ptype = _enum(ProtocolType, _member(protocol, "type", "protocol"), "protocol.type")
+    version = _member(protocol, "version", "protocol")
+    return UmsMessage(ptype, schema, rows, version)
+
+
+def _schema(obj: dict[str, Any]) -> UmsSchema:
+    namespace = _member(obj, "namespace", "schema")
+    if not isinstance(namespace, str):
+        _fail(f"schema.namespace: expected a string, got {namespace!r}")
+    try:
+        parsed = Namespace.parse(namespace)
+    except UmsError as err:
+        msg = f"schema.namespace: {err}"
+        raise BadMessageError(msg) from err
+    items = _list(_member(obj, "fields", "schema"), "schema.fields")
+    fields = tuple(_field(item, f"schema.fields[{i}]") for i, item in enumerate(items))
+    return UmsSchema(parsed, fields, _member(obj, "batchId", "schema"))
+
+
+def _field(obj: object, path: str) -> UmsField:
+    item = _object(obj, path)
+    ftype = _enum(UmsType, _member(item, "type", path), f"{path}.type")
+    nullable, encoded = item.get("nullable", False), item.get("encoded", False)
+    return UmsField(_member(item, "name", path), ftype, nullable, encoded)
+
+
+def _field_dict(field: UmsField) -> dict[str, Any]:
+    return {"name": field.name, "type": field.type.value, "nullable": field.nullable,
+            "encoded": field.encoded}
+
+
+def _tuple(obj: object, path: str) -> tuple[Any, ...]:
+    values = _list(_member(_object(obj, path), "tuple", path), f"{path}.tuple")
+    return tuple(values)
+
+
+def _enum(kind: type, value: object, path: str) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        known = ", ".join(m.value for m in kind)
+        _fail(f"{path}: unknown value {value!r} (known: {known})")
+
+
+def _member(obj: dict[str, Any], key: str, path: str) -> Any:
+    if key not in obj:
+        _fail(f"{path}: missing key {key!r}")
+    return obj[key]
+
+
+def _object(obj: object, path: str) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        _fail(f"{path}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def _list(obj: object, path: str) -> list[Any]:
+    if not isinstance(obj, list):
+        _fail(f"{path}: expected a JSON array, got {type(obj).__name__}")
+    return obj
+
+
+def _fail(text: str) -> NoReturn:
+    raise BadMessageError(text)

@@ -1,0 +1,88 @@
+"""``ums_id_`` and ``ums_uid_``: message identities derived from binlog coordinates only.
+
+``ums_id_`` is the original's formula (spec 1.4): binlog file number * 10^13 + offset, written as
+a decimal string. ``ums_uid_`` replaces the original's ZooKeeper sequence with
+``ums_id_ * 10^6 + row index``, so a replay of the same binlog yields the same uids.
+
+    >>> ums_id("mysql-bin.000103", 12345678)
+    '1030000012345678'
+    >>> ums_uid("1030000012345678", 2)
+    '1030000012345678000002'
+"""
+
+from __future__ import annotations
+
+from ums.errors import BadPositionError
+
+OFFSET_LIMIT = 10**13  # offsets occupy the low 13 decimal digits of ums_id_
+ROW_LIMIT = 10**6  # row indices occupy the low 6 decimal digits of ums_uid_
+LONG_MAX = 2**63 - 1  # ums_id_ is declared "long": it must fit a signed 64-bit integer
+
+
+def binlog_file_number(binlog_file: str) -> int:
+    """Digits after the last ``.`` of a binlog file name: ``mysql-bin.000103`` -> 103."""
+    suffix = binlog_file.rsplit(".", 1)[-1] if "." in binlog_file else ""
+    if not (suffix.isascii() and suffix.isdigit()):
+        msg = f"binlog file {binlog_file!r}: expected a name ending in .<digits>"
+        raise BadPositionError(msg)
+    return int(suffix)
+
+
+def ums_id(binlog_file: str, offset: int, compensation: int = 0) -> str:
+    """``(file number + compensation) * 10^13 + offset`` as a decimal string.
+
+    ``compensation`` is the original's ``logfile.num.compensation``: added to the file number to
+    keep ums_id_ increasing after a server's binlog numbering restarts.
+    """
+    number = binlog_file_number(binlog_file) + compensation
+    if not _is_int(offset) or not 0 <= offset < OFFSET_LIMIT:
+        msg = f"binlog file {binlog_file!r}: offset {offset!r} is not in 0..10^13-1"
+        raise BadPositionError(msg)
+    if number < 0:
+        msg = f"binlog file {binlog_file!r}: compensation {compensation} makes the file number negative"
+        raise BadPositionError(msg)
+    value = number * OFFSET_LIMIT + offset
+    if value > LONG_MAX:
+        msg = f"binlog file {binlog_file!r}: file number {number} overflows a 64-bit ums_id_"
+        raise BadPositionError(msg)
+    return str(value)
+
+
+def parse_ums_id(value: str | int) -> tuple[int, int]:
+    """``"1030000012345678"`` -> ``(103, 12345678)`` (file number incl. compensation, offset)."""
+    return divmod(_canonical_int(value, "ums_id_", LONG_MAX), OFFSET_LIMIT)
+
+
+def ums_uid(ums_id_value: str | int, row_index: int) -> str:
+    """``ums_id_ * 10^6 + row_index`` as a decimal string.
+
+    ``row_index`` is the tuple's index among the tuples emitted for one binlog rows event (a ``b``
+    before-image counts as a tuple). A rows event is cut at ``binlog_row_event_max_size`` (8 KiB by
+    default) and a row image takes at least one byte, so an event holds far fewer than 10^6 tuples.
+    Compare uids as integers: their order is the order of ``(ums_id_, row_index)``.
+    """
+    base = _canonical_int(ums_id_value, "ums_id_", LONG_MAX)
+    if not _is_int(row_index) or not 0 <= row_index < ROW_LIMIT:
+        msg = f"row index {row_index!r} of ums_id_ {base}: needs 0 <= index < 10^6"
+        raise BadPositionError(msg)
+    return str(base * ROW_LIMIT + row_index)
+
+
+def parse_ums_uid(value: str | int) -> tuple[str, int]:
+    """``"1030000012345678000002"`` -> ``("1030000012345678", 2)``."""
+    base, row_index = divmod(_canonical_int(value, "ums_uid_", LONG_MAX * ROW_LIMIT), ROW_LIMIT)
+    return str(base), row_index
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _canonical_int(value: str | int, what: str, limit: int) -> int:
+    """A non-negative int given as an int or a canonical decimal string (no sign, no leading 0)."""
+    text = str(value) if _is_int(value) else value
+    canonical = isinstance(text, str) and text.isascii() and text.isdigit()
+    if not canonical or (len(text) > 1 and text[0] == "0") or int(text) > limit:
+        msg = f"{what} {value!r}: expected a decimal integer in 0..{limit}"
+        raise BadPositionError(msg)
+    return int(text)
