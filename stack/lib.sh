@@ -33,6 +33,17 @@ wait_for() {
   done
 }
 
+# running_and PIDFILE LOGFILE CHECK...: CHECK for wait_for that fails at once, naming LOGFILE, when the
+# process of PIDFILE has exited (instead of polling a dead server until the timeout).
+running_and() {
+  local pidfile=$1 logfile=$2; shift 2
+  if ! pid_alive "$pidfile"; then
+    tail -n 30 "$logfile" >&2 2>/dev/null || true
+    die "process of $pidfile exited; see $logfile"
+  fi
+  "$@"
+}
+
 # stop_pid NAME PIDFILE [SECONDS]: TERM the process group, then KILL after SECONDS (default 20).
 stop_pid() {
   local name=$1 pidfile=$2 secs=${3:-20}

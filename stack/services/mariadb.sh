@@ -1,0 +1,85 @@
+# MariaDB from Debian, run from its own datadir and config under .stack/mariadb (never the system
+# service). Config: conf/stack/my.cnf; users and databases: conf/stack/mariadb-init.sql.
+
+MARIADB_HOME=$STACK_HOME/mariadb
+MARIADB_USER=$(id -un)   # the server runs as whoever runs the stack (root here: --user=root)
+
+_mariadb_cnf()  { echo "$MARIADB_HOME/my.cnf"; }
+_mariadb_sock() { echo "$MARIADB_HOME/mariadb.sock"; }
+_mariadb_log()  { echo "$MARIADB_HOME/log/mariadb.err"; }
+
+mariadb_install() {
+  if ! command -v mariadbd >/dev/null && [ ! -x /usr/sbin/mariadbd ]; then
+    # Keep the package from starting the system service (port 3306): a policy-rc.d answering 101
+    # tells invoke-rc.d not to start anything. Only ours is removed again.
+    local own_policy=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
+      own_policy=1
+    fi
+    apt_install mariadb-server mariadb-client
+    if [ -n "$own_policy" ]; then rm -f /usr/sbin/policy-rc.d; fi
+    # If a system server got started anyway (systemd hosts), stop and disable it.
+    if pgrep -x mariadbd >/dev/null || pgrep -x mysqld >/dev/null; then
+      log "stopping the system MariaDB service started by the package"
+      { systemctl disable --now mariadb || service mariadb stop; } >/dev/null 2>&1 || true
+    fi
+  fi
+  local dir; dir=$(svc_dir mariadb)
+  render "$STACK_REPO/conf/stack/my.cnf" "$(_mariadb_cnf)" MARIADB_PORT MARIADB_HOME MARIADB_USER
+  if [ ! -d "$dir/data/mysql" ]; then
+    log "initialising MariaDB datadir $dir/data"
+    rm -rf "$dir/data"; mkdir -p "$dir/data"
+    # root@localhost authenticates by unix socket (the OS user running the stack), no password.
+    mariadb-install-db --defaults-file="$(_mariadb_cnf)" --user="$MARIADB_USER" --skip-test-db \
+      >"$dir/log/install-db.log" 2>&1 || die "mariadb-install-db failed; see $dir/log/install-db.log"
+  fi
+}
+
+# Root access through the socket (unix_socket authentication).
+_mariadb_root() { mariadb --defaults-file="$(_mariadb_cnf)" --socket="$(_mariadb_sock)" -uroot "$@"; }
+
+# Serving = answering on the TCP port as the dbus user (so the init script has run, too).
+mariadb_health() {
+  mariadb-admin --no-defaults --protocol=TCP -h "$STACK_HOST" -P "$MARIADB_PORT" -u dbus -pdbus \
+    --connect-timeout=2 ping >/dev/null 2>&1
+}
+
+# Up enough for root over the socket (before the init script has created the dbus user).
+_mariadb_socket_up() {
+  mariadb-admin --defaults-file="$(_mariadb_cnf)" --socket="$(_mariadb_sock)" -uroot \
+    --connect-timeout=2 ping >/dev/null 2>&1
+}
+
+mariadb_start() {
+  local dir; dir=$(svc_dir mariadb)
+  local marker; marker="$dir/.init-$(sha1sum "$STACK_REPO/conf/stack/mariadb-init.sql" | cut -c1-12)"
+  mariadb_health && [ -f "$marker" ] && return 0
+  if ! pid_alive "$dir/pid"; then
+    port_open "$MARIADB_PORT" && die "port $MARIADB_PORT is taken by something that is not our MariaDB"
+    start_bg "$dir/pid" "$dir/log/stdout.log" \
+      mariadbd --defaults-file="$(_mariadb_cnf)" --user="$MARIADB_USER"
+  fi
+  wait_for 60 mariadb "$(_mariadb_log)" running_and "$dir/pid" "$(_mariadb_log)" _mariadb_socket_up
+  # Users/databases: (re)apply the init script when it is new or changed since the last run.
+  if [ ! -f "$marker" ]; then
+    log "applying conf/stack/mariadb-init.sql"
+    _mariadb_root < "$STACK_REPO/conf/stack/mariadb-init.sql" || die "mariadb-init.sql failed"
+    rm -f "$dir"/.init-*; touch "$marker"
+  fi
+  wait_for 20 mariadb "$(_mariadb_log)" mariadb_health
+}
+
+mariadb_stop() {
+  local dir=$MARIADB_HOME
+  if [ -S "$(_mariadb_sock)" ] && pid_alive "$dir/pid"; then
+    mariadb-admin --defaults-file="$(_mariadb_cnf)" --socket="$(_mariadb_sock)" -uroot \
+      shutdown >/dev/null 2>&1 || true
+  fi
+  stop_pid mariadb "$dir/pid" 30
+}
+
+mariadb_describe() {
+  local v; v=$(mariadbd --version 2>/dev/null | grep -oE 'Ver [0-9.]+' | cut -d' ' -f2)
+  echo "mariadb $v on $STACK_HOST:$MARIADB_PORT (users dbus/dbus, dbus_repl/dbus_repl)"
+}
