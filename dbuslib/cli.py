@@ -124,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not args.verbose:
+        for noisy in ("kafka", "kazoo", "py4j", "pymysqlreplication"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     handler: Handler = args.handler
     try:
         return handler(args)

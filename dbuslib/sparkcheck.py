@@ -2,8 +2,9 @@
 
 Usage: spark-submit $(dbus spark args) dbuslib/sparkcheck.py --config conf/dbus.yaml --in A --out B
 
-Reads every record now in topic A, upper-cases the value, writes it to topic B with the key kept, and
-stops (trigger availableNow). It proves the connector jars, the broker and spark-submit work together.
+Reads every record now in topic A (JSON values), wraps each as
+``{"source_partition": p, "source_offset": o, "change": <value>}``, writes it to topic B with the key
+kept, and stops (trigger availableNow). It proves the connector jars, the broker and spark-submit work together.
 """
 
 from __future__ import annotations
@@ -34,7 +35,11 @@ def main(argv: list[str] | None = None) -> int:
             .option("subscribe", args.source_topic)
             .option("startingOffsets", "earliest")
             .load()
-            .selectExpr("key", "upper(CAST(value AS STRING)) AS value")
+            .selectExpr(
+                "key",
+                """concat('{"source_partition":', partition, ',"source_offset":', offset,
+                          ',"change":', CAST(value AS STRING), '}') AS value""",
+            )
             .writeStream.format("kafka")
             .queryName("sparkcheck_roundtrip")
             .option("kafka.bootstrap.servers", servers)

@@ -1,0 +1,53 @@
+"""The time-series edge: influxdb-client against the configured server (InfluxDB 1.8 on the local stack).
+
+Writes go to ``/api/v2/write``, reads are Flux queries on ``/api/v2/query``; with InfluxDB 1.8 the
+bucket is ``<database>/<retention policy>`` (``dbus/autogen``) and the org is ignored.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from influxdb_client import InfluxDBClient, Point
+from influxdb_client.client.write_api import SYNCHRONOUS
+
+from dbuslib.config import InfluxEndpoint
+from dbuslib.errors import EndpointError
+
+
+@contextmanager
+def client(cfg: InfluxEndpoint) -> Iterator[InfluxDBClient]:
+    with InfluxDBClient(url=cfg.url, token=cfg.token.get_secret_value(), org=cfg.org, timeout=10_000) as c:
+        if not c.ping():
+            msg = f"the time-series server at {cfg.url} does not answer /ping"
+            raise EndpointError(msg)
+        yield c
+
+
+def write(cfg: InfluxEndpoint, points: list[Point]) -> None:
+    """Write synchronously: when this returns, the points are stored."""
+    with client(cfg) as c:
+        c.write_api(write_options=SYNCHRONOUS).write(bucket=cfg.bucket, org=cfg.org, record=points)
+
+
+def query(cfg: InfluxEndpoint, flux: str) -> list[dict]:
+    """Run a Flux query; each record as a dict of its values (``_time``, ``_field``, ``_value``, tags)."""
+    with client(cfg) as c:
+        tables = c.query_api().query(flux, org=cfg.org)
+    return [record.values for table in tables for record in table.records]
+
+
+def write_and_read_check(cfg: InfluxEndpoint, ds: str) -> str:
+    """Write one point tagged with a fresh id and read it back with Flux; used by the demo and tests."""
+    check_id = uuid.uuid4().hex[:12]
+    value = time.time() % 1000
+    write(cfg, [Point("dbus_stack_check").tag("ds", ds).tag("check_id", check_id).field("value", value)])
+    rows = query(cfg, f'from(bucket:"{cfg.bucket}") |> range(start:-1h) '
+                      f'|> filter(fn:(r) => r._measurement == "dbus_stack_check" and r.check_id == "{check_id}")')
+    if [r["_value"] for r in rows] != [value]:
+        msg = f"wrote dbus_stack_check check_id={check_id} value={value} to {cfg.url} but read back {rows}"
+        raise EndpointError(msg)
+    return f"dbus_stack_check,ds={ds},check_id={check_id} value={value:.3f} written and read back from {cfg.url}"
