@@ -26,8 +26,7 @@ def _rate(rows: int, fn) -> float:
 
 
 def batched(cfg: DbusConfig, topic: str, rows: int) -> float:
-    producer = kafka.producer(cfg.endpoints.kafka, linger_ms=5, batch_size=512 * 1024,
-                              max_in_flight_requests_per_connection=5, buffer_memory=64 * 1024 * 1024)
+    producer = kafka.producer(cfg.endpoints.kafka, linger_ms=5, batch_size=512 * 1024)
 
     def run() -> None:
         for i in range(rows):

@@ -15,8 +15,9 @@ from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 from dbuslib.config import KafkaEndpoint
 from dbuslib.errors import EndpointError
 
-# A producer that must not lose records: every record acknowledged by all in-sync replicas.
-SAFE_PRODUCER = {"acks": "all", "retries": 2**31 - 1, "max_in_flight_requests_per_connection": 1}
+# A producer that must not lose or reorder records: acknowledged by all in-sync replicas, idempotent
+# (kafka-python 3 keeps order across retries with up to 5 requests in flight), never auto-creating topics.
+SAFE_PRODUCER = {"acks": "all", "enable_idempotence": True, "allow_auto_create_topics": False}
 
 
 def _options(cfg: KafkaEndpoint, overrides: dict[str, Any]) -> dict[str, Any]:
