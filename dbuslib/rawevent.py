@@ -1,0 +1,169 @@
+"""The raw change event: what the extractor writes to the first-level topic ``<ds>``, version 1.
+
+The extractor does as little as the contract allows: it does not decode rows. A record carries the
+undecoded binlog rows event together with the table-map event that describes its columns (with
+``binlog_row_metadata=FULL`` the table map holds column names, signedness, charsets, ENUM/SET values
+and the primary key), so any later stage can decode it without asking the source. Decoding lives in
+``dbuslib.rowdecode`` and runs where it scales (the Spark appender).
+
+Kafka record: key ``<schema>.<table>`` (UTF-8), value::
+
+    b"DBR" + version byte (1) | u32 big-endian header length H | header (H bytes, UTF-8 JSON) | body
+
+Header, by example (``kind`` = ``rows``)::
+
+    {"kind": "rows", "source": "demo", "server_id": 1, "file": "mariadb-bin.000006", "pos": 860,
+     "next_pos": 938, "gtid": "0-1-42", "ts": 1795355830, "schema": "shop", "table": "orders",
+     "event_type": 30, "crc": true, "tm_len": 67}
+
+- ``pos`` is the start offset of the rows event in ``file`` (it makes ``ums_id_``); ``next_pos`` the
+  offset after it; ``ts`` the event's server timestamp in epoch seconds; ``gtid`` the transaction's
+  GTID (``domain-server-seq`` on MariaDB, ``uuid:n`` on MySQL) or ``""``.
+- ``event_type`` is the binlog type code of the rows event (write/update/delete, v1 or v2).
+- ``crc``: whether each event in the body ends with a 4-byte CRC32 checksum.
+- body of ``rows``: the table-map event (``tm_len`` bytes) followed by the rows event; each is a whole
+  binlog event as read from the server (19-byte header, body, checksum when ``crc``).
+
+``kind`` = ``ddl``: a statement that changes a schema (ALTER/CREATE/DROP/TRUNCATE/RENAME); the header
+adds ``sql`` and ``ddl`` (the statement's verb), the key is ``<schema>.<table>`` or ``<schema>.*`` when
+no table is named, and the body is empty.
+
+Chunks: a record larger than the producer's limit is cut into ``n`` records with the same key and a
+header ``"chunk": [i, n]`` (``i`` from 0); their bodies concatenated in order give the original body.
+All chunks of one event are written one after the other; a consumer that sees chunk 0 again (a replay
+after a restart) starts the event over.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+MAGIC = b"DBR"
+VERSION = 1
+_PREFIX = struct.Struct(">3sBI")
+
+
+class RawEventError(ValueError):
+    """A first-level record that does not follow this contract; the message says what is wrong."""
+
+    code = "RAW_BAD_RECORD"
+
+
+@dataclass(frozen=True)
+class RawEvent:
+    """One first-level record, decoded as far as the envelope (rows stay undecoded in ``body``)."""
+
+    header: dict[str, Any]
+    body: bytes = b""
+    key: str = field(default="")
+
+    @property
+    def kind(self) -> str:
+        return self.header["kind"]
+
+    @property
+    def chunk(self) -> tuple[int, int] | None:
+        c = self.header.get("chunk")
+        return (int(c[0]), int(c[1])) if c else None
+
+    def table_map_bytes(self) -> bytes:
+        return self.body[: self.header["tm_len"]]
+
+    def rows_event_bytes(self) -> bytes:
+        return self.body[self.header["tm_len"] :]
+
+
+def encode(event: RawEvent) -> bytes:
+    """The record value of ``event``."""
+    header = json.dumps(event.header, separators=(",", ":"), ensure_ascii=False).encode()
+    return _PREFIX.pack(MAGIC, VERSION, len(header)) + header + event.body
+
+
+def decode(value: bytes, key: bytes | str | None = None) -> RawEvent:
+    """Parse a record value; RawEventError names what is wrong (never returns a half-parsed event)."""
+    if len(value) < _PREFIX.size:
+        msg = f"record of {len(value)} bytes is shorter than the {_PREFIX.size}-byte prefix"
+        raise RawEventError(msg)
+    magic, version, hlen = _PREFIX.unpack_from(value)
+    if magic != MAGIC:
+        msg = f"bad magic {magic!r}: not a DBus raw event"
+        raise RawEventError(msg)
+    if version != VERSION:
+        msg = f"raw event version {version} is not supported (this build reads version {VERSION})"
+        raise RawEventError(msg)
+    end = _PREFIX.size + hlen
+    if len(value) < end:
+        msg = f"header says {hlen} bytes but only {len(value) - _PREFIX.size} follow: truncated record"
+        raise RawEventError(msg)
+    try:
+        header = json.loads(value[_PREFIX.size : end])
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        msg = f"header is not JSON: {e}"
+        raise RawEventError(msg) from None
+    _check_header(header, len(value) - end)
+    k = key.decode() if isinstance(key, bytes) else (key or "")
+    return RawEvent(header=header, body=bytes(value[end:]), key=k)
+
+
+_REQUIRED = {"rows": ("file", "pos", "next_pos", "ts", "schema", "table", "event_type", "crc", "tm_len"),
+             "ddl": ("file", "pos", "next_pos", "ts", "schema", "sql")}
+
+
+def _check_header(header: Any, body_len: int) -> None:
+    if not isinstance(header, dict) or header.get("kind") not in _REQUIRED:
+        msg = f"header kind must be one of {sorted(_REQUIRED)}, got {header!r:.200}"
+        raise RawEventError(msg)
+    missing = [k for k in _REQUIRED[header["kind"]] if k not in header]
+    if missing:
+        msg = f"{header['kind']} header lacks {', '.join(missing)}"
+        raise RawEventError(msg)
+    if header["kind"] == "rows" and "chunk" not in header and not 0 < header["tm_len"] < body_len:
+        msg = f"rows body of {body_len} bytes cannot hold a {header['tm_len']}-byte table map and a rows event"
+        raise RawEventError(msg)
+
+
+def split(event: RawEvent, max_bytes: int) -> list[RawEvent]:
+    """``event`` itself when its value fits ``max_bytes``, else ordered chunks that each fit."""
+    overhead = len(encode(replace(event, body=b""))) + 32  # room for the "chunk" member
+    if overhead + len(event.body) <= max_bytes:
+        return [event]
+    step = max_bytes - overhead
+    if step <= 0:
+        msg = f"max_bytes {max_bytes} leaves no room for a body after a {overhead}-byte header"
+        raise RawEventError(msg)
+    parts = [event.body[i : i + step] for i in range(0, len(event.body), step)]
+    return [replace(event, header={**event.header, "chunk": [i, len(parts)]}, body=p) for i, p in enumerate(parts)]
+
+
+class Reassembler:
+    """Turns a stream of records of one partition back into whole events (chunks joined).
+
+    ``push`` returns the whole event when one is complete, else None. A chunk 0 restarts assembly (a
+    replay); a chunk out of sequence raises RawEventError naming the position.
+    """
+
+    def __init__(self) -> None:
+        self._parts: dict[str, list[RawEvent]] = {}
+
+    def push(self, event: RawEvent) -> RawEvent | None:
+        if event.chunk is None:
+            return event
+        index, count = event.chunk
+        pending = self._parts.setdefault(event.key, [])
+        if index == 0:
+            pending.clear()
+        elif len(pending) != index:
+            where = f"{event.header.get('file')}:{event.header.get('pos')}"
+            msg = f"{event.key} at {where}: chunk {index} of {count} arrived after {len(pending)} chunk(s)"
+            pending.clear()
+            raise RawEventError(msg)
+        pending.append(event)
+        if index + 1 < count:
+            return None
+        header = {k: v for k, v in event.header.items() if k != "chunk"}
+        body = b"".join(p.body for p in pending)
+        pending.clear()
+        return RawEvent(header=header, body=body, key=event.key)
