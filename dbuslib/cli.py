@@ -75,6 +75,12 @@ def _demo(args: argparse.Namespace) -> int:
     return demo.run(_load(args), args.source)
 
 
+def _extractor(args: argparse.Namespace) -> int:
+    from extractor.main import main as extractor_main
+
+    return extractor_main(["--config", args.config, *args.rest])
+
+
 def _load(args: argparse.Namespace) -> DbusConfig:
     return load_config(args.config)
 
@@ -110,6 +116,10 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_parser("args", help="print the spark-submit arguments (master, connector jars, conf)").set_defaults(
         handler=_spark_args
     )
+
+    ex = sub.add_parser("extractor", add_help=False, help="binlog reader: run | status | reset (see --help)")
+    ex.add_argument("rest", nargs=argparse.REMAINDER)
+    ex.set_defaults(handler=_extractor)
 
     dm = sub.add_parser("demo", help="run the demo on the local stack (make demo)")
     dm.add_argument("--source", default="demo", help="source name (default: %(default)s)")

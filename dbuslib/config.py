@@ -217,6 +217,42 @@ class UmsSettings(_Model):
     format: Literal["json", "avro"] = "json"
 
 
+class ExtractorSettings(_Model):
+    """The binlog reader of one source. ``start`` applies only when no position was ever committed:
+    ``current`` (the binlog's end now), ``earliest`` (the oldest binlog still on the server), ``FILE:POS``
+    or a GTID position such as ``0-1-42``. ``producer`` passes kafka-python options (acks stays all)."""
+
+    start: str = "current"
+    commit_interval_s: float = Field(1.0, gt=0)
+    max_pending_records: int = Field(2000, ge=1)
+    max_pending_bytes: int = Field(64 * 1024 * 1024, ge=1024 * 1024)
+    max_record_bytes: int = Field(1_000_000, ge=4096)
+    state_dir: Path = Path("../.stack/extractor")
+    metrics_interval_s: float = Field(10.0, gt=0)
+    retry_for_s: float = Field(60.0, ge=0)
+    producer: dict[str, Any] = Field(default_factory=lambda: {"compression_type": "lz4", "linger_ms": 5,
+                                                              "batch_size": 1_048_576})
+
+    @field_validator("start")
+    @classmethod
+    def _start(cls, v: str) -> str:
+        if v in ("current", "earliest") or re.fullmatch(r"[^:\s]+\.\d+:\d+", v) or re.fullmatch(
+            r"\d+-\d+-\d+(,\d+-\d+-\d+)*", v
+        ):
+            return v
+        msg = f"must be current, earliest, FILE:POS or a GTID position like 0-1-42, got {v!r}"
+        raise ValueError(msg)
+
+    @field_validator("producer")
+    @classmethod
+    def _no_unsafe(cls, v: dict[str, Any]) -> dict[str, Any]:
+        unsafe = sorted(k for k in v if k in ("acks", "enable_idempotence", "allow_auto_create_topics"))
+        if unsafe:
+            msg = f"{unsafe} cannot be changed: the extractor must not lose or reorder records"
+            raise ValueError(msg)
+        return v
+
+
 class Source(_Model):
     """One captured database server ("data source" in the original)."""
 
@@ -227,6 +263,7 @@ class Source(_Model):
     masking: dict[str, dict[str, MaskRule]] = Field(default_factory=dict)
     heartbeat: HeartbeatSettings = HeartbeatSettings()
     ums: UmsSettings = UmsSettings()
+    extractor: ExtractorSettings = ExtractorSettings()
 
     @field_validator("masking")
     @classmethod

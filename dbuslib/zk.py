@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
 
 from dbuslib.config import ZooKeeperEndpoint
 from dbuslib.errors import EndpointError
@@ -11,7 +12,10 @@ from dbuslib.errors import EndpointError
 
 def client(cfg: ZooKeeperEndpoint) -> KazooClient:
     """A connected KazooClient; EndpointError when ZooKeeper does not answer within ``timeout_s``."""
-    zk = KazooClient(hosts=cfg.hosts, timeout=cfg.timeout_s)
+    # Reconnect attempts at most 1 s apart, forever: kazoo's default backoff grows without a useful cap,
+    # so after an outage of ~30 s it would come back after the server had expired the session.
+    zk = KazooClient(hosts=cfg.hosts, timeout=cfg.timeout_s,
+                     connection_retry=KazooRetry(max_tries=-1, max_delay=1.0))
     try:
         zk.start(timeout=cfg.timeout_s)
     except KazooTimeoutError as e:

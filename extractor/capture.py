@@ -38,11 +38,12 @@ def _base(source: str, server_id: int, file: str, event: Any, gtid: str) -> dict
             "next_pos": event.packet.log_pos, "gtid": gtid, "ts": event.timestamp}
 
 
-def raw_rows(source: str, file: str, table_map: Any, rows: Any, gtid: str, crc: bool) -> RawEvent:
+def raw_rows(source: str, file: str, table_map: Any, rows: Any, gtid: str, crc: bool,
+             flavor: str = "mariadb") -> RawEvent:
     """A ``rows`` record: the rows event with the table map that describes it."""
     tm = event_bytes(table_map)
     header = {"kind": "rows", **_base(source, rows.packet.server_id, file, rows, gtid),
-              "schema": table_map.schema, "table": table_map.table,
+              "schema": table_map.schema, "table": table_map.table, "flavor": flavor,
               "event_type": rows.packet.event_type, "crc": crc, "tm_len": len(tm)}
     return RawEvent(header=header, body=tm + event_bytes(rows), key=f"{table_map.schema}.{table_map.table}")
 

@@ -92,3 +92,13 @@ def spark(cfg):
         _fail_down("Spark's Kafka connector", e)
     yield session
     session.stop()
+
+
+@pytest.fixture
+def extractor_env(tmp_path, writer_db, kafka_up):
+    """An extractor setup that captures only this test's database (see extractor_env.py)."""
+    from extractor_env import cleanup, make_env
+
+    env = make_env(tmp_path, writer_db[1])
+    yield env
+    cleanup(env)

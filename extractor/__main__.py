@@ -1,0 +1,5 @@
+import sys
+
+from extractor.main import main
+
+sys.exit(main())

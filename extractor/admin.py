@@ -1,0 +1,139 @@
+"""Operator commands: ``status`` (leader, epoch, positions, lag) and ``reset`` (move the position)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from dbuslib import kafka, mysql, zk
+from dbuslib.config import DbusConfig, Source
+from dbuslib.errors import DbusError
+from extractor.filters import TableFilter
+from extractor.leader import Leadership
+from extractor.loop import position_file, position_store
+from extractor.position import Position
+from extractor.reader import initial_position
+
+
+def status(cfg: DbusConfig, ds: str) -> dict[str, Any]:
+    """What ``dbus extractor status`` shows, as a dict (``--json`` prints it as is)."""
+    src = cfg.source(ds)
+    client = zk.client(cfg.endpoints.zookeeper)
+    try:
+        leader = Leadership(client, cfg.endpoints.zookeeper.root, ds, "status").current_leader()
+        store = position_store(cfg, ds, client)
+        in_zk, in_file = store.read_zk(), store.read_file()
+    finally:
+        client.stop()
+        client.close()
+    committed = max((p for p in (in_zk, in_file) if p), key=lambda p: (p.epoch, p.sort_key()), default=None)
+    db = mysql.connect(src.mysql)
+    try:
+        end = mysql.binlog_end(db)
+    finally:
+        db.close()
+    return {
+        "source": ds,
+        "leader": leader,
+        "epoch": committed.epoch if committed else 0,
+        "zookeeper": in_zk.to_dict() if in_zk else None,
+        "local_file": in_file.to_dict() if in_file else None,
+        "local_file_path": str(position_file(cfg, src, ds)),
+        "server_end": {"file": end.file, "pos": end.pos, "gtid": end.gtid},
+        "behind_bytes": _behind(committed, end),
+        "lag_s": round(time.time() - committed.ts, 1) if committed and committed.ts else None,
+    }
+
+
+def _behind(committed: Position | None, end: mysql.BinlogPosition) -> int | None:
+    if committed is None or committed.file != end.file:
+        return None
+    return max(0, end.pos - committed.pos)
+
+
+def format_status(info: dict[str, Any]) -> str:
+    leader = info["leader"] or "none (no extractor runs)"
+    pos = info["zookeeper"] or info["local_file"]
+    where = f"{pos['file']}:{pos['pos']} gtid {pos['gtid'] or '-'}" if pos else "none committed yet"
+    behind = f"{info['behind_bytes']} bytes" if info["behind_bytes"] is not None else "another binlog file"
+    lines = [
+        f"source     {info['source']}",
+        f"leader     {leader}",
+        f"epoch      {info['epoch']}",
+        f"committed  {where}",
+        f"  in ZooKeeper {_short(info['zookeeper'])}; local file {_short(info['local_file'])}",
+        f"server end {info['server_end']['file']}:{info['server_end']['pos']} (behind: {behind})",
+        f"lag        {info['lag_s']} s since the last committed transaction's time"
+        if info["lag_s"] is not None else "lag        unknown",
+    ]
+    return "\n".join(lines)
+
+
+def _short(p: dict[str, Any] | None) -> str:
+    return f"{p['file']}:{p['pos']} (epoch {p['epoch']})" if p else "none"
+
+
+def reset(cfg: DbusConfig, ds: str, to: str, *, full_pull: bool = False, force: bool = False) -> str:
+    """Write a new committed position (and a new epoch); optionally request full pulls of every table."""
+    src = cfg.source(ds)
+    target = _target(src, to)
+    client = zk.client(cfg.endpoints.zookeeper)
+    try:
+        leadership = Leadership(client, cfg.endpoints.zookeeper.root, ds, "reset")
+        running = leadership.current_leader()
+        if running and not force:
+            msg = f"{ds}: extractor {running} is running; stop it first (or pass --force to depose it)"
+            raise DbusError(msg)
+        epoch = leadership.bump_epoch()
+        position_store(cfg, ds, client).reset(replace(target, epoch=epoch))
+    finally:
+        client.stop()
+        client.close()
+    done = f"{ds}: position reset to {target} (epoch {epoch})"
+    if full_pull:
+        tables = request_full_pulls(cfg, ds, src)
+        done += f"; full pull requested for {len(tables)} table(s): {', '.join(tables)}"
+    return done
+
+
+def _target(src: Source, to: str) -> Position:
+    db = mysql.connect(src.mysql)
+    try:
+        return initial_position(src.model_copy(update={"extractor": src.extractor.model_copy(
+            update={"start": to})}), db)
+    finally:
+        db.close()
+
+
+def captured_tables(src: Source) -> list[str]:
+    db = mysql.connect(src.mysql)
+    wanted = TableFilter(src.capture)
+    try:
+        with db.cursor() as cur:
+            cur.execute("SELECT table_schema, table_name FROM information_schema.tables "
+                        "WHERE table_type = 'BASE TABLE' ORDER BY 1, 2")
+            return [f"{s}.{t}" for s, t in cur.fetchall() if wanted.allows(s, t) and s != src.heartbeat.schema_]
+    finally:
+        db.close()
+
+
+def request_full_pulls(cfg: DbusConfig, ds: str, src: Source) -> list[str]:
+    """One FULL_DATA_INDEPENDENT_PULL_REQ per captured table on ``<ds>_ctrl`` (the original's payload)."""
+    from ums import ControlType, control_key, control_to_json, new_control_message
+
+    tables = captured_tables(src)
+    topic = src.topics.name("ctrl", ds)
+    kafka.ensure_topics(cfg.endpoints.kafka, [topic])
+    producer = kafka.producer(cfg.endpoints.kafka)
+    for i, name in enumerate(tables):
+        schema, table = name.split(".", 1)
+        msg = new_control_message(ControlType.FULL_DATA_INDEPENDENT_PULL_REQ, "dbus-extractor-reset", {
+            "DBUS_DATASOURCE_ID": ds, "SCHEMA_NAME": schema, "TABLE_NAME": table, "PHYSICAL_TABLES": table,
+            "INCREASE_VERSION": "false", "INCREASE_BATCH_NO": "false", "PULL_REMARK": "after extractor reset",
+            "SINK_TYPE": "KAFKA", "resultTopic": src.topics.name("result", ds, schema, table)})
+        msg = replace(msg, id=msg.id + i)  # ids are epoch ms: keep them unique within one burst
+        producer.send(topic, key=control_key(msg).encode(), value=control_to_json(msg).encode())
+    producer.flush()
+    producer.close()
+    return tables

@@ -1,0 +1,107 @@
+"""The extractor: one source's binlog -> first-level topic ``<ds>``.
+
+Usage: python -m extractor [--config conf/dbus.yaml] run --source demo
+       python -m extractor [--config conf/dbus.yaml] status --source demo
+       python -m extractor [--config conf/dbus.yaml] reset --source demo --to current|earliest|FILE:POS|GTID
+(also ``dbus extractor ...``). Run two for one source: one leads, the other waits and takes over.
+
+Exit codes: 0 stopped cleanly; 2 bad configuration, or the binlog position was purged (error 1236);
+3 MySQL, Kafka or ZooKeeper unreachable for longer than ``extractor.retry_for_s``; 4 deposed (another
+extractor leads now).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import time
+
+from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from dbuslib.errors import ConfigError, DbusError
+from extractor.errors import DeposedError
+from extractor.loop import Extractor
+from extractor.reader import BinlogPurgedError, ServerSettingsError
+
+log = logging.getLogger("extractor")
+EXIT = {ConfigError: 2, BinlogPurgedError: 2, ServerSettingsError: 2, DeposedError: 4}
+
+
+def run(cfg: DbusConfig, ds: str) -> int:
+    """Run until stopped; retriable failures are retried with backoff for ``retry_for_s``."""
+    src = cfg.source(ds)
+    extractor = Extractor(cfg, ds)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: extractor.stop.set())
+    backoff, failing_since = 1.0, None
+    while not extractor.stop.is_set():
+        try:
+            extractor.run()
+            return 0
+        except DbusError as e:
+            if not e.retriable:
+                raise
+            failing_since = failing_since or time.monotonic()
+            if time.monotonic() - failing_since > src.extractor.retry_for_s:
+                raise
+            log.warning("%s: %s; retrying in %.0fs", ds, e, backoff)
+            extractor.stop.wait(backoff)
+            backoff = min(backoff * 2, 30.0)
+    return 0
+
+
+def purged_message(ds: str, err: BinlogPurgedError) -> str:
+    return (f"{ds}: {err}\nThe changes between the stored position and the oldest binlog still on the server "
+            f"cannot be read any more. Recover with one of:\n"
+            f"  dbus extractor reset --source {ds} --to earliest --full-pull   # resume at the oldest binlog, "
+            f"full-pull every captured table\n"
+            f"  dbus extractor reset --source {ds} --to current --full-pull    # resume now, full-pull every table")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="extractor", description="binlog -> first-level Kafka topic")
+    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="configuration file (default: %(default)s)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    r = sub.add_parser("run", help="read the binlog and publish raw events (leads or waits as standby)")
+    r.add_argument("--source", required=True, help="source name under 'sources'")
+    s = sub.add_parser("status", help="leader, epoch, committed position and lag")
+    s.add_argument("--source", required=True)
+    s.add_argument("--json", action="store_true", help="print JSON")
+    z = sub.add_parser("reset", help="move the committed position (run it while no extractor runs)")
+    z.add_argument("--source", required=True)
+    z.add_argument("--to", required=True, help="current | earliest | FILE:POS | GTID (e.g. 0-1-42)")
+    z.add_argument("--full-pull", action="store_true", help="also request a full pull of every captured table")
+    z.add_argument("--force", action="store_true", help="even while an extractor leads (it will be deposed)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        for noisy in ("kafka", "kazoo"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        cfg = load_config(args.config)
+        if args.command == "run":
+            return run(cfg, args.source)
+        from extractor import admin
+
+        if args.command == "status":
+            info = admin.status(cfg, args.source)
+            print(json.dumps(info, indent=2) if args.json else admin.format_status(info))
+            return 0
+        print(admin.reset(cfg, args.source, args.to, full_pull=args.full_pull, force=args.force))
+        return 0
+    except BinlogPurgedError as e:
+        print(f"extractor: {e.code}: {purged_message(args.source, e)}", file=sys.stderr)
+        return 2
+    except DbusError as e:
+        print(f"extractor: {e.code}: {e}", file=sys.stderr)
+        return next((c for t, c in EXIT.items() if isinstance(e, t)), 3 if e.retriable else 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
