@@ -16,11 +16,14 @@ _DDL = re.compile(
     r"TEMPORARY\s+)*(TABLE|INDEX|UNIQUE\s+INDEX|FULLTEXT\s+INDEX|SPATIAL\s+INDEX|DATABASE|SCHEMA|VIEW)?",
     re.IGNORECASE | re.DOTALL,
 )
-_TABLE_AFTER = re.compile(
-    r"\bTABLE\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?((?:`[^`]+`|\w+)(?:\s*\.\s*(?:`[^`]+`|\w+))?)",
-    re.IGNORECASE,
-)
-_ON_TABLE = re.compile(r"\bON\s+((?:`[^`]+`|\w+)(?:\s*\.\s*(?:`[^`]+`|\w+))?)", re.IGNORECASE)
+_NAME = r"((?:`[^`]+`|\w+)(?:\s*\.\s*(?:`[^`]+`|\w+))?)"  # table or schema.table, maybe `quoted`
+_IF = r"(?:IF\s+(?:NOT\s+)?EXISTS\s+)?"
+_TABLE_AFTER = re.compile(r"\bTABLE\s+" + _IF + _NAME, re.IGNORECASE)
+_ON_TABLE = re.compile(r"\bON\s+" + _NAME, re.IGNORECASE)
+_AFTER_VERB = {  # statements that name their object right after the verb (and noun)
+    "TRUNCATE": re.compile(r"\bTRUNCATE\s+(?:TABLE\s+)?" + _NAME, re.IGNORECASE),
+    "DATABASE": re.compile(r"\b(?:DATABASE|SCHEMA)\s+" + _IF + _NAME, re.IGNORECASE),
+}
 
 
 def event_bytes(event: Any) -> bytes:
@@ -54,14 +57,23 @@ def ddl_target(sql: str, default_schema: str) -> tuple[str, str, str] | None:
     if not m:
         return None
     verb, noun = m.group(1).upper(), (m.group(2) or "").upper()
-    if noun in ("DATABASE", "SCHEMA", "VIEW") or (not noun and verb != "RENAME"):
-        return (verb, default_schema, "*") if noun in ("DATABASE", "SCHEMA") else None
-    found = (_ON_TABLE if "INDEX" in noun else _TABLE_AFTER).search(sql)
+    if noun in ("DATABASE", "SCHEMA"):
+        found = _AFTER_VERB["DATABASE"].search(sql)
+        return (verb, _parts(found.group(1))[-1], "*") if found else None
+    if noun == "VIEW" or (not noun and verb not in ("RENAME", "TRUNCATE")):
+        return None
+    pattern = _ON_TABLE if "INDEX" in noun else _AFTER_VERB["TRUNCATE"] if verb == "TRUNCATE" else _TABLE_AFTER
+    found = pattern.search(sql)
     if not found:
         return verb, default_schema, "*"
-    parts = [p.strip().strip("`") for p in found.group(1).split(".")]
+    parts = _parts(found.group(1))
     schema, table = (parts[0], parts[1]) if len(parts) == 2 else (default_schema, parts[0])
     return verb, schema, table
+
+
+def _parts(name: str) -> list[str]:
+    """``schema.table`` or ``table``, backquotes removed."""
+    return [p.strip().strip("`") for p in name.split(".")]
 
 
 def raw_ddl(source: str, file: str, query: Any, gtid: str) -> RawEvent | None:

@@ -55,6 +55,7 @@ class Extractor:
         self.stop = threading.Event()
         self.metrics = ExtractorMetrics(ds)
         self.topic = self.src.topics.name("raw", ds)
+        self._next_report = 0.0
 
     def run(self) -> None:
         client = zk.client(self.cfg.endpoints.zookeeper)
@@ -109,8 +110,6 @@ class Extractor:
             return store.load() or initial_position(self.src, db), flavor
         finally:
             db.close()
-
-    _next_report = 0.0
 
     def _maybe_report(self, publisher: Publisher) -> None:
         now = time.monotonic()
