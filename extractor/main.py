@@ -64,12 +64,16 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="extractor", description="binlog -> first-level Kafka topic")
     p.add_argument("--config", default=str(DEFAULT_CONFIG), help="configuration file (default: %(default)s)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    r = sub.add_parser("run", help="read the binlog and publish raw events (leads or waits as standby)")
+    config = argparse.ArgumentParser(add_help=False)  # --config also after the command
+    config.add_argument("--config", default=argparse.SUPPRESS, help="configuration file")
+    r = sub.add_parser("run", parents=[config],
+                       help="read the binlog and publish raw events (leads or waits as standby)")
     r.add_argument("--source", required=True, help="source name under 'sources'")
-    s = sub.add_parser("status", help="leader, epoch, committed position and lag")
+    s = sub.add_parser("status", parents=[config], help="leader, epoch, committed position and lag")
     s.add_argument("--source", required=True)
     s.add_argument("--json", action="store_true", help="print JSON")
-    z = sub.add_parser("reset", help="move the committed position (run it while no extractor runs)")
+    z = sub.add_parser("reset", parents=[config],
+                       help="move the committed position (run it while no extractor runs)")
     z.add_argument("--source", required=True)
     z.add_argument("--to", required=True, help="current | earliest | FILE:POS | GTID (e.g. 0-1-42)")
     z.add_argument("--full-pull", action="store_true", help="also request a full pull of every captured table")

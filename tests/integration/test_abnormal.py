@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import threading
@@ -132,6 +133,9 @@ def test_kill_9_five_times_loses_nothing(extractor_env, writer_db):
     print(f"\nkill -9 x{kills}: {made['n']} row changes in {len(truth)} rows events; duplicates: "
           f"{events_again} rows events ({rows_again} row changes) sent more than once")
     assert rows == made["n"] >= 200_000
+    secret = re.compile(r"passw(or)?d\W{1,4}" + re.escape(env.cfg.source(env.ds).mysql.password.get_secret_value()))
+    leaked = [p.name for p in env.log_paths if secret.search(p.read_text())]
+    assert not leaked, f"the MySQL password appears in {leaked}"
 
 
 def test_standby_takes_over_and_stale_leader_cannot_commit(extractor_env, writer_db):
