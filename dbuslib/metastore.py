@@ -1,0 +1,94 @@
+"""The meta store: table schema versions (and later full-pull history), in a SQL database via SQLAlchemy.
+
+By default a database ``dbus`` on the source's MariaDB (``endpoints.meta_store.url``). Table
+``dbus_meta_version``, one row per version of a table, by example::
+
+    {"ds": "demo", "schema_name": "shop", "table_name": "orders", "version": 1,
+     "since_id": 1030000012345678, "reason": "columns",
+     "columns": "[{\"name\": \"id\", \"column_type\": \"bigint\", \"nullable\": false}, ...]"}
+
+``since_id`` is the binlog id (file number * 10^13 + offset, as ``ums_id_``) from which the version is
+valid, so a replay finds the version that was valid at its position. Writes are idempotent: versions are
+derived from the binlog, so writing the same version twice (a replay, a restarted job) changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+
+from sqlalchemy import (BigInteger, Column, Integer, MetaData, String, Table, Text, UniqueConstraint,
+                        create_engine, select)
+from sqlalchemy.exc import IntegrityError
+
+from ums import ColumnSpec
+
+
+class Reason(Enum):
+    FIRST = "first"
+    COLUMNS = "columns"
+    TRUNCATE = "truncate"
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version of a table: valid from binlog id ``since`` (file number * 10^13 + offset) on."""
+
+    version: int
+    since: int
+    columns: tuple[ColumnSpec, ...]
+    reason: Reason
+
+
+metadata = MetaData()
+meta_version = Table(
+    "dbus_meta_version", metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("ds", String(64), nullable=False),
+    Column("schema_name", String(64), nullable=False),
+    Column("table_name", String(64), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("since_id", BigInteger, nullable=False),
+    Column("reason", String(16), nullable=False),
+    Column("columns", Text, nullable=False),
+    UniqueConstraint("ds", "schema_name", "table_name", "version", name="uk_table_version"),
+)
+
+
+def _columns_json(columns: tuple[ColumnSpec, ...]) -> str:
+    return json.dumps([{"name": c.name, "column_type": c.column_type, "nullable": c.nullable} for c in columns])
+
+
+def _columns(text: str) -> tuple[ColumnSpec, ...]:
+    return tuple(ColumnSpec(c["name"], c["column_type"], c["nullable"]) for c in json.loads(text))
+
+
+class MetaStore:
+    def __init__(self, url: str) -> None:
+        self.engine = create_engine(url, pool_pre_ping=True, pool_recycle=3600)
+
+    def create_schema(self) -> None:
+        metadata.create_all(self.engine)
+
+    def history(self, ds: str, schema: str, table: str) -> list[Version]:
+        """Every version of the table, oldest first."""
+        q = (select(meta_version).where(meta_version.c.ds == ds, meta_version.c.schema_name == schema,
+                                        meta_version.c.table_name == table).order_by(meta_version.c.version))
+        with self.engine.connect() as conn:
+            rows = conn.execute(q).mappings().all()
+        return [Version(r["version"], r["since_id"], _columns(r["columns"]), Reason(r["reason"])) for r in rows]
+
+    def add(self, ds: str, schema: str, table: str, v: Version) -> Version:
+        """Store ``v``; if that version number is already stored (a replay), the stored one is returned."""
+        row = {"ds": ds, "schema_name": schema, "table_name": table, "version": v.version, "since_id": v.since,
+               "reason": v.reason.value, "columns": _columns_json(v.columns)}
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(meta_version.insert().values(**row))
+            return v
+        except IntegrityError:
+            return next(h for h in self.history(ds, schema, table) if h.version == v.version)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
