@@ -1,0 +1,122 @@
+"""The appender's work on one partition of a per-schema topic, record by record, in offset order.
+
+A raw record (dbuslib.rawevent) becomes:
+- for a ``rows`` event: UMS ``data_increment_data`` messages on the table's result topic, under the
+  table's current schema version (a version change first sends ``data_increment_termination`` under the
+  old namespace); masking is applied before anything leaves;
+- for a ``ddl`` TRUNCATE: a termination of the current version and the next version;
+- for anything that cannot be parsed or decoded: a dead letter on ``<ds>.dlq`` with the reason and the
+  original record, and the stream goes on.
+
+Chunks of one event are joined; a chunk sequence cut by a micro-batch boundary is finished from Kafka
+itself (``backfill``), so no state has to survive between batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from appender.convert import ConvertSettings, original_key, record_key, to_ums
+from appender.versions import Change, Version, on_rows, on_truncate, version_at
+from dbuslib.deadletter import DeadLetter
+from dbuslib.rawevent import RawEvent, RawEventError, Reassembler, decode
+from dbuslib.rowdecode import DecodedRows, RowDecodeError, decode_rows
+from ums import Namespace, build_termination_message, to_json, ums_id, ums_ts_ms
+
+
+@dataclass(frozen=True)
+class InRecord:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes
+
+
+@dataclass(frozen=True)
+class OutRecord:
+    topic: str
+    key: bytes
+    value: bytes
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+History = Callable[[str, str], list[Version]]  # (schema, table) -> versions, oldest first
+Persist = Callable[[str, str, Version], Version]  # store a new version; returns the stored one
+
+
+@dataclass
+class Outputs:
+    result_topic: Callable[[str, str], str]  # (schema, table) -> topic
+    dead_letter_topic: str
+
+
+@dataclass
+class PartitionProcessor:
+    settings: ConvertSettings
+    outputs: Outputs
+    history: History
+    persist: Persist
+    mask: Callable[[DecodedRows, list], list] = field(default=lambda decoded, messages: messages)
+    _versions: dict[tuple[str, str], list[Version]] = field(default_factory=dict)
+    _assembler: Reassembler = field(default_factory=Reassembler)
+
+    def process(self, rec: InRecord) -> Iterator[OutRecord]:
+        try:
+            event = self._assembler.push(decode(rec.value, rec.key))
+            if event is None:
+                return  # a chunk: the event is emitted with its last chunk
+            if event.kind == "rows":
+                yield from self._rows(event)
+            elif event.kind == "ddl" and event.header.get("ddl") == "TRUNCATE":
+                yield from self._truncate(event)
+        except (RawEventError, RowDecodeError) as e:
+            yield self._dead(rec, getattr(e, "code", "RAW_BAD_RECORD"), str(e))
+
+    def _rows(self, event: RawEvent) -> Iterator[OutRecord]:
+        decoded = decode_rows(event)
+        at = int(ums_id(event.header["file"], event.header["pos"]))
+        history = self._history(decoded.schema, decoded.table)
+        current = version_at(history, at) or (history[0] if history else None)  # older than all: the first
+        if current is None or current is history[-1]:
+            change = on_rows(current, decoded.columns, at)
+            if change is not None:
+                yield from self._apply(event, decoded.schema, decoded.table, change)
+                current = change.new
+        for message in self.mask(decoded, to_ums(event.header, decoded, current.version, self.settings)):
+            yield self._out(event, message)
+
+    def _truncate(self, event: RawEvent) -> Iterator[OutRecord]:
+        schema, table = event.header["schema"], event.header["table"]
+        history = self._history(schema, table)
+        at = int(ums_id(event.header["file"], event.header["pos"]))
+        change = on_truncate(history[-1] if history else None, at)
+        if change is not None:
+            yield from self._apply(event, schema, table, change)
+
+    def _apply(self, event: RawEvent, schema: str, table: str, change: Change) -> Iterator[OutRecord]:
+        stored = self.persist(schema, table, change.new)
+        self._versions[(schema, table)].append(stored)
+        if change.ends is not None:
+            ns = Namespace(self.settings.ds_type, self.settings.ds, schema, table, change.ends.version)
+            ts = ums_ts_ms(event.header["ts"] * 1000)
+            yield self._out(event, build_termination_message(ns, ts))
+
+    def _history(self, schema: str, table: str) -> list[Version]:
+        key = (schema, table)
+        if key not in self._versions:
+            self._versions[key] = list(self.history(schema, table))
+        return self._versions[key]
+
+    def _out(self, event: RawEvent, message: Any) -> OutRecord:
+        ns = message.schema.namespace
+        headers = (("ums_key", original_key(message, event.header, self.settings.ds).encode()),)
+        return OutRecord(self.outputs.result_topic(ns.schema, ns.table), record_key(message).encode(),
+                         to_json(message).encode(), headers)
+
+    def _dead(self, rec: InRecord, code: str, error: str) -> OutRecord:
+        letter = DeadLetter(code=code, error=error, topic=rec.topic, partition=rec.partition, offset=rec.offset,
+                            key=rec.key, value=rec.value, stage="appender")
+        return OutRecord(self.outputs.dead_letter_topic, rec.key or b"", letter.to_json().encode())

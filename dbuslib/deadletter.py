@@ -1,0 +1,44 @@
+"""Dead letters: a record a stage could not handle, with the reason, never dropped.
+
+Written to ``<ds>.dlq`` (topics.dead_letter), keyed like the original record, value JSON by example::
+
+    {"code": "RAW_UNDECODABLE", "error": "shop.orders at mariadb-bin.000003:1234: ...", "stage": "appender",
+     "topic": "demo.shop", "partition": 0, "offset": 42, "key": "shop.orders",
+     "value_base64": "REJSAQAAAH..."}
+
+``code`` is stable (docs/errors.md); ``value_base64`` is the original record's value, so it can be
+replayed once the cause is fixed. Masked columns are never in ``error``: errors name columns, not values.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    code: str
+    error: str
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes
+    stage: str
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "code": self.code, "error": self.error, "stage": self.stage, "topic": self.topic,
+            "partition": self.partition, "offset": self.offset,
+            "key": self.key.decode("utf-8", "replace") if self.key is not None else None,
+            "value_base64": base64.b64encode(self.value).decode(),
+        }, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> DeadLetter:
+        d = json.loads(text)
+        key = d["key"].encode() if d.get("key") is not None else None
+        return cls(d["code"], d["error"], d["topic"], d["partition"], d["offset"], key,
+                   base64.b64decode(d["value_base64"]), d["stage"])

@@ -1,0 +1,68 @@
+"""The appender's per-partition processing, on real captured raw records (tests/unit/test_rowdecode.py)."""
+
+import json
+
+from test_rowdecode import DELETE, INSERT, UPDATE
+
+from appender.convert import ConvertSettings
+from appender.process import InRecord, Outputs, PartitionProcessor
+from dbuslib import rawevent
+from dbuslib.deadletter import DeadLetter
+from dbuslib.metastore import Reason, Version
+from ums import from_json
+
+
+def processor(stored=None):
+    stored = stored if stored is not None else {}
+    return PartitionProcessor(
+        settings=ConvertSettings("demo"),
+        outputs=Outputs(result_topic=lambda s, t: f"demo.{s}.result", dead_letter_topic="demo.dlq"),
+        history=lambda s, t: list(stored.get((s, t), [])),
+        persist=lambda s, t, v: stored.setdefault((s, t), []).append(v) or v,
+    ), stored
+
+
+def run(p, *values):
+    out = []
+    for i, v in enumerate(values):
+        out += list(p.process(InRecord("demo.dbus_unit_rowdecode", 0, i, b"k", v)))
+    return out
+
+
+def test_rows_become_ums_on_the_result_topic_under_version_0():
+    p, stored = processor()
+    out = run(p, INSERT, UPDATE, DELETE)
+    assert {o.topic for o in out} == {"demo.dbus_unit_rowdecode.result"}
+    messages = [from_json(o.value) for o in out]
+    assert [m.payload[0][2] for m in messages] == ["i", "u", "d"]
+    assert {str(m.schema.namespace) for m in messages} == {"mysql.demo.dbus_unit_rowdecode.orders.0.0.0"}
+    assert [v.version for v in stored[("dbus_unit_rowdecode", "orders")]] == [0]
+    assert out[0].key == b"dbus_unit_rowdecode.orders"
+    assert dict(out[0].headers)["ums_key"].startswith(b"data_increment_data.mysql.demo.dbus_unit_rowdecode")
+
+
+def test_incompatible_columns_terminate_the_old_version_first():
+    older = Version(0, 1, (), Reason.FIRST)  # a version with other columns, valid from the start
+    p, stored = processor({("dbus_unit_rowdecode", "orders"): [older]})
+    out = run(p, INSERT)
+    protocols = [json.loads(o.value)["protocol"]["type"] for o in out]
+    assert protocols == ["data_increment_termination", "data_increment_data"]
+    assert json.loads(out[0].value)["schema"]["namespace"].endswith(".orders.0.0.0")
+    assert json.loads(out[1].value)["schema"]["namespace"].endswith(".orders.1.0.0")
+
+
+def test_garbage_and_truncated_records_become_dead_letters_and_the_stream_goes_on():
+    p, _ = processor()
+    out = run(p, b"not a raw event", INSERT[:-30], INSERT)
+    letters = [DeadLetter.from_json(o.value) for o in out if o.topic == "demo.dlq"]
+    assert [d.code for d in letters] == ["RAW_BAD_RECORD", "RAW_UNDECODABLE"]
+    assert letters[0].value == b"not a raw event" and letters[0].offset == 0
+    assert [o.topic for o in out][-1] == "demo.dbus_unit_rowdecode.result"
+
+
+def test_chunks_are_joined_before_decoding():
+    p, _ = processor()
+    chunks = [rawevent.encode(c) for c in rawevent.split(rawevent.decode(INSERT), 300)]
+    assert len(chunks) > 1
+    out = run(p, *chunks)
+    assert len(out) == 1 and json.loads(out[0].value)["payload"][0]["tuple"][2] == "i"
