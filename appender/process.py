@@ -44,6 +44,8 @@ class OutRecord:
 
 
 History = Callable[[str, str], list[Version]]  # (schema, table) -> versions, oldest first
+# The earlier chunks of the event ``record`` (a chunk i > 0) belongs to, read back from Kafka, in order.
+Backfill = Callable[[InRecord, RawEvent], list[RawEvent]]
 Persist = Callable[[str, str, Version], Version]  # store a new version; returns the stored one
 
 
@@ -60,12 +62,13 @@ class PartitionProcessor:
     history: History
     persist: Persist
     mask: Callable[[DecodedRows, list], list] = field(default=lambda decoded, messages: messages)
+    backfill: Backfill | None = None
     _versions: dict[tuple[str, str], list[Version]] = field(default_factory=dict)
     _assembler: Reassembler = field(default_factory=Reassembler)
 
     def process(self, rec: InRecord) -> Iterator[OutRecord]:
         try:
-            event = self._assembler.push(decode(rec.value, rec.key))
+            event = self._join(rec, decode(rec.value, rec.key))
             if event is None:
                 return  # a chunk: the event is emitted with its last chunk
             if event.kind == "rows":
@@ -74,6 +77,13 @@ class PartitionProcessor:
                 yield from self._truncate(event)
         except (RawEventError, RowDecodeError) as e:
             yield self._dead(rec, getattr(e, "code", "RAW_BAD_RECORD"), str(e))
+
+    def _join(self, rec: InRecord, part: RawEvent) -> RawEvent | None:
+        """The whole event once its last chunk is in; a sequence begun before this batch is read back."""
+        if part.chunk and part.chunk[0] > 0 and not self._assembler.pending(part.key) and self.backfill:
+            for earlier in self.backfill(rec, part):
+                self._assembler.push(earlier)
+        return self._assembler.push(part)
 
     def _rows(self, event: RawEvent) -> Iterator[OutRecord]:
         decoded = decode_rows(event)

@@ -148,6 +148,10 @@ class Reassembler:
     def __init__(self) -> None:
         self._parts: dict[str, list[RawEvent]] = {}
 
+    def pending(self, key: str) -> int:
+        """How many chunks of an unfinished event of ``key`` are held."""
+        return len(self._parts.get(key, ()))
+
     def push(self, event: RawEvent) -> RawEvent | None:
         if event.chunk is None:
             return event

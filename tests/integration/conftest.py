@@ -84,8 +84,11 @@ def writer_db(source) -> Iterator[tuple[pymysql.Connection, str]]:
 
 @pytest.fixture(scope="session")
 def spark(cfg):
+    import sys
+
     from dbuslib import spark as dspark
 
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers run the venv's interpreter
     try:
         session = dspark.session(cfg, "dbus-tests")
     except DbusError as e:

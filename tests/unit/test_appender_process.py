@@ -1,6 +1,7 @@
 """The appender's per-partition processing, on real captured raw records (tests/unit/test_rowdecode.py)."""
 
 import json
+from dataclasses import replace
 
 from test_rowdecode import DELETE, INSERT, UPDATE
 
@@ -65,4 +66,13 @@ def test_chunks_are_joined_before_decoding():
     chunks = [rawevent.encode(c) for c in rawevent.split(rawevent.decode(INSERT), 300)]
     assert len(chunks) > 1
     out = run(p, *chunks)
+    assert len(out) == 1 and json.loads(out[0].value)["payload"][0]["tuple"][2] == "i"
+
+
+def test_a_chunk_sequence_cut_by_a_batch_boundary_is_read_back():
+    p, _ = processor()
+    parts = rawevent.split(rawevent.decode(INSERT), 300)
+    # what Kafka holds before this batch, with the record key the chunks were written with
+    p.backfill = lambda rec, event: [replace(c, key=event.key) for c in parts[: event.chunk[0]]]
+    out = run(p, *[rawevent.encode(c) for c in parts[2:]])
     assert len(out) == 1 and json.loads(out[0].value)["payload"][0]["tuple"][2] == "i"

@@ -1,0 +1,135 @@
+"""The appender's Spark Structured Streaming query: per-schema topics -> UMS result topics (+ dead letters).
+
+Read (Kafka source, the source's ``<ds>.<schema>`` topics), one named transform (``append_ums``: each
+Spark partition is one Kafka partition, processed in offset order by ``appender.process``), write (Kafka
+sink, the ``topic`` column picks the result or dead-letter topic). The executor function is module level
+and picklable; it loads the configuration and opens its meta store connection itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from dbuslib.config import DbusConfig, load_config
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+OUT_SCHEMA = "topic string, key binary, value binary, headers array<struct<key: string, value: binary>>"
+BACKFILL_WINDOW = 2000  # records read back at most to find the first chunks of a cut sequence
+
+
+def read_schema_topics(spark: SparkSession, cfg: DbusConfig, ds: str, topics: list[str]) -> DataFrame:
+    return (spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", cfg.endpoints.kafka.bootstrap_servers)
+            .option("subscribe", ",".join(topics))
+            .option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", str(cfg.source(ds).extractor.max_pending_records * 10))
+            .load()
+            .select("topic", "partition", "offset", "key", "value"))
+
+
+def append_ums(df: DataFrame, config_path: str, ds: str) -> DataFrame:
+    """Raw records -> UMS (and dead-letter) records, partition by partition."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return process_batches(batches, config_path, ds)
+
+    return df.mapInArrow(run, OUT_SCHEMA)
+
+
+def process_batches(batches: Iterator[pa.RecordBatch], config_path: str, ds: str) -> Iterator[pa.RecordBatch]:
+    """Executor side: one PartitionProcessor for this task's partition, records in offset order."""
+    import pyarrow as pa
+
+    from appender.process import InRecord
+
+    processor = None
+    for batch in batches:
+        if processor is None:
+            processor = build_processor(load_config(config_path), ds)
+        out = {"topic": [], "key": [], "value": [], "headers": []}
+        cols = batch.to_pydict()
+        for t, p, o, k, v in zip(cols["topic"], cols["partition"], cols["offset"], cols["key"], cols["value"],
+                                 strict=True):
+            for rec in processor.process(InRecord(t, p, o, k, v)):
+                out["topic"].append(rec.topic)
+                out["key"].append(rec.key)
+                out["value"].append(rec.value)
+                out["headers"].append([{"key": hk, "value": hv} for hk, hv in rec.headers])
+        yield pa.RecordBatch.from_pydict(out, schema=_arrow_schema())
+
+
+def _arrow_schema():
+    import pyarrow as pa
+
+    header = pa.struct([("key", pa.string()), ("value", pa.binary())])
+    return pa.schema([("topic", pa.string()), ("key", pa.binary()), ("value", pa.binary()),
+                      ("headers", pa.list_(header))])
+
+
+def build_processor(cfg: DbusConfig, ds: str):
+    from appender.convert import ConvertSettings
+    from appender.process import Outputs, PartitionProcessor
+    from dbuslib.metastore import MetaStore
+
+    src = cfg.source(ds)
+    store = MetaStore(cfg.endpoints.meta_store.url.get_secret_value())
+    settings = ConvertSettings(ds=ds, timezone=src.ums.timezone, before_update_image=src.ums.before_update_image,
+                               max_tuples=src.ums.tuples_per_message, max_bytes=src.ums.max_message_bytes)
+    outputs = Outputs(result_topic=lambda s, t: src.topics.name("result", ds, s, t),
+                      dead_letter_topic=src.topics.name("dead_letter", ds))
+    return PartitionProcessor(settings, outputs,
+                              history=lambda s, t: store.history(ds, s, t),
+                              persist=lambda s, t, v: store.add(ds, s, t, v),
+                              backfill=_kafka_backfill(cfg))
+
+
+def _kafka_backfill(cfg: DbusConfig):
+    """Reads back the earlier chunks of a chunk sequence that began before this micro-batch."""
+    def backfill(rec, event):
+        from kafka import TopicPartition
+
+        from dbuslib import kafka
+        from dbuslib.rawevent import decode
+
+        tp = TopicPartition(rec.topic, rec.partition)
+        consumer = kafka.consumer(cfg.endpoints.kafka, enable_auto_commit=False, group_id=None)
+        try:
+            consumer.assign([tp])
+            consumer.seek(tp, max(0, rec.offset - BACKFILL_WINDOW))
+            found = []
+            done = False
+            while not done:
+                for m in consumer.poll(timeout_ms=2000).get(tp, []):
+                    if m.offset >= rec.offset:
+                        done = True
+                        break
+                    part = decode(m.value, m.key)
+                    same = (part.key == event.key and part.header.get("file") == event.header.get("file")
+                            and part.header.get("pos") == event.header.get("pos") and part.chunk)
+                    if same:
+                        found = [] if part.chunk[0] == 0 else found
+                        found.append(part)
+            return found[: event.chunk[0]]
+        finally:
+            consumer.close()
+
+    return backfill
+
+
+def start(spark: SparkSession, cfg: DbusConfig, ds: str, topics: list[str], checkpoint: str,
+          available_now: bool = False) -> StreamingQuery:
+    """Start the query; ``topics`` are the per-schema topics to read. ``available_now`` processes what
+    is there and stops (tests, catch-up runs)."""
+    out = append_ums(read_schema_topics(spark, cfg, ds, topics), str(cfg.path), ds)
+    writer = (out.writeStream.format("kafka")
+              .queryName(f"appender_{ds}")
+              .option("kafka.bootstrap.servers", cfg.endpoints.kafka.bootstrap_servers)
+              .option("checkpointLocation", checkpoint))
+    if available_now:
+        writer = writer.trigger(availableNow=True)
+    return writer.start()
+

@@ -1,0 +1,50 @@
+"""The appender: per-schema topics -> UMS 1.3 result topics, dead letters to ``<ds>.dlq``.
+
+Usage: spark-submit $(dbus spark args) appender/main.py --config conf/dbus.yaml --source demo
+
+It reads the ``<ds>.<schema>`` topic of every schema named in ``capture.include`` (or ``--schema``),
+creates the result and dead-letter topics it writes, and runs until stopped; a restart resumes from its
+checkpoint (``<checkpoint_root>/appender/<ds>``). Exit codes: 0 stopped, 2 bad configuration, 1 the
+query failed (the error is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="appender", description=__doc__.splitlines()[0])
+    p.add_argument("--config", required=True)
+    p.add_argument("--source", required=True)
+    p.add_argument("--schema", action="append", help="schema to read (repeatable; default: capture.include)")
+    args = p.parse_args(argv)
+
+    from pyspark.sql import SparkSession
+
+    from appender import job
+    from dbuslib import kafka, spark, topics
+    from dbuslib.config import load_config
+    from dbuslib.errors import DbusError
+    from dbuslib.metastore import MetaStore
+
+    try:
+        cfg = load_config(args.config)
+        src = cfg.source(args.source)
+    except DbusError as e:
+        print(f"appender: {e.code}: {e}", file=sys.stderr)
+        return 2
+    schemas = args.schema or topics.literal_schemas(src)
+    MetaStore(cfg.endpoints.meta_store.url.get_secret_value()).create_schema()
+    kafka.ensure_topics(cfg.endpoints.kafka, topics.source_topics(args.source, src, schemas),
+                        src.topics.partitions, src.topics.replication_factor)
+    session = SparkSession.builder.appName(f"dbus-appender-{args.source}").getOrCreate()
+    inputs = [src.topics.name("schema", args.source, s) for s in schemas]
+    query = job.start(session, cfg, args.source, inputs, spark.checkpoint(cfg, "appender", args.source))
+    query.awaitTermination()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
