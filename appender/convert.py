@@ -11,7 +11,7 @@ the before image. A message holds tuples of one table and one schema version onl
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -63,6 +63,21 @@ def to_ums(header: dict[str, Any], decoded: DecodedRows, version: int, settings:
     rows = list(data_rows(header, decoded, settings))
     return build_data_messages(namespace(settings, decoded, version), decoded.columns, rows, batch_id,
                                ProtocolType.DATA_INCREMENT_DATA, settings.max_tuples, settings.max_bytes)
+
+
+def masked(plan: Any, messages: list[UmsMessage]) -> list[UmsMessage]:
+    """``messages`` with the source's masking rules (ums.masking.MaskPlan) applied to fields and tuples:
+    a masked column's clear value never leaves the appender."""
+    out = []
+    for m in messages:
+        ns = m.schema.namespace
+        mask = plan.for_table(ns.schema, ns.table, m.schema.fields) if plan is not None else None
+        if mask is None:
+            out.append(m)
+            continue
+        schema = replace(m.schema, fields=mask.fields)
+        out.append(replace(m, schema=schema, payload=tuple(mask.apply_row(t) for t in m.payload)))
+    return out
 
 
 def record_key(message: UmsMessage) -> str:

@@ -81,9 +81,12 @@ def build_processor(cfg: DbusConfig, ds: str):
                                max_tuples=src.ums.tuples_per_message, max_bytes=src.ums.max_message_bytes)
     outputs = Outputs(result_topic=lambda s, t: src.topics.name("result", ds, s, t),
                       dead_letter_topic=src.topics.name("dead_letter", ds))
+    from ums.masking import compile_rules
+
     return PartitionProcessor(settings, outputs,
                               history=lambda s, t: store.history(ds, s, t),
                               persist=lambda s, t, v: store.add(ds, s, t, v),
+                              mask_plan=compile_rules(src.masking),
                               backfill=_kafka_backfill(cfg))
 
 

@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from appender.convert import ConvertSettings, original_key, record_key, to_ums
+from appender.convert import ConvertSettings, masked, original_key, record_key, to_ums
 from appender.versions import Change, Version, on_rows, on_truncate, version_at
 from dbuslib.deadletter import DeadLetter
 from dbuslib.rawevent import RawEvent, RawEventError, Reassembler, decode
-from dbuslib.rowdecode import DecodedRows, RowDecodeError, decode_rows
+from dbuslib.rowdecode import RowDecodeError, decode_rows
 from ums import Namespace, build_termination_message, to_json, ums_id, ums_ts_ms
 
 
@@ -61,7 +61,7 @@ class PartitionProcessor:
     outputs: Outputs
     history: History
     persist: Persist
-    mask: Callable[[DecodedRows, list], list] = field(default=lambda decoded, messages: messages)
+    mask_plan: Any = None  # ums.masking.MaskPlan of the source, None = nothing masked
     backfill: Backfill | None = None
     _versions: dict[tuple[str, str], list[Version]] = field(default_factory=dict)
     _assembler: Reassembler = field(default_factory=Reassembler)
@@ -95,7 +95,7 @@ class PartitionProcessor:
             if change is not None:
                 yield from self._apply(event, decoded.schema, decoded.table, change)
                 current = change.new
-        for message in self.mask(decoded, to_ums(event.header, decoded, current.version, self.settings)):
+        for message in masked(self.mask_plan, to_ums(event.header, decoded, current.version, self.settings)):
             yield self._out(event, message)
 
     def _truncate(self, event: RawEvent) -> Iterator[OutRecord]:

@@ -76,3 +76,18 @@ def test_a_chunk_sequence_cut_by_a_batch_boundary_is_read_back():
     p.backfill = lambda rec, event: [replace(c, key=event.key) for c in parts[: event.chunk[0]]]
     out = run(p, *[rawevent.encode(c) for c in parts[2:]])
     assert len(out) == 1 and json.loads(out[0].value)["payload"][0]["tuple"][2] == "i"
+
+
+def test_masked_columns_never_leave_in_clear():
+    from dbuslib.config import MaskRule
+    from ums.masking import compile_rules
+
+    p, _ = processor()
+    p.mask_plan = compile_rules({"dbus_unit_rowdecode.orders": {
+        "note": MaskRule(type="sha256", salt="s"), "region": MaskRule(type="default")}})
+    out = run(p, INSERT)
+    message = json.loads(out[0].value)
+    fields = {f["name"]: f for f in message["schema"]["fields"]}
+    assert fields["note"]["encoded"] and fields["region"]["encoded"] and not fields["id"]["encoded"]
+    text = out[0].value.decode()
+    assert "héllo" not in text and '"eu"' not in text and '"us"' not in text
