@@ -76,7 +76,7 @@ class PartitionProcessor:
             elif event.kind == "ddl" and event.header.get("ddl") == "TRUNCATE":
                 yield from self._truncate(event)
         except (RawEventError, RowDecodeError) as e:
-            yield self._dead(rec, getattr(e, "code", "RAW_BAD_RECORD"), str(e))
+            yield self._dead(rec, getattr(e, "code", "RAW_BAD_RECORD"), str(e), _table_of(rec, e))
 
     def _join(self, rec: InRecord, part: RawEvent) -> RawEvent | None:
         """The whole event once its last chunk is in; a sequence begun before this batch is read back."""
@@ -126,7 +126,25 @@ class PartitionProcessor:
         return OutRecord(self.outputs.result_topic(ns.schema, ns.table), record_key(message).encode(),
                          to_json(message).encode(), headers)
 
-    def _dead(self, rec: InRecord, code: str, error: str) -> OutRecord:
+    def _dead(self, rec: InRecord, code: str, error: str, table: tuple[str, str] | None) -> OutRecord:
+        withheld = self._withhold(table)
         letter = DeadLetter(code=code, error=error, topic=rec.topic, partition=rec.partition, offset=rec.offset,
-                            key=rec.key, value=rec.value, stage="appender")
+                            key=rec.key, value=None if withheld else rec.value, stage="appender", withheld=withheld)
         return OutRecord(self.outputs.dead_letter_topic, rec.key or b"", letter.to_json().encode())
+
+    def _withhold(self, table: tuple[str, str] | None) -> str:
+        """Why the record's bytes must not go to the dead-letter topic ("" = they may)."""
+        if self.mask_plan is None or not self.mask_plan.has_rules:
+            return ""
+        if table is None:
+            return "not attributable to a table, and this source masks columns"
+        return "the table has masked columns" if self.mask_plan.rules_for(*table) else ""
+
+
+def _table_of(rec: InRecord, err: Exception) -> tuple[str, str] | None:
+    """``(schema, table)`` of a failed record, from the decoder's event or the record key."""
+    event = getattr(err, "event", None)
+    if event is not None and "schema" in event.header and "table" in event.header:
+        return event.header["schema"], event.header["table"]
+    key = (rec.key or b"").decode("utf-8", "replace")
+    return tuple(key.split(".", 1)) if key.count(".") == 1 else None

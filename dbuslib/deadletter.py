@@ -7,7 +7,10 @@ Written to ``<ds>.dlq`` (topics.dead_letter), keyed like the original record, va
      "value_base64": "REJSAQAAAH..."}
 
 ``code`` is stable (docs/errors.md); ``value_base64`` is the original record's value, so it can be
-replayed once the cause is fixed. Masked columns are never in ``error``: errors name columns, not values.
+replayed once the cause is fixed. When the record may hold columns that are masked (its table has masking
+rules, or it cannot be attributed to a table while the source masks some), the value is withheld:
+``value_base64`` is null and ``withheld`` says why; topic, partition and offset still point at the
+original. Errors name columns and positions, never values.
 """
 
 from __future__ import annotations
@@ -25,20 +28,23 @@ class DeadLetter:
     partition: int
     offset: int
     key: bytes | None
-    value: bytes
+    value: bytes | None
     stage: str
+    withheld: str = ""
 
     def to_json(self) -> str:
         return json.dumps({
             "code": self.code, "error": self.error, "stage": self.stage, "topic": self.topic,
             "partition": self.partition, "offset": self.offset,
             "key": self.key.decode("utf-8", "replace") if self.key is not None else None,
-            "value_base64": base64.b64encode(self.value).decode(),
+            "value_base64": base64.b64encode(self.value).decode() if self.value is not None else None,
+            **({"withheld": self.withheld} if self.withheld else {}),
         }, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> DeadLetter:
         d = json.loads(text)
         key = d["key"].encode() if d.get("key") is not None else None
-        return cls(d["code"], d["error"], d["topic"], d["partition"], d["offset"], key,
-                   base64.b64decode(d["value_base64"]), d["stage"])
+        value = base64.b64decode(d["value_base64"]) if d.get("value_base64") is not None else None
+        return cls(d["code"], d["error"], d["topic"], d["partition"], d["offset"], key, value, d["stage"],
+                   d.get("withheld", ""))

@@ -398,6 +398,11 @@ class MaskPlan:
         self._rules: dict[tuple[str, str], TableRules | None] = {}
         self._masks: dict[tuple[str, str, tuple[UmsField, ...]], TableMask | None] = {}
 
+    @property
+    def has_rules(self) -> bool:
+        """Whether the source masks any column at all."""
+        return bool(self.patterns)
+
     def rules_for(self, schema: str, table: str) -> TableRules | None:
         """The column rules of ``schema.table``, merged over every matching pattern (most specific first)."""
         key = (schema, table)

@@ -91,3 +91,16 @@ def test_masked_columns_never_leave_in_clear():
     assert fields["note"]["encoded"] and fields["region"]["encoded"] and not fields["id"]["encoded"]
     text = out[0].value.decode()
     assert "héllo" not in text and '"eu"' not in text and '"us"' not in text
+
+
+def test_dead_letters_withhold_the_bytes_of_masked_tables():
+    from dbuslib.config import MaskRule
+    from ums.masking import compile_rules
+
+    p, _ = processor()
+    p.mask_plan = compile_rules({"dbus_unit_rowdecode.orders": {"note": MaskRule(type="default")}})
+    out = [o for i, v in enumerate([INSERT[:-30], b"garbage"])
+           for o in p.process(InRecord("t", 0, i, b"dbus_unit_rowdecode.orders" if i == 0 else None, v))]
+    letters = [DeadLetter.from_json(o.value) for o in out]
+    assert [(d.value, bool(d.withheld)) for d in letters] == [(None, True), (None, True)]
+    assert letters[0].offset == 0 and letters[1].offset == 1  # still pointing at the originals
