@@ -22,7 +22,8 @@ from appender.convert import ConvertSettings, masked, original_key, record_key, 
 from appender.versions import Change, Version, on_rows, on_truncate, version_at
 from dbuslib.deadletter import DeadLetter
 from dbuslib.rawevent import RawEvent, RawEventError, Reassembler, decode
-from dbuslib.rowdecode import RowDecodeError, decode_rows
+from dbuslib.fastdecode import as_decoded_rows, decode_fast
+from dbuslib.rowdecode import DecodedRows, RowDecodeError
 from ums import Namespace, build_termination_message, to_json, ums_id, ums_ts_ms
 
 
@@ -139,6 +140,12 @@ class PartitionProcessor:
         if table is None:
             return "not attributable to a table, and this source masks columns"
         return "the table has masked columns" if self.mask_plan.rules_for(*table) else ""
+
+
+def decode_rows(event: RawEvent) -> DecodedRows:
+    """The compiled per-table decoder (dbuslib.fastdecode): the same values as dbuslib.rowdecode, 3-4x
+    faster (docs/decoder-choice.md)."""
+    return as_decoded_rows(decode_fast(event))
 
 
 def _table_of(rec: InRecord, err: Exception) -> tuple[str, str] | None:

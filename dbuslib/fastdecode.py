@@ -1,6 +1,6 @@
-"""SPIKE (prototype A): a faster rows-event decoder with per-table compiled layouts.
+"""A faster rows-event decoder with per-table compiled layouts (prototype A of docs/decoder-choice.md).
 
-Not wired into anything yet; measured by ``bench/decoder_spike.py``, compared in docs/decoder-choice.md.
+The appender decodes with it; measured by ``bench/decoder_spike.py``, compared in docs/decoder-choice.md.
 
 The table map is parsed once by ``dbuslib.rowdecode`` (same cache, same checks, same ``ColumnSpec``s and
 primary key). From its columns a per-table row reader is *generated as Python source* and compiled once:
