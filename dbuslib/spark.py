@@ -41,8 +41,11 @@ def session(cfg: DbusConfig, app_name: str) -> SparkSession:
     """A SparkSession configured like spark-submit would configure it (for tests and the demo)."""
     from pyspark.sql import SparkSession
 
+    import sys
+
     builder = SparkSession.builder.appName(app_name).master(cfg.spark.master)
     builder = builder.config("spark.jars", ",".join(jars(cfg)))
+    builder = builder.config("spark.pyspark.python", sys.executable)  # workers import DBus from this venv
     for key, value in cfg.spark.conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

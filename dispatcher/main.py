@@ -1,0 +1,95 @@
+"""The dispatcher: first-level topic ``<ds>`` -> a topic per schema ``<ds>.<schema>`` (docs/dispatcher.md).
+
+Usage: spark-submit $(dbus spark args) dispatcher/main.py --config conf/dbus.yaml --source demo
+           [--max-offsets-per-trigger N] [--available-now]
+
+Records are forwarded unchanged (key kept, value byte for byte); heartbeat rows go to the topic of the
+schema they monitor; malformed records go to ``<ds>.dlq`` with a reason. The query is named
+``dispatcher_<ds>`` and checkpoints under ``<spark.checkpoint_root>/dispatcher/<ds>``: a restart resumes
+where the last run stopped.
+
+Exit codes: 0 stopped cleanly (or ``--available-now`` drained the topic); 2 bad configuration; 3 Kafka
+unreachable; 1 the query failed (the error is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config  # noqa: E402
+from dbuslib.errors import ConfigError, DbusError  # noqa: E402
+
+log = logging.getLogger("dispatcher")
+EXIT = {ConfigError: 2}
+
+
+def known_topics(cfg: DbusConfig, ds: str) -> list[str]:
+    """Topics the dispatcher can name before the first record: dead letters and each literal schema."""
+    from dbuslib.topics import literal_schemas
+
+    src = cfg.source(ds)
+    schemas = [src.topics.name("schema", ds, s) for s in literal_schemas(src)]
+    return [src.topics.name("dead_letter", ds), *schemas]
+
+
+def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
+    from dbuslib import kafka, spark
+    from dispatcher import job
+
+    src = cfg.source(ds)
+    topics = known_topics(cfg, ds)
+    kafka.ensure_topics(cfg.endpoints.kafka, topics + [src.topics.name("raw", ds)],
+                        partitions=src.topics.partitions, replication_factor=src.topics.replication_factor)
+    session = spark.session(cfg, job.query_name(ds))
+    query = job.start(session, cfg, ds, checkpoint=spark.checkpoint(cfg, "dispatcher", ds),
+                      max_offsets=max_offsets, available_now=available_now, known_topics=set(topics))
+    log.info("%s: query %s started", ds, query.name)
+    try:
+        query.awaitTermination()
+    except KeyboardInterrupt:
+        query.stop()
+    error = query.exception()
+    if error is not None:
+        print(f"dispatcher: DISPATCH_FAILED: {ds}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    from dispatcher.job import MAX_OFFSETS_PER_TRIGGER
+
+    p = argparse.ArgumentParser(prog="dispatcher", description="first-level topic -> per-schema topics")
+    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="configuration file (default: %(default)s)")
+    p.add_argument("--source", required=True, help="source name under 'sources'")
+    p.add_argument("--max-offsets-per-trigger", type=int, default=MAX_OFFSETS_PER_TRIGGER,
+                   help="records read per micro-batch at most: back pressure (default: %(default)s)")
+    p.add_argument("--available-now", action="store_true",
+                   help="route what the topic holds now, then stop (a catch-up or test run)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.getLogger("kafka").setLevel(logging.WARNING)
+    if args.max_offsets_per_trigger < 1:
+        print("dispatcher: --max-offsets-per-trigger must be > 0", file=sys.stderr)
+        return 2
+    try:
+        cfg = load_config(args.config)
+        cfg.source(args.source)
+        return run(cfg, args.source, args.max_offsets_per_trigger, args.available_now)
+    except DbusError as e:
+        print(f"dispatcher: {e.code}: {e}", file=sys.stderr)
+        return next((c for t, c in EXIT.items() if isinstance(e, t)), 3 if e.retriable else 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

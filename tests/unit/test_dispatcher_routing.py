@@ -1,0 +1,215 @@
+"""dispatcher.routing: which topic(s) a first-level record goes to (no server needed).
+
+The heartbeat records below are ``rawevent.encode`` of what the extractor wrote (MariaDB 10.11,
+binlog_row_metadata=FULL, checksums on) for a heartbeat table in database ``dbus_unit_dispatcher``::
+
+    CREATE TABLE db_heartbeat_monitor (ID bigint auto_increment PRIMARY KEY, DS_NAME varchar(64),
+      SCHEMA_NAME varchar(64), TABLE_NAME varchar(64), PACKET varchar(256), CREATE_TIME datetime,
+      UPDATE_TIME datetime);
+    INSERT ... VALUES ('demo','shop','orders','{"node":...}',...);                     -- HEARTBEAT_ONE
+    INSERT ... VALUES ('demo','shop','customers',...), ('demo','crm','leads',...),
+                      ('demo','shop','orders',...);                                      -- HEARTBEAT_THREE
+    DELETE FROM db_heartbeat_monitor WHERE ID < 2;                                       -- HEARTBEAT_DELETE
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import replace
+
+import pytest
+
+from dbuslib import rawevent
+from dbuslib.config import Source
+from dbuslib.rawevent import RawEvent
+from dispatcher.routing import (
+    BAD_RECORD,
+    BAD_TOPIC,
+    CHUNKED_HEARTBEAT,
+    HEARTBEAT_WITHOUT_SCHEMA,
+    UNDECODABLE_HEARTBEAT,
+    Route,
+    Router,
+    route,
+)
+
+CREATE_TABLE = bytes.fromhex(
+    "44425201000001cb7b226b696e64223a2264646c222c22736f75726365223a227079746573745f3636633436323934386422"
+    "2c227365727665725f6964223a312c2266696c65223a226d6172696164622d62696e2e303030303033222c22706f73223a32"
+    "323735393737372c226e6578745f706f73223a32323736303038362c2267746964223a22302d312d32363034222c22747322"
+    "3a313739353335393332372c22736368656d61223a22646275735f756e69745f64697370617463686572222c227461626c65"
+    "223a2264625f6865617274626561745f6d6f6e69746f72222c2264646c223a22435245415445222c2273716c223a22435245"
+    "415445205441424c452064625f6865617274626561745f6d6f6e69746f722028494420626967696e74206175746f5f696e63"
+    "72656d656e74205052494d415259204b45592c2044535f4e414d452076617263686172283634292c5c6e2020202020202020"
+    "2020534348454d415f4e414d452076617263686172283634292c205441424c455f4e414d452076617263686172283634292c"
+    "205041434b4554207661726368617228323536292c204352454154455f54494d45206461746574696d652c20555044415445"
+    "5f54494d45206461746574696d6529227d"
+)
+HEARTBEAT_ONE = bytes.fromhex(
+    "44425201000001157b226b696e64223a22726f7773222c22736f75726365223a227079746573745f36366334363239343864"
+    "222c227365727665725f6964223a312c2266696c65223a226d6172696164622d62696e2e303030303033222c22706f73223a"
+    "32353230383439362c226e6578745f706f73223a32353230383638372c2267746964223a22302d312d32373337222c227473"
+    "223a313739353335393333302c22736368656d61223a22646275735f756e69745f64697370617463686572222c227461626c"
+    "65223a2264625f6865617274626561745f6d6f6e69746f72222c22666c61766f72223a226d617269616462222c226576656e"
+    "745f74797065223a32332c22637263223a747275652c22746d5f6c656e223a3137317d6202036b1301000000ab000000b0a6"
+    "80010000270000000000010014646275735f756e69745f64697370617463686572001464625f6865617274626561745f6d6f"
+    "6e69746f720007080f0f0f0f12120a000100010001000400007e01010002012d04410249440744535f4e414d450b53434845"
+    "4d415f4e414d450a5441424c455f4e414d45065041434b45540b4352454154455f54494d450b5550444154455f54494d4508"
+    "0100b3f58a366202036b1701000000bf0000006fa7800100002700000000000100077f800100000000000000040064656d6f"
+    "040073686f7006006f726465727375007b226e6f6465223a222f444275732f4865617274426561742f4d6f6e69746f722f64"
+    "656d6f2f73686f702f6f72646572732f30222c2274696d65223a313739353335363339353030302c2274797065223a226368"
+    "65636b706f696e74222c22747854696d65223a313739353335363339353030307d99bb6cf00099bb6cf000726a2c90"
+)
+HEARTBEAT_THREE = bytes.fromhex(
+    "44425201000001157b226b696e64223a22726f7773222c22736f75726365223a227079746573745f36366334363239343864"
+    "222c227365727665725f6964223a312c2266696c65223a226d6172696164622d62696e2e303030303033222c22706f73223a"
+    "32353230393238302c226e6578745f706f73223a32353230393434332c2267746964223a22302d312d32373338222c227473"
+    "223a313739353335393333302c22736368656d61223a22646275735f756e69745f64697370617463686572222c227461626c"
+    "65223a2264625f6865617274626561745f6d6f6e69746f72222c22666c61766f72223a226d617269616462222c226576656e"
+    "745f74797065223a32332c22637263223a747275652c22746d5f6c656e223a3137317d6202036b1301000000ab000000c0a9"
+    "80010000270000000000010014646275735f756e69745f64697370617463686572001464625f6865617274626561745f6d6f"
+    "6e69746f720007080f0f0f0f12120a000100010001000400007e01010002012d04410249440744535f4e414d450b53434845"
+    "4d415f4e414d450a5441424c455f4e414d45065041434b45540b4352454154455f54494d450b5550444154455f54494d4508"
+    "0100a178f4e46202036b1701000000a300000063aa800100002700000000000100077f800200000000000000040064656d6f"
+    "040073686f700900637573746f6d65727302007b7d99bb6cf00199bb6cf001800300000000000000040064656d6f03006372"
+    "6d05006c6561647302007b7d99bb6cf00199bb6cf001800400000000000000040064656d6f040073686f7006006f72646572"
+    "7302007b7d99bb6cf00199bb6cf00178c96df4"
+)
+HEARTBEAT_DELETE = bytes.fromhex(
+    "44425201000001157b226b696e64223a22726f7773222c22736f75726365223a227079746573745f36366334363239343864"
+    "222c227365727665725f6964223a312c2266696c65223a226d6172696164622d62696e2e303030303033222c22706f73223a"
+    "32353230393735352c226e6578745f706f73223a32353230393934362c2267746964223a22302d312d32373339222c227473"
+    "223a313739353335393333302c22736368656d61223a22646275735f756e69745f64697370617463686572222c227461626c"
+    "65223a2264625f6865617274626561745f6d6f6e69746f72222c22666c61766f72223a226d617269616462222c226576656e"
+    "745f74797065223a32352c22637263223a747275652c22746d5f6c656e223a3137317d6202036b1301000000ab0000009bab"
+    "80010000270000000000010014646275735f756e69745f64697370617463686572001464625f6865617274626561745f6d6f"
+    "6e69746f720007080f0f0f0f12120a000100010001000400007e01010002012d04410249440744535f4e414d450b53434845"
+    "4d415f4e414d450a5441424c455f4e414d45065041434b45540b4352454154455f54494d450b5550444154455f54494d4508"
+    "010051f0d3026202036b1901000000bf0000005aac800100002700000000000100077f800100000000000000040064656d6f"
+    "040073686f7006006f726465727375007b226e6f6465223a222f444275732f4865617274426561742f4d6f6e69746f722f64"
+    "656d6f2f73686f702f6f72646572732f30222c2274696d65223a313739353335363339353030302c2274797065223a226368"
+    "65636b706f696e74222c22747854696d65223a313739353335363339353030307d99bb6cf00099bb6cf000ce7d6ba9"
+)
+
+HB_DB = "dbus_unit_dispatcher"
+ROUTER = Router(ds="demo", schema_template="{ds}.{schema}", dead_letter="demo.dlq", heartbeat_schema=HB_DB,
+                heartbeat_table="db_heartbeat_monitor")
+DLQ = "demo.dlq"
+
+
+def rows_record(schema: str = "shop", table: str = "orders", **header: object) -> bytes:
+    h = {"kind": "rows", "source": "demo", "server_id": 1, "file": "mariadb-bin.000001", "pos": 4,
+         "next_pos": 90, "ts": 1795356395, "schema": schema, "table": table, "event_type": 23, "crc": True,
+         "tm_len": 3, **header}
+    return rawevent.encode(RawEvent(header=h, body=b"tm-rows-event"))
+
+
+def ddl_record(schema: str = "shop") -> bytes:
+    h = {"kind": "ddl", "source": "demo", "file": "mariadb-bin.000001", "pos": 4, "next_pos": 90, "ts": 1,
+         "schema": schema, "table": "", "sql": "CREATE TABLE t (id int)", "ddl": "CREATE"}
+    return rawevent.encode(RawEvent(header=h))
+
+
+def topics(routes: tuple[Route, ...]) -> list[str]:
+    return [r.topic for r in routes]
+
+
+def reasons(routes: tuple[Route, ...]) -> list[str | None]:
+    return [r.reason for r in routes]
+
+
+@pytest.mark.parametrize(("value", "topic"), [
+    (rows_record("shop", "orders"), "demo.shop"),
+    (rows_record("crm", "leads"), "demo.crm"),
+    (ddl_record("shop"), "demo.shop"),
+    (rows_record(HB_DB, "other_table"), f"demo.{HB_DB}"),
+    (HEARTBEAT_DELETE, f"demo.{HB_DB}"),  # the heartbeat's purge is no heartbeat
+    (CREATE_TABLE, f"demo.{HB_DB}"),  # nor is DDL of the heartbeat table
+])
+def test_ordinary_records_go_to_their_schema_topic(value, topic):
+    assert route(ROUTER, value) == (Route(topic),)
+
+
+def test_the_schema_template_is_honoured():
+    router = replace(ROUTER, schema_template="cdc-{ds}-{schema}-{schema}")
+    assert topics(route(router, rows_record("shop"))) == ["cdc-demo-shop-shop"]
+    assert router.schema_topic_parts() == ["cdc-demo-", "-", ""]
+
+
+def test_a_heartbeat_goes_to_the_topic_of_the_schema_it_monitors():
+    assert route(ROUTER, HEARTBEAT_ONE) == (Route("demo.shop"),)
+
+
+def test_a_multi_row_heartbeat_fans_out_to_each_distinct_schema_in_row_order():
+    assert route(ROUTER, HEARTBEAT_THREE) == (Route("demo.shop"), Route("demo.crm"))
+
+
+def test_heartbeats_of_another_heartbeat_schema_are_ordinary_records():
+    router = replace(ROUTER, heartbeat_schema="dbus")
+    assert route(router, HEARTBEAT_THREE) == (Route(f"demo.{HB_DB}"),)
+
+
+def test_every_chunk_of_an_event_gets_the_route_of_its_header():
+    event = replace(rawevent.decode(rows_record()), body=b"x" * 5000)
+    chunks = rawevent.split(event, 1000)
+    assert len(chunks) > 2
+    assert {route(ROUTER, rawevent.encode(c)) for c in chunks} == {(Route("demo.shop"),)}
+
+
+def test_a_chunked_heartbeat_is_dead_lettered_whole():
+    event = rawevent.decode(HEARTBEAT_THREE)
+    chunks = rawevent.split(event, 400)
+    assert len(chunks) > 1
+    for c in chunks:
+        (r,) = route(ROUTER, rawevent.encode(c))
+        assert (r.topic, r.reason) == (DLQ, CHUNKED_HEARTBEAT)
+
+
+def _flip_body_byte(value: bytes) -> bytes:
+    return value[:-30] + bytes([value[-30] ^ 0xFF]) + value[-29:]
+
+
+@pytest.mark.parametrize(("value", "reason", "fragment"), [
+    (b"", BAD_RECORD, "shorter than"),
+    (b"garbage that is no raw event", BAD_RECORD, "bad magic"),
+    (b"DBR\x02\x00\x00\x00\x02{}", BAD_RECORD, "version 2"),
+    (b"DBR\x01\x00\x00\x01\x00{}", BAD_RECORD, "truncated"),
+    (b"DBR\x01\x00\x00\x00\x05{nope", BAD_RECORD, "not JSON"),
+    (rawevent.encode(RawEvent(header={"kind": "rows", "schema": "shop"})), BAD_RECORD, "lacks"),
+    (rawevent.encode(RawEvent(header={"kind": "insert", "schema": "shop"})), BAD_RECORD, "kind"),
+    (ddl_record(""), BAD_TOPIC, "not a valid Kafka topic"),
+    (ddl_record("shop$prod"), BAD_TOPIC, "shop$prod"),
+    (rows_record("é"), BAD_TOPIC, "not a valid"),
+    (rows_record("s" * 250), BAD_TOPIC, "not a valid"),
+    (_flip_body_byte(HEARTBEAT_ONE), UNDECODABLE_HEARTBEAT, "db_heartbeat_monitor"),
+    (rows_record(HB_DB, "db_heartbeat_monitor"), UNDECODABLE_HEARTBEAT, "db_heartbeat_monitor"),
+])
+def test_malformed_records_go_to_the_dead_letter_topic_with_a_reason(value, reason, fragment):
+    (r,) = route(ROUTER, value)
+    assert (r.topic, r.reason) == (DLQ, reason)
+    assert fragment in r.error
+
+
+def test_a_heartbeat_without_schema_name_is_dead_lettered(monkeypatch):
+    from dbuslib import rowdecode
+
+    real = rowdecode.decode_rows
+
+    def without_schema(event):
+        d = real(event)
+        return replace(d, rows=tuple(replace(r, after={**r.after, "SCHEMA_NAME": None}) for r in d.rows))
+
+    monkeypatch.setattr(rowdecode, "decode_rows", without_schema)
+    assert reasons(route(ROUTER, HEARTBEAT_ONE)) == [HEARTBEAT_WITHOUT_SCHEMA]
+
+
+def test_a_heartbeat_naming_a_schema_that_makes_no_topic_is_dead_lettered():
+    router = replace(ROUTER, schema_template="{ds}.{schema}" + "x" * 245)
+    assert reasons(route(router, HEARTBEAT_THREE)) == [BAD_TOPIC, BAD_TOPIC]
+
+
+def test_router_comes_from_the_source_config_and_pickles():
+    src = Source.model_validate({"mysql": {"host": "h", "user": "u", "password": "p", "server_id": 1}})
+    router = Router.for_source("demo", src)
+    assert router == Router("demo", "{ds}.{schema}", "demo.dlq", "dbus", "db_heartbeat_monitor")
+    assert pickle.loads(pickle.dumps(router)) == router
