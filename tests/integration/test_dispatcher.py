@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
-import sys
 import uuid
 from collections import defaultdict
 from pathlib import Path
