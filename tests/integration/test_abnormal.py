@@ -174,7 +174,13 @@ def test_zookeeper_outage_keeps_extracting_and_catches_up(extractor_env, writer_
     env.spawn()
     wait_for_log(env, 0, "leading with epoch")
     workload(db, 20, 100)
+    truth = binlog_truth(env.cfg.source(env.ds), start_of(env), name, server_id=97007)
+    env.records(covered(truth), timeout=60)
     local = env.position_path()
+    deadline = time.monotonic() + 30
+    while not local.exists():  # the first commit, before ZooKeeper goes
+        assert time.monotonic() < deadline, f"{local} was never written"
+        time.sleep(0.1)
     stack = ["bash", str(REPO / "stack" / "stack.sh")]
     subprocess.run([*stack, "down", "zookeeper"], check=True)
     try:
