@@ -77,6 +77,7 @@ def build_processor(cfg: DbusConfig, ds: str):
 
     src = cfg.source(ds)
     store = MetaStore(cfg.endpoints.meta_store.url.get_secret_value())
+    store.create_schema()  # idempotent: the tables are created once, by whichever task comes first
     settings = ConvertSettings(ds=ds, timezone=src.ums.timezone, before_update_image=src.ums.before_update_image,
                                max_tuples=src.ums.tuples_per_message, max_bytes=src.ums.max_message_bytes)
     outputs = Outputs(result_topic=lambda s, t: src.topics.name("result", ds, s, t),

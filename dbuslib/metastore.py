@@ -20,7 +20,7 @@ from enum import Enum
 
 from sqlalchemy import (BigInteger, Column, Integer, MetaData, String, Table, Text, UniqueConstraint,
                         create_engine, select)
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from ums import ColumnSpec
 
@@ -69,7 +69,12 @@ class MetaStore:
         self.engine = create_engine(url, pool_pre_ping=True, pool_recycle=3600)
 
     def create_schema(self) -> None:
-        metadata.create_all(self.engine)
+        """Create the tables if missing; a concurrent creator winning the race is fine."""
+        try:
+            metadata.create_all(self.engine)
+        except OperationalError as e:
+            if "already exists" not in str(e):
+                raise
 
     def history(self, ds: str, schema: str, table: str) -> list[Version]:
         """Every version of the table, oldest first."""
