@@ -8,13 +8,12 @@ Kafka key = the type name. JSON example (a full-pull request, spec 2.2)::
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from enum import Enum
 from typing import Any, NoReturn
 
-from ums.encoding import dumps_compact
+from ums.encoding import dumps_compact, loads
 from ums.errors import BadControlError
 from ums.timefmt import epoch_ms, ums_ts
 
@@ -106,11 +105,7 @@ def to_json(message: ControlMessage) -> str:
 
 def from_json(text: str | bytes) -> ControlMessage:
     """Parse and validate; unknown types and missing keys raise ``BadControlError``."""
-    try:
-        obj = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        msg = f"control message: not JSON: {err}"
-        raise BadControlError(msg) from err
+    obj = loads(text, BadControlError, "control message")
     if not isinstance(obj, dict):
         _fail(f"control message: expected a JSON object, got {type(obj).__name__}")
     missing = [k for k in ("id", "type", "timestamp", "from", "payload") if k not in obj]

@@ -49,14 +49,18 @@ def dumps_compact(obj: object) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def loads(text: str | bytes, error: type[Exception], where: str) -> object:
+    """``json.loads``, raising ``error`` that names ``where`` when the text is not JSON."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        msg = f"{where}: not JSON: {err}"
+        raise error(msg) from err
+
+
 def from_json(text: str | bytes) -> UmsMessage:
     """Parse and validate one UMS JSON message."""
-    try:
-        obj = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        msg = f"$: not JSON: {err}"
-        raise BadMessageError(msg) from err
-    return from_dict(obj)
+    return from_dict(loads(text, BadMessageError, "$"))
 
 
 def from_dict(obj: object) -> UmsMessage:
