@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from appender.convert import ConvertSettings, masked, original_key, record_key, to_ums
+from appender.convert import ConvertSettings, masked, original_key, record_key, to_ums_fast
 from appender.versions import Change, Version, on_rows, on_truncate, version_at
 from dbuslib.deadletter import DeadLetter
 from dbuslib.rawevent import RawEvent, RawEventError, Reassembler, decode
-from dbuslib.fastdecode import as_decoded_rows, decode_fast
-from dbuslib.rowdecode import DecodedRows, RowDecodeError
+from dbuslib.fastdecode import decode_fast
+from dbuslib.rowdecode import RowDecodeError
 from ums import Namespace, build_termination_message, to_json, ums_id, ums_ts_ms
 
 
@@ -87,16 +87,16 @@ class PartitionProcessor:
         return self._assembler.push(part)
 
     def _rows(self, event: RawEvent) -> Iterator[OutRecord]:
-        decoded = decode_rows(event)
+        rows = decode_fast(event, ums=True)  # values already in UMS wire form
         at = int(ums_id(event.header["file"], event.header["pos"]))
-        history = self._history(decoded.schema, decoded.table)
+        history = self._history(rows.schema, rows.table)
         current = version_at(history, at) or (history[0] if history else None)  # older than all: the first
         if current is None or current is history[-1]:
-            change = on_rows(current, decoded.columns, at)
+            change = on_rows(current, rows.columns, at)
             if change is not None:
-                yield from self._apply(event, decoded.schema, decoded.table, change)
+                yield from self._apply(event, rows.schema, rows.table, change)
                 current = change.new
-        for message in masked(self.mask_plan, to_ums(event.header, decoded, current.version, self.settings)):
+        for message in masked(self.mask_plan, to_ums_fast(event.header, rows, current.version, self.settings)):
             yield self._out(event, message)
 
     def _truncate(self, event: RawEvent) -> Iterator[OutRecord]:
@@ -140,12 +140,6 @@ class PartitionProcessor:
         if table is None:
             return "not attributable to a table, and this source masks columns"
         return "the table has masked columns" if self.mask_plan.rules_for(*table) else ""
-
-
-def decode_rows(event: RawEvent) -> DecodedRows:
-    """The compiled per-table decoder (dbuslib.fastdecode): the same values as dbuslib.rowdecode, 3-4x
-    faster (docs/decoder-choice.md)."""
-    return as_decoded_rows(decode_fast(event))
 
 
 def _table_of(rec: InRecord, err: Exception) -> tuple[str, str] | None:

@@ -121,6 +121,17 @@ class UmsMessage:
     payload: tuple[tuple[JsonValue, ...], ...]
     version: str = UMS_VERSION
 
+    @classmethod
+    def prevalidated(cls, protocol: ProtocolType, schema: UmsSchema,
+                     payload: tuple[tuple[JsonValue, ...], ...]) -> UmsMessage:
+        """A message whose tuples are already in wire form (``encode_column`` output), built without
+        re-checking every value: the appender's hot path. Everything else should use the constructor."""
+        message = object.__new__(cls)
+        for name, value in (("protocol", protocol), ("schema", schema), ("payload", payload),
+                            ("version", UMS_VERSION)):
+            object.__setattr__(message, name, value)
+        return message
+
     def __post_init__(self) -> None:
         if not isinstance(self.protocol, ProtocolType):
             _fail(f"protocol.type {self.protocol!r}: not a ProtocolType")

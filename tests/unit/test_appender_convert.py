@@ -49,3 +49,21 @@ def test_messages_are_cut_and_keyed_by_table():
         "data_increment_data.mysql.demo.shop.orders.3.0.0.1795356844000|demo.wh_placeholder")
     assert '"tuple":["1030000012345678","2026-11-22 14:14:04.000","i","1030000012345678000000","0",null]' \
         in to_json(messages[0])
+
+
+@pytest.mark.parametrize("before_image", [False, True])
+@pytest.mark.parametrize("name", ["INSERT", "UPDATE", "DELETE"])
+def test_the_fast_path_builds_the_same_messages(name, before_image):
+    import test_rowdecode
+
+    from appender.convert import to_ums_fast
+    from dbuslib import rawevent
+    from dbuslib.fastdecode import decode_fast
+    from dbuslib.rowdecode import decode_rows
+
+    event = rawevent.decode(getattr(test_rowdecode, name))
+    settings = ConvertSettings("demo", before_update_image=before_image, max_tuples=1)
+    slow = to_ums(event.header, decode_rows(event), 2, settings)
+    fast = to_ums_fast(event.header, decode_fast(event, ums=True), 2, settings)
+    assert [to_json(m) for m in fast] == [to_json(m) for m in slow]
+    assert fast == slow
