@@ -45,16 +45,15 @@ def wire_tuples(header: dict[str, Any], fast: Any, settings: ConvertSettings) ->
     pick = (lambda row: tuple(row[i] for i in users)) if len(users) != len(fast.columns) else tuple
     op = fast.op
     images = fast.before if op == "d" else fast.after
+
+    def uid(t: int) -> str:  # ums_uid() without its per-call parsing; it still raises past ROW_LIMIT
+        return str(base + t) if t < ROW_LIMIT else ums_uid(uid_base, t)
+
     out: list[tuple] = []
-    t = 0
     for n, row in enumerate(images):
         if op == "u" and settings.before_update_image:
-            out.append((uid_base, ts, "b", str(base + t), *pick(fast.before[n])))
-            t += 1
-        if t >= ROW_LIMIT:
-            ums_uid(uid_base, t)  # raises, naming the index
-        out.append((uid_base, ts, op, str(base + t), *pick(row)))
-        t += 1
+            out.append((uid_base, ts, "b", uid(len(out)), *pick(fast.before[n])))
+        out.append((uid_base, ts, op, uid(len(out)), *pick(row)))
     return out
 
 

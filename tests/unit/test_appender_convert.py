@@ -67,3 +67,23 @@ def test_the_fast_path_builds_the_same_messages(name, before_image):
     fast = to_ums_fast(event.header, decode_fast(event, ums=True), 2, settings)
     assert [to_json(m) for m in fast] == [to_json(m) for m in slow]
     assert fast == slow
+
+
+@pytest.mark.parametrize("before_image", [False, True])
+def test_uids_past_the_row_limit_raise_for_every_tuple_kind(monkeypatch, before_image):
+    from types import SimpleNamespace
+
+    import appender.convert as convert
+    import ums.ids
+    from ums.errors import UmsError
+
+    monkeypatch.setattr(convert, "ROW_LIMIT", 3)
+    monkeypatch.setattr(ums.ids, "ROW_LIMIT", 3)
+    fast = SimpleNamespace(columns=COLUMNS[:1], op="u", before=[(1,)] * 2, after=[(2,)] * 2)
+    settings = ConvertSettings("demo", before_update_image=before_image)
+    if before_image:  # b, u, b(index 2), u(index 3): past the limit
+        with pytest.raises(UmsError):
+            convert.wire_tuples(HEADER, fast, settings)
+    else:
+        got = convert.wire_tuples(HEADER, fast, settings)
+        assert [int(t[3]) - int(t[0]) * 3 for t in got] == [0, 1]
