@@ -22,9 +22,13 @@ from appender.convert import ConvertSettings, masked, original_key, record_key, 
 from appender.versions import Change, Version, on_rows, on_truncate, version_at
 from dbuslib.deadletter import DeadLetter
 from dbuslib.rawevent import RawEvent, RawEventError, Reassembler, decode
-from dbuslib.fastdecode import decode_fast
+from appender.textpath import message_prefix, messages, tuple_texts
+from dbuslib.fastdecode import decode_fast, table_of
 from dbuslib.rowdecode import RowDecodeError
-from ums import Namespace, build_termination_message, to_json, ums_id, ums_ts_ms
+from ums import Namespace, ProtocolType, build_termination_message, data_key, to_json, ums_id, ums_ts_ms
+from ums.build import user_columns
+
+_OPS_BY_TYPE = {23: "i", 30: "i", 24: "u", 31: "u", 25: "d", 32: "d"}  # binlog rows event type -> op
 
 
 @dataclass(frozen=True)
@@ -64,15 +68,20 @@ class PartitionProcessor:
     persist: Persist
     mask_plan: Any = None  # ums.masking.MaskPlan of the source, None = nothing masked
     backfill: Backfill | None = None
+    encoder: Any = None  # appender.output encoder; None = JSON
     _versions: dict[tuple[str, str], list[Version]] = field(default_factory=dict)
     _assembler: Reassembler = field(default_factory=Reassembler)
 
-    def process(self, rec: InRecord) -> Iterator[OutRecord]:
+    def process(self, rec: InRecord, rendered: bytes | None = None) -> Iterator[OutRecord]:
+        """Output records for ``rec``; ``rendered`` is the JVM decoder's text of its rows (``dbus_rows``,
+        see appender.textpath), None when the JVM did not decode it (then Python decodes)."""
         try:
             event = self._join(rec, decode(rec.value, rec.key))
             if event is None:
                 return  # a chunk: the event is emitted with its last chunk
-            if event.kind == "rows":
+            if event.kind == "rows" and rendered is not None and event.chunk is None:
+                yield from self._rows_rendered(event, rendered)
+            elif event.kind == "rows":
                 yield from self._rows(event)
             elif event.kind == "ddl" and event.header.get("ddl") == "TRUNCATE":
                 yield from self._truncate(event)
@@ -88,16 +97,50 @@ class PartitionProcessor:
 
     def _rows(self, event: RawEvent) -> Iterator[OutRecord]:
         rows = decode_fast(event, ums=True)  # values already in UMS wire form
-        at = int(ums_id(event.header["file"], event.header["pos"]))
-        history = self._history(rows.schema, rows.table)
-        current = version_at(history, at) or (history[0] if history else None)  # older than all: the first
-        if current is None or current is history[-1]:
-            change = on_rows(current, rows.columns, at)
-            if change is not None:
-                yield from self._apply(event, rows.schema, rows.table, change)
-                current = change.new
+        current = yield from self._version(event, rows.schema, rows.table, rows.columns)
         for message in masked(self.mask_plan, to_ums_fast(event.header, rows, current.version, self.settings)):
             yield self._out(event, message)
+
+    def _rows_rendered(self, event: RawEvent, rendered: bytes) -> Iterator[OutRecord]:
+        """Rows the JVM rendered: message text straight from its lines, when nothing else needs the
+        values one by one (no masking rule for the table, JSON output, no column named like a system
+        field); otherwise the Python path decodes the record itself."""
+        shape = table_of(event)
+        if not self._text_ok(shape):
+            yield from self._rows(event)
+            return
+        current = yield from self._version(event, shape.schema, shape.table, shape.columns)
+        s = self.settings
+        ns = Namespace(s.ds_type, s.ds, shape.schema, shape.table, current.version)
+        tuples = tuple_texts(event.header, _OPS_BY_TYPE[event.header["event_type"]],
+                             rendered.split(b"\n") if rendered else [], s.timezone, s.before_update_image)
+        topic = self.outputs.result_topic(shape.schema, shape.table)
+        key = f"{shape.schema}.{shape.table}".encode()
+        headers = (("ums_key", data_key(ProtocolType.DATA_INCREMENT_DATA, ns, event.header["ts"] * 1000,
+                                        s.ds).encode()),)
+        for text in messages(message_prefix(ns, shape.columns), tuples, s.max_tuples, s.max_bytes):
+            yield OutRecord(topic, key, text, headers)
+
+    def _text_ok(self, shape: Any) -> bool:
+        if getattr(self.encoder, "format", "json") != "json":
+            return False
+        if self.mask_plan is not None and self.mask_plan.has_rules and self.mask_plan.rules_for(shape.schema,
+                                                                                                   shape.table):
+            return False
+        return len(user_columns(shape.columns)) == len(shape.columns)
+
+    def _version(self, event: RawEvent, schema: str, table: str, columns: Any) -> Iterator[OutRecord]:
+        """The schema version the event's rows belong to; a change is stored and its termination
+        message yielded first. Used as ``current = yield from self._version(...)``."""
+        at = int(ums_id(event.header["file"], event.header["pos"]))
+        history = self._history(schema, table)
+        current = version_at(history, at) or (history[0] if history else None)  # older than all: the first
+        if current is None or current is history[-1]:
+            change = on_rows(current, columns, at)
+            if change is not None:
+                yield from self._apply(event, schema, table, change)
+                current = change.new
+        return current
 
     def _truncate(self, event: RawEvent) -> Iterator[OutRecord]:
         schema, table = event.header["schema"], event.header["table"]

@@ -366,10 +366,29 @@ def _from_rowdecode(d: DecodedRows, ums: bool = False) -> FastRows:
     return FastRows(d.schema, d.table, d.op, d.columns, d.primary_key, before, after)
 
 
-def _decode(event: RawEvent, ums: bool) -> FastRows:
+def table_of(event: RawEvent) -> TableShape:
+    """The table a whole ``rows`` record describes (its table map parsed once, cached), without
+    decoding any row: what the appender needs when the rows were decoded elsewhere (the JVM)."""
+    try:
+        table = _checked_table(event)
+    except RowDecodeError:
+        raise
+    except Exception as err:
+        msg = f"{rowdecode._where(event)}: table map does not decode: {err}"
+        raise RowDecodeError(msg, event) from err
+    return TableShape(table.schema, table.table, table.columns, table.primary_key)
+
+
+@dataclass(frozen=True)
+class TableShape:
+    schema: str
+    table: str
+    columns: tuple[ColumnSpec, ...]
+    primary_key: tuple[str, ...]
+
+
+def _checked_table(event: RawEvent) -> Any:
     header = event.header
-    if event.kind != "rows" or event.chunk is not None or header["event_type"] not in _OPS:
-        return _from_rowdecode(rowdecode.decode_rows(event), ums)  # raises the same errors
     crc = bool(header["crc"])
     tm_data, data = event.table_map_bytes(), event.rows_event_bytes()
     what = f"table map ({header['tm_len']} bytes by tm_len)"
@@ -380,6 +399,16 @@ def _decode(event: RawEvent, ums: bool) -> FastRows:
     if (table.schema, table.table) != (header["schema"], header["table"]):
         msg = f"{rowdecode._where(event)}: the table map describes {table.schema}.{table.table}"
         raise RowDecodeError(msg, event)
+    return table
+
+
+def _decode(event: RawEvent, ums: bool) -> FastRows:
+    header = event.header
+    if event.kind != "rows" or event.chunk is not None or header["event_type"] not in _OPS:
+        return _from_rowdecode(rowdecode.decode_rows(event), ums)  # raises the same errors
+    crc = bool(header["crc"])
+    data = event.rows_event_bytes()
+    table = _checked_table(event)
     layout = _layout(table)
     op, version = _OPS[header["event_type"]]
     o = _HEADER_LEN

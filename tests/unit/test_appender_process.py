@@ -104,3 +104,26 @@ def test_dead_letters_withhold_the_bytes_of_masked_tables():
     letters = [DeadLetter.from_json(o.value) for o in out]
     assert [(d.value, bool(d.withheld)) for d in letters] == [(None, True), (None, True)]
     assert letters[0].offset == 0 and letters[1].offset == 1  # still pointing at the originals
+
+
+def test_rows_rendered_by_the_jvm_give_the_same_records_as_the_python_path():
+    from test_appender_textpath import rendered_lines
+
+    older = Version(0, 1, (), Reason.FIRST)  # a version change on the way: termination first, both paths
+    for value in (INSERT, UPDATE, DELETE):
+        lines = b"\n".join(rendered_lines(rawevent.decode(value)))
+        p, _ = processor({("dbus_unit_rowdecode", "orders"): [older]})
+        q, _ = processor({("dbus_unit_rowdecode", "orders"): [older]})
+        python = list(p.process(InRecord("t", 0, 0, b"k", value)))
+        jvm = list(q.process(InRecord("t", 0, 0, b"k", value), rendered=lines))
+        assert jvm == python and len(python) == 2
+
+
+def test_masked_tables_ignore_the_jvm_text():
+    from dbuslib.config import MaskRule
+    from ums.masking import compile_rules
+
+    p, _ = processor()
+    p.mask_plan = compile_rules({"dbus_unit_rowdecode.orders": {"note": MaskRule(type="sha256", salt="s")}})
+    out = list(p.process(InRecord("t", 0, 0, b"k", INSERT), rendered=b"1,\"h\xc3\xa9llo\""))
+    assert "héllo" not in out[0].value.decode() and json.loads(out[0].value)["payload"]

@@ -1,0 +1,81 @@
+"""UMS JSON text built from rows the JVM already rendered (pure): the appender's fast path.
+
+The JVM decoder (``dbus.jvm.RowsUdf``, appender/jvm/, registered as the Spark SQL function
+``dbus_rows``) turns a raw ``rows`` record into one line per row image, each line the JSON texts of
+all the table's columns joined by ``,``: after images for an insert, before images for a delete, and
+before/after pairs for an update. Those lines are exactly what ``json.dumps`` writes for
+``fastdecode.decode_fast(event, ums=True)`` (tests/unit/test_jvm_rows.py holds the two to each other),
+so this module only adds what a tuple carries besides the columns (``ums_id_``, ``ums_ts_``,
+``ums_op_``, ``ums_uid_``), cuts the tuples into messages by count and bytes the way
+``ums.build.split_tuples`` does, and writes the message text around them. The result is byte for byte
+``ums.to_json`` of ``appender.convert.to_ums_fast`` (tests/unit/test_appender_textpath.py).
+
+Python does a few string operations per row here instead of decoding and encoding every value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from ums import ProtocolType, UmsMessage, ums_id, ums_ts_ms, ums_uid
+from ums.build import data_schema
+from ums.encoding import to_json
+from ums.ids import ROW_LIMIT
+from ums.namespace import Namespace
+from ums.types import ColumnSpec
+
+_PROTOCOL = ProtocolType.DATA_INCREMENT_DATA
+_TUPLE_OVERHEAD = len(b'{"tuple":},') - len(b'{"tuple":}')  # split_tuples counts a comma per tuple
+_ENDING = b"]}"
+_prefixes: dict[tuple[Namespace, tuple[ColumnSpec, ...], int], bytes] = {}
+
+
+def message_prefix(ns: Namespace, columns: tuple[ColumnSpec, ...], batch_id: int = 0) -> bytes:
+    """``{"protocol":...,"schema":...,"payload":[`` of a data message, cached per namespace/columns."""
+    key = (ns, columns, batch_id)
+    prefix = _prefixes.get(key)
+    if prefix is None:
+        empty = to_json(UmsMessage.prevalidated(_PROTOCOL, data_schema(ns, columns, batch_id, _PROTOCOL), ()))
+        assert empty.endswith("[]}"), empty
+        prefix = empty[:-2].encode()
+        if len(_prefixes) > 4096:
+            _prefixes.clear()
+        _prefixes[key] = prefix
+    return prefix
+
+
+def tuple_texts(header: dict[str, Any], op: str, lines: list[bytes], timezone: str,
+                before_update_image: bool) -> list[bytes]:
+    """``{"tuple":[...]}`` per tuple of the event, in order (``lines`` as the JVM wrote them)."""
+    uid_base = ums_id(header["file"], header["pos"])
+    base = int(uid_base) * ROW_LIMIT
+    ts = ums_ts_ms(header["ts"] * 1000, ZoneInfo(timezone))
+    head = f'{{"tuple":["{uid_base}","{ts}","'.encode()
+    if op == "u":
+        pairs = [(b"b", lines[i]) if i % 2 == 0 else (b"u", lines[i]) for i in range(len(lines))]
+        if not before_update_image:
+            pairs = pairs[1::2]
+    else:
+        code = op.encode()
+        pairs = [(code, line) for line in lines]
+    if len(pairs) > ROW_LIMIT:
+        ums_uid(uid_base, len(pairs) - 1)  # raises with the limit named
+    return [b"".join((head, code, b'","', str(base + t).encode(), b'",', line, b"]}"))
+            for t, (code, line) in enumerate(pairs)]
+
+
+def messages(prefix: bytes, tuples: list[bytes], max_tuples: int, max_bytes: int) -> list[bytes]:
+    """Message texts of at most ``max_tuples`` tuples and ``max_bytes`` payload bytes (as
+    ``split_tuples`` counts them), tuples in order; one oversized tuple gets a message of its own."""
+    out: list[bytes] = []
+    start, size = 0, 0
+    for i, text in enumerate(tuples):
+        row_size = len(text) + _TUPLE_OVERHEAD
+        if i > start and (i - start >= max_tuples or size + row_size > max_bytes):
+            out.append(prefix + b",".join(tuples[start:i]) + _ENDING)
+            start, size = i, 0
+        size += row_size
+    if start < len(tuples):
+        out.append(prefix + b",".join(tuples[start:]) + _ENDING)
+    return out
