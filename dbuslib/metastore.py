@@ -10,11 +10,20 @@ By default a database ``dbus`` on the source's MariaDB (``endpoints.meta_store.u
 ``since_id`` is the binlog id (file number * 10^13 + offset, as ``ums_id_``) from which the version is
 valid, so a replay finds the version that was valid at its position. Writes are idempotent: versions are
 derived from the binlog, so writing the same version twice (a replay, a restarted job) changes nothing.
+
+Table ``dbus_meta_avro_schema`` holds the Avro schemas of ``ums.format: avro`` output, one row per
+distinct schema (normally one per namespace, i.e. per table version), found by its fingerprint, which
+every Avro record carries in its ``ums_avro_schema`` header (see appender/output.py)::
+
+    {"namespace": "mysql.demo.shop.orders.3.0.0", "fingerprint": "9f86d0...(sha256 hex)",
+     "schema_json": "{\"fields\": [...], \"name\": \"ums_mysql_demo_shop_orders_3_0_0\", ...}",
+     "created_ms": 1704164645000}
 """
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from enum import Enum
 
@@ -54,6 +63,25 @@ meta_version = Table(
     Column("columns", Text, nullable=False),
     UniqueConstraint("ds", "schema_name", "table_name", "version", name="uk_table_version"),
 )
+meta_avro_schema = Table(
+    "dbus_meta_avro_schema", metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("namespace", String(255), nullable=False, index=True),
+    Column("fingerprint", String(64), nullable=False),
+    Column("schema_json", Text(16_777_215), nullable=False),  # MEDIUMTEXT on MySQL: wide tables fit
+    Column("created_ms", BigInteger, nullable=False),
+    UniqueConstraint("fingerprint", name="uk_avro_fingerprint"),
+)
+
+
+@dataclass(frozen=True)
+class AvroSchemaRow:
+    """One stored Avro schema: its UMS namespace, fingerprint (sha256 hex of ``schema_json``) and text."""
+
+    namespace: str
+    fingerprint: str
+    schema_json: str
+    created_ms: int
 
 
 def _columns_json(columns: tuple[ColumnSpec, ...]) -> str:
@@ -95,5 +123,42 @@ class MetaStore:
         except IntegrityError:
             return next(h for h in self.history(ds, schema, table) if h.version == v.version)
 
+    def add_avro_schema(self, namespace: str, fingerprint: str, schema_json: str) -> AvroSchemaRow:
+        """Store an Avro schema once; a concurrent or repeated insert of the same fingerprint returns the
+        stored row (race-safe, as ``add``). A fingerprint already stored with another text is an error."""
+        row = {"namespace": namespace, "fingerprint": fingerprint, "schema_json": schema_json,
+               "created_ms": int(time.time() * 1000)}
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(meta_avro_schema.insert().values(**row))
+            return AvroSchemaRow(**row)
+        except IntegrityError:
+            stored = self.avro_schema(fingerprint)
+            if stored is None:
+                raise
+            if stored.schema_json != schema_json:
+                msg = f"Avro schema fingerprint {fingerprint} is stored with another schema text"
+                raise ValueError(msg) from None
+            return stored
+
+    def avro_schema(self, fingerprint: str) -> AvroSchemaRow | None:
+        """The stored Avro schema with this fingerprint (the ``ums_avro_schema`` header), or None."""
+        q = select(meta_avro_schema).where(meta_avro_schema.c.fingerprint == fingerprint)
+        with self.engine.connect() as conn:
+            r = conn.execute(q).mappings().first()
+        return None if r is None else _avro_row(r)
+
+    def avro_schemas(self, namespace: str) -> list[AvroSchemaRow]:
+        """Every Avro schema stored for a UMS namespace, oldest first."""
+        q = (select(meta_avro_schema).where(meta_avro_schema.c.namespace == namespace)
+             .order_by(meta_avro_schema.c.id))
+        with self.engine.connect() as conn:
+            rows = conn.execute(q).mappings().all()
+        return [_avro_row(r) for r in rows]
+
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def _avro_row(r) -> AvroSchemaRow:
+    return AvroSchemaRow(r["namespace"], r["fingerprint"], r["schema_json"], r["created_ms"])
