@@ -8,6 +8,7 @@ and picklable; it loads the configuration and opens its meta store connection it
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
+log = logging.getLogger("dbus.appender")
+JVM_FUNCTION, JVM_CLASS = "dbus_rows", "dbus.jvm.RowsUdf"
 OUT_SCHEMA = "topic string, key binary, value binary, headers array<struct<key: string, value: binary>>"
 BACKFILL_WINDOW = 2000  # records read back at most to find the first chunks of a cut sequence
 
@@ -30,6 +33,29 @@ def read_schema_topics(spark: SparkSession, cfg: DbusConfig, ds: str, topics: li
             .option("maxOffsetsPerTrigger", str(cfg.source(ds).extractor.max_pending_records * 10))
             .load()
             .select("topic", "partition", "offset", "key", "value"))
+
+
+def register_jvm_decoder(spark: SparkSession) -> bool:
+    """Register ``dbus_rows`` (appender/jvm, ``dbus.jvm.RowsUdf``): raw rows record -> its rows as UMS
+    JSON text, decoded in the JVM. False (and a warning) when its jar is not on the classpath: the
+    appender then decodes every record in Python, correct but several times slower."""
+    from pyspark.sql.types import BinaryType
+
+    try:
+        spark.udf.registerJavaFunction(JVM_FUNCTION, JVM_CLASS, BinaryType())
+    except Exception as e:  # the class is missing: py4j/analysis errors differ by version
+        log.warning("appender: JVM decoder %s unavailable (%s); rows are decoded in Python",
+                    JVM_CLASS, str(e).splitlines()[0][:200])
+        return False
+    return True
+
+
+def with_rendered_rows(df: DataFrame, jvm: bool) -> DataFrame:
+    """Adds ``rendered``: the JVM's text of the record's rows, or null where Python must decode."""
+    from pyspark.sql import functions as F
+
+    rendered = F.expr(f"{JVM_FUNCTION}(value)") if jvm else F.lit(None).cast("binary")
+    return df.withColumn("rendered", rendered)
 
 
 def append_ums(df: DataFrame, config_path: str, ds: str) -> DataFrame:
@@ -52,9 +78,10 @@ def process_batches(batches: Iterator[pa.RecordBatch], config_path: str, ds: str
             processor = build_processor(load_config(config_path), ds)
         out = {"topic": [], "key": [], "value": [], "headers": []}
         cols = batch.to_pydict()
-        for t, p, o, k, v in zip(cols["topic"], cols["partition"], cols["offset"], cols["key"], cols["value"],
-                                 strict=True):
-            for rec in processor.process(InRecord(t, p, o, k, v)):
+        rendered = cols.get("rendered") or [None] * batch.num_rows
+        for t, p, o, k, v, r in zip(cols["topic"], cols["partition"], cols["offset"], cols["key"], cols["value"],
+                                    rendered, strict=True):
+            for rec in processor.process(InRecord(t, p, o, k, v), r):
                 out["topic"].append(rec.topic)
                 out["key"].append(rec.key)
                 out["value"].append(rec.value)
@@ -82,12 +109,12 @@ def build_processor(cfg: DbusConfig, ds: str):
                                max_tuples=src.ums.tuples_per_message, max_bytes=src.ums.max_message_bytes)
     outputs = Outputs(result_topic=lambda s, t: src.topics.name("result", ds, s, t),
                       dead_letter_topic=src.topics.name("dead_letter", ds))
-    from ums.masking import compile_rules
+    from appender.rules import current_plan  # the rules applied now: reloadable (appender/rules.py)
 
     return PartitionProcessor(settings, outputs,
                               history=lambda s, t: store.history(ds, s, t),
                               persist=lambda s, t, v: store.add(ds, s, t, v),
-                              mask_plan=compile_rules(src.masking),
+                              mask_plan=current_plan(cfg, ds)[1],
                               backfill=_kafka_backfill(cfg))
 
 
@@ -128,7 +155,8 @@ def start(spark: SparkSession, cfg: DbusConfig, ds: str, topics: list[str], chec
           available_now: bool = False) -> StreamingQuery:
     """Start the query; ``topics`` are the per-schema topics to read. ``available_now`` processes what
     is there and stops (tests, catch-up runs)."""
-    out = append_ums(read_schema_topics(spark, cfg, ds, topics), str(cfg.path), ds)
+    raw = with_rendered_rows(read_schema_topics(spark, cfg, ds, topics), register_jvm_decoder(spark))
+    out = append_ums(raw, str(cfg.path), ds)
     writer = (out.writeStream.format("kafka")
               .queryName(f"appender_{ds}")
               .option("kafka.bootstrap.servers", cfg.endpoints.kafka.bootstrap_servers)
