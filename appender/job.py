@@ -100,6 +100,7 @@ def _arrow_schema():
 def build_processor(cfg: DbusConfig, ds: str):
     from appender.convert import ConvertSettings
     from appender.process import Outputs, PartitionProcessor
+    from appender.output import MessageEncoder
     from dbuslib.metastore import MetaStore
 
     src = cfg.source(ds)
@@ -115,7 +116,8 @@ def build_processor(cfg: DbusConfig, ds: str):
                               history=lambda s, t: store.history(ds, s, t),
                               persist=lambda s, t, v: store.add(ds, s, t, v),
                               mask_plan=current_plan(cfg, ds)[1],
-                              backfill=_kafka_backfill(cfg))
+                              backfill=_kafka_backfill(cfg),
+                              encoder=MessageEncoder.from_source(src, store))
 
 
 def _kafka_backfill(cfg: DbusConfig):

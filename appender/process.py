@@ -167,8 +167,11 @@ class PartitionProcessor:
     def _out(self, event: RawEvent, message: Any) -> OutRecord:
         ns = message.schema.namespace
         headers = (("ums_key", original_key(message, event.header, self.settings.ds).encode()),)
+        # JSON without an encoder; else appender.output.MessageEncoder: JSON, or Avro + its schema header
+        enc = self.encoder
+        value, extra = (to_json(message).encode(), ()) if enc is None else enc.encode(message)
         return OutRecord(self.outputs.result_topic(ns.schema, ns.table), record_key(message).encode(),
-                         to_json(message).encode(), headers)
+                         value, headers + extra)
 
     def _dead(self, rec: InRecord, code: str, error: str, table: tuple[str, str] | None) -> OutRecord:
         withheld = self._withhold(table)
