@@ -1,0 +1,278 @@
+"""End to end, binlog -> UMS in Kafka: rows/s through extractor + dispatcher + appender, and latency.
+
+All three stages run as they are deployed: the extractor as ``python -m extractor run``, the dispatcher
+and the appender each as ``spark-submit ... --master local[2]``, on a throwaway source (own database,
+topics with BENCH_E2E_PARTITIONS partitions, checkpoints, ZooKeeper path).
+
+- ``e2e_rows_per_s``: BENCH_E2E_ROWS row changes (4/5 inserts of 1000-row statements, 1/5 updates) over
+  BENCH_E2E_TABLES tables of 7 columns are written while the extractor is stopped (the dispatcher and
+  the appender are up and warm). The clock starts when the extractor is started again and stops at the
+  Kafka timestamp of the last UMS record; then every UMS tuple is counted (it must be all of them).
+- ``e2e_latency_p50_ms`` / ``p99``: a writer commits BENCH_E2E_LATENCY_RATE rows/s (one INSERT every
+  100 ms) for BENCH_E2E_LATENCY_S seconds; each row carries its statement's batch number, whose commit
+  time (client clock, after COMMIT returned) is compared with the Kafka timestamp of the UMS record
+  holding the row.
+- baseline: python-mysql-replication decoding every row + one UMS-shaped JSON per row + kafka-python
+  produce, over the same binlog (``bench.extractor.baseline``), in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import yaml
+
+from bench.extractor import baseline
+from bench.report import bench_line
+from dbuslib import kafka, mysql, spark, zk
+from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+
+ROWS = int(os.environ.get("BENCH_E2E_ROWS", "500000"))
+TABLES = int(os.environ.get("BENCH_E2E_TABLES", "4"))
+PARTITIONS = int(os.environ.get("BENCH_E2E_PARTITIONS", "2"))
+BASELINE_ROWS = int(os.environ.get("BENCH_E2E_BASELINE_ROWS", "100000"))
+LATENCY_RATE = int(os.environ.get("BENCH_E2E_LATENCY_RATE", "5000"))
+LATENCY_S = float(os.environ.get("BENCH_E2E_LATENCY_S", "30"))
+REPO = Path(__file__).resolve().parent.parent
+COLUMNS = ("id BIGINT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(16) NOT NULL, total DECIMAL(12,2) "
+           "NOT NULL, placed_at DATETIME(3) NOT NULL, note VARCHAR(64), qty SMALLINT")
+TUPLE = b'{"tuple":'
+
+
+class Pipeline:
+    """The three stages of one throwaway source, as subprocesses."""
+
+    def __init__(self, base: DbusConfig, database: str, tmp: Path) -> None:
+        self.ds = f"e2e_{uuid.uuid4().hex[:8]}"
+        self.database, self.tmp = database, tmp
+        raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
+        src = raw["sources"]["demo"]
+        src["capture"] = {"include": [f"{database}.*"], "exclude": []}
+        src["extractor"].update({"start": "current", "commit_interval_s": 0.2,
+                                 "state_dir": str(tmp / "state"), "metrics_interval_s": 5})
+        src["topics"]["partitions"] = PARTITIONS
+        src["masking"] = {}
+        raw["sources"] = {self.ds: src}
+        raw["spark"]["jars_file"] = str((Path(base.path).parent / base.spark.jars_file).resolve())
+        raw["spark"]["checkpoint_root"] = str(tmp / "checkpoints")
+        raw["endpoints"]["meta_store"]["url"] = base.endpoints.meta_store.url.get_secret_value()
+        self.cfg_path = tmp / f"{self.ds}.yaml"
+        self.cfg_path.write_text(yaml.safe_dump(raw))
+        self.cfg = load_config(self.cfg_path)
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def start(self, stage: str) -> None:
+        args = ["--config", str(self.cfg_path), "--source", self.ds]
+        if stage == "extractor":
+            cmd = [sys.executable, "-m", "extractor", "--config", str(self.cfg_path), "run", "--source", self.ds]
+        else:
+            cmd = [str(Path(sys.executable).parent / "spark-submit"), *spark.submit_args(self.cfg),
+                   str(REPO / stage / "main.py"), *args]
+        log = (self.tmp / f"{stage}.log").open("ab")
+        self.procs[stage] = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                                             start_new_session=True)
+
+    def stop(self, stage: str) -> None:
+        proc = self.procs.pop(stage, None)
+        if proc is None or proc.poll() is not None:
+            return
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def check_alive(self) -> None:
+        for stage, proc in self.procs.items():
+            if proc.poll() is not None:
+                tail = (self.tmp / f"{stage}.log").read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"{stage} exited with {proc.returncode}:\n{tail}")
+
+    def result_topics(self) -> list[str]:
+        src = self.cfg.source(self.ds)
+        return list(dict.fromkeys(src.topics.name("result", self.ds, self.database, f"t{i}") for i in range(TABLES)))
+
+    def wait_log(self, stage: str, text: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in (self.tmp / f"{stage}.log").read_text(errors="replace"):
+            self.check_alive()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{stage}: no '{text}' in its log after {timeout}s; see {self.tmp}")
+            time.sleep(0.1)
+
+    def cleanup(self) -> None:
+        for stage in list(self.procs):
+            self.stop(stage)
+        src = self.cfg.source(self.ds)
+        topics = [self.ds, src.topics.name("schema", self.ds, self.database), *self.result_topics(),
+                  src.topics.name("dead_letter", self.ds)]
+        kafka.delete_topics(self.cfg.endpoints.kafka, topics)
+        client = zk.client(self.cfg.endpoints.zookeeper)
+        client.delete(zk.path(self.cfg.endpoints.zookeeper, "Extractor", self.ds), recursive=True)
+        client.stop()
+        client.close()
+
+
+def write_workload(db, tables: int, rows: int) -> None:
+    """``rows`` row changes: per table, inserts of 1000 rows, then updates of 1000 rows each."""
+    per_table = rows // tables
+    updates = per_table // 5
+    inserts = per_table - updates
+    with db.cursor() as cur:
+        for t in range(tables):
+            next_id = 0
+            while next_id < inserts:
+                n = min(1000, inserts - next_id)
+                values = ",".join(f"({i},{i % 9973},'paid',{i % 1000}.25,'2026-11-22 10:00:00.{i % 1000:03d}',"
+                                  f"{_note(i)},{i % 7})" for i in range(next_id, next_id + n))
+                cur.execute(f"INSERT INTO t{t} VALUES {values}")
+                next_id += n
+            for lo in range(0, updates, 1000):
+                cur.execute(f"UPDATE t{t} SET status = 'shipped', qty = qty + 1 WHERE id >= {lo} "
+                            f"AND id < {min(lo + 1000, updates)}")
+
+
+def _note(i: int) -> str:
+    return "NULL" if i % 10 == 0 else f"'note {i} é'" if i % 7 == 0 else f"'note {i}'"
+
+
+def consume_all(cfg: DbusConfig, topics: list[str]):
+    """Every record of ``topics`` (from the start to the current end)."""
+    from kafka import TopicPartition
+
+    consumer = kafka.consumer(cfg.endpoints.kafka, enable_auto_commit=False, group_id=None)
+    parts = [TopicPartition(t, p) for t in topics for p in consumer.partitions_for_topic(t) or ()]
+    consumer.assign(parts)
+    consumer.seek_to_beginning(*parts)
+    ends = consumer.end_offsets(parts)
+    left = {tp for tp in parts if ends[tp] > 0}
+    while left:
+        for tp, records in consumer.poll(timeout_ms=1000, max_records=5000).items():
+            for r in records:
+                yield r
+            if consumer.position(tp) >= ends[tp]:
+                left.discard(tp)
+    consumer.close()
+
+
+def end_offsets(cfg: DbusConfig, topics: list[str]) -> int:
+    from kafka import TopicPartition
+
+    consumer = kafka.consumer(cfg.endpoints.kafka, enable_auto_commit=False, group_id=None)
+    try:
+        parts = [TopicPartition(t, p) for t in topics for p in consumer.partitions_for_topic(t) or ()]
+        return sum(consumer.end_offsets(parts).values())
+    finally:
+        consumer.close()
+
+
+def wait_tuples(pipe: Pipeline, want: int, timeout: float) -> tuple[int, float]:
+    """Waits until the result topics stop growing with at least ``want`` tuples; (tuples, last ts)."""
+    deadline = time.monotonic() + timeout
+    last, still = -1, 0
+    while time.monotonic() < deadline:
+        pipe.check_alive()
+        n = end_offsets(pipe.cfg, pipe.result_topics())
+        still = still + 1 if n == last else 0
+        last = n
+        if still >= 6:  # 3 s without a new record
+            tuples, newest = 0, 0
+            for r in consume_all(pipe.cfg, pipe.result_topics()):
+                tuples += r.value.count(TUPLE)
+                newest = max(newest, r.timestamp)
+            if tuples >= want:
+                return tuples, newest / 1000
+            still = 0
+        time.sleep(0.5)
+    raise RuntimeError(f"the result topics hold fewer than {want} tuples after {timeout}s; logs in {pipe.tmp}")
+
+
+def latency(pipe: Pipeline, db) -> list[float]:
+    """Commit -> UMS-in-Kafka latency (ms) of every row written at LATENCY_RATE rows/s."""
+    per_insert = max(1, LATENCY_RATE // 10)
+    commits: dict[int, float] = {}
+    with db.cursor() as cur:
+        cur.execute("CREATE TABLE lat (id BIGINT PRIMARY KEY, batch INT NOT NULL, note VARCHAR(32))")
+        start = time.monotonic()
+        batch = 0
+        while time.monotonic() - start < LATENCY_S:
+            values = ",".join(f"({batch * per_insert + i},{batch},'x{i}')" for i in range(per_insert))
+            cur.execute(f"INSERT INTO lat VALUES {values}")  # autocommit: committed when it returns
+            commits[batch] = time.time()
+            batch += 1
+            time.sleep(max(0.0, start + batch * 0.1 - time.monotonic()))
+    topic = pipe.cfg.source(pipe.ds).topics.name("result", pipe.ds, pipe.database, "lat")
+    want, got, deadline = batch * per_insert, [], time.monotonic() + 120
+    while len(got) < want and time.monotonic() < deadline:
+        time.sleep(2)
+        got = []
+        for r in consume_all(pipe.cfg, [topic]):
+            if r.key != f"{pipe.database}.lat".encode():
+                continue
+            for t in json.loads(r.value)["payload"]:
+                got.append(r.timestamp - commits[int(t["tuple"][5])] * 1000)
+    if len(got) < want:
+        raise RuntimeError(f"latency: {len(got)} of {want} rows arrived")
+    return sorted(got)
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+def run(cfg: DbusConfig) -> list[str]:
+    src = cfg.source("demo")
+    database = f"dbus_e2e_{uuid.uuid4().hex[:8]}"
+    db = mysql.connect(src.mysql, as_writer=True)
+    tmp = Path(tempfile.mkdtemp(prefix="dbus-bench-e2e-"))
+    with db.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {database}")
+        db.select_db(database)
+        for t in range(TABLES):
+            cur.execute(f"CREATE TABLE t{t} ({COLUMNS})")
+    db.autocommit(True)
+    pipe = Pipeline(cfg, database, tmp)
+    lines = []
+    try:
+        # warm up: a few rows through all three stages, so the clock below sees no JVM/query start
+        pipe.start("extractor")
+        pipe.wait_log("extractor", "reading from", 120)
+        pipe.start("dispatcher")
+        pipe.start("appender")
+        with db.cursor() as cur:
+            for t in range(TABLES):
+                cur.execute(f"INSERT INTO t{t} VALUES (-1, 0, 'warm', 0, '2026-11-22 10:00:00', NULL, 0)")
+        wait_tuples(pipe, TABLES, 600)
+        pipe.stop("extractor")
+        start = mysql.binlog_end(db)
+        write_workload(db, TABLES, ROWS)
+        t0 = time.time()
+        pipe.start("extractor")
+        pipe.wait_log("extractor", "reading from", 120)
+        tuples, t_end = wait_tuples(pipe, TABLES + ROWS, 1800)
+        if tuples != TABLES + ROWS:
+            raise RuntimeError(f"{tuples} tuples for {TABLES + ROWS} row changes")
+        base = baseline(cfg, database, start, min(BASELINE_ROWS, ROWS))
+        lines.append(bench_line("e2e_rows_per_s", ROWS / (t_end - t0), "rows/s", base))
+        lat = latency(pipe, db)
+        lines.append(bench_line("e2e_latency_p50_ms", percentile(lat, 0.50), "ms"))
+        lines.append(bench_line("e2e_latency_p99_ms", percentile(lat, 0.99), "ms"))
+    finally:
+        pipe.cleanup()
+        with db.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS {database}")
+        db.close()
+        if not os.environ.get("BENCH_KEEP"):
+            shutil.rmtree(tmp, ignore_errors=True)
+    return lines
