@@ -1,0 +1,244 @@
+"""Golden test of the appender: every column type, through the real extractor and appender, exact UMS out.
+
+The workload of test_rowdecode_types (41 columns: extremes, zero dates, NULLs; a multi-row INSERT, an
+UPDATE, a DELETE, and a transaction mixing all three with a primary-key change) runs statement by
+statement, the table read back with SELECT after each one. The expected messages are computed from those
+SELECTs alone, with ``ums.values.encode_column`` for the values and the rows events read straight from
+the binlog for ``ums_id_``/``ums_ts_``/``ums_uid_``; nothing of the appender's conversion is used. The
+appender then runs twice over the same raw topic: ``ums.format: json`` and ``ums.format: avro`` (to
+another result topic); the Avro records, decoded with the schema their header names in the meta store,
+must equal the JSON messages one for one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import yaml
+from extractor_env import ExtractorEnv, cleanup, make_env
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+from test_rowdecode_types import COLUMNS, CREATE, MAX_ROW, MIN_ROW, NULL_ROW, ODD_ROW, TRANSACTIONS, \
+    as_decoded, multi_row_insert
+
+from appender import job
+from appender.output import SCHEMA_HEADER, SchemaCache, decode, fingerprint
+from dbuslib import kafka, mysql
+from dbuslib.config import load_config
+from dbuslib.metastore import MetaStore
+from ums import ColumnSpec, UmsField, UmsType, encode_column, from_json
+
+pytestmark = pytest.mark.integration
+
+NAMES = [n for n, _, _, _ in COLUMNS]
+NOT_NULL = {"id", "nn"}
+SPECS = [ColumnSpec(n, t, n not in NOT_NULL) for n, _, t, _ in COLUMNS]  # as the binlog's table map has them
+# What each UPDATE of the workload changes: (id before, id after) in the order MariaDB logs them.
+UPDATED = {1: [(1, 1), (2, 2), (4, 4)], 5: [(1, 10)], 7: [(5, 5)]}  # by statement index
+
+
+@dataclass(frozen=True)
+class Step:
+    """One DML statement: its op and the rows it wrote, as SELECT showed them."""
+
+    op: str
+    rows: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class BinlogEvent:
+    file: str
+    pos: int
+    ts: int
+    rows: int
+
+
+def run_statements(db, statements: list[str]) -> list[Step]:
+    """Each statement, then SELECT (UTC; FLOAT read back as the exact stored float32 too)."""
+    steps: list[Step] = []
+    before: dict[int, dict[str, Any]] = {}
+    with db.cursor() as cur:
+        cur.execute("SET time_zone = '+00:00', sql_mode = ''")
+        for n, sql in enumerate(statements):
+            cur.execute(sql)
+            verb = sql.split()[0].upper()
+            if verb not in ("INSERT", "UPDATE", "DELETE"):
+                continue
+            cur.execute("SELECT *, CAST(fl AS DOUBLE) FROM every_type ORDER BY id")
+            after = {row[0]: {**dict(zip(NAMES, row, strict=False)), "fl": row[-1]} for row in cur.fetchall()}
+            if verb == "INSERT":
+                steps.append(Step("i", [after[i] for i in sorted(set(after) - set(before))]))
+            elif verb == "DELETE":
+                steps.append(Step("d", [before[i] for i in sorted(set(before) - set(after))]))
+            else:
+                steps.append(Step("u", [after[new] for _, new in UPDATED[n]]))
+            before = after
+    return steps
+
+
+def binlog_events(source, start: mysql.BinlogPosition, database: str) -> list[BinlogEvent]:
+    """Every rows event of ``database`` since ``start``, read straight from the binlog."""
+    stream = BinLogStreamReader(
+        connection_settings=mysql.connection_settings(source.mysql),
+        server_id=source.mysql.server_id + 1000 + uuid.uuid4().int % 50000,
+        log_file=start.file, log_pos=start.pos, resume_stream=True, blocking=False, only_schemas=[database],
+        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent], enable_logging=False,
+    )
+    try:
+        return [BinlogEvent(stream.log_file, e.packet.log_pos - e.packet.event_size, e.timestamp, len(e.rows))
+                for e in stream]
+    finally:
+        stream.close()
+
+
+def wire(spec: ColumnSpec, value: Any) -> Any:
+    return encode_column(spec, as_decoded(spec, value))
+
+
+def expected_messages(steps: list[Step], events: list[BinlogEvent], namespace: str) -> list[dict[str, Any]]:
+    """One message per rows event (the workload stays under the size limits), as plain JSON values."""
+    tuples = [(s.op, row) for s in steps for row in s.rows]
+    assert sum(e.rows for e in events) == len(tuples)
+    fields = [("ums_id_", UmsType.LONG, False), ("ums_ts_", UmsType.DATETIME, False),
+              ("ums_op_", UmsType.STRING, False), ("ums_uid_", UmsType.STRING, False)]
+    fields += [(n, ums_type, n not in NOT_NULL) for n, _, _, ums_type in COLUMNS]
+    out, at = [], 0
+    for e in events:
+        pos_id = int(e.file.rsplit(".", 1)[1]) * 10**13 + e.pos
+        ts = datetime.fromtimestamp(e.ts, UTC).strftime("%Y-%m-%d %H:%M:%S") + ".000"
+        payload = []
+        for t, (op, row) in enumerate(tuples[at:at + e.rows]):
+            values = [wire(spec, row[spec.name]) for spec in SPECS]
+            payload.append((str(pos_id), ts, op, str(pos_id * 10**6 + t), *values))
+        at += e.rows
+        out.append({"namespace": namespace, "fields": [UmsField(n, t, nl) for n, t, nl in fields],
+                    "payload": payload, "ts_ms": e.ts * 1000})
+    return out
+
+
+def consume_all(endpoint, topic: str, n: int, timeout_ms: int = 20_000) -> list:
+    consumer = kafka.consumer(endpoint, topic, auto_offset_reset="earliest", enable_auto_commit=False,
+                              group_id=None, consumer_timeout_ms=timeout_ms)
+    got = []
+    try:
+        for m in consumer:
+            got.append(m)
+            if len(got) >= n:
+                break
+    finally:
+        consumer.close()
+    return got
+
+
+def avro_config(env: ExtractorEnv):
+    """The environment's configuration with ``ums.format: avro`` and its own result topics."""
+    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw["sources"][env.ds]["ums"]["format"] = "avro"
+    raw["sources"][env.ds]["topics"]["result"] = "{ds}.{schema}.avro"
+    path = env.cfg_path.with_name("dbus-avro.yaml")
+    path.write_text(yaml.safe_dump(raw))
+    return load_config(path)
+
+
+def run_appender(spark, cfg, ds: str, topic: str, checkpoint: str) -> None:
+    query = job.start(spark, cfg, ds, [topic], checkpoint, available_now=True)
+    try:
+        query.awaitTermination(300)
+        assert query.exception() is None
+    finally:
+        query.stop()
+
+
+@pytest.fixture
+def env(tmp_path, writer_db, kafka_up):
+    e = make_env(tmp_path, writer_db[1])
+    yield e
+    cleanup(e)
+
+
+def test_every_type_through_extractor_and_appender_json_and_avro(spark, env, writer_db, source, tmp_path):
+    db, name = writer_db
+    cfg_avro = avro_config(env)
+    src, src_avro = env.cfg.source(env.ds), cfg_avro.source(env.ds)
+    result, result_avro = src.topics.name("result", env.ds, name), src_avro.topics.name("result", env.ds, name)
+    dlq = src.topics.name("dead_letter", env.ds)
+    kafka.ensure_topics(env.cfg.endpoints.kafka, [env.topic, result, result_avro, dlq])
+    store = MetaStore(env.cfg.endpoints.meta_store.url.get_secret_value())
+    namespace = f"mysql.{env.ds}.{name}.every_type.0.0.0"
+    try:
+        with db.cursor() as cur:
+            cur.execute(CREATE)
+        start = mysql.binlog_end(db)
+        statements = [multi_row_insert(db, [MAX_ROW, MIN_ROW, ODD_ROW, NULL_ROW])]
+        statements += [sql for t in TRANSACTIONS[1:] for sql in t]
+        steps = run_statements(db, statements)
+        assert [s.op for s in steps] == ["i", "u", "d", "i", "u", "d", "u"]
+        events = binlog_events(source, start, name)
+        assert len(events) > len(steps), "the wide rows of the INSERT take events of their own"
+        expected = expected_messages(steps, events, namespace)
+
+        env.spawn()
+        env.records(lambda r: sum(x.event.kind == "rows" for x in env.whole_events(r)) >= len(events),
+                    timeout=120)
+        run_appender(spark, env.cfg, env.ds, env.topic, str(tmp_path / "ckpt-json"))
+        run_appender(spark, cfg_avro, env.ds, env.topic, str(tmp_path / "ckpt-avro"))
+
+        records = consume_all(env.cfg.endpoints.kafka, result, len(expected) + 1, timeout_ms=5000)
+        messages = [from_json(r.value) for r in records]
+        assert len(messages) == len(expected)
+        for n, (m, r, want) in enumerate(zip(messages, records, expected, strict=True)):
+            assert m.protocol.value == "data_increment_data" and m.version == "1.3", n
+            assert (str(m.schema.namespace), m.schema.batch_id) == (namespace, 0), n
+            assert list(m.schema.fields) == want["fields"], n
+            for k, (got_t, want_t) in enumerate(zip(m.payload, want["payload"], strict=True)):
+                bad = [(f.name, g, w) for f, g, w in zip(m.schema.fields, got_t, want_t, strict=True)
+                       if g != w or type(g) is not type(w)]
+                assert bad == [], f"message {n} tuple {k}: {str(bad)[:400]}"
+            assert len(m.payload) == len(want["payload"]), n
+            assert r.key == f"{name}.every_type".encode()
+            ums_key = f"data_increment_data.{namespace}.{want['ts_ms']}|{env.ds}.wh_placeholder"
+            assert dict(r.headers) == {"ums_key": ums_key.encode()}
+
+        avro_records = consume_all(env.cfg.endpoints.kafka, result_avro, len(expected) + 1, 5000)
+        cache = SchemaCache(store)
+        assert [decode(r.value, r.headers, cache) for r in avro_records] == messages
+        fps = {dict(r.headers)[SCHEMA_HEADER].decode() for r in avro_records}
+        assert len(fps) == 1, "one schema per namespace version"
+        [stored] = store.avro_schemas(namespace)
+        assert (stored.fingerprint, fingerprint(stored.schema_json)) == (fps.pop(), stored.fingerprint)
+        assert all(dict(r.headers)["ums_key"] == dict(j.headers)["ums_key"]
+                   for r, j in zip(avro_records, records, strict=True))
+        assert all(len(r.value) < len(j.value) for r, j in zip(avro_records, records, strict=True))
+        assert consume_all(env.cfg.endpoints.kafka, dlq, 1, timeout_ms=3000) == []
+    finally:
+        kafka.delete_topics(env.cfg.endpoints.kafka, [result, result_avro, dlq])
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql("DELETE FROM dbus_meta_version WHERE ds = %s", (env.ds,))
+            conn.exec_driver_sql("DELETE FROM dbus_meta_avro_schema WHERE namespace LIKE %s",
+                                 (f"mysql.{env.ds}.%",))
+        store.dispose()
+
+
+def test_avro_schemas_are_stored_once_race_safe(cfg):
+    store = MetaStore(cfg.endpoints.meta_store.url.get_secret_value())
+    store.create_schema()
+    ns = f"mysql.pytest_{uuid.uuid4().hex[:8]}.shop.orders.0.0.0"
+    text = '{"name":"x"}'
+    fp = fingerprint(text)
+    try:
+        first = store.add_avro_schema(ns, fp, text)
+        again = store.add_avro_schema(ns, fp, text)  # another executor, or a restart
+        assert (again.namespace, again.fingerprint, again.schema_json) == (ns, fp, text)
+        assert store.avro_schema(fp) == again and again.created_ms == first.created_ms
+        assert store.avro_schemas(ns) == [again]
+        with pytest.raises(ValueError, match="another schema text"):
+            store.add_avro_schema(ns, fp, '{"name":"y"}')
+        assert store.avro_schema("0" * 64) is None
+    finally:
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql("DELETE FROM dbus_meta_avro_schema WHERE namespace = %s", (ns,))
+        store.dispose()
