@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from dbuslib.config import DbusConfig, load_config
 
@@ -75,7 +76,7 @@ def process_batches(batches: Iterator[pa.RecordBatch], config_path: str, ds: str
     processor = None
     for batch in batches:
         if processor is None:
-            processor = build_processor(load_config(config_path), ds)
+            processor = build_processor(config_path, ds)
         out = {"topic": [], "key": [], "value": [], "headers": []}
         cols = batch.to_pydict()
         rendered = cols.get("rendered") or [None] * batch.num_rows
@@ -97,27 +98,55 @@ def _arrow_schema():
                       ("headers", pa.list_(header))])
 
 
-def build_processor(cfg: DbusConfig, ds: str):
-    from appender.convert import ConvertSettings
-    from appender.process import Outputs, PartitionProcessor
-    from appender.output import MessageEncoder
-    from dbuslib.metastore import MetaStore
+@dataclass
+class _WorkerState:
+    """What every task of one Python worker shares (Spark reuses workers across micro-batches):
+    the configuration, the meta store connection pool and the encoder, made once instead of per task."""
 
-    src = cfg.source(ds)
-    store = MetaStore(cfg.endpoints.meta_store.url.get_secret_value())
-    store.create_schema()  # idempotent: the tables are created once, by whichever task comes first
-    settings = ConvertSettings(ds=ds, timezone=src.ums.timezone, before_update_image=src.ums.before_update_image,
-                               max_tuples=src.ums.tuples_per_message, max_bytes=src.ums.max_message_bytes)
-    outputs = Outputs(result_topic=lambda s, t: src.topics.name("result", ds, s, t),
-                      dead_letter_topic=src.topics.name("dead_letter", ds))
+    cfg: DbusConfig
+    store: Any
+    settings: Any
+    outputs: Any
+    encoder: Any
+
+
+_workers: dict[tuple[str, str], _WorkerState] = {}
+
+
+def _worker_state(config_path: str, ds: str) -> _WorkerState:
+    state = _workers.get((config_path, ds))
+    if state is None:
+        from appender.convert import ConvertSettings
+        from appender.output import MessageEncoder
+        from appender.process import Outputs
+        from dbuslib.metastore import MetaStore
+
+        cfg = load_config(config_path)
+        src = cfg.source(ds)
+        store = MetaStore(cfg.endpoints.meta_store.url.get_secret_value())
+        store.create_schema()  # idempotent: the tables are created once, by whichever worker comes first
+        settings = ConvertSettings(ds=ds, timezone=src.ums.timezone,
+                                   before_update_image=src.ums.before_update_image,
+                                   max_tuples=src.ums.tuples_per_message, max_bytes=src.ums.max_message_bytes)
+        outputs = Outputs(result_topic=lambda s, t: src.topics.name("result", ds, s, t),
+                          dead_letter_topic=src.topics.name("dead_letter", ds))
+        state = _workers[(config_path, ds)] = _WorkerState(cfg, store, settings, outputs,
+                                                           MessageEncoder.from_source(src, store))
+    return state
+
+
+def build_processor(config_path: str, ds: str):
+    """A processor for one task: shared worker state, the rules applied now, versions read afresh."""
+    from appender.process import PartitionProcessor
     from appender.rules import current_plan  # the rules applied now: reloadable (appender/rules.py)
 
-    return PartitionProcessor(settings, outputs,
-                              history=lambda s, t: store.history(ds, s, t),
-                              persist=lambda s, t, v: store.add(ds, s, t, v),
-                              mask_plan=current_plan(cfg, ds)[1],
-                              backfill=_kafka_backfill(cfg),
-                              encoder=MessageEncoder.from_source(src, store))
+    w = _worker_state(config_path, ds)
+    return PartitionProcessor(w.settings, w.outputs,
+                              history=lambda s, t: w.store.history(ds, s, t),
+                              persist=lambda s, t, v: w.store.add(ds, s, t, v),
+                              mask_plan=current_plan(w.cfg, ds)[1],
+                              backfill=_kafka_backfill(w.cfg),
+                              encoder=w.encoder)
 
 
 def _kafka_backfill(cfg: DbusConfig):
