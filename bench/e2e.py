@@ -79,7 +79,9 @@ class Pipeline:
             cmd = [str(Path(sys.executable).parent / "spark-submit"), *spark.submit_args(self.cfg),
                    str(REPO / stage / "main.py"), *args]
         log = (self.tmp / f"{stage}.log").open("ab")
-        self.procs[stage] = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+        bin_dir = str(Path(sys.executable).parent)
+        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}", "PYSPARK_PYTHON": sys.executable}
+        self.procs[stage] = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
                                              start_new_session=True)
 
     def stop(self, stage: str) -> None:
@@ -153,6 +155,9 @@ def consume_all(cfg: DbusConfig, topics: list[str]):
 
     consumer = kafka.consumer(cfg.endpoints.kafka, enable_auto_commit=False, group_id=None)
     parts = [TopicPartition(t, p) for t in topics for p in consumer.partitions_for_topic(t) or ()]
+    if not parts:
+        consumer.close()
+        return
     consumer.assign(parts)
     consumer.seek_to_beginning(*parts)
     ends = consumer.end_offsets(parts)
@@ -186,7 +191,7 @@ def wait_tuples(pipe: Pipeline, want: int, timeout: float) -> tuple[int, float]:
         n = end_offsets(pipe.cfg, pipe.result_topics())
         still = still + 1 if n == last else 0
         last = n
-        if still >= 6:  # 3 s without a new record
+        if still >= 6 and n > 0:  # 3 s without a new record
             tuples, newest = 0, 0
             for r in consume_all(pipe.cfg, pipe.result_topics()):
                 tuples += r.value.count(TUPLE)
