@@ -2,9 +2,12 @@
 # daemon. This service resolves the extra jars of conf/stack/spark-pom.xml (Kafka source/sink,
 # MariaDB JDBC) and writes $STACK_HOME/jars/spark.jars, one line of comma-separated absolute
 # paths:  spark-submit --jars "$(cat .stack/jars/spark.jars)" ...
+# It also builds DBus's own JVM rows decoder (appender/jvm, dbus.jvm.RowsUdf) into $DBUS_JVM_JAR, rebuilt
+# whenever its sources change, and keeps that jar in the list.
 
 SPARK_JARS=$STACK_HOME/jars/spark
 SPARK_JAR_LIST=$STACK_HOME/jars/spark.jars
+DBUS_JVM_JAR=$STACK_HOME/jars/dbus-jvm.jar
 
 _spark_pyspark_jars() { ls -d "$VENV"/lib/python3*/site-packages/pyspark/jars 2>/dev/null | head -n1; }
 
@@ -15,8 +18,26 @@ spark_install() {
   local dir; dir=$(svc_dir spark)
   local pom=$dir/spark-pom.xml
   render "$STACK_REPO/conf/stack/spark-pom.xml" "$pom" SPARK_VERSION
-  # Done when the list is newer than the rendered pom (rewritten only when its content changes).
-  [ -f "$SPARK_JAR_LIST" ] && [ "$SPARK_JAR_LIST" -nt "$pom" ] && return 0
+  # Maven jars: done when the list is newer than the rendered pom (rewritten only when its content changes).
+  [ -f "$SPARK_JAR_LIST" ] && [ "$SPARK_JAR_LIST" -nt "$pom" ] || _spark_maven_jars "$pom"
+  # Our decoder jar: build.sh is a no-op when the jar is newer than every source.
+  bash "$STACK_REPO/appender/jvm/build.sh" "$DBUS_JVM_JAR" || die "building $DBUS_JVM_JAR failed"
+  _spark_listed "$DBUS_JVM_JAR" || _spark_list_add "$DBUS_JVM_JAR"
+}
+
+# true when the jar list names this jar
+_spark_listed() { [ -f "$SPARK_JAR_LIST" ] && tr ',' '\n' < "$SPARK_JAR_LIST" | grep -qxF "$1"; }
+
+# append a jar to the list (written to a temporary file and renamed: readers never see half a list)
+_spark_list_add() {
+  local tmp=$SPARK_JAR_LIST.tmp.$$
+  { tr ',' '\n' < "$SPARK_JAR_LIST" | grep -v '^$'; echo "$1"; } | paste -sd, - > "$tmp"
+  mv -f "$tmp" "$SPARK_JAR_LIST"
+  log "spark jars: added $(basename "$1")"
+}
+
+_spark_maven_jars() {
+  local pom=$1
   local shipped; shipped=$(_spark_pyspark_jars)
   [ -n "$shipped" ] || die "pyspark is not installed in $VENV (create the venv first)"
   rm -rf "$SPARK_JAR_LIST" "$SPARK_JARS"   # rebuild from scratch (Maven caches in ~/.m2)
@@ -35,6 +56,7 @@ spark_stop()  { :; }
 
 spark_health() {
   [ -s "$SPARK_JAR_LIST" ] || return 1
+  [ -f "$DBUS_JVM_JAR" ] && _spark_listed "$DBUS_JVM_JAR" || return 1
   local jar jars; IFS=, read -r -a jars < "$SPARK_JAR_LIST"
   for jar in "${jars[@]}"; do [ -f "$jar" ] || return 1; done
   "$VENV/bin/python" -c 'import pyspark' 2>/dev/null

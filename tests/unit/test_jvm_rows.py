@@ -1,0 +1,241 @@
+"""The JVM rows decoder (appender/jvm, ``dbus.jvm.RowsUdf``) agrees byte for byte with the Python decoder.
+
+Contract: for a raw rows record, ``dbus.jvm.RowsDecoder`` gives the UMS JSON texts of every row image
+(insert: after images; delete: before; update: before0, after0, before1, ...), one line per image, the
+columns' ``dumps_compact`` texts joined by ",", lines by "\\n"; or null, and then Python decodes the record
+itself. A null is always safe, a wrong byte never is. Checked here through ``dbus.jvm.RowsMain`` (framed
+records on stdin, framed results on stdout) against ``dbuslib.fastdecode.decode_fast(event, ums=True)``:
+
+- every real record of tests/unit/test_fastdecode.py (MariaDB 10.11 ``every_type`` and ``narrow``:
+  inserts, updates, deletes, NULLs, zero dates, latin1, emoji);
+- the same records in lenient mode (unsupported columns written as ``?``) value by value, so each
+  supported type of ``every_type`` is compared even where the table also has an unsupported one;
+- header and envelope variants (chunk, version, kind, checksum, MINIMAL image) that must give null;
+- seeded random mutations of the rows events and table maps (checksums fixed up): each result must be
+  null or exactly Python's, and null whenever Python refuses the record.
+
+The jar is built by appender/jvm/build.sh into the stack's jar directory (a no-op when current); java and
+javac must be on PATH (JDK 17): a missing JDK fails the test, it does not skip.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import struct
+import subprocess
+import zlib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from dbuslib import rawevent
+from dbuslib.fastdecode import decode_fast
+from test_fastdecode import RECORDS
+from ums.encoding import dumps_compact
+
+REPO = Path(__file__).resolve().parents[2]
+NULL = None
+
+
+@pytest.fixture(scope="session")
+def jar() -> Path:
+    for tool in ("java", "javac", "jar"):
+        assert shutil.which(tool), f"{tool} (JDK 17) is not on PATH: the JVM decoder cannot be built"
+    home = Path(os.environ.get("STACK_HOME", REPO / ".stack"))
+    out = home / "jars" / "dbus-jvm.jar"
+    subprocess.run(["bash", str(REPO / "appender/jvm/build.sh"), str(out)], check=True, timeout=300)
+    return out
+
+
+def run_jvm(jar: Path, records: list[bytes], *flags: str) -> list[bytes | tuple[None, str]]:
+    """RowsMain over ``records``: bytes per record, or (None, why) for a null."""
+    data = b"".join(struct.pack(">I", len(r)) + r for r in records)
+    out = subprocess.run(["java", "-cp", str(jar), "dbus.jvm.RowsMain", "--why", *flags], input=data,
+                         capture_output=True, check=True, timeout=300).stdout
+    results: list[bytes | tuple[None, str]] = []
+    o = 0
+    while o < len(out):
+        (n,) = struct.unpack_from(">i", out, o)
+        o += 4
+        if n < 0:
+            (m,) = struct.unpack_from(">i", out, o)
+            results.append((NULL, out[o + 4 : o + 4 + m].decode()))
+            o += 4 + m
+        else:
+            results.append(out[o : o + n])
+            o += n
+    assert len(results) == len(records)
+    return results
+
+
+def images(value: bytes) -> tuple[object, list[tuple]]:
+    r = decode_fast(rawevent.decode(value), ums=True)
+    if r.op == "i":
+        return r, r.after
+    if r.op == "d":
+        return r, r.before
+    return r, [x for pair in zip(r.before, r.after, strict=True) for x in pair]
+
+
+def expected(value: bytes) -> bytes:
+    """What the JVM decoder must give for ``value`` (raises when Python refuses the record)."""
+    _, rows = images(value)
+    return b"\n".join(",".join(dumps_compact(v) for v in row).encode() for row in rows)
+
+
+def expected_or_none(value: bytes) -> bytes | None:
+    try:
+        return expected(value)
+    except Exception:  # noqa: BLE001 - Python refuses it: the JVM must say null
+        return None
+
+
+# Column types the JVM decoder does not handle (the whole record is then left to Python).
+UNSUPPORTED = {"double"}
+
+
+def test_real_records_are_exact_or_null_only_for_unsupported_types(jar):
+    for value, got in zip(RECORDS, run_jvm(jar, RECORDS), strict=True):
+        r, _ = images(value)
+        if isinstance(got, tuple):
+            types = {c.column_type.split("(")[0] for c in r.columns}
+            assert types & UNSUPPORTED, f"{r.table} {r.op}: null ({got[1]}) without an unsupported column"
+            assert got[1].startswith("column type"), got[1]
+        else:
+            assert got == expected(value)
+
+
+def test_every_supported_column_value_is_exact_in_lenient_mode(jar):
+    """every_type has a DOUBLE: lenient mode writes it as ? and lets the other 40 columns be compared."""
+    compared = set()
+    for value, got in zip(RECORDS, run_jvm(jar, RECORDS, "--lenient"), strict=True):
+        assert not isinstance(got, tuple), got
+        r, rows = images(value)
+        lines = got.split(b"\n")
+        assert len(lines) == len(rows)
+        for line, row in zip(lines, rows, strict=True):
+            texts = line.split(b"\0")
+            assert len(texts) == len(row)
+            for column, text, v in zip(r.columns, texts, row, strict=True):
+                if text == b"?":
+                    assert column.column_type.split("(")[0] in UNSUPPORTED, column
+                    continue
+                assert text == dumps_compact(v).encode(), (r.table, column.name, column.column_type)
+                compared.add((r.table, column.name))
+    every = {c.name for c in images(RECORDS[0])[0].columns}
+    assert {n for t, n in compared if t == "every_type"} >= every - {"db"}  # db only where NULL
+
+
+COMMON = {"bigint", "int", "smallint", "tinyint", "decimal", "varchar", "datetime", "timestamp", "date",
+          "blob", "char", "text", "varbinary"}
+
+
+def test_common_types_take_the_fast_path(jar):
+    """The fast path must not silently disappear: records of common types are decoded, not null."""
+    narrow = RECORDS[7:10]
+    for value, got in zip(narrow, run_jvm(jar, narrow), strict=True):
+        assert not isinstance(got, tuple), f"narrow record gave null: {got[1]}"
+        assert got == expected(value)
+    seen = set()
+    for value, got in zip(RECORDS, run_jvm(jar, RECORDS, "--lenient"), strict=True):
+        r, _ = images(value)
+        for column, text in zip(r.columns, got.split(b"\n")[0].split(b"\0"), strict=True):
+            base = column.column_type.split("(")[0].split()[0]
+            if base in COMMON:
+                assert text != b"?", column
+                seen.add(base)
+    assert seen >= {"bigint", "int", "smallint", "decimal", "varchar", "datetime", "timestamp", "date", "blob"}
+
+
+# ---------------------------------------------------------------- envelopes that must give null
+
+
+def _with_header(value: bytes, **changes: object) -> bytes:
+    ev = rawevent.decode(value)
+    header = {k: v for k, v in {**ev.header, **changes}.items() if v is not ...}
+    return rawevent.encode(replace(ev, header=header))
+
+
+def _fix_event(event: bytes, crc: bool = True) -> bytes:
+    """A binlog event with its size field and checksum made right again."""
+    body = event[:-4] if crc else event
+    body = body[:9] + struct.pack("<I", len(body) + (4 if crc else 0)) + body[13:]
+    return body + struct.pack("<I", zlib.crc32(body)) if crc else body
+
+
+def _with_rows_event(value: bytes, edit) -> bytes:
+    ev = rawevent.decode(value)
+    rows = bytearray(ev.rows_event_bytes())
+    edit(rows)
+    return rawevent.encode(replace(ev, body=ev.table_map_bytes() + _fix_event(bytes(rows))))
+
+
+def _not_full(rows: bytearray) -> None:
+    rows[19 + 8 + 1] &= 0xFE  # narrow is v1 (no extra data): clear column 0 of the present bitmap
+
+
+NULL_CASES = {
+    "chunk": lambda v: _with_header(v, chunk=[0, 1]),
+    "kind ddl": lambda v: _with_header(v, kind="ddl", sql="DROP TABLE x"),
+    "version 2": lambda v: v[:3] + b"\x02" + v[4:],
+    "not DBR": lambda v: b"XBR" + v[3:],
+    "bad checksum": lambda v: v[:-10] + bytes([v[-10] ^ 0xFF]) + v[-9:],
+    "other table": lambda v: _with_header(v, table="other"),
+    "tm_len off": lambda v: _with_header(v, tm_len=rawevent.decode(v).header["tm_len"] - 1),
+    "no file": lambda v: _with_header(v, file=...),
+    "event type mismatch": lambda v: _with_header(v, event_type=24),
+    "not FULL": lambda v: _with_rows_event(v, _not_full),
+    "empty": lambda v: b"",
+}
+
+
+@pytest.mark.parametrize("case", sorted(NULL_CASES))
+def test_envelopes_python_does_not_decode_fast_give_null(jar, case):
+    value = NULL_CASES[case](RECORDS[7])
+    (got,) = run_jvm(jar, [value])
+    assert isinstance(got, tuple), f"{case}: expected null, got {got[:80]!r}"
+
+
+def _without_crc(value: bytes) -> bytes:
+    ev = rawevent.decode(value)
+    tm = _fix_event(ev.table_map_bytes()[:-4], crc=False)
+    rows = _fix_event(ev.rows_event_bytes()[:-4], crc=False)
+    header = {**ev.header, "crc": False, "tm_len": len(tm)}
+    return rawevent.encode(replace(ev, header=header, body=tm + rows))
+
+
+def test_records_without_checksums_and_v2_headers(jar):
+    values = [_without_crc(v) for v in RECORDS[7:10]]
+    values += [_with_header(v, flavor=..., gtid="") for v in RECORDS[7:10]]  # flavor from the event type
+    for value, got in zip(values, run_jvm(jar, values), strict=True):
+        assert got == expected(value)
+
+
+# ---------------------------------------------------------------- random mutations
+
+
+def _mutate(value: bytes, rng: random.Random) -> bytes:
+    ev = rawevent.decode(value)
+    tm, rows = bytearray(ev.table_map_bytes()), bytearray(ev.rows_event_bytes())
+    target = tm if rng.random() < 0.25 else rows
+    for _ in range(rng.choice((1, 1, 2, 4))):
+        i = rng.randrange(19 + 8, len(target) - 4)
+        target[i] = rng.randrange(256) if rng.random() < 0.7 else target[i] ^ (1 << rng.randrange(8))
+    return rawevent.encode(replace(ev, body=_fix_event(bytes(tm)) + _fix_event(bytes(rows))))
+
+
+def test_random_mutations_are_exact_or_null(jar):
+    rng = random.Random(20261122)
+    values = [_mutate(RECORDS[rng.randrange(len(RECORDS))], rng) for _ in range(600)]
+    decoded = 0
+    for value, got in zip(values, run_jvm(jar, values), strict=True):
+        want = expected_or_none(value)
+        if isinstance(got, tuple):
+            continue  # null is always allowed
+        assert want is not None, f"JVM decoded a record Python refuses: {value.hex()}"
+        assert got == want, value.hex()
+        decoded += 1
+    assert decoded > 100  # most single-byte value changes still decode
