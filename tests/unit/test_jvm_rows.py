@@ -229,7 +229,8 @@ def _mutate(value: bytes, rng: random.Random) -> bytes:
 
 def test_random_mutations_are_exact_or_null(jar):
     rng = random.Random(20261122)
-    values = [_mutate(RECORDS[rng.randrange(len(RECORDS))], rng) for _ in range(600)]
+    values = [_mutate(RECORDS[rng.randrange(len(RECORDS))] if rng.random() < 0.2 else RECORDS[rng.choice((7, 8, 9))],
+                      rng) for _ in range(1000)]
     decoded = 0
     for value, got in zip(values, run_jvm(jar, values), strict=True):
         want = expected_or_none(value)
@@ -238,4 +239,4 @@ def test_random_mutations_are_exact_or_null(jar):
         assert want is not None, f"JVM decoded a record Python refuses: {value.hex()}"
         assert got == want, value.hex()
         decoded += 1
-    assert decoded > 100  # most single-byte value changes still decode
+    assert decoded > 150  # many value changes still decode
