@@ -129,7 +129,8 @@ def _worker_state(config_path: str, ds: str) -> _WorkerState:
                                    before_update_image=src.ums.before_update_image,
                                    max_tuples=src.ums.tuples_per_message, max_bytes=src.ums.max_message_bytes)
         outputs = Outputs(result_topic=lambda s, t: src.topics.name("result", ds, s, t),
-                          dead_letter_topic=src.topics.name("dead_letter", ds))
+                          dead_letter_topic=src.topics.name("dead_letter", ds),
+                          global_control_topic=src.topics.name("global_ctrl", ds))
         state = _workers[(config_path, ds)] = _WorkerState(cfg, store, settings, outputs,
                                                            MessageEncoder.from_source(src, store))
     return state

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from appender.convert import ConvertSettings, masked, original_key, record_key, to_ums_fast
-from appender.versions import Change, Version, on_rows, on_truncate, version_at
+from appender.versions import Change, Version, compare, on_rows, on_truncate, version_at
 from dbuslib.deadletter import DeadLetter
 from dbuslib.rawevent import RawEvent, RawEventError, Reassembler, decode
 from appender.textpath import message_prefix, messages, tuple_texts
@@ -27,6 +27,8 @@ from dbuslib.fastdecode import decode_fast, table_of
 from dbuslib.rowdecode import RowDecodeError
 from ums import Namespace, ProtocolType, build_termination_message, data_key, to_json, ums_id, ums_ts_ms
 from ums.build import user_columns
+from ums.control import ControlType, control_key, new_control_message
+from ums.control import to_json as control_json
 
 _OPS_BY_TYPE = {23: "i", 30: "i", 24: "u", 31: "u", 25: "d", 32: "d"}  # binlog rows event type -> op
 
@@ -58,6 +60,7 @@ Persist = Callable[[str, str, Version], Version]  # store a new version; returns
 class Outputs:
     result_topic: Callable[[str, str], str]  # (schema, table) -> topic
     dead_letter_topic: str
+    global_control_topic: str | None = None  # G_META_SYNC_WARNING on schema changes; None = not sent
 
 
 @dataclass
@@ -157,6 +160,21 @@ class PartitionProcessor:
             ns = Namespace(self.settings.ds_type, self.settings.ds, schema, table, change.ends.version)
             ts = ums_ts_ms(event.header["ts"] * 1000)
             yield self._out(event, build_termination_message(ns, ts))
+            if self.outputs.global_control_topic:
+                yield self._meta_warning(event, schema, table, change)
+
+    def _meta_warning(self, event: RawEvent, schema: str, table: str, change: Change) -> OutRecord:
+        """``G_META_SYNC_WARNING`` (spec 2.6) on the global control topic: a table's schema version
+        changed; before/after columns, what changed, the new version and the binlog position."""
+        old = change.ends.columns if change.ends is not None else ()
+        payload = {"datasource": self.settings.ds, "schema": schema, "tableId": _table_id(event),
+                   "table": table, "before": [_column(c) for c in old],
+                   "after": [_column(c) for c in change.new.columns],
+                   "compare-result": {"reason": change.new.reason.value, **compare(old, change.new.columns)},
+                   "version": change.new.version, "since": str(change.new.since)}
+        message = new_control_message(ControlType.G_META_SYNC_WARNING, "dbus-appender", payload)
+        return OutRecord(self.outputs.global_control_topic, control_key(message).encode(),
+                         control_json(message).encode())
 
     def _history(self, schema: str, table: str) -> list[Version]:
         key = (schema, table)
@@ -186,6 +204,17 @@ class PartitionProcessor:
         if table is None:
             return "not attributable to a table, and this source masks columns"
         return "the table has masked columns" if self.mask_plan.rules_for(*table) else ""
+
+
+def _table_id(event: RawEvent) -> int:
+    """The binlog table id of a rows event's table map (-1 for a DDL, which has none)."""
+    if event.kind != "rows":
+        return -1
+    return int.from_bytes(event.table_map_bytes()[19:25], "little")
+
+
+def _column(c: Any) -> dict[str, Any]:
+    return {"name": c.name, "type": c.column_type, "nullable": c.nullable, "ums_type": c.ums_type.value}
 
 
 def _table_of(rec: InRecord, err: Exception) -> tuple[str, str] | None:

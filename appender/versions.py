@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from dbuslib.metastore import Reason, Version
 from ums import ColumnSpec
 
-__all__ = ["Change", "Reason", "Version", "compatible", "on_rows", "on_truncate", "signature", "version_at"]
+__all__ = ["Change", "Reason", "Version", "compare", "compatible", "on_rows", "on_truncate", "signature",
+           "version_at"]
 
 
 @dataclass(frozen=True)
@@ -61,3 +62,17 @@ def version_at(history: list[Version], at: int) -> Version | None:
     """The version valid at binlog id ``at``: the newest whose ``since`` is not after it."""
     valid = [v for v in history if v.since <= at]
     return max(valid, key=lambda v: v.since) if valid else None
+
+
+def compare(old: tuple[ColumnSpec, ...], new: tuple[ColumnSpec, ...]) -> dict[str, object]:
+    """The ``compare-result`` of a G_META_SYNC_WARNING: columns added, dropped, and changed (type, or
+    position), and whether the change is compatible (the version stays)."""
+    before = {c.name: (i, c) for i, c in enumerate(old)}
+    after = {c.name: (i, c) for i, c in enumerate(new)}
+    changed = [{"name": n, "before": before[n][1].column_type, "after": after[n][1].column_type}
+               for n in before if n in after and (before[n][1].column_type != after[n][1].column_type
+                                                  or before[n][1].nullable != after[n][1].nullable)]
+    return {"compatible": compatible(old, new),
+            "added": [n for n in after if n not in before],
+            "dropped": [n for n in before if n not in after],
+            "changed": changed}

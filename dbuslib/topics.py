@@ -19,7 +19,7 @@ def literal_schemas(src: Source) -> list[str]:
 def source_topics(ds: str, src: Source, schemas: list[str] | None = None) -> list[str]:
     """Every topic of source ``ds``: first level, control, dead letters, full-pull, and per schema."""
     t = src.topics
-    names = [t.name(kind, ds) for kind in ("raw", "ctrl", "dead_letter", "data_shards", "callback")]
+    names = [t.name(kind, ds) for kind in ("raw", "ctrl", "dead_letter", "data_shards", "callback", "global_ctrl")]
     for schema in schemas if schemas is not None else literal_schemas(src):
         names += [t.name("schema", ds, schema), t.name("result", ds, schema)]
     return names

@@ -127,3 +127,29 @@ def test_masked_tables_ignore_the_jvm_text():
     p.mask_plan = compile_rules({"dbus_unit_rowdecode.orders": {"note": MaskRule(type="sha256", salt="s")}})
     out = list(p.process(InRecord("t", 0, 0, b"k", INSERT), rendered=b"1,\"h\xc3\xa9llo\""))
     assert "héllo" not in out[0].value.decode() and json.loads(out[0].value)["payload"]
+
+
+def test_a_schema_change_sends_a_meta_sync_warning_on_the_global_control_topic():
+    from ums.control import ControlType, from_json as control_from_json
+
+    older = Version(0, 1, (), Reason.FIRST)
+    p, _ = processor({("dbus_unit_rowdecode", "orders"): [older]})
+    p.outputs = replace(p.outputs, global_control_topic="global_ctrl_topic")
+    out = run(p, INSERT)
+    assert [o.topic for o in out] == ["demo.dbus_unit_rowdecode.result", "global_ctrl_topic",
+                                      "demo.dbus_unit_rowdecode.result"]
+    warning = control_from_json(out[1].value)
+    assert warning.type is ControlType.G_META_SYNC_WARNING and warning.from_ == "dbus-appender"
+    assert out[1].key == b"G_META_SYNC_WARNING"
+    payload = warning.payload
+    assert (payload["datasource"], payload["schema"], payload["table"], payload["version"]) == (
+        "demo", "dbus_unit_rowdecode", "orders", 1)
+    assert payload["before"] == [] and "id" in [c["name"] for c in payload["after"]]
+    assert payload["compare-result"]["added"] == [c["name"] for c in payload["after"]]
+    assert payload["compare-result"]["reason"] == "columns" and payload["tableId"] > 0
+
+
+def test_the_first_version_of_a_table_sends_no_warning():
+    p, _ = processor()
+    p.outputs = replace(p.outputs, global_control_topic="global_ctrl_topic")
+    assert {o.topic for o in run(p, INSERT)} == {"demo.dbus_unit_rowdecode.result"}

@@ -48,3 +48,16 @@ def test_replay_uses_the_version_valid_at_that_position():
     assert version_at(history, 299) == v0
     assert version_at(history, 300) == v1
     assert on_rows(v1, V0, at=200) is None  # an old event replayed: served by version_at, no new version
+
+
+def test_compare_names_added_dropped_and_retyped_columns():
+    from appender.versions import compare
+    from ums import ColumnSpec
+
+    old = (ColumnSpec("id", "int"), ColumnSpec("a", "varchar(10)"), ColumnSpec("b", "int"))
+    new = (ColumnSpec("id", "bigint"), ColumnSpec("a", "varchar(20)"), ColumnSpec("c", "date"))
+    assert compare(old, new) == {
+        "compatible": False, "added": ["c"], "dropped": ["b"],
+        "changed": [{"name": "id", "before": "int", "after": "bigint"},
+                    {"name": "a", "before": "varchar(10)", "after": "varchar(20)"}]}
+    assert compare(old, old)["compatible"] is True

@@ -10,5 +10,6 @@ def test_literal_schemas_skip_globs_and_heartbeat_schema():
 def test_source_topics_follow_the_original_names():
     src = load_config().source("demo")
     assert source_topics("demo", src) == [
-        "demo", "demo_ctrl", "demo.dlq", "demo_data_shards", "demo_callback", "demo.shop", "demo.shop.result",
+        "demo", "demo_ctrl", "demo.dlq", "demo_data_shards", "demo_callback", "global_ctrl_topic", "demo.shop",
+        "demo.shop.result",
     ]
