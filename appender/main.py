@@ -4,8 +4,9 @@ Usage: spark-submit $(dbus spark args) appender/main.py --config conf/dbus.yaml 
 
 It reads the ``<ds>.<schema>`` topic of every schema named in ``capture.include`` (or ``--schema``),
 creates the result and dead-letter topics it writes, and runs until stopped; a restart resumes from its
-checkpoint (``<checkpoint_root>/appender/<ds>``). Exit codes: 0 stopped, 2 bad configuration, 1 the
-query failed (the error is printed).
+checkpoint (``<checkpoint_root>/appender/<ds>``). Its masking rules are reloaded without a restart by
+``dbus reload --source <ds>`` (``APPENDER_RELOAD_CONFIG`` on ``<ds>_ctrl``; see appender/rules.py).
+Exit codes: 0 stopped, 2 bad configuration, 1 the query failed (the error is printed).
 """
 
 from __future__ import annotations
@@ -40,6 +41,17 @@ def main(argv: list[str] | None = None) -> int:
     kafka.ensure_topics(cfg.endpoints.kafka, topics.source_topics(args.source, src, schemas),
                         src.topics.partitions, src.topics.replication_factor)
     session = SparkSession.builder.appName(f"dbus-appender-{args.source}").getOrCreate()
+    import logging
+
+    from appender import rules
+
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("dbus").setLevel(logging.INFO)  # rules published, reloads applied or rejected
+    try:  # publishes the file's rules, then applies APPENDER_RELOAD_CONFIG from <ds>_ctrl (appender/rules.py)
+        rules.start_listener(cfg, args.source)
+    except DbusError as e:
+        print(f"appender: {e.code}: {e}", file=sys.stderr)
+        return 2 if e.code == "CONFIG_INVALID" else 1
     inputs = [src.topics.name("schema", args.source, s) for s in schemas]
     query = job.start(session, cfg, args.source, inputs, spark.checkpoint(cfg, "appender", args.source))
     query.awaitTermination()

@@ -320,7 +320,13 @@ class ReloadListener(threading.Thread):
 
     def start(self, timeout: float = 60.0) -> ReloadListener:  # type: ignore[override]
         super().start()
-        if not self.ready.wait(timeout) or self.error is not None:
+        self.ready.wait(timeout)
+        if self.error is not None and isinstance(self.error, DbusError):
+            raise self.error
+        if isinstance(self.error, MaskError):
+            msg = f"{self.cfg.path}: sources.{self.ds}.{self.error.args[0]} ({self.error.code})"
+            raise ConfigError(msg) from None
+        if not self.ready.is_set() or self.error is not None:
             msg = f"appender reload listener on {self.topic} did not start: {self.error or 'timeout'}"
             raise EndpointError(msg)
         return self
