@@ -182,3 +182,18 @@ def test_current_plan_reads_the_node_else_the_file(tmp_path, monkeypatch):
     monkeypatch.setattr(rules.zk, "client", lambda _cfg: fake)
     with pytest.raises(rules.EndpointError, match="cannot read the appender rules"):
         rules.current_plan(cfg, "demo")
+
+
+def test_dbus_reload_with_a_bad_file_sends_nothing(tmp_path, monkeypatch, capsys):
+    from dbuslib import cli, kafka
+
+    def no_kafka(*a, **k):
+        raise AssertionError("nothing may be sent")
+
+    monkeypatch.setattr(kafka, "producer", no_kafka)
+    bad = _config(tmp_path, {"shop.t": {"c": {"type": "regex", "pattern": "(a)", "replacement": r"\2"}}})
+    assert cli.main(["reload", "--source", "demo", "--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "CONFIG_INVALID" in err and str(bad) in err and "masking.shop.t.c" in err
+    assert cli.main(["--config", str(bad), "reload", "--source", "nosuch"]) == 2
+    assert "no source 'nosuch'" in capsys.readouterr().err
