@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dbuslib.config import DbusConfig, load_config
@@ -74,6 +74,7 @@ def process_batches(batches: Iterator[pa.RecordBatch], config_path: str, ds: str
     from appender.process import InRecord
 
     processor = None
+    state = _worker_state(config_path, ds)
     for batch in batches:
         if processor is None:
             processor = build_processor(config_path, ds)
@@ -83,6 +84,8 @@ def process_batches(batches: Iterator[pa.RecordBatch], config_path: str, ds: str
         for t, p, o, k, v, r in zip(cols["topic"], cols["partition"], cols["offset"], cols["key"], cols["value"],
                                     rendered, strict=True):
             for rec in processor.process(InRecord(t, p, o, k, v), r):
+                if rec.topic not in state.topics:
+                    state.create_topic(rec.topic)
                 out["topic"].append(rec.topic)
                 out["key"].append(rec.key)
                 out["value"].append(rec.value)
@@ -104,10 +107,21 @@ class _WorkerState:
     the configuration, the meta store connection pool and the encoder, made once instead of per task."""
 
     cfg: DbusConfig
+    ds: str
     store: Any
     settings: Any
     outputs: Any
     encoder: Any
+    topics: set[str] = field(default_factory=set)  # output topics known to exist
+
+    def create_topic(self, topic: str) -> None:
+        """Creates an output topic the first time this worker writes to it (per-table result topics,
+        the global control topic): the Kafka sink would wait on a missing topic, never create it."""
+        from dbuslib import kafka
+
+        t = self.cfg.source(self.ds).topics
+        kafka.ensure_topics(self.cfg.endpoints.kafka, [topic], t.partitions, t.replication_factor)
+        self.topics.add(topic)
 
 
 _workers: dict[tuple[str, str], _WorkerState] = {}
@@ -131,7 +145,7 @@ def _worker_state(config_path: str, ds: str) -> _WorkerState:
         outputs = Outputs(result_topic=lambda s, t: src.topics.name("result", ds, s, t),
                           dead_letter_topic=src.topics.name("dead_letter", ds),
                           global_control_topic=src.topics.name("global_ctrl", ds))
-        state = _workers[(config_path, ds)] = _WorkerState(cfg, store, settings, outputs,
+        state = _workers[(config_path, ds)] = _WorkerState(cfg, ds, store, settings, outputs,
                                                            MessageEncoder.from_source(src, store))
     return state
 

@@ -21,5 +21,7 @@ def source_topics(ds: str, src: Source, schemas: list[str] | None = None) -> lis
     t = src.topics
     names = [t.name(kind, ds) for kind in ("raw", "ctrl", "dead_letter", "data_shards", "callback", "global_ctrl")]
     for schema in schemas if schemas is not None else literal_schemas(src):
-        names += [t.name("schema", ds, schema), t.name("result", ds, schema)]
+        names.append(t.name("schema", ds, schema))
+        if "{table}" not in t.result:  # per-table result topics are created when first written
+            names.append(t.name("result", ds, schema))
     return names

@@ -13,3 +13,11 @@ def test_source_topics_follow_the_original_names():
         "demo", "demo_ctrl", "demo.dlq", "demo_data_shards", "demo_callback", "global_ctrl_topic", "demo.shop",
         "demo.shop.result",
     ]
+
+
+def test_per_table_result_topics_are_not_created_ahead():
+    src = load_config().source("demo")
+    per_table = src.model_copy(update={"topics": src.topics.model_copy(update={"result": "{ds}.{schema}.{table}"})})
+    names = source_topics("demo", per_table)
+    assert "demo.shop" in names and not any("None" in n or n.startswith("demo.shop.") for n in names)
+    assert per_table.topics.name("result", "demo", "shop", "orders") == "demo.shop.orders"
