@@ -1,0 +1,305 @@
+"""Whole-pipeline helpers: extractor -> dispatcher -> appender on the real stack, checked against the binlog.
+
+``make_pipeline_env`` builds on extractor_env.make_env (a throwaway source ``pytest_<hex>`` capturing only
+the test's database, checkpoints under the test's tmp dir) and sets the topic partitions; its topics and
+meta store rows are removed by ``cleanup_pipeline``. The Spark stages run either in-process
+(``run_dispatcher_now`` / ``run_appender_now``) or as real ``spark-submit`` processes in their own process
+group (``SparkStage``), so that ``kill -9`` takes the Python driver, its JVM and its Python workers at once.
+
+The source truth is read straight from the binlog (``binlog_changes``): every row change of the
+database, with its values, in binlog order. UMS output is read back with ``read_ums`` as one entry per
+tuple (or termination), in result-topic partition order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from extractor_env import REPO, ExtractorEnv, cleanup, make_env
+
+from dbuslib import kafka, mysql, topics
+from dbuslib import spark as dspark
+from dbuslib.config import load_config
+
+
+# ---------------------------------------------------------------- environment
+
+def make_pipeline_env(tmp_path: Path, database: str, partitions: int = 1, **extractor: object) -> ExtractorEnv:
+    """An extractor env whose source uses ``partitions`` partitions per topic; every topic is created."""
+    env = make_env(tmp_path, database, **extractor)
+    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw["sources"][env.ds]["topics"]["partitions"] = partitions
+    # A replica id of its own: the demo's id is shared by every extractor on this server, and MariaDB
+    # drops a replica connection when another one with the same id connects.
+    raw["sources"][env.ds]["mysql"]["server_id"] = random.randint(100_000, 899_999)
+    env.cfg_path.write_text(yaml.safe_dump(raw))
+    env.cfg = load_config(env.cfg_path)
+    src = env.cfg.source(env.ds)
+    kafka.ensure_topics(env.cfg.endpoints.kafka, topics.source_topics(env.ds, src), partitions=partitions)
+    return env
+
+
+def variant_config(env: ExtractorEnv, path: Path, **topic_templates: str) -> Path:
+    """A copy of the env's config with other topic templates (same source name, so same meta store rows)."""
+    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw["sources"][env.ds]["topics"].update(topic_templates)
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def ds_topics(env: ExtractorEnv) -> list[str]:
+    admin = kafka.admin(env.cfg.endpoints.kafka)
+    try:
+        return [t for t in admin.list_topics() if t == env.ds or t.startswith((f"{env.ds}.", f"{env.ds}_"))]
+    finally:
+        admin.close()
+
+
+def cleanup_pipeline(env: ExtractorEnv, stages: list[SparkStage] = ()) -> None:
+    for s in stages:
+        s.kill()
+    cleanup(env)
+    kafka.delete_topics(env.cfg.endpoints.kafka, ds_topics(env))
+    from dbuslib.metastore import MetaStore, meta_version
+
+    store = MetaStore(env.cfg.endpoints.meta_store.url.get_secret_value())
+    try:
+        with store.engine.begin() as conn:
+            conn.execute(meta_version.delete().where(meta_version.c.ds == env.ds))
+    finally:
+        store.dispose()
+
+
+# ---------------------------------------------------------------- Spark stages
+
+@dataclass
+class SparkStage:
+    """A ``spark-submit <stage>/main.py`` process in its own process group (driver, JVM, workers)."""
+
+    name: str
+    env: ExtractorEnv
+    args: tuple[str, ...] = ()
+    proc: subprocess.Popen | None = None
+    runs: int = 0
+    log: Path | None = None
+
+    def start(self) -> SparkStage:
+        assert self.proc is None or self.proc.poll() is not None, f"{self.name} is already running"
+        self.log = self.env.logs / f"{self.name}-{self.runs}.log"
+        self.runs += 1
+        submit = Path(sys.executable).with_name("spark-submit")
+        cmd = [str(submit), *dspark.submit_args(self.env.cfg), str(REPO / self.name / "main.py"),
+               "--config", str(self.env.cfg_path), "--source", self.env.ds, *self.args]
+        out = self.log.open("wb")
+        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                     env={**os.environ, "PYSPARK_PYTHON": sys.executable,
+                                          "PYSPARK_DRIVER_PYTHON": sys.executable, "PYTHONUNBUFFERED": "1"})
+        out.close()
+        return self
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def assert_alive(self) -> None:
+        assert self.alive(), f"{self.name} exited with {self.proc.returncode}; see {self.log}:\n{self.tail()}"
+
+    def tail(self, n: int = 40) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:]) if self.log else ""
+
+    def kill(self) -> None:
+        """kill -9 the whole process group: the driver, its JVM and the Python workers."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(30)
+        deadline = time.monotonic() + 30
+        while group_members(self.proc.pid):  # the JVM's and the Python workers' zombies go with their parents
+            assert time.monotonic() < deadline, f"{self.name}: processes of the group survive: {group_members(self.proc.pid)}"
+            time.sleep(0.2)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live processes (not zombies) of process group ``pgid``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def dispatcher_stage(env: ExtractorEnv) -> SparkStage:
+    return SparkStage("dispatcher", env, ("--max-offsets-per-trigger", "20000"))
+
+
+def appender_stage(env: ExtractorEnv) -> SparkStage:
+    return SparkStage("appender", env)
+
+
+def run_dispatcher_now(env: ExtractorEnv, max_offsets: int = 100_000) -> None:
+    """The dispatcher in this process (the session's Spark), ``--available-now``."""
+    from dispatcher import main as dispatcher_main
+
+    code = dispatcher_main.main(["--config", str(env.cfg_path), "--source", env.ds, "--available-now",
+                                 "--max-offsets-per-trigger", str(max_offsets)])
+    assert code == 0
+
+
+def run_appender_now(spark, cfg_path: Path, ds: str, checkpoint: Path) -> None:
+    """The appender's query in this process over the source's schema topics, until they are drained."""
+    from appender import job
+
+    cfg = load_config(cfg_path)
+    src = cfg.source(ds)
+    inputs = [src.topics.name("schema", ds, s) for s in topics.literal_schemas(src)]
+    kafka.ensure_topics(cfg.endpoints.kafka, topics.source_topics(ds, src), src.topics.partitions)
+    query = job.start(spark, cfg, ds, inputs, str(checkpoint), available_now=True)
+    try:
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+    finally:
+        query.stop()
+
+
+# ---------------------------------------------------------------- source truth
+
+@dataclass(frozen=True)
+class Change:
+    table: str
+    op: str  # i u d
+    values: tuple[tuple[str, Any], ...]  # (column, value) of the after image (the row itself for d)
+    file: str
+    pos: int
+
+    def content(self) -> tuple:
+        return self.table, self.op, self.values
+
+
+def norm(value: Any) -> Any:
+    """One spelling for a value from the binlog reader or from a UMS tuple (numbers may be JSON strings)."""
+    return None if value is None else str(value)
+
+
+def binlog_changes(env: ExtractorEnv, database: str) -> list[Change]:
+    """Every row change of ``database`` since the env's start position, in binlog order."""
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+    src = env.cfg.source(env.ds)
+    file, pos = src.extractor.start.rsplit(":", 1)
+    stream = BinLogStreamReader(
+        connection_settings=mysql.connection_settings(src.mysql), server_id=random.randint(900_000, 990_000),
+        log_file=file, log_pos=int(pos), resume_stream=True, blocking=False, only_schemas=[database],
+        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent], enable_logging=False)
+    out = []
+    try:
+        for e in stream:
+            op = {WriteRowsEvent: "i", UpdateRowsEvent: "u", DeleteRowsEvent: "d"}[type(e)]
+            at = e.packet.log_pos - e.packet.event_size
+            for row in e.rows:
+                image = row["after_values"] if op == "u" else row["values"]
+                out.append(Change(e.table, op, tuple((k, norm(v)) for k, v in image.items()), stream.log_file, at))
+    finally:
+        stream.close()
+    return out
+
+
+# ---------------------------------------------------------------- UMS output
+
+@dataclass(frozen=True)
+class Out:
+    """One tuple of a UMS data message (or one termination message), where it was read."""
+
+    partition: int
+    offset: int
+    kind: str  # data_increment_data | data_increment_termination | ...
+    namespace: str
+    fields: tuple[tuple[str, str], ...]  # (name, type)
+    tuple_: tuple
+
+    @property
+    def table(self) -> str:
+        return self.namespace.split(".")[3]
+
+    @property
+    def version(self) -> int:
+        return int(self.namespace.split(".")[4])
+
+    @property
+    def ums_id(self) -> int:
+        return int(self.tuple_[0])
+
+    @property
+    def op(self) -> str:
+        return self.tuple_[2]
+
+    @property
+    def uid(self) -> str:
+        return self.tuple_[3]
+
+    def values(self) -> tuple[tuple[str, Any], ...]:
+        return tuple((name, norm(v)) for (name, _), v in zip(self.fields[4:], self.tuple_[4:], strict=True))
+
+    def content(self) -> tuple:
+        return self.table, self.op, self.values()
+
+
+def read_records(endpoint, topic: str) -> list[tuple[int, int, bytes | None, bytes]]:
+    """Every record now in ``topic``: (partition, offset, key, value), per partition in offset order."""
+    from kafka import TopicPartition
+
+    consumer = kafka.consumer(endpoint, enable_auto_commit=False, group_id=None, consumer_timeout_ms=5000)
+    try:
+        parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        consumer.assign(parts)
+        consumer.seek_to_beginning(*parts)
+        ends = consumer.end_offsets(parts)
+        got = []
+        while any(consumer.position(p) < ends[p] for p in parts):
+            batch = consumer.poll(timeout_ms=5000, max_records=50_000)
+            assert batch, f"{topic}: no records before the end offsets {ends}"
+            for tp, records in batch.items():
+                got += [(tp.partition, r.offset, r.key, r.value) for r in records if r.offset < ends[tp]]
+        return sorted(got, key=lambda r: (r[0], r[1]))
+    finally:
+        consumer.close()
+
+
+def read_ums(endpoint, topic: str) -> list[Out]:
+    out = []
+    for partition, offset, _, value in read_records(endpoint, topic):
+        m = json.loads(value)
+        kind = m["protocol"]["type"]
+        fields = tuple((f["name"], f["type"]) for f in m["schema"]["fields"])
+        for p in m["payload"]:
+            out.append(Out(partition, offset, kind, m["schema"]["namespace"], fields, tuple(p["tuple"])))
+    return out
+
+
+def wait_until(check, timeout: float, what: str, interval: float = 2.0, alive=()) -> Any:
+    """Poll ``check()`` until it returns a truthy value; the stages in ``alive`` must stay up meanwhile."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        for s in alive:
+            s.assert_alive()
+        assert time.monotonic() < deadline, f"{what}: not reached after {timeout}s"
+        time.sleep(interval)
