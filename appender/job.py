@@ -31,7 +31,7 @@ def read_schema_topics(spark: SparkSession, cfg: DbusConfig, ds: str, topics: li
             .option("kafka.bootstrap.servers", cfg.endpoints.kafka.bootstrap_servers)
             .option("subscribe", ",".join(topics))
             .option("startingOffsets", "earliest")
-            .option("maxOffsetsPerTrigger", str(cfg.source(ds).extractor.max_pending_records * 10))
+            .option("maxOffsetsPerTrigger", str(cfg.source(ds).appender.max_offsets_per_trigger))
             .load()
             .select("topic", "partition", "offset", "key", "value"))
 
@@ -201,13 +201,15 @@ def start(spark: SparkSession, cfg: DbusConfig, ds: str, topics: list[str], chec
           available_now: bool = False) -> StreamingQuery:
     """Start the query; ``topics`` are the per-schema topics to read. ``available_now`` processes what
     is there and stops (tests, catch-up runs)."""
-    raw = with_rendered_rows(read_schema_topics(spark, cfg, ds, topics), register_jvm_decoder(spark))
+    from dbuslib.spark import with_trigger
+
+    settings = cfg.source(ds).appender
+    jvm = settings.jvm_decoder and register_jvm_decoder(spark)
+    raw = with_rendered_rows(read_schema_topics(spark, cfg, ds, topics), jvm)
     out = append_ums(raw, str(cfg.path), ds)
     writer = (out.writeStream.format("kafka")
               .queryName(f"appender_{ds}")
               .option("kafka.bootstrap.servers", cfg.endpoints.kafka.bootstrap_servers)
               .option("checkpointLocation", checkpoint))
-    if available_now:
-        writer = writer.trigger(availableNow=True)
-    return writer.start()
+    return with_trigger(writer, available_now, settings.trigger_interval_ms).start()
 

@@ -217,6 +217,22 @@ class UmsSettings(_Model):
     format: Literal["json", "avro"] = "json"
 
 
+class StreamSettings(_Model):
+    """A Spark stage's micro-batches: records read per micro-batch at most (back pressure; the Kafka
+    source's ``maxOffsetsPerTrigger``), and the trigger interval (0 = the next batch as soon as one ends)."""
+
+    max_offsets_per_trigger: int = Field(100_000, ge=1)
+    trigger_interval_ms: int = Field(0, ge=0)
+
+
+class AppenderSettings(StreamSettings):
+    """``jvm_decoder``: decode rows in the JVM (``dbus_rows``, appender/jvm) when its jar is on the
+    classpath; off, every record is decoded in Python (same output, several times slower)."""
+
+    max_offsets_per_trigger: int = Field(20_000, ge=1)
+    jvm_decoder: bool = True
+
+
 class ExtractorSettings(_Model):
     """The binlog reader of one source. ``start`` applies only when no position was ever committed:
     ``current`` (the binlog's end now), ``earliest`` (the oldest binlog still on the server), ``FILE:POS``
@@ -264,6 +280,8 @@ class Source(_Model):
     heartbeat: HeartbeatSettings = HeartbeatSettings()
     ums: UmsSettings = UmsSettings()
     extractor: ExtractorSettings = ExtractorSettings()
+    dispatcher: StreamSettings = StreamSettings()
+    appender: AppenderSettings = AppenderSettings()
 
     @field_validator("masking")
     @classmethod

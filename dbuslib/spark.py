@@ -6,7 +6,7 @@ same jars and settings are used when a test or the demo builds a session in-proc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dbuslib.config import DbusConfig
 from dbuslib.errors import StackError
@@ -54,3 +54,13 @@ def session(cfg: DbusConfig, app_name: str) -> SparkSession:
 def checkpoint(cfg: DbusConfig, *parts: str) -> str:
     """Checkpoint folder of one query: <checkpoint_root>/<part>/<part>."""
     return str(cfg.resolve(cfg.spark.checkpoint_root).joinpath(*parts))
+
+
+def with_trigger(writer: Any, available_now: bool = False, interval_ms: int = 0) -> Any:
+    """A DataStreamWriter's trigger: ``availableNow`` (process what is there, then stop), a fixed
+    interval, or (0) the next micro-batch as soon as the previous one ends."""
+    if available_now:
+        return writer.trigger(availableNow=True)
+    if interval_ms > 0:
+        return writer.trigger(processingTime=f"{interval_ms} milliseconds")
+    return writer

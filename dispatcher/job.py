@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("dispatcher")
 
-MAX_OFFSETS_PER_TRIGGER = 100_000  # until the config has sources.<ds>.dispatcher.max_offsets_per_trigger
 _MAGIC_V1 = "X'44425201'"  # b"DBR" + version 1
 _ROUTES = "array<struct<topic:string,reason:string,error:string>>"
 
@@ -185,12 +184,12 @@ class BatchWriter:
 
 
 def write_routed(tagged: DataFrame, writer: BatchWriter, name: str, checkpoint: str,
-                 available_now: bool = False) -> StreamingQuery:
+                 available_now: bool = False, interval_ms: int = 0) -> StreamingQuery:
+    from dbuslib.spark import with_trigger
+
     stream = (tagged.writeStream.queryName(name).option("checkpointLocation", checkpoint)
               .foreachBatch(writer))
-    if available_now:
-        stream = stream.trigger(availableNow=True)
-    return stream.start()
+    return with_trigger(stream, available_now, interval_ms).start()
 
 
 # ---------------------------------------------------------------- wiring
@@ -205,4 +204,5 @@ def start(spark: SparkSession, cfg: DbusConfig, ds: str, *, checkpoint: str, max
     tagged = tag_records(read_raw(spark, bootstrap, src.topics.name("raw", ds), max_offsets), router)
     writer = BatchWriter(router, bootstrap, src.topics.partitions, src.topics.replication_factor)
     writer.known |= known_topics or set()
-    return write_routed(tagged, writer, query_name(ds), checkpoint, available_now)
+    return write_routed(tagged, writer, query_name(ds), checkpoint, available_now,
+                        src.dispatcher.trigger_interval_ms)

@@ -62,13 +62,12 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from dispatcher.job import MAX_OFFSETS_PER_TRIGGER
-
     p = argparse.ArgumentParser(prog="dispatcher", description="first-level topic -> per-schema topics")
     p.add_argument("--config", default=str(DEFAULT_CONFIG), help="configuration file (default: %(default)s)")
     p.add_argument("--source", required=True, help="source name under 'sources'")
-    p.add_argument("--max-offsets-per-trigger", type=int, default=MAX_OFFSETS_PER_TRIGGER,
-                   help="records read per micro-batch at most: back pressure (default: %(default)s)")
+    p.add_argument("--max-offsets-per-trigger", type=int, default=None,
+                   help="records read per micro-batch at most: back pressure (default: the source's "
+                        "dispatcher.max_offsets_per_trigger)")
     p.add_argument("--available-now", action="store_true",
                    help="route what the topic holds now, then stop (a catch-up or test run)")
     return p
@@ -79,13 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         logging.getLogger("kafka").setLevel(logging.WARNING)
-    if args.max_offsets_per_trigger < 1:
+    if args.max_offsets_per_trigger is not None and args.max_offsets_per_trigger < 1:
         print("dispatcher: --max-offsets-per-trigger must be > 0", file=sys.stderr)
         return 2
     try:
         cfg = load_config(args.config)
-        cfg.source(args.source)
-        return run(cfg, args.source, args.max_offsets_per_trigger, args.available_now)
+        max_offsets = args.max_offsets_per_trigger or cfg.source(args.source).dispatcher.max_offsets_per_trigger
+        return run(cfg, args.source, max_offsets, args.available_now)
     except DbusError as e:
         print(f"dispatcher: {e.code}: {e}", file=sys.stderr)
         return next((c for t, c in EXIT.items() if isinstance(e, t)), 3 if e.retriable else 1)
