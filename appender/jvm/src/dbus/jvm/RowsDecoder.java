@@ -268,6 +268,11 @@ public final class RowsDecoder {
                 if (!floatRepr(f, w)) { why = "float not finite"; return -1; }
                 return o + 4;
             }
+            case TableMap.K_DOUBLE: {
+                need(o, 8, end);
+                if (!doubleRepr(Double.longBitsToDouble(u64le(d, o)), w)) { why = "double not finite"; return -1; }
+                return o + 8;
+            }
             case TableMap.K_SKIP_FIXED: need(o, c.padTo, end); w.put('?'); return o + c.padTo;
             case TableMap.K_SKIP_PREFIXED: {
                 need(o, c.lenSize, end);
@@ -443,13 +448,51 @@ public final class RowsDecoder {
         if (Float.isNaN(f) || Float.isInfinite(f)) return false;
         if (f == 0) { w.ascii(Float.floatToRawIntBits(f) < 0 ? "-0.0" : "0.0"); return true; }
         BigDecimal exact = new BigDecimal((double) f);
-        BigDecimal r = null;
-        for (int digits = 1; digits <= 9; digits++) {
+        for (int digits = 1; digits <= 9; digits++) { // '%.{digits}g' % value, first that packs back
             BigDecimal cand = exact.round(new MathContext(digits, RoundingMode.HALF_EVEN));
             double back = Double.parseDouble(cand.toString());
-            if ((float) back == f && !Double.isInfinite(back)) { r = cand; break; }
+            if (!Double.isInfinite(back) && (float) back == f) { repr(cand, w); return true; }
         }
-        if (r == null) return false; // Python keeps the double then: not reproduced here
+        return false; // Python keeps the double then: not reproduced here
+    }
+
+    /**
+     * DOUBLE as Python's repr (json.dumps): the shortest decimal that reads back as the same double, the
+     * nearest one when several have that length (ties to even); false for NaN/infinity.
+     */
+    static boolean doubleRepr(double x, Out w) {
+        if (Double.isNaN(x) || Double.isInfinite(x)) return false;
+        if (x == 0) { w.ascii(Double.doubleToRawLongBits(x) < 0 ? "-0.0" : "0.0"); return true; }
+        BigDecimal exact = new BigDecimal(x);
+        boolean boundary = (Double.doubleToRawLongBits(x) & 0xFFFFFFFFFFFFFL) == 0
+            && (Double.doubleToRawLongBits(x) & 0x7FF0000000000000L) > 0x0010000000000000L;
+        // round-tripping is monotonic in the digit count: binary search the shortest
+        int lo = 1, hi = 17;
+        BigDecimal best = null;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            BigDecimal c = shortestAt(exact, x, mid, boundary);
+            if (c != null) { best = c; hi = mid - 1; } else lo = mid + 1;
+        }
+        if (best == null) return false;
+        repr(best, w);
+        return true;
+    }
+
+    private static BigDecimal shortestAt(BigDecimal exact, double x, int digits, boolean boundary) {
+        BigDecimal c = exact.round(new MathContext(digits, RoundingMode.HALF_EVEN));
+        if (Double.parseDouble(c.toString()) == x) return c;
+        if (!boundary) return null;
+        // at a power of two the interval below is half as wide: the nearest may miss where the other side fits
+        for (RoundingMode m : new RoundingMode[] {RoundingMode.FLOOR, RoundingMode.CEILING}) {
+            BigDecimal o = exact.round(new MathContext(digits, m));
+            if (Double.parseDouble(o.toString()) == x) return o;
+        }
+        return null;
+    }
+
+    /** Python's float repr layout of a (non-zero) decimal: fixed for 1e-4 <= |x| < 1e16, else d.ddde+XX. */
+    private static void repr(BigDecimal r, Out w) {
         r = r.stripTrailingZeros();
         String unscaled = r.unscaledValue().abs().toString();
         int nd = unscaled.length();
@@ -475,11 +518,9 @@ public final class RowsDecoder {
             int e = decpt - 1;
             w.put('e');
             w.put(e < 0 ? '-' : '+');
-            int ae = Math.abs(e);
-            if (ae < 10) w.put('0');
-            w.num(ae);
+            if (Math.abs(e) < 10) w.put('0');
+            w.num(Math.abs(e));
         }
-        return true;
     }
 
     // ---------------------------------------------------------------- little helpers

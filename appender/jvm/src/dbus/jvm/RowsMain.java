@@ -26,6 +26,7 @@ public final class RowsMain {
             records.add(b);
         }
         RowsDecoder dec = new RowsDecoder();
+        if (java.util.Arrays.asList(args).contains("--repr")) { repr(records); return; }
         dec.lenient = java.util.Arrays.asList(args).contains("--lenient");
         if (bench > 0) { bench(records, bench, dec); return; }
         DataOutputStream out = new DataOutputStream(new BufferedOutputStream(System.out, 1 << 16));
@@ -44,6 +45,20 @@ public final class RowsMain {
             }
         }
         out.flush();
+    }
+
+    /** Test hook: each record is 4 bytes (a float) or 8 bytes (a double), big-endian; writes repr lines. */
+    private static void repr(java.util.List<byte[]> records) {
+        StringBuilder sb = new StringBuilder();
+        Out w = new Out();
+        for (byte[] r : records) {
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(r);
+            w.reset();
+            boolean ok = r.length == 4 ? RowsDecoder.floatRepr(b.getFloat(), w) : RowsDecoder.doubleRepr(b.getDouble(), w);
+            sb.append(ok ? new String(w.buf, 0, w.len, java.nio.charset.StandardCharsets.US_ASCII) : "null").append('\n');
+        }
+        System.out.print(sb);
+        System.out.flush();
     }
 
     private static void bench(java.util.List<byte[]> records, int rounds, RowsDecoder dec) {

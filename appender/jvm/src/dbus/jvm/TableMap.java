@@ -22,7 +22,7 @@ final class TableMap {
     /** Column kinds. */
     static final int K_I8 = 1, K_U8 = 2, K_I16 = 3, K_U16 = 4, K_I24 = 5, K_U24 = 6, K_I32 = 7, K_U32 = 8, K_I64 = 9,
         K_U64 = 10, K_DECIMAL = 11, K_DATETIME2 = 12, K_TIMESTAMP2 = 13, K_DATE = 14, K_UTF8 = 15, K_CP1252 = 16,
-        K_ASCII = 17, K_BINARY = 18, K_TIME2 = 19, K_YEAR = 20, K_ENUM = 21, K_SET = 22, K_BIT = 23, K_FLOAT = 24,
+        K_ASCII = 17, K_BINARY = 18, K_TIME2 = 19, K_YEAR = 20, K_ENUM = 21, K_SET = 22, K_BIT = 23, K_FLOAT = 24, K_DOUBLE = 25,
         K_SKIP_FIXED = 90, K_SKIP_PREFIXED = 91; // unsupported, only skipped in lenient (test) mode
 
     static final class Col {
@@ -224,7 +224,7 @@ final class TableMap {
                 }
                 case 10: enumSetCharsets = defaultCharsets(until, mariadb, true); break;
                 case 11: enumSetCharsets = columnCharsets(until, mariadb, true); break;
-                case 12: p = until; break;
+                case 12: if (length < (n + 7) / 8) throw new IllegalStateException("visibility short"); p = until; break;
                 default: throw new IllegalStateException("unknown optional metadata " + type);
             }
             if (p != until) throw new IllegalStateException("optional metadata length mismatch");
@@ -338,6 +338,7 @@ final class TableMap {
             case LONGLONG: c.kind = u ? K_U64 : K_I64; return null;
             case YEAR: c.kind = K_YEAR; return null;
             case FLOAT: c.kind = K_FLOAT; return null;
+            case DOUBLE: c.kind = K_DOUBLE; return null;
             case NEWDECIMAL: {
                 int whole = c.precision - c.scale, scale = c.scale;
                 if (c.precision < 1 || c.precision > 65 || scale < 0 || scale > 30 || whole < 0) return "decimal metadata";
