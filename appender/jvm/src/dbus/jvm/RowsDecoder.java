@@ -113,7 +113,19 @@ public final class RowsDecoder {
         return true;
     }
 
-    private static TableMap tableMap(byte[] v, int off, int size, boolean crc, boolean mariadb) {
+    // the last table map this decoder used: consecutive records of one table skip the shared cache
+    private byte[] lastKey;
+    private TableMap lastMap;
+
+    private TableMap tableMap(byte[] v, int off, int size, boolean crc, boolean mariadb) {
+        int from = off + HEADER_LEN, to = off + size - (crc ? CRC_LEN : 0);
+        byte[] last = lastKey;
+        if (last != null && last.length == to - from + 1 && last[last.length - 1] == (byte) (mariadb ? 1 : 0)
+            && java.util.Arrays.equals(v, from, to, last, 0, to - from)) return lastMap;
+        return sharedTableMap(v, off, size, crc, mariadb);
+    }
+
+    private TableMap sharedTableMap(byte[] v, int off, int size, boolean crc, boolean mariadb) {
         int from = off + HEADER_LEN, to = off + size - (crc ? CRC_LEN : 0);
         byte[] key = new byte[to - from + 1];
         System.arraycopy(v, from, key, 0, to - from);
@@ -125,6 +137,8 @@ public final class RowsDecoder {
             if (CACHE.size() >= CACHE_MAX) CACHE.clear();
             CACHE.put(k, tm);
         }
+        lastKey = key;
+        lastMap = tm;
         return tm;
     }
 

@@ -64,6 +64,8 @@ public final class RowsMain {
     private static void bench(java.util.List<byte[]> records, int rounds, RowsDecoder dec) {
         long lines = 0, nulls = 0, bytes = 0;
         for (int warm = 0; warm < Math.max(1, rounds / 5); warm++) for (byte[] r : records) dec.decode(r);
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        long c0 = mx.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
         for (int k = 0; k < rounds; k++) {
             for (byte[] r : records) {
@@ -73,8 +75,9 @@ public final class RowsMain {
                 if (res.length > 0) { lines++; for (byte b : res) if (b == '\n') lines++; }
             }
         }
-        double s = (System.nanoTime() - t0) / 1e9;
-        System.out.printf("records=%d rounds=%d row_images=%d nulls=%d out_bytes=%d seconds=%.3f images_per_s=%.0f%n",
-            records.size(), rounds, lines, nulls, bytes, s, lines / s);
+        double s = (System.nanoTime() - t0) / 1e9, cpu = (mx.getCurrentThreadCpuTime() - c0) / 1e9;
+        System.out.printf("records=%d rounds=%d row_images=%d nulls=%d out_bytes=%d seconds=%.3f cpu_seconds=%.3f "
+            + "images_per_s=%.0f images_per_cpu_s=%.0f%n", records.size(), rounds, lines, nulls, bytes, s, cpu, lines / s,
+            lines / cpu);
     }
 }
