@@ -54,7 +54,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2 if e.code == "CONFIG_INVALID" else 1
     inputs = [src.topics.name("schema", args.source, s) for s in schemas]
     query = job.start(session, cfg, args.source, inputs, spark.checkpoint(cfg, "appender", args.source))
-    query.awaitTermination()
+    logging.getLogger("dbus.appender").info("%s: query %s started", args.source, query.name)
+    try:
+        query.awaitTermination()
+    except KeyboardInterrupt:
+        query.stop()
+    if query.exception() is not None:
+        print(f"appender: APPENDER_FAILED: {args.source}: {query.exception()}", file=sys.stderr)
+        return 1
     return 0
 
 

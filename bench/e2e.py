@@ -21,11 +21,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -34,8 +30,9 @@ import yaml
 
 from bench.extractor import baseline
 from bench.report import bench_line
-from dbuslib import kafka, mysql, spark, zk
+from dbuslib import kafka, mysql, zk
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from dbuslib.stages import Stages
 
 ROWS = int(os.environ.get("BENCH_E2E_ROWS", "500000"))
 TABLES = int(os.environ.get("BENCH_E2E_TABLES", "4"))
@@ -43,18 +40,16 @@ PARTITIONS = int(os.environ.get("BENCH_E2E_PARTITIONS", "2"))
 BASELINE_ROWS = int(os.environ.get("BENCH_E2E_BASELINE_ROWS", "100000"))
 LATENCY_RATE = int(os.environ.get("BENCH_E2E_LATENCY_RATE", "5000"))
 LATENCY_S = float(os.environ.get("BENCH_E2E_LATENCY_S", "30"))
-REPO = Path(__file__).resolve().parent.parent
 COLUMNS = ("id BIGINT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(16) NOT NULL, total DECIMAL(12,2) "
            "NOT NULL, placed_at DATETIME(3) NOT NULL, note VARCHAR(64), qty SMALLINT")
 TUPLE = b'{"tuple":'
 
 
-class Pipeline:
+class Pipeline(Stages):
     """The three stages of one throwaway source, as subprocesses."""
 
     def __init__(self, base: DbusConfig, database: str, tmp: Path) -> None:
-        self.ds = f"e2e_{uuid.uuid4().hex[:8]}"
-        self.database, self.tmp = database, tmp
+        ds = f"e2e_{uuid.uuid4().hex[:8]}"
         raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
         src = raw["sources"]["demo"]
         src["capture"] = {"include": [f"{database}.*"], "exclude": []}
@@ -62,66 +57,28 @@ class Pipeline:
                                  "state_dir": str(tmp / "state"), "metrics_interval_s": 5})
         src["topics"]["partitions"] = PARTITIONS
         src["masking"] = {}
-        raw["sources"] = {self.ds: src}
+        raw["sources"] = {ds: src}
         raw["spark"]["jars_file"] = str((Path(base.path).parent / base.spark.jars_file).resolve())
         raw["spark"]["checkpoint_root"] = str(tmp / "checkpoints")
         raw["endpoints"]["meta_store"]["url"] = base.endpoints.meta_store.url.get_secret_value()
-        self.cfg_path = tmp / f"{self.ds}.yaml"
-        self.cfg_path.write_text(yaml.safe_dump(raw))
-        self.cfg = load_config(self.cfg_path)
-        self.procs: dict[str, subprocess.Popen] = {}
-
-    def start(self, stage: str) -> None:
-        args = ["--config", str(self.cfg_path), "--source", self.ds]
-        if stage == "extractor":
-            cmd = [sys.executable, "-m", "extractor", "--config", str(self.cfg_path), "run", "--source", self.ds]
-        else:
-            cmd = [str(Path(sys.executable).parent / "spark-submit"), *spark.submit_args(self.cfg),
-                   str(REPO / stage / "main.py"), *args]
-        log = (self.tmp / f"{stage}.log").open("ab")
-        bin_dir = str(Path(sys.executable).parent)
-        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}", "PYSPARK_PYTHON": sys.executable}
-        self.procs[stage] = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                             start_new_session=True)
-
-    def stop(self, stage: str) -> None:
-        proc = self.procs.pop(stage, None)
-        if proc is None or proc.poll() is not None:
-            return
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-    def check_alive(self) -> None:
-        for stage, proc in self.procs.items():
-            if proc.poll() is not None:
-                tail = (self.tmp / f"{stage}.log").read_text(errors="replace")[-3000:]
-                raise RuntimeError(f"{stage} exited with {proc.returncode}:\n{tail}")
+        cfg_path = tmp / f"{ds}.yaml"
+        cfg_path.write_text(yaml.safe_dump(raw))
+        super().__init__(load_config(cfg_path), ds, tmp)
+        self.database, self.tmp = database, tmp
 
     def result_topics(self) -> list[str]:
         src = self.cfg.source(self.ds)
         return list(dict.fromkeys(src.topics.name("result", self.ds, self.database, f"t{i}") for i in range(TABLES)))
 
-    def wait_log(self, stage: str, text: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in (self.tmp / f"{stage}.log").read_text(errors="replace"):
-            self.check_alive()
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{stage}: no '{text}' in its log after {timeout}s; see {self.tmp}")
-            time.sleep(0.1)
-
     def cleanup(self) -> None:
-        for stage in list(self.procs):
-            self.stop(stage)
+        self.stop_all()
         src = self.cfg.source(self.ds)
         topics = [self.ds, src.topics.name("schema", self.ds, self.database), *self.result_topics(),
-                  src.topics.name("dead_letter", self.ds)]
+                  src.topics.name("dead_letter", self.ds), src.topics.name("ctrl", self.ds)]
         kafka.delete_topics(self.cfg.endpoints.kafka, topics)
         client = zk.client(self.cfg.endpoints.zookeeper)
-        client.delete(zk.path(self.cfg.endpoints.zookeeper, "Extractor", self.ds), recursive=True)
+        for stage in ("Extractor", "Appender"):
+            client.delete(zk.path(self.cfg.endpoints.zookeeper, stage, self.ds), recursive=True)
         client.stop()
         client.close()
 

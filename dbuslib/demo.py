@@ -1,30 +1,37 @@
-"""`make demo`: proves every server of the local stack does its part in DBus's data path.
+"""`make demo`: the increment path of DBus on the local stack, MariaDB -> extractor -> dispatcher ->
+appender -> UMS in Kafka, with a workload generator.
 
-1. MariaDB: creates the demo schema `shop` (conf/demo/shop.sql) and writes a small order.
-2. Binlog: reads those rows back with python-mysql-replication as the replication account.
-3. Kafka + Spark: produces them to a topic, runs a Structured Streaming query through spark-submit that
-   copies them to another topic, and reads them back.
-4. ZooKeeper: writes and reads a node under the configured root.
-5. Time series: writes a metric with influxdb-client and reads it back.
-Each step prints what it did and how long it took.
+1. MariaDB: the demo schema `shop` (conf/demo/shop.sql), and the source's topics.
+2. The three stages start as an operator starts them (``python -m extractor run``, ``spark-submit
+   dispatcher/main.py``, ``spark-submit appender/main.py``); logs in ``.stack/demo/``. They keep their
+   positions and checkpoints, so a second demo resumes where the first stopped.
+3. A workload writes orders (customers, products, orders, items: inserts, updates, deletes) for
+   DEMO_SECONDS seconds.
+4. The demo waits until every row change is in the result topic as UMS, prints one message per table
+   (masked columns of ``shop.customers`` included) and the rows/s of each stage, measured from the
+   Kafka timestamps of what each stage wrote during this run.
+5. ZooKeeper and the time-series server are checked too; then the stages are stopped.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
+import random
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from dbuslib import influx, kafka, mysql, spark, zk
+from dbuslib import influx, kafka, mysql, topics, zk
 from dbuslib.config import DbusConfig, Source
-from dbuslib.errors import DbusError
+from dbuslib.stages import Stages
+from ums import ums_id
 
 SHOP_SQL = Path(__file__).resolve().parent.parent / "conf" / "demo" / "shop.sql"
+DEMO_SECONDS = float(os.environ.get("DEMO_SECONDS", "10"))
+DEMO_ORDERS_PER_S = int(os.environ.get("DEMO_ORDERS_PER_S", "400"))
+TUPLE = b'{"tuple":'
 
 
 def _sql_statements(text: str) -> list[str]:
@@ -40,136 +47,195 @@ def create_shop(src: Source) -> None:
     db.close()
 
 
-def write_order(src: Source) -> tuple[mysql.BinlogPosition, str]:
-    """One customer, one product, one order with an item, in one transaction; returns the start position."""
+def workload(src: Source, seconds: float, orders_per_s: int) -> int:
+    """Orders for ``seconds``: a customer every 10 orders, a product every 20, 3 items per order, a status
+    update, an item deleted every 5 orders; one transaction per 50 orders. Returns the row changes."""
     db = mysql.connect(src.mysql, "shop", as_writer=True)
-    start = mysql.binlog_end(db)
+    rnd = random.Random(7)
     tag = uuid.uuid4().hex[:8]
+    changes, n = 0, 0
+    customers: list[int] = []
+    skus: list[str] = []
+    start = time.monotonic()
     with db.cursor() as cur:
-        cur.execute("BEGIN")
-        cur.execute(
-            "INSERT INTO customers (name, email, phone, tier, tags, profile) VALUES (%s,%s,%s,'gold','vip',%s)",
-            (f"Zoë {tag}", f"zoe.{tag}@example.com", "+86-13812345678", json.dumps({"lang": "fr"})),
-        )
-        customer_id = cur.lastrowid
-        cur.execute("INSERT INTO products (sku, title, price, flags) VALUES (%s, 'Teapot ☕', 24.90, b'101')",
-                    (f"SKU-{tag}",))
-        cur.execute("INSERT INTO orders (customer_id, status, total, placed_at) VALUES (%s,'new',49.80,NOW(3))",
-                    (customer_id,))
-        order_id = cur.lastrowid
-        cur.execute("INSERT INTO order_items VALUES (%s, 1, %s, 2, 24.90, '00:12:30.500')", (order_id, f"SKU-{tag}"))
-        cur.execute("UPDATE orders SET status = 'paid' WHERE id = %s", (order_id,))
-        cur.execute("COMMIT")
+        while time.monotonic() - start < seconds:
+            cur.execute("BEGIN")
+            for _ in range(50):
+                if n % 10 == 0 or not customers:
+                    changes += cur.execute(
+                        "INSERT INTO customers (name, email, phone, id_card, tier, tags, profile) "
+                        "VALUES (%s,%s,%s,%s,%s,'vip,newsletter',%s)",
+                        (f"Zoë {tag}-{n}", f"zoe.{tag}.{n}@example.com", f"+86-138{n % 10**8:08d}",
+                         f"11010519491231{n % 10000:04d}", rnd.choice(["basic", "silver", "gold"]),
+                         json.dumps({"lang": "fr", "n": n})))
+                    customers.append(cur.lastrowid)
+                if n % 20 == 0 or not skus:
+                    sku = f"SKU-{tag}-{n}"
+                    changes += cur.execute(
+                        "INSERT INTO products (sku, title, price, weight_kg, flags, launched) "
+                        "VALUES (%s, 'Teapot ☕', %s, 1.25, b'101', 2024)", (sku, rnd.randint(100, 99999) / 100))
+                    skus.append(sku)
+                changes += cur.execute(
+                    "INSERT INTO orders (customer_id, status, total, placed_at, ship_by, note) "
+                    "VALUES (%s,'new',%s,NOW(3),CURDATE(),%s)",
+                    (rnd.choice(customers), rnd.randint(100, 999999) / 100, f"order {n} ✓"))
+                order = cur.lastrowid
+                items = ",".join(f"({order},{line},'{rnd.choice(skus)}',{rnd.randint(1, 9)},9.90,'00:12:30.500')"
+                                 for line in range(1, 4))
+                changes += cur.execute(f"INSERT INTO order_items VALUES {items}")
+                changes += cur.execute("UPDATE orders SET status = 'paid' WHERE id = %s", (order,))
+                if n % 5 == 0:
+                    changes += cur.execute("DELETE FROM order_items WHERE order_id = %s AND line_no = 3", (order,))
+                n += 1
+            cur.execute("COMMIT")
+            time.sleep(max(0.0, start + n / orders_per_s - time.monotonic()))
     db.close()
-    return start, tag
-
-
-def read_binlog(cfg: DbusConfig, src: Source, start: mysql.BinlogPosition) -> list[dict]:
-    """Row changes of schema shop from ``start`` to the current end, as plain dicts."""
-    from pymysqlreplication import BinLogStreamReader
-    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
-
-    ops = {WriteRowsEvent: "i", UpdateRowsEvent: "u", DeleteRowsEvent: "d"}
-    stream = BinLogStreamReader(
-        connection_settings=mysql.connection_settings(src.mysql), server_id=src.mysql.server_id + 1000,
-        log_file=start.file, log_pos=start.pos, resume_stream=True, blocking=False,
-        only_schemas=["shop"], only_events=list(ops),
-    )
-    changes = []
-    for event in stream:
-        for row in event.rows:
-            values = row.get("after_values") or row.get("values")
-            changes.append({"table": event.table, "op": ops[type(event)], "pos": event.packet.log_pos,
-                            "values": {k: str(v) for k, v in values.items()}})
-    stream.close()
     return changes
 
 
-def spark_roundtrip(cfg: DbusConfig, changes: list[dict]) -> list[dict]:
-    """Produce the changes, copy them with a streaming query run by spark-submit, read the copy."""
-    endpoint = cfg.endpoints.kafka
-    run_id = uuid.uuid4().hex[:8]
-    source_topic, sink_topic = f"dbus_demo_check_{run_id}_in", f"dbus_demo_check_{run_id}_out"
-    kafka.ensure_topics(endpoint, [source_topic, sink_topic], partitions=2)
+def end_offsets(cfg: DbusConfig, names: list[str]) -> dict:
+    from kafka import TopicPartition
+
+    consumer = kafka.consumer(cfg.endpoints.kafka, enable_auto_commit=False, group_id=None)
     try:
-        return _copy_through_spark(cfg, changes, source_topic, sink_topic)
+        parts = [TopicPartition(t, p) for t in names for p in consumer.partitions_for_topic(t) or ()]
+        return consumer.end_offsets(parts) if parts else {}
     finally:
-        kafka.delete_topics(endpoint, [source_topic, sink_topic])
+        consumer.close()
 
 
-def _copy_through_spark(cfg: DbusConfig, changes: list[dict], source_topic: str, sink_topic: str) -> list[dict]:
-    endpoint = cfg.endpoints.kafka
-    producer = kafka.producer(endpoint)
-    for change in changes:
-        producer.send(source_topic, key=f"shop.{change['table']}".encode(), value=json.dumps(change).encode())
-    producer.flush()
-    producer.close()
-
-    python = sys.executable
-    env = {**os.environ, "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python}
-    submit = [str(Path(python).parent / "spark-submit"), *spark.submit_args(cfg),
-              str(Path(__file__).with_name("sparkcheck.py")),
-              "--config", str(cfg.path), "--in", source_topic, "--out", sink_topic]
-    done = subprocess.run(submit, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        sys.stderr.write(done.stderr[-4000:])
-        msg = f"spark-submit exited {done.returncode}"
-        raise DbusError(msg)
-    print("   " + done.stdout.strip().splitlines()[-1])
-
-    consumer = kafka.consumer(endpoint, sink_topic, auto_offset_reset="earliest", consumer_timeout_ms=10_000,
-                              group_id=None, enable_auto_commit=False)
-    copied = []
-    for record in consumer:
-        copied.append(json.loads(record.value)["change"])
-        if len(copied) == len(changes):
-            break
+def records_since(cfg: DbusConfig, since: dict) -> list:
+    """Every record after the offsets ``since`` (topic-partition -> offset) up to the current end."""
+    consumer = kafka.consumer(cfg.endpoints.kafka, enable_auto_commit=False, group_id=None)
+    ends = consumer.end_offsets(list(since))
+    todo = [tp for tp in since if ends[tp] > since[tp]]
+    out = []
+    if todo:
+        consumer.assign(todo)
+        for tp in todo:
+            consumer.seek(tp, since[tp])
+        left = set(todo)
+        while left:
+            for tp, recs in consumer.poll(timeout_ms=1000, max_records=5000).items():
+                out += [r for r in recs if r.offset < ends[tp]]
+                if consumer.position(tp) >= ends[tp]:
+                    left.discard(tp)
     consumer.close()
-    return copied
+    return out
 
 
-def zookeeper_node(cfg: DbusConfig) -> str:
-    client = zk.client(cfg.endpoints.zookeeper)
-    path = zk.path(cfg.endpoints.zookeeper, "demo", "stackcheck")
-    stamp = str(time.time()).encode()
-    client.ensure_path(path)
-    client.set(path, stamp)
-    data, _ = client.get(path)
-    client.stop()
-    client.close()
-    assert data == stamp
-    return path
+def tuples_in(records: list) -> int:
+    return sum(r.value.count(TUPLE) for r in records)
+
+
+def of_this_run(records: list, first_id: int) -> list:
+    """UMS data records whose tuples come from binlog positions at or after ``first_id`` (``ums_id_``):
+    a backlog left by an earlier, interrupted demo is not counted."""
+    out = []
+    for r in records:
+        m = json.loads(r.value)
+        if m["protocol"]["type"] == "data_increment_data" and int(m["payload"][0]["tuple"][0]) >= first_id:
+            out.append(r)
+    return out
+
+
+def rate(count: int, records: list) -> str:
+    if len(records) < 2:
+        return f"{count} in 1 record"
+    span = (max(r.timestamp for r in records) - min(r.timestamp for r in records)) / 1000
+    return f"{count} in {span:.1f}s = {count / span:,.0f}/s" if span > 0 else f"{count} at once"
+
+
+def show(message: bytes) -> str:
+    m = json.loads(message)
+    names = [f["name"] for f in m["schema"]["fields"]]
+    masked = [f["name"] for f in m["schema"]["fields"] if f.get("encoded")]
+    first = dict(zip(names, m["payload"][0]["tuple"], strict=True))
+    text = json.dumps(first, ensure_ascii=False)
+    return (f"   {m['protocol']['type']} {m['schema']['namespace']}: {len(m['payload'])} tuple(s)"
+            f"{', masked ' + ','.join(masked) if masked else ''}\n     first: {text[:300]}")
 
 
 def _step(n: int, title: str, fn: Callable[[], object]) -> object:
     t0 = time.monotonic()
-    print(f"{n}. {title}")
+    print(f"{n}. {title}", flush=True)
     result = fn()
-    print(f"   done in {time.monotonic() - t0:.1f}s")
+    print(f"   done in {time.monotonic() - t0:.1f}s", flush=True)
     return result
 
 
 def run(cfg: DbusConfig, source_name: str) -> int:
-    src = cfg.source(source_name)
-    _step(1, "MariaDB: create schema shop and write one order in a transaction", lambda: create_shop(src))
-    start, tag = write_order(src)
-    print(f"   wrote customer/product/order/item (tag {tag}) after binlog {start.file}:{start.pos}")
+    ds, src = source_name, cfg.source(source_name)
+    stack_home = (Path(cfg.path).parent / cfg.spark.checkpoint_root).resolve().parent
+    stages = Stages(cfg, ds, stack_home / "demo")
+    t = src.topics
+    raw, schema_topic, result = t.name("raw", ds), t.name("schema", ds, "shop"), t.name("result", ds, "shop")
 
-    changes = _step(2, "binlog: read the rows back with python-mysql-replication", lambda: read_binlog(cfg, src, start))
-    for c in changes:
-        print(f"   {c['op']} shop.{c['table']} @{c['pos']}: {json.dumps(c['values'], ensure_ascii=False)[:110]}")
+    def setup() -> None:
+        create_shop(src)
+        kafka.ensure_topics(cfg.endpoints.kafka, topics.source_topics(ds, src), t.partitions, t.replication_factor)
 
-    copied = _step(3, "Kafka + Spark: produce, copy with a streaming query via spark-submit, consume",
-                   lambda: spark_roundtrip(cfg, changes))
-    print(f"   {len(copied)} of {len(changes)} change(s) came back through Spark")
+    _step(1, "MariaDB: schema shop; Kafka: the source's topics", setup)
+    before = end_offsets(cfg, [raw, schema_topic, result])
+    try:
+        def start() -> None:
+            for stage in ("extractor", "dispatcher", "appender"):
+                stages.start(stage)
+            stages.wait_log("extractor", "reading from", 120)
+            stages.wait_log("dispatcher", "started", 300)
+            stages.wait_log("appender", "started", 300)
 
-    path = _step(4, "ZooKeeper: write and read a node", lambda: zookeeper_node(cfg))
-    print(f"   {path} round-tripped")
+        _step(2, f"start extractor, dispatcher (spark-submit), appender (spark-submit); logs in {stages.log_dir}",
+              start)
+        db = mysql.connect(src.mysql, as_writer=True)
+        first = mysql.binlog_end(db)
+        db.close()
+        first_id = int(ums_id(first.file, first.pos))
+        changes = _step(3, f"workload: orders at {DEMO_ORDERS_PER_S}/s for {DEMO_SECONDS:.0f}s",
+                        lambda: workload(src, DEMO_SECONDS, DEMO_ORDERS_PER_S))
+        print(f"   {changes} row changes committed")
 
-    point = _step(5, "time series: write a metric with influxdb-client and read it back",
-                  lambda: influx.write_and_read_check(cfg.endpoints.influxdb, source_name))
-    print(f"   {point}")
+        def arrived() -> list:
+            deadline = time.monotonic() + 600
+            while True:
+                stages.check_alive()
+                out = of_this_run(records_since(cfg, {tp: o for tp, o in before.items() if tp.topic == result}),
+                                  first_id)
+                if tuples_in(out) >= changes:
+                    return out
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{tuples_in(out)} of {changes} row changes reached {result}")
+                time.sleep(1)
 
-    ok = len(changes) == 5 and sorted(map(json.dumps, copied)) == sorted(map(json.dumps, changes))
-    print("demo: OK, every server did its part" if ok else "demo: FAILED (see above)")
+        out = _step(4, f"wait for every row change as UMS in {result}", arrived)
+        seen = set()
+        for r in out:
+            table = r.key.decode()
+            if table not in seen:
+                seen.add(table)
+                print(show(r.value))
+        raw_records = records_since(cfg, {tp: o for tp, o in before.items() if tp.topic == raw})
+        schema_records = records_since(cfg, {tp: o for tp, o in before.items() if tp.topic == schema_topic})
+        print(f"   extractor  -> {raw}: {rate(len(raw_records), raw_records)} rows events "
+              f"({changes} row changes)")
+        print(f"   dispatcher -> {schema_topic}: {rate(len(schema_records), schema_records)} records")
+        print(f"   appender   -> {result}: {rate(tuples_in(out), out)} UMS tuples in {len(out)} messages")
+        ok = tuples_in(out) == changes
+    finally:
+        stages.stop_all()
+
+    path = _step(5, "ZooKeeper and time series", lambda: _checks(cfg, ds))
+    print(f"   {path}")
+    print("demo: OK, every row change arrived as UMS exactly once" if ok
+          else "demo: FAILED: more UMS tuples than row changes (see the stage logs)")
     return 0 if ok else 1
+
+
+def _checks(cfg: DbusConfig, ds: str) -> str:
+    client = zk.client(cfg.endpoints.zookeeper)
+    node = zk.path(cfg.endpoints.zookeeper, "Extractor", ds)
+    children = client.get_children(node) if client.exists(node) else []
+    client.stop()
+    client.close()
+    point = influx.write_and_read_check(cfg.endpoints.influxdb, ds)
+    return f"ZooKeeper {node}: {children}; {point}"

@@ -1,0 +1,108 @@
+"""Running DBus's stages as the operator does, as processes: the demo, the benchmarks and tests use it.
+
+- ``extractor``: ``python -m extractor --config C run --source DS``
+- ``dispatcher`` / ``appender``: ``spark-submit $(dbus spark args) <stage>/main.py --config C --source DS``
+
+Each process gets its own session (``kill -9`` of its group takes the driver and its JVM together), and
+its output goes to ``<log_dir>/<stage>.log``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dbuslib import spark
+from dbuslib.config import DbusConfig
+from dbuslib.errors import DbusError
+
+REPO = Path(__file__).resolve().parent.parent
+STAGES = ("extractor", "dispatcher", "appender")
+
+
+class StageError(DbusError):
+    """A stage process exited or did not get ready; the message has the tail of its log."""
+
+    code = "STAGE_FAILED"
+
+
+def command(stage: str, cfg: DbusConfig, ds: str) -> list[str]:
+    """The command line that starts ``stage`` for source ``ds`` with ``cfg``'s file."""
+    if stage == "extractor":
+        return [sys.executable, "-m", "extractor", "--config", str(cfg.path), "run", "--source", ds]
+    if stage not in STAGES:
+        msg = f"unknown stage {stage!r}; known: {', '.join(STAGES)}"
+        raise ValueError(msg)
+    submit = str(Path(sys.executable).parent / "spark-submit")
+    return [submit, *spark.submit_args(cfg), str(REPO / stage / "main.py"), "--config", str(cfg.path),
+            "--source", ds]
+
+
+def environment() -> dict[str, str]:
+    """spark-submit finds pyspark and the executors run this interpreter."""
+    bin_dir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}", "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable}
+
+
+@dataclass
+class Stages:
+    """The stage processes of one source."""
+
+    cfg: DbusConfig
+    ds: str
+    log_dir: Path
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+    def log(self, stage: str) -> Path:
+        return self.log_dir / f"{stage}.log"
+
+    def start(self, stage: str) -> subprocess.Popen:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        with self.log(stage).open("ab") as out:
+            proc = subprocess.Popen(command(stage, self.cfg, self.ds), cwd=REPO, stdout=out,
+                                    stderr=subprocess.STDOUT, env=environment(), start_new_session=True)
+        self.procs[stage] = proc
+        return proc
+
+    def stop(self, stage: str, sig: int = signal.SIGTERM, timeout: float = 60) -> int | None:
+        """Signal the stage's process group and wait; SIGKILL when it does not stop in ``timeout``."""
+        proc = self.procs.pop(stage, None)
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, sig)
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            except ProcessLookupError:
+                pass
+        return proc.returncode
+
+    def stop_all(self) -> None:
+        for stage in reversed(list(self.procs)):
+            self.stop(stage)
+
+    def check_alive(self) -> None:
+        for stage, proc in self.procs.items():
+            if proc.poll() is not None:
+                tail = self.log(stage).read_text(errors="replace")[-3000:]
+                msg = f"{stage} exited with {proc.returncode}; the end of {self.log(stage)}:\n{tail}"
+                raise StageError(msg)
+
+    def wait_log(self, stage: str, text: str, timeout: float) -> None:
+        """Waits until ``text`` appears in the stage's log."""
+        deadline = time.monotonic() + timeout
+        while text not in self.log(stage).read_text(errors="replace"):
+            self.check_alive()
+            if time.monotonic() > deadline:
+                msg = f"{stage}: no '{text}' in {self.log(stage)} after {timeout:.0f}s"
+                raise StageError(msg)
+            time.sleep(0.1)
