@@ -84,15 +84,16 @@ def test_alter_bumps_versions_and_a_replay_keeps_them(spark, writer_db, tmp_path
         assert {o.namespace.rsplit(".", 3)[0] for o in out} == {namespace}
         assert all(o.namespace.endswith(".0.0") for o in out)
         assert runs(out) == [(DATA, 0), (TERM, 0), (DATA, 1), (TERM, 1), (DATA, 2), (TERM, 2), (DATA, 3),
-                             (TERM, 3), (DATA, 4)], "versions bump, each ended by a termination right before the next"
+                             (TERM, 3), (DATA, 4)], \
+            "versions bump, each ended by a termination right before the next"
         data = [o for o in out if o.kind == DATA]
         assert [o.content() for o in data] == [c.content() for c in truth], "values as in the binlog"
         expected_layout = []
         for (_, fields, version), step_rows in zip(STEPS, _rows_of_steps(truth), strict=True):
             expected_layout += [(version, fields)] * step_rows
         assert [(o.version, list(o.fields[4:])) for o in data] == expected_layout, "fields of each version"
-        assert [o.fields[:4] for o in data] == [(("ums_id_", "long"), ("ums_ts_", "datetime"), ("ums_op_", "string"),
-                                                  ("ums_uid_", "string"))] * len(data)
+        fixed = (("ums_id_", "long"), ("ums_ts_", "datetime"), ("ums_op_", "string"), ("ums_uid_", "string"))
+        assert [o.fields[:4] for o in data] == [fixed] * len(data)
         terms = [o for o in out if o.kind == TERM]
         assert all(o.fields == (("ums_ts_", "datetime"),) and len(o.tuple_) == 1 for o in terms)
 
@@ -101,18 +102,19 @@ def test_alter_bumps_versions_and_a_replay_keeps_them(spark, writer_db, tmp_path
             history = store.history(env.ds, name, "t")
         finally:
             store.dispose()
-        assert [(v.version, v.reason.value) for v in history] == [(0, "first"), (1, "columns"), (2, "columns"),
-                                                                 (3, "columns"), (4, "truncate")]
+        assert [(v.version, v.reason.value) for v in history] == [
+            (0, "first"), (1, "columns"), (2, "columns"), (3, "columns"), (4, "truncate")]
         first_of = {v: next(o.ums_id for o in data if o.version == v) for v in range(4)}
-        assert [v.since for v in history[:4]] == [first_of[v] for v in range(4)], "a version starts at its first rows"
-        assert first_of[3] < history[4].since < next(o.ums_id for o in data if o.version == 4), "TRUNCATE's position"
+        assert [v.since for v in history[:4]] == [first_of[v] for v in range(4)], "starts at its rows"
+        first_after_truncate = next(o.ums_id for o in data if o.version == 4)
+        assert first_of[3] < history[4].since < first_after_truncate, "version 4 starts at the TRUNCATE"
 
         # Replay from scratch into another topic: the same namespaces, fields and tuples.
         replay_cfg = variant_config(env, tmp_path / "replay.yaml", result="{ds}.{schema}.replay")
         run_appender_now(spark, replay_cfg, env.ds, tmp_path / "replay-ckpt")
         replayed = [o for o in read_ums(kafka_up, f"{env.ds}.{name}.replay") if o.table == "t"]
         again = [(o.namespace, o.fields, o.tuple_) for o in replayed if o.kind == DATA]
-        assert again == [(o.namespace, o.fields, o.tuple_) for o in data], "a replay reproduces the old versions"
+        assert again == [(o.namespace, o.fields, o.tuple_) for o in data], "the replay gives the old versions"
         print(f"\nreplay: {len(again)} tuples as before; terminations replayed: "
               f"{[o.version for o in replayed if o.kind == TERM]} (first run: {[o.version for o in terms]})")
     finally:
@@ -121,6 +123,6 @@ def test_alter_bumps_versions_and_a_replay_keeps_them(spark, writer_db, tmp_path
 
 def _rows_of_steps(truth) -> list[int]:
     """Row changes written by each step of STEPS (the binlog's count, step by step)."""
-    counts = [4, 3, 2, 1, 1, 1]  # step 0: 3 inserts + 1 update; 1: 2 inserts + 1 delete; 2: insert + update; ...
+    counts = [4, 3, 2, 1, 1, 1]  # 3 inserts + 1 update; 2 inserts + 1 delete; insert + update; 1 insert each
     assert sum(counts) == len(truth)
     return counts
