@@ -201,15 +201,14 @@ def start(spark: SparkSession, cfg: DbusConfig, ds: str, topics: list[str], chec
           available_now: bool = False) -> StreamingQuery:
     """Start the query; ``topics`` are the per-schema topics to read. ``available_now`` processes what
     is there and stops (tests, catch-up runs)."""
-    from dbuslib.spark import with_trigger
+    from dbuslib.spark import kafka_sink, with_trigger
 
     settings = cfg.source(ds).appender
     jvm = settings.jvm_decoder and register_jvm_decoder(spark)
     raw = with_rendered_rows(read_schema_topics(spark, cfg, ds, topics), jvm)
     out = append_ums(raw, str(cfg.path), ds)
-    writer = (out.writeStream.format("kafka")
+    writer = (kafka_sink(out.writeStream, cfg.endpoints.kafka.bootstrap_servers)
               .queryName(f"appender_{ds}")
-              .option("kafka.bootstrap.servers", cfg.endpoints.kafka.bootstrap_servers)
               .option("checkpointLocation", checkpoint))
-    return with_trigger(writer, available_now, settings.trigger_interval_ms).start()
+    return with_trigger(writer, available_now, settings.trigger_interval_ms, settings.async_progress).start()
 

@@ -219,10 +219,12 @@ class UmsSettings(_Model):
 
 class StreamSettings(_Model):
     """A Spark stage's micro-batches: records read per micro-batch at most (back pressure; the Kafka
-    source's ``maxOffsetsPerTrigger``), and the trigger interval (0 = the next batch as soon as one ends)."""
+    source's ``maxOffsetsPerTrigger``), the trigger interval (0 = the next batch as soon as one ends), and
+    whether progress is checkpointed asynchronously (Spark's ``asyncProgressTrackingEnabled``)."""
 
     max_offsets_per_trigger: int = Field(100_000, ge=1)
     trigger_interval_ms: int = Field(0, ge=0)
+    async_progress: bool = True
 
 
 class AppenderSettings(StreamSettings):

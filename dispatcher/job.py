@@ -6,12 +6,13 @@ Read, tag, route, write:
   (afterwards the checkpoint decides), at most ``max_offsets`` records per micro-batch (back pressure).
 - ``tag_records`` (in the JVM): Spark SQL functions over the binary value (magic, header length, header
   JSON parsed once) give each record its schema topic and whether the JVM can route it alone.
-- ``route_records``: routable records get their topic; the rest (heartbeat-table records and malformed
-  ones) go through a small Python UDF running ``dispatcher.routing.route``. A dead letter's value
-  becomes the JSON of ``dead_letter_value``.
-- ``BatchWriter`` (``foreachBatch``): caches the batch, routes it, creates the target topics it has
-  not seen (the broker does not auto-create them) and writes with Spark's Kafka writer, key kept,
-  value byte for byte.
+- ``route_records``: one Python UDF call per *record* (not per row) gives every record its routes:
+  a routable record passes only its topic name, which the UDF creates the first time its worker sees
+  it (the broker does not auto-create topics, and the UDF runs before the record reaches the writer in
+  the same task); heartbeat-table and malformed records pass their bytes and get
+  ``dispatcher.routing.route``. A dead letter's value becomes the JSON of ``dead_letter_value``.
+- written by Spark's Kafka sink in the same streaming query, key kept, value byte for byte: one Spark
+  job per micro-batch, nothing cached (measured on 500k rows: docs/dispatcher.md).
 
 Order: one Kafka partition of ``<ds>`` is one Spark partition, nothing is shuffled, and the target
 partition is chosen from the key by Kafka's default partitioner, so a table's records keep their order
@@ -95,9 +96,38 @@ def tag_records(raw: DataFrame, router: Router) -> DataFrame:
                          topic.alias("_topic"))
 
 
-def _python_routes(router: Router, value: bytes, key: bytes | None) -> list[tuple[str, Any, Any]]:
-    """The UDF body (module level, picklable): every route of one record."""
-    return [(r.topic, r.reason, r.error) for r in route(router, value, key)]
+def _python_routes(router: Router, topics: TopicMaker, topic: str | None, value: bytes | None,
+                   key: bytes | None) -> list[tuple[str, Any, Any]]:
+    """The UDF body (module level, picklable): every route of one record; each target topic exists
+    when it returns. ``topic`` is set when the JVM routed the record, else ``value`` is."""
+    routes = [(topic, None, None)] if topic is not None else [
+        (r.topic, r.reason, r.error) for r in route(router, value, key)]
+    for target, _, _ in routes:
+        topics.ensure(target)
+    return routes
+
+
+class TopicMaker:
+    """Creates a target topic the first time a Python worker routes to it (picklable; the set of topics
+    known to exist lives in the worker, which Spark reuses across micro-batches)."""
+
+    _known: set[str] = set()
+
+    def __init__(self, bootstrap: str, partitions: int, replication_factor: int, known: set[str]) -> None:
+        self.bootstrap, self.partitions, self.replication_factor = bootstrap, partitions, replication_factor
+        self.known = frozenset(known)
+
+    def ensure(self, topic: str) -> None:
+        if topic in self.known or topic in TopicMaker._known:
+            return
+        from dbuslib.config import KafkaEndpoint
+        from dbuslib.kafka import ensure_topics
+
+        created = ensure_topics(KafkaEndpoint(bootstrap_servers=self.bootstrap), [topic],
+                                partitions=self.partitions, replication_factor=self.replication_factor)
+        if created:
+            log.info("created topic %s", topic)
+        TopicMaker._known.add(topic)
 
 
 def dead_letter_value() -> Column:
@@ -115,81 +145,23 @@ def dead_letter_value() -> Column:
     ), {"ignoreNullFields": "false"})
 
 
-def route_records(tagged: DataFrame, router: Router) -> DataFrame:
+def route_records(tagged: DataFrame, router: Router, topics: TopicMaker) -> DataFrame:
     """(key, value, topic) to write, from ``tag_records``: routed records unchanged, dead letters as JSON.
 
-    The two branches are unioned rather than joined in one ``when``: Spark evaluates a Python UDF for
-    every row of its input whatever the condition around it, so the UDF only sees the filtered rows.
-    A table's records all take the same branch (heartbeat-table ones the Python one), so unioning keeps
-    their order; a malformed record only goes to the dead-letter topic.
+    One projection, one UDF call per record: a routable record's UDF input is its topic name only (so
+    the topic gets created), the others' their bytes. Spark evaluates a Python UDF for every row of its
+    input whatever the condition around it, so the conditions are on its arguments, not around it.
     """
     from pyspark.sql import functions as F
 
-    fast = tagged.where("_routable").select("key", "value", F.col("_topic").alias("topic"))
-    udf = F.udf(functools.partial(_python_routes, router), _ROUTES)
-    slow = (tagged.where(~F.col("_routable"))
-            .withColumn("route", F.explode(udf("value", "key")))
+    udf = F.udf(functools.partial(_python_routes, router, topics), _ROUTES)
+    routable = F.col("_routable")
+    routes = udf(F.when(routable, F.col("_topic")), F.when(~routable, F.col("value")), F.col("key"))
+    return (tagged.withColumn("route", F.explode(routes))
             .select("key",
                     F.when(F.col("route.reason").isNull(), F.col("value")).otherwise(
                         dead_letter_value().cast("binary")).alias("value"),
                     F.col("route.topic").alias("topic")))
-    return fast.unionByName(slow)
-
-
-# ---------------------------------------------------------------- write
-
-
-class BatchWriter:
-    """``foreachBatch`` function (runs on the driver): route the tagged batch, create missing topics, write.
-
-    The tagged batch is cached so the Kafka source is read and each header parsed once although both
-    branches of ``route_records`` and the topic listing use it; the routed batch is cached so each
-    heartbeat is decoded once.
-    """
-
-    def __init__(self, router: Router, bootstrap: str, partitions: int, replication_factor: int) -> None:
-        self.router = router
-        self.bootstrap = bootstrap
-        self.partitions = partitions
-        self.replication_factor = replication_factor
-        self.known: set[str] = set()
-
-    def __call__(self, tagged: DataFrame, batch_id: int) -> None:
-        tagged.persist()
-        routed = route_records(tagged, self.router).persist()
-        try:
-            targets = {r.topic for r in routed.select("topic").distinct().collect()}
-            self.ensure(targets - self.known)
-            (routed.write.format("kafka")
-             .option("kafka.bootstrap.servers", self.bootstrap)
-             .option("kafka.acks", "all")
-             .save())
-            log.info("batch %d: wrote to %d topic(s)", batch_id, len(targets))
-        finally:
-            routed.unpersist()
-            tagged.unpersist()
-
-    def ensure(self, topics: set[str]) -> None:
-        """Create ``topics`` where missing (auto-creation is off), with the source's partitions."""
-        if not topics:
-            return
-        from dbuslib.config import KafkaEndpoint
-        from dbuslib.kafka import ensure_topics
-
-        created = ensure_topics(KafkaEndpoint(bootstrap_servers=self.bootstrap), sorted(topics),
-                                partitions=self.partitions, replication_factor=self.replication_factor)
-        if created:
-            log.info("created topics %s", created)
-        self.known |= topics
-
-
-def write_routed(tagged: DataFrame, writer: BatchWriter, name: str, checkpoint: str,
-                 available_now: bool = False, interval_ms: int = 0) -> StreamingQuery:
-    from dbuslib.spark import with_trigger
-
-    stream = (tagged.writeStream.queryName(name).option("checkpointLocation", checkpoint)
-              .foreachBatch(writer))
-    return with_trigger(stream, available_now, interval_ms).start()
 
 
 # ---------------------------------------------------------------- wiring
@@ -198,11 +170,14 @@ def write_routed(tagged: DataFrame, writer: BatchWriter, name: str, checkpoint: 
 def start(spark: SparkSession, cfg: DbusConfig, ds: str, *, checkpoint: str, max_offsets: int,
           available_now: bool = False, known_topics: set[str] | None = None) -> StreamingQuery:
     """Start the dispatcher query of source ``ds``; ``known_topics`` exist already (no need to check)."""
+    from dbuslib.spark import kafka_sink, with_trigger
+
     src = cfg.source(ds)
     bootstrap = cfg.endpoints.kafka.bootstrap_servers
     router = Router.for_source(ds, src)
+    topics = TopicMaker(bootstrap, src.topics.partitions, src.topics.replication_factor, known_topics or set())
     tagged = tag_records(read_raw(spark, bootstrap, src.topics.name("raw", ds), max_offsets), router)
-    writer = BatchWriter(router, bootstrap, src.topics.partitions, src.topics.replication_factor)
-    writer.known |= known_topics or set()
-    return write_routed(tagged, writer, query_name(ds), checkpoint, available_now,
-                        src.dispatcher.trigger_interval_ms)
+    writer = (kafka_sink(route_records(tagged, router, topics).writeStream, bootstrap)
+              .queryName(query_name(ds)).option("checkpointLocation", checkpoint))
+    return with_trigger(writer, available_now, src.dispatcher.trigger_interval_ms,
+                        src.dispatcher.async_progress).start()
