@@ -22,7 +22,7 @@ from appender.convert import ConvertSettings, masked, original_key, record_key, 
 from appender.versions import Change, Version, compare, on_rows, on_truncate, version_at
 from dbuslib.deadletter import DeadLetter
 from dbuslib.rawevent import RawEvent, RawEventError, Reassembler, decode
-from appender.textpath import message_prefix, messages, tuple_texts
+from appender.textpath import event_messages, message_prefix
 from dbuslib.fastdecode import decode_fast, table_of
 from dbuslib.rowdecode import RowDecodeError
 from ums import Namespace, ProtocolType, build_termination_message, data_key, to_json, ums_id, ums_ts_ms
@@ -115,13 +115,16 @@ class PartitionProcessor:
         current = yield from self._version(event, shape.schema, shape.table, shape.columns)
         s = self.settings
         ns = Namespace(s.ds_type, s.ds, shape.schema, shape.table, current.version)
-        tuples = tuple_texts(event.header, _OPS_BY_TYPE[event.header["event_type"]],
-                             rendered.split(b"\n") if rendered else [], s.timezone, s.before_update_image)
+        lines = rendered.split(b"\n") if rendered else []
+        if not lines:
+            return  # a rows event without rows (the Python path emits nothing for it either)
         topic = self.outputs.result_topic(shape.schema, shape.table)
         key = f"{shape.schema}.{shape.table}".encode()
         headers = (("ums_key", data_key(ProtocolType.DATA_INCREMENT_DATA, ns, event.header["ts"] * 1000,
                                         s.ds).encode()),)
-        for text in messages(message_prefix(ns, shape.columns), tuples, s.max_tuples, s.max_bytes):
+        for text in event_messages(message_prefix(ns, shape.columns), event.header,
+                                   _OPS_BY_TYPE[event.header["event_type"]], lines, s.timezone,
+                                   s.before_update_image, s.max_tuples, s.max_bytes):
             yield OutRecord(topic, key, text, headers)
 
     def _text_ok(self, shape: Any) -> bool:

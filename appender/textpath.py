@@ -15,6 +15,7 @@ Python does a few string operations per row here instead of decoding and encodin
 
 from __future__ import annotations
 
+from itertools import chain, repeat
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -78,4 +79,32 @@ def messages(prefix: bytes, tuples: list[bytes], max_tuples: int, max_bytes: int
         size += row_size
     if start < len(tuples):
         out.append(prefix + b",".join(tuples[start:]) + _ENDING)
+    return out
+
+
+_UID_TAILS = [f"{t:06d}\",".encode() for t in range(ROW_LIMIT // 10)]  # ums_uid_ = ums_id_ digits + these
+
+
+def event_messages(prefix: bytes, header: dict[str, Any], op: str, lines: list[bytes], timezone: str,
+                   before_update_image: bool, max_tuples: int, max_bytes: int) -> list[bytes]:
+    """``messages(prefix, tuple_texts(...), ...)`` of one event, with no Python work per tuple in the
+    usual case (inserts, deletes, updates without before images, the event within the byte limit): the
+    payload is one ``join`` over the JVM's lines. ``ums_uid_`` = ``ums_id_ * 10^6 + t`` is written as
+    the ``ums_id_`` digits followed by ``t`` in six digits."""
+    images = lines[1::2] if op == "u" else lines
+    n = len(images)
+    uid_base = ums_id(header["file"], header["pos"])
+    ts = ums_ts_ms(header["ts"] * 1000, ZoneInfo(timezone))
+    head = f'{{"tuple":["{uid_base}","{ts}","{op}","{uid_base}'.encode()
+    per_tuple = len(head) + len(_UID_TAILS[0]) + len(_ENDING) + _TUPLE_OVERHEAD
+    if (op == "u" and before_update_image) or n > len(_UID_TAILS) \
+            or sum(map(len, images)) + n * per_tuple > max_bytes:
+        return messages(prefix, tuple_texts(header, op, lines, timezone, before_update_image), max_tuples,
+                        max_bytes)
+    between = _ENDING + b"," + head
+    out = []
+    for start in range(0, n, max_tuples):
+        part = images[start:start + max_tuples]
+        body = b"".join(chain.from_iterable(zip(_UID_TAILS[start:start + len(part)], part, repeat(between))))
+        out.append(b"".join((prefix, head, body[: len(body) - len(between)], _ENDING, _ENDING)))
     return out

@@ -7,8 +7,9 @@ topics with BENCH_E2E_PARTITIONS partitions, checkpoints, ZooKeeper path).
 - ``e2e_rows_per_s``: BENCH_E2E_ROWS row changes (4/5 inserts of 1000-row statements, 1/5 updates) over
   BENCH_E2E_TABLES tables of 7 columns are written while the extractor is stopped (the dispatcher and
   the appender are up, and warm: BENCH_E2E_WARMUP_ROWS row changes went through them first, so the
-  figure is a running pipeline's, not a JVM's first minute). The clock starts when the extractor is started again and stops at the
-  Kafka timestamp of the last UMS record; then every UMS tuple is counted (it must be all of them).
+  figure is a running pipeline's, not a JVM's first minute). The extractor is started again; the clock
+  starts at its "reading from" log line and stops at the Kafka timestamp of the last UMS record; then
+  every UMS tuple is counted (it must be all of them).
 - ``e2e_latency_p50_ms`` / ``p99``: a writer commits BENCH_E2E_LATENCY_RATE rows/s (one INSERT every
   100 ms) for BENCH_E2E_LATENCY_S seconds; each row carries its statement's batch number, whose commit
   time (client clock, after COMMIT returned) is compared with the Kafka timestamp of the UMS record
@@ -59,7 +60,10 @@ class Pipeline(Stages):
                                  "state_dir": str(tmp / "state"), "metrics_interval_s": 5})
         src["topics"]["partitions"] = PARTITIONS
         src["masking"] = {}
+        for stage in ("dispatcher", "appender"):  # tuning runs: BENCH_E2E_DISPATCHER='{"max_offsets_per_trigger": 500}'
+            src.setdefault(stage, {}).update(json.loads(os.environ.get(f"BENCH_E2E_{stage.upper()}", "{}")))
         raw["sources"] = {ds: src}
+        raw["spark"]["conf"].update(json.loads(os.environ.get("BENCH_E2E_SPARK_CONF", "{}")))
         raw["spark"]["jars_file"] = str((Path(base.path).parent / base.spark.jars_file).resolve())
         raw["spark"]["checkpoint_root"] = str(tmp / "checkpoints")
         raw["endpoints"]["meta_store"]["url"] = base.endpoints.meta_store.url.get_secret_value()
@@ -192,6 +196,15 @@ def latency(pipe: Pipeline, db) -> list[float]:
     return sorted(got)
 
 
+def reading_since(log: Path) -> float:
+    """Epoch seconds of the extractor's "reading from" line: the clock starts when the binlog reading
+    does (the extractor process's start-up, about a second of imports and ZooKeeper, is not counted)."""
+    from datetime import datetime
+
+    line = next(ln for ln in log.read_text().splitlines() if "reading from" in ln)
+    return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").astimezone().timestamp()
+
+
 def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
@@ -220,9 +233,10 @@ def run(cfg: DbusConfig) -> list[str]:
         pipe.stop("extractor")
         start = mysql.binlog_end(db)
         write_workload(db, TABLES, ROWS)
-        t0 = time.time()
+        pipe.log("extractor").write_text("")  # the measured run's "reading from" is the only one
         pipe.start("extractor")
         pipe.wait_log("extractor", "reading from", 120)
+        t0 = reading_since(pipe.log("extractor"))
         tuples, t_end = wait_tuples(pipe, WARMUP + ROWS, 1800)
         if tuples != WARMUP + ROWS:
             raise RuntimeError(f"{tuples} tuples for {WARMUP + ROWS} row changes")

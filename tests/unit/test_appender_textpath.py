@@ -42,3 +42,29 @@ def test_table_of_names_the_table_without_decoding_rows():
     shape = table_of(event)
     assert (shape.schema, shape.table) == (event.header["schema"], event.header["table"])
     assert shape.columns == decode_fast(event).columns
+
+
+@pytest.mark.parametrize("before_image", [False, True])
+@pytest.mark.parametrize(("max_tuples", "max_bytes"), [(500, 1_000_000), (2, 1_000_000), (3, 1_000_000),
+                                                       (500, 300), (1, 1), (500, 2000)])
+@pytest.mark.parametrize("index", range(len(RECORDS)))
+def test_one_join_per_event_gives_the_same_messages(index, before_image, max_tuples, max_bytes):
+    from appender.textpath import event_messages
+
+    event = rawevent.decode(RECORDS[index])
+    shape = table_of(event)
+    prefix = message_prefix(Namespace("mysql", "demo", shape.schema, shape.table, 0), shape.columns)
+    op = decode_fast(event).op
+    lines = rendered_lines(event)
+    expected = messages(prefix, tuple_texts(event.header, op, lines, "UTC", before_image), max_tuples, max_bytes)
+    assert event_messages(prefix, event.header, op, lines, "UTC", before_image, max_tuples, max_bytes) == expected
+
+
+def test_one_join_per_event_for_many_rows():
+    from appender.textpath import event_messages
+
+    header = {"file": "mariadb-bin.000007", "pos": 4242, "ts": 1795355830}
+    lines = [f'{i},"r{i}"'.encode() for i in range(1234)]
+    for max_tuples in (500, 1234, 2000):
+        expected = messages(b"P[", tuple_texts(header, "i", lines, "UTC", False), max_tuples, 10**9)
+        assert event_messages(b"P[", header, "i", lines, "UTC", False, max_tuples, 10**9) == expected
