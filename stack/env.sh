@@ -8,5 +8,5 @@ ZOOKEEPER_PORT=${ZOOKEEPER_PORT:-12181}
 KAFKA_PORT=${KAFKA_PORT:-19092}
 KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-19093}
 INFLUXDB_PORT=${INFLUXDB_PORT:-18086}
-SPARK_VERSION=${SPARK_VERSION:-4.1.1}                  # must match pyspark's version in pyproject.toml
+SPARK_VERSION=${SPARK_VERSION:-4.2.0}                  # must match pyspark's version in pyproject.toml
 VENV=${VENV:-$STACK_REPO/.venv}

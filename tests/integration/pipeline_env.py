@@ -83,7 +83,6 @@ def cleanup_pipeline(env: ExtractorEnv, stages: list[SparkStage] = ()) -> None:
 
 # ---------------------------------------------------------------- Spark stages
 
-SPARK_55271 = "at org.apache.spark.sql.kafka010.KafkaMicroBatchStream$.metrics("
 
 @dataclass
 class SparkStage:
@@ -95,7 +94,6 @@ class SparkStage:
     proc: subprocess.Popen | None = None
     runs: int = 0
     log: Path | None = None
-    spark_55271: list[str] = field(default_factory=list)  # logs of the runs that died of it
 
     def start(self) -> SparkStage:
         assert self.proc is None or self.proc.poll() is not None, f"{self.name} is already running"
@@ -113,15 +111,9 @@ class SparkStage:
         return self
 
     def keep_up(self) -> None:
-        """Like a supervisor: restart the stage if it died of Spark's SPARK-55271 (the NullPointerException in
-        KafkaMicroBatchStream.metrics after re-running an uncommitted batch; see test_pipeline_kill.py),
-        at most 3 times; any other exit fails."""
-        if self.alive():
-            return
-        if SPARK_55271 in self.log.read_text(errors="replace") and len(self.spark_55271) < 3:
-            self.spark_55271.append(self.log.name)
-            self.start()
-            return
+        """The stage must still run. (With Spark 4.1.1 a stage restarted after kill -9 mid-batch died of
+        SPARK-55271, a NullPointerException in KafkaMicroBatchStream.metrics; Spark 4.2.0 has the fix,
+        and test_pipeline_kill.py::test_restart_after_a_kill_mid_batch_keeps_running holds it.)"""
         self.assert_alive()
 
     def alive(self) -> bool:
