@@ -113,51 +113,18 @@ def _note(i: int) -> str:
     return "NULL" if i % 10 == 0 else f"'note {i} é'" if i % 7 == 0 else f"'note {i}'"
 
 
-def consume_all(cfg: DbusConfig, topics: list[str]):
-    """Every record of ``topics`` (from the start to the current end)."""
-    from kafka import TopicPartition
-
-    consumer = kafka.consumer(cfg.endpoints.kafka, enable_auto_commit=False, group_id=None)
-    parts = [TopicPartition(t, p) for t in topics for p in consumer.partitions_for_topic(t) or ()]
-    if not parts:
-        consumer.close()
-        return
-    consumer.assign(parts)
-    consumer.seek_to_beginning(*parts)
-    ends = consumer.end_offsets(parts)
-    left = {tp for tp in parts if ends[tp] > 0}
-    while left:
-        for tp, records in consumer.poll(timeout_ms=1000, max_records=5000).items():
-            for r in records:
-                yield r
-            if consumer.position(tp) >= ends[tp]:
-                left.discard(tp)
-    consumer.close()
-
-
-def end_offsets(cfg: DbusConfig, topics: list[str]) -> int:
-    from kafka import TopicPartition
-
-    consumer = kafka.consumer(cfg.endpoints.kafka, enable_auto_commit=False, group_id=None)
-    try:
-        parts = [TopicPartition(t, p) for t in topics for p in consumer.partitions_for_topic(t) or ()]
-        return sum(consumer.end_offsets(parts).values())
-    finally:
-        consumer.close()
-
-
 def wait_tuples(pipe: Pipeline, want: int, timeout: float) -> tuple[int, float]:
     """Waits until the result topics stop growing with at least ``want`` tuples; (tuples, last ts)."""
     deadline = time.monotonic() + timeout
     last, still = -1, 0
     while time.monotonic() < deadline:
         pipe.check_alive()
-        n = end_offsets(pipe.cfg, pipe.result_topics())
+        n = sum(kafka.end_offsets(pipe.cfg.endpoints.kafka, pipe.result_topics()).values())
         still = still + 1 if n == last else 0
         last = n
         if still >= 6 and n > 0:  # 3 s without a new record
             tuples, newest = 0, 0
-            for r in consume_all(pipe.cfg, pipe.result_topics()):
+            for r in kafka.read_range(pipe.cfg.endpoints.kafka, pipe.result_topics()):
                 tuples += r.value.count(TUPLE)
                 newest = max(newest, r.timestamp)
             if tuples >= want:
@@ -186,7 +153,7 @@ def latency(pipe: Pipeline, db) -> list[float]:
     while len(got) < want and time.monotonic() < deadline:
         time.sleep(2)
         got = []
-        for r in consume_all(pipe.cfg, [topic]):
+        for r in kafka.read_range(pipe.cfg.endpoints.kafka, [topic]):
             if r.key != f"{pipe.database}.lat".encode():
                 continue
             for t in json.loads(r.value)["payload"]:

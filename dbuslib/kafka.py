@@ -81,3 +81,47 @@ def delete_topics(cfg: KafkaEndpoint, names: Iterable[str]) -> None:
             client.delete_topics(doomed)
     finally:
         client.close()
+
+
+def end_offsets(cfg: KafkaEndpoint, topics: Iterable[str]) -> dict[Any, int]:
+    """``TopicPartition -> end offset`` of every partition of ``topics`` (missing topics: none)."""
+    from kafka import TopicPartition
+
+    c = consumer(cfg, enable_auto_commit=False, group_id=None)
+    try:
+        parts = [TopicPartition(t, p) for t in topics for p in sorted(c.partitions_for_topic(t) or ())]
+        return c.end_offsets(parts) if parts else {}
+    finally:
+        c.close()
+
+
+def read_range(cfg: KafkaEndpoint, topics: Iterable[str], since: dict[Any, int] | None = None) -> list[Any]:
+    """Every record of ``topics`` from ``since`` (``TopicPartition -> offset``; default: the start) to the
+    end offsets as they are now, in offset order per partition (kafka-python ``ConsumerRecord``s)."""
+    from kafka import TopicPartition
+
+    c = consumer(cfg, enable_auto_commit=False, group_id=None)
+    try:
+        parts = [TopicPartition(t, p) for t in topics for p in sorted(c.partitions_for_topic(t) or ())]
+        ends = c.end_offsets(parts) if parts else {}
+        start = {tp: (since or {}).get(tp, 0) for tp in parts}
+        todo = [tp for tp in parts if ends[tp] > start[tp]]
+        if not todo:
+            return []
+        c.assign(todo)
+        for tp in todo:
+            c.seek(tp, start[tp])
+        got: dict[Any, list[Any]] = {tp: [] for tp in todo}
+        left = set(todo)
+        while left:
+            batch = c.poll(timeout_ms=5000, max_records=50_000)
+            if not batch:
+                msg = f"{sorted(t.topic for t in left)}: no records before the end offsets {ends}"
+                raise EndpointError(msg)
+            for tp, records in batch.items():
+                got[tp] += [r for r in records if r.offset < ends[tp]]
+                if c.position(tp) >= ends[tp]:
+                    left.discard(tp)
+        return [r for tp in todo for r in got[tp]]
+    finally:
+        c.close()

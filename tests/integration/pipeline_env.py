@@ -272,23 +272,7 @@ class Out:
 
 def read_records(endpoint, topic: str) -> list[tuple[int, int, bytes | None, bytes]]:
     """Every record now in ``topic``: (partition, offset, key, value), per partition in offset order."""
-    from kafka import TopicPartition
-
-    consumer = kafka.consumer(endpoint, enable_auto_commit=False, group_id=None, consumer_timeout_ms=5000)
-    try:
-        parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        consumer.assign(parts)
-        consumer.seek_to_beginning(*parts)
-        ends = consumer.end_offsets(parts)
-        got = []
-        while any(consumer.position(p) < ends[p] for p in parts):
-            batch = consumer.poll(timeout_ms=5000, max_records=50_000)
-            assert batch, f"{topic}: no records before the end offsets {ends}"
-            for tp, records in batch.items():
-                got += [(tp.partition, r.offset, r.key, r.value) for r in records if r.offset < ends[tp]]
-        return sorted(got, key=lambda r: (r[0], r[1]))
-    finally:
-        consumer.close()
+    return [(r.partition, r.offset, r.key, r.value) for r in kafka.read_range(endpoint, [topic])]
 
 
 def read_ums(endpoint, topic: str) -> list[Out]:

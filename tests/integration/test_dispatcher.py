@@ -73,23 +73,7 @@ def produce(endpoint, topic: str, records: list[tuple[bytes | None, bytes]]) -> 
 
 def read_all(endpoint, topic: str) -> list[tuple[int, bytes | None, bytes]]:
     """Every record now in ``topic``: (partition, key, value) in offset order per partition."""
-    from kafka import TopicPartition
-
-    consumer = kafka.consumer(endpoint, enable_auto_commit=False, group_id=None, consumer_timeout_ms=5000)
-    try:
-        parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        consumer.assign(parts)
-        consumer.seek_to_beginning(*parts)
-        ends = consumer.end_offsets(parts)
-        got: list[tuple[int, bytes | None, bytes]] = []
-        while any(consumer.position(p) < ends[p] for p in parts):
-            batch = consumer.poll(timeout_ms=5000)
-            assert batch, f"{topic}: no records before the end offsets {ends}"
-            for tp, records in sorted(batch.items(), key=lambda kv: kv[0].partition):
-                got += [(tp.partition, r.key, r.value) for r in records]
-        return got
-    finally:
-        consumer.close()
+    return [(r.partition, r.key, r.value) for r in kafka.read_range(endpoint, [topic])]
 
 
 def expected_by_topic(router: Router, records) -> dict[str, list[tuple[bytes | None, bytes | str]]]:
