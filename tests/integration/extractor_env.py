@@ -7,6 +7,7 @@ when the environment was made, so a test sees exactly what it wrote.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -115,6 +116,9 @@ def make_env(tmp_path: Path, database: str, **extractor: object) -> ExtractorEnv
     demo = raw["sources"]["demo"]
     demo["capture"] = {"include": [f"{database}.*"], "exclude": []}
     demo["masking"] = {}
+    # A replica id of its own: MariaDB drops a replica connection when another one with the same id
+    # connects, and tests (and the demo) run extractors side by side.
+    demo["mysql"]["server_id"] = random.randint(100_000, 899_999)
     demo["extractor"].update({"start": f"{start.file}:{start.pos}", "commit_interval_s": 0.2,
                               "state_dir": str(tmp_path / "state"), "metrics_interval_s": 2, **extractor})
     raw["sources"] = {ds: demo}

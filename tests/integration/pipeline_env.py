@@ -40,9 +40,6 @@ def make_pipeline_env(tmp_path: Path, database: str, partitions: int = 1,
     env = make_env(tmp_path, database, **extractor)
     raw = yaml.safe_load(env.cfg_path.read_text())
     raw["sources"][env.ds]["topics"]["partitions"] = partitions
-    # A replica id of its own: the demo's id is shared by every extractor on this server, and MariaDB
-    # drops a replica connection when another one with the same id connects.
-    raw["sources"][env.ds]["mysql"]["server_id"] = random.randint(100_000, 899_999)
     env.cfg_path.write_text(yaml.safe_dump(raw))
     env.cfg = load_config(env.cfg_path)
     src = env.cfg.source(env.ds)
