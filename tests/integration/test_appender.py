@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from extractor_env import cleanup, make_env
 
 from appender import job
 from dbuslib import kafka
@@ -15,10 +14,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def env(tmp_path, writer_db, kafka_up):
-    e = make_env(tmp_path, writer_db[1])
-    yield e
-    cleanup(e)
+def env(extractor_env):
+    return extractor_env  # conftest.py: an extractor capturing only this test's database
 
 
 def consume(endpoint, topic, n, timeout_ms=20_000):

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from extractor_env import ExtractorEnv, cleanup, make_env
+from extractor_env import ExtractorEnv
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 from test_rowdecode_types import COLUMNS, CREATE, MAX_ROW, MIN_ROW, NULL_ROW, ODD_ROW, TRANSACTIONS, \
@@ -154,10 +154,8 @@ def run_appender(spark, cfg, ds: str, topic: str, checkpoint: str) -> None:
 
 
 @pytest.fixture
-def env(tmp_path, writer_db, kafka_up):
-    e = make_env(tmp_path, writer_db[1])
-    yield e
-    cleanup(e)
+def env(extractor_env):
+    return extractor_env  # conftest.py: an extractor capturing only this test's database
 
 
 def test_every_type_through_extractor_and_appender_json_and_avro(spark, env, writer_db, source, tmp_path):
