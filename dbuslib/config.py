@@ -223,7 +223,7 @@ class StreamSettings(_Model):
     whether progress is checkpointed asynchronously (Spark's ``asyncProgressTrackingEnabled``)."""
 
     max_offsets_per_trigger: int = Field(100_000, ge=1)
-    trigger_interval_ms: int = Field(0, ge=0)
+    trigger_interval_ms: int = Field(200, ge=0)
     async_progress: bool = True
 
 
