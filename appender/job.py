@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dbuslib.config import DbusConfig, load_config
@@ -84,8 +84,7 @@ def process_batches(batches: Iterator[pa.RecordBatch], config_path: str, ds: str
         for t, p, o, k, v, r in zip(cols["topic"], cols["partition"], cols["offset"], cols["key"], cols["value"],
                                     rendered, strict=True):
             for rec in processor.process(InRecord(t, p, o, k, v), r):
-                if rec.topic not in state.topics:
-                    state.create_topic(rec.topic)
+                state.ensure_topic(rec.topic)
                 out["topic"].append(rec.topic)
                 out["key"].append(rec.key)
                 out["value"].append(rec.value)
@@ -112,16 +111,14 @@ class _WorkerState:
     settings: Any
     outputs: Any
     encoder: Any
-    topics: set[str] = field(default_factory=set)  # output topics known to exist
 
-    def create_topic(self, topic: str) -> None:
-        """Creates an output topic the first time this worker writes to it (per-table result topics,
-        the global control topic): the Kafka sink would wait on a missing topic, never create it."""
+    def ensure_topic(self, topic: str) -> None:
+        """Output topics (per-table result topics, the global control topic) are created when a worker
+        first writes to one: the Kafka sink would wait on a missing topic, never create it."""
         from dbuslib import kafka
 
         t = self.cfg.source(self.ds).topics
-        kafka.ensure_topics(self.cfg.endpoints.kafka, [topic], t.partitions, t.replication_factor)
-        self.topics.add(topic)
+        kafka.ensure_topic_once(self.cfg.endpoints.kafka, topic, t.partitions, t.replication_factor)
 
 
 _workers: dict[tuple[str, str], _WorkerState] = {}

@@ -72,6 +72,19 @@ def ensure_topics(
         client.close()
 
 
+_made: set[tuple[str, str]] = set()  # (bootstrap servers, topic) this process knows exist
+
+
+def ensure_topic_once(cfg: KafkaEndpoint, topic: str, partitions: int = 1, replication_factor: int = 1) -> None:
+    """``ensure_topics`` for one topic, asked of the broker once per process: for Spark tasks that write
+    to topics named by the data (the broker does not auto-create them; Spark reuses Python workers, so
+    the set outlives a task)."""
+    key = (cfg.bootstrap_servers, topic)
+    if key not in _made:
+        ensure_topics(cfg, [topic], partitions, replication_factor)
+        _made.add(key)
+
+
 def delete_topics(cfg: KafkaEndpoint, names: Iterable[str]) -> None:
     client = admin(cfg)
     try:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dbuslib.config import DbusConfig
@@ -96,38 +97,16 @@ def tag_records(raw: DataFrame, router: Router) -> DataFrame:
                          topic.alias("_topic"))
 
 
-def _python_routes(router: Router, topics: TopicMaker, topic: str | None, value: bytes | None,
-                   key: bytes | None) -> list[tuple[str, Any, Any]]:
+def _python_routes(router: Router, ensure_topic: Callable[[str], None], topic: str | None,
+                   value: bytes | None, key: bytes | None) -> list[tuple[str, Any, Any]]:
     """The UDF body (module level, picklable): every route of one record; each target topic exists
-    when it returns. ``topic`` is set when the JVM routed the record, else ``value`` is."""
+    when it returns (``ensure_topic``: ``dbuslib.kafka.ensure_topic_once`` with the source's topic
+    settings). ``topic`` is set when the JVM routed the record, else ``value`` is."""
     routes = [(topic, None, None)] if topic is not None else [
         (r.topic, r.reason, r.error) for r in route(router, value, key)]
     for target, _, _ in routes:
-        topics.ensure(target)
+        ensure_topic(target)
     return routes
-
-
-class TopicMaker:
-    """Creates a target topic the first time a Python worker routes to it (picklable; the set of topics
-    known to exist lives in the worker, which Spark reuses across micro-batches)."""
-
-    _known: set[str] = set()
-
-    def __init__(self, bootstrap: str, partitions: int, replication_factor: int, known: set[str]) -> None:
-        self.bootstrap, self.partitions, self.replication_factor = bootstrap, partitions, replication_factor
-        self.known = frozenset(known)
-
-    def ensure(self, topic: str) -> None:
-        if topic in self.known or topic in TopicMaker._known:
-            return
-        from dbuslib.config import KafkaEndpoint
-        from dbuslib.kafka import ensure_topics
-
-        created = ensure_topics(KafkaEndpoint(bootstrap_servers=self.bootstrap), [topic],
-                                partitions=self.partitions, replication_factor=self.replication_factor)
-        if created:
-            log.info("created topic %s", topic)
-        TopicMaker._known.add(topic)
 
 
 def dead_letter_value() -> Column:
@@ -145,7 +124,7 @@ def dead_letter_value() -> Column:
     ), {"ignoreNullFields": "false"})
 
 
-def route_records(tagged: DataFrame, router: Router, topics: TopicMaker) -> DataFrame:
+def route_records(tagged: DataFrame, router: Router, ensure_topic: Callable[[str], None]) -> DataFrame:
     """(key, value, topic) to write, from ``tag_records``: routed records unchanged, dead letters as JSON.
 
     One projection, one UDF call per record: a routable record's UDF input is its topic name only (so
@@ -154,7 +133,7 @@ def route_records(tagged: DataFrame, router: Router, topics: TopicMaker) -> Data
     """
     from pyspark.sql import functions as F
 
-    udf = F.udf(functools.partial(_python_routes, router, topics), _ROUTES)
+    udf = F.udf(functools.partial(_python_routes, router, ensure_topic), _ROUTES)
     routable = F.col("_routable")
     routes = udf(F.when(routable, F.col("_topic")), F.when(~routable, F.col("value")), F.col("key"))
     return (tagged.withColumn("route", F.explode(routes))
@@ -168,16 +147,18 @@ def route_records(tagged: DataFrame, router: Router, topics: TopicMaker) -> Data
 
 
 def start(spark: SparkSession, cfg: DbusConfig, ds: str, *, checkpoint: str, max_offsets: int,
-          available_now: bool = False, known_topics: set[str] | None = None) -> StreamingQuery:
-    """Start the dispatcher query of source ``ds``; ``known_topics`` exist already (no need to check)."""
+          available_now: bool = False) -> StreamingQuery:
+    """Start the dispatcher query of source ``ds``."""
+    from dbuslib.kafka import ensure_topic_once
     from dbuslib.spark import kafka_sink, with_trigger
 
     src = cfg.source(ds)
     bootstrap = cfg.endpoints.kafka.bootstrap_servers
     router = Router.for_source(ds, src)
-    topics = TopicMaker(bootstrap, src.topics.partitions, src.topics.replication_factor, known_topics or set())
+    ensure_topic = functools.partial(ensure_topic_once, cfg.endpoints.kafka, partitions=src.topics.partitions,
+                                     replication_factor=src.topics.replication_factor)
     tagged = tag_records(read_raw(spark, bootstrap, src.topics.name("raw", ds), max_offsets), router)
-    writer = (kafka_sink(route_records(tagged, router, topics).writeStream, bootstrap)
+    writer = (kafka_sink(route_records(tagged, router, ensure_topic).writeStream, bootstrap)
               .queryName(query_name(ds)).option("checkpointLocation", checkpoint))
     return with_trigger(writer, available_now, src.dispatcher.trigger_interval_ms,
                         src.dispatcher.async_progress).start()

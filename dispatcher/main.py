@@ -48,7 +48,7 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
                         partitions=src.topics.partitions, replication_factor=src.topics.replication_factor)
     session = spark.session(cfg, job.query_name(ds))
     query = job.start(session, cfg, ds, checkpoint=spark.checkpoint(cfg, "dispatcher", ds),
-                      max_offsets=max_offsets, available_now=available_now, known_topics=set(topics))
+                      max_offsets=max_offsets, available_now=available_now)
     log.info("%s: query %s started", ds, query.name)
     try:
         query.awaitTermination()
