@@ -215,9 +215,7 @@ def _resume_or_reset(cfg: DbusConfig, ds: str) -> str:
         return ""
     db = mysql.connect(cfg.source(ds).mysql)
     try:
-        with db.cursor() as cur:
-            cur.execute("SHOW BINARY LOGS")
-            files = {row[0] for row in cur.fetchall()}
+        files = mysql.binlog_files(db)
     finally:
         db.close()
     if stored["file"] in files:

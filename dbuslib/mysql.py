@@ -51,6 +51,13 @@ def connect(
         raise EndpointError(msg) from e
 
 
+def binlog_files(db: pymysql.Connection) -> list[str]:
+    """The binlog files the server still has, oldest first (SHOW BINARY LOGS)."""
+    with db.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        return [row[0] for row in cur.fetchall()]
+
+
 def binlog_end(db: pymysql.Connection) -> BinlogPosition:
     """The current end of the binlog (SHOW MASTER STATUS) and the server's current GTID position."""
     with db.cursor() as cur:

@@ -92,10 +92,7 @@ def initial_position(src: Source, db: pymysql.Connection) -> Position:
         end = mysql.binlog_end(db)
         return Position(file=end.file, pos=end.pos, gtid=end.gtid)
     if start == "earliest":
-        with db.cursor() as cur:
-            cur.execute("SHOW BINARY LOGS")
-            first = cur.fetchone()
-        return Position(file=first[0], pos=4)
+        return Position(file=mysql.binlog_files(db)[0], pos=4)
     if ":" in start:
         return Position.parse(start)
     return Position(file="", pos=0, gtid=start)

@@ -97,8 +97,7 @@ def purge_up_to_now(db, must_go: str, timeout: float = 60) -> None:
         cur.execute("FLUSH BINARY LOGS")
         while True:
             cur.execute(f"PURGE BINARY LOGS TO '{mysql.binlog_end(db).file}'")
-            cur.execute("SHOW BINARY LOGS")
-            if must_go not in {row[0] for row in cur.fetchall()}:
+            if must_go not in mysql.binlog_files(db):
                 return
             assert time.monotonic() < deadline, f"{must_go} could not be purged"
             cur.execute("FLUSH BINARY LOGS")  # a new event makes the server notice dead dump threads
