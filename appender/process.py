@@ -23,14 +23,12 @@ from appender.versions import Change, Version, compare, on_rows, on_truncate, ve
 from dbuslib.deadletter import DeadLetter
 from dbuslib.rawevent import RawEvent, RawEventError, Reassembler, decode
 from appender.textpath import event_messages, message_prefix
-from dbuslib.fastdecode import decode_fast, table_of
+from dbuslib.fastdecode import decode_fast, rows_op, table_of
 from dbuslib.rowdecode import RowDecodeError
 from ums import Namespace, ProtocolType, build_termination_message, data_key, to_json, ums_id, ums_ts_ms
 from ums.build import user_columns
 from ums.control import ControlType, control_key, new_control_message
 from ums.control import to_json as control_json
-
-_OPS_BY_TYPE = {23: "i", 30: "i", 24: "u", 31: "u", 25: "d", 32: "d"}  # binlog rows event type -> op
 
 
 @dataclass(frozen=True)
@@ -123,7 +121,7 @@ class PartitionProcessor:
         headers = (("ums_key", data_key(ProtocolType.DATA_INCREMENT_DATA, ns, event.header["ts"] * 1000,
                                         s.ds).encode()),)
         for text in event_messages(message_prefix(ns, shape.columns), event.header,
-                                   _OPS_BY_TYPE[event.header["event_type"]], lines, s.timezone,
+                                   rows_op(event.header["event_type"]), lines, s.timezone,
                                    s.before_update_image, s.max_tuples, s.max_bytes):
             yield OutRecord(topic, key, text, headers)
 

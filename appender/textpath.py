@@ -82,7 +82,14 @@ def messages(prefix: bytes, tuples: list[bytes], max_tuples: int, max_bytes: int
     return out
 
 
-_UID_TAILS = [f"{t:06d}\",".encode() for t in range(ROW_LIMIT // 10)]  # ums_uid_ = ums_id_ digits + these
+_UID_TAILS: list[bytes] = []  # b'000000",', b'000001",', ...: ums_uid_ = ums_id_ digits + these
+
+
+def _uid_tails(n: int) -> list[bytes]:
+    """The first ``n`` tails (at least), made once per process as events need them."""
+    if len(_UID_TAILS) < n:
+        _UID_TAILS.extend(f"{t:06d}\",".encode() for t in range(len(_UID_TAILS), max(n, 1024)))
+    return _UID_TAILS
 
 
 def event_messages(prefix: bytes, header: dict[str, Any], op: str, lines: list[bytes], timezone: str,
@@ -96,15 +103,16 @@ def event_messages(prefix: bytes, header: dict[str, Any], op: str, lines: list[b
     uid_base = ums_id(header["file"], header["pos"])
     ts = ums_ts_ms(header["ts"] * 1000, ZoneInfo(timezone))
     head = f'{{"tuple":["{uid_base}","{ts}","{op}","{uid_base}'.encode()
-    per_tuple = len(head) + len(_UID_TAILS[0]) + len(_ENDING) + _TUPLE_OVERHEAD
-    if (op == "u" and before_update_image) or n > len(_UID_TAILS) \
-            or sum(map(len, images)) + n * per_tuple > max_bytes:
+    per_tuple = len(head) + len(b'000000",') + len(_ENDING) + _TUPLE_OVERHEAD
+    too_big = sum(map(len, images)) + n * per_tuple > max_bytes
+    if (op == "u" and before_update_image) or n >= ROW_LIMIT or too_big:
         return messages(prefix, tuple_texts(header, op, lines, timezone, before_update_image), max_tuples,
                         max_bytes)
     between = _ENDING + b"," + head
+    tails = _uid_tails(n)
     out = []
     for start in range(0, n, max_tuples):
         part = images[start:start + max_tuples]
-        body = b"".join(chain.from_iterable(zip(_UID_TAILS[start:start + len(part)], part, repeat(between))))
+        body = b"".join(chain.from_iterable(zip(tails[start:start + len(part)], part, repeat(between))))
         out.append(b"".join((prefix, head, body[: len(body) - len(between)], _ENDING, _ENDING)))
     return out

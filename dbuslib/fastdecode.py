@@ -366,6 +366,11 @@ def _from_rowdecode(d: DecodedRows, ums: bool = False) -> FastRows:
     return FastRows(d.schema, d.table, d.op, d.columns, d.primary_key, before, after)
 
 
+def rows_op(event_type: int) -> str:
+    """``i``/``u``/``d`` of a binlog rows event type code (write/update/delete, v1 or v2)."""
+    return _OPS[event_type][0]
+
+
 def table_of(event: RawEvent) -> TableShape:
     """The table a whole ``rows`` record describes (its table map parsed once, cached), without
     decoding any row: what the appender needs when the rows were decoded elsewhere (the JVM)."""
