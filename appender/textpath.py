@@ -19,31 +19,13 @@ from itertools import chain, repeat
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from ums import ProtocolType, UmsMessage, ums_id, ums_ts_ms, ums_uid
-from ums.build import data_schema
-from ums.encoding import to_json
+from ums import ums_id, ums_ts_ms, ums_uid
 from ums.ids import ROW_LIMIT
-from ums.namespace import Namespace
-from ums.types import ColumnSpec
+from ums.text import ENDING as _ENDING
+from ums.text import TUPLE_OVERHEAD as _TUPLE_OVERHEAD
+from ums.text import message_prefix, messages
 
-_PROTOCOL = ProtocolType.DATA_INCREMENT_DATA
-_TUPLE_OVERHEAD = len(b'{"tuple":},') - len(b'{"tuple":}')  # split_tuples counts a comma per tuple
-_ENDING = b"]}"
-_prefixes: dict[tuple[Namespace, tuple[ColumnSpec, ...], int], bytes] = {}
-
-
-def message_prefix(ns: Namespace, columns: tuple[ColumnSpec, ...], batch_id: int = 0) -> bytes:
-    """``{"protocol":...,"schema":...,"payload":[`` of a data message, cached per namespace/columns."""
-    key = (ns, columns, batch_id)
-    prefix = _prefixes.get(key)
-    if prefix is None:
-        empty = to_json(UmsMessage.prevalidated(_PROTOCOL, data_schema(ns, columns, batch_id, _PROTOCOL), ()))
-        assert empty.endswith("[]}"), empty
-        prefix = empty[:-2].encode()
-        if len(_prefixes) > 4096:
-            _prefixes.clear()
-        _prefixes[key] = prefix
-    return prefix
+__all__ = ["event_messages", "message_prefix", "messages", "tuple_texts"]
 
 
 def tuple_texts(header: dict[str, Any], op: str, lines: list[bytes], timezone: str,
@@ -64,22 +46,6 @@ def tuple_texts(header: dict[str, Any], op: str, lines: list[bytes], timezone: s
         ums_uid(uid_base, len(pairs) - 1)  # raises with the limit named
     return [b"".join((head, code, b'","', str(base + t).encode(), b'",', line, b"]}"))
             for t, (code, line) in enumerate(pairs)]
-
-
-def messages(prefix: bytes, tuples: list[bytes], max_tuples: int, max_bytes: int) -> list[bytes]:
-    """Message texts of at most ``max_tuples`` tuples and ``max_bytes`` payload bytes (as
-    ``split_tuples`` counts them), tuples in order; one oversized tuple gets a message of its own."""
-    out: list[bytes] = []
-    start, size = 0, 0
-    for i, text in enumerate(tuples):
-        row_size = len(text) + _TUPLE_OVERHEAD
-        if i > start and (i - start >= max_tuples or size + row_size > max_bytes):
-            out.append(prefix + b",".join(tuples[start:i]) + _ENDING)
-            start, size = i, 0
-        size += row_size
-    if start < len(tuples):
-        out.append(prefix + b",".join(tuples[start:]) + _ENDING)
-    return out
 
 
 _UID_TAILS: list[bytes] = []  # b'000000",', b'000001",', ...: ums_uid_ = ums_id_ digits + these

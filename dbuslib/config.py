@@ -235,6 +235,25 @@ class AppenderSettings(StreamSettings):
     jvm_decoder: bool = True
 
 
+class FullPullSettings(_Model):
+    """The full puller of one source (fullpuller/): ``shard_size`` rows per shard unless a request says
+    otherwise (-1: one shard), ``parallelism`` shards pulled at once, ``fetch_rows`` rows a shard reader
+    fetches per round trip, ``progress_interval_s`` how often a shard reports its rows to ZooKeeper."""
+
+    shard_size: int = Field(100_000, ge=-1)
+    parallelism: int = Field(2, ge=1)
+    fetch_rows: int = Field(5000, ge=1)
+    progress_interval_s: float = Field(2.0, gt=0)
+
+    @field_validator("shard_size")
+    @classmethod
+    def _shard_size(cls, v: int) -> int:
+        if v == 0:
+            msg = "must be a positive number of rows, or -1 for one shard"
+            raise ValueError(msg)
+        return v
+
+
 class ExtractorSettings(_Model):
     """The binlog reader of one source. ``start`` applies only when no position was ever committed:
     ``current`` (the binlog's end now), ``earliest`` (the oldest binlog still on the server), ``FILE:POS``
@@ -284,6 +303,7 @@ class Source(_Model):
     extractor: ExtractorSettings = ExtractorSettings()
     dispatcher: StreamSettings = StreamSettings()
     appender: AppenderSettings = AppenderSettings()
+    fullpull: FullPullSettings = FullPullSettings()
 
     @field_validator("masking")
     @classmethod

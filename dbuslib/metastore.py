@@ -1,4 +1,4 @@
-"""The meta store: table schema versions (and later full-pull history), in a SQL database via SQLAlchemy.
+"""The meta store: table schema versions and full-pull history, in a SQL database via SQLAlchemy.
 
 By default a database ``dbus`` on the source's MariaDB (``endpoints.meta_store.url``). Table
 ``dbus_meta_version``, one row per version of a table, by example::
@@ -18,6 +18,13 @@ every Avro record carries in its ``ums_avro_schema`` header (see appender/output
     {"namespace": "mysql.demo.shop.orders.3.0.0", "fingerprint": "9f86d0...(sha256 hex)",
      "schema_json": "{\"fields\": [...], \"name\": \"ums_mysql_demo_shop_orders_3_0_0\", ...}",
      "created_ms": 1704164645000}
+
+Table ``dbus_fullpull_history`` holds one row per full-pull request (the original's ``t_fullpull_history``),
+keyed by its id (the request's ``SEQNO``); ``batch_id`` counts the pulls of a table (UMS ``batchId``)::
+
+    {"id": 1704164645123, "ds": "demo", "schema_name": "shop", "table_name": "orders", "batch_id": 2,
+     "version": 0, "ums_id": 1030000012345678, "status": "ending", "split_col": "id", "shards": 10,
+     "total_rows": 1000000, "finished_rows": 1000000, "error": null, "created_ms": ..., "updated_ms": ...}
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from sqlalchemy import (BigInteger, Column, Integer, MetaData, String, Table, Text, UniqueConstraint,
-                        create_engine, select)
+                        create_engine, func, select)
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from ums import ColumnSpec
@@ -71,6 +78,24 @@ meta_avro_schema = Table(
     Column("schema_json", Text(16_777_215), nullable=False),  # MEDIUMTEXT on MySQL: wide tables fit
     Column("created_ms", BigInteger, nullable=False),
     UniqueConstraint("fingerprint", name="uk_avro_fingerprint"),
+)
+fullpull_history = Table(
+    "dbus_fullpull_history", metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=False),
+    Column("ds", String(64), nullable=False),
+    Column("schema_name", String(64), nullable=False),
+    Column("table_name", String(64), nullable=False),
+    Column("batch_id", Integer, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("ums_id", BigInteger, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("split_col", String(255), nullable=False),
+    Column("shards", Integer, nullable=False),
+    Column("total_rows", BigInteger, nullable=False),
+    Column("finished_rows", BigInteger, nullable=False),
+    Column("error", Text, nullable=True),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("updated_ms", BigInteger, nullable=False),
 )
 
 
@@ -155,6 +180,30 @@ class MetaStore:
         with self.engine.connect() as conn:
             rows = conn.execute(q).mappings().all()
         return [_avro_row(r) for r in rows]
+
+    def next_batch_id(self, ds: str, schema: str, table: str) -> int:
+        """The ``batchId`` of the next full pull of a table: 1 + the pulls recorded so far."""
+        q = (select(func.coalesce(func.max(fullpull_history.c.batch_id), 0))
+             .where(fullpull_history.c.ds == ds, fullpull_history.c.schema_name == schema,
+                    fullpull_history.c.table_name == table))
+        with self.engine.connect() as conn:
+            return int(conn.execute(q).scalar_one()) + 1
+
+    def record_pull(self, row: dict[str, object]) -> None:
+        """Insert or update one full-pull history row (``id`` = the request's SEQNO)."""
+        row = {**row, "updated_ms": int(time.time() * 1000)}
+        with self.engine.begin() as conn:
+            done = conn.execute(fullpull_history.update().where(fullpull_history.c.id == row["id"])
+                                .values(**{k: v for k, v in row.items() if k != "id"}))
+            if done.rowcount == 0:
+                conn.execute(fullpull_history.insert().values(created_ms=row["updated_ms"], **row))
+
+    def pulls(self, ds: str, limit: int = 20) -> list[dict[str, object]]:
+        """The newest full pulls of a source, newest first."""
+        q = (select(fullpull_history).where(fullpull_history.c.ds == ds)
+             .order_by(fullpull_history.c.id.desc()).limit(limit))
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q).mappings().all()]
 
     def dispose(self) -> None:
         self.engine.dispose()
