@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dbuslib.metastore import Reason, Version
+from dbuslib.metastore import Reason, Version, compatible, signature, version_at
 from ums import ColumnSpec
 
 __all__ = ["Change", "Reason", "Version", "compare", "compatible", "on_rows", "on_truncate", "signature",
@@ -31,15 +31,6 @@ class Change:
 
     new: Version
     ends: Version | None
-
-
-def signature(columns: tuple[ColumnSpec, ...]) -> tuple[tuple[str, str], ...]:
-    """What compatibility compares: each column's name and UMS type, in order."""
-    return tuple((c.name, c.ums_type.value) for c in columns)
-
-
-def compatible(old: tuple[ColumnSpec, ...], new: tuple[ColumnSpec, ...]) -> bool:
-    return old == new or signature(old) == signature(new)  # equal columns: the usual case, checked first
 
 
 def on_rows(current: Version | None, columns: tuple[ColumnSpec, ...], at: int) -> Change | None:
@@ -56,12 +47,6 @@ def on_truncate(current: Version | None, at: int) -> Change | None:
     if current is None or at <= current.since:
         return None
     return Change(Version(current.version + 1, at, current.columns, Reason.TRUNCATE), current)
-
-
-def version_at(history: list[Version], at: int) -> Version | None:
-    """The version valid at binlog id ``at``: the newest whose ``since`` is not after it."""
-    valid = [v for v in history if v.since <= at]
-    return max(valid, key=lambda v: v.since) if valid else None
 
 
 def compare(old: tuple[ColumnSpec, ...], new: tuple[ColumnSpec, ...]) -> dict[str, object]:

@@ -182,6 +182,10 @@ def _parser() -> argparse.ArgumentParser:
     rl.add_argument("--reason", help="free text carried in the message payload")
     rl.set_defaults(handler=_reload)
 
+    from fullpuller import cli as fullpull_cli
+
+    fullpull_cli.add_parsers(sub)  # fullpull request|status, reconcile, verify
+
     dm = sub.add_parser("demo", help="run the demo on the local stack (make demo)")
     dm.add_argument("--source", default="demo", help="source name (default: %(default)s)")
     dm.set_defaults(handler=_demo)

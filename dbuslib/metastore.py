@@ -57,6 +57,22 @@ class Version:
     reason: Reason
 
 
+def signature(columns: tuple[ColumnSpec, ...]) -> tuple[tuple[str, str], ...]:
+    """What version compatibility compares: each column's name and UMS type, in order."""
+    return tuple((c.name, c.ums_type.value) for c in columns)
+
+
+def compatible(old: tuple[ColumnSpec, ...], new: tuple[ColumnSpec, ...]) -> bool:
+    """Whether rows with ``new`` columns stay in the version of ``old`` (appender/versions.py says when)."""
+    return old == new or signature(old) == signature(new)  # equal columns: the usual case, checked first
+
+
+def version_at(history: list[Version], at: int) -> Version | None:
+    """The version valid at binlog id ``at``: the newest whose ``since`` is not after it."""
+    valid = [v for v in history if v.since <= at]
+    return max(valid, key=lambda v: v.since) if valid else None
+
+
 metadata = MetaData()
 meta_version = Table(
     "dbus_meta_version", metadata,

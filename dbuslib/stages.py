@@ -22,7 +22,7 @@ from dbuslib.config import DbusConfig
 from dbuslib.errors import DbusError
 
 REPO = Path(__file__).resolve().parent.parent
-STAGES = ("extractor", "dispatcher", "appender")
+STAGES = ("extractor", "dispatcher", "appender", "fullpuller")
 
 
 class StageError(DbusError):

@@ -1,0 +1,176 @@
+"""``dbus fullpull request|status``, ``dbus reconcile`` and ``dbus verify`` (registered by dbuslib/cli.py).
+
+    dbus fullpull request --source demo --table shop.orders [--split-col C] [--shard-size N] [--where SQL]
+    dbus fullpull status --source demo [--id ID] [--watch]
+
+``request`` prints the request id, then waits (``--wait``, default 60 s) for the full puller to accept
+it (exit 0) or reject it (exit 2, with the reason from its ``<ds>_callback`` reply); ``--follow`` shows
+the progress bar until the pull ends. Exit 1 when the full puller did not answer (is it running?).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+
+def add_parsers(sub: Any) -> None:
+    fp = sub.add_parser("fullpull", help="full pulls: request one, show progress").add_subparsers(
+        dest="action", required=True)
+    rq = fp.add_parser("request", help="send FULL_DATA_INDEPENDENT_PULL_REQ for a table",
+                       description=__doc__.split("\n\n")[1])
+    rq.add_argument("--source", required=True, help="source name under 'sources'")
+    rq.add_argument("--table", required=True, help="schema.table to pull")
+    rq.add_argument("--split-col", help="split column(s), e.g. id or a,b (default: primary key, unique key, index)")
+    rq.add_argument("--shard-size", type=int, help="rows per shard (default: the source's fullpull.shard_size; -1 one shard)")
+    rq.add_argument("--where", help="SQL condition the pulled rows must meet (INPUT_CONDITIONS)")
+    rq.add_argument("--result-topic", help="topic to write to (default: the table's result topic)")
+    rq.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
+                    help="wait for acceptance or rejection (0: send and exit)")
+    rq.add_argument("--follow", action="store_true", help="show progress until the pull ends")
+    rq.set_defaults(handler=request_cli)
+
+    stp = fp.add_parser("status", help="progress of full pulls (rows, shards, rows/s, ETA)")
+    stp.add_argument("--source", required=True, help="source name under 'sources'")
+    stp.add_argument("--id", type=int, help="one request (default: the newest pulls)")
+    stp.add_argument("--limit", type=int, default=10, help="pulls to show (default: %(default)s)")
+    stp.add_argument("--watch", action="store_true", help="refresh every second until the pulls end")
+    stp.set_defaults(handler=status_cli)
+
+    from fullpuller import reconcile, verify
+
+    rc = sub.add_parser("reconcile", help="merge full-pull rows and increments into a snapshot (Spark batch)")
+    reconcile.add_arguments(rc)
+    rc.set_defaults(handler=reconcile.cli)
+    vf = sub.add_parser("verify", help="compare a reconciled snapshot with the live source table")
+    verify.add_arguments(vf)
+    vf.set_defaults(handler=verify.cli)
+
+
+def _store(cfg: Any, ds: str) -> Any:
+    from dbuslib import zk
+    from fullpuller.progress import ProgressStore
+
+    client = zk.client(cfg.endpoints.zookeeper)
+    return ProgressStore(client, zk.path(cfg.endpoints.zookeeper, "FullPuller", ds))
+
+
+def _close(store: Any) -> None:
+    store.zk.stop()
+    store.zk.close()
+
+
+def request_cli(args: argparse.Namespace) -> int:
+    from dbuslib import kafka
+    from dbuslib.config import load_config
+    from dbuslib.errors import EndpointError
+    from fullpuller import request
+    from fullpuller.progress import bar
+
+    cfg = load_config(args.config)
+    src = cfg.source(args.source)
+    if args.table.count(".") != 1 or not all(args.table.split(".")):
+        print(f"dbus: FULLPULL_BAD_REQUEST: --table {args.table!r}: expected schema.table", file=sys.stderr)
+        return 2
+    schema, table = args.table.split(".")
+    message = request.build(args.source, schema, table, split_col=args.split_col, shard_size=args.shard_size,
+                            where=args.where, result_topic=args.result_topic)
+    ctrl, callback = src.topics.name("ctrl", args.source), src.topics.name("callback", args.source)
+    kafka.ensure_topics(cfg.endpoints.kafka, [ctrl, callback], src.topics.partitions,
+                        src.topics.replication_factor)
+    since = kafka.end_offsets(cfg.endpoints.kafka, [callback])
+    producer = kafka.producer(cfg.endpoints.kafka, max_block_ms=15_000)
+    key, value = request.to_record(message)
+    try:
+        producer.send(ctrl, key=key, value=value).get(30)
+    except Exception as e:  # noqa: BLE001 - kafka-python raises many types: all mean "not sent"
+        msg = f"could not send {key.decode()} to {ctrl} on {cfg.endpoints.kafka.bootstrap_servers}: {e}"
+        raise EndpointError(msg) from e
+    finally:
+        producer.close()
+    print(f"{message.id}\tFULL_DATA_INDEPENDENT_PULL_REQ for {args.table} sent to {ctrl}", flush=True)
+    if args.wait <= 0:
+        return 0
+    store = _store(cfg, args.source)
+    try:
+        deadline = time.monotonic() + args.wait
+        accepted = None
+        while time.monotonic() < deadline and accepted is None:
+            answer = _reply(cfg, callback, since, message.id)
+            if answer is not None and answer.get("STATUS") == "abort":
+                print(f"dbus: {answer.get('ERROR_CODE')}: {answer.get('ERROR_MSG')}", file=sys.stderr)
+                return 2
+            p = store.get(schema, table, message.id)
+            if p is not None and p.Status != "splitting":
+                accepted = p
+                break
+            time.sleep(0.5)
+        if accepted is None:
+            print(f"dbus: no answer from the full puller of {args.source} within {args.wait:g}s "
+                  f"(is it running? it reads {ctrl})", file=sys.stderr)
+            return 1
+        print(f"{message.id}\taccepted at ums_id {accepted.UmsId}: {accepted.TotalRows} rows in "
+              f"{accepted.TotalCount} shard(s), split by {accepted.SplitCol or 'nothing'}"
+              + (f"; warning: {accepted.Warning}" if accepted.Warning else ""), flush=True)
+        if not args.follow:
+            return 0
+        while True:
+            p = store.refreshed(store.get(schema, table, message.id))
+            print(f"\r{bar(p)}", end="", flush=True)
+            if p.finished:
+                print()
+                return 0 if p.Status == "ending" else 1
+            time.sleep(1.0)
+    finally:
+        _close(store)
+
+
+def _reply(cfg: Any, topic: str, since: dict[Any, int], seqno: int) -> dict[str, Any] | None:
+    """The payload of the callback reply to ``seqno`` written after ``since``, if any yet."""
+    import json
+
+    from dbuslib import kafka
+
+    for rec in kafka.read_range(cfg.endpoints.kafka, [topic], since):
+        try:
+            payload = json.loads(rec.value).get("payload", {})
+        except (ValueError, AttributeError):
+            continue
+        if payload.get("SEQNO") == str(seqno):
+            return payload
+    return None
+
+
+def status_cli(args: argparse.Namespace) -> int:
+    from dbuslib.config import load_config
+    from fullpuller.progress import bar
+
+    cfg = load_config(args.config)
+    cfg.source(args.source)
+    store = _store(cfg, args.source)
+    try:
+        while True:
+            pulls = store.all()
+            if args.id is not None:
+                pulls = [p for p in pulls if p.SeqNo == args.id]
+                if not pulls:
+                    print(f"dbus: no full pull {args.id} for source {args.source}", file=sys.stderr)
+                    return 1
+            lines = [f"{p.SeqNo}  {p.Schema}.{p.Table}  batch {p.BatchNo}  v{p.Version}  ums_id {p.UmsId}\n"
+                     f"  {bar(p)}" for p in pulls[: args.limit]]
+            if args.id is not None and pulls:
+                p = pulls[0]
+                states = store.shards(p)
+                for i, shard in enumerate(p.Shards):
+                    st = states.get(i)
+                    lines.append(f"    shard {i}: {st.state if st else 'waiting':8} {st.rows if st else 0:>10} rows"
+                                 f"  [{shard.get('lower')} .. {shard.get('upper')})")
+            print("\n".join(lines) if lines else f"no full pulls recorded for source {args.source}", flush=True)
+            if not args.watch or all(p.finished for p in pulls):
+                return 0
+            time.sleep(1.0)
+            print()
+    finally:
+        _close(store)

@@ -1,0 +1,258 @@
+"""One full pull, from request to the end marker: the driver side of the full-puller service.
+
+1. **Accept**: the table must exist and the split column must be usable (else the request is rejected,
+   with a ``FULL_DATA_FINISH_REQ`` reply of STATUS abort on ``<ds>_callback``). The binlog end is read
+   *before* anything of the table: it becomes the ``ums_id_`` of every pulled row, so every change
+   committed after it reaches the result topic as an increment with a greater ``ums_id_`` and a
+   reconcile by greatest ``ums_id_`` yields the current state (docs/fullpull.md). The table's UMS
+   version is the one valid at that position (a new one when the columns changed since), and the
+   ``batchId`` is one more than the table's previous pulls.
+2. **Split** (fullpuller/split.py): the shard plan goes to ZooKeeper and to ``<ds>_data_shards``.
+3. **Pull**: shards not yet done run as Spark jobs, ``fullpull.parallelism`` at a time, each reading its
+   shard through the ``dbus_fullpull`` data source (fullpuller/source.py) and writing UMS
+   ``data_initial_data`` to the table's result topic with Spark's Kafka sink. A shard is marked done in
+   ZooKeeper only when its job has succeeded (every message acknowledged), so a pull that was killed
+   re-pulls only the shards that were not done.
+4. **End**: an end marker on the result topic, status ``ending``, the reply on ``<ds>_callback``.
+
+Start and end markers are ``data_initial_data`` messages of the pull's namespace and ``batchId`` with an
+empty payload and headers ``dbus_fullpull`` = ``start``/``end`` and ``dbus_fullpull_id`` = the request id.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from dbuslib import kafka, mysql, spark, zk
+from dbuslib.config import DbusConfig
+from dbuslib.metastore import MetaStore, Reason, Version, compatible, version_at
+from fullpuller import catalog, render, split
+from fullpuller.progress import ABORT, DONE, ENDING, PULLING, Progress, ProgressStore, ShardState
+from fullpuller.request import PullRejected, PullRequest, reply, to_record
+from fullpuller.source import NAME, ShardJob
+from ums.build import data_schema
+from ums.control import to_json as control_json
+from ums.encoding import to_json
+from ums.ids import ums_id
+from ums.message import ProtocolType, UmsMessage
+from ums.namespace import Namespace
+from ums.timefmt import ums_ts
+from ums.types import ColumnSpec
+
+log = logging.getLogger("dbus.fullpuller")
+PROTOCOL = ProtocolType.DATA_INITIAL_DATA
+
+
+@dataclass
+class Puller:
+    """The full puller of one source; ``handle`` serves one ``<ds>_ctrl`` record."""
+
+    session: Any
+    cfg: DbusConfig
+    ds: str
+
+    def __post_init__(self) -> None:
+        self.src = self.cfg.source(self.ds)
+        self.zk = zk.client(self.cfg.endpoints.zookeeper)
+        self.store = ProgressStore(self.zk, zk.path(self.cfg.endpoints.zookeeper, "FullPuller", self.ds))
+        self.meta = MetaStore(self.cfg.endpoints.meta_store.url.get_secret_value())
+        self.meta.create_schema()
+        self.producer = kafka.producer(self.cfg.endpoints.kafka, acks="all")
+        self.callback = self.src.topics.name("callback", self.ds)
+        self.shards_topic = self.src.topics.name("data_shards", self.ds)
+
+    def close(self) -> None:
+        self.producer.close()
+        self.zk.stop()
+        self.zk.close()
+        self.meta.dispose()
+
+    # ------------------------------------------------------------------ one request
+
+    def handle(self, req: PullRequest) -> Progress | None:
+        """Serve one request: accept (or resume) and pull; every outcome is replied on ``<ds>_callback``."""
+        p = self.store.get(req.schema, req.table, req.seqno)
+        if p is not None and p.finished:
+            log.info("%s: request %s was already served (%s); nothing to do", self.ds, req.seqno, p.Status)
+            return p
+        try:
+            if p is None:
+                p = self._accept(req)
+            else:
+                p = replace(p, Resumes=p.Resumes + 1)
+                self.store.put(p)
+            p = self._pull(p)
+        except PullRejected as e:
+            self.reject(e, req.name)
+            p = p or self.store.get(req.schema, req.table, req.seqno)  # rejected after the node was made
+            if p is not None:
+                self._finish(replace(p, Status=ABORT, ErrorCode=e.code, ErrorMsg=str(e)))
+            return p
+        except Exception as e:  # noqa: BLE001 - a failed pull is reported, and the service goes on
+            log.exception("%s: full pull %s of %s failed", self.ds, req.seqno, req.name)
+            err = PullRejected("FULLPULL_FAILED", f"request {req.seqno} ({req.name}): {e}", req.seqno)
+            self.reject(err, req.name)
+            p = p or self.store.get(req.schema, req.table, req.seqno)
+            if p is not None:
+                self._finish(replace(p, Status=ABORT, ErrorCode=err.code, ErrorMsg=str(e)[:2000]))
+            return p
+        return p
+
+    def reject(self, e: PullRejected, table: str = "") -> None:
+        log.warning("%s: %s: %s", self.ds, e.code, e)
+        self._send(self.callback, reply(e.seqno, ABORT, ds=self.ds, table=table, code=e.code, error=str(e)))
+
+    # ------------------------------------------------------------------ accept and split
+
+    def _accept(self, req: PullRequest) -> Progress:
+        db = mysql.connect(self.src.mysql)
+        try:
+            info = catalog.table_info(db, req.schema, req.table)
+            if info is None:
+                msg = f"request {req.seqno}: table {req.name} does not exist in source {self.ds}"
+                raise PullRejected("FULLPULL_UNKNOWN_TABLE", msg, req.seqno)
+            try:
+                split.choose_split(info, req.split_col)
+            except split.SplitError as e:
+                raise PullRejected(e.code, f"request {req.seqno} ({req.name}): {e}", req.seqno) from None
+            pos = mysql.binlog_end(db)  # before anything of the table is read: see the module doc
+            at = ums_id(pos.file, pos.pos)
+            version = self._version(req, info.columns, int(at))
+            ns = Namespace("mysql", self.ds, req.schema, req.table, version.version)
+            topic = req.result_topic or self.src.topics.name("result", self.ds, req.schema, req.table)
+            now = datetime.now(UTC)
+            p = Progress(req.seqno, req.schema, req.table, StartSecs=time.time(), UmsId=at,
+                         UmsTs=ums_ts(now, ZoneInfo(self.src.ums.timezone)), Version=version.version,
+                         BatchNo=self.meta.next_batch_id(self.ds, req.schema, req.table), Topic=topic,
+                         Namespace=str(ns), Columns=[asdict(c) for c in version.columns])
+            self.store.create(p)
+            self._history(p)
+            size = req.shard_size if req.shard_size is not None else self.src.fullpull.shard_size
+            try:
+                plan = split.plan(db, info, split_col=req.split_col, shard_size=size, where=req.where)
+            except split.SplitError as e:
+                raise PullRejected(e.code, f"request {req.seqno} ({req.name}): {e}", req.seqno) from None
+            except mysql.pymysql.MySQLError as e:
+                msg = f"request {req.seqno} ({req.name}): INPUT_CONDITIONS {req.where!r}: {e.args[-1]}"
+                raise PullRejected("FULLPULL_BAD_REQUEST", msg, req.seqno) from None
+        finally:
+            db.close()
+        if plan.warning:
+            log.warning("%s: request %s (%s): %s", self.ds, req.seqno, req.name, plan.warning)
+        shards = [{"where": s.where, "lower": s.lower, "upper": s.upper,
+                   "sql": render.select_sql(info, s.where, req.where)} for s in plan.shards]
+        p = replace(p, Status=PULLING, TotalCount=len(shards), TotalRows=plan.count, Shards=shards,
+                    SplitCol=",".join(plan.columns), SplitSource=plan.source, Warning=plan.warning or "")
+        kafka.ensure_topic_once(self.cfg.endpoints.kafka, topic, self.src.topics.partitions,
+                                self.src.topics.replication_factor)
+        request_json = control_json(req.message)
+        for i, s in enumerate(plan.shards):
+            split_json = {"splitCol": p.SplitCol, "index": i, "where": s.where, "lowerValue": s.lower,
+                          "upperValue": s.upper, "targetTableName": req.name}
+            value = {"dataChunkSplit": split_json, "dataChunkSplitIndex": i, "fullPull.request.param": request_json}
+            self.producer.send(self.shards_topic, key=req.message.type.value.encode(),
+                               value=to_json(value).encode())
+        self._marker(p, "start")
+        self.store.put(p)
+        self._history(p)
+        log.info("%s: request %s (%s) accepted at ums_id %s: %d rows in %d shard(s) split by %s", self.ds,
+                 req.seqno, req.name, at, plan.count, len(shards), p.SplitCol or "nothing")
+        return p
+
+    def _version(self, req: PullRequest, columns: tuple[ColumnSpec, ...], at: int) -> Version:
+        """The table's version at ``at``; a new one when the table's columns changed since."""
+        history = self.meta.history(self.ds, req.schema, req.table)
+        current = version_at(history, at) or (max(history, key=lambda v: v.version) if history else None)
+        if current is not None and compatible(current.columns, columns):
+            return current
+        if current is None:
+            new = Version(0, at, columns, Reason.FIRST)
+        else:
+            new = Version(max(v.version for v in history) + 1, at, columns, Reason.COLUMNS)
+        return self.meta.add(self.ds, req.schema, req.table, new)
+
+    # ------------------------------------------------------------------ pull
+
+    def _pull(self, p: Progress) -> Progress:
+        states = self.store.shards(p)
+        pending = [i for i in range(p.TotalCount) if states.get(i, ShardState()).state != DONE]
+        log.info("%s: request %s: pulling %d of %d shard(s)%s", self.ds, p.SeqNo, len(pending), p.TotalCount,
+                 f" (resume {p.Resumes}: {p.TotalCount - len(pending)} already done)" if p.Resumes else "")
+        interval = self.src.fullpull.progress_interval_s
+        with ThreadPoolExecutor(self.src.fullpull.parallelism, thread_name_prefix="fullpull") as pool:
+            futures = [pool.submit(self._pull_shard, p, i) for i in pending]
+            while True:
+                done, running = wait(futures, timeout=interval, return_when=FIRST_EXCEPTION)
+                p = self.store.refreshed(p)
+                self.store.put(p)
+                self._history(p)
+                failed = [f for f in done if f.exception() is not None]
+                if failed:
+                    for f in running:
+                        f.cancel()
+                    self.session.sparkContext.cancelAllJobs()
+                    raise failed[0].exception()
+                if not running:
+                    break
+        self._marker(p, "end")
+        p = self._finish(replace(self.store.refreshed(p), Status=ENDING))
+        self._send(self.callback, reply(p.SeqNo, ENDING, ds=self.ds, table=f"{p.Schema}.{p.Table}",
+                                        ROWS=p.FinishedRows, SHARDS=p.TotalCount, UMS_ID=p.UmsId,
+                                        BATCH_NO=p.BatchNo, VERSION=p.Version, SECONDS=p.ConsumeSecs))
+        log.info("%s: request %s (%s.%s) ending: %d rows, %d shard(s), %.1f s", self.ds, p.SeqNo, p.Schema,
+                 p.Table, p.FinishedRows, p.TotalCount, p.ConsumeSecs)
+        return p
+
+    def _pull_shard(self, p: Progress, index: int) -> None:
+        settings = self.src.fullpull
+        job = ShardJob(config=str(self.cfg.path), ds=self.ds, schema=p.Schema, table=p.Table,
+                       namespace=p.Namespace, columns=p.Columns, batch_id=p.BatchNo, ums_id=p.UmsId,
+                       ums_ts=p.UmsTs, shard=index, sql=p.Shards[index]["sql"],
+                       zk_shard_path=self.store.shard_path(p, index), fetch_rows=settings.fetch_rows,
+                       tuples_per_message=self.src.ums.tuples_per_message,
+                       max_message_bytes=self.src.ums.max_message_bytes,
+                       progress_interval_s=settings.progress_interval_s)
+        self.store.report_shard(p, index, ShardState(0, PULLING))
+        sc = self.session.sparkContext
+        sc.setJobDescription(f"full pull {p.SeqNo} {p.Schema}.{p.Table} shard {index + 1}/{p.TotalCount}")
+        df = self.session.read.format(NAME).option("job", job.to_json()).load()
+        spark.kafka_sink(df.write, self.cfg.endpoints.kafka.bootstrap_servers).option("topic", p.Topic).save()
+        rows = self.store.shards(p).get(index, ShardState()).rows
+        self.store.report_shard(p, index, ShardState(rows, DONE))
+
+    # ------------------------------------------------------------------ edges
+
+    def _marker(self, p: Progress, which: str) -> None:
+        schema = data_schema(Namespace.parse(p.Namespace), tuple(ColumnSpec(**c) for c in p.Columns), p.BatchNo,
+                             PROTOCOL)
+        value = to_json(UmsMessage.prevalidated(PROTOCOL, schema, ()))
+        headers = [("dbus_fullpull", which.encode()), ("dbus_fullpull_id", str(p.SeqNo).encode()),
+                   ("dbus_fullpull_ums_id", p.UmsId.encode())]
+        if which == "end":
+            headers.append(("dbus_fullpull_rows", str(p.FinishedRows).encode()))
+        self.producer.send(p.Topic, key=f"{p.Schema}.{p.Table}".encode(), value=value.encode(),
+                           headers=headers).get(60)
+
+    def _finish(self, p: Progress) -> Progress:
+        p = replace(p, EndSecs=time.time())
+        p = self.store.refreshed(p)
+        self.store.put(p)
+        self._history(p)
+        return p
+
+    def _history(self, p: Progress) -> None:
+        self.meta.record_pull({"id": p.SeqNo, "ds": self.ds, "schema_name": p.Schema, "table_name": p.Table,
+                               "batch_id": p.BatchNo, "version": p.Version, "ums_id": int(p.UmsId),
+                               "status": p.Status, "split_col": p.SplitCol, "shards": p.TotalCount,
+                               "total_rows": p.TotalRows, "finished_rows": p.FinishedRows,
+                               "error": p.ErrorMsg or None})
+
+    def _send(self, topic: str, message: Any) -> None:
+        key, value = to_record(message)
+        self.producer.send(topic, key=key, value=value).get(60)

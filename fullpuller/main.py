@@ -1,0 +1,90 @@
+"""The full-puller service: serves ``FULL_DATA_INDEPENDENT_PULL_REQ`` from ``<ds>_ctrl``, one pull at a time.
+
+Usage: spark-submit $(dbus spark args) fullpuller/main.py --config conf/dbus.yaml --source demo
+
+Requests are sent with ``dbus fullpull request`` (fullpuller/request.py); each one runs as Spark jobs in
+this application (fullpuller/job.py) and is answered on ``<ds>_callback``. The service commits its
+position on ``<ds>_ctrl`` (consumer group ``dbus-fullpuller-<ds>``) only once a request is served, so a
+service killed mid-pull serves that request again when it restarts, and the pull resumes: only the
+shards that were not done are pulled again. On its very first start it begins at the topic's end.
+Other stages' control messages on the topic (APPENDER_RELOAD_CONFIG, ...) are left alone.
+Exit codes: 0 stopped, 2 bad configuration, 1 failed (the error is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="fullpuller", description=__doc__.splitlines()[0])
+    p.add_argument("--config", required=True)
+    p.add_argument("--source", required=True)
+    args = p.parse_args(argv)
+
+    from kafka import TopicPartition
+    from kafka.structs import OffsetAndMetadata
+    from pyspark.sql import SparkSession
+
+    from dbuslib import kafka
+    from dbuslib.config import load_config
+    from dbuslib.errors import DbusError
+    from fullpuller import request
+    from fullpuller.job import Puller
+    from fullpuller.source import ShardSource
+
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("dbus").setLevel(logging.INFO)
+    log = logging.getLogger("dbus.fullpuller")
+    try:
+        cfg = load_config(args.config)
+        src = cfg.source(args.source)
+    except DbusError as e:
+        print(f"fullpuller: {e.code}: {e}", file=sys.stderr)
+        return 2
+    ctrl = src.topics.name("ctrl", args.source)
+    kafka.ensure_topics(cfg.endpoints.kafka, [ctrl, src.topics.name("callback", args.source),
+                                              src.topics.name("data_shards", args.source)],
+                        src.topics.partitions, src.topics.replication_factor)
+    session = SparkSession.builder.appName(f"dbus-fullpuller-{args.source}").getOrCreate()
+    session.dataSource.register(ShardSource)
+    puller = Puller(session, cfg, args.source)
+    consumer = kafka.consumer(cfg.endpoints.kafka, group_id=f"dbus-fullpuller-{args.source}",
+                              enable_auto_commit=False, auto_offset_reset="latest")
+    parts = [TopicPartition(ctrl, n) for n in sorted(consumer.partitions_for_topic(ctrl) or {0})]
+    consumer.assign(parts)
+    for tp in parts:
+        committed = consumer.committed(tp)
+        if committed is None:
+            consumer.seek_to_end(tp)
+        else:
+            consumer.seek(tp, committed)
+    start = {tp.partition: consumer.position(tp) for tp in parts}
+    log.info("%s: listening on %s from offsets %s", args.source, ctrl, start)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        while True:
+            for tp, records in consumer.poll(timeout_ms=1000, max_records=1).items():
+                for rec in records:
+                    if request.is_request(rec.key):
+                        try:
+                            req = request.parse(rec.value, args.source)
+                        except request.PullRejected as e:
+                            puller.reject(e)
+                        else:
+                            log.info("%s: request %s: %s (offset %d)", args.source, req.seqno, req.name, rec.offset)
+                            puller.handle(req)
+                    consumer.commit({tp: OffsetAndMetadata(rec.offset + 1, "", -1)})
+    except KeyboardInterrupt:
+        log.info("%s: stopping", args.source)
+    finally:
+        consumer.close()
+        puller.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

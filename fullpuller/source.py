@@ -1,0 +1,201 @@
+"""The shards of a pull as a Spark Python data source (``dbus_fullpull``): one partition per shard.
+
+A partition's reader runs the shard's SELECT on the source through a streaming (unbuffered) cursor;
+MariaDB renders each row to its UMS tuple text (fullpuller/render.py), so the reader only puts the
+system fields in front (``ums_id_``, ``ums_ts_``, ``ums_op_`` "i", ``ums_uid_``) and writes messages of
+up to ``ums.tuples_per_message`` tuples around them (ums.text). It yields one Spark row per message,
+``key``/``value`` binary, for Spark's Kafka sink. Masked tables take a slower path: each tuple is parsed,
+masked with the appender's rules and written again, so no clear value of a masked column leaves the reader.
+
+While it reads, the reader reports the shard's rows to ZooKeeper every ``progress_interval_s``
+(fullpuller/progress.py); the driver marks the shard done once Spark's Kafka sink has committed it.
+
+``ums_uid_`` of a pulled row is the pull's ``ums_id_`` digits, the shard index in 6 digits and the row's
+index in the shard in 9 digits: unique, and never equal to an increment's (those have 22 digits).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Iterator
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+NAME = "dbus_fullpull"
+SCHEMA = "key binary, value binary"
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """What a shard's reader needs, passed as the ``job`` option (JSON; no secret: the reader loads the
+    configuration file for the connection)."""
+
+    config: str
+    ds: str
+    schema: str
+    table: str
+    namespace: str
+    columns: list[dict[str, Any]]
+    batch_id: int
+    ums_id: str
+    ums_ts: str
+    shard: int
+    sql: str
+    zk_shard_path: str
+    fetch_rows: int
+    tuples_per_message: int
+    max_message_bytes: int
+    progress_interval_s: float
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ShardJob:
+        return cls(**json.loads(text))
+
+
+class ShardSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return ShardReader(ShardJob.from_json(self.options["job"]))
+
+
+class ShardReader(DataSourceReader):
+    def __init__(self, job: ShardJob) -> None:
+        self.job = job
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(self.job.shard)]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[bytes, bytes]]:
+        yield from read_shard(self.job)
+
+
+def read_shard(job: ShardJob) -> Iterator[tuple[bytes, bytes]]:
+    """The shard's messages as (key, value); reports rows to ZooKeeper as it goes and at the end."""
+    from pymysql.cursors import SSCursor
+
+    from dbuslib import mysql
+    from dbuslib.config import load_config
+    from fullpuller import render
+
+    cfg = load_config(job.config)
+    src = cfg.source(job.ds)
+    writer = MessageWriter.for_job(job, src.masking)
+    reporter = _Reporter(cfg, job)
+    db = mysql.connect(src.mysql, cursorclass=SSCursor, use_unicode=False)
+    try:
+        with db.cursor() as cur:
+            for stmt in render.SESSION_SQL:
+                cur.execute(stmt)
+            cur.execute(job.sql)
+            size = max(job.tuples_per_message, job.fetch_rows // job.tuples_per_message * job.tuples_per_message)
+            while True:
+                rows = cur.fetchmany(size)
+                if not rows:
+                    break
+                yield from writer.messages([r[0] for r in rows])
+                reporter.rows(writer.rows)
+        reporter.rows(writer.rows, final=True)
+    finally:
+        db.close()
+        reporter.close()
+
+
+class MessageWriter:
+    """Tuple texts -> (key, value) messages of one shard (pure, given the job)."""
+
+    def __init__(self, job: ShardJob, prefix: bytes, mask: Any = None) -> None:
+        from ums.namespace import Namespace
+
+        self.job = job
+        self.prefix = prefix
+        self.mask = mask
+        self.key = f"{job.schema}.{job.table}".encode()
+        self.head = f'{{"tuple":["{job.ums_id}","{job.ums_ts}","i","{job.ums_id}{job.shard:06d}'.encode()
+        self.rows = 0
+        self.namespace = Namespace.parse(job.namespace)
+
+    @classmethod
+    def for_job(cls, job: ShardJob, masking: Any) -> MessageWriter:
+        from dataclasses import replace
+
+        from ums.build import data_schema
+        from ums.encoding import to_json
+        from ums.masking import compile_rules
+        from ums.message import ProtocolType, UmsMessage
+        from ums.namespace import Namespace
+        from ums.types import ColumnSpec
+
+        protocol = ProtocolType.DATA_INITIAL_DATA
+        columns = tuple(ColumnSpec(**c) for c in job.columns)
+        schema = data_schema(Namespace.parse(job.namespace), columns, job.batch_id, protocol)
+        mask = compile_rules(masking).for_table(job.schema, job.table, schema.fields) if masking else None
+        if mask is not None:
+            schema = replace(schema, fields=mask.fields)
+        empty = to_json(UmsMessage.prevalidated(protocol, schema, ()))
+        return cls(job, empty[:-2].encode(), mask)
+
+    def tuples(self, texts: list[bytes]) -> list[bytes]:
+        start = self.rows
+        self.rows += len(texts)
+        if self.mask is not None:
+            return self._masked(texts, start)
+        head = self.head
+        return [b"%s%09d\",%s]}" % (head, start + i, t) for i, t in enumerate(texts)]
+
+    def messages(self, texts: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
+        from ums.text import messages
+
+        for value in messages(self.prefix, self.tuples(texts), self.job.tuples_per_message,
+                              self.job.max_message_bytes):
+            yield self.key, value
+
+    def _masked(self, texts: list[bytes], start: int) -> list[bytes]:
+        from ums.encoding import dumps_compact
+
+        out = []
+        for i, t in enumerate(texts):
+            uid = f"{self.job.ums_id}{self.job.shard:06d}{start + i:09d}"
+            values = (self.job.ums_id, self.job.ums_ts, "i", uid, *json.loads(b"[" + t + b"]"))
+            out.append(b'{"tuple":' + dumps_compact(list(self.mask.apply_row(values))).encode() + b"}")
+        return out
+
+
+class _Reporter:
+    """Rows read so far -> the shard's ZooKeeper node, at most every ``progress_interval_s``."""
+
+    def __init__(self, cfg: Any, job: ShardJob) -> None:
+        self.cfg = cfg
+        self.job = job
+        self.zk = None
+        self.last = 0.0
+
+    def rows(self, n: int, final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now - self.last < self.job.progress_interval_s:
+            return
+        self.last = now
+        from dbuslib import zk
+
+        if self.zk is None:
+            self.zk = zk.client(self.cfg.endpoints.zookeeper)
+        data = json.dumps({"rows": n, "state": "pulling"}).encode()
+        if self.zk.exists(self.job.zk_shard_path):
+            self.zk.set(self.job.zk_shard_path, data)
+        else:
+            self.zk.create(self.job.zk_shard_path, data, makepath=True)
+
+    def close(self) -> None:
+        if self.zk is not None:
+            self.zk.stop()
+            self.zk.close()

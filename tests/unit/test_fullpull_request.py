@@ -1,0 +1,159 @@
+"""Full-pull requests (fullpuller/request.py), progress (progress.py) and the shard message writer (source.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dbuslib.config import MaskRule
+from fullpuller import request
+from fullpuller.progress import ABORT, DONE, ENDING, PULLING, Progress, ShardState, bar, rate_and_eta
+from fullpuller.request import PullRejected
+from fullpuller.source import MessageWriter, ShardJob
+from ums import from_json
+from ums.masking import compile_rules
+from ums.message import ProtocolType
+from ums.types import ColumnSpec
+
+
+def _value(message) -> bytes:
+    return request.to_record(message)[1]
+
+
+def test_a_built_request_round_trips_with_the_originals_payload_keys():
+    m = request.build("demo", "shop", "orders", split_col="id", shard_size=5000, where="id > 3")
+    key, value = request.to_record(m)
+    assert key == b"FULL_DATA_INDEPENDENT_PULL_REQ" and request.is_request(key)
+    payload = json.loads(value)["payload"]
+    for name in ("DBUS_DATASOURCE_ID", "SCHEMA_NAME", "TABLE_NAME", "PHYSICAL_TABLES", "SEQNO", "SPLIT_COL",
+                 "SPLIT_SHARD_SIZE", "SPLIT_SHARD_STYLE", "INPUT_CONDITIONS", "SINK_TYPE", "resultTopic",
+                 "INCREASE_VERSION", "INCREASE_BATCH_NO", "POS", "OP_TS"):
+        assert isinstance(payload[name], str), name
+    req = request.parse(value, "demo")
+    assert (req.seqno, req.schema, req.table, req.split_col, req.shard_size, req.where) == (
+        m.id, "shop", "orders", "id", 5000, "id > 3")
+    assert req.result_topic is None and req.name == "shop.orders"
+
+
+def test_a_keeper_style_request_is_accepted():
+    value = json.dumps({"id": 1704164645123, "type": "FULL_DATA_INDEPENDENT_PULL_REQ",
+                        "timestamp": "2024-01-02 03:04:05.123", "from": "full-pull-request-from-project",
+                        "payload": {"SCHEMA_NAME": "shop", "TABLE_NAME": "orders", "SEQNO": 1704164645123,
+                                    "SPLIT_SHARD_SIZE": "-1", "resultTopic": "x.y", "PULL_REMARK": ""},
+                        "project": {"id": 1, "name": "p"}}).encode()
+    req = request.parse(value, "demo")
+    assert (req.seqno, req.shard_size, req.result_topic) == (1704164645123, -1, "x.y")
+
+
+@pytest.mark.parametrize(("value", "needle", "seqno"), [
+    (b"{not json", "not a control message", None),
+    (b'{"id": 7, "type": "FULL_DATA_BOGUS", "timestamp": "t", "from": "f", "payload": {"a": 1}}',
+     "unknown type", 7),
+    (b'{"id": 8, "type": "APPENDER_RELOAD_CONFIG", "timestamp": "t", "from": "f", "payload": {"a": 1}}',
+     "is not FULL_DATA_INDEPENDENT_PULL_REQ", 8),
+])
+def test_malformed_records_and_unknown_types_are_rejected_with_a_reason(value, needle, seqno):
+    with pytest.raises(PullRejected) as e:
+        request.parse(value, "demo")
+    assert e.value.code == "FULLPULL_BAD_REQUEST" and needle in str(e.value) and e.value.seqno == seqno
+
+
+@pytest.mark.parametrize(("change", "needle"), [
+    ({"TABLE_NAME": ""}, "payload.TABLE_NAME is missing"),
+    ({"SPLIT_SHARD_SIZE": "0"}, "SPLIT_SHARD_SIZE 0"),
+    ({"SPLIT_SHARD_SIZE": "many"}, "is not an integer"),
+    ({"SINK_TYPE": "HDFS"}, "SINK_TYPE 'HDFS' is not supported"),
+    ({"DBUS_DATASOURCE_ID": "other"}, "is not this source"),
+    ({"PHYSICAL_TABLES": "orders_1;orders_2"}, "only the table itself"),
+    ({"SPLIT_COL": ["id"]}, "payload.SPLIT_COL must be a string"),
+])
+def test_invalid_fields_are_named(change, needle):
+    m = request.build("demo", "shop", "orders")
+    obj = json.loads(_value(m))
+    obj["payload"].update(change)
+    with pytest.raises(PullRejected) as e:
+        request.parse(json.dumps(obj).encode(), "demo")
+    assert needle in str(e.value) and e.value.seqno == m.id
+
+
+def test_other_stages_messages_are_not_requests():
+    assert not request.is_request(b"APPENDER_RELOAD_CONFIG") and not request.is_request(None)
+
+
+def test_the_reply_names_the_request_and_the_reason():
+    r = request.reply(42, ABORT, ds="demo", table="shop.t", code="FULLPULL_UNKNOWN_TABLE", error="no table")
+    assert r.type.value == "FULL_DATA_FINISH_REQ"
+    assert r.payload["SEQNO"] == "42" and r.payload["STATUS"] == "abort"
+    assert r.payload["ERROR_CODE"] == "FULLPULL_UNKNOWN_TABLE"
+    assert request.reply(None, ABORT, ds="demo").payload["SEQNO"] == ""
+
+
+# ---------------------------------------------------------------- progress
+
+
+def test_progress_counts_rate_eta_and_bar():
+    p = Progress(1, "shop", "orders", Status=PULLING, TotalCount=4, TotalRows=1000, StartSecs=100.0)
+    p = p.with_shards({0: ShardState(250, DONE), 1: ShardState(150, PULLING)}, now=110.0)
+    assert (p.FinishedCount, p.FinishedRows, p.ConsumeSecs) == (1, 400, 10.0)
+    rate, eta = rate_and_eta(p)
+    assert rate == 40.0 and eta == 15.0
+    text = bar(p, width=10)
+    assert text.startswith("[####------]  40% 400/1000 rows  1/4 shards  40 rows/s  ETA 15s  pulling")
+    assert Progress.from_bytes(p.to_bytes()) == p
+    assert Progress.from_bytes(json.dumps({"SeqNo": 1, "Schema": "s", "Table": "t", "Later": 1}).encode()).SeqNo == 1
+
+
+def test_a_finished_pull_has_no_eta_and_a_full_bar():
+    p = Progress(1, "s", "t", Status=ENDING, TotalRows=10, FinishedRows=12, ConsumeSecs=2.0, EndSecs=3.0)
+    assert rate_and_eta(p) == (6.0, 0.0) and bar(p, 4).startswith("[####] 100%")
+    failed = Progress(1, "s", "t", Status=ABORT, ErrorCode="FULLPULL_FAILED", ErrorMsg="boom")
+    assert bar(failed).endswith("abort  FULLPULL_FAILED: boom")
+
+
+# ---------------------------------------------------------------- shard messages
+
+COLUMNS = (ColumnSpec("id", "int", False), ColumnSpec("name", "varchar(20)"), ColumnSpec("card", "varchar(20)"))
+
+
+def _job(**kw) -> ShardJob:
+    base = dict(config="c", ds="demo", schema="shop", table="t", namespace="mysql.demo.shop.t.2.0.0",
+                columns=[{"name": c.name, "column_type": c.column_type, "nullable": c.nullable} for c in COLUMNS],
+                batch_id=3, ums_id="1030000012345678", ums_ts="2024-01-02 03:04:05.123", shard=7, sql="",
+                zk_shard_path="/x", fetch_rows=10, tuples_per_message=2, max_message_bytes=1_000_000,
+                progress_interval_s=1.0)
+    return ShardJob(**{**base, **kw})
+
+
+@given(st.lists(st.tuples(st.integers(-2**31, 2**31 - 1), st.text(max_size=5) | st.none(), st.text(max_size=5)),
+                max_size=9))
+def test_shard_messages_are_valid_ums_with_every_row_once(rows):
+    job = _job()
+    writer = MessageWriter.for_job(job, {})
+    texts = [json.dumps(list(r), separators=(",", ":"))[1:-1].encode() for r in rows]
+    out = list(writer.messages(texts[:4])) + list(writer.messages(texts[4:]))
+    tuples = []
+    for key, value in out:
+        assert key == b"shop.t"
+        m = from_json(value)
+        assert m.protocol is ProtocolType.DATA_INITIAL_DATA and m.schema.batch_id == 3
+        assert str(m.schema.namespace) == "mysql.demo.shop.t.2.0.0" and 1 <= len(m.payload) <= 2
+        tuples.extend(m.payload)
+    assert [t[4:] for t in tuples] == [tuple(r) for r in rows]
+    assert all(t[:3] == ("1030000012345678", "2024-01-02 03:04:05.123", "i") for t in tuples)
+    assert [t[3] for t in tuples] == [f"1030000012345678000007{i:09d}" for i in range(len(rows))]
+    assert writer.rows == len(rows)
+
+
+def test_masked_columns_never_leave_the_writer_in_clear():
+    job = _job()
+    masking = {"shop.t": {"card": MaskRule(type="md5")}}
+    writer = MessageWriter.for_job(job, masking)
+    (key, value), = writer.messages([b'1,"ann","4111-1111"'])
+    assert b"4111-1111" not in value
+    m = from_json(value)
+    card = next(f for f in m.schema.fields if f.name == "card")
+    assert card.encoded and m.payload[0][4:6] == (1, "ann")
+    assert compile_rules(masking).has_rules
