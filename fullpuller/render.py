@@ -1,0 +1,120 @@
+"""Render rows to UMS tuple JSON text inside MariaDB, so the full pull does almost no per-row Python work.
+
+``select_sql`` returns one text column ``t`` per row; ``'[' + t + ']'`` is the row's UMS tuple as
+``ums.values`` would write it (spec 1.9)::
+
+    SELECT CONCAT_WS(',', COALESCE(CAST(`id` AS CHAR), 'null'), COALESCE(JSON_QUOTE(...), 'null')) AS t ...
+    -> '42,"héllo"'
+
+Each UMS type's SQL (``fragment_sql``), checked against ``ums.values`` on MariaDB 10.11:
+
+| UMS type   | SQL                                        | why                                           |
+|------------|--------------------------------------------|-----------------------------------------------|
+| int        | the number; BIT, YEAR ``CAST(.. AS UNSIGNED)`` | YEAR 0 prints ``0000`` otherwise          |
+| long       | ``"`` + number + ``"``                     |                                               |
+| double     | ``CAST(d AS CHAR)``                        | MariaDB prints the shortest round-trip repr   |
+| decimal    | ``"`` + ``CAST(d AS CHAR)`` + ``"``        | the scale is kept (``0.50``)                  |
+| date(time) | ``"`` + ``CAST(d AS CHAR)`` + ``"``        | fsp digits as declared; zero dates as stored  |
+| string     | ``JSON_QUOTE(CAST(s AS CHAR CHARACTER SET utf8mb4))`` | TIME, ENUM, SET print as MySQL does |
+| binary     | ``"`` + ``TO_BASE64`` without its newlines + ``"`` | TO_BASE64 breaks lines every 76 chars  |
+| jsonobject | ``JSON_QUOTE(JSON_COMPACT(j))``            | ``ums.values`` writes compact JSON text        |
+| float      | rendered in Python, see ``python_columns`` | MariaDB prints FLOAT with 6 digits only        |
+
+FLOAT is the one exception: ``CAST(f AS CHAR)`` keeps 6 significant digits (``3.40282e38``) and no SQL
+expression gives the shortest repr of a 32-bit float exactly. Tables with FLOAT columns therefore select
+the exact value (``CAST(f AS DOUBLE)``) next to the text, and ``tuple_text`` splices
+``float32_repr(value)`` in; for every other table a row is just ``(t,)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fullpuller.catalog import TableInfo
+from fullpuller.split import quote_name
+from ums.scalars import float32_repr
+from ums.types import ColumnSpec, UmsType, parse_column_type
+
+SESSION_SQL: tuple[str, ...] = (
+    "SET NAMES utf8mb4",
+    "SET time_zone = '+00:00'",  # UMS datetimes are UTC: TIMESTAMP values print in UTC
+)
+
+_UTF8 = "CHARACTER SET utf8mb4"
+
+
+def _quoted(expr: str) -> str:
+    return f"CONCAT('\"', {expr}, '\"')"
+
+
+def _value_sql(col: ColumnSpec) -> str:
+    """The non-NULL value's JSON text; NULL when the value is NULL."""
+    name = quote_name(col.name)
+    base = parse_column_type(col.column_type).base
+    number = f"CAST({name} AS UNSIGNED)" if base in ("bit", "year") else name  # YEAR 0 prints 0000
+    kind = col.ums_type
+    if kind in (UmsType.INT, UmsType.BOOLEAN):
+        return f"CAST({number} AS CHAR)"
+    if kind is UmsType.LONG:
+        return _quoted(f"CAST({number} AS CHAR)")
+    if kind is UmsType.DOUBLE:
+        return f"CAST({name} AS CHAR)"
+    if kind is UmsType.FLOAT:  # valid JSON, but not float32_repr: see python_columns
+        return f"CAST(CAST({name} AS DOUBLE) AS CHAR)"
+    if kind in (UmsType.DECIMAL, UmsType.DATE, UmsType.DATETIME):
+        return _quoted(f"CAST({name} AS CHAR)")
+    if kind is UmsType.BINARY:
+        return _quoted(f"REPLACE(TO_BASE64({name}), '\\n', '')")
+    if kind is UmsType.JSONOBJECT:
+        return f"JSON_QUOTE(JSON_COMPACT({name}))"
+    return f"JSON_QUOTE(CAST({name} AS CHAR {_UTF8}))"
+
+
+def fragment_sql(col: ColumnSpec) -> str:
+    """SQL expression giving the column's UMS JSON value text: ``42``, ``"abc"``, or ``null``."""
+    return f"COALESCE({_value_sql(col)}, 'null')"
+
+
+def tuple_sql(columns: Sequence[ColumnSpec]) -> str:
+    """The fragments joined by ``,`` in column order (no brackets): one SQL expression."""
+    return "CONCAT_WS(','," + ",".join(fragment_sql(c) for c in columns) + ")"
+
+
+def python_columns(columns: Sequence[ColumnSpec]) -> tuple[str, ...]:
+    """Columns rendered in Python by ``tuple_text`` (FLOAT: MariaDB cannot print a float32's shortest repr)."""
+    return tuple(c.name for c in columns if c.ums_type is UmsType.FLOAT)
+
+
+def _segments(columns: Sequence[ColumnSpec]) -> list[str]:
+    """``t, raw, text, raw, text...``: SQL-rendered runs of columns around each FLOAT column's raw value."""
+    exprs, run = [], []
+    for col in columns:
+        if col.ums_type is UmsType.FLOAT:
+            exprs += [tuple_sql(run) if run else "''", f"CAST({quote_name(col.name)} AS DOUBLE)"]
+            run = []
+        else:
+            run.append(col)
+    return [*exprs, tuple_sql(run) if run else "''"]
+
+
+def select_sql(info: TableInfo, shard_where: str, where: str | None = None) -> str:
+    """``SELECT <tuple_sql> AS t FROM `schema`.`table` WHERE (shard_where) [AND (where)]``.
+
+    With FLOAT columns the row also holds their raw values (see ``_segments``): always read rows
+    through ``tuple_text``.
+    """
+    segments = _segments(info.columns)
+    exprs = [f"{segments[0]} AS t", *(f"{e} AS t{i}" for i, e in enumerate(segments[1:], 1))]
+    condition = f"({shard_where})" + (f" AND ({where})" if where and where.strip() else "")
+    return (f"SELECT {', '.join(exprs)} FROM {quote_name(info.schema)}.{quote_name(info.table)}"
+            f" WHERE {condition}")
+
+
+def tuple_text(row: Sequence) -> str:
+    """A row of ``select_sql`` -> the UMS tuple text (no brackets). A row of one column is returned as is."""
+    if len(row) == 1:
+        return row[0]
+    parts = [row[0]]
+    for i in range(1, len(row), 2):
+        parts += ["null" if row[i] is None else repr(float32_repr(row[i])), row[i + 1]]
+    return ",".join(p for p in parts if p)
