@@ -111,10 +111,13 @@ def select_sql(info: TableInfo, shard_where: str, where: str | None = None) -> s
 
 
 def tuple_text(row: Sequence) -> str:
-    """A row of ``select_sql`` -> the UMS tuple text (no brackets). A row of one column is returned as is."""
+    """A row of ``select_sql`` -> the UMS tuple text (no brackets). A row of one column is returned as is.
+
+    The raw FLOAT values may be floats, or str/bytes when the cursor does not convert (``float()`` reads them).
+    """
     if len(row) == 1:
         return row[0]
     parts = [row[0]]
     for i in range(1, len(row), 2):
-        parts += ["null" if row[i] is None else repr(float32_repr(row[i])), row[i + 1]]
+        parts += ["null" if row[i] is None else repr(float32_repr(float(row[i]))), row[i + 1]]
     return ",".join(p for p in parts if p)

@@ -45,6 +45,7 @@ def test_select_with_floats_alternates_text_and_raw_values():
     (('1,"x"',), '1,"x"'),
     (("1", 1.100000023841858, "", None, '"s"'), '1,1.1,null,"s"'),
     (("", 3.4028234663852886e38, ""), "3.4028235e+38"),
+    (("1", "-3.1415927410125732", "2", b"0.10000000149011612", ""), "1,-3.1415927,2,0.1"),
 ])
 def test_tuple_text_splices_floats_in_shortest_float32_form(row, text):
     assert tuple_text(row) == text
