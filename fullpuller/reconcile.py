@@ -1,0 +1,388 @@
+"""Reconcile: a table's full pull and increments, read from its result topic, -> one snapshot.
+
+Usage: spark-submit $(dbus spark args) fullpuller/reconcile.py --config conf/dbus.yaml --source demo
+       --table shop.orders --out /data/orders.parquet [--format parquet|jdbc --jdbc-table db.orders]
+   or: dbus reconcile --source demo --table shop.orders --out /data/orders.parquet
+
+The job reads the table's result topic (``topics.result``) with Spark's Kafka batch source, from the
+earliest offsets to the end offsets taken when it starts, keeps the data messages of the table
+(``data_increment_data`` and ``data_initial_data``), and keeps per primary key the tuple with the
+greatest ``ums_id_`` (ties: the greatest ``ums_uid_``, both compared as numbers). A key whose winner is
+a delete (``d``, or a before image ``b`` whose update moved the row to another key) is dropped. All row
+work runs in the JVM; Python only looks at the distinct (namespace, fields) pairs. See docs/reconcile.md.
+
+Result, printed as one JSON line::
+
+    {"table": "shop.orders", "rows": 1000, "deletes_applied": 12, "messages_read": 40, "tuples_read": 1500,
+     "max_ums_id": 1030000012345678, "versions": [0, 1], "topic": "demo.shop.result", "out": "/data/o"}
+
+Exit codes: 0 written, 1 failed (no data, Spark error), 2 bad configuration or arguments, 3 an endpoint
+could not be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from dbuslib.errors import DbusError
+from ums.errors import BadNamespaceError
+from ums.message import Op, ProtocolType
+from ums.namespace import Namespace
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+    from dbuslib.config import DbusConfig
+
+DATA_TYPES = (ProtocolType.DATA_INCREMENT_DATA.value, ProtocolType.DATA_INITIAL_DATA.value)
+SYSTEM_COLUMNS = ("ums_id_", "ums_ts_", "ums_op_", "ums_uid_")
+GONE_OPS = (Op.DELETE.value, Op.BEFORE.value)  # a winner with these ops means: no row under this key
+
+# Spark type of a snapshot column by UMS type, where the UMS text casts exactly; the rest stay strings.
+SPARK_TYPES = {"int": "int", "long": "long", "float": "double", "double": "double", "boolean": "boolean"}
+
+# Tuple values are read as strings: Spark's JSON parser gives a number token as its text (42 -> "42",
+# 1.1 -> "1.1", 1e22 -> "1.0E22"), so int/long/decimal keep every digit and floats cast back exactly.
+_HEADER = ("protocol STRUCT<type: STRING>, schema STRUCT<namespace: STRING, "
+           "fields: ARRAY<STRUCT<name: STRING, type: STRING, encoded: BOOLEAN>>>")
+_MESSAGE = _HEADER + ", payload ARRAY<STRUCT<tuple: ARRAY<STRING>>>"
+_UID_ORDER = "__dbus_uid_order"  # ums_uid_ as decimal(38,0): 25 digits do not fit a long
+
+
+class NoPrimaryKeyError(DbusError):
+    """The table has no primary key and none was given: reconcile cannot tell rows apart."""
+
+    code = "RECONCILE_NO_PRIMARY_KEY"
+
+
+class NoDataError(DbusError):
+    """The result topic holds no data message of the table (or the table's columns lack the key)."""
+
+    code = "RECONCILE_NO_DATA"
+
+
+# ---------------------------------------------------------------- pure core
+
+
+@dataclass(frozen=True)
+class OutColumn:
+    """One snapshot column: a field of the table's newest version. ``{"name": "amount", "ums_type":
+    "decimal", "encoded": false}``; ``ums_type`` is ``string`` when the version's messages disagree."""
+
+    name: str
+    ums_type: str
+    encoded: bool = False
+
+    @property
+    def spark_type(self) -> str:
+        return SPARK_TYPES.get(self.ums_type, "string")
+
+
+@dataclass(frozen=True)
+class ReconcileResult:
+    """What a run read and wrote; ``max_ums_id`` is None only for an empty snapshot."""
+
+    table: str
+    rows: int
+    deletes_applied: int
+    messages_read: int
+    tuples_read: int
+    max_ums_id: int | None
+    versions: tuple[int, ...]
+    topic: str
+    out: str
+
+
+def order_key(ums_id: str | int, ums_uid: str | int) -> tuple[int, int]:
+    """The merge order of a tuple: ``ums_id_``, then ``ums_uid_``, as numbers (never as text)."""
+    return int(ums_id), int(ums_uid)
+
+
+def merge(tuples: Iterable[tuple[Any, str | int, str | int, str, Any]]) -> dict[Any, Any]:
+    """The reconcile rule in plain Python (the Spark job applies the same rule in the JVM).
+
+    ``tuples`` are ``(key, ums_id_, ums_uid_, ums_op_, row)`` in any order; the result maps each key
+    whose winning tuple (greatest ``order_key``) is not a delete or before image to that tuple's row.
+    """
+    best: dict[Any, tuple[tuple[int, int], str, Any]] = {}
+    for key, ums_id, ums_uid, op, row in tuples:
+        order = order_key(ums_id, ums_uid)
+        if key not in best or order > best[key][0]:
+            best[key] = (order, op, row)
+    return {key: row for key, (_, op, row) in best.items() if op not in GONE_OPS}
+
+
+def table_versions(heads: Iterable[tuple[str, Sequence[Any]]], schema: str,
+                   table: str) -> dict[str, tuple[Namespace, tuple[Any, ...]]]:
+    """The namespaces of ``schema.table`` among ``(namespace text, fields)`` pairs: text -> parsed, fields.
+
+    Unparseable namespaces and other tables are left out. One namespace may come with several field
+    lists (a masking rule changed between messages); the last one seen is kept for the version list.
+    """
+    found: dict[str, tuple[Namespace, tuple[Any, ...]]] = {}
+    for text, fields in heads:
+        try:
+            ns = Namespace.parse(text)
+        except BadNamespaceError:
+            continue
+        if ns.schema == schema and ns.table == table:
+            found[text] = (ns, tuple(fields))
+    return found
+
+
+def output_columns(field_lists: Iterable[Sequence[Any]]) -> tuple[OutColumn, ...]:
+    """Snapshot columns from the field lists of the newest version: user fields in order; a field whose
+    type differs between the lists becomes ``string``; ``encoded`` if any list says so.
+
+    Each field is a mapping or object with ``name``, ``type`` and ``encoded``.
+    """
+    names: list[str] = []
+    types: dict[str, set[str]] = {}
+    encoded: dict[str, bool] = {}
+    for fields in field_lists:
+        for f in fields:
+            name, ums_type, enc = _get(f, "name"), _get(f, "type"), bool(_get(f, "encoded"))
+            if name in SYSTEM_COLUMNS:
+                continue
+            if name not in types:
+                names.append(name)
+                types[name], encoded[name] = set(), False
+            types[name].add(ums_type)
+            encoded[name] = encoded[name] or enc
+    return tuple(OutColumn(n, min(types[n]) if len(types[n]) == 1 else "string", encoded[n]) for n in names)
+
+
+def newest(versions: dict[str, tuple[Namespace, tuple[Any, ...]]],
+           fields_seen: Iterable[tuple[str, Sequence[Any]]]) -> tuple[int, list[Sequence[Any]]]:
+    """The newest version number and every field list seen under it."""
+    top = max(ns.version for ns, _ in versions.values())
+    return top, [f for text, f in fields_seen if text in versions and versions[text][0].version == top]
+
+
+def _get(field: Any, key: str) -> Any:
+    return field[key] if isinstance(field, dict) else getattr(field, key)
+
+
+def parse_table(text: str) -> tuple[str, str]:
+    """``shop.orders`` -> ``("shop", "orders")``."""
+    parts = text.split(".")
+    if len(parts) != 2 or not all(parts):
+        msg = f"--table {text!r}: expected schema.table"
+        raise ValueError(msg)
+    return parts[0], parts[1]
+
+
+# ---------------------------------------------------------------- edges: MySQL, Kafka, Spark
+
+
+def primary_key_of(cfg: DbusConfig, ds: str, schema: str, table: str) -> tuple[str, ...]:
+    """The primary key columns of ``schema.table`` on the source, in key order (information_schema)."""
+    from dbuslib import mysql
+
+    db = mysql.connect(cfg.source(ds).mysql)
+    try:
+        with db.cursor() as cur:
+            cur.execute("SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = %s "
+                        "AND TABLE_NAME = %s AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION",
+                        (schema, table))
+            key = tuple(row[0] for row in cur.fetchall())
+    finally:
+        db.close()
+    if not key:
+        msg = (f"{ds}: {schema}.{table} has no primary key on the source (or does not exist): "
+               "pass --primary-key col[,col...]")
+        raise NoPrimaryKeyError(msg)
+    return key
+
+
+def end_offsets_json(cfg: DbusConfig, topic: str) -> tuple[str, int]:
+    """Spark's ``endingOffsets`` for ``topic`` as it is now, and the number of records before it."""
+    from dbuslib import kafka
+
+    ends = kafka.end_offsets(cfg.endpoints.kafka, [topic])
+    if not ends:
+        msg = f"topic {topic!r} does not exist on {cfg.endpoints.kafka.bootstrap_servers}"
+        raise NoDataError(msg)
+    return json.dumps({topic: {str(tp.partition): off for tp, off in ends.items()}}), sum(ends.values())
+
+
+def read_topic(spark: SparkSession, bootstrap: str, topic: str, ending: str) -> DataFrame:
+    """The topic's records from the earliest offsets to ``ending`` (fixed, so both passes read the same)."""
+    return (spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .option("endingOffsets", ending)
+            .load())
+
+
+def read_heads(records: DataFrame) -> list[tuple[str, list[dict[str, Any]], int]]:
+    """Distinct (namespace, fields) of the data messages, with their message counts (first pass)."""
+    from pyspark.sql import functions as F
+
+    heads = (records.select(F.from_json(F.col("value").cast("string"), _HEADER).alias("m"))
+             .where(F.col("m.protocol.type").isin(*DATA_TYPES))
+             .groupBy(F.col("m.schema.namespace").alias("ns"), F.col("m.schema.fields").alias("fields"))
+             .count().collect())
+    return [(r["ns"], [f.asDict() for f in r["fields"] or []], r["count"]) for r in heads]
+
+
+def tuples_of(records: DataFrame, namespaces: list[str], columns: Sequence[OutColumn]) -> DataFrame:
+    """One row per tuple of the table's data messages: system fields, then the snapshot's columns,
+    each looked up by name in its own message's fields (absent in an older version: null)."""
+    from pyspark.sql import functions as F
+
+    names = list(SYSTEM_COLUMNS) + [c.name for c in columns]
+    field_names = F.col("m.schema.fields.name")
+    wanted = F.col("m.protocol.type").isin(*DATA_TYPES) & F.col("m.schema.namespace").isin(*namespaces)
+    positions = [F.array_position(field_names, n).cast("int").alias(f"_p{i}") for i, n in enumerate(names)]
+    per_message = (records.select(F.from_json(F.col("value").cast("string"), _MESSAGE).alias("m"))
+                   .where(wanted)
+                   .select(*positions, F.explode("m.payload.tuple").alias("t")))
+    value = [F.get(F.col("t"), F.col(f"_p{i}") - 1) for i in range(len(names))]
+    system = [value[0].cast("long").alias("ums_id_"), value[1].alias("ums_ts_"), value[2].alias("ums_op_"),
+              value[3].alias("ums_uid_"), value[3].cast("decimal(38,0)").alias(_UID_ORDER)]
+    user = [_typed(value[4 + i], c) for i, c in enumerate(columns)]
+    return per_message.select(*system, *user)
+
+
+def _typed(value: Column, column: OutColumn) -> Column:
+    metadata = {"ums_type": column.ums_type, "encoded": column.encoded}
+    if column.spark_type == "string":
+        return value.alias(column.name, metadata=metadata)
+    return value.try_cast(column.spark_type).alias(column.name, metadata=metadata)
+
+
+def winners(rows: DataFrame, key: Sequence[str]) -> DataFrame:
+    """Per key: the tuple with the greatest (ums_id_, ums_uid_) as struct ``w``, and ``n`` tuples seen."""
+    from pyspark.sql import functions as F
+
+    rest = [rows[c] for c in rows.columns if c not in ("ums_id_", _UID_ORDER)]
+    ordered = F.struct(rows["ums_id_"], rows[_UID_ORDER], *rest)  # structs compare field by field
+    return rows.groupBy(*(rows[k] for k in key)).agg(F.max(ordered).alias("w"), F.count(F.lit(1)).alias("n"))
+
+
+def write(snapshot: DataFrame, cfg: DbusConfig, ds: str, out: str, fmt: str, jdbc_table: str | None) -> None:
+    """Parquet at ``out`` (replaced), or the table ``jdbc_table`` (``db.table``) on the source server."""
+    if fmt == "parquet":
+        snapshot.write.mode("overwrite").parquet(out)
+        return
+    if fmt != "jdbc" or not jdbc_table or jdbc_table.count(".") != 1:
+        msg = f"format {fmt!r}: use parquet, or jdbc with --jdbc-table db.table"
+        raise ValueError(msg)
+    conn = cfg.source(ds).mysql
+    account = conn.writer or conn
+    database, table = jdbc_table.split(".")
+    (snapshot.write.mode("overwrite").format("jdbc")
+     .option("url", f"jdbc:mysql://{conn.host}:{conn.port}/{database}?permitMysqlScheme")
+     .option("driver", "org.mariadb.jdbc.Driver")
+     .option("dbtable", f"`{table}`")
+     .option("user", account.user)
+     .option("password", account.password.get_secret_value())
+     .save())
+
+
+def run(spark: SparkSession, cfg: DbusConfig, ds: str, schema: str, table: str, out_path: str, *,
+        primary_key: tuple[str, ...] | None = None, fmt: str = "parquet", jdbc_table: str | None = None,
+        topic: str | None = None) -> ReconcileResult:
+    """Reconcile ``schema.table`` of source ``ds`` into ``out_path`` (or ``jdbc_table``)."""
+    from pyspark.sql import functions as F
+
+    src = cfg.source(ds)
+    topic = topic or src.topics.name("result", ds, schema=schema, table=table)
+    key = tuple(primary_key) if primary_key else primary_key_of(cfg, ds, schema, table)
+    ending, _ = end_offsets_json(cfg, topic)
+    records = read_topic(spark, cfg.endpoints.kafka.bootstrap_servers, topic, ending)
+    heads = read_heads(records)
+    versions = table_versions(((ns, f) for ns, f, _ in heads), schema, table)
+    if not versions:
+        seen = sorted({h[0] for h in heads})[:5]
+        msg = f"{topic}: no data message of {schema}.{table} (namespaces seen: {seen})"
+        raise NoDataError(msg)
+    top, field_lists = newest(versions, ((ns, f) for ns, f, _ in heads))
+    columns = output_columns(field_lists)
+    missing = [k for k in key if k not in {c.name for c in columns}]
+    if missing:
+        msg = f"{schema}.{table} version {top}: key column(s) {missing} are not fields of the messages"
+        raise NoDataError(msg)
+    spark.sparkContext.setJobDescription(f"reconcile {ds} {schema}.{table}")
+    best = winners(tuples_of(records, sorted(versions), columns), key).persist()
+    try:
+        gone = F.col("w.ums_op_").isin(*GONE_OPS)
+        stats = best.agg(F.count(F.when(gone, 1)).alias("gone"), F.count(F.lit(1)).alias("keys"),
+                         F.sum("n").alias("tuples"), F.max("w.ums_id_").alias("max_id")).first()
+        out_cols = [F.col(f"w.{c}").alias(c) for c in SYSTEM_COLUMNS] + [
+            F.col(f"w.`{c.name}`").alias(c.name, metadata={"ums_type": c.ums_type, "encoded": c.encoded})
+            for c in columns]
+        write(best.where(~gone).select(*out_cols), cfg, ds, out_path, fmt, jdbc_table)
+    finally:
+        best.unpersist()
+    return ReconcileResult(
+        table=f"{schema}.{table}", rows=stats["keys"] - stats["gone"], deletes_applied=stats["gone"],
+        messages_read=sum(n for ns, _, n in heads if ns in versions), tuples_read=int(stats["tuples"] or 0),
+        max_ums_id=stats["max_id"], versions=tuple(sorted({ns.version for ns, _ in versions.values()})),
+        topic=topic, out=jdbc_table if fmt == "jdbc" else out_path)
+
+
+# ---------------------------------------------------------------- command line
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``dbus reconcile`` (and of this file under spark-submit, with ``--config``)."""
+    p.add_argument("--source", required=True, help="source name under 'sources'")
+    p.add_argument("--table", required=True, help="schema.table to reconcile")
+    p.add_argument("--out", default="", help="snapshot folder (Parquet; replaced if it exists)")
+    p.add_argument("--format", default="parquet", choices=["parquet", "jdbc"], help="snapshot format")
+    p.add_argument("--jdbc-table", help="db.table on the source server for --format jdbc (writer account)")
+    p.add_argument("--primary-key", help="key columns, comma-separated (default: the source's primary key)")
+    p.add_argument("--topic", help="result topic to read (default: the source's topics.result template)")
+
+
+def cli(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
+    """Run from parsed arguments; DbusError propagates (the caller maps it to an exit code)."""
+    from dbuslib.config import load_config
+
+    cfg = load_config(args.config)
+    try:
+        schema, table = parse_table(args.table)
+    except ValueError as e:
+        print(f"reconcile: {e}", file=sys.stderr)
+        return 2
+    if args.format == "parquet" and not args.out:
+        print("reconcile: --out is required for --format parquet", file=sys.stderr)
+        return 2
+    if spark is None:
+        from dbuslib import spark as dspark
+
+        spark = dspark.session(cfg, f"dbus-reconcile-{args.source}")
+    key = tuple(k.strip() for k in args.primary_key.split(",")) if args.primary_key else None
+    result = run(spark, cfg, args.source, schema, table, args.out, primary_key=key, fmt=args.format,
+                 jdbc_table=args.jdbc_table, topic=args.topic)
+    print(json.dumps(asdict(result)))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from dbuslib.errors import ConfigError, EndpointError
+
+    p = argparse.ArgumentParser(prog="reconcile", description=__doc__.splitlines()[0])
+    p.add_argument("--config", required=True, help="configuration file")
+    add_arguments(p)
+    args = p.parse_args(argv)
+    from pyspark.sql import SparkSession
+
+    try:
+        return cli(args, SparkSession.builder.appName(f"dbus-reconcile-{args.source}").getOrCreate())
+    except DbusError as e:
+        print(f"reconcile: {e.code}: {e}", file=sys.stderr)
+        codes = {ConfigError: 2, NoPrimaryKeyError: 2, EndpointError: 3}
+        return next((c for t, c in codes.items() if isinstance(e, t)), 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,335 @@
+"""Verify: does a reconciled snapshot equal the live source table?
+
+Usage: dbus verify --source demo --table shop.orders --snapshot /data/orders.parquet [--limit 20]
+
+The source is read in key-range shards (``fullpuller.split``), each row rendered to UMS values by the
+reference encoder ``ums.values`` (not by the full puller's SQL rendering: an independent check), masked
+with the source's rules like the appender masks, and reduced to a canonical hash per key
+(``fullpuller.canon``). The snapshot (Parquet, as ``reconcile`` writes it) is hashed the same way, and the
+two are compared by key. Output, differing keys first (up to ``--limit`` of each kind)::
+
+    missing in snapshot: id=17
+    extra in snapshot: id=99
+    different: id=42
+    shop.orders: 1000 source rows, 1000 snapshot rows: 1 missing in snapshot, 1 extra in snapshot, 1 different
+
+Exit codes: 0 equal, 1 different (or the column sets differ), 2 bad configuration or arguments,
+3 an endpoint could not be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dbuslib.errors import DbusError
+from fullpuller.canon import NULL, canonicalizer, digest
+from ums.build import field_for, user_columns
+from ums.message import SYSTEM_NAMES
+from ums.types import ColumnSpec, UmsType, parse_column_type
+from ums.values import encode_column
+
+if TYPE_CHECKING:
+    from dbuslib.config import DbusConfig
+
+Key = tuple[str, ...]
+Pair = tuple[Key, bytes]  # (canonical key values, digest of the canonical row)
+
+
+class VerifyError(DbusError):
+    """The table or the snapshot cannot be verified (no such table, no primary key, no snapshot)."""
+
+    code = "VERIFY_FAILED"
+
+
+# ---------------------------------------------------------------- pure core
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The differences between snapshot and source, by key; the key lists hold at most ``limit`` each."""
+
+    source_rows: int
+    snapshot_rows: int
+    missing: tuple[Key, ...]  # in the source, not in the snapshot
+    extra: tuple[Key, ...]  # in the snapshot, not in the source
+    different: tuple[Key, ...]  # in both, with different values
+    missing_count: int
+    extra_count: int
+    different_count: int
+    only_in_source: tuple[str, ...] = ()  # columns
+    only_in_snapshot: tuple[str, ...] = ()
+    key_names: tuple[str, ...] = ()
+
+    @property
+    def equal(self) -> bool:
+        return not (self.missing_count or self.extra_count or self.different_count
+                    or self.only_in_source or self.only_in_snapshot)
+
+
+def compare(snapshot: Iterable[Pair], source: Iterable[Pair], limit: int = 20,
+            only_in_source: Sequence[str] = (), only_in_snapshot: Sequence[str] = (),
+            key_names: Sequence[str] = ()) -> Comparison:
+    """Compare ``(key, digest)`` pairs: the snapshot's are held in memory (16 bytes and the key per row),
+    the source's are streamed against them."""
+    held: dict[Key, bytes] = {}
+    for key, value in snapshot:
+        held[key] = value
+    snapshot_rows = len(held)
+    found: dict[str, list[Key]] = {"missing": [], "different": []}
+    counts = {"missing": 0, "different": 0}
+    source_rows = 0
+    for key, value in source:
+        source_rows += 1
+        theirs = held.pop(key, None)
+        kind = "missing" if theirs is None else "different" if theirs != value else None
+        if kind:
+            counts[kind] += 1
+            if len(found[kind]) < limit:
+                found[kind].append(key)
+    extra = list(held)
+    return Comparison(source_rows, snapshot_rows, tuple(found["missing"]), tuple(extra[:limit]),
+                      tuple(found["different"]), counts["missing"], len(extra), counts["different"],
+                      tuple(only_in_source), tuple(only_in_snapshot), tuple(key_names))
+
+
+def show_key(names: Sequence[str], key: Key) -> str:
+    """``id=42`` or ``a=1,b=x``; NULL as ``NULL``."""
+    return ",".join(f"{n}={'NULL' if v == NULL else v}" for n, v in zip(names, key, strict=True))
+
+
+def report(c: Comparison, table: str) -> list[str]:
+    """The lines ``dbus verify`` prints: columns, then keys of each kind, then the counts."""
+    lines = []
+    if c.only_in_source or c.only_in_snapshot:
+        lines.append(f"columns only in source: {list(c.only_in_source)}, "
+                     f"only in snapshot: {list(c.only_in_snapshot)}")
+    for label, keys, count in (("missing in snapshot", c.missing, c.missing_count),
+                               ("extra in snapshot", c.extra, c.extra_count),
+                               ("different", c.different, c.different_count)):
+        lines += [f"{label}: {show_key(c.key_names, k)}" for k in keys]
+        if count > len(keys):
+            lines.append(f"{label}: ... and {count - len(keys)} more")
+    counts = (f"{c.missing_count} missing in snapshot, {c.extra_count} extra in snapshot, "
+              f"{c.different_count} different")
+    lines.append(f"{table}: {c.source_rows} source rows, {c.snapshot_rows} snapshot rows: "
+                 + ("equal" if c.equal else counts))
+    return lines
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The compared columns of one table: names, UMS types (after masking) and the key's positions.
+
+    ``columns`` are the source columns UMS carries; ``types`` are what the snapshot holds for them
+    (a masked column's output type).
+    """
+
+    columns: tuple[ColumnSpec, ...]
+    types: tuple[UmsType, ...]
+    key: tuple[int, ...]
+    masked: bool = False
+    names: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", tuple(c.name for c in self.columns))
+
+    def pairs(self, rows: Iterable[Sequence[object]]) -> Iterator[Pair]:
+        """Rows already in UMS wire form (or snapshot values) -> (key, digest)."""
+        canon = canonicalizer(self.types)
+        for row in rows:
+            values = canon(row)
+            yield tuple(values[i] for i in self.key), digest(values)
+
+
+def layout(columns: Sequence[ColumnSpec], primary_key: Sequence[str], schema: str, table: str,
+           mask_plan: Any = None) -> tuple[Layout, Any]:
+    """The compared layout of a table and its ``TableMask`` (None when nothing is masked)."""
+    carried = tuple(columns[i] for i in user_columns(columns))
+    fields = tuple(field_for(c) for c in carried)
+    mask = mask_plan.for_table(schema, table, fields) if mask_plan is not None else None
+    out_fields = mask.fields if mask is not None else fields
+    names = [c.name for c in carried]
+    missing = [k for k in primary_key if k not in names]
+    if not primary_key or missing:
+        msg = f"{schema}.{table}: primary key {list(primary_key)} is not among the columns {names}"
+        raise VerifyError(msg)
+    return Layout(carried, tuple(f.type for f in out_fields), tuple(names.index(k) for k in primary_key),
+                  mask is not None), mask
+
+
+def _bit(value: object) -> object:
+    return int.from_bytes(value, "big") if isinstance(value, bytes) else value
+
+
+def _json_text(value: object) -> object:
+    import json
+
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def source_renderer(columns: Sequence[ColumnSpec], mask: Any = None) -> Callable[[Sequence[object]], tuple]:
+    """A pymysql row -> its UMS wire values (``ums.values.encode_column``), masked when ``mask`` is given.
+
+    pymysql's shapes are brought to what a binlog decoder gives first: BIT as bytes -> int, JSON text
+    (MySQL) -> parsed JSON. TIME already comes as a timedelta, SET and ENUM as text.
+    """
+    prep: list[Callable[[object], object] | None] = []
+    for c in columns:
+        base = parse_column_type(c.column_type).base
+        prep.append(_bit if base == "bit" else _json_text if c.ums_type is UmsType.JSONOBJECT else None)
+
+    def render(row: Sequence[object]) -> tuple:
+        wire = tuple(encode_column(c, p(v) if p and v is not None else v)
+                     for c, p, v in zip(columns, prep, row, strict=True))
+        return mask.apply_row(wire) if mask is not None else wire
+
+    return render
+
+
+# ---------------------------------------------------------------- edges: MySQL, Parquet
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    """One source shard to hash, picklable for a worker process."""
+
+    cfg: Any  # DbusConfig
+    ds: str
+    schema: str
+    table: str
+    columns: tuple[ColumnSpec, ...]
+    primary_key: tuple[str, ...]
+    where: str
+
+
+def hash_shard(task: ShardTask) -> list[Pair]:
+    """Read one shard of the source (session time zone UTC, like the full puller) and hash its rows."""
+    from dbuslib import mysql
+    from ums.masking import compile_rules
+
+    src = task.cfg.source(task.ds)
+    lay, mask = layout(task.columns, task.primary_key, task.schema, task.table, compile_rules(src.masking))
+    render = source_renderer(lay.columns, mask)
+    cols = ", ".join(_quote(c.name) for c in lay.columns)
+    sql = f"SELECT {cols} FROM {_quote(task.schema)}.{_quote(task.table)} WHERE {task.where}"
+    db = mysql.connect(src.mysql)
+    try:
+        with db.cursor() as cur:
+            cur.execute("SET time_zone = '+00:00'")
+            cur.execute(sql)
+            rows = cur.fetchall()
+    finally:
+        db.close()
+    return list(lay.pairs(render(r) for r in rows))
+
+
+def snapshot_pairs(path: str, lay: Layout) -> tuple[Iterator[Pair], tuple[str, ...], tuple[str, ...]]:
+    """(key, digest) of every snapshot row, and the columns only in the source / only in the snapshot."""
+    import pyarrow.dataset as pads
+
+    try:
+        data = pads.dataset(path, format="parquet")
+    except (FileNotFoundError, OSError) as e:
+        msg = f"snapshot {path}: {e}"
+        raise VerifyError(msg) from e
+    have = [n for n in data.schema.names if n not in SYSTEM_NAMES]
+    only_source = tuple(n for n in lay.names if n not in have)
+    only_snapshot = tuple(n for n in have if n not in lay.names)
+    if any(lay.names[i] in only_source for i in lay.key):
+        msg = f"snapshot {path}: key column(s) {[lay.names[i] for i in lay.key]} missing"
+        raise VerifyError(msg)
+    present = [n for n in lay.names if n in have]
+
+    def rows() -> Iterator[tuple]:
+        for batch in data.to_batches(columns=present, batch_size=65536):
+            by_name = {n: batch.column(i).to_pylist() for i, n in enumerate(present)}
+            nulls = [None] * batch.num_rows
+            yield from zip(*(by_name.get(n, nulls) for n in lay.names), strict=True)
+
+    return lay.pairs(rows()), only_source, only_snapshot
+
+
+def verify(cfg: DbusConfig, ds: str, schema: str, table: str, snapshot: str, *, limit: int = 20,
+           shard_size: int = 100_000, workers: int = 2) -> Comparison:
+    """Compare the snapshot at ``snapshot`` with the live ``schema.table`` of source ``ds``."""
+    from dbuslib import mysql
+    from fullpuller import catalog, split
+    from ums.masking import compile_rules
+
+    src = cfg.source(ds)
+    db = mysql.connect(src.mysql)
+    try:
+        info = catalog.table_info(db, schema, table)
+        if info is None:
+            msg = f"{ds}: no table {schema}.{table} on the source"
+            raise VerifyError(msg)
+        shards = split.plan(db, info, shard_size=shard_size).shards
+    finally:
+        db.close()
+    lay, _ = layout(info.columns, info.primary_key, schema, table, compile_rules(src.masking))
+    snap, only_source, only_snapshot = snapshot_pairs(snapshot, lay)
+    tasks = [ShardTask(cfg, ds, schema, table, info.columns, info.primary_key, s.where) for s in shards]
+    extra = (only_source, only_snapshot, info.primary_key)
+    if workers <= 1 or len(tasks) <= 1:
+        return compare(snap, (p for t in tasks for p in hash_shard(t)), limit, *extra)
+    with ProcessPoolExecutor(min(workers, len(tasks))) as pool:
+        futures = [pool.submit(hash_shard, t) for t in tasks]  # shards hash while the snapshot is read
+        held = list(snap)
+        return compare(held, (p for f in futures for p in f.result()), limit, *extra)
+
+
+# ---------------------------------------------------------------- command line
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``dbus verify``."""
+    p.add_argument("--source", required=True, help="source name under 'sources'")
+    p.add_argument("--table", required=True, help="schema.table to verify")
+    p.add_argument("--snapshot", required=True, help="the snapshot folder reconcile wrote (Parquet)")
+    p.add_argument("--limit", type=int, default=20, help="keys printed per kind of difference (default: 20)")
+    p.add_argument("--shard-size", type=int, default=100_000, help="source rows per key-range shard")
+    p.add_argument("--workers", type=int, default=2, help="processes hashing source shards (default: 2)")
+
+
+def cli(args: argparse.Namespace) -> int:
+    """Print the differences; 0 when equal, 1 otherwise. DbusError propagates to the caller."""
+    from dbuslib.config import load_config
+
+    parts = args.table.split(".")
+    if len(parts) != 2 or not all(parts):
+        print(f"verify: --table {args.table!r}: expected schema.table", file=sys.stderr)
+        return 2
+    cfg = load_config(args.config)
+    result = verify(cfg, args.source, parts[0], parts[1], args.snapshot, limit=args.limit,
+                    shard_size=args.shard_size, workers=args.workers)
+    for line in report(result, args.table):
+        print(line)
+    return 0 if result.equal else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    from dbuslib.config import DEFAULT_CONFIG
+    from dbuslib.errors import ConfigError, EndpointError
+
+    p = argparse.ArgumentParser(prog="verify", description=__doc__.splitlines()[0])
+    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="configuration file")
+    add_arguments(p)
+    args = p.parse_args(argv)
+    try:
+        return cli(args)
+    except DbusError as e:
+        print(f"verify: {e.code}: {e}", file=sys.stderr)
+        return {ConfigError: 2, EndpointError: 3}.get(type(e), 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""The reconcile rule: per key, the tuple with the greatest (ums_id_, ums_uid_) wins; deletes drop the key.
+
+The hypothesis test plays random writes against a model table, takes a full pull at a random binlog
+position while writes go on (each row read at its own later moment, as shards are), then shuffles the
+pull's rows and every increment together: the merge must give the model's final state.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fullpuller.reconcile import (
+    OutColumn,
+    merge,
+    newest,
+    order_key,
+    output_columns,
+    parse_table,
+    table_versions,
+)
+from ums.namespace import Namespace
+
+KEYS = range(6)
+
+
+@st.composite
+def histories(draw):
+    """(tuples in a random order, the final table): increments of random transactions plus a full pull."""
+    first_id = ums_id = draw(st.integers(9_999_000, 10_000_000))  # crosses 10^7: ids of different lengths
+    state: dict[int, int] = {}
+    events: list[tuple[int, list[tuple[int, str, int | None]]]] = []  # (ums_id_, [(key, op, value)])
+    states: list[dict[int, int]] = []  # state after each event
+    before_images = draw(st.booleans())
+    for _ in range(draw(st.integers(0, 25))):
+        ums_id += draw(st.integers(2, 400))
+        changes: list[tuple[int, str, int | None]] = []
+        for _ in range(draw(st.integers(1, 3))):
+            key, value = draw(st.sampled_from(KEYS)), draw(st.integers(0, 99))
+            if key not in state:
+                changes.append((key, "i", value))
+                state[key] = value
+            elif draw(st.booleans()):
+                changes.append((key, "d", state.pop(key)))
+            elif before_images and draw(st.booleans()) and (free := [k for k in KEYS if k not in state]):
+                new_key = draw(st.sampled_from(free))  # an update that moves the row to another key
+                changes += [(key, "b", state[key]), (new_key, "u", value)]
+                del state[key]
+                state[new_key] = value
+            else:
+                if before_images:
+                    changes.append((key, "b", state[key]))
+                changes.append((key, "u", value))
+                state[key] = value
+        events.append((ums_id, changes))
+        states.append(dict(state))
+    tuples = [(key, str(at), str(at * 10**6 + i), op, value)
+              for at, changes in events for i, (key, op, value) in enumerate(changes)]
+    # Full pull: accepted at the binlog end after event k-1, so its ums_id_ lies strictly between the ids
+    # of events k-1 and k (ids step by >= 2); each key is read at its own moment t >= k (after event t-1),
+    # and every pulled row carries the pull's ums_id_.
+    k = draw(st.integers(0, len(events)))
+    pull_id = (events[k - 1][0] if k else first_id - 1) + 1
+    after = [{}] + states  # after[t]: the table once events 0..t-1 are applied
+    for n, key in enumerate(KEYS):
+        seen = after[draw(st.integers(k, len(events)))]
+        if key in seen:
+            tuples.append((key, str(pull_id), str(pull_id * 10**6 + n), "i", seen[key]))
+    random.Random(draw(st.integers())).shuffle(tuples)
+    return tuples, state
+
+
+@given(histories())
+@settings(max_examples=400, deadline=None)
+def test_pull_under_live_writes_reconciles_to_final_state(history):
+    tuples, final = history
+    assert merge(tuples) == final
+
+
+def test_ids_compare_as_numbers_not_text():
+    # "999" > "1000" as text; as numbers the later change wins
+    tuples = [(1, "1000", "1000000000", "u", "new"), (1, "999", "999000000", "i", "old")]
+    assert merge(tuples) == {1: "new"}
+
+
+def test_uid_breaks_a_tie_as_a_number():
+    tuples = [(1, "5", "5000010", "u", "second"), (1, "5", "5000009", "u", "first")]
+    assert merge(tuples) == {1: "second"}
+    assert order_key("5", "5000010") > order_key("5", "5000009")
+
+
+@pytest.mark.parametrize(("ops", "expected"), [
+    ([("i", 1), ("d", 2)], {}),                      # deleted
+    ([("i", 1), ("d", 2), ("i", 3)], {1: "v3"}),      # re-inserted after the delete
+    ([("b", 1)], {}),                                 # before image whose update moved the row away
+    ([("b", 1), ("u", 1)], {1: "v1"}),                # same event: the u (greater uid) wins
+])
+def test_delete_and_reinsert(ops, expected):
+    tuples = [(1, str(at), str(at * 10**6 + i), op, f"v{at}") for i, (op, at) in enumerate(ops)]
+    assert merge(tuples) == expected
+
+
+def _fields(*names_types, encoded=()):
+    fixed = (("ums_id_", "long"), ("ums_ts_", "datetime"), ("ums_op_", "string"), ("ums_uid_", "string"))
+    system = [{"name": n, "type": t, "encoded": False} for n, t in fixed]
+    return system + [{"name": n, "type": t, "encoded": n in encoded} for n, t in names_types]
+
+
+def test_versions_of_the_table_only_and_the_newest_fields():
+    v0 = _fields(("id", "long"), ("name", "string"))
+    v1 = _fields(("id", "long"), ("name", "string"), ("amount", "decimal"))
+    heads = [("mysql.demo.shop.orders.0.0.0", v0), ("mysql.demo.shop.orders.1.0.0", v1),
+             ("mysql.demo.shop.items.3.0.0", v0), ("not a namespace", v0)]
+    versions = table_versions(heads, "shop", "orders")
+    assert {ns.version for ns, _ in versions.values()} == {0, 1}
+    assert versions["mysql.demo.shop.orders.1.0.0"][0] == Namespace("mysql", "demo", "shop", "orders", 1)
+    top, lists = newest(versions, heads)
+    assert top == 1
+    assert output_columns(lists) == (OutColumn("id", "long"), OutColumn("name", "string"),
+                                     OutColumn("amount", "decimal"))
+
+
+def test_a_column_masked_differently_within_a_version_becomes_string():
+    clear = _fields(("id", "int"), ("phone", "int"))
+    masked = _fields(("id", "int"), ("phone", "string"), encoded=("phone",))
+    assert output_columns([clear, masked]) == (OutColumn("id", "int"), OutColumn("phone", "string", True))
+
+
+@pytest.mark.parametrize(("ums_type", "spark_type"), [
+    ("int", "int"), ("long", "long"), ("float", "double"), ("double", "double"), ("boolean", "boolean"),
+    ("decimal", "string"), ("datetime", "string"), ("jsonobject", "string"), ("binary", "string"),
+])
+def test_spark_types_only_where_the_cast_is_exact(ums_type, spark_type):
+    assert OutColumn("c", ums_type).spark_type == spark_type
+
+
+def test_parse_table():
+    assert parse_table("shop.orders") == ("shop", "orders")
+    with pytest.raises(ValueError, match="schema.table"):
+        parse_table("orders")
