@@ -197,8 +197,8 @@ def range_sql(columns: Sequence[str], key_range: KeyRange, nullable: bool) -> st
     '(`a` > 1 OR (`a` = 1 AND `b` >= 2))'
     """
     if key_range.nulls:
-        return "(" + " OR ".join(f"{c} IS NULL" for c in columns) + ")" if len(columns) > 1 \
-            else f"{columns[0]} IS NULL"
+        nulls = " OR ".join(f"{c} IS NULL" for c in columns)
+        return f"({nulls})" if len(columns) > 1 else nulls
     parts = [f"{c} IS NOT NULL" for c in columns] if nullable else []
     if key_range.lower is not None:
         parts.append(_compare(columns, key_range.lower, ">", ">="))
@@ -321,14 +321,14 @@ def _ranges(db, info: TableInfo, columns: list[ColumnSpec], where: str | None, s
         if lo is None:
             return [KeyRange()]
         ranges = integer_ranges(_int(lo), _int(hi), shards)
-        return [_as_literals(info, columns, r) for r in ranges]
+        return [_as_literals(columns, r) for r in ranges]
     rows = _boundaries(db, info, columns, where, shard_size)
     keys = [tuple(literal(c, v, info.collation(c.name)) for c, v in zip(columns, row, strict=True))
             for row in rows]
     return boundary_ranges(keys)
 
 
-def _as_literals(info: TableInfo, columns: list[ColumnSpec], key_range: KeyRange) -> KeyRange:
+def _as_literals(columns: list[ColumnSpec], key_range: KeyRange) -> KeyRange:
     def convert(key):
         return None if key is None else tuple(literal(c, v) for c, v in zip(columns, key, strict=True))
     return KeyRange(convert(key_range.lower), convert(key_range.upper), key_range.nulls)
