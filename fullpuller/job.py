@@ -38,7 +38,7 @@ from fullpuller.request import PullRejected, PullRequest, reply, to_record
 from fullpuller.source import NAME, ShardJob
 from ums.build import data_schema
 from ums.control import to_json as control_json
-from ums.encoding import to_json
+from ums.encoding import dumps_compact, to_json
 from ums.ids import ums_id
 from ums.message import ProtocolType, UmsMessage
 from ums.namespace import Namespace
@@ -157,7 +157,7 @@ class Puller:
                           "upperValue": s.upper, "targetTableName": req.name}
             value = {"dataChunkSplit": split_json, "dataChunkSplitIndex": i, "fullPull.request.param": request_json}
             self.producer.send(self.shards_topic, key=req.message.type.value.encode(),
-                               value=to_json(value).encode())
+                               value=dumps_compact(value).encode())
         self._marker(p, "start")
         self.store.put(p)
         self._history(p)

@@ -58,8 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     consumer.assign(parts)
     for tp in parts:
         committed = consumer.committed(tp)
-        if committed is None:
+        if committed is None:  # the very first start: from the end, and say so for the next start
             consumer.seek_to_end(tp)
+            consumer.commit({tp: OffsetAndMetadata(consumer.position(tp), "", -1)})
         else:
             consumer.seek(tp, committed)
     start = {tp.partition: consumer.position(tp) for tp in parts}

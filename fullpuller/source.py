@@ -103,7 +103,12 @@ def read_shard(job: ShardJob) -> Iterator[tuple[bytes, bytes]]:
                 rows = cur.fetchmany(size)
                 if not rows:
                     break
-                yield from writer.messages([r[0] for r in rows])
+                if len(rows[0]) == 1:
+                    texts = [r[0] for r in rows]
+                else:  # FLOAT columns come raw: Python writes their shortest float32 repr (render.py)
+                    texts = [render.tuple_text([v.decode() if isinstance(v, bytes) else v for v in r]).encode()
+                             for r in rows]
+                yield from writer.messages(texts)
                 reporter.rows(writer.rows)
         reporter.rows(writer.rows, final=True)
     finally:
