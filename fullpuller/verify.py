@@ -31,7 +31,7 @@ from fullpuller.canon import NULL, canonicalizer, digest
 from ums.build import field_for, user_columns
 from ums.message import SYSTEM_NAMES
 from ums.types import ColumnSpec, UmsType, parse_column_type
-from ums.values import encode_column
+from ums.values import ValueFormat, encode_value
 
 if TYPE_CHECKING:
     from dbuslib.config import DbusConfig
@@ -178,14 +178,23 @@ def source_renderer(columns: Sequence[ColumnSpec], mask: Any = None) -> Callable
     pymysql's shapes are brought to what a binlog decoder gives first: BIT as bytes -> int, JSON text
     (MySQL) -> parsed JSON. TIME already comes as a timedelta, SET and ENUM as text.
     """
-    prep: list[Callable[[object], object] | None] = []
+    specs = []  # what encode_column would work out per value, once per column
     for c in columns:
         base = parse_column_type(c.column_type).base
-        prep.append(_bit if base == "bit" else _json_text if c.ums_type is UmsType.JSONOBJECT else None)
+        prep = _bit if base == "bit" else _json_text if c.ums_type is UmsType.JSONOBJECT else None
+        specs.append((c.ums_type, ValueFormat(c.fsp, c.members), c.name, prep))
+
+    def one(spec: tuple, value: object) -> object:
+        ums_type, fmt, name, prep = spec
+        if value is None:
+            return None
+        return encode_value(ums_type, prep(value) if prep else value, fmt, name)
 
     def render(row: Sequence[object]) -> tuple:
-        wire = tuple(encode_column(c, p(v) if p and v is not None else v)
-                     for c, p, v in zip(columns, prep, row, strict=True))
+        if len(row) != len(specs):
+            msg = f"{len(row)} values for {len(specs)} columns"
+            raise ValueError(msg)
+        wire = tuple(map(one, specs, row))
         return mask.apply_row(wire) if mask is not None else wire
 
     return render
@@ -283,8 +292,7 @@ def verify(cfg: DbusConfig, ds: str, schema: str, table: str, snapshot: str, *, 
         return compare(snap, (p for t in tasks for p in hash_shard(t)), limit, *extra)
     with ProcessPoolExecutor(min(workers, len(tasks))) as pool:
         futures = [pool.submit(hash_shard, t) for t in tasks]  # shards hash while the snapshot is read
-        held = list(snap)
-        return compare(held, (p for f in futures for p in f.result()), limit, *extra)
+        return compare(snap, (p for f in futures for p in f.result()), limit, *extra)
 
 
 # ---------------------------------------------------------------- command line

@@ -115,6 +115,12 @@ def test_reconcile_then_verify(spark, cfg, writer_db, new_topic, tmp_path):
     some = next(iter(table))
     assert Decimal(got[some]["amount"]) == table[some][2]
 
+    jdbc = reconcile.run(spark, cfg, "demo", name, "orders", "", fmt="jdbc", jdbc_table=f"{name}.snapshot",
+                         topic=topic)
+    with db.cursor() as cur:
+        cur.execute("SELECT id, customer FROM snapshot")
+        assert (jdbc.rows, dict(cur.fetchall())) == (len(table), {r["id"]: r["customer"] for r in got.values()})
+
     args = argparse.Namespace(config=str(cfg.path), source="demo", table=f"{name}.orders", snapshot=out,
                               limit=20, shard_size=100, workers=2)
     assert verify.cli(args) == 0
