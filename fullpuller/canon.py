@@ -81,28 +81,27 @@ def canonical(ums_type: UmsType, value: object) -> str:
 
 def canonicalizer(types: Sequence[UmsType]) -> Callable[[Sequence[object]], tuple[str, ...]]:
     """A function that makes a row (values in ``types`` order) canonical in one call."""
-    funcs = [_CANON.get(t, _text) for t in types]
+    funcs = [_CANON.get(t) for t in types]  # None: text types, a str is already canonical
+
+    def one(func: Callable[[object], str] | None, value: object) -> str:
+        if value is None:
+            return NULL
+        if func is None:
+            return value if type(value) is str else _text(value)
+        try:
+            return func(value)
+        except (ValueError, TypeError, ArithmeticError):
+            return _text(value)
 
     def row(values: Sequence[object]) -> tuple[str, ...]:
-        out = []
-        for func, value in zip(funcs, values, strict=True):
-            if value is None:
-                out.append(NULL)
-                continue
-            try:
-                out.append(func(value))
-            except (ValueError, TypeError, ArithmeticError):
-                out.append(_text(value))
-        return tuple(out)
+        if len(values) != len(funcs):
+            msg = f"{len(values)} values for {len(funcs)} columns"
+            raise ValueError(msg)
+        return tuple(map(one, funcs, values))
 
     return row
 
 
-def digest(canon: Sequence[str]) -> bytes:
-    """16-byte hash of a canonical row; each value is length-prefixed, so no two rows share an input."""
-    h = hashlib.blake2b(digest_size=16)
-    for text in canon:
-        data = text.encode("utf-8", "surrogatepass")
-        h.update(len(data).to_bytes(4, "big"))
-        h.update(data)
-    return h.digest()
+def digest(canon: tuple[str, ...]) -> bytes:
+    """16-byte hash of a canonical row. It hashes the tuple's repr, which no other tuple of strings has."""
+    return hashlib.blake2b(repr(canon).encode("utf-8", "surrogatepass"), digest_size=16).digest()
