@@ -8,7 +8,7 @@ import sys
 
 from dbuslib.config import load_config
 
-BENCHMARKS = ["kafka_produce", "extractor", "e2e"]
+BENCHMARKS = ["kafka_produce", "extractor", "e2e", "fullpull"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -69,3 +69,24 @@ def binlog_end(db: pymysql.Connection) -> BinlogPosition:
         cur.execute("SELECT @@global.gtid_binlog_pos")
         (gtid,) = cur.fetchone()
     return BinlogPosition(file=row[0], pos=int(row[1]), gtid=gtid or "")
+
+
+def snapshot_position(db: pymysql.Connection) -> BinlogPosition:
+    """The binlog position of a consistent snapshot taken now: every transaction before it is visible to
+    any read that starts later. (``binlog_end`` may name a transaction the engine has not made visible
+    yet: MariaDB writes the binlog before the storage engine commits.) Reads MariaDB's
+    ``binlog_snapshot_file``/``binlog_snapshot_position`` inside START TRANSACTION WITH CONSISTENT SNAPSHOT."""
+    with db.cursor() as cur:
+        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        try:
+            cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+            status = {name.lower(): value for name, value in cur.fetchall()}
+            cur.execute("SELECT @@global.gtid_binlog_pos")
+            (gtid,) = cur.fetchone()
+        finally:
+            cur.execute("COMMIT")
+    if not status.get("binlog_snapshot_file"):
+        msg = "binary logging is off on this server: DBus needs log_bin and binlog_format=ROW"
+        raise EndpointError(msg)
+    return BinlogPosition(file=status["binlog_snapshot_file"], pos=int(status["binlog_snapshot_position"]),
+                          gtid=gtid or "")

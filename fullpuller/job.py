@@ -1,10 +1,13 @@
 """One full pull, from request to the end marker: the driver side of the full-puller service.
 
 1. **Accept**: the table must exist and the split column must be usable (else the request is rejected,
-   with a ``FULL_DATA_FINISH_REQ`` reply of STATUS abort on ``<ds>_callback``). The binlog end is read
-   *before* anything of the table: it becomes the ``ums_id_`` of every pulled row, so every change
-   committed after it reaches the result topic as an increment with a greater ``ums_id_`` and a
-   reconcile by greatest ``ums_id_`` yields the current state (docs/fullpull.md). The table's UMS
+   with a ``FULL_DATA_FINISH_REQ`` reply of STATUS abort on ``<ds>_callback``). The binlog position of
+   a consistent snapshot is read *before* anything of the table: it becomes the ``ums_id_`` of every
+   pulled row. Every transaction before it is visible to every shard read (which all start later), and
+   every change after it reaches the result topic as an increment with a greater ``ums_id_``, so a
+   reconcile by greatest ``ums_id_`` yields the current state (docs/fullpull.md). The plain binlog end
+   would not do: MariaDB writes the binlog before the engine commits, so a transaction just before the
+   end may not be visible yet, and its row would be pulled stale with the greater ``ums_id_``. The table's UMS
    version is the one valid at that position (a new one when the columns changed since), and the
    ``batchId`` is one more than the table's previous pulls.
 2. **Split** (fullpuller/split.py): the shard plan goes to ZooKeeper and to ``<ds>_data_shards``.
@@ -121,7 +124,7 @@ class Puller:
                 split.choose_split(info, req.split_col)
             except split.SplitError as e:
                 raise PullRejected(e.code, f"request {req.seqno} ({req.name}): {e}", req.seqno) from None
-            pos = mysql.binlog_end(db)  # before anything of the table is read: see the module doc
+            pos = mysql.snapshot_position(db)  # before anything of the table is read: see the module doc
             at = ums_id(pos.file, pos.pos)
             version = self._version(req, info.columns, int(at))
             ns = Namespace("mysql", self.ds, req.schema, req.table, version.version)

@@ -85,10 +85,9 @@ def read_shard(job: ShardJob) -> Iterator[tuple[bytes, bytes]]:
     from pymysql.cursors import SSCursor
 
     from dbuslib import mysql
-    from dbuslib.config import load_config
     from fullpuller import render
 
-    cfg = load_config(job.config)
+    cfg = _config(job.config)
     src = cfg.source(job.ds)
     writer = MessageWriter.for_job(job, src.masking)
     reporter = _Reporter(cfg, job)
@@ -182,7 +181,6 @@ class _Reporter:
     def __init__(self, cfg: Any, job: ShardJob) -> None:
         self.cfg = cfg
         self.job = job
-        self.zk = None
         self.last = 0.0
 
     def rows(self, n: int, final: bool = False) -> None:
@@ -190,17 +188,41 @@ class _Reporter:
         if not final and now - self.last < self.job.progress_interval_s:
             return
         self.last = now
-        from dbuslib import zk
-
-        if self.zk is None:
-            self.zk = zk.client(self.cfg.endpoints.zookeeper)
+        client = _zk(self.cfg)
         data = json.dumps({"rows": n, "state": "pulling"}).encode()
-        if self.zk.exists(self.job.zk_shard_path):
-            self.zk.set(self.job.zk_shard_path, data)
+        if client.exists(self.job.zk_shard_path):
+            client.set(self.job.zk_shard_path, data)
         else:
-            self.zk.create(self.job.zk_shard_path, data, makepath=True)
+            client.create(self.job.zk_shard_path, data, makepath=True)
 
     def close(self) -> None:
-        if self.zk is not None:
-            self.zk.stop()
-            self.zk.close()
+        """The ZooKeeper client stays open for the worker's next shard."""
+
+
+# A Python worker serves many shards (Spark reuses workers): the configuration (per file version) and
+# the ZooKeeper client are made once per worker process.
+_CONFIGS: dict[str, Any] = {}
+_ZK: dict[str, Any] = {}
+
+
+def _config(path: str) -> Any:
+    """The configuration file, loaded again when it changed (new masking rules apply to the next shard)."""
+    import os
+
+    key = f"{path}@{os.stat(path).st_mtime_ns}"
+    if key not in _CONFIGS:
+        from dbuslib.config import load_config
+
+        _CONFIGS.clear()
+        _CONFIGS[key] = load_config(path)
+    return _CONFIGS[key]
+
+
+def _zk(cfg: Any) -> Any:
+    hosts = cfg.endpoints.zookeeper.hosts
+    client = _ZK.get(hosts)
+    if client is None or not client.connected:
+        from dbuslib import zk
+
+        client = _ZK[hosts] = zk.client(cfg.endpoints.zookeeper)
+    return client

@@ -1,0 +1,164 @@
+"""Full pull, MariaDB -> UMS ``data_initial_data`` in Kafka: rows/s of the full-puller service.
+
+The service runs as it is deployed (``spark-submit fullpuller/main.py``, ``local[2]``) on a throwaway
+source. A table of BENCH_FULLPULL_ROWS rows (7 columns, the e2e bench's shape) is filled with MariaDB's
+sequence engine; a warm-up pull of BENCH_FULLPULL_WARMUP_ROWS rows goes first, so the figure is a running
+service's, not a JVM's first minute. The clock starts when ``dbus fullpull request`` sends the request and
+stops at the Kafka timestamp of the pull's end marker; then every pulled tuple is counted (it must be all
+of them).
+
+- ``fullpull_rows_per_s``: the pull above, beside the baseline: pymysql SELECT of the same table (a
+  streaming cursor) + one UMS-shaped JSON per row + kafka-python produce (batched, lz4, acks=all), over
+  BENCH_FULLPULL_BASELINE_ROWS rows, in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import yaml
+
+from bench.report import bench_line
+from dbuslib import kafka, mysql, zk
+from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from dbuslib.stages import REPO, Stages
+
+ROWS = int(os.environ.get("BENCH_FULLPULL_ROWS", "1000000"))
+WARMUP = int(os.environ.get("BENCH_FULLPULL_WARMUP_ROWS", "100000"))
+BASELINE_ROWS = int(os.environ.get("BENCH_FULLPULL_BASELINE_ROWS", "100000"))
+COLUMNS = ("id BIGINT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(16) NOT NULL, total DECIMAL(12,2) "
+           "NOT NULL, placed_at DATETIME(3) NOT NULL, note VARCHAR(64), qty SMALLINT")
+FILL = ("SELECT seq, seq % 9973, ELT(1 + seq % 4, 'new', 'paid', 'shipped', 'closed'), (seq % 100000) / 100, "
+        "TIMESTAMP('2024-01-02 03:04:05.123') + INTERVAL seq SECOND, CONCAT('note ', seq), seq % 1000 "
+        "FROM seq_1_to_{n}")
+
+
+class Service(Stages):
+    """The full puller of one throwaway source, as a subprocess."""
+
+    def __init__(self, base: DbusConfig, database: str, tmp: Path) -> None:
+        ds = f"fp_{uuid.uuid4().hex[:8]}"
+        raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
+        src = raw["sources"]["demo"]
+        src["capture"] = {"include": [f"{database}.*"], "exclude": []}
+        src["masking"] = {}
+        src.setdefault("fullpull", {}).update(json.loads(os.environ.get("BENCH_FULLPULL_SETTINGS", "{}")))
+        raw["sources"] = {ds: src}
+        raw["spark"]["jars_file"] = str((Path(base.path).parent / base.spark.jars_file).resolve())
+        raw["spark"]["checkpoint_root"] = str(tmp / "checkpoints")
+        raw["endpoints"]["meta_store"]["url"] = base.endpoints.meta_store.url.get_secret_value()
+        self.cfg_path = tmp / f"{ds}.yaml"
+        self.cfg_path.write_text(yaml.safe_dump(raw))
+        super().__init__(load_config(self.cfg_path), ds, tmp)
+        self.database = database
+
+    def pull(self, table: str) -> tuple[int, float, int]:
+        """Request a pull of ``table`` and wait for its end marker: (request id, seconds, tuples)."""
+        src = self.cfg.source(self.ds)
+        topic = src.topics.name("result", self.ds, self.database, table)
+        kafka.ensure_topics(self.cfg.endpoints.kafka, [topic])
+        since = kafka.end_offsets(self.cfg.endpoints.kafka, [topic])
+        t0 = time.time()
+        out = subprocess.run([sys.executable, "-m", "dbuslib.cli", "--config", str(self.cfg_path), "fullpull",
+                              "request", "--source", self.ds, "--table", f"{self.database}.{table}", "--wait", "0"],
+                             cwd=REPO, capture_output=True, text=True, check=True)
+        seqno = int(out.stdout.split("\t", 1)[0])
+        deadline = time.monotonic() + 900
+        tuples, end_ms = 0, None
+        consumer = kafka.consumer(self.cfg.endpoints.kafka, enable_auto_commit=False)
+        try:
+            consumer.assign(list(since))
+            for tp, offset in since.items():
+                consumer.seek(tp, offset)
+            while end_ms is None:
+                self.check_alive()
+                if time.monotonic() > deadline:
+                    msg = f"full pull {seqno} of {table} did not end within 900 s"
+                    raise TimeoutError(msg)
+                for records in consumer.poll(timeout_ms=500, max_records=2000).values():
+                    for rec in records:
+                        headers = dict(rec.headers or [])
+                        if headers.get("dbus_fullpull") == b"end" and headers.get("dbus_fullpull_id") == str(seqno).encode():
+                            end_ms = rec.timestamp
+                        elif b'"tuple":' in rec.value:
+                            tuples += rec.value.count(b'{"tuple":')
+        finally:
+            consumer.close()
+        return seqno, end_ms / 1000 - t0, tuples
+
+    def cleanup(self) -> None:
+        self.stop_all()
+        src = self.cfg.source(self.ds)
+        topics = [src.topics.name(k, self.ds) for k in ("ctrl", "callback", "data_shards")]
+        topics += [src.topics.name("result", self.ds, self.database, t) for t in ("warm", "big")]
+        kafka.delete_topics(self.cfg.endpoints.kafka, list(dict.fromkeys(topics)))
+        client = zk.client(self.cfg.endpoints.zookeeper)
+        client.delete(zk.path(self.cfg.endpoints.zookeeper, "FullPuller", self.ds), recursive=True)
+        client.stop()
+        client.close()
+
+
+def baseline(cfg: DbusConfig, database: str, rows: int) -> float:
+    """pymysql streaming SELECT + UMS-shaped JSON per row + kafka-python produce."""
+    from pymysql.cursors import SSCursor
+
+    topic = f"bench_baseline_{uuid.uuid4().hex[:8]}"
+    kafka.ensure_topics(cfg.endpoints.kafka, [topic])
+    producer = kafka.producer(cfg.endpoints.kafka, linger_ms=5, batch_size=1_048_576, compression_type="lz4")
+    db = mysql.connect(cfg.source("demo").mysql, database, cursorclass=SSCursor)
+    done, t0 = 0, time.perf_counter()
+    with db.cursor() as cur:
+        cur.execute(f"SELECT * FROM big LIMIT {rows}")
+        names = [d[0] for d in cur.description]
+        for row in cur:
+            value = json.dumps({"schema": database, "table": "big", "op": "i", "values": dict(zip(names, row))},
+                               default=str)
+            producer.send(topic, key=f"{database}.big".encode(), value=value.encode())
+            done += 1
+    producer.flush()
+    rate = done / (time.perf_counter() - t0)
+    db.close()
+    producer.close()
+    kafka.delete_topics(cfg.endpoints.kafka, [topic])
+    return rate
+
+
+def run(cfg: DbusConfig) -> list[str]:
+    database = f"bench_fp_{uuid.uuid4().hex[:8]}"
+    writer = mysql.connect(cfg.source("demo").mysql, as_writer=True)
+    tmp = Path(tempfile.mkdtemp(prefix="dbus-bench-fullpull-"))
+    service = None
+    try:
+        with writer.cursor() as cur:
+            cur.execute(f"CREATE DATABASE `{database}`")
+            cur.execute(f"USE `{database}`")
+            for table, n in (("warm", WARMUP), ("big", ROWS)):
+                cur.execute(f"CREATE TABLE {table} ({COLUMNS})")
+                cur.execute(f"INSERT INTO {table} {FILL.format(n=n)}")
+        base = baseline(cfg, database, BASELINE_ROWS)
+        service = Service(cfg, database, tmp)
+        service.start("fullpuller")
+        service.wait_log("fullpuller", "listening on", 180)
+        service.pull("warm")
+        seqno, seconds, tuples = service.pull("big")
+        print(f"fullpull: {tuples} tuples in {seconds:.2f} s (request {seqno})", file=sys.stderr)
+        if tuples != ROWS:
+            msg = f"full pull {seqno}: {tuples} tuples in the result topic, expected {ROWS}"
+            raise RuntimeError(msg)
+        return [bench_line("fullpull_rows_per_s", ROWS / seconds, "rows/s", base)]
+    finally:
+        if service is not None:
+            service.cleanup()
+        with writer.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
+        writer.close()
+        if not os.environ.get("BENCH_KEEP"):
+            shutil.rmtree(tmp, ignore_errors=True)
