@@ -207,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         return handler(args)
     except DbusError as e:
         print(f"dbus: {e.code}: {e}", file=sys.stderr)
+        if e.exit_code is not None:
+            return e.exit_code
         return next((c for t, c in EXIT_CODES.items() if isinstance(e, t)), 1)
 
 

@@ -12,6 +12,7 @@ class DbusError(Exception):
 
     code = "DBUS_ERROR"
     retriable = False
+    exit_code: int | None = None  # the `dbus` command's exit code for this error, when not the default 1
 
 
 class ConfigError(DbusError):

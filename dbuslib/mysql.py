@@ -86,7 +86,8 @@ def snapshot_position(db: pymysql.Connection) -> BinlogPosition:
         finally:
             cur.execute("COMMIT")
     if not status.get("binlog_snapshot_file"):
-        msg = "binary logging is off on this server: DBus needs log_bin and binlog_format=ROW"
+        msg = ("the server has no binlog_snapshot_file status (binary logging off, or not MariaDB): full pulls "
+               "need MariaDB with log_bin and binlog_format=ROW")
         raise EndpointError(msg)
     return BinlogPosition(file=status["binlog_snapshot_file"], pos=int(status["binlog_snapshot_position"]),
                           gtid=gtid or "")

@@ -20,7 +20,8 @@ def add_parsers(sub: Any) -> None:
     fp = sub.add_parser("fullpull", help="full pulls: request one, show progress").add_subparsers(
         dest="action", required=True)
     rq = fp.add_parser("request", help="send FULL_DATA_INDEPENDENT_PULL_REQ for a table",
-                       description=__doc__.split("\n\n")[1])
+                       description="Send FULL_DATA_INDEPENDENT_PULL_REQ on <ds>_ctrl and print the request id. "
+                       + __doc__.split("\n\n")[2].replace("\n", " "))
     rq.add_argument("--source", required=True, help="source name under 'sources'")
     rq.add_argument("--table", required=True, help="schema.table to pull")
     rq.add_argument("--split-col", help="split column(s), e.g. id or a,b (default: primary key, unique key, index)")
@@ -166,7 +167,7 @@ def status_cli(args: argparse.Namespace) -> int:
                 for i, shard in enumerate(p.Shards):
                     st = states.get(i)
                     lines.append(f"    shard {i}: {st.state if st else 'waiting':8} {st.rows if st else 0:>10} rows"
-                                 f"  [{shard.get('lower')} .. {shard.get('upper')})")
+                                 f"  [{_bound(shard.get('lower'), '-inf')} .. {_bound(shard.get('upper'), '+inf')})")
             print("\n".join(lines) if lines else f"no full pulls recorded for source {args.source}", flush=True)
             if not args.watch or all(p.finished for p in pulls):
                 return 0
@@ -174,3 +175,7 @@ def status_cli(args: argparse.Namespace) -> int:
             print()
     finally:
         _close(store)
+
+
+def _bound(value: Any, open_end: str) -> str:
+    return open_end if value is None else str(value)

@@ -36,13 +36,14 @@ from dbuslib import kafka, mysql, spark, zk
 from dbuslib.config import DbusConfig
 from dbuslib.metastore import MetaStore, Reason, Version, compatible, version_at
 from fullpuller import catalog, render, split
-from fullpuller.progress import ABORT, DONE, ENDING, PULLING, Progress, ProgressStore, ShardState
+from fullpuller.progress import ABORT, DONE, ENDING, PULLING, SPLITTING, Progress, ProgressStore, ShardState
 from fullpuller.request import PullRejected, PullRequest, reply, to_record
 from fullpuller.source import NAME, ShardJob
 from ums.build import data_schema
 from ums.control import to_json as control_json
 from ums.encoding import dumps_compact, to_json
 from ums.ids import ums_id
+from ums.keys import initial_data_key
 from ums.message import ProtocolType, UmsMessage
 from ums.namespace import Namespace
 from ums.timefmt import ums_ts
@@ -81,9 +82,13 @@ class Puller:
     def handle(self, req: PullRequest) -> Progress | None:
         """Serve one request: accept (or resume) and pull; every outcome is replied on ``<ds>_callback``."""
         p = self.store.get(req.schema, req.table, req.seqno)
-        if p is not None and p.finished:
-            log.info("%s: request %s was already served (%s); nothing to do", self.ds, req.seqno, p.Status)
+        if p is not None and p.finished:  # served, but the service stopped before it said so: say it again
+            log.info("%s: request %s was already served (%s); replying again", self.ds, req.seqno, p.Status)
+            self._reply(p)
             return p
+        if p is not None and p.Status == SPLITTING:  # stopped before its shard plan was written: start over
+            log.info("%s: request %s was stopped while splitting; accepting it again", self.ds, req.seqno)
+            p = None
         try:
             if p is None:
                 p = self._accept(req)
@@ -92,18 +97,18 @@ class Puller:
                 self.store.put(p)
             p = self._pull(p)
         except PullRejected as e:
-            self.reject(e, req.name)
             p = p or self.store.get(req.schema, req.table, req.seqno)  # rejected after the node was made
             if p is not None:
                 self._finish(replace(p, Status=ABORT, ErrorCode=e.code, ErrorMsg=str(e)))
+            self.reject(e, req.name)
             return p
         except Exception as e:  # noqa: BLE001 - a failed pull is reported, and the service goes on
             log.exception("%s: full pull %s of %s failed", self.ds, req.seqno, req.name)
             err = PullRejected("FULLPULL_FAILED", f"request {req.seqno} ({req.name}): {e}", req.seqno)
-            self.reject(err, req.name)
             p = p or self.store.get(req.schema, req.table, req.seqno)
             if p is not None:
                 self._finish(replace(p, Status=ABORT, ErrorCode=err.code, ErrorMsg=str(e)[:2000]))
+            self.reject(err, req.name)
             return p
         return p
 
@@ -205,9 +210,7 @@ class Puller:
                     break
         self._marker(p, "end")
         p = self._finish(replace(self.store.refreshed(p), Status=ENDING))
-        self._send(self.callback, reply(p.SeqNo, ENDING, ds=self.ds, table=f"{p.Schema}.{p.Table}",
-                                        ROWS=p.FinishedRows, SHARDS=p.TotalCount, UMS_ID=p.UmsId,
-                                        BATCH_NO=p.BatchNo, VERSION=p.Version, SECONDS=p.ConsumeSecs))
+        self._reply(p)
         log.info("%s: request %s (%s.%s) ending: %d rows, %d shard(s), %.1f s", self.ds, p.SeqNo, p.Schema,
                  p.Table, p.FinishedRows, p.TotalCount, p.ConsumeSecs)
         return p
@@ -235,12 +238,23 @@ class Puller:
         schema = data_schema(Namespace.parse(p.Namespace), tuple(ColumnSpec(**c) for c in p.Columns), p.BatchNo,
                              PROTOCOL)
         value = to_json(UmsMessage.prevalidated(PROTOCOL, schema, ()))
-        headers = [("dbus_fullpull", which.encode()), ("dbus_fullpull_id", str(p.SeqNo).encode()),
+        key = initial_data_key(Namespace.parse(p.Namespace), int(time.time() * 1000))
+        headers = [("ums_key", key.encode()), ("dbus_fullpull", which.encode()), ("dbus_fullpull_id", str(p.SeqNo).encode()),
                    ("dbus_fullpull_ums_id", p.UmsId.encode())]
         if which == "end":
             headers.append(("dbus_fullpull_rows", str(p.FinishedRows).encode()))
         self.producer.send(p.Topic, key=f"{p.Schema}.{p.Table}".encode(), value=value.encode(),
                            headers=headers).get(60)
+
+    def _reply(self, p: Progress) -> None:
+        """The FULL_DATA_FINISH_REQ of a finished pull on ``<ds>_callback``."""
+        if p.Status == ENDING:
+            self._send(self.callback, reply(p.SeqNo, ENDING, ds=self.ds, table=f"{p.Schema}.{p.Table}",
+                                            ROWS=p.FinishedRows, SHARDS=p.TotalCount, UMS_ID=p.UmsId,
+                                            BATCH_NO=p.BatchNo, VERSION=p.Version, SECONDS=p.ConsumeSecs))
+        else:
+            self._send(self.callback, reply(p.SeqNo, ABORT, ds=self.ds, table=f"{p.Schema}.{p.Table}",
+                                            code=p.ErrorCode, error=p.ErrorMsg))
 
     def _finish(self, p: Progress) -> Progress:
         p = replace(p, EndSecs=time.time())

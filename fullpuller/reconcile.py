@@ -58,6 +58,7 @@ class NoPrimaryKeyError(DbusError):
     """The table has no primary key and none was given: reconcile cannot tell rows apart."""
 
     code = "RECONCILE_NO_PRIMARY_KEY"
+    exit_code = 2
 
 
 class NoDataError(DbusError):
@@ -356,6 +357,9 @@ def cli(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
     if args.format == "parquet" and not args.out:
         print("reconcile: --out is required for --format parquet", file=sys.stderr)
         return 2
+    if args.format == "jdbc" and not args.jdbc_table:
+        print("reconcile: --jdbc-table is required for --format jdbc", file=sys.stderr)
+        return 2
     if spark is None:
         from dbuslib import spark as dspark
 
@@ -380,7 +384,9 @@ def main(argv: list[str] | None = None) -> int:
         return cli(args, SparkSession.builder.appName(f"dbus-reconcile-{args.source}").getOrCreate())
     except DbusError as e:
         print(f"reconcile: {e.code}: {e}", file=sys.stderr)
-        codes = {ConfigError: 2, NoPrimaryKeyError: 2, EndpointError: 3}
+        if e.exit_code is not None:
+            return e.exit_code
+        codes = {ConfigError: 2, EndpointError: 3}
         return next((c for t, c in codes.items() if isinstance(e, t)), 1)
 
 

@@ -100,7 +100,7 @@ def parse(value: bytes | None, ds: str) -> PullRequest:
         return text
 
     source = _text(p, "DBUS_DATASOURCE_ID", seqno)
-    if source and source != ds:
+    if source and source != ds and not source.isdigit():  # the original's keeper sends its numeric ds id
         msg = f"request {seqno}: payload.DBUS_DATASOURCE_ID {source!r} is not this source ({ds!r})"
         raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
     schema, table = need("SCHEMA_NAME"), need("TABLE_NAME")

@@ -24,7 +24,7 @@ from typing import Any, Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 NAME = "dbus_fullpull"
-SCHEMA = "key binary, value binary"
+SCHEMA = "key binary, value binary, headers array<struct<key: string, value: binary>>"
 
 
 @dataclass(frozen=True)
@@ -76,12 +76,12 @@ class ShardReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         return [InputPartition(self.job.shard)]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[bytes, bytes]]:
+    def read(self, partition: InputPartition) -> Iterator[tuple[bytes, bytes, list[tuple[str, bytes]]]]:
         yield from read_shard(self.job)
 
 
-def read_shard(job: ShardJob) -> Iterator[tuple[bytes, bytes]]:
-    """The shard's messages as (key, value); reports rows to ZooKeeper as it goes and at the end."""
+def read_shard(job: ShardJob) -> Iterator[tuple[bytes, bytes, list[tuple[str, bytes]]]]:
+    """The shard's messages as (key, value, headers); reports rows to ZooKeeper as it goes and at the end."""
     from pymysql.cursors import SSCursor
 
     from dbuslib import mysql
@@ -157,12 +157,16 @@ class MessageWriter:
         head = self.head
         return [b"%s%09d\",%s]}" % (head, start + i, t) for i, t in enumerate(texts)]
 
-    def messages(self, texts: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
+    def messages(self, texts: list[bytes]) -> Iterator[tuple[bytes, bytes, list[tuple[str, bytes]]]]:
+        """Messages of ``texts``: record key ``<schema>.<table>`` (the appender's: one table, one partition),
+        and the original's key (spec 1.12) in the ``ums_key`` header, as the appender writes it."""
+        from ums.keys import initial_data_key
         from ums.text import messages
 
+        headers = [("ums_key", initial_data_key(self.namespace, int(time.time() * 1000)).encode())]
         for value in messages(self.prefix, self.tuples(texts), self.job.tuples_per_message,
                               self.job.max_message_bytes):
-            yield self.key, value
+            yield self.key, value, headers
 
     def _masked(self, texts: list[bytes], start: int) -> list[bytes]:
         from ums.encoding import dumps_compact

@@ -44,6 +44,7 @@ class VerifyError(DbusError):
     """The table or the snapshot cannot be verified (no such table, no primary key, no snapshot)."""
 
     code = "VERIFY_FAILED"
+    exit_code = 2  # 1 means "compared, and different"
 
 
 # ---------------------------------------------------------------- pure core
@@ -117,7 +118,7 @@ def report(c: Comparison, table: str) -> list[str]:
     counts = (f"{c.missing_count} missing in snapshot, {c.extra_count} extra in snapshot, "
               f"{c.different_count} different")
     lines.append(f"{table}: {c.source_rows} source rows, {c.snapshot_rows} snapshot rows: "
-                 + ("equal" if c.equal else counts))
+                 + ("equal, 0 differences" if c.equal else counts))
     return lines
 
 

@@ -135,8 +135,9 @@ def test_shard_messages_are_valid_ums_with_every_row_once(rows):
     texts = [json.dumps(list(r), separators=(",", ":"))[1:-1].encode() for r in rows]
     out = list(writer.messages(texts[:4])) + list(writer.messages(texts[4:]))
     tuples = []
-    for key, value in out:
+    for key, value, headers in out:
         assert key == b"shop.t"
+        assert headers[0][0] == "ums_key" and headers[0][1].startswith(b"data_initial_data.mysql.demo.shop.t.2.0.0.")
         m = from_json(value)
         assert m.protocol is ProtocolType.DATA_INITIAL_DATA and m.schema.batch_id == 3
         assert str(m.schema.namespace) == "mysql.demo.shop.t.2.0.0" and 1 <= len(m.payload) <= 2
@@ -151,7 +152,7 @@ def test_masked_columns_never_leave_the_writer_in_clear():
     job = _job()
     masking = {"shop.t": {"card": MaskRule(type="md5")}}
     writer = MessageWriter.for_job(job, masking)
-    (key, value), = writer.messages([b'1,"ann","4111-1111"'])
+    (key, value, _), = writer.messages([b'1,"ann","4111-1111"'])
     assert b"4111-1111" not in value
     m = from_json(value)
     card = next(f for f in m.schema.fields if f.name == "card")

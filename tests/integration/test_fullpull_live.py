@@ -1,0 +1,156 @@
+"""A full pull under live writes gives an exact copy: the whole path on the real stack.
+
+A table of FULLPULL_LIVE_ROWS rows (default 1,000,000) is filled, then the extractor, dispatcher,
+appender and full puller run as deployed while a writer inserts, updates and deletes rows of that table
+all through the pull. Once the writes stop and the last one has reached the result topic, ``dbus
+reconcile`` merges the pull and the increments into a Parquet snapshot and ``dbus verify`` compares it
+with the live table: 0 differences, exit 0. Then one more source change makes verify fail (it can).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+from extractor_env import REPO
+from pipeline_env import cleanup_pipeline, make_pipeline_env
+
+from dbuslib import kafka, mysql, zk
+from dbuslib.metastore import MetaStore, fullpull_history
+from dbuslib.stages import Stages
+
+pytestmark = pytest.mark.integration
+ROWS = int(os.environ.get("FULLPULL_LIVE_ROWS", "1000000"))
+DDL = ("CREATE TABLE live (id INT PRIMARY KEY, customer VARCHAR(40) NOT NULL, amount DECIMAL(12,2), "
+       "status ENUM('new','paid','shipped'), note TEXT, placed DATETIME(3), score DOUBLE)")
+FILL = ("INSERT INTO live SELECT seq, CONCAT('customer ', seq % 9973), (seq % 100000) / 100, "
+        "ELT(1 + seq % 3, 'new', 'paid', 'shipped'), IF(seq % 10 = 0, NULL, CONCAT('n', seq)), "
+        "TIMESTAMP('2024-01-02 03:04:05.123') + INTERVAL seq SECOND, seq / 7 FROM seq_1_to_{n}")
+
+
+class Workload(threading.Thread):
+    """Random single-row inserts, updates and deletes on ``live`` until stopped (autocommit each)."""
+
+    def __init__(self, source, database: str) -> None:
+        super().__init__(daemon=True)
+        self.db = mysql.connect(source.mysql, database, as_writer=True)
+        self.stop_flag = threading.Event()
+        self.counts = {"insert": 0, "update": 0, "delete": 0}
+        self.next_id = ROWS + 1
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        rnd = random.Random(5)
+        try:
+            with self.db.cursor() as cur:
+                while not self.stop_flag.is_set():
+                    op = rnd.choice(("insert", "update", "update", "delete"))
+                    if op == "insert":
+                        cur.execute("INSERT INTO live VALUES (%s, %s, %s, 'new', %s, NOW(3), %s)",
+                                    (self.next_id, f"live {self.next_id}", rnd.randint(1, 10**6) / 100,
+                                     "inserted", rnd.random()))
+                        self.next_id += 1
+                    elif op == "update":
+                        cur.execute("UPDATE live SET amount = %s, status = 'paid', note = %s WHERE id = %s",
+                                    (rnd.randint(1, 10**6) / 100, f"upd é {rnd.random()}", rnd.randint(1, self.next_id)))
+                    else:
+                        cur.execute("DELETE FROM live WHERE id = %s", (rnd.randint(1, self.next_id),))
+                    self.counts[op] += 1
+                    time.sleep(0.002)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            self.error = e
+
+
+def _dbus(cfg_path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    return subprocess.run([sys.executable, "-m", "dbuslib.cli", "--config", str(cfg_path), *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def _wait_for_row(cfg, topic: str, marker: str, timeout: float) -> None:
+    """Until a tuple holding ``marker`` is in ``topic`` (the appender has caught up to it)."""
+    deadline = time.monotonic() + timeout
+    consumer = kafka.consumer(cfg.endpoints.kafka, topic, auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        while time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                if any(marker.encode() in r.value for r in records):
+                    return
+    finally:
+        consumer.close()
+    raise AssertionError(f"{marker!r} did not reach {topic} in {timeout:.0f}s")
+
+
+def test_a_full_pull_under_live_writes_reconciles_to_an_exact_copy(tmp_path, source):
+    database = f"dbus_test_{uuid.uuid4().hex[:12]}"
+    writer = mysql.connect(source.mysql, as_writer=True)
+    with writer.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{database}`")
+        cur.execute(f"USE `{database}`")
+        cur.execute(DDL)
+        cur.execute(FILL.format(n=ROWS))  # before the extractor's start position: only the pull has these
+    env = make_pipeline_env(tmp_path, database)
+    stages = Stages(env.cfg, env.ds, tmp_path / "stage-logs")
+    workload = Workload(source, database)
+    try:
+        for stage in ("extractor", "dispatcher", "appender", "fullpuller"):
+            stages.start(stage)
+        stages.wait_log("extractor", "reading from", 120)
+        for stage, text in (("dispatcher", "started"), ("appender", "started"), ("fullpuller", "listening on")):
+            stages.wait_log(stage, text, 300)
+        workload.start()
+        time.sleep(2)
+        out = _dbus(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", f"{database}.live",
+                    "--follow", "--wait", "300")
+        assert out.returncode == 0, out.stdout + out.stderr
+        print(out.stdout.splitlines()[-1])
+        time.sleep(2)  # writes go on after the pull
+        workload.stop_flag.set()
+        workload.join(30)
+        assert workload.error is None, workload.error
+        print(f"\nworkload during the pull: {workload.counts}")
+        assert min(workload.counts.values()) > 0
+        with writer.cursor() as cur:  # the last change; in one partition, so all before it arrived too
+            cur.execute("UPDATE live SET note = 'drain-marker' WHERE id = (SELECT MIN(id) FROM live)")
+        topic = env.cfg.source(env.ds).topics.name("result", env.ds, database, "live")
+        _wait_for_row(env.cfg, topic, "drain-marker", 300)
+        for stage in ("fullpuller", "appender", "dispatcher", "extractor"):  # free the cores for the checks
+            stages.stop(stage)
+        snapshot = tmp_path / "snapshot"
+        out = _dbus(env.cfg_path, "reconcile", "--source", env.ds, "--table", f"{database}.live",
+                    "--out", str(snapshot))
+        assert out.returncode == 0, out.stdout + out.stderr
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"reconcile: {result}")
+        out = _dbus(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.live",
+                    "--snapshot", str(snapshot))
+        print(out.stdout)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "equal, 0 differences" in out.stdout, out.stdout
+        with writer.cursor() as cur:
+            cur.execute("UPDATE live SET note = 'changed after' WHERE id = (SELECT MAX(id) FROM live)")
+        out = _dbus(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.live",
+                    "--snapshot", str(snapshot))
+        assert out.returncode == 1, out.stdout + out.stderr
+    finally:
+        workload.stop_flag.set()
+        stages.stop_all()
+        cleanup_pipeline(env)
+        store = MetaStore(env.cfg.endpoints.meta_store.url.get_secret_value())
+        with store.engine.begin() as conn:
+            conn.execute(fullpull_history.delete().where(fullpull_history.c.ds == env.ds))
+        store.dispose()
+        client = zk.client(env.cfg.endpoints.zookeeper)
+        client.delete(zk.path(env.cfg.endpoints.zookeeper, "FullPuller", env.ds), recursive=True)
+        client.stop()
+        client.close()
+        with writer.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
+        writer.close()
