@@ -100,6 +100,28 @@ def test_key_shapes_and_column_types_pull_correctly(fp, name, ddl, fill, split):
     check_pull(fp, name, seqno, count)
 
 
+def test_masked_columns_are_masked_in_the_pull(fp):
+    import yaml
+
+    conf = yaml.safe_load(fp.env.cfg_path.read_text())  # the shard readers reload the changed file
+    conf["sources"][fp.ds]["masking"] = {f"{fp.database}.cards": {"card": {"type": "md5", "salt": "s1"},
+                                                                   "holder": {"type": "truncate", "length": 2}}}
+    fp.env.cfg_path.write_text(yaml.safe_dump(conf))
+    fp.sql("CREATE TABLE cards (id INT PRIMARY KEY, card VARCHAR(19), holder VARCHAR(30))",
+           "INSERT INTO cards SELECT seq, CONCAT('4111-0000-0000-', LPAD(seq, 4, '0')), CONCAT('Holder', seq) "
+           "FROM seq_1_to_300")
+    seqno, out = fp.request("cards")
+    assert out.returncode == 0, out.stderr
+    assert fp.wait_finished("cards", seqno).Status == "ending"
+    tuples, markers, fields = fp.pulled("cards", seqno)
+    assert len(tuples) == 300 and markers == ["start", "end"]
+    encoded = {f["name"] for f in fields if f.get("encoded")}
+    assert encoded == {"card", "holder"}
+    raw = b"".join(r.value for r in kafka.read_range(fp.cfg.endpoints.kafka, [fp.result_topic("cards")]))
+    assert b"4111-0000" not in raw and b"Holder" not in raw
+    assert {t[6] for t in tuples} == {"Ho"}
+
+
 def test_bad_requests_get_an_error_reply_and_the_service_goes_on(fp):
     fp.sql("CREATE TABLE good (id INT PRIMARY KEY, v INT)", "INSERT INTO good SELECT seq, seq FROM seq_1_to_50")
     seqno, out = fp.request("no_such_table")
@@ -179,5 +201,12 @@ def test_kill_9_mid_pull_resumes_and_repulls_only_unfinished_shards(tmp_path, so
         print(f"duplicates: {duplicates} rows written twice (the shard in flight at the kill)")
         assert duplicates <= 10_000  # one shard at a time: at most the one being pulled was written twice
         assert final.FinishedRows == 150_000
+        fp.stages.stop("fullpuller")
+        snapshot = tmp_path / "snapshot"
+        out = fp.dbus("reconcile", "--source", fp.ds, "--table", f"{fp.database}.big", "--out", str(snapshot))
+        assert out.returncode == 0, out.stdout + out.stderr
+        out = fp.dbus("verify", "--source", fp.ds, "--table", f"{fp.database}.big", "--snapshot", str(snapshot))
+        print(out.stdout.strip())
+        assert out.returncode == 0 and "equal, 0 differences" in out.stdout, out.stdout + out.stderr
     finally:
         cleanup_fullpull(fp)

@@ -107,6 +107,12 @@ def test_a_full_pull_under_live_writes_reconciles_to_an_exact_copy(tmp_path, sou
             stages.wait_log(stage, text, 300)
         workload.start()
         time.sleep(2)
+        producer = kafka.producer(env.cfg.endpoints.kafka)  # bad requests first: they must disturb nothing
+        producer.send(env.cfg.source(env.ds).topics.name("ctrl", env.ds), key=b"FULL_DATA_INDEPENDENT_PULL_REQ",
+                      value=b"{not json").get(30)
+        producer.close()
+        out = _dbus(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", f"{database}.nope")
+        assert out.returncode == 2 and "FULLPULL_UNKNOWN_TABLE" in out.stderr, out.stdout + out.stderr
         out = _dbus(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", f"{database}.live",
                     "--follow", "--wait", "300")
         assert out.returncode == 0, out.stdout + out.stderr
