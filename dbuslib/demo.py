@@ -1,16 +1,19 @@
-"""`make demo`: the increment path of DBus on the local stack, MariaDB -> extractor -> dispatcher ->
-appender -> UMS in Kafka, with a workload generator.
+"""`make demo`: DBus on the local stack, MariaDB -> extractor -> dispatcher -> appender -> UMS in Kafka,
+with a workload generator, and a full pull under that load reconciled and verified.
 
 1. MariaDB: the demo schema `shop` (conf/demo/shop.sql), and the source's topics.
-2. The three stages start as an operator starts them (``python -m extractor run``, ``spark-submit
-   dispatcher/main.py``, ``spark-submit appender/main.py``); logs in ``.stack/demo/``. They keep their
-   positions and checkpoints, so a second demo resumes where the first stopped.
+2. The four services start as an operator starts them (``python -m extractor run``, ``spark-submit
+   dispatcher/main.py``, ``spark-submit appender/main.py``, ``spark-submit fullpuller/main.py``); logs
+   in ``.stack/demo/``. They keep their positions and checkpoints, so a second demo resumes where the
+   first stopped.
 3. A workload writes orders (customers, products, orders, items: inserts, updates, deletes) for
-   DEMO_SECONDS seconds.
+   DEMO_SECONDS seconds; meanwhile a full pull of ``shop.orders`` is requested and runs under that load.
 4. The demo waits until every row change is in the result topic as UMS, prints one message per table
    (masked columns of ``shop.customers`` included) and the rows/s of each stage, measured from the
    Kafka timestamps of what each stage wrote during this run.
-5. ZooKeeper and the time-series server are checked too; then the stages are stopped.
+5. Reconcile merges the pull and the increments of ``shop.orders`` into a Parquet snapshot, and verify
+   compares it with the table in MariaDB: 0 differences.
+6. ZooKeeper and the time-series server are checked too; then the stages are stopped.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -151,20 +155,21 @@ def run(cfg: DbusConfig, source_name: str) -> int:
     before = kafka.end_offsets(cfg.endpoints.kafka, [raw, schema_topic, result])
     try:
         def start() -> None:
-            for stage in ("extractor", "dispatcher", "appender"):
+            for stage in ("extractor", "dispatcher", "appender", "fullpuller"):
                 stages.start(stage)
             stages.wait_log("extractor", "reading from", 120)
             stages.wait_log("dispatcher", "started", 300)
             stages.wait_log("appender", "started", 300)
+            stages.wait_log("fullpuller", "listening on", 300)
 
-        _step(2, f"start extractor, dispatcher (spark-submit), appender (spark-submit); logs in {stages.log_dir}",
-              start)
+        _step(2, "start extractor, dispatcher, appender and full puller (spark-submit each); logs in "
+              f"{stages.log_dir}", start)
         db = mysql.connect(src.mysql, as_writer=True)
         first = mysql.binlog_end(db)
         db.close()
         first_id = int(ums_id(first.file, first.pos))
-        changes = _step(3, f"workload: orders at {DEMO_ORDERS_PER_S}/s for {DEMO_SECONDS:.0f}s",
-                        lambda: workload(src, DEMO_SECONDS, DEMO_ORDERS_PER_S))
+        changes = _step(3, f"workload: orders at {DEMO_ORDERS_PER_S}/s for {DEMO_SECONDS:.0f}s; meanwhile a full "
+                        f"pull of {PULLED}", lambda: _workload_and_pull(cfg, ds, stages))
         print(f"   {changes} row changes committed")
 
         def arrived() -> list:
@@ -195,11 +200,79 @@ def run(cfg: DbusConfig, source_name: str) -> int:
     finally:
         stages.stop_all()
 
-    path = _step(5, "ZooKeeper and time series", lambda: _checks(cfg, ds))
+    equal = _step(5, f"reconcile {PULLED} (pull + increments, Spark batch) and verify it against MariaDB",
+                  lambda: _reconcile_and_verify(cfg, ds, stack_home / "demo" / "snapshot"))
+    path = _step(6, "ZooKeeper and time series", lambda: _checks(cfg, ds))
     print(f"   {path}")
     print("demo: OK, every row change arrived as UMS exactly once" if ok
           else "demo: FAILED: more UMS tuples than row changes (see the stage logs)")
-    return 0 if ok else 1
+    print(f"demo: OK, the full pull of {PULLED} reconciles to an exact copy (verify: 0 differences)" if equal
+          else f"demo: FAILED: the snapshot of {PULLED} differs from the table (see above)")
+    return 0 if ok and equal else 1
+
+
+PULLED = "shop.orders"
+
+
+def _workload_and_pull(cfg: DbusConfig, ds: str, stages: Stages) -> int:
+    """The workload in a thread; a full pull of PULLED requested 2 s into it, followed to its end."""
+    from fullpuller import request
+    from fullpuller.progress import bar
+
+    src = cfg.source(ds)
+    result: dict[str, object] = {}
+    thread = threading.Thread(target=lambda: result.update(n=workload(src, DEMO_SECONDS, DEMO_ORDERS_PER_S)))
+    thread.start()
+    time.sleep(min(2.0, DEMO_SECONDS / 3))
+    schema, table = PULLED.split(".")
+    message = request.build(ds, schema, table)
+    key, value = request.to_record(message)
+    producer = kafka.producer(cfg.endpoints.kafka)
+    producer.send(src.topics.name("ctrl", ds), key=key, value=value).get(30)
+    producer.close()
+    print(f"   full pull {message.id} of {PULLED} requested (FULL_DATA_INDEPENDENT_PULL_REQ on "
+          f"{src.topics.name('ctrl', ds)})", flush=True)
+    client = zk.client(cfg.endpoints.zookeeper)
+    from fullpuller.progress import ProgressStore
+
+    store = ProgressStore(client, zk.path(cfg.endpoints.zookeeper, "FullPuller", ds))
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            stages.check_alive()
+            p = store.get(schema, table, message.id)
+            if p is not None and p.finished:
+                print(f"   {bar(store.refreshed(p))}", flush=True)
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"full pull {message.id} of {PULLED} did not end in 600 s")
+            time.sleep(0.5)
+    finally:
+        client.stop()
+        client.close()
+    thread.join()
+    if p.Status != "ending":
+        raise RuntimeError(f"full pull {message.id} of {PULLED} ended {p.Status}: {p.ErrorMsg}")
+    return int(result["n"])
+
+
+def _reconcile_and_verify(cfg: DbusConfig, ds: str, out: Path) -> bool:
+    from dbuslib import spark as dspark
+    from fullpuller import reconcile, verify
+
+    schema, table = PULLED.split(".")
+    session = dspark.session(cfg, f"dbus-demo-reconcile-{ds}", spark__ui__showConsoleProgress="false")
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        r = reconcile.run(session, cfg, ds, schema, table, str(out))
+    finally:
+        session.stop()
+    print(f"   reconcile: {r.tuples_read} tuples of {r.messages_read} messages -> {r.rows} rows "
+          f"({r.deletes_applied} deleted keys) in {out}")
+    comparison = verify.verify(cfg, ds, schema, table, str(out))
+    for line in verify.report(comparison, PULLED):
+        print(f"   verify: {line}")
+    return comparison.equal
 
 
 def _resume_or_reset(cfg: DbusConfig, ds: str) -> str:

@@ -37,8 +37,9 @@ def submit_args(cfg: DbusConfig) -> list[str]:
     return args
 
 
-def session(cfg: DbusConfig, app_name: str) -> SparkSession:
-    """A SparkSession configured like spark-submit would configure it (for tests and the demo)."""
+def session(cfg: DbusConfig, app_name: str, **conf: str) -> SparkSession:
+    """A SparkSession configured like spark-submit would configure it (for tests and the demo), plus
+    ``conf`` (dots written as ``__``: ``spark__ui__showConsoleProgress="false"``)."""
     from pyspark.sql import SparkSession
 
     import sys
@@ -48,6 +49,8 @@ def session(cfg: DbusConfig, app_name: str) -> SparkSession:
     builder = builder.config("spark.pyspark.python", sys.executable)  # workers import DBus from this venv
     for key, value in cfg.spark.conf.items():
         builder = builder.config(key, value)
+    for key, value in conf.items():
+        builder = builder.config(key.replace("__", "."), value)
     return builder.getOrCreate()
 
 

@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     from dbuslib.errors import DbusError
     from fullpuller import request
     from fullpuller.job import Puller
-    from fullpuller.source import ShardSource
+    from fullpuller.source import ShardJob, ShardSource
 
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("dbus").setLevel(logging.INFO)
@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
                         src.topics.partitions, src.topics.replication_factor)
     session = SparkSession.builder.appName(f"dbus-fullpuller-{args.source}").getOrCreate()
     session.dataSource.register(ShardSource)
+    warm = ShardJob.warm_up(str(cfg.path), args.source).to_json()  # the first pull should not pay for it
+    session.read.format(ShardSource.name()).option("job", warm).load().count()
     puller = Puller(session, cfg, args.source)
     consumer = kafka.consumer(cfg.endpoints.kafka, group_id=f"dbus-fullpuller-{args.source}",
                               enable_auto_commit=False, auto_offset_reset="latest")
