@@ -20,10 +20,10 @@ import uuid
 
 import pytest
 from extractor_env import REPO
-from pipeline_env import cleanup_pipeline, make_pipeline_env
+from fullpull_env import FullPullEnv, cleanup_fullpull
+from pipeline_env import make_pipeline_env
 
-from dbuslib import kafka, mysql, zk
-from dbuslib.metastore import MetaStore, fullpull_history
+from dbuslib import kafka, mysql
 from dbuslib.stages import Stages
 
 pytestmark = pytest.mark.integration
@@ -147,16 +147,4 @@ def test_a_full_pull_under_live_writes_reconciles_to_an_exact_copy(tmp_path, sou
         assert out.returncode == 1, out.stdout + out.stderr
     finally:
         workload.stop_flag.set()
-        stages.stop_all()
-        cleanup_pipeline(env)
-        store = MetaStore(env.cfg.endpoints.meta_store.url.get_secret_value())
-        with store.engine.begin() as conn:
-            conn.execute(fullpull_history.delete().where(fullpull_history.c.ds == env.ds))
-        store.dispose()
-        client = zk.client(env.cfg.endpoints.zookeeper)
-        client.delete(zk.path(env.cfg.endpoints.zookeeper, "FullPuller", env.ds), recursive=True)
-        client.stop()
-        client.close()
-        with writer.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
-        writer.close()
+        cleanup_fullpull(FullPullEnv(env, writer, stages))
