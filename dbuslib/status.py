@@ -1,0 +1,410 @@
+"""``dbus status --source DS``: one screen of what an operator checks first (registered by dbuslib/cli.py).
+
+    dbus status --source demo [--window MINUTES] [--json]
+
+It reads, and never writes: the extractor's leader, epoch and committed position from ZooKeeper
+(``extractor.admin.status``), the latest points of ``dbus_extractor``, ``dbus_stage`` and ``dbus_heartbeat``
+from the time-series server, the running full pulls (``<root>/FullPuller/<ds>``) and the heartbeat
+monitor's open alerts (``<root>/HeartBeat/<ds>/alerts``). ``--json`` prints the :class:`Snapshot`, e.g.::
+
+    {"source": "demo", "taken_at": 1714557600.0, "window_s": 600,
+     "extractor": {"leader": "db1:4242", "epoch": 7, "committed_file": "mariadb-bin.000003",
+                   "committed_pos": 1234, "committed_gtid": "0-1-42", "behind_bytes": 0,
+                   "position_lag_s": 0.8, "lag_s": 1.2, "metrics_age_s": 4.0},
+     "stages": [{"stage": "extractor", "rows_per_s": 812.0, "lag_records": null, "batch_ms": null,
+                 "age_s": 4.0}, ...],
+     "heartbeats": [{"schema": "shop", "table": "orders", "latency_ms": 1234.5, "rows": 120,
+                     "age_s": 32.0}],
+     "fullpulls": [...], "alerts": [...], "errors": []}
+
+A part whose server cannot be reached is reported in ``errors`` and the rest is still shown; the exit
+code is then 1 (0 otherwise). Rates are those of the newest point within ``--window`` minutes; older
+than that a stage reads "no data in the last N minutes". Heartbeats are looked up over the last
+``HEARTBEAT_LOOKBACK_S`` so that a table that went quiet still shows how old its last heartbeat is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+STAGES = ("extractor", "dispatcher", "appender")
+HEARTBEAT_LOOKBACK_S = 86_400
+
+
+@dataclass(frozen=True)
+class ExtractorStatus:
+    """From ZooKeeper (leader, epoch, committed position) and the newest ``dbus_extractor`` point (lag).
+
+    ``behind_bytes``: binlog bytes between the committed position and the server's end (None when they
+    are in different files); ``position_lag_s``: now minus the committed transaction's time (seconds);
+    ``lag_s``: the extractor's own lag from its newest metrics point, ``metrics_age_s`` old."""
+
+    leader: str | None = None
+    epoch: int = 0
+    committed_file: str | None = None
+    committed_pos: int | None = None
+    committed_gtid: str = ""
+    behind_bytes: int | None = None
+    position_lag_s: float | None = None
+    lag_s: float | None = None
+    metrics_age_s: float | None = None
+
+
+@dataclass(frozen=True)
+class StageRate:
+    """The newest point of one stage: rows/s (records/s for the extractor), Kafka lag, batch time (ms).
+    All None when the stage wrote nothing within the window."""
+
+    stage: str
+    rows_per_s: float | None = None
+    lag_records: int | None = None
+    batch_ms: float | None = None
+    age_s: float | None = None
+
+
+@dataclass(frozen=True)
+class TableHeartbeat:
+    """The newest ``dbus_heartbeat`` point of one table: latency (ms), data rows since the previous
+    heartbeat, and how long ago it was written (s)."""
+
+    schema: str
+    table: str
+    latency_ms: float | None
+    rows: int | None
+    age_s: float
+
+
+@dataclass(frozen=True)
+class FullPullStatus:
+    """One pull that has not ended (``fullpuller.progress.Progress``), with its progress bar."""
+
+    id: int
+    schema: str
+    table: str
+    status: str
+    rows: int
+    total_rows: int
+    shards_done: int
+    shards_total: int
+    rows_per_s: float
+    bar: str
+
+
+@dataclass(frozen=True)
+class OpenAlert:
+    """An incident the heartbeat monitor keeps open in ZooKeeper; ``since_ms`` epoch milliseconds."""
+
+    schema: str
+    table: str
+    kind: str
+    since_ms: int | None = None
+    age_s: float | None = None
+    latency_s: float | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    source: str
+    taken_at: float  # epoch seconds
+    window_s: int
+    extractor: ExtractorStatus = field(default_factory=ExtractorStatus)
+    stages: tuple[StageRate, ...] = ()
+    heartbeats: tuple[TableHeartbeat, ...] = ()
+    fullpulls: tuple[FullPullStatus, ...] = ()
+    alerts: tuple[OpenAlert, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+
+# ---------------------------------------------------------------------------------------------- render
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _ago(age_s: float | None) -> str:
+    if age_s is None:
+        return "-"
+    if age_s < 120:
+        return f"{age_s:.0f} s ago"
+    if age_s < 7200:
+        return f"{age_s / 60:.0f} min ago"
+    return f"{age_s / 3600:.1f} h ago"
+
+
+def _utc(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _render_extractor(e: ExtractorStatus) -> list[str]:
+    where = (f"{e.committed_file}:{e.committed_pos} gtid {e.committed_gtid or '-'}"
+             if e.committed_file else "none committed yet")
+    behind = "" if e.behind_bytes is None else f", {e.behind_bytes:,} bytes behind the server"
+    if e.lag_s is not None:
+        lag = f"{e.lag_s:.1f} s (metrics {_ago(e.metrics_age_s)})"
+    elif e.position_lag_s is not None:
+        lag = f"{e.position_lag_s:.1f} s since the committed transaction (no metrics)"
+    else:
+        lag = "unknown"
+    return [
+        "extractor",
+        f"  leader     {e.leader or 'none (no extractor runs)'}",
+        f"  epoch      {e.epoch}",
+        f"  committed  {where}{behind}",
+        f"  lag        {lag}",
+    ]
+
+
+def _render_stages(stages: tuple[StageRate, ...], window_s: int) -> list[str]:
+    lines = ["stages         rows/s   kafka lag   batch ms   as of"]
+    for s in stages:
+        name = f"  {s.stage:<11}"
+        if s.age_s is None:
+            lines.append(f"{name}no data in the last {window_s / 60:g} minutes")
+            continue
+        lag = "-" if s.lag_records is None else f"{s.lag_records:,}"
+        unit = "  (records/s)" if s.stage == "extractor" else ""
+        lines.append(f"{name}{_num(s.rows_per_s):>8} {lag:>11} {_num(s.batch_ms, 0):>10}   {_ago(s.age_s)}{unit}")
+    return lines
+
+
+def _render_heartbeats(beats: tuple[TableHeartbeat, ...]) -> list[str]:
+    if not beats:
+        return ["heartbeats     none in the last day"]
+    width = max(len(f"{b.schema}.{b.table}") for b in beats)
+    lines = [f"heartbeats     {'table':<{width}}  {'latency':>9} {'rows':>10}   last heartbeat"]
+    for b in beats:
+        latency = "-" if b.latency_ms is None else f"{b.latency_ms / 1000:.3f} s"
+        rows = "-" if b.rows is None else f"{b.rows:,}"
+        lines.append(f"               {b.schema + '.' + b.table:<{width}}  {latency:>9} {rows:>10}   {_ago(b.age_s)}")
+    return lines
+
+
+def _render_fullpulls(pulls: tuple[FullPullStatus, ...]) -> list[str]:
+    if not pulls:
+        return ["full pulls     none running"]
+    lines = ["full pulls"]
+    for p in pulls:
+        lines += [f"  {p.id}  {p.schema}.{p.table}", f"    {p.bar}"]
+    return lines
+
+
+def _render_alerts(alerts: tuple[OpenAlert, ...]) -> list[str]:
+    if not alerts:
+        return ["open alerts    none"]
+    lines = ["open alerts"]
+    for a in alerts:
+        since = f" since {_utc(a.since_ms / 1000)}" if a.since_ms else ""
+        figures = ", ".join(f"{k} {_num(v)} s" for k, v in (("age", a.age_s), ("latency", a.latency_s))
+                            if v is not None)
+        lines.append(f"  {a.schema}.{a.table} {a.kind}{since}" + (f" ({figures})" if figures else "")
+                     + (f": {a.message}" if a.message else ""))
+    return lines
+
+
+def render(s: Snapshot) -> str:
+    """The screen of ``dbus status`` (pure: every figure comes from the snapshot)."""
+    lines = [f"source {s.source} at {_utc(s.taken_at)}", ""]
+    lines += _render_extractor(s.extractor) + [""]
+    lines += _render_stages(s.stages, s.window_s) + [""]
+    lines += _render_heartbeats(s.heartbeats) + [""]
+    lines += _render_fullpulls(s.fullpulls) + [""]
+    lines += _render_alerts(s.alerts)
+    if s.errors:
+        lines += ["", "could not read:"] + [f"  {e}" for e in s.errors]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------- collect
+
+def _age(record: dict[str, Any], now: float) -> float:
+    return round(max(0.0, now - record["_time"].timestamp()), 3)
+
+
+def latest_points(records: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[tuple, dict[str, Any]]:
+    """Flux ``last()`` records (one per series and field) folded into one dict per tag tuple ``keys``:
+    ``{("shop", "orders"): {"latency_ms": 12.5, "rows": 3, "_time": datetime}}``, keeping per key the
+    fields of its newest point."""
+    out: dict[tuple, dict[str, Any]] = {}
+    for r in records:
+        key = tuple(r.get(k) for k in keys)
+        point = out.setdefault(key, {"_time": r["_time"]})
+        if r["_time"] > point["_time"]:  # a newer series under the same key (e.g. an extra tag)
+            point.clear()
+            point["_time"] = r["_time"]
+        if r["_time"] == point["_time"]:
+            point[r["_field"]] = r["_value"]
+    return out
+
+
+def _flux_last(bucket: str, measurement: str, ds: str, seconds: int) -> str:
+    return (f'from(bucket: "{bucket}") |> range(start: -{seconds}s) '
+            f'|> filter(fn: (r) => r._measurement == "{measurement}" and r.ds == "{ds}") |> last()')
+
+
+def stage_rates(extractor: dict[str, Any] | None, stages: dict[tuple, dict[str, Any]],
+                now: float) -> tuple[StageRate, ...]:
+    """One StageRate per stage of STAGES, in pipeline order."""
+    out = []
+    for name in STAGES:
+        p = extractor if name == "extractor" else stages.get((name,))
+        if p is None:
+            out.append(StageRate(name))
+            continue
+        rate = p.get("records_per_s") if name == "extractor" else p.get("rows_per_s")
+        lag = p.get("lag_records")
+        out.append(StageRate(name, rows_per_s=None if rate is None else float(rate),
+                             lag_records=None if lag is None else int(lag),
+                             batch_ms=None if p.get("batch_ms") is None else float(p["batch_ms"]),
+                             age_s=_age(p, now)))
+    return tuple(out)
+
+
+def _extractor_status(info: dict[str, Any] | None, metrics: dict[str, Any] | None, now: float) -> ExtractorStatus:
+    pos = (info or {}).get("zookeeper") or (info or {}).get("local_file")
+    lag = None if metrics is None or metrics.get("lag_s") is None else float(metrics["lag_s"])
+    return ExtractorStatus(
+        leader=(info or {}).get("leader"), epoch=(info or {}).get("epoch", 0),
+        committed_file=pos["file"] if pos else None, committed_pos=pos["pos"] if pos else None,
+        committed_gtid=pos.get("gtid", "") if pos else "", behind_bytes=(info or {}).get("behind_bytes"),
+        position_lag_s=(info or {}).get("lag_s"), lag_s=lag,
+        metrics_age_s=None if metrics is None else _age(metrics, now))
+
+
+def heartbeats(points: dict[tuple, dict[str, Any]], now: float) -> tuple[TableHeartbeat, ...]:
+    out = []
+    for (schema, table), p in sorted(points.items()):
+        latency, rows = p.get("latency_ms"), p.get("rows")
+        out.append(TableHeartbeat(schema, table, None if latency is None else float(latency),
+                                  None if rows is None else int(rows), _age(p, now)))
+    return tuple(out)
+
+
+def alert_from_node(data: bytes, name: str) -> OpenAlert:
+    """An alert node ``<schema>.<table>.<kind>`` holding {"ds","schema","table","kind","since_ms",...}."""
+    try:
+        obj = json.loads(data) if data else {}
+    except ValueError:
+        obj = {}
+    schema, _, rest = name.partition(".")
+    table, _, kind = rest.rpartition(".")
+    return OpenAlert(schema=obj.get("schema", schema), table=obj.get("table", table), kind=obj.get("kind", kind),
+                     since_ms=obj.get("since_ms"), age_s=obj.get("age_s"), latency_s=obj.get("latency_s"),
+                     message=obj.get("message", "") if obj else f"unreadable alert node {name!r}")
+
+
+class _Collector:
+    """Gathers a Snapshot; each part that fails adds to ``errors`` instead of ending the command."""
+
+    def __init__(self, cfg: Any, ds: str, window_s: int, now: float) -> None:
+        self.cfg, self.ds, self.window_s, self.now = cfg, ds, window_s, now
+        self.errors: list[str] = []
+
+    def attempt(self, what: str, fn: Any, default: Any) -> Any:
+        try:
+            return fn()
+        except Exception as e:  # noqa: BLE001 - one unreachable server must not hide the others
+            code = getattr(e, "code", type(e).__name__)
+            self.errors.append(f"{what}: {code}: {e}")
+            return default
+
+    def influx_last(self, measurement: str, keys: tuple[str, ...], seconds: int) -> dict[tuple, dict[str, Any]]:
+        from dbuslib import influx
+
+        ep = self.cfg.endpoints.influxdb
+        return latest_points(influx.query(ep, _flux_last(ep.bucket, measurement, self.ds, seconds)), keys)
+
+    def zk_parts(self) -> tuple[tuple[FullPullStatus, ...], tuple[OpenAlert, ...]]:
+        from dbuslib import zk
+
+        client = zk.client(self.cfg.endpoints.zookeeper)
+        try:
+            pulls = self.attempt("full pulls (ZooKeeper)", lambda: self._fullpulls(client), ())
+            alerts = self.attempt("open alerts (ZooKeeper)", lambda: self._alerts(client), ())
+        finally:
+            client.stop()
+            client.close()
+        return pulls, alerts
+
+    def _fullpulls(self, client: Any) -> tuple[FullPullStatus, ...]:
+        from dbuslib import zk
+        from fullpuller.progress import ProgressStore, bar, rate_and_eta
+
+        store = ProgressStore(client, zk.path(self.cfg.endpoints.zookeeper, "FullPuller", self.ds))
+        return tuple(FullPullStatus(p.SeqNo, p.Schema, p.Table, p.Status, p.FinishedRows, p.TotalRows,
+                                    p.FinishedCount, p.TotalCount, round(rate_and_eta(p)[0], 1), bar(p))
+                     for p in store.all() if not p.finished)
+
+    def _alerts(self, client: Any) -> tuple[OpenAlert, ...]:
+        from kazoo.exceptions import NoNodeError
+
+        from dbuslib import zk
+
+        base = zk.path(self.cfg.endpoints.zookeeper, "HeartBeat", self.ds, "alerts")
+        try:
+            names = sorted(client.get_children(base))
+        except NoNodeError:
+            return ()
+        out = []
+        for name in names:
+            try:
+                data, _ = client.get(f"{base}/{name}")
+            except NoNodeError:
+                continue  # recovered while we looked
+            out.append(alert_from_node(data, name))
+        return tuple(out)
+
+    def snapshot(self) -> Snapshot:
+        from extractor import admin
+
+        info = self.attempt("extractor (ZooKeeper, MySQL)", lambda: admin.status(self.cfg, self.ds), None)
+        ext = self.attempt("dbus_extractor", lambda: self.influx_last("dbus_extractor", (), self.window_s), {})
+        stages = self.attempt("dbus_stage", lambda: self.influx_last("dbus_stage", ("stage",), self.window_s), {})
+        beats = self.attempt("dbus_heartbeat", lambda: self.influx_last(
+            "dbus_heartbeat", ("schema", "table"), max(HEARTBEAT_LOOKBACK_S, self.window_s)), {})
+        pulls, alerts = self.attempt("ZooKeeper", self.zk_parts, ((), ()))
+        return Snapshot(self.ds, self.now, self.window_s,
+                        extractor=_extractor_status(info, ext.get(()), self.now),
+                        stages=stage_rates(ext.get(()), stages, self.now),
+                        heartbeats=heartbeats(beats, self.now), fullpulls=pulls, alerts=alerts,
+                        errors=tuple(self.errors))
+
+
+def collect(cfg: Any, ds: str, window_s: int = 600, now: float | None = None) -> Snapshot:
+    """Read everything ``dbus status`` shows for source ``ds``; ``window_s`` bounds the stage rates."""
+    cfg.source(ds)  # ConfigError for an unknown source before anything is contacted
+    return _Collector(cfg, ds, window_s, time.time() if now is None else now).snapshot()
+
+
+# ----------------------------------------------------------------------------------------------- CLI
+
+def add_parsers(sub: Any) -> None:
+    st = sub.add_parser("status", help="one screen: extractor leader/position/lag, stage rows/s, heartbeats, "
+                        "full pulls, open alerts",
+                        description="Read the extractor's leader, epoch and committed position from ZooKeeper, "
+                        "the newest dbus_extractor, dbus_stage and dbus_heartbeat points from the time-series "
+                        "server, running full pulls and the heartbeat monitor's open alerts; print one "
+                        "screen (or --json). Exit 1 when a part could not be read (it is named), 0 otherwise.")
+    st.add_argument("--source", required=True, help="source name under 'sources'")
+    st.add_argument("--window", type=float, default=10.0, metavar="MINUTES",
+                    help="stage rates older than this read 'no data' (default: %(default)s)")
+    st.add_argument("--json", action="store_true", help="print the snapshot as JSON")
+    st.set_defaults(handler=cli)
+
+
+def cli(args: argparse.Namespace) -> int:
+    from dbuslib.config import load_config
+
+    cfg = load_config(args.config)
+    snap = collect(cfg, args.source, window_s=int(round(args.window * 60)))
+    print(snap.to_json() if args.json else render(snap), flush=True)
+    return 1 if snap.errors else 0
+

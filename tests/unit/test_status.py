@@ -1,0 +1,129 @@
+"""dbus status: render(snapshot) and the pure folding of Flux records and ZooKeeper alert nodes."""
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from dbuslib.status import (
+    ExtractorStatus,
+    FullPullStatus,
+    OpenAlert,
+    Snapshot,
+    StageRate,
+    TableHeartbeat,
+    alert_from_node,
+    heartbeats,
+    latest_points,
+    render,
+    stage_rates,
+)
+
+NOW = 1714557600.0  # 2024-05-01 10:00:00 UTC
+
+
+def _t(age_s: float) -> datetime:
+    return datetime.fromtimestamp(NOW - age_s, timezone.utc)
+
+
+def _full() -> Snapshot:
+    return Snapshot(
+        source="demo", taken_at=NOW, window_s=600,
+        extractor=ExtractorStatus(leader="db1:4242", epoch=7, committed_file="mariadb-bin.000003",
+                                  committed_pos=1234, committed_gtid="0-1-42", behind_bytes=0,
+                                  position_lag_s=0.8, lag_s=1.25, metrics_age_s=4.0),
+        stages=(StageRate("extractor", 812.0, None, None, 4.0), StageRate("dispatcher", 640.5, 12, 210.0, 2.0),
+                StageRate("appender")),
+        heartbeats=(TableHeartbeat("shop", "orders", 1234.5, 120, 32.0),
+                    TableHeartbeat("shop", "customers", 900.0, 0, 700.0)),
+        fullpulls=(FullPullStatus(1704164645123, "shop", "orders", "pulling", 412000, 1000000, 4, 10, 51234.0,
+                                  "[############------------------]  41% 412000/1000000 rows  4/10 shards"),),
+        alerts=(OpenAlert("shop", "customers", "stale", since_ms=1714556900000, age_s=700.0,
+                          message="no heartbeat for 700 s"),),
+    )
+
+
+def test_render_shows_every_figure():
+    screen = render(_full())
+    for expected in ["source demo at 2024-05-01 10:00:00 UTC", "leader     db1:4242", "epoch      7",
+                     "committed  mariadb-bin.000003:1234 gtid 0-1-42, 0 bytes behind the server",
+                     "lag        1.2 s (metrics 4 s ago)",
+                     "extractor     812.0           -          -   4 s ago  (records/s)",
+                     "dispatcher    640.5          12        210   2 s ago",
+                     "appender   no data in the last 10 minutes",
+                     "shop.orders       1.234 s        120   32 s ago",
+                     "shop.customers    0.900 s          0   12 min ago",
+                     "1704164645123  shop.orders", "41% 412000/1000000 rows",
+                     "shop.customers stale since 2024-05-01 09:48:20 UTC (age 700.0 s): no heartbeat for 700 s"]:
+        assert expected in screen, f"{expected!r} not in\n{screen}"
+    assert "could not read" not in screen
+
+
+def test_render_of_an_idle_source_says_so():
+    screen = render(Snapshot("demo", NOW, 300, stages=tuple(StageRate(s) for s in ("extractor", "dispatcher"))))
+    assert "leader     none (no extractor runs)" in screen
+    assert "committed  none committed yet" in screen
+    assert "lag        unknown" in screen
+    assert screen.count("no data in the last 5 minutes") == 2
+    assert "heartbeats     none in the last day" in screen
+    assert "full pulls     none running" in screen
+    assert "open alerts    none" in screen
+
+
+def test_render_falls_back_to_the_position_lag_and_lists_errors():
+    snap = Snapshot("demo", NOW, 600, extractor=ExtractorStatus(position_lag_s=3.5),
+                    errors=("dbus_stage: ENDPOINT_UNREACHABLE: no answer",))
+    screen = render(snap)
+    assert "lag        3.5 s since the committed transaction (no metrics)" in screen
+    assert screen.endswith("could not read:\n  dbus_stage: ENDPOINT_UNREACHABLE: no answer")
+
+
+def test_snapshot_json_round_trips_the_figures():
+    obj = json.loads(_full().to_json())
+    assert obj["extractor"]["committed_pos"] == 1234
+    assert [s["stage"] for s in obj["stages"]] == ["extractor", "dispatcher", "appender"]
+    assert obj["heartbeats"][0] == {"schema": "shop", "table": "orders", "latency_ms": 1234.5, "rows": 120,
+                                    "age_s": 32.0}
+    assert obj["alerts"][0]["kind"] == "stale"
+
+
+def _rec(field: str, value, age_s: float, **tags):
+    return {"_field": field, "_value": value, "_time": _t(age_s), **tags}
+
+
+def test_latest_points_folds_fields_per_key_keeping_the_newest_series():
+    records = [_rec("latency_ms", 12.5, 5, schema="shop", table="orders"),
+               _rec("rows", 3, 5, schema="shop", table="orders"),
+               _rec("latency_ms", 99.0, 50, schema="shop", table="items", host="old"),
+               _rec("latency_ms", 7.0, 10, schema="shop", table="items", host="new")]
+    points = latest_points(records, ("schema", "table"))
+    assert points[("shop", "orders")] == {"_time": _t(5), "latency_ms": 12.5, "rows": 3}
+    assert points[("shop", "items")] == {"_time": _t(10), "latency_ms": 7.0}
+
+
+def test_heartbeats_are_sorted_with_ages():
+    points = latest_points([_rec("latency_ms", 5.0, 30, schema="s", table="b"),
+                            _rec("rows", 4, 30, schema="s", table="b"),
+                            _rec("latency_ms", 6.0, 3, schema="s", table="a")], ("schema", "table"))
+    assert heartbeats(points, NOW) == (TableHeartbeat("s", "a", 6.0, None, 3.0),
+                                       TableHeartbeat("s", "b", 5.0, 4, 30.0))
+
+
+def test_stage_rates_cover_every_stage_in_pipeline_order():
+    ext = {"_time": _t(4), "records_per_s": 812.0, "lag_s": 1.0}
+    stages = {("appender",): {"_time": _t(2), "rows_per_s": 500.0, "lag_records": 7, "batch_ms": 120}}
+    assert stage_rates(ext, stages, NOW) == (StageRate("extractor", 812.0, None, None, 4.0),
+                                             StageRate("dispatcher"),
+                                             StageRate("appender", 500.0, 7, 120.0, 2.0))
+
+
+@pytest.mark.parametrize(("data", "name", "expected"), [
+    (b'{"ds":"demo","schema":"shop","table":"order.items","kind":"latency","since_ms":5,"latency_s":400.5,'
+     b'"message":"slow"}', "shop.order.items.latency",
+     OpenAlert("shop", "order.items", "latency", 5, None, 400.5, "slow")),
+    (b"", "shop.orders.stale", OpenAlert("shop", "orders", "stale", message="unreadable alert node 'shop.orders.stale'")),
+    (b"not json", "shop.orders.stale", OpenAlert("shop", "orders", "stale",
+                                                 message="unreadable alert node 'shop.orders.stale'")),
+])
+def test_alert_from_node(data, name, expected):
+    assert alert_from_node(data, name) == expected
