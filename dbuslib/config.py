@@ -198,15 +198,51 @@ class MaskRule(_Model):
 
 
 class HeartbeatSettings(_Model):
-    """Heartbeat rows written into the source; seconds throughout."""
+    """Heartbeat rows written into the source, and the monitor's alerts; seconds throughout.
+
+    ``interval_s``: one row per monitored table this often (writer). ``check_interval_s``: the monitor looks
+    at the time-series data this often; a table is *stale* when its last heartbeat point is older than
+    ``timeout_s`` and *slow* when its last end-to-end latency exceeds ``latency_alert_s``. Alerts always
+    go to the log, and also to ``webhook_url`` (a JSON POST, ``webhook_timeout_s`` per attempt) and to
+    ``smtp`` when given::
+
+        heartbeat: {interval_s: 60, check_interval_s: 30, timeout_s: 600, latency_alert_s: 300,
+                    webhook_url: "http://alerts.example/dbus",
+                    smtp: {host: mail.example, port: 587, from_addr: dbus@example, to_addrs: [ops@example],
+                           user: dbus, password: secret, starttls: true}}
+    """
+
+    class Smtp(_Model):
+        """An SMTP server that relays alert emails; ``user``/``password`` only when it wants a login."""
+
+        host: str
+        port: int = Field(25, ge=1, le=65535)
+        from_addr: str
+        to_addrs: tuple[str, ...] = Field(..., min_length=1)
+        user: str | None = None
+        password: SecretStr | None = None
+        starttls: bool = False
+        timeout_s: float = Field(10.0, gt=0)
 
     interval_s: float = Field(60.0, ge=1)
+    check_interval_s: float = Field(30.0, ge=1)
     timeout_s: float = Field(600.0, gt=0)
     latency_alert_s: float = Field(300.0, gt=0)
     schema_: str = Field("dbus", alias="schema")
     table: str = "db_heartbeat_monitor"
+    webhook_url: str | None = None
+    webhook_timeout_s: float = Field(10.0, gt=0)
+    smtp: Smtp | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _http_url(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^https?://[^/\s]+", v):
+            msg = f"must be an http:// or https:// URL, got {v!r}"
+            raise ValueError(msg)
+        return v
 
 
 class UmsSettings(_Model):

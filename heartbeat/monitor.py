@@ -1,0 +1,272 @@
+"""The heartbeat monitor of one source: alerts from the time-series data the appender writes.
+
+Every ``heartbeat.check_interval_s`` it reads, per monitored table, the last ``dbus_heartbeat`` point
+(measurement written by the appender: tags ``ds``, ``schema``, ``table``; fields ``latency_ms``, ``rows``,
+``packet_ms``, ``tx_ms``), decides with heartbeat.incidents which alerts open or clear, and notifies the
+channels (heartbeat.channels). Open alerts live in ZooKeeper, one node each::
+
+    <root>/HeartBeat/<ds>/alerts/<schema>.<table>.<kind>    the alert's JSON (heartbeat.incidents)
+
+created when an incident opens and deleted when it clears, so a restarted monitor neither repeats nor
+forgets one; only the process that creates (or deletes) a node notifies, so two monitors of one source do
+not double the notices. A notice a channel failed to take is tried again at the next check (a recovery
+only while this process runs). Each opening and recovery is also written as a ``dbus_alert`` point: tags
+``ds``, ``schema``, ``table``, ``kind``; fields ``state`` ("open" | "recovered"), ``age_s``, ``latency_s``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from influxdb_client import Point
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+
+from dbuslib import influx, mysql, zk
+from dbuslib.config import DbusConfig, InfluxEndpoint
+from dbuslib.errors import DbusError, EndpointError
+from extractor.leader import UNREACHABLE
+from heartbeat.channels import Channel, ChannelError, channels
+from heartbeat.incidents import Alert, Notification, Observation, Thresholds, evaluate
+from heartbeat.writer import MYSQL_ERRORS, REFRESH_EVERY, monitored_tables
+
+log = logging.getLogger(__name__)
+MEASUREMENT = "dbus_heartbeat"
+ALERT_MEASUREMENT = "dbus_alert"
+LOOKBACK_S = 86_400  # how far back the last point of a table is looked for (at least 2 x timeout_s)
+ZK_ERRORS = (*UNREACHABLE, KazooException)
+
+
+def alerts_path(root: str, ds: str) -> str:
+    return f"{root}/HeartBeat/{ds}/alerts"
+
+
+def last_points_flux(bucket: str, ds: str, lookback_s: float) -> str:
+    """Flux for the last ``latency_ms`` point of every series of ``ds`` (InfluxDB 1.8's Flux: filter, last)."""
+    ds_lit = json.dumps(ds)
+    return (f'from(bucket: {json.dumps(bucket)}) |> range(start: -{int(lookback_s)}s) '
+            f'|> filter(fn: (r) => r._measurement == "{MEASUREMENT}" and r._field == "latency_ms" '
+            f'and r.ds == {ds_lit}) |> last()')
+
+
+def _ms(t: Any) -> int:
+    return int(t.timestamp() * 1000) if isinstance(t, datetime) else int(t)
+
+
+def observations(records: Iterable[Mapping[str, Any]], tables: Iterable[tuple[str, str]]) -> list[Observation]:
+    """One Observation per monitored table from the query's records (a table may have several series:
+    the newest point wins; tables with no point get an empty Observation)."""
+    last: dict[tuple[str, str], tuple[int, float | None]] = {}
+    for r in records:
+        key = (r.get("schema"), r.get("table"))
+        t = _ms(r["_time"])
+        value = r.get("_value")
+        if key not in last or t > last[key][0]:
+            last[key] = (t, None if value is None else float(value) / 1000)
+    out = []
+    for schema, table in tables:
+        t, latency = last.get((schema, table), (None, None))
+        out.append(Observation(schema, table, t, latency))
+    return out
+
+
+def alert_point(note: Notification) -> Point:
+    a = note.alert
+    p = (Point(ALERT_MEASUREMENT).tag("ds", a.ds).tag("schema", a.schema).tag("table", a.table).tag("kind", a.kind)
+         .field("state", "open" if note.event == "alert" else "recovered").time(note.at_ms * 1_000_000))
+    if a.age_s is not None:
+        p = p.field("age_s", float(a.age_s))
+    if a.latency_s is not None:
+        p = p.field("latency_s", float(a.latency_s))
+    return p
+
+
+class AlertStore:
+    """Open alerts in ZooKeeper (see the module docstring)."""
+
+    def __init__(self, client: KazooClient, path: str) -> None:
+        self.zk, self.path = client, path
+
+    def load(self) -> dict[str, Alert]:
+        self.zk.ensure_path(self.path)
+        out = {}
+        for name in self.zk.get_children(self.path):
+            try:
+                data, _ = self.zk.get(f"{self.path}/{name}")
+                out[name] = Alert.from_dict(json.loads(data))
+            except NoNodeError:
+                continue
+            except (ValueError, KeyError, TypeError) as e:
+                log.error("%s/%s: not an alert (%s); ignored", self.path, name, e)
+        return out
+
+    def open(self, alert: Alert) -> bool:
+        """Create the alert's node; False when another monitor already did."""
+        try:
+            self.zk.create(f"{self.path}/{alert.key}", json.dumps(alert.to_dict()).encode(), makepath=True)
+            return True
+        except NodeExistsError:
+            return False
+
+    def close(self, key: str) -> bool:
+        """Delete the alert's node; False when it is already gone."""
+        try:
+            self.zk.delete(f"{self.path}/{key}")
+            return True
+        except NoNodeError:
+            return False
+
+    def mark_notified(self, alert: Alert, at_ms: int) -> None:
+        doc = {**alert.to_dict(), "notified_ms": at_ms}
+        try:
+            self.zk.set(f"{self.path}/{alert.key}", json.dumps(doc).encode())
+        except NoNodeError:
+            pass  # cleared meanwhile
+
+
+class Monitor:
+    """``run()`` until ``stop()``; ``check()`` does one check and returns the notices it opened or cleared."""
+
+    def __init__(self, cfg: DbusConfig, ds: str, *, client: KazooClient | None = None,
+                 chans: list[Channel] | None = None, clock: Callable[[], float] = time.time,
+                 list_tables: Callable[[], list[tuple[str, str]]] | None = None) -> None:
+        self.cfg, self.ds = cfg, ds
+        self.src = cfg.source(ds)
+        hb = self.src.heartbeat
+        self.thresholds = Thresholds(hb.timeout_s, hb.latency_alert_s)
+        self.channels = chans if chans is not None else channels(hb)
+        self.stop_event = threading.Event()
+        self._clock = clock
+        self.started_ms = int(clock() * 1000)
+        self._own_client = client is None
+        self._zk = client or zk.client(cfg.endpoints.zookeeper)
+        self.store = AlertStore(self._zk, alerts_path(cfg.endpoints.zookeeper.root, ds))
+        self._list_tables = list_tables or self._tables_from_source
+        self._tables: list[tuple[str, str]] | None = None
+        self._checks_since_listing = REFRESH_EVERY
+        # notices some channel has not taken yet: (notification, names of the channels still to send to)
+        self.outbox: list[tuple[Notification, set[str]]] = []
+        self._resume_undelivered()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def close(self) -> None:
+        if self._own_client:
+            self._zk.stop()
+            self._zk.close()
+
+    def run(self) -> None:
+        """Check now, then every ``check_interval_s``; a failed check is logged and the next one tried."""
+        try:
+            while not self.stop_event.is_set():
+                try:
+                    self.check()
+                except DbusError as e:
+                    log.warning("%s: heartbeat check skipped: %s", self.ds, e)
+                except ZK_ERRORS as e:
+                    log.warning("%s: heartbeat check skipped: ZooKeeper: %r", self.ds, e)
+                self.stop_event.wait(self.src.heartbeat.check_interval_s)
+        finally:
+            self.close()
+
+    # ---------------------------------------------------------------- one check
+
+    def _tables_from_source(self) -> list[tuple[str, str]]:
+        db = mysql.connect(self.src.mysql)
+        try:
+            return monitored_tables(self.cfg, self.ds, db)
+        finally:
+            db.close()
+
+    def tables(self) -> list[tuple[str, str]] | None:
+        """The monitored tables, listed again every ``REFRESH_EVERY`` checks; the last good list (or None)
+        while the source cannot be reached."""
+        if self._tables is None or self._checks_since_listing >= REFRESH_EVERY:
+            try:
+                self._tables = self._list_tables()
+                self._checks_since_listing = 0
+            except MYSQL_ERRORS as e:
+                log.warning("%s: cannot list the monitored tables (%s)", self.ds, e)
+        self._checks_since_listing += 1
+        return self._tables
+
+    def observe(self, tables: list[tuple[str, str]]) -> list[Observation]:
+        ep: InfluxEndpoint = self.cfg.endpoints.influxdb
+        lookback = max(LOOKBACK_S, 2 * self.thresholds.timeout_s)
+        try:
+            records = influx.query(ep, last_points_flux(ep.bucket, self.ds, lookback))
+        except DbusError:
+            raise
+        except Exception as e:  # noqa: BLE001 - influxdb-client and urllib3 raise many types
+            msg = f"time-series server {ep.url}: last heartbeat points not read: {e}"
+            raise EndpointError(msg) from e
+        return observations(records, tables)
+
+    def check(self) -> list[Notification]:
+        self._retry_outbox()
+        tables = self.tables()
+        if tables is None:
+            return []
+        obs = self.observe(tables)  # EndpointError: no data, no verdict
+        now_ms = int(self._clock() * 1000)
+        before = self.store.load()
+        _, notes = evaluate(self.ds, before, obs, now_ms, self.started_ms, self.thresholds)
+        mine = [n for n in notes if self._record(n)]
+        self._write_points(mine)
+        for note in mine:
+            self._deliver(note, {c.name for c in self.channels})
+        return mine
+
+    def _record(self, note: Notification) -> bool:
+        """Open or clear the alert in ZooKeeper; False when another monitor did it first."""
+        if note.event == "alert":
+            return self.store.open(note.alert)
+        return self.store.close(note.alert.key)
+
+    def _write_points(self, notes: list[Notification]) -> None:
+        if not notes:
+            return
+        try:
+            influx.write(self.cfg.endpoints.influxdb, [alert_point(n) for n in notes])
+        except Exception as e:  # noqa: BLE001 - the alert itself matters more than its point
+            log.warning("%s: %d dbus_alert point(s) not written: %s", self.ds, len(notes), e)
+
+    def _deliver(self, note: Notification, pending: set[str]) -> None:
+        for channel in self.channels:
+            if channel.name not in pending:
+                continue
+            try:
+                channel.send(note)
+                pending.discard(channel.name)
+            except ChannelError as e:
+                log.warning("%s; trying again at the next check", e)
+            except Exception as e:  # noqa: BLE001 - a channel must never stop the monitor
+                log.exception("%s: channel %s failed on %s (%r)", self.ds, channel.name, note.alert.key, e)
+        if pending:
+            self.outbox.append((note, pending))
+        elif note.event == "alert":
+            self.store.mark_notified(note.alert, int(self._clock() * 1000))
+
+    def _retry_outbox(self) -> None:
+        waiting, self.outbox = self.outbox, []
+        for note, pending in waiting:
+            self._deliver(note, pending)
+
+    def _resume_undelivered(self) -> None:
+        """Alerts a previous monitor opened but could not deliver everywhere are sent again."""
+        try:
+            stored = self.store.load()
+        except ZK_ERRORS as e:
+            log.warning("%s: cannot read open alerts (%r)", self.ds, e)
+            return
+        for alert in stored.values():
+            if alert.notified_ms is None:
+                note = Notification("alert", alert, int(self._clock() * 1000))
+                self.outbox.append((note, {c.name for c in self.channels}))

@@ -1,0 +1,180 @@
+"""The monitor's queries, points, and its check loop against fakes of ZooKeeper, InfluxDB and channels."""
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
+from dbuslib.config import load_config
+from heartbeat import monitor as hbm
+from heartbeat.channels import ChannelError
+from heartbeat.incidents import Alert, Notification, Observation
+
+T0 = 1_700_000_000_000
+
+
+def at(ms):
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+def test_flux_filters_the_source_latency_and_takes_the_last_point():
+    assert hbm.last_points_flux("dbus/autogen", "demo", 86400) == (
+        'from(bucket: "dbus/autogen") |> range(start: -86400s) |> filter(fn: (r) => r._measurement == '
+        '"dbus_heartbeat" and r._field == "latency_ms" and r.ds == "demo") |> last()')
+
+
+def test_observations_take_the_newest_point_per_table():
+    records = [
+        {"schema": "shop", "table": "orders", "_time": at(T0), "_value": 1500.0},
+        {"schema": "shop", "table": "orders", "_time": at(T0 + 1000), "_value": 2500.0},  # another series
+        {"schema": "shop", "table": "orders", "_time": at(T0 - 1000), "_value": 9.0},
+        {"schema": "crm", "table": "other", "_time": at(T0), "_value": 1.0},  # not monitored
+    ]
+    assert hbm.observations(records, [("shop", "orders"), ("shop", "quiet")]) == [
+        Observation("shop", "orders", T0 + 1000, 2.5), Observation("shop", "quiet", None, None)]
+
+
+def test_alert_point():
+    a = Alert("demo", "shop", "orders", "stale", T0, None, 610.0, None, "m")
+    p = hbm.alert_point(Notification("alert", a, T0))
+    assert p.to_line_protocol() == (
+        f'dbus_alert,ds=demo,kind=stale,schema=shop,table=orders age_s=610,state="open" {T0 * 1_000_000}')
+
+
+class FakeZk:
+    def __init__(self):
+        self.nodes: dict[str, bytes] = {}
+
+    def ensure_path(self, path):
+        pass
+
+    def get_children(self, path):
+        return [k.rsplit("/", 1)[1] for k in self.nodes if k.rsplit("/", 1)[0] == path]
+
+    def get(self, path):
+        if path not in self.nodes:
+            raise NoNodeError
+        return self.nodes[path], None
+
+    def create(self, path, data, makepath=False):
+        if path in self.nodes:
+            raise NodeExistsError
+        self.nodes[path] = data
+
+    def delete(self, path):
+        if self.nodes.pop(path, None) is None:
+            raise NoNodeError
+
+    def set(self, path, data):
+        if path not in self.nodes:
+            raise NoNodeError
+        self.nodes[path] = data
+
+
+class FakeChannel:
+    def __init__(self, name, failures=0):
+        self.name, self.failures, self.sent = name, failures, []
+
+    def send(self, note):
+        if self.failures:
+            self.failures -= 1
+            msg = f"{self.name} down"
+            raise ChannelError(msg)
+        self.sent.append((note.event, note.alert.key))
+
+
+class Clock:
+    def __init__(self, ms):
+        self.ms = ms
+
+    def __call__(self):
+        return self.ms / 1000
+
+
+@pytest.fixture
+def env(monkeypatch):
+    points: list[dict] = []
+    written: list = []
+    monkeypatch.setattr(hbm.influx, "query", lambda ep, flux: list(points))
+    monkeypatch.setattr(hbm.influx, "write", lambda ep, pts: written.extend(p.to_line_protocol() for p in pts))
+    cfg = load_config()
+    zk, clock = FakeZk(), Clock(T0)
+
+    def make(*chans):
+        return hbm.Monitor(cfg, "demo", client=zk, chans=list(chans), clock=clock,
+                           list_tables=lambda: [("shop", "orders")])
+
+    return make, zk, clock, points, written
+
+
+def test_one_alert_retried_until_delivered_then_one_recovery(env):
+    make, zk, clock, points, written = env
+    hook = FakeChannel("webhook", failures=1)
+    mon = make(hook)
+    assert mon.check() == []
+    clock.ms += 601_000
+    assert [(n.event, n.alert.key) for n in mon.check()] == [("alert", "shop.orders.stale")]
+    node = "/DBus/HeartBeat/demo/alerts/shop.orders.stale"
+    assert hook.sent == [] and json.loads(zk.nodes[node])["notified_ms"] is None
+    clock.ms += 30_000
+    assert mon.check() == []  # still stale: no new alert, but the failed one is sent again
+    assert hook.sent == [("alert", "shop.orders.stale")]
+    assert json.loads(zk.nodes[node])["notified_ms"] == clock.ms
+    points.append({"schema": "shop", "table": "orders", "_time": at(clock.ms), "_value": 800.0})
+    clock.ms += 30_000
+    assert [(n.event, n.alert.key) for n in mon.check()] == [("recovery", "shop.orders.stale")]
+    assert hook.sent[-1] == ("recovery", "shop.orders.stale") and node not in zk.nodes
+    assert [line.split(" ")[1].split(",")[-1] for line in written] == ['state="open"', 'state="recovered"']
+
+
+def test_a_restarted_monitor_neither_repeats_nor_forgets(env):
+    make, zk, clock, points, _ = env
+    first = FakeChannel("webhook")
+    make(first).check()
+    clock.ms += 601_000
+    make(first).check()  # a monitor started at T0 would alert; this one started now: not yet
+    assert first.sent == []
+    mon = make(first)
+    clock.ms += 601_000
+    mon.check()
+    assert first.sent == [("alert", "shop.orders.stale")]
+    again = FakeChannel("webhook")
+    restarted = make(again)
+    clock.ms += 30_000
+    assert restarted.check() == [] and again.sent == []  # no repeat
+    points.append({"schema": "shop", "table": "orders", "_time": at(clock.ms), "_value": 10.0})
+    restarted.check()
+    assert again.sent == [("recovery", "shop.orders.stale")]  # not forgotten
+
+
+def test_an_undelivered_alert_is_sent_by_the_next_monitor(env):
+    make, zk, clock, _, _ = env
+    down = FakeChannel("webhook", failures=99)
+    mon = make(down)
+    clock.ms += 601_000
+    mon.check()
+    up = FakeChannel("webhook")
+    make(up).check()
+    assert up.sent == [("alert", "shop.orders.stale")]
+
+
+def test_two_monitors_notify_once(env):
+    make, zk, clock, _, _ = env
+    a, b = FakeChannel("webhook"), FakeChannel("webhook")
+    ma, mb = make(a), make(b)
+    clock.ms += 601_000
+    ma.check()
+    mb.check()
+    assert a.sent + b.sent == [("alert", "shop.orders.stale")]
+
+
+def test_influx_down_skips_the_check(env, monkeypatch):
+    make, *_ = env
+
+    def boom(ep, flux):
+        raise OSError("connection refused")
+
+    monkeypatch.setattr(hbm.influx, "query", boom)
+    with pytest.raises(hbm.EndpointError, match="last heartbeat points not read"):
+        make(FakeChannel("webhook")).check()
