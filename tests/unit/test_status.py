@@ -1,5 +1,6 @@
 """dbus status: render(snapshot) and the pure folding of Flux records and ZooKeeper alert nodes."""
 
+import argparse
 import json
 from datetime import datetime, timezone
 
@@ -12,7 +13,9 @@ from dbuslib.status import (
     Snapshot,
     StageRate,
     TableHeartbeat,
+    add_parsers,
     alert_from_node,
+    cli,
     heartbeats,
     latest_points,
     render,
@@ -127,3 +130,13 @@ def test_stage_rates_cover_every_stage_in_pipeline_order():
 ])
 def test_alert_from_node(data, name, expected):
     assert alert_from_node(data, name) == expected
+
+
+def test_status_command_is_registered_with_its_options():
+    p = argparse.ArgumentParser()
+    p.add_argument("--config", default="conf/dbus.yaml")
+    add_parsers(p.add_subparsers(dest="command"))
+    args = p.parse_args(["status", "--source", "demo", "--json", "--window", "0.5"])
+    assert (args.handler, args.source, args.json, args.window) == (cli, "demo", True, 0.5)
+    assert render(Snapshot("demo", NOW, 30, stages=(StageRate("appender"),))).count(
+        "no data in the last 0.5 minutes") == 1
