@@ -3,14 +3,18 @@
 Read (Kafka source, the source's ``<ds>.<schema>`` topics), one named transform (``append_ums``: each
 Spark partition is one Kafka partition, processed in offset order by ``appender.process``), write (Kafka
 sink, the ``topic`` column picks the result or dead-letter topic). The executor function is module level
-and picklable; it loads the configuration and opens its meta store connection itself.
+and picklable; it loads the configuration and opens its meta store connection itself. Heartbeats seen
+in a partition are written to InfluxDB (``dbus_heartbeat``, appender/heartbeat.py) when the partition
+is done, in one write; a failed write is logged and counted, never fails the task.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dbuslib.config import DbusConfig, load_config
@@ -24,6 +28,11 @@ log = logging.getLogger("dbus.appender")
 JVM_FUNCTION, JVM_CLASS = "dbus_rows", "dbus.jvm.RowsUdf"
 OUT_SCHEMA = "topic string, key binary, value binary, headers array<struct<key: string, value: binary>>"
 BACKFILL_WINDOW = 2000  # records read back at most to find the first chunks of a cut sequence
+KNOWN_TABLE_TTL_S = 60.0  # how long a worker trusts "this table is (not) at the source"
+
+
+def query_name(ds: str) -> str:
+    return f"appender_{ds}"
 
 
 def read_schema_topics(spark: SparkSession, cfg: DbusConfig, ds: str, topics: list[str]) -> DataFrame:
@@ -90,6 +99,8 @@ def process_batches(batches: Iterator[pa.RecordBatch], config_path: str, ds: str
                 out["value"].append(rec.value)
                 out["headers"].append([{"key": hk, "value": hv} for hk, hv in rec.headers])
         yield pa.RecordBatch.from_pydict(out, schema=_arrow_schema())
+    if processor is not None:
+        state.report_heartbeats(processor)
 
 
 def _arrow_schema():
@@ -103,7 +114,9 @@ def _arrow_schema():
 @dataclass
 class _WorkerState:
     """What every task of one Python worker shares (Spark reuses workers across micro-batches):
-    the configuration, the meta store connection pool and the encoder, made once instead of per task."""
+    the configuration, the meta store connection pool and the encoder, made once instead of per task;
+    and the heartbeat bookkeeping: row changes per table since its last heartbeat (``rows``, as the
+    tasks of this worker converted them), heartbeat rows dead-lettered and failed InfluxDB writes."""
 
     cfg: DbusConfig
     ds: str
@@ -111,6 +124,12 @@ class _WorkerState:
     settings: Any
     outputs: Any
     encoder: Any
+    heartbeat: Any = None  # appender.heartbeat.HeartbeatTable
+    rows: dict[tuple[str, str], int] = field(default_factory=dict)
+    bad_heartbeats: Counter = field(default_factory=Counter)
+    influx_failures: int = 0
+    _known: dict[tuple[str, str], tuple[bool, float]] = field(default_factory=dict)
+    _capture: Any = None  # extractor.filters.TableFilter of the source, made when first needed
 
     def ensure_topic(self, topic: str) -> None:
         """Output topics (per-table result topics, the global control topic) are created when a worker
@@ -120,6 +139,66 @@ class _WorkerState:
         t = self.cfg.source(self.ds).topics
         kafka.ensure_topic_once(self.cfg.endpoints.kafka, topic, t.partitions, t.replication_factor)
 
+    def known_table(self, schema: str, table: str) -> bool:
+        """Asked for a heartbeat's table that has no versions yet: captured by the source's
+        ``capture`` patterns and present at the source (information_schema, remembered for
+        ``KNOWN_TABLE_TTL_S``). When the source cannot be asked the table counts as known."""
+        if self._capture is None:
+            from extractor.filters import TableFilter
+
+            self._capture = TableFilter(self.cfg.source(self.ds).capture)
+        if not self._capture.allows(schema, table):
+            return False
+        hit = self._known.get((schema, table))
+        if hit is None or time.monotonic() - hit[1] > KNOWN_TABLE_TTL_S:
+            hit = self._known[(schema, table)] = (_at_source(self.cfg.source(self.ds).mysql, schema, table),
+                                                  time.monotonic())
+        return hit[0]
+
+    def report_heartbeats(self, processor: Any) -> None:
+        """Writes the heartbeats a task measured (and its dead-lettered heartbeat rows) in one InfluxDB
+        write; a failure is logged and counted (``influx_failures``), never raised."""
+        from appender.heartbeat import bad_point
+
+        now_ms = int(time.time() * 1000)
+        points = [b.to_point() for b in processor.beats]
+        for reason, n in processor.bad.items():
+            self.bad_heartbeats[reason] += n
+            points.append(bad_point(self.ds, reason, n, now_ms))
+            log.warning("appender %s: %d heartbeat row(s) dead-lettered as %s (%d so far in this worker)",
+                        self.ds, n, reason, self.bad_heartbeats[reason])
+        processor.beats.clear()
+        processor.bad.clear()
+        if not points:
+            return
+        from dbuslib import influx
+
+        try:
+            influx.write(self.cfg.endpoints.influxdb, points)
+        except Exception as e:  # the time-series server is optional for the data path
+            self.influx_failures += 1
+            log.warning("appender %s: %d heartbeat point(s) not written to %s (%d failed writes in this "
+                        "worker): %s", self.ds, len(points), self.cfg.endpoints.influxdb.url,
+                        self.influx_failures, e)
+
+
+def _at_source(conn: Any, schema: str, table: str) -> bool:
+    from dbuslib import mysql
+
+    try:
+        db = mysql.connect(conn, connect_timeout=5)
+        try:
+            with db.cursor() as cur:
+                cur.execute("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+                            "AND TABLE_NAME = %s", (schema, table))
+                return cur.fetchone() is not None
+        finally:
+            db.close()
+    except Exception as e:  # the source unreachable: a heartbeat is not dead-lettered for that
+        log.warning("appender: cannot ask %s:%s whether %s.%s exists (%s); taken as known",
+                    conn.host, conn.port, schema, table, e)
+        return True
+
 
 _workers: dict[tuple[str, str], _WorkerState] = {}
 
@@ -128,6 +207,7 @@ def _worker_state(config_path: str, ds: str) -> _WorkerState:
     state = _workers.get((config_path, ds))
     if state is None:
         from appender.convert import ConvertSettings
+        from appender.heartbeat import HeartbeatTable
         from appender.output import MessageEncoder
         from appender.process import Outputs
         from dbuslib.metastore import MetaStore
@@ -142,8 +222,10 @@ def _worker_state(config_path: str, ds: str) -> _WorkerState:
         outputs = Outputs(result_topic=lambda s, t: src.topics.name("result", ds, s, t),
                           dead_letter_topic=src.topics.name("dead_letter", ds),
                           global_control_topic=src.topics.name("global_ctrl", ds))
+        heartbeat = HeartbeatTable(src.heartbeat.schema_, src.heartbeat.table,
+                                   lambda schema: src.topics.name("schema", ds, schema))
         state = _workers[(config_path, ds)] = _WorkerState(cfg, ds, store, settings, outputs,
-                                                           MessageEncoder.from_source(src, store))
+                                                           MessageEncoder.from_source(src, store), heartbeat)
     return state
 
 
@@ -158,7 +240,10 @@ def build_processor(config_path: str, ds: str):
                               persist=lambda s, t, v: w.store.add(ds, s, t, v),
                               mask_plan=current_plan(w.cfg, ds)[1],
                               backfill=_kafka_backfill(w.cfg),
-                              encoder=w.encoder)
+                              encoder=w.encoder,
+                              heartbeat=w.heartbeat,
+                              known_table=w.known_table,
+                              counts=w.rows)
 
 
 def _kafka_backfill(cfg: DbusConfig):
@@ -205,7 +290,7 @@ def start(spark: SparkSession, cfg: DbusConfig, ds: str, topics: list[str], chec
     raw = with_rendered_rows(read_schema_topics(spark, cfg, ds, topics), jvm)
     out = append_ums(raw, str(cfg.path), ds)
     writer = (kafka_sink(out.writeStream, cfg.endpoints.kafka.bootstrap_servers)
-              .queryName(f"appender_{ds}")
+              .queryName(query_name(ds))
               .option("checkpointLocation", checkpoint))
     return with_trigger(writer, available_now, settings.trigger_interval_ms, settings.async_progress).start()
 

@@ -53,12 +53,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"appender: {e.code}: {e}", file=sys.stderr)
         return 2 if e.code == "CONFIG_INVALID" else 1
     inputs = [src.topics.name("schema", args.source, s) for s in schemas]
+    from dbuslib import stagemetrics
+
+    metrics = stagemetrics.register(session, cfg.endpoints.influxdb, args.source, "appender",
+                                    job.query_name(args.source))  # dbus_stage points per micro-batch
     query = job.start(session, cfg, args.source, inputs, spark.checkpoint(cfg, "appender", args.source))
     logging.getLogger("dbus.appender").info("%s: query %s started", args.source, query.name)
     try:
         query.awaitTermination()
     except KeyboardInterrupt:
         query.stop()
+    finally:
+        stagemetrics.unregister(session, metrics)
     if query.exception() is not None:
         print(f"appender: APPENDER_FAILED: {args.source}: {query.exception()}", file=sys.stderr)
         return 1

@@ -5,6 +5,10 @@ A raw record (dbuslib.rawevent) becomes:
   table's current schema version (a version change first sends ``data_increment_termination`` under the
   old namespace); masking is applied before anything leaves;
 - for a ``ddl`` TRUNCATE: a termination of the current version and the next version;
+- for an insert into the heartbeat table: per row of this topic's schema, a ``data_increment_heartbeat``
+  message on the monitored table's result topic and a ``Beat`` (latency, rows since the table's previous
+  heartbeat) in ``beats`` for the caller to write (appender.heartbeat); other records of the heartbeat
+  table (the writer's purge, DDL) give nothing: they are no data of any monitored table;
 - for anything that cannot be parsed or decoded: a dead letter on ``<ds>.dlq`` with the reason and the
   original record, and the stream goes on.
 
@@ -14,19 +18,25 @@ itself (``backfill``), so no state has to survive between batches.
 
 from __future__ import annotations
 
+import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from appender.convert import ConvertSettings, masked, original_key, record_key, to_ums_fast
+from appender.heartbeat import (TABLE_STATUS, UNKNOWN_TABLE, BadHeartbeat, Beat, Heartbeat, HeartbeatTable,
+                                heartbeat_of, measure, owner)
 from appender.versions import Change, Version, compare, on_rows, on_truncate, version_at
 from dbuslib.deadletter import DeadLetter
 from dbuslib.rawevent import RawEvent, RawEventError, Reassembler, decode
 from appender.textpath import event_messages, message_prefix
 from dbuslib.fastdecode import decode_fast, rows_op, table_of
-from dbuslib.rowdecode import RowDecodeError
+from dbuslib.rowdecode import RowDecodeError, decode_rows
 from ums import Namespace, ProtocolType, build_termination_message, data_key, to_json, ums_id, ums_ts_ms
-from ums.build import user_columns
+from ums.build import build_heartbeat_message, user_columns
+from ums.keys import heartbeat_key
 from ums.control import ControlType, control_key, new_control_message
 from ums.control import to_json as control_json
 
@@ -52,6 +62,11 @@ History = Callable[[str, str], list[Version]]  # (schema, table) -> versions, ol
 # The earlier chunks of the event ``record`` (a chunk i > 0) belongs to, read back from Kafka, in order.
 Backfill = Callable[[InRecord, RawEvent], list[RawEvent]]
 Persist = Callable[[str, str, Version], Version]  # store a new version; returns the stored one
+KnownTable = Callable[[str, str], bool]  # (schema, table) -> captured and present at the source
+
+
+def _now_ms() -> float:
+    return time.time() * 1000
 
 
 @dataclass
@@ -70,6 +85,12 @@ class PartitionProcessor:
     mask_plan: Any = None  # ums.masking.MaskPlan of the source, None = nothing masked
     backfill: Backfill | None = None
     encoder: Any = None  # appender.output encoder; None = JSON
+    heartbeat: HeartbeatTable | None = None  # None: heartbeat-table rows are ordinary data
+    known_table: KnownTable | None = None  # asked for a heartbeat's table without versions; None = known
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)  # row changes since a table's heartbeat
+    clock: Callable[[], float] = _now_ms  # epoch ms, for heartbeat latency
+    beats: list[Beat] = field(default_factory=list)  # heartbeats measured; the caller drains it
+    bad: Counter = field(default_factory=Counter)  # heartbeat rows dead-lettered, by reason
     _versions: dict[tuple[str, str], list[Version]] = field(default_factory=dict)
     _assembler: Reassembler = field(default_factory=Reassembler)
 
@@ -80,7 +101,9 @@ class PartitionProcessor:
             event = self._join(rec, decode(rec.value, rec.key))
             if event is None:
                 return  # a chunk: the event is emitted with its last chunk
-            if event.kind == "rows" and rendered is not None and event.chunk is None:
+            if self.heartbeat is not None and self.heartbeat.holds(event.header):
+                yield from self._heartbeats(rec, event)
+            elif event.kind == "rows" and rendered is not None and event.chunk is None:
                 yield from self._rows_rendered(event, rendered)
             elif event.kind == "rows":
                 yield from self._rows(event)
@@ -101,6 +124,7 @@ class PartitionProcessor:
         current = yield from self._version(event, rows.schema, rows.table, rows.columns)
         for message in masked(self.mask_plan, to_ums_fast(event.header, rows, current.version, self.settings)):
             yield self._out(event, message)
+        self._count(rows.schema, rows.table, len(rows.before if rows.op == "d" else rows.after))
 
     def _rows_rendered(self, event: RawEvent, rendered: bytes) -> Iterator[OutRecord]:
         """Rows the JVM rendered: message text straight from its lines, when nothing else needs the
@@ -120,10 +144,59 @@ class PartitionProcessor:
         key = f"{shape.schema}.{shape.table}".encode()
         headers = (("ums_key", data_key(ProtocolType.DATA_INCREMENT_DATA, ns, event.header["ts"] * 1000,
                                         s.ds).encode()),)
-        for text in event_messages(message_prefix(ns, shape.columns), event.header,
-                                   rows_op(event.header["event_type"]), lines, s.timezone,
+        op = rows_op(event.header["event_type"])  # an update has a before and an after line per row
+        for text in event_messages(message_prefix(ns, shape.columns), event.header, op, lines, s.timezone,
                                    s.before_update_image, s.max_tuples, s.max_bytes):
             yield OutRecord(topic, key, text, headers)
+        self._count(shape.schema, shape.table, len(lines) // 2 if op == "u" else len(lines))
+
+    def _count(self, schema: str, table: str, rows: int) -> None:
+        """Row changes (tuples, a ``b`` image not counted) of a table since its last heartbeat."""
+        key = (schema, table)
+        self.counts[key] = self.counts.get(key, 0) + rows
+
+    def _heartbeats(self, rec: InRecord, event: RawEvent) -> Iterator[OutRecord]:
+        """A record of the heartbeat table: per row of this topic's schema, its heartbeat message (or a
+        dead letter) and a Beat in ``self.beats``. Not an insert (the writer's purge, DDL): nothing."""
+        if event.kind != "rows" or not self.heartbeat.is_insert(event.header):
+            return
+        at = int(ums_id(event.header["file"], event.header["pos"]))
+        where = f"heartbeat at {event.header['file']}:{event.header['pos']}"
+        for i, image in enumerate(r.after or {} for r in decode_rows(event).rows):
+            if not owner(image, self.settings.ds, rec.topic, self.heartbeat):
+                continue  # another source's row, or another schema's (it is handled on that topic)
+            try:
+                hb = heartbeat_of(image)
+                version = self._heartbeat_version(hb, at)
+            except BadHeartbeat as e:
+                self.bad[e.code] += 1
+                yield self._dead(rec, e.code, f"{where}, row {i}: {e}", (self.heartbeat.schema,
+                                                                          self.heartbeat.table))
+                continue
+            yield self._heartbeat_out(event, hb, version)
+            self.beats.append(measure(hb, self.clock(), self.counts.pop((hb.schema, hb.table), 0)))
+
+    def _heartbeat_version(self, hb: Heartbeat, at: int) -> int:
+        """The version of the monitored table valid at the heartbeat (0 before its first rows); a table
+        without versions must be known (captured and at the source), else UNKNOWN_TABLE."""
+        history = self._history(hb.schema, hb.table)
+        if not history:
+            if self.known_table is not None and not self.known_table(hb.schema, hb.table):
+                msg = f"{hb.schema}.{hb.table}: no rows seen, and not captured or not at the source"
+                raise BadHeartbeat(UNKNOWN_TABLE, msg)
+            return 0
+        return (version_at(history, at) or history[0]).version
+
+    def _heartbeat_out(self, event: RawEvent, hb: Heartbeat, version: int) -> OutRecord:
+        s = self.settings
+        ns = Namespace(s.ds_type, s.ds, hb.schema, hb.table, version)
+        ts = ums_ts_ms(event.header["ts"] * 1000, ZoneInfo(s.timezone))
+        message = build_heartbeat_message(ns, ums_id(event.header["file"], event.header["pos"]), ts)
+        key = heartbeat_key(ns, hb.packet.time_ms, hb.packet.tx_ms, TABLE_STATUS, s.ds)
+        enc = self.encoder
+        value, extra = (to_json(message).encode(), ()) if enc is None else enc.encode(message)
+        return OutRecord(self.outputs.result_topic(hb.schema, hb.table), record_key(message).encode(), value,
+                         (("ums_key", key.encode()), *extra))
 
     def _text_ok(self, shape: Any) -> bool:
         if getattr(self.encoder, "format", "json") != "json":

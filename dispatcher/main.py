@@ -47,6 +47,9 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
     kafka.ensure_topics(cfg.endpoints.kafka, topics + [src.topics.name("raw", ds)],
                         partitions=src.topics.partitions, replication_factor=src.topics.replication_factor)
     session = spark.session(cfg, job.query_name(ds))
+    from dbuslib import stagemetrics
+
+    metrics = stagemetrics.register(session, cfg.endpoints.influxdb, ds, "dispatcher", job.query_name(ds))
     query = job.start(session, cfg, ds, checkpoint=spark.checkpoint(cfg, "dispatcher", ds),
                       max_offsets=max_offsets, available_now=available_now)
     log.info("%s: query %s started", ds, query.name)
@@ -54,6 +57,8 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
         query.awaitTermination()
     except KeyboardInterrupt:
         query.stop()
+    finally:
+        stagemetrics.unregister(session, metrics)
     error = query.exception()
     if error is not None:
         print(f"dispatcher: DISPATCH_FAILED: {ds}: {error}", file=sys.stderr)

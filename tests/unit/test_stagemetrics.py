@@ -1,0 +1,117 @@
+"""dbuslib.stagemetrics: a query's progress -> a dbus_stage point; the listener never blocks or raises."""
+
+from __future__ import annotations
+
+import json
+import threading
+import types
+
+import pytest
+
+from dbuslib import stagemetrics
+from dbuslib.config import InfluxEndpoint
+from dbuslib.stagemetrics import PointWriter, idle_point, lag_records, stage_point
+
+# The shape of StreamingQueryProgress.json of the appender's Kafka -> Kafka query (Spark 4.2).
+PROGRESS = {
+    "id": "5d0b6a50-4a0e-4a4c-9d43-3b0a2f7d8f11", "runId": "0c3d9a8e-1f7b-4b59-8f0e-2a6e1c1d0b22",
+    "name": "appender_demo", "timestamp": "2026-01-02T03:04:05.678Z", "batchId": 12, "batchDuration": 485,
+    "numInputRows": 20000, "inputRowsPerSecond": 39000.1, "processedRowsPerSecond": 41234.5,
+    "durationMs": {"addBatch": 410, "getBatch": 0, "latestOffset": 3, "queryPlanning": 12,
+                   "triggerExecution": 485, "walCommit": 30},
+    "stateOperators": [],
+    "sources": [
+        {"description": "KafkaV2[Subscribe[demo.shop]]", "startOffset": {"demo.shop": {"0": 100}},
+         "endOffset": {"demo.shop": {"0": 20100}}, "latestOffset": {"demo.shop": {"0": 21300}},
+         "numInputRows": 20000, "inputRowsPerSecond": 39000.1, "processedRowsPerSecond": 41234.5,
+         "metrics": {"avgOffsetsBehindLatest": "1200.0", "maxOffsetsBehindLatest": "1200",
+                     "minOffsetsBehindLatest": "1200"}},
+        {"description": "KafkaV2[Subscribe[demo.crm]]", "numInputRows": 0,
+         "metrics": {"maxOffsetsBehindLatest": "34"}},
+    ],
+    "sink": {"description": "org.apache.spark.sql.kafka010.KafkaSourceProvider$KafkaTable@1",
+             "numOutputRows": -1},
+}
+
+
+def test_a_progress_becomes_a_dbus_stage_point():
+    assert stage_point(PROGRESS, "demo", "appender").to_line_protocol() == (
+        "dbus_stage,ds=demo,stage=appender batch_ms=485i,input_rows=20000i,lag_records=1234i,"
+        "rows_per_s=41234.5 1767323045678")
+
+
+@pytest.mark.parametrize(("change", "fields"), [
+    ({"processedRowsPerSecond": None}, "rows_per_s=0 "),  # a float (no i suffix)
+    ({"processedRowsPerSecond": float("nan")}, "rows_per_s=0 "),
+    ({"durationMs": {}}, "batch_ms=0i"),
+    ({"sources": [{"metrics": {}}, {}]}, "lag_records=0i"),
+    ({"sources": [{"metrics": {"maxOffsetsBehindLatest": "n/a"}}]}, "lag_records=0i"),
+])
+def test_missing_figures_are_zero(change, fields):
+    progress = {**PROGRESS, **change}
+    progress = {k: v for k, v in progress.items() if v is not None}
+    assert fields in stage_point(progress, "demo", "dispatcher").to_line_protocol()
+
+
+def test_lag_is_summed_over_the_sources():
+    assert lag_records(PROGRESS) == 1234 and lag_records({}) == 0
+
+
+def test_an_idle_trigger_is_a_point_of_zeros():
+    line = idle_point("2026-01-02T03:04:05.678Z", "demo", "dispatcher").to_line_protocol()
+    assert line == ("dbus_stage,ds=demo,stage=dispatcher batch_ms=0i,input_rows=0i,lag_records=0i,"
+                    "rows_per_s=0 1767323045678")  # 0 with no i: a float
+
+
+class Sink:
+    def __init__(self):
+        self.points = []
+
+    def put(self, point):
+        self.points.append(point)
+
+
+def event(progress):
+    return types.SimpleNamespace(progress=types.SimpleNamespace(json=json.dumps(progress)))
+
+
+def test_the_listener_writes_its_own_query_only_and_never_raises():
+    sink = Sink()
+    listener = stagemetrics._listener_class()("demo", "appender", "appender_demo", sink)
+    listener.onQueryProgress(event(PROGRESS))
+    listener.onQueryProgress(event({**PROGRESS, "name": "something_else"}))
+    listener.onQueryProgress(types.SimpleNamespace(progress=types.SimpleNamespace(json="not json")))
+    listener.onQueryIdle(types.SimpleNamespace(id=PROGRESS["id"], timestamp="2026-01-02T03:04:06.000Z"))
+    listener.onQueryIdle(types.SimpleNamespace(id="another-query", timestamp="2026-01-02T03:04:06.000Z"))
+    assert [p.to_line_protocol().split(" ")[1].split(",")[1] for p in sink.points] == [
+        "input_rows=20000i", "input_rows=0i"]
+
+
+def test_a_dead_server_costs_the_writer_a_log_line_not_the_caller(monkeypatch):
+    calls = []
+
+    def failing(endpoint, points):
+        calls.append(len(points))
+        raise OSError("connection refused")
+
+    monkeypatch.setattr("dbuslib.influx.write", failing)
+    writer = PointWriter(InfluxEndpoint(url="http://127.0.0.1:9"))
+    writer.put(stage_point(PROGRESS, "demo", "appender"))
+    assert writer.flush(5) and writer.failed_writes == 1 and calls == [1]
+
+
+def test_put_never_blocks_when_the_writer_is_stuck(monkeypatch):
+    release = threading.Event()
+    monkeypatch.setattr("dbuslib.influx.write", lambda endpoint, points: release.wait(10))
+    writer = PointWriter(InfluxEndpoint(url="http://127.0.0.1:9"))
+    point = stage_point(PROGRESS, "demo", "appender")
+    for _ in range(stagemetrics.QUEUE_SIZE + stagemetrics.WRITE_BATCH + 10):
+        writer.put(point)
+    assert writer.dropped >= 10
+    release.set()
+    assert writer.flush(5)
+
+
+def test_an_unknown_stage_is_refused():
+    with pytest.raises(ValueError, match="extractor"):
+        stagemetrics.register(None, InfluxEndpoint(url="http://127.0.0.1:9"), "demo", "extractor")
