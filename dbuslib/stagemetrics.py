@@ -3,8 +3,11 @@
 ``StageMetrics`` is a ``StreamingQueryListener`` (``spark.streams.addListener``, see ``register``). Each
 micro-batch's progress (``StreamingQuery.lastProgress``) becomes one point, by example::
 
-    dbus_stage,ds=demo,stage=appender input_rows=20000i,rows_per_s=41234.5,batch_ms=485i,lag_records=1200i
+    dbus_stage,ds=demo,stage=appender input_rows=20000i,rows_per_s=41234.5,batch_ms=485,lag_records=1200i
         <progress timestamp, ms>
+
+Field types as docs/monitoring.md fixes them (InfluxDB 1.x refuses a field's other type within a shard):
+``input_rows`` and ``lag_records`` integers, ``rows_per_s`` and ``batch_ms`` floats.
 
 - ``input_rows``: ``numInputRows``, the records the micro-batch read;
 - ``rows_per_s``: ``processedRowsPerSecond`` (0 when Spark leaves it out);
@@ -47,7 +50,7 @@ def stage_point(progress: dict[str, Any], ds: str, stage: str) -> Any:
     point = (Point(MEASUREMENT).tag("ds", ds).tag("stage", stage)
              .field("input_rows", int(progress.get("numInputRows") or 0))
              .field("rows_per_s", rate)
-             .field("batch_ms", int((progress.get("durationMs") or {}).get("triggerExecution") or 0))
+             .field("batch_ms", float((progress.get("durationMs") or {}).get("triggerExecution") or 0))
              .field("lag_records", lag_records(progress)))
     at = _timestamp(progress.get("timestamp"))
     return point.time(at, WritePrecision.MS) if at is not None else point
