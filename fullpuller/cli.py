@@ -104,7 +104,10 @@ def request_cli(args: argparse.Namespace) -> int:
                 print(f"dbus: {answer.get('ERROR_CODE')}: {answer.get('ERROR_MSG')}", file=sys.stderr)
                 return 2
             p = store.get(schema, table, message.id)
-            if p is not None and p.Status != "splitting":
+            if p is not None and p.Status == "abort":  # refused after acceptance (e.g. a bad --where)
+                print(f"dbus: {p.ErrorCode}: {p.ErrorMsg}", file=sys.stderr)
+                return 2
+            if p is not None and p.Status in ("pulling", "ending"):
                 accepted = p
                 break
             time.sleep(0.5)

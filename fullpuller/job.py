@@ -200,6 +200,7 @@ class Puller:
                 p = self.store.refreshed(p)
                 self.store.put(p)
                 self._history(p)
+                self._metric(p)
                 failed = [f for f in done if f.exception() is not None]
                 if failed:
                     for f in running:
@@ -261,7 +262,24 @@ class Puller:
         p = self.store.refreshed(p)
         self.store.put(p)
         self._history(p)
+        self._metric(p)
         return p
+
+    def _metric(self, p: Progress) -> None:
+        """A ``dbus_fullpull`` point (docs/monitoring.md); a failed write is logged, never fails the pull."""
+        from influxdb_client import Point
+
+        from dbuslib import influx
+        from fullpuller.progress import rate_and_eta
+
+        point = (Point("dbus_fullpull").tag("ds", self.ds).tag("schema", p.Schema).tag("table", p.Table)
+                 .tag("id", str(p.SeqNo)).field("rows", p.FinishedRows).field("total_rows", p.TotalRows)
+                 .field("shards_done", p.FinishedCount).field("shards_total", p.TotalCount)
+                 .field("rows_per_s", float(rate_and_eta(p)[0])).field("status", p.Status))
+        try:
+            influx.write(self.cfg.endpoints.influxdb, [point])
+        except Exception as e:  # noqa: BLE001 - metrics must never stop a pull
+            log.warning("%s: could not write full-pull metrics to %s: %s", self.ds, self.cfg.endpoints.influxdb.url, e)
 
     def _history(self, p: Progress) -> None:
         self.meta.record_pull({"id": p.SeqNo, "ds": self.ds, "schema_name": p.Schema, "table_name": p.Table,

@@ -74,6 +74,13 @@ def test_a_pull_writes_every_row_once_between_markers(fp):
     check_pull(fp, "orders", seqno, 2500)
     status = fp.dbus("fullpull", "status", "--source", fp.ds, "--id", str(seqno))
     assert status.returncode == 0 and "ending" in status.stdout and "3/3 shards" in status.stdout, status
+    from dbuslib import influx
+
+    points = influx.query(fp.cfg.endpoints.influxdb,
+                          f'from(bucket:"{fp.cfg.endpoints.influxdb.bucket}") |> range(start:-1h) '
+                          f'|> filter(fn:(r) => r._measurement == "dbus_fullpull" and r.ds == "{fp.ds}" '
+                          f'and r.id == "{seqno}" and r._field == "rows")')
+    assert points and max(p["_value"] for p in points) == 2500  # the last point: every row
 
 
 @pytest.mark.parametrize(("name", "ddl", "fill", "split"), [
