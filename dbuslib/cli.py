@@ -186,6 +186,12 @@ def _parser() -> argparse.ArgumentParser:
 
     fullpull_cli.add_parsers(sub)  # fullpull request|status, reconcile, verify
 
+    from dbuslib import status
+    from heartbeat import cli as heartbeat_cli
+
+    heartbeat_cli.add_parsers(sub)  # heartbeat run|monitor
+    status.add_parsers(sub)  # status --source DS
+
     dm = sub.add_parser("demo", help="run the demo on the local stack (make demo)")
     dm.add_argument("--source", default="demo", help="source name (default: %(default)s)")
     dm.set_defaults(handler=_demo)
