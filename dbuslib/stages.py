@@ -1,7 +1,9 @@
 """Running DBus's stages as the operator does, as processes: the demo, the benchmarks and tests use it.
 
 - ``extractor``: ``python -m extractor --config C run --source DS``
-- ``dispatcher`` / ``appender``: ``spark-submit $(dbus spark args) <stage>/main.py --config C --source DS``
+- ``dispatcher`` / ``appender`` / ``fullpuller``: ``spark-submit $(dbus spark args) <stage>/main.py --config C
+  --source DS``
+- ``heartbeat``: ``dbus --config C heartbeat run --source DS`` (writer and monitor)
 
 Each process gets its own session (``kill -9`` of its group takes the driver and its JVM together), and
 its output goes to ``<log_dir>/<stage>.log``.
@@ -22,7 +24,7 @@ from dbuslib.config import DbusConfig
 from dbuslib.errors import DbusError
 
 REPO = Path(__file__).resolve().parent.parent
-STAGES = ("extractor", "dispatcher", "appender", "fullpuller")
+STAGES = ("extractor", "dispatcher", "appender", "fullpuller", "heartbeat")
 
 
 class StageError(DbusError):
@@ -35,6 +37,8 @@ def command(stage: str, cfg: DbusConfig, ds: str) -> list[str]:
     """The command line that starts ``stage`` for source ``ds`` with ``cfg``'s file."""
     if stage == "extractor":
         return [sys.executable, "-m", "extractor", "--config", str(cfg.path), "run", "--source", ds]
+    if stage == "heartbeat":  # the writer and the monitor, one process
+        return [sys.executable, "-m", "dbuslib.cli", "--config", str(cfg.path), "heartbeat", "run", "--source", ds]
     if stage not in STAGES:
         msg = f"unknown stage {stage!r}; known: {', '.join(STAGES)}"
         raise ValueError(msg)
