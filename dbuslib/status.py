@@ -245,9 +245,12 @@ def latest_points(records: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[
     return out
 
 
-def _flux_last(bucket: str, measurement: str, ds: str, seconds: int) -> str:
+def _flux_last(bucket: str, measurement: str, ds: str, seconds: int, renames: dict[str, str]) -> str:
+    """The newest value of each series and field. A tag named like a column of the client's records
+    (``table``) is renamed, or influxdb-client would print a warning about duplicated names."""
+    rename = "".join(f' |> rename(columns: {{{k}: "{v}"}})' for k, v in renames.items())
     return (f'from(bucket: "{bucket}") |> range(start: -{seconds}s) '
-            f'|> filter(fn: (r) => r._measurement == "{measurement}" and r.ds == "{ds}") |> last()')
+            f'|> filter(fn: (r) => r._measurement == "{measurement}" and r.ds == "{ds}") |> last(){rename}')
 
 
 def stage_rates(extractor: dict[str, Any] | None, stages: dict[tuple, dict[str, Any]],
@@ -281,7 +284,7 @@ def _extractor_status(info: dict[str, Any] | None, metrics: dict[str, Any] | Non
 
 def heartbeats(points: dict[tuple, dict[str, Any]], now: float) -> tuple[TableHeartbeat, ...]:
     out = []
-    for (schema, table), p in sorted(points.items()):
+    for (schema, table), p in sorted((k, v) for k, v in points.items() if None not in k):
         latency, rows = p.get("latency_ms"), p.get("rows")
         out.append(TableHeartbeat(schema, table, None if latency is None else float(latency),
                                   None if rows is None else int(rows), _age(p, now)))
@@ -320,7 +323,9 @@ class _Collector:
         from dbuslib import influx
 
         ep = self.cfg.endpoints.influxdb
-        return latest_points(influx.query(ep, _flux_last(ep.bucket, measurement, self.ds, seconds)), keys)
+        renames = {"table": "table_"} if "table" in keys else {}
+        flux = _flux_last(ep.bucket, measurement, self.ds, seconds, renames)
+        return latest_points(influx.query(ep, flux), tuple(renames.get(k, k) for k in keys))
 
     def zk_parts(self) -> tuple[tuple[FullPullStatus, ...], tuple[OpenAlert, ...]]:
         from dbuslib import zk

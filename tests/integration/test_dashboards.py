@@ -1,0 +1,275 @@
+"""The Grafana dashboard and alert rules in conf/grafana/ query exactly what DBus writes.
+
+The file checks (JSON/YAML parse, every panel has a query, one datasource) need no server. The others
+write sample points of every measurement of the metrics contract (docs/monitoring.md) for a fresh ``ds``
+into the real InfluxDB, render each query of the dashboard and of the alert rules the way Grafana does
+($ds, $timeFilter, $__interval...), run it with InfluxQL on ``/query`` and compare the series it returns
+with the sample figures.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+GRAFANA = Path(__file__).resolve().parents[2] / "conf" / "grafana"
+DASHBOARD = GRAFANA / "dashboards" / "dbus.json"
+DATASOURCES = GRAFANA / "provisioning" / "datasources" / "dbus.yaml"
+PROVIDERS = GRAFANA / "provisioning" / "dashboards" / "dbus.yaml"
+ALERTING = GRAFANA / "provisioning" / "alerting" / "dbus.yaml"
+DS_UID = "dbus-influxdb"
+INTERVAL = "1m"  # what Grafana would pick for $__interval; every sample series has one point per minute
+
+
+def _dashboard() -> dict[str, Any]:
+    return json.loads(DASHBOARD.read_text())
+
+
+def _rules() -> list[dict[str, Any]]:
+    return [r for g in yaml.safe_load(ALERTING.read_text())["groups"] for r in g["rules"]]
+
+
+def panel_queries() -> list[tuple[str, str]]:
+    """``(id, query)`` of each panel target and template variable: ``"3B"`` = panel 3, refId B."""
+    d = _dashboard()
+    out = [(f"{p['id']}{t['refId']}", t["query"]) for p in d["panels"] for t in p["targets"]]
+    return out + [(f"var:{v['name']}", v["query"]) for v in d["templating"]["list"]]
+
+
+def rule_queries() -> list[tuple[str, str]]:
+    return [(r["uid"], q["model"]["query"]) for r in _rules() for q in r["data"] if q["datasourceUid"] == DS_UID]
+
+
+# ------------------------------------------------------------------------------ files (no server)
+
+def test_provisioning_files_parse_and_agree_on_the_datasource():
+    ds = yaml.safe_load(DATASOURCES.read_text())["datasources"]
+    assert [(d["uid"], d["type"], d["jsonData"]["version"], d["jsonData"]["dbName"]) for d in ds] == [
+        (DS_UID, "influxdb", "InfluxQL", "dbus")]
+    assert yaml.safe_load(PROVIDERS.read_text())["providers"][0]["options"]["path"].endswith("conf/grafana/dashboards")
+    d = _dashboard()
+    uids = {p["datasource"]["uid"] for p in d["panels"]} | {t["datasource"]["uid"] for p in d["panels"]
+                                                            for t in p["targets"]}
+    assert uids == {DS_UID}
+    assert {q["datasourceUid"] for r in _rules() for q in r["data"]} == {DS_UID, "__expr__"}
+
+
+def test_every_panel_has_an_influxql_query_filtered_by_ds():
+    d = _dashboard()
+    assert [v["name"] for v in d["templating"]["list"]] == ["ds"]
+    for p in d["panels"]:
+        assert p["targets"], f"panel {p['title']!r} has no query"
+        for t in p["targets"]:
+            assert t["rawQuery"] is True and t["query"].startswith("SELECT "), (p["title"], t)
+            assert "\"ds\" = '$ds'" in t["query"] and "$timeFilter" in t["query"], (p["title"], t["query"])
+    titles = " | ".join(p["title"] for p in d["panels"])
+    for wanted in ["Heartbeat latency", "Rows since the previous heartbeat", "Rows/s per stage", "Extractor lag",
+                   "Kafka lag per stage", "Full-pull progress", "Open alerts"]:
+        assert wanted in titles
+
+
+def test_alert_rules_cover_heartbeat_age_and_latency():
+    rules = {r["uid"]: r for r in _rules()}
+    assert set(rules) == {"dbus-heartbeat-stale", "dbus-heartbeat-latency"}
+    for r in rules.values():
+        refs = {q["refId"]: q for q in r["data"]}
+        assert r["condition"] in refs and refs["A"]["model"]["query"].startswith("SELECT ")
+    assert _threshold(rules["dbus-heartbeat-stale"]) == ("lt", 1)
+    assert _threshold(rules["dbus-heartbeat-latency"]) == ("gt", 300)
+
+
+def _threshold(rule: dict[str, Any]) -> tuple[str, float]:
+    model = next(q["model"] for q in rule["data"] if q["refId"] == rule["condition"])
+    ev = model["conditions"][0]["evaluator"]
+    return ev["type"], ev["params"][0]
+
+
+# ----------------------------------------------------------------------- Grafana's macros, InfluxQL
+
+def render(query: str, ds: str, from_ms: int | None, to_ms: int | None, interval: str = INTERVAL) -> str:
+    """Substitute the macros as Grafana's InfluxDB datasource does. ``from_ms`` None: a relative range
+    (``now-6h`` to ``now``) gives ``time >= now() - 6h``; an absolute one gives ``time >= Xms and time <= Yms``."""
+    time_filter = ("time >= now() - 6h" if from_ms is None else f"time >= {from_ms}ms and time <= {to_ms}ms")
+    seconds = int(interval[:-1]) * {"s": 1, "m": 60, "h": 3600}[interval[-1]]
+    values = {"timeFilter": time_filter, "__interval_ms": str(seconds * 1000), "__interval": interval,
+              "interval": interval, "ds": ds, "__from": str(from_ms or 0), "__to": str(to_ms or 0)}
+    out = re.sub(r"\$\{(\w+)\}|\[\[(\w+)\]\]|\$(\w+)", lambda m: values[next(g for g in m.groups() if g)], query)
+    assert not re.search(r"\$\w|\$\{|\[\[", out), f"a macro is left in {out}"
+    return out
+
+
+def influxql(cfg, q: str) -> list[dict[str, Any]]:
+    """The series of an InfluxQL query on ``/query``; fails on an error from the server."""
+    ep = cfg.endpoints.influxdb
+    db, _, rp = ep.bucket.partition("/")
+    params = urllib.parse.urlencode({"db": db, "rp": rp or "autogen", "q": q, "epoch": "ms"})
+    if q.startswith(("SELECT", "SHOW")):  # as Grafana sends them (httpMode GET)
+        request = urllib.request.Request(f"{ep.url}/query?{params}")
+    else:  # InfluxDB 1.x takes DROP ... only by POST
+        request = urllib.request.Request(f"{ep.url}/query", data=params.encode(), method="POST")
+    with urllib.request.urlopen(request, timeout=30) as resp:
+        body = json.load(resp)
+    result = body["results"][0]
+    assert "error" not in result, f"{q}\n-> {result['error']}"
+    return result.get("series", [])
+
+
+def figures(series: list[dict[str, Any]], only_ds: str | None = None) -> dict[str, list[list[Any]]]:
+    """``{"shop/orders": [[1234.5]], ...}``: tag values joined by '/' (ds dropped) -> rows without time."""
+    out: dict[str, list[list[Any]]] = {}
+    for s in series:
+        tags = dict(s.get("tags") or {})
+        if only_ds is not None and tags.pop("ds", None) != only_ds:
+            continue
+        cols = [i for i, c in enumerate(s["columns"]) if c != "time"]
+        rows = [[row[i] for i in cols] for row in s["values"]]
+        out["/".join(tags.values()) or s["name"]] = [r for r in rows if any(v is not None for v in r)]
+    return out
+
+
+# -------------------------------------------------------------------------------- sample points
+
+ORDERS_PULL = "1704164645123"
+
+
+def samples(now_s: float) -> dict[str, list[tuple[dict[str, str], dict[str, Any], int]]]:
+    """measurement -> [(tags, fields, time ms)], field types as DBus writes them (docs/monitoring.md).
+    Live series are timed 20 s before ``now_s``; shop.quiet's last heartbeat 15 minutes before."""
+    t = int(now_s - 20) * 1000
+    quiet_t = int(now_s - 15 * 60) * 1000
+    return {
+        "dbus_extractor": [({}, {"events_per_s": 50.0, "records_per_s": 812.0, "bytes_per_s": 102400.0,
+                                 "lag_s": 1.25, "committed_pos": 1234, "committed_file": "mariadb-bin.000003"}, t)],
+        "dbus_stage": [({"stage": "dispatcher"}, {"input_rows": 600, "rows_per_s": 640.5, "batch_ms": 210.0,
+                                                  "lag_records": 12}, t),
+                       ({"stage": "appender"}, {"input_rows": 500, "rows_per_s": 500.0, "batch_ms": 120.0,
+                                                "lag_records": 7}, t)],
+        "dbus_heartbeat": [({"schema": "shop", "table": "orders"}, {"latency_ms": 1234.5, "rows": 120,
+                                                                    "packet_ms": t - 1234, "tx_ms": t - 1234}, t),
+                           ({"schema": "shop", "table": "slow"}, {"latency_ms": 400000.0, "rows": 3,
+                                                                  "packet_ms": t - 400000, "tx_ms": t - 400000}, t),
+                           ({"schema": "shop", "table": "quiet"}, {"latency_ms": 800.0, "rows": 0,
+                                                                   "packet_ms": quiet_t - 800, "tx_ms": quiet_t - 800},
+                            quiet_t)],
+        "dbus_alert": [({"schema": "shop", "table": "slow", "kind": "latency"}, {"state": "open", "latency_s": 400.0},
+                        t - 60_000),
+                       ({"schema": "shop", "table": "slow", "kind": "latency"},
+                        {"state": "recovered", "latency_s": 1.5}, t),
+                       ({"schema": "shop", "table": "quiet", "kind": "stale"}, {"state": "open", "age_s": 900.0}, t)],
+        "dbus_fullpull": [({"schema": "shop", "table": "orders", "id": ORDERS_PULL},
+                           {"rows": 412000, "total_rows": 1000000, "shards_done": 4, "shards_total": 10,
+                            "rows_per_s": 51234.0, "status": "pulling"}, t)],
+    }
+
+# query id -> {tag values: rows}: what each dashboard query must return for the samples
+EXPECTED: dict[str, dict[str, list[list[Any]]]] = {
+    "1A": {"shop/orders": [[1234.5]], "shop/quiet": [[800.0]], "shop/slow": [[400000.0]]},
+    "2A": {"shop/orders": [[120]], "shop/quiet": [[0]], "shop/slow": [[3]]},
+    "3A": {"appender": [[500.0]], "dispatcher": [[640.5]]},
+    "3B": {"dbus_extractor": [[812.0]]},
+    "4A": {"dbus_extractor": [[1.25]]},
+    "5A": {"appender": [[7]], "dispatcher": [[12]]},
+    "6A": {"appender": [[120.0]], "dispatcher": [[210.0]]},
+    "6B": {"appender": [[500]], "dispatcher": [[600]]},
+    "7A": {f"{ORDERS_PULL}/shop/orders": [[41.2]]},
+    "8A": {f"{ORDERS_PULL}/shop/orders": [[412000, 1000000, 4, 10, 51234.0, "pulling"]]},
+    "9A": {"stale/shop/quiet": [["open", 900.0, None]]},
+}
+RULE_EXPECTED: dict[str, tuple[dict[str, list[list[Any]]], set[str]]] = {
+    # uid -> (figures for this ds, tables the rule fires for)
+    "dbus-heartbeat-stale": ({"shop/orders": [[1]], "shop/quiet": [[0]], "shop/slow": [[1]]}, {"shop/quiet"}),
+    "dbus-heartbeat-latency": ({"shop/orders": [[1.2345]], "shop/slow": [[400.0]]}, {"shop/slow"}),
+}
+
+
+def server_types(cfg, measurement: str) -> dict[str, str]:
+    return {row[0]: row[1] for s in influxql(cfg, f'SHOW FIELD KEYS FROM "{measurement}"') for row in s["values"]}
+
+
+def as_server_type(measurement: str, name: str, value: Any, server: dict[str, str]) -> Any:
+    """A field in the type the server already holds for it (InfluxDB 1.x refuses another type in a shard):
+    the contract fixes only some types, and a writer choosing int where we chose float must not break us."""
+    kind = server.get(name)
+    if kind is None or isinstance(value, str):
+        return value
+    if (measurement, name) in {("dbus_heartbeat", "latency_ms"), ("dbus_heartbeat", "rows")}:
+        want = "float" if name == "latency_ms" else "integer"
+        assert kind == want, f"{measurement}.{name} is {kind} on the server; the contract says {want}"
+    return float(value) if kind == "float" else int(value)
+
+
+@pytest.fixture(scope="module")
+def sample_ds(cfg):
+    """A fresh ``ds`` with SAMPLES written; its series are dropped afterwards."""
+    from influxdb_client import Point, WritePrecision
+
+    from dbuslib import influx
+
+    ds = f"pytest_dash_{uuid.uuid4().hex[:8]}"
+    points = []
+    written = samples(time.time())
+    for measurement, rows in written.items():
+        server = server_types(cfg, measurement)
+        for tags, fields, at_ms in rows:
+            p = Point(measurement).tag("ds", ds).time(at_ms, WritePrecision.MS)
+            for k, v in tags.items():
+                p = p.tag(k, v)
+            for k, v in fields.items():
+                p = p.field(k, as_server_type(measurement, k, v, server))
+            points.append(p)
+    influx.write(cfg.endpoints.influxdb, points)
+    yield ds
+    for measurement in written:
+        influxql(cfg, f"DROP SERIES FROM \"{measurement}\" WHERE \"ds\" = '{ds}'")
+
+
+def _time_ranges() -> list[tuple[int | None, int | None]]:
+    now_ms = int(time.time() * 1000)
+    return [(None, None), (now_ms - 3600_000, now_ms + 60_000)]
+
+
+@pytest.mark.parametrize(("qid", "query"), panel_queries(), ids=[q for q, _ in panel_queries()])
+def test_dashboard_query_returns_the_sample(cfg, sample_ds, qid, query):
+    for from_ms, to_ms in _time_ranges():
+        q = render(query, sample_ds, from_ms, to_ms)
+        series = influxql(cfg, q)
+        if qid == "var:ds":
+            assert [sample_ds] in [[v[1]] for s in series for v in s["values"]], q
+            continue
+        got = figures(series)
+        got = {k: [[round(v, 4) if isinstance(v, float) else v for v in row] for row in rows]
+               for k, rows in got.items()}
+        assert got == EXPECTED[qid], f"{q}\nreturned {got}"
+
+
+def test_every_dashboard_query_is_checked():
+    assert {q for q, _ in panel_queries()} - {"var:ds"} == set(EXPECTED)
+
+
+def _fires(rule: dict[str, Any], last_values: dict[str, float]) -> set[str]:
+    """Grafana's reduce (last) + threshold expressions over the rule's query result, per series."""
+    kind, limit = _threshold(rule)
+    reduce = next(q["model"] for q in rule["data"] if q["model"].get("type") == "reduce")
+    assert reduce["reducer"] == "last"
+    return {k for k, v in last_values.items() if (v > limit if kind == "gt" else v < limit)}
+
+
+@pytest.mark.parametrize("uid", sorted(RULE_EXPECTED))
+def test_alert_rule_query_returns_the_sample_and_fires_for_the_right_table(cfg, sample_ds, uid):
+    rule = next(r for r in _rules() if r["uid"] == uid)
+    (query,) = [q for qid, q in rule_queries() if qid == uid]
+    got = figures(influxql(cfg, render(query, sample_ds, None, None)), only_ds=sample_ds)
+    got = {k: [[round(v, 4) for v in row] for row in rows] for k, rows in got.items()}
+    expected, firing = RULE_EXPECTED[uid]
+    assert got == expected, f"{query}\nreturned {got}"
+    assert _fires(rule, {k: rows[-1][0] for k, rows in got.items()}) == firing
+
