@@ -33,6 +33,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 STAGES = ("extractor", "dispatcher", "appender")
+DESCRIPTION = ("Read the extractor's leader, epoch and committed position from ZooKeeper, the newest "
+               "dbus_extractor, dbus_stage and dbus_heartbeat points from the time-series server, running "
+               "full pulls and the heartbeat monitor's open alerts; print one screen (or --json). Exit 1 "
+               "when a part could not be read (it is named), 0 otherwise.")
 HEARTBEAT_LOOKBACK_S = 86_400
 
 
@@ -172,7 +176,8 @@ def _render_stages(stages: tuple[StageRate, ...], window_s: int) -> list[str]:
             continue
         lag = "-" if s.lag_records is None else f"{s.lag_records:,}"
         unit = "  (records/s)" if s.stage == "extractor" else ""
-        lines.append(f"{name}{_num(s.rows_per_s):>8} {lag:>11} {_num(s.batch_ms, 0):>10}   {_ago(s.age_s)}{unit}")
+        figures = f"{_num(s.rows_per_s):>8} {lag:>11} {_num(s.batch_ms, 0):>10}"
+        lines.append(f"{name}{figures}   {_ago(s.age_s)}{unit}")
     return lines
 
 
@@ -184,7 +189,8 @@ def _render_heartbeats(beats: tuple[TableHeartbeat, ...]) -> list[str]:
     for b in beats:
         latency = "-" if b.latency_ms is None else f"{b.latency_ms / 1000:.3f} s"
         rows = "-" if b.rows is None else f"{b.rows:,}"
-        lines.append(f"               {b.schema + '.' + b.table:<{width}}  {latency:>9} {rows:>10}   {_ago(b.age_s)}")
+        name = f"{b.schema}.{b.table}"
+        lines.append(f"               {name:<{width}}  {latency:>9} {rows:>10}   {_ago(b.age_s)}")
     return lines
 
 
@@ -271,7 +277,8 @@ def stage_rates(extractor: dict[str, Any] | None, stages: dict[tuple, dict[str, 
     return tuple(out)
 
 
-def _extractor_status(info: dict[str, Any] | None, metrics: dict[str, Any] | None, now: float) -> ExtractorStatus:
+def _extractor_status(info: dict[str, Any] | None, metrics: dict[str, Any] | None,
+                      now: float) -> ExtractorStatus:
     pos = (info or {}).get("zookeeper") or (info or {}).get("local_file")
     lag = None if metrics is None or metrics.get("lag_s") is None else float(metrics["lag_s"])
     return ExtractorStatus(
@@ -299,7 +306,8 @@ def alert_from_node(data: bytes, name: str) -> OpenAlert:
         obj = {}
     schema, _, rest = name.partition(".")
     table, _, kind = rest.rpartition(".")
-    return OpenAlert(schema=obj.get("schema", schema), table=obj.get("table", table), kind=obj.get("kind", kind),
+    return OpenAlert(schema=obj.get("schema", schema), table=obj.get("table", table),
+                     kind=obj.get("kind", kind),
                      since_ms=obj.get("since_ms"), age_s=obj.get("age_s"), latency_s=obj.get("latency_s"),
                      message=obj.get("message", "") if obj else f"unreadable alert node {name!r}")
 
@@ -319,7 +327,8 @@ class _Collector:
             self.errors.append(f"{what}: {code}: {e}")
             return default
 
-    def influx_last(self, measurement: str, keys: tuple[str, ...], seconds: int) -> dict[tuple, dict[str, Any]]:
+    def influx_last(self, measurement: str, keys: tuple[str, ...],
+                    seconds: int) -> dict[tuple, dict[str, Any]]:
         from dbuslib import influx
 
         ep = self.cfg.endpoints.influxdb
@@ -371,8 +380,9 @@ class _Collector:
         from extractor import admin
 
         info = self.attempt("extractor (ZooKeeper, MySQL)", lambda: admin.status(self.cfg, self.ds), None)
-        ext = self.attempt("dbus_extractor", lambda: self.influx_last("dbus_extractor", (), self.window_s), {})
-        stages = self.attempt("dbus_stage", lambda: self.influx_last("dbus_stage", ("stage",), self.window_s), {})
+        window = self.window_s
+        ext = self.attempt("dbus_extractor", lambda: self.influx_last("dbus_extractor", (), window), {})
+        stages = self.attempt("dbus_stage", lambda: self.influx_last("dbus_stage", ("stage",), window), {})
         beats = self.attempt("dbus_heartbeat", lambda: self.influx_last(
             "dbus_heartbeat", ("schema", "table"), max(HEARTBEAT_LOOKBACK_S, self.window_s)), {})
         pulls, alerts = self.attempt("ZooKeeper", self.zk_parts, ((), ()))
@@ -394,10 +404,7 @@ def collect(cfg: Any, ds: str, window_s: int = 600, now: float | None = None) ->
 def add_parsers(sub: Any) -> None:
     st = sub.add_parser("status", help="one screen: extractor leader/position/lag, stage rows/s, heartbeats, "
                         "full pulls, open alerts",
-                        description="Read the extractor's leader, epoch and committed position from ZooKeeper, "
-                        "the newest dbus_extractor, dbus_stage and dbus_heartbeat points from the time-series "
-                        "server, running full pulls and the heartbeat monitor's open alerts; print one "
-                        "screen (or --json). Exit 1 when a part could not be read (it is named), 0 otherwise.")
+                        description=DESCRIPTION)
     st.add_argument("--source", required=True, help="source name under 'sources'")
     st.add_argument("--window", type=float, default=10.0, metavar="MINUTES",
                     help="stage rates older than this read 'no data' (default: %(default)s)")

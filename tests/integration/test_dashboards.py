@@ -46,7 +46,8 @@ def panel_queries() -> list[tuple[str, str]]:
 
 
 def rule_queries() -> list[tuple[str, str]]:
-    return [(r["uid"], q["model"]["query"]) for r in _rules() for q in r["data"] if q["datasourceUid"] == DS_UID]
+    return [(r["uid"], q["model"]["query"]) for r in _rules() for q in r["data"]
+            if q["datasourceUid"] == DS_UID]
 
 
 # ------------------------------------------------------------------------------ files (no server)
@@ -55,7 +56,8 @@ def test_provisioning_files_parse_and_agree_on_the_datasource():
     ds = yaml.safe_load(DATASOURCES.read_text())["datasources"]
     assert [(d["uid"], d["type"], d["jsonData"]["version"], d["jsonData"]["dbName"]) for d in ds] == [
         (DS_UID, "influxdb", "InfluxQL", "dbus")]
-    assert yaml.safe_load(PROVIDERS.read_text())["providers"][0]["options"]["path"].endswith("conf/grafana/dashboards")
+    provider = yaml.safe_load(PROVIDERS.read_text())["providers"][0]
+    assert provider["options"]["path"].endswith("conf/grafana/dashboards")
     d = _dashboard()
     uids = {p["datasource"]["uid"] for p in d["panels"]} | {t["datasource"]["uid"] for p in d["panels"]
                                                             for t in p["targets"]}
@@ -72,7 +74,8 @@ def test_every_panel_has_an_influxql_query_filtered_by_ds():
             assert t["rawQuery"] is True and t["query"].startswith("SELECT "), (p["title"], t)
             assert "\"ds\" = '$ds'" in t["query"] and "$timeFilter" in t["query"], (p["title"], t["query"])
     titles = " | ".join(p["title"] for p in d["panels"])
-    for wanted in ["Heartbeat latency", "Rows since the previous heartbeat", "Rows/s per stage", "Extractor lag",
+    for wanted in ["Heartbeat latency", "Rows since the previous heartbeat", "Rows/s per stage",
+                   "Extractor lag",
                    "Kafka lag per stage", "Full-pull progress", "Open alerts"]:
         assert wanted in titles
 
@@ -97,12 +100,14 @@ def _threshold(rule: dict[str, Any]) -> tuple[str, float]:
 
 def render(query: str, ds: str, from_ms: int | None, to_ms: int | None, interval: str = INTERVAL) -> str:
     """Substitute the macros as Grafana's InfluxDB datasource does. ``from_ms`` None: a relative range
-    (``now-6h`` to ``now``) gives ``time >= now() - 6h``; an absolute one gives ``time >= Xms and time <= Yms``."""
+    (``now-6h`` to ``now``) gives ``time >= now() - 6h``; an absolute one gives
+    ``time >= Xms and time <= Yms``."""
     time_filter = ("time >= now() - 6h" if from_ms is None else f"time >= {from_ms}ms and time <= {to_ms}ms")
     seconds = int(interval[:-1]) * {"s": 1, "m": 60, "h": 3600}[interval[-1]]
     values = {"timeFilter": time_filter, "__interval_ms": str(seconds * 1000), "__interval": interval,
               "interval": interval, "ds": ds, "__from": str(from_ms or 0), "__to": str(to_ms or 0)}
-    out = re.sub(r"\$\{(\w+)\}|\[\[(\w+)\]\]|\$(\w+)", lambda m: values[next(g for g in m.groups() if g)], query)
+    macro = r"\$\{(\w+)\}|\[\[(\w+)\]\]|\$(\w+)"
+    out = re.sub(macro, lambda m: values[next(g for g in m.groups() if g)], query)
     assert not re.search(r"\$\w|\$\{|\[\[", out), f"a macro is left in {out}"
     return out
 
@@ -146,29 +151,31 @@ def samples(now_s: float) -> dict[str, list[tuple[dict[str, str], dict[str, Any]
     Live series are timed 20 s before ``now_s``; shop.quiet's last heartbeat 15 minutes before."""
     t = int(now_s - 20) * 1000
     quiet_t = int(now_s - 15 * 60) * 1000
+    hb = {"schema": "shop"}
     return {
         "dbus_extractor": [({}, {"events_per_s": 50.0, "records_per_s": 812.0, "bytes_per_s": 102400.0,
-                                 "lag_s": 1.25, "committed_pos": 1234, "committed_file": "mariadb-bin.000003"}, t)],
+                                 "lag_s": 1.25, "committed_pos": 1234,
+                                 "committed_file": "mariadb-bin.000003"}, t)],
         "dbus_stage": [({"stage": "dispatcher"}, {"input_rows": 600, "rows_per_s": 640.5, "batch_ms": 210.0,
                                                   "lag_records": 12}, t),
                        ({"stage": "appender"}, {"input_rows": 500, "rows_per_s": 500.0, "batch_ms": 120.0,
                                                 "lag_records": 7}, t)],
-        "dbus_heartbeat": [({"schema": "shop", "table": "orders"}, {"latency_ms": 1234.5, "rows": 120,
-                                                                    "packet_ms": t - 1234, "tx_ms": t - 1234}, t),
-                           ({"schema": "shop", "table": "slow"}, {"latency_ms": 400000.0, "rows": 3,
-                                                                  "packet_ms": t - 400000, "tx_ms": t - 400000}, t),
-                           ({"schema": "shop", "table": "quiet"}, {"latency_ms": 800.0, "rows": 0,
-                                                                   "packet_ms": quiet_t - 800, "tx_ms": quiet_t - 800},
-                            quiet_t)],
-        "dbus_alert": [({"schema": "shop", "table": "slow", "kind": "latency"}, {"state": "open", "latency_s": 400.0},
-                        t - 60_000),
-                       ({"schema": "shop", "table": "slow", "kind": "latency"},
-                        {"state": "recovered", "latency_s": 1.5}, t),
-                       ({"schema": "shop", "table": "quiet", "kind": "stale"}, {"state": "open", "age_s": 900.0}, t)],
-        "dbus_fullpull": [({"schema": "shop", "table": "orders", "id": ORDERS_PULL},
+        "dbus_heartbeat": [
+            ({**hb, "table": "orders"}, {"latency_ms": 1234.5, "rows": 120, "packet_ms": t - 1234,
+                                         "tx_ms": t - 1234}, t),
+            ({**hb, "table": "slow"}, {"latency_ms": 400000.0, "rows": 3, "packet_ms": t - 400000,
+                                       "tx_ms": t - 400000}, t),
+            ({**hb, "table": "quiet"}, {"latency_ms": 800.0, "rows": 0, "packet_ms": quiet_t - 800,
+                                        "tx_ms": quiet_t - 800}, quiet_t)],
+        "dbus_alert": [
+            ({**hb, "table": "slow", "kind": "latency"}, {"state": "open", "latency_s": 400.0}, t - 60_000),
+            ({**hb, "table": "slow", "kind": "latency"}, {"state": "recovered", "latency_s": 1.5}, t),
+            ({**hb, "table": "quiet", "kind": "stale"}, {"state": "open", "age_s": 900.0}, t)],
+        "dbus_fullpull": [({**hb, "table": "orders", "id": ORDERS_PULL},
                            {"rows": 412000, "total_rows": 1000000, "shards_done": 4, "shards_total": 10,
                             "rows_per_s": 51234.0, "status": "pulling"}, t)],
     }
+
 
 # query id -> {tag values: rows}: what each dashboard query must return for the samples
 EXPECTED: dict[str, dict[str, list[list[Any]]]] = {
@@ -192,7 +199,8 @@ RULE_EXPECTED: dict[str, tuple[dict[str, list[list[Any]]], set[str]]] = {
 
 
 def server_types(cfg, measurement: str) -> dict[str, str]:
-    return {row[0]: row[1] for s in influxql(cfg, f'SHOW FIELD KEYS FROM "{measurement}"') for row in s["values"]}
+    series = influxql(cfg, f'SHOW FIELD KEYS FROM "{measurement}"')
+    return {row[0]: row[1] for s in series for row in s["values"]}
 
 
 def as_server_type(measurement: str, name: str, value: Any, server: dict[str, str]) -> Any:

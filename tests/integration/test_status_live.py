@@ -77,9 +77,10 @@ def status_env(cfg, tmp_path):
         for i in range(4):
             pulls.report_shard(running, i, ShardState(100_000, "done"))
         pulls.report_shard(running, 4, ShardState(12_000, "pulling"))
-        pulls.create(Progress(PULL_ID - 1, "shop", "items", "ending", TotalCount=1, TotalRows=5, StartSecs=now - 60,
-                              EndSecs=now - 50))
-        alert = {"ds": ds, "schema": "shop", "table": "quiet", "kind": "stale", "since_ms": int(now - 300) * 1000,
+        pulls.create(Progress(PULL_ID - 1, "shop", "items", "ending", TotalCount=1, TotalRows=5,
+                              StartSecs=now - 60, EndSecs=now - 50))
+        alert = {"ds": ds, "schema": "shop", "table": "quiet", "kind": "stale",
+                 "since_ms": int(now - 300) * 1000,
                  "notified_ms": int(now - 299) * 1000, "age_s": 900.0, "latency_s": None,
                  "message": "no heartbeat from shop.quiet for 900 s"}
         client.create(zk.path(cfg.endpoints.zookeeper, "HeartBeat", ds, "alerts", "shop.quiet.stale"),
@@ -157,6 +158,7 @@ def test_status_screen_says_which_stage_has_no_data(status_env, capsys):
     screen = capsys.readouterr().out
     c = w["committed"]
     for expected in [f"leader     {IDENTITY}", f"epoch      {w['epoch']}", f"committed  {c.file}:{c.pos}",
-                     "lag        2.5 s", "appender   no data in the last 10 minutes", "shop.orders    1.234 s        120   30 s ago",
+                     "lag        2.5 s", "appender   no data in the last 10 minutes",
+                     "shop.orders    1.234 s        120   30 s ago",
                      f"{PULL_ID}  shop.orders", "41% 412000/1000000 rows", "shop.quiet stale since"]:
         assert expected in screen, f"{expected!r} not in\n{screen}"

@@ -35,7 +35,8 @@ def _full() -> Snapshot:
         extractor=ExtractorStatus(leader="db1:4242", epoch=7, committed_file="mariadb-bin.000003",
                                   committed_pos=1234, committed_gtid="0-1-42", behind_bytes=0,
                                   position_lag_s=0.8, lag_s=1.25, metrics_age_s=4.0),
-        stages=(StageRate("extractor", 812.0, None, None, 4.0), StageRate("dispatcher", 640.5, 12, 210.0, 2.0),
+        stages=(StageRate("extractor", 812.0, None, None, 4.0),
+                StageRate("dispatcher", 640.5, 12, 210.0, 2.0),
                 StageRate("appender")),
         heartbeats=(TableHeartbeat("shop", "orders", 1234.5, 120, 32.0),
                     TableHeartbeat("shop", "customers", 900.0, 0, 700.0)),
@@ -57,13 +58,15 @@ def test_render_shows_every_figure():
                      "shop.orders       1.234 s        120   32 s ago",
                      "shop.customers    0.900 s          0   12 min ago",
                      "1704164645123  shop.orders", "41% 412000/1000000 rows",
-                     "shop.customers stale since 2024-05-01 09:48:20 UTC (age 700.0 s): no heartbeat for 700 s"]:
+                     "shop.customers stale since 2024-05-01 09:48:20 UTC (age 700.0 s): "
+                     "no heartbeat for 700 s"]:
         assert expected in screen, f"{expected!r} not in\n{screen}"
     assert "could not read" not in screen
 
 
 def test_render_of_an_idle_source_says_so():
-    screen = render(Snapshot("demo", NOW, 300, stages=tuple(StageRate(s) for s in ("extractor", "dispatcher"))))
+    idle = tuple(StageRate(s) for s in ("extractor", "dispatcher"))
+    screen = render(Snapshot("demo", NOW, 300, stages=idle))
     assert "leader     none (no extractor runs)" in screen
     assert "committed  none committed yet" in screen
     assert "lag        unknown" in screen
@@ -124,7 +127,8 @@ def test_stage_rates_cover_every_stage_in_pipeline_order():
     (b'{"ds":"demo","schema":"shop","table":"order.items","kind":"latency","since_ms":5,"latency_s":400.5,'
      b'"message":"slow"}', "shop.order.items.latency",
      OpenAlert("shop", "order.items", "latency", 5, None, 400.5, "slow")),
-    (b"", "shop.orders.stale", OpenAlert("shop", "orders", "stale", message="unreadable alert node 'shop.orders.stale'")),
+    (b"", "shop.orders.stale", OpenAlert("shop", "orders", "stale",
+                                         message="unreadable alert node 'shop.orders.stale'")),
     (b"not json", "shop.orders.stale", OpenAlert("shop", "orders", "stale",
                                                  message="unreadable alert node 'shop.orders.stale'")),
 ])
