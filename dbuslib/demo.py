@@ -157,10 +157,7 @@ def run(cfg: DbusConfig, source_name: str) -> int:
         def start() -> None:
             for stage in ("extractor", "dispatcher", "appender", "fullpuller"):
                 stages.start(stage)
-            stages.wait_log("extractor", "reading from", 120)
-            stages.wait_log("dispatcher", "started", 300)
-            stages.wait_log("appender", "started", 300)
-            stages.wait_log("fullpuller", "listening on", 300)
+            stages.wait_ready("extractor", "dispatcher", "appender", "fullpuller")
 
         _step(2, "start extractor, dispatcher, appender and full puller (spark-submit each); logs in "
               f"{stages.log_dir}", start)

@@ -40,6 +40,33 @@ def query(cfg: InfluxEndpoint, flux: str) -> list[dict]:
     return [record.values for table in tables for record in table.records]
 
 
+def influxql(cfg: InfluxEndpoint, q: str) -> list[dict]:
+    """Run one InfluxQL SELECT on ``/query`` (the 1.x API; times in epoch ms); its series, each
+    ``{"name", "tags", "columns", "values"}``. EndpointError when the server refuses or fails it."""
+    import json
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    db, _, rp = cfg.bucket.partition("/")
+    params = urllib.parse.urlencode({"db": db, "rp": rp or "autogen", "q": q, "epoch": "ms"})
+    request = urllib.request.Request(f"{cfg.url}/query?{params}")
+    token = cfg.token.get_secret_value()
+    if token:
+        request.add_header("Authorization", f"Token {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            body = json.load(resp)
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        msg = f"the time-series server at {cfg.url} did not answer an InfluxQL query: {e}"
+        raise EndpointError(msg) from e
+    result = body["results"][0]
+    if "error" in result:
+        msg = f"the time-series server at {cfg.url} refused {q!r}: {result['error']}"
+        raise EndpointError(msg)
+    return result.get("series", [])
+
+
 def write_and_read_check(cfg: InfluxEndpoint, ds: str) -> str:
     """Write one point tagged with a fresh id and read it back with Flux; used by the demo and tests."""
     check_id = uuid.uuid4().hex[:12]

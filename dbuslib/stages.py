@@ -101,6 +101,16 @@ class Stages:
                 msg = f"{stage} exited with {proc.returncode}; the end of {self.log(stage)}:\n{tail}"
                 raise StageError(msg)
 
+    def ready_text(self, stage: str) -> str:
+        """The log line that says ``stage`` is serving (Spark's own "started" lines come much earlier)."""
+        return {"extractor": "reading from", "fullpuller": "listening on",
+                "heartbeat": "heartbeat writer"}.get(stage, f"query {stage}_{self.ds} started")
+
+    def wait_ready(self, *stages: str, timeout: float = 300) -> None:
+        """Waits until each of ``stages`` is serving (its ``ready_text`` is in its log)."""
+        for stage in stages:
+            self.wait_log(stage, self.ready_text(stage), timeout)
+
     def wait_log(self, stage: str, text: str, timeout: float) -> None:
         """Waits until ``text`` appears in the stage's log."""
         deadline = time.monotonic() + timeout

@@ -47,12 +47,23 @@ def alerts_path(root: str, ds: str) -> str:
     return f"{root}/HeartBeat/{ds}/alerts"
 
 
-def last_points_flux(bucket: str, ds: str, lookback_s: float) -> str:
-    """Flux for the last ``latency_ms`` point of every series of ``ds`` (InfluxDB 1.8's Flux: filter, last)."""
-    ds_lit = json.dumps(ds)
-    return (f'from(bucket: {json.dumps(bucket)}) |> range(start: -{int(lookback_s)}s) '
-            f'|> filter(fn: (r) => r._measurement == "{MEASUREMENT}" and r._field == "latency_ms" '
-            f'and r.ds == {ds_lit}) |> last()')
+def last_points_query(ds: str, lookback_s: float) -> str:
+    """InfluxQL for the last ``latency_ms`` point of every table of ``ds`` within ``lookback_s``.
+    (InfluxQL, as the dashboards use: a Flux ``filter |> last()`` on InfluxDB 1.8 was seen returning
+    nothing to a live monitor while the same points were visible to other queries.)"""
+    ds_lit = ds.replace("\\", "\\\\").replace("'", "\\'")
+    return (f'SELECT last("latency_ms") FROM "{MEASUREMENT}" WHERE "ds" = \'{ds_lit}\' '
+            f'AND time > now() - {int(lookback_s)}s GROUP BY "schema", "table"')
+
+
+def records_of(series: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """InfluxQL series -> ``{"schema", "table", "_time" (ms), "_value"}`` records for ``observations``."""
+    out = []
+    for s in series:
+        tags = s.get("tags") or {}
+        for t, value in s.get("values") or []:
+            out.append({"schema": tags.get("schema"), "table": tags.get("table"), "_time": t, "_value": value})
+    return out
 
 
 def _ms(t: Any) -> int:
@@ -200,14 +211,8 @@ class Monitor:
     def observe(self, tables: list[tuple[str, str]]) -> list[Observation]:
         ep: InfluxEndpoint = self.cfg.endpoints.influxdb
         lookback = max(LOOKBACK_S, 2 * self.thresholds.timeout_s)
-        try:
-            records = influx.query(ep, last_points_flux(ep.bucket, self.ds, lookback))
-        except DbusError:
-            raise
-        except Exception as e:  # noqa: BLE001 - influxdb-client and urllib3 raise many types
-            msg = f"time-series server {ep.url}: last heartbeat points not read: {e}"
-            raise EndpointError(msg) from e
-        return observations(records, tables)
+        series = influx.influxql(ep, last_points_query(self.ds, lookback))  # EndpointError: no verdict
+        return observations(records_of(series), tables)
 
     def check(self) -> list[Notification]:
         self._retry_outbox()

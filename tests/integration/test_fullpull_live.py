@@ -102,9 +102,7 @@ def test_a_full_pull_under_live_writes_reconciles_to_an_exact_copy(tmp_path, sou
     try:
         for stage in ("extractor", "dispatcher", "appender", "fullpuller"):
             stages.start(stage)
-        stages.wait_log("extractor", "reading from", 120)
-        for stage, text in (("dispatcher", "started"), ("appender", "started"), ("fullpuller", "listening on")):
-            stages.wait_log(stage, text, 300)
+        stages.wait_ready("extractor", "dispatcher", "appender", "fullpuller")
         workload.start()
         time.sleep(2)
         producer = kafka.producer(env.cfg.endpoints.kafka)  # bad requests first: they must disturb nothing

@@ -18,10 +18,17 @@ def at(ms):
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
 
 
-def test_flux_filters_the_source_latency_and_takes_the_last_point():
-    assert hbm.last_points_flux("dbus/autogen", "demo", 86400) == (
-        'from(bucket: "dbus/autogen") |> range(start: -86400s) |> filter(fn: (r) => r._measurement == '
-        '"dbus_heartbeat" and r._field == "latency_ms" and r.ds == "demo") |> last()')
+def test_the_query_takes_the_last_latency_of_each_table_of_the_source():
+    assert hbm.last_points_query("demo", 86400) == (
+        'SELECT last("latency_ms") FROM "dbus_heartbeat" WHERE "ds" = \'demo\' AND time > now() - 86400s '
+        'GROUP BY "schema", "table"')
+    assert "'it\\'s'" in hbm.last_points_query("it's", 1)
+
+
+def test_influxql_series_become_records():
+    series = [{"name": "dbus_heartbeat", "tags": {"schema": "shop", "table": "orders"},
+               "columns": ["time", "last"], "values": [[1700, 12.5]]}]
+    assert hbm.records_of(series) == [{"schema": "shop", "table": "orders", "_time": 1700, "_value": 12.5}]
 
 
 def test_observations_take_the_newest_point_per_table():
@@ -96,7 +103,9 @@ class Clock:
 def env(monkeypatch):
     points: list[dict] = []
     written: list = []
-    monkeypatch.setattr(hbm.influx, "query", lambda ep, flux: list(points))
+    monkeypatch.setattr(hbm.influx, "influxql", lambda ep, q: [
+        {"tags": {"schema": p["schema"], "table": p["table"]}, "values": [[hbm._ms(p["_time"]), p["_value"]]]}
+        for p in points])
     monkeypatch.setattr(hbm.influx, "write", lambda ep, pts: written.extend(p.to_line_protocol() for p in pts))
     cfg = load_config()
     zk, clock = FakeZk(), Clock(T0)
@@ -172,9 +181,9 @@ def test_two_monitors_notify_once(env):
 def test_influx_down_skips_the_check(env, monkeypatch):
     make, *_ = env
 
-    def boom(ep, flux):
-        raise OSError("connection refused")
+    def boom(ep, q):
+        raise hbm.EndpointError("the time-series server at http://x did not answer an InfluxQL query: refused")
 
-    monkeypatch.setattr(hbm.influx, "query", boom)
-    with pytest.raises(hbm.EndpointError, match="last heartbeat points not read"):
+    monkeypatch.setattr(hbm.influx, "influxql", boom)
+    with pytest.raises(hbm.EndpointError, match="did not answer"):
         make(FakeChannel("webhook")).check()

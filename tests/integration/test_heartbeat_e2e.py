@@ -1,0 +1,207 @@
+"""Heartbeats through the whole path on the real stack: the operator sees that every table is alive.
+
+Extractor, dispatcher, appender (spark-submit) and ``dbus heartbeat run`` (writer + monitor) run for a
+throwaway source whose heartbeat table lives in a schema of the test's own (interval 2 s, monitor check
+1 s, stale after 10 s, webhook to a receiver in this test). One table is written to, one is never
+written to. The test checks, in order:
+
+1. per-table latency reaches InfluxDB within two intervals of a heartbeat's packet time, and the
+   dashboard's own queries (conf/grafana) return it;
+2. a quiet table still gets fresh heartbeats, and the extractor's committed position keeps moving;
+3. ``dbus status --json`` reports the figures the test reads itself (last heartbeat per table, the
+   extractor's position);
+4. stopping the appender raises exactly one webhook alert per table within threshold plus one interval,
+   and restarting it sends exactly one recovery per alert.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+import yaml
+from extractor_env import REPO
+from pipeline_env import cleanup_pipeline, make_pipeline_env
+
+from dbuslib import influx, kafka, mysql, zk
+from dbuslib.config import load_config
+from dbuslib.stages import Stages
+
+pytestmark = pytest.mark.integration
+INTERVAL_S, CHECK_S, TIMEOUT_S = 2.0, 1.0, 10.0
+
+
+class Receiver(HTTPServer):
+    """A webhook receiver: every POSTed JSON body, with the time it arrived."""
+
+    def __init__(self) -> None:
+        self.bodies: list[tuple[float, dict]] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(handler) -> None:  # noqa: N805 - the server is `self` of the outer class
+                body = handler.rfile.read(int(handler.headers.get("Content-Length", 0)))
+                self.bodies.append((time.time(), json.loads(body)))
+                handler.send_response(200)
+                handler.end_headers()
+
+            def log_message(handler, *args) -> None:  # noqa: N805
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def events(self, kind: str) -> list[tuple[float, dict]]:
+        return [(t, b) for t, b in self.bodies if b.get("event") == kind]
+
+
+def last_heartbeats(cfg, ds: str) -> dict[str, dict[str, float]]:
+    """The newest dbus_heartbeat fields per table, read straight from InfluxDB."""
+    rows = influx.query(cfg.endpoints.influxdb,
+                        f'from(bucket:"{cfg.endpoints.influxdb.bucket}") |> range(start:-1h) '
+                        f'|> filter(fn:(r) => r._measurement == "dbus_heartbeat" and r.ds == "{ds}") '
+                        '|> group(columns:["table","_field"]) |> last()')
+    out: dict[str, dict[str, float]] = {}
+    for r in rows:
+        out.setdefault(r["table"], {})[r["_field"]] = r["_value"]
+    return out
+
+
+def committed_position(cfg, ds: str) -> str:
+    client = zk.client(cfg.endpoints.zookeeper)
+    try:
+        data, _ = client.get(zk.path(cfg.endpoints.zookeeper, "Extractor", ds, "position"))
+        return data.decode()
+    finally:
+        client.stop()
+        client.close()
+
+
+def wait_until(check, timeout: float, what: str, stages: Stages, step: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stages.check_alive()
+        got = check()
+        if got:
+            return got
+        time.sleep(step)
+    raise AssertionError(f"{what}: not within {timeout:.0f}s")
+
+
+def test_heartbeats_latency_alerts_and_status(tmp_path, source):
+    database = f"dbus_test_{uuid.uuid4().hex[:12]}"
+    writer = mysql.connect(source.mysql, as_writer=True)
+    with writer.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{database}`")
+        cur.execute(f"CREATE TABLE `{database}`.busy (id INT PRIMARY KEY, v INT)")
+        cur.execute(f"CREATE TABLE `{database}`.quiet (id INT PRIMARY KEY, v INT)")
+    env = make_pipeline_env(tmp_path, database)
+    hook = Receiver()
+    raw = yaml.safe_load(env.cfg_path.read_text())
+    hb_schema = f"{database}_hb"  # the heartbeat table's own schema, as `dbus` is in production
+    raw["sources"][env.ds]["capture"]["include"].append(f"{hb_schema}.db_heartbeat_monitor")
+    raw["sources"][env.ds]["heartbeat"] = {
+        "schema": hb_schema, "table": "db_heartbeat_monitor", "interval_s": INTERVAL_S,
+        "check_interval_s": CHECK_S, "timeout_s": TIMEOUT_S, "latency_alert_s": 120,
+        "webhook_url": f"http://127.0.0.1:{hook.server_port}/dbus"}
+    env.cfg_path.write_text(yaml.safe_dump(raw))
+    env.cfg = cfg = load_config(env.cfg_path)
+    stages = Stages(cfg, env.ds, tmp_path / "stage-logs")
+    ds = env.ds
+    try:
+        for stage in ("extractor", "dispatcher", "appender"):
+            stages.start(stage)
+        stages.wait_ready("extractor", "dispatcher", "appender")
+        with writer.cursor() as cur:
+            for i in range(20):
+                cur.execute(f"INSERT INTO `{database}`.busy VALUES ({i}, {i})")
+        result = cfg.source(ds).topics.name("result", ds, database, "busy")
+        wait_until(lambda: sum(r.value.count(b'{"tuple":') for r in kafka.read_range(cfg.endpoints.kafka, [result]))
+                   >= 20, 180, "the first rows through the path", stages)
+        # the monitor starts once the path runs: its first micro-batches take longer than the test's 10 s
+        # threshold (the default threshold is 600 s)
+        stages.start("heartbeat")
+        t_hb = time.time()
+
+        # 1. latency per table within two intervals of the packet time
+        wait_until(lambda: {"busy", "quiet"} <= set(last_heartbeats(cfg, ds)), 120, "first heartbeats", stages)
+        since_ms = time.time() * 1000
+        fresh = wait_until(lambda: (h := last_heartbeats(cfg, ds)) and all(
+            h.get(t, {}).get("packet_ms", 0) >= since_ms for t in ("busy", "quiet")) and h,
+            4 * INTERVAL_S, "heartbeats newer than the check's start", stages, step=0.2)
+        arrived_ms = time.time() * 1000
+        for table in ("busy", "quiet"):
+            assert arrived_ms - fresh[table]["packet_ms"] <= 2 * INTERVAL_S * 1000, fresh[table]
+            assert fresh[table]["latency_ms"] <= 2 * INTERVAL_S * 1000, fresh[table]
+        print(f"\nlatency per table: { {t: round(fresh[t]['latency_ms']) for t in ('busy', 'quiet')} } ms")
+        from test_dashboards import influxql, panel_queries, render  # the dashboard's queries, as Grafana runs them
+
+        answered = {title: influxql(cfg, render(q, ds, None, None))
+                    for title, q in panel_queries() if "dbus_heartbeat" in q and "latency_ms" in q}
+        assert answered, "no heartbeat latency panel in conf/grafana/dashboards/dbus.json"
+        for title, series in answered.items():
+            tables = {tag for s in series for tag in (s.get("tags") or {}).values()}
+            assert {"busy", "quiet"} <= tables, (title, series)
+
+        # 2. the quiet table: fresh heartbeats and a moving position
+        first_quiet, first_pos = fresh["quiet"]["packet_ms"], committed_position(cfg, ds)
+        time.sleep(3 * INTERVAL_S)
+        later = last_heartbeats(cfg, ds)
+        assert later["quiet"]["packet_ms"] > first_quiet
+        assert committed_position(cfg, ds) != first_pos
+
+        # 3. dbus status reports what the test reads itself (writer stopped: the figures hold still)
+        stages.stop("heartbeat")
+        time.sleep(2 * INTERVAL_S)
+        measured = last_heartbeats(cfg, ds)
+        out = subprocess.run([sys.executable, "-m", "dbuslib.cli", "--config", str(env.cfg_path), "status",
+                              "--source", ds, "--json"], cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        status = json.loads(out.stdout)
+        by_table = {(h["schema"], h["table"]): h for h in status["heartbeats"]}
+        for table in ("busy", "quiet"):
+            h = by_table[(database, table)]
+            assert h["latency_ms"] == pytest.approx(measured[table]["latency_ms"]), (h, measured[table])
+            assert h["rows"] == measured[table]["rows"], (h, measured[table])
+        position = json.loads(committed_position(cfg, ds))
+        assert status["extractor"]["committed_pos"] == position["pos"], (status["extractor"], position)
+        assert status["alerts"] == []
+
+        # 4. stop the appender: one alert per table within threshold + one interval; restart: one recovery
+        assert hook.bodies == [], [(round(t - t_hb, 1), b["event"], b["table"], b["kind"], b.get("message")) for t, b in hook.bodies]  # a healthy path raised nothing so far
+        stages.start("heartbeat")
+        time.sleep(2 * INTERVAL_S)
+        stopped = time.time()
+        stages.stop("appender")
+        alerts = wait_until(lambda: len(hook.events("alert")) >= 2 and hook.events("alert"),
+                            TIMEOUT_S + 60, "webhook alerts", stages)
+        assert all(at >= stopped for at, _ in alerts)
+        for at, body in alerts:
+            assert body["kind"] == "stale" and body["ds"] == ds
+            assert at - stopped <= TIMEOUT_S + INTERVAL_S + CHECK_S + 2, (at - stopped, body)
+        print(f"alerts {sorted(b['table'] for _, b in alerts)} after "
+              f"{max(t for t, _ in alerts) - stopped:.1f}s (threshold {TIMEOUT_S:.0f}s)")
+        time.sleep(3 * CHECK_S)
+        assert len(hook.events("alert")) == 2  # one per incident: no repeats while it lasts
+        stages.start("appender")
+        wait_until(lambda: len(hook.events("recovery")) >= 2, 180, "recovery notices", stages)
+        time.sleep(3 * CHECK_S)
+        assert sorted(b["table"] for _, b in hook.events("alert")) == ["busy", "quiet"]
+        assert sorted(b["table"] for _, b in hook.events("recovery")) == ["busy", "quiet"]
+    finally:
+        stages.stop_all()
+        hook.shutdown()
+        cleanup_pipeline(env)
+        client = zk.client(cfg.endpoints.zookeeper)
+        client.delete(zk.path(cfg.endpoints.zookeeper, "HeartBeat", ds), recursive=True)
+        client.stop()
+        client.close()
+        with writer.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
+            cur.execute(f"DROP DATABASE IF EXISTS `{database}_hb`")
+        writer.close()
