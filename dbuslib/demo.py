@@ -158,9 +158,10 @@ def run(cfg: DbusConfig, source_name: str) -> int:
             for stage in ("extractor", "dispatcher", "appender", "fullpuller"):
                 stages.start(stage)
             stages.wait_ready("extractor", "dispatcher", "appender", "fullpuller")
+            stages.start("heartbeat")  # writer + monitor: one heartbeat row per captured table every interval
 
-        _step(2, "start extractor, dispatcher, appender and full puller (spark-submit each); logs in "
-              f"{stages.log_dir}", start)
+        _step(2, "start extractor, dispatcher, appender and full puller (spark-submit each), then the heartbeat "
+              f"writer and monitor; logs in {stages.log_dir}", start)
         db = mysql.connect(src.mysql, as_writer=True)
         first = mysql.binlog_end(db)
         db.close()
@@ -194,21 +195,49 @@ def run(cfg: DbusConfig, source_name: str) -> int:
         print(f"   dispatcher -> {schema_topic}: {rate(len(schema_records), schema_records)} records")
         print(f"   appender   -> {result}: {rate(tuples_in(out), out)} UMS tuples in {len(out)} messages")
         ok = tuples_in(out) == changes
+        beats = _step(5, "heartbeats: per-table latency in the time-series server; `dbus status`",
+                      lambda: _heartbeats(cfg, ds, stages))
     finally:
         stages.stop_all()
 
-    equal = _step(5, f"reconcile {PULLED} (pull + increments, Spark batch) and verify it against MariaDB",
+    equal = _step(6, f"reconcile {PULLED} (pull + increments, Spark batch) and verify it against MariaDB",
                   lambda: _reconcile_and_verify(cfg, ds, stack_home / "demo" / "snapshot"))
-    path = _step(6, "ZooKeeper and time series", lambda: _checks(cfg, ds))
+    path = _step(7, "ZooKeeper and time series", lambda: _checks(cfg, ds))
     print(f"   {path}")
     print("demo: OK, every row change arrived as UMS exactly once" if ok
           else "demo: FAILED: more UMS tuples than row changes (see the stage logs)")
     print(f"demo: OK, the full pull of {PULLED} reconciles to an exact copy (verify: 0 differences)" if equal
           else f"demo: FAILED: the snapshot of {PULLED} differs from the table (see above)")
-    return 0 if ok and equal else 1
+    print(f"demo: OK, heartbeats of {beats} table(s) measured end to end" if beats
+          else "demo: FAILED: no heartbeat latency reached the time-series server")
+    return 0 if ok and equal and beats else 1
 
 
 PULLED = "shop.orders"
+
+
+def _heartbeats(cfg: DbusConfig, ds: str, stages: Stages) -> int:
+    """Waits (up to three intervals) for a ``dbus_heartbeat`` point of every shop table newer than now,
+    prints their latency and the ``dbus status`` screen; returns how many tables have one."""
+    from dbuslib import status
+
+    src = cfg.source(ds)
+    tables = {"customers", "products", "orders", "order_items"}
+    since_ms = time.time() * 1000
+    deadline = time.monotonic() + 3 * src.heartbeat.interval_s + 30
+    latest: dict[str, dict] = {}
+    while time.monotonic() < deadline and set(latest) < tables:
+        stages.check_alive()
+        series = influx.influxql(cfg.endpoints.influxdb, f'SELECT last("latency_ms"), last("packet_ms") FROM '
+                                 f'"dbus_heartbeat" WHERE "ds" = \'{ds}\' AND "schema" = \'shop\' AND '
+                                 f'time > now() - 10m GROUP BY "table"')
+        latest = {s["tags"]["table"]: dict(zip(s["columns"], s["values"][0])) for s in series
+                  if s["values"] and s["values"][0][2] >= since_ms}
+        time.sleep(1)
+    for table in sorted(latest):
+        print(f"   dbus_heartbeat shop.{table}: latency {latest[table]['last']:.0f} ms")
+    print("\n".join(f"   | {line}" for line in status.render(status.collect(cfg, ds)).splitlines()))
+    return len(latest)
 
 
 def _workload_and_pull(cfg: DbusConfig, ds: str, stages: Stages) -> int:
