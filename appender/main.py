@@ -55,16 +55,15 @@ def main(argv: list[str] | None = None) -> int:
     inputs = [src.topics.name("schema", args.source, s) for s in schemas]
     from dbuslib import stagemetrics
 
-    metrics = stagemetrics.register(session, cfg.endpoints.influxdb, args.source, "appender",
-                                    job.query_name(args.source))  # dbus_stage points per micro-batch
     query = job.start(session, cfg, args.source, inputs, spark.checkpoint(cfg, "appender", args.source))
+    metrics = stagemetrics.watch(query, cfg.endpoints.influxdb, args.source, "appender")  # dbus_stage points
     logging.getLogger("dbus.appender").info("%s: query %s started", args.source, query.name)
     try:
         query.awaitTermination()
     except KeyboardInterrupt:
         query.stop()
     finally:
-        stagemetrics.unregister(session, metrics)
+        stagemetrics.unwatch(metrics)
     if query.exception() is not None:
         print(f"appender: APPENDER_FAILED: {args.source}: {query.exception()}", file=sys.stderr)
         return 1

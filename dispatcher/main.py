@@ -49,16 +49,16 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
     session = spark.session(cfg, job.query_name(ds))
     from dbuslib import stagemetrics
 
-    metrics = stagemetrics.register(session, cfg.endpoints.influxdb, ds, "dispatcher", job.query_name(ds))
     query = job.start(session, cfg, ds, checkpoint=spark.checkpoint(cfg, "dispatcher", ds),
                       max_offsets=max_offsets, available_now=available_now)
+    metrics = stagemetrics.watch(query, cfg.endpoints.influxdb, ds, "dispatcher")  # dbus_stage points
     log.info("%s: query %s started", ds, query.name)
     try:
         query.awaitTermination()
     except KeyboardInterrupt:
         query.stop()
     finally:
-        stagemetrics.unregister(session, metrics)
+        stagemetrics.unwatch(metrics)
     error = query.exception()
     if error is not None:
         print(f"dispatcher: DISPATCH_FAILED: {ds}: {error}", file=sys.stderr)

@@ -71,20 +71,29 @@ class Sink:
         self.points.append(point)
 
 
-def event(progress):
-    return types.SimpleNamespace(progress=types.SimpleNamespace(json=json.dumps(progress)))
+class FakeQuery:
+    def __init__(self):
+        self.recentProgress = []
 
 
-def test_the_listener_writes_its_own_query_only_and_never_raises():
-    sink = Sink()
-    listener = stagemetrics._listener_class()("demo", "appender", "appender_demo", sink)
-    listener.onQueryProgress(event(PROGRESS))
-    listener.onQueryProgress(event({**PROGRESS, "name": "something_else"}))
-    listener.onQueryProgress(types.SimpleNamespace(progress=types.SimpleNamespace(json="not json")))
-    listener.onQueryIdle(types.SimpleNamespace(id=PROGRESS["id"], timestamp="2026-01-02T03:04:06.000Z"))
-    listener.onQueryIdle(types.SimpleNamespace(id="another-query", timestamp="2026-01-02T03:04:06.000Z"))
-    assert [p.to_line_protocol().split(" ")[1].split(",")[1] for p in sink.points] == [
-        "input_rows=20000i", "input_rows=0i"]
+def test_the_watcher_writes_each_batch_once_then_idle_points_and_never_raises(monkeypatch):
+    monkeypatch.setattr(stagemetrics, "IDLE_S", 0.0)
+    sink, query = Sink(), FakeQuery()
+    watcher = stagemetrics.ProgressWatcher(query, "demo", "appender", sink, interval_s=3600)
+    query.recentProgress = [PROGRESS, {**PROGRESS, "batchId": PROGRESS.get("batchId", 0) + 1}]
+    assert watcher.poll() == 2
+    assert watcher.poll() == 0  # nothing new: an idle point
+    query.recentProgress = None
+    query.recentProgress = type("Broken", (), {"__iter__": lambda self: (_ for _ in ()).throw(RuntimeError())})()
+    assert watcher.poll() == 0
+    fields = [p.to_line_protocol().split(" ")[1].split(",")[1] for p in sink.points]
+    assert fields[:2] == ["input_rows=20000i", "input_rows=20000i"] and fields[2] == "input_rows=0i"
+    watcher._stop.set()
+
+
+def test_progress_objects_are_read_through_their_json():
+    obj = types.SimpleNamespace(json=json.dumps(PROGRESS))
+    assert stagemetrics._as_dict(obj) == PROGRESS and stagemetrics._as_dict(PROGRESS) is PROGRESS
 
 
 def test_a_dead_server_costs_the_writer_a_log_line_not_the_caller(monkeypatch):
@@ -114,4 +123,4 @@ def test_put_never_blocks_when_the_writer_is_stuck(monkeypatch):
 
 def test_an_unknown_stage_is_refused():
     with pytest.raises(ValueError, match="extractor"):
-        stagemetrics.register(None, InfluxEndpoint(url="http://127.0.0.1:9"), "demo", "extractor")
+        stagemetrics.watch(None, InfluxEndpoint(url="http://127.0.0.1:9"), "demo", "extractor")
