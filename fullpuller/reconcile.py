@@ -182,18 +182,16 @@ def parse_table(text: str) -> tuple[str, str]:
 
 
 def primary_key_of(cfg: DbusConfig, ds: str, schema: str, table: str) -> tuple[str, ...]:
-    """The primary key columns of ``schema.table`` on the source, in key order (information_schema)."""
+    """The primary key columns of ``schema.table`` on the source, in key order (``catalog.table_info``)."""
     from dbuslib import mysql
+    from fullpuller import catalog
 
     db = mysql.connect(cfg.source(ds).mysql)
     try:
-        with db.cursor() as cur:
-            cur.execute("SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = %s "
-                        "AND TABLE_NAME = %s AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION",
-                        (schema, table))
-            key = tuple(row[0] for row in cur.fetchall())
+        info = catalog.table_info(db, schema, table)
     finally:
         db.close()
+    key = info.primary_key if info is not None else ()
     if not key:
         msg = (f"{ds}: {schema}.{table} has no primary key on the source (or does not exist): "
                "pass --primary-key col[,col...]")

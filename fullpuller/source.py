@@ -120,8 +120,7 @@ def read_shard(job: ShardJob) -> Iterator[tuple[bytes, bytes, list[tuple[str, by
                 reporter.rows(writer.rows)
         reporter.rows(writer.rows, final=True)
     finally:
-        db.close()
-        reporter.close()
+        db.close()  # the ZooKeeper client stays open for the worker's next shard (_zk)
 
 
 class MessageWriter:
@@ -207,9 +206,6 @@ class _Reporter:
             client.set(self.job.zk_shard_path, data)
         else:
             client.create(self.job.zk_shard_path, data, makepath=True)
-
-    def close(self) -> None:
-        """The ZooKeeper client stays open for the worker's next shard."""
 
 
 # A Python worker serves many shards (Spark reuses workers): the configuration (per file version) and
