@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dbuslib import pygc
 from dbuslib.config import DbusConfig, load_config
 
 if TYPE_CHECKING:
@@ -36,8 +37,9 @@ def query_name(ds: str) -> str:
 
 
 def read_schema_topics(spark: SparkSession, cfg: DbusConfig, ds: str, topics: list[str]) -> DataFrame:
-    return (spark.readStream.format("kafka")
-            .option("kafka.bootstrap.servers", cfg.endpoints.kafka.bootstrap_servers)
+    from dbuslib.spark import kafka_source
+
+    return (kafka_source(spark.readStream, cfg.endpoints.kafka.bootstrap_servers)
             .option("subscribe", ",".join(topics))
             .option("startingOffsets", "earliest")
             .option("maxOffsetsPerTrigger", str(cfg.source(ds).appender.max_offsets_per_trigger))
@@ -101,6 +103,7 @@ def process_batches(batches: Iterator[pa.RecordBatch], config_path: str, ds: str
         yield pa.RecordBatch.from_pydict(out, schema=_arrow_schema())
     if processor is not None:
         state.report_heartbeats(processor)
+    pygc.settle()  # a worker's first tasks still make long-lived objects (dbuslib/pygc.py)
 
 
 def _arrow_schema():
@@ -226,6 +229,7 @@ def _worker_state(config_path: str, ds: str) -> _WorkerState:
                                    lambda schema: src.topics.name("schema", ds, schema))
         state = _workers[(config_path, ds)] = _WorkerState(cfg, ds, store, settings, outputs,
                                                            MessageEncoder.from_source(src, store), heartbeat)
+        pygc.settle()  # the worker's long-lived state is made: freeze it (dbuslib/pygc.py)
     return state
 
 

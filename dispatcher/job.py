@@ -26,6 +26,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from dbuslib import pygc
 from dbuslib.config import DbusConfig
 from dispatcher.routing import TOPIC_NAME, Router, route
 
@@ -48,9 +49,10 @@ def query_name(ds: str) -> str:
 
 def read_raw(spark: SparkSession, bootstrap: str, topic: str, max_offsets: int) -> DataFrame:
     """The first-level topic as a stream of (key, value, topic, partition, offset)."""
+    from dbuslib.spark import kafka_source
+
     return (
-        spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
+        kafka_source(spark.readStream, bootstrap)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .option("maxOffsetsPerTrigger", str(max_offsets))
@@ -102,6 +104,7 @@ def _python_routes(router: Router, ensure_topic: Callable[[str], None], topic: s
     """The UDF body (module level, picklable): every route of one record; each target topic exists
     when it returns (``ensure_topic``: ``dbuslib.kafka.ensure_topic_once`` with the source's topic
     settings). ``topic`` is set when the JVM routed the record, else ``value`` is."""
+    pygc.settle()  # once per worker (dbuslib/pygc.py)
     routes = [(topic, None, None)] if topic is not None else [
         (r.topic, r.reason, r.error) for r in route(router, value, key)]
     for target, _, _ in routes:

@@ -20,7 +20,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from dbuslib import kafka, mysql, zk
+from dbuslib import kafka, mysql, pygc, zk
 from dbuslib.config import DbusConfig, Source
 from dbuslib.rawevent import RawEvent
 from extractor.errors import DeposedError
@@ -64,6 +64,7 @@ class Extractor:
             log.info("%s: waiting to lead (standby until the current leader goes)", self.ds)
             epoch = leadership.acquire()
             log.info("%s: leading with epoch %d", self.ds, epoch)
+            pygc.settle()  # connected and leading: the long-lived objects are made (dbuslib/pygc.py)
             self._lead(leadership, position_store(self.cfg, self.ds, client), epoch)
         finally:
             leadership.release()

@@ -212,8 +212,9 @@ def end_offsets_json(cfg: DbusConfig, topic: str) -> tuple[str, int]:
 
 def read_topic(spark: SparkSession, bootstrap: str, topic: str, ending: str) -> DataFrame:
     """The topic's records from the earliest offsets to ``ending`` (fixed, so both passes read the same)."""
-    return (spark.read.format("kafka")
-            .option("kafka.bootstrap.servers", bootstrap)
+    from dbuslib.spark import kafka_source
+
+    return (kafka_source(spark.read, bootstrap)
             .option("subscribe", topic)
             .option("startingOffsets", "earliest")
             .option("endingOffsets", ending)

@@ -83,6 +83,9 @@ class ShardReader(DataSourceReader):
         return [InputPartition(self.job.shard)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[bytes, bytes, list[tuple[str, bytes]]]]:
+        from dbuslib import pygc
+
+        pygc.settle()  # a worker's first shards: freeze what it made so far (dbuslib/pygc.py)
         if self.job.sql == WARM_UP:
             _config(self.job.config)  # the worker imports and loads what a shard needs; no source access
             return
