@@ -295,11 +295,15 @@ class UmsTail:
         assert parts, f"{topic} does not exist"
         self.consumer.assign(parts)
         self.consumer.seek_to_beginning(*parts)
+        self.parts = parts
         self.out: list[Out] = []
         self.uids: set[str] = set()
 
     def poll(self) -> UmsTail:
-        while True:
+        """Reads up to the end offsets of the moment it is called: a stage that writes all the time
+        (a 200 ms trigger under a steady workload) would otherwise never leave a 500 ms gap to stop at."""
+        ends = self.consumer.end_offsets(self.parts)
+        while any(self.consumer.position(tp) < end for tp, end in ends.items()):
             batch = self.consumer.poll(timeout_ms=500, max_records=20_000)
             if not batch:
                 return self
