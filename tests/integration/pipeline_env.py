@@ -317,6 +317,7 @@ class UmsTail:
                         self.out.append(o)
                         if o.kind == "data_increment_data":
                             self.uids.add(o.uid)
+        return self
 
     def close(self) -> None:
         self.consumer.close()
