@@ -21,7 +21,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -29,7 +28,7 @@ import yaml
 from extractor_env import REPO
 from pipeline_env import cleanup_pipeline, make_pipeline_env
 
-from dbuslib import influx, kafka, mysql, zk
+from dbuslib import influx, kafka, zk
 from dbuslib.config import load_config
 from dbuslib.stages import Stages
 
@@ -93,11 +92,9 @@ def wait_until(check, timeout: float, what: str, stages: Stages, step: float = 0
     raise AssertionError(f"{what}: not within {timeout:.0f}s")
 
 
-def test_heartbeats_latency_alerts_and_status(tmp_path, source):
-    database = f"dbus_test_{uuid.uuid4().hex[:12]}"
-    writer = mysql.connect(source.mysql, as_writer=True)
+def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
+    writer, database = writer_db  # dropped by the fixture; the heartbeat schema below by the test
     with writer.cursor() as cur:
-        cur.execute(f"CREATE DATABASE `{database}`")
         cur.execute(f"CREATE TABLE `{database}`.busy (id INT PRIMARY KEY, v INT)")
         cur.execute(f"CREATE TABLE `{database}`.quiet (id INT PRIMARY KEY, v INT)")
     env = make_pipeline_env(tmp_path, database)
@@ -202,6 +199,4 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, source):
         client.stop()
         client.close()
         with writer.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
-            cur.execute(f"DROP DATABASE IF EXISTS `{database}_hb`")
-        writer.close()
+            cur.execute(f"DROP DATABASE IF EXISTS `{hb_schema}`")
