@@ -218,8 +218,10 @@ PULLED = "shop.orders"
 
 def _heartbeats(cfg: DbusConfig, ds: str, stages: Stages) -> int:
     """Waits (up to three intervals) for a ``dbus_heartbeat`` point of every shop table newer than now,
-    prints their latency and the ``dbus status`` screen; returns how many tables have one."""
+    prints their latency and the ``dbus status`` screen; returns how many tables have one. The points
+    are read as the heartbeat monitor reads them (a point is timed at its packet's emit time)."""
     from dbuslib import status
+    from heartbeat.monitor import last_points_query, records_of
 
     src = cfg.source(ds)
     tables = {"customers", "products", "orders", "order_items"}
@@ -228,14 +230,11 @@ def _heartbeats(cfg: DbusConfig, ds: str, stages: Stages) -> int:
     latest: dict[str, dict] = {}
     while time.monotonic() < deadline and set(latest) < tables:
         stages.check_alive()
-        series = influx.influxql(cfg.endpoints.influxdb, f'SELECT last("latency_ms"), last("packet_ms") FROM '
-                                 f'"dbus_heartbeat" WHERE "ds" = \'{ds}\' AND "schema" = \'shop\' AND '
-                                 f'time > now() - 10m GROUP BY "table"')
-        latest = {s["tags"]["table"]: dict(zip(s["columns"], s["values"][0])) for s in series
-                  if s["values"] and s["values"][0][2] >= since_ms}
+        records = records_of(influx.influxql(cfg.endpoints.influxdb, last_points_query(ds, 600)))
+        latest = {r["table"]: r for r in records if r["schema"] == "shop" and r["_time"] >= since_ms}
         time.sleep(1)
     for table in sorted(latest):
-        print(f"   dbus_heartbeat shop.{table}: latency {latest[table]['last']:.0f} ms")
+        print(f"   dbus_heartbeat shop.{table}: latency {latest[table]['_value']:.0f} ms")
     print("\n".join(f"   | {line}" for line in status.render(status.collect(cfg, ds)).splitlines()))
     return len(latest)
 
