@@ -14,27 +14,33 @@ Reference cycles are still collected; they are only looked for less often. A Spa
 making long-lived objects in its first tasks (lazy imports, SQLAlchemy's statement cache, the meta
 store's connection pool: about 53,000 objects seen after the first task), and PySpark's daemon runs a
 full ``gc.collect()`` after every task of a reused worker, which walked them each time (35-41 ms per
-task, measured): the workers therefore settle again after each of their first ``SETTLES`` tasks.
+task, measured): the workers therefore settle again after each of their first ``SETTLES`` tasks. Code
+that runs per record (a UDF) passes its task's id, so that it settles once per task, not on its first
+records.
 """
 
 from __future__ import annotations
 
 import gc
+from typing import Any
 
 THRESHOLDS = (50_000, 20, 100)
 SETTLES = 3
 _settled = 0
+_task: Any = None  # the task of the last settle, when the caller named one
 
 
-def settle(thresholds: tuple[int, int, int] | None = THRESHOLDS) -> None:
+def settle(thresholds: tuple[int, int, int] | None = THRESHOLDS, task: Any = None) -> None:
     """Collect, freeze what the process holds now and set ``thresholds`` (None: keep CPython's); done
     at most ``SETTLES`` times per process (later calls return at once, so a per-task caller may call it
-    freely). A process whose garbage cycles can hold large buffers keeps the default thresholds: with
-    (50000, 20, 100) the extractor's peak RSS for a 1 GB transaction went from 86.2 to 180.8 MB."""
-    global _settled
-    if _settled >= SETTLES:
+    freely), and once per ``task`` when one is given (a per-record caller). A process whose garbage
+    cycles can hold large buffers keeps the default thresholds: with (50000, 20, 100) the extractor's
+    peak RSS for a 1 GB transaction went from 86.2 to 180.8 MB."""
+    global _settled, _task
+    if _settled >= SETTLES or (task is not None and task == _task):
         return
     _settled += 1
+    _task = task
     gc.collect()
     gc.freeze()
     if thresholds is not None:

@@ -104,12 +104,20 @@ def _python_routes(router: Router, ensure_topic: Callable[[str], None], topic: s
     """The UDF body (module level, picklable): every route of one record; each target topic exists
     when it returns (``ensure_topic``: ``dbuslib.kafka.ensure_topic_once`` with the source's topic
     settings). ``topic`` is set when the JVM routed the record, else ``value`` is."""
-    pygc.settle()  # once per worker (dbuslib/pygc.py)
+    pygc.settle(task=_task_id())  # a worker's first tasks, once each (dbuslib/pygc.py)
     routes = [(topic, None, None)] if topic is not None else [
         (r.topic, r.reason, r.error) for r in route(router, value, key)]
     for target, _, _ in routes:
         ensure_topic(target)
     return routes
+
+
+def _task_id() -> int | None:
+    """The Spark task this Python worker runs now (None outside a task: a unit test)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return None if ctx is None else ctx.taskAttemptId()
 
 
 def dead_letter_value() -> Column:
