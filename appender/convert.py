@@ -10,7 +10,7 @@ the before image. A message holds tuples of one table and one schema version onl
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 from dbuslib.rowdecode import DecodedRows
 from ums import (DataRow, Namespace, Op, ProtocolType, UmsMessage, build_data_messages, data_key, ums_id,
                  ums_ts_ms, ums_uid)
+from ums import chunks
 from ums.build import data_schema, split_tuples, user_columns
 from ums.ids import ROW_LIMIT
 
@@ -127,3 +128,16 @@ def original_key(message: UmsMessage, header: dict[str, Any], ds: str) -> str:
     as the ``ums_key`` record header for consumers that parse it (it would scatter a table over partitions
     if used as the key)."""
     return data_key(message.protocol, message.schema.namespace, header["ts"] * 1000, ds)
+
+
+def chunked(records: Iterable[Any], max_bytes: int) -> Iterator[Any]:
+    """``records`` (appender.process.OutRecord) as they are, except a value above the Kafka record limit
+    ``max_bytes`` (``endpoints.kafka.max_message_bytes``), which becomes its ordered chunks (ums.chunks):
+    same topic, key and headers, plus ``ums_chunk``/``ums_chunk_id``. One length test per record."""
+    fits = chunks.limit(max_bytes)
+    for rec in records:
+        if len(rec.value) <= fits:
+            yield rec
+            continue
+        for part, extra in chunks.split(rec.value, max_bytes):
+            yield replace(rec, value=part, headers=(*rec.headers, *extra))

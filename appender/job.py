@@ -82,10 +82,12 @@ def process_batches(batches: Iterator[pa.RecordBatch], config_path: str, ds: str
     """Executor side: one PartitionProcessor for this task's partition, records in offset order."""
     import pyarrow as pa
 
+    from appender.convert import chunked
     from appender.process import InRecord
 
     processor = None
     state = _worker_state(config_path, ds)
+    max_bytes = state.cfg.endpoints.kafka.max_message_bytes  # larger UMS records go as chunks (ums.chunks)
     for batch in batches:
         if processor is None:
             processor = build_processor(config_path, ds)
@@ -94,7 +96,7 @@ def process_batches(batches: Iterator[pa.RecordBatch], config_path: str, ds: str
         rendered = cols.get("rendered") or [None] * batch.num_rows
         for t, p, o, k, v, r in zip(cols["topic"], cols["partition"], cols["offset"], cols["key"], cols["value"],
                                     rendered, strict=True):
-            for rec in processor.process(InRecord(t, p, o, k, v), r):
+            for rec in chunked(processor.process(InRecord(t, p, o, k, v), r), max_bytes):
                 state.ensure_topic(rec.topic)
                 out["topic"].append(rec.topic)
                 out["key"].append(rec.key)
@@ -293,7 +295,7 @@ def start(spark: SparkSession, cfg: DbusConfig, ds: str, topics: list[str], chec
     jvm = settings.jvm_decoder and register_jvm_decoder(spark)
     raw = with_rendered_rows(read_schema_topics(spark, cfg, ds, topics), jvm)
     out = append_ums(raw, str(cfg.path), ds)
-    writer = (kafka_sink(out.writeStream, cfg.endpoints.kafka.bootstrap_servers)
+    writer = (kafka_sink(out.writeStream, cfg.endpoints.kafka)
               .queryName(query_name(ds))
               .option("checkpointLocation", checkpoint))
     return with_trigger(writer, available_now, settings.trigger_interval_ms, settings.async_progress).start()

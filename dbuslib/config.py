@@ -37,10 +37,14 @@ class _Model(BaseModel):
 
 
 class KafkaEndpoint(_Model):
-    """Kafka. ``client`` passes extra kafka-python options in kafka-python's own spelling."""
+    """Kafka. ``client`` passes extra kafka-python options in kafka-python's own spelling.
+    ``max_message_bytes``: the largest record DBus writes (every producer's ``max.request.size``, the
+    ``max.message.bytes`` of the topics it creates); at most the broker's ``message.max.bytes``, checked
+    when a stage starts. A UMS message above it is cut into chunks (ums.chunks, docs/ums.md)."""
 
     bootstrap_servers: str
     client: dict[str, Any] = Field(default_factory=dict)
+    max_message_bytes: int = Field(16_777_216, ge=65_536)
 
 
 class ZooKeeperEndpoint(_Model):

@@ -1,7 +1,10 @@
 """The Kafka edge: kafka-python clients built from the one config, and explicit topic creation.
 
 Topics are never auto-created (the broker has auto.create.topics.enable=false): a stage creates the
-topics it writes with ``ensure_topics`` so partitions and replication are what the config says.
+topics it writes with ``ensure_topics`` so partitions and replication are what the config says, and
+``max.message.bytes`` is ``endpoints.kafka.max_message_bytes``. Producers get that limit as their
+``max_request_size``; ``check_message_limit`` refuses it when the broker's ``message.max.bytes`` is lower
+(asked once per process, when the first producer of a stage is made).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 
 from dbuslib.config import KafkaEndpoint
-from dbuslib.errors import EndpointError
+from dbuslib.errors import ConfigError, EndpointError
 
 # A producer that must not lose or reorder records: acknowledged by all in-sync replicas, idempotent
 # (kafka-python 3 keeps order across retries with up to 5 requests in flight), never auto-creating topics.
@@ -29,9 +32,12 @@ def _unreachable(cfg: KafkaEndpoint, err: Exception) -> EndpointError:
 
 
 def producer(cfg: KafkaEndpoint, **overrides: Any) -> KafkaProducer:
-    """A producer with acks=all and ordered retries unless ``overrides`` say otherwise."""
+    """A producer with acks=all and ordered retries unless ``overrides`` say otherwise, taking records up
+    to ``max_message_bytes`` (checked against the broker once per process)."""
+    check_message_limit(cfg)
     try:
-        return KafkaProducer(**_options(cfg, {**SAFE_PRODUCER, **overrides}))
+        return KafkaProducer(**_options(cfg, {**SAFE_PRODUCER, "max_request_size": cfg.max_message_bytes,
+                                              **overrides}))
     except KafkaTimeoutError as e:  # kafka-python 3: 'Unable to bootstrap from ...'
         raise _unreachable(cfg, e) from e
 
@@ -59,7 +65,8 @@ def ensure_topics(
         missing = sorted(set(names) - set(client.list_topics()))
         if not missing:
             return []
-        new = {n: {"num_partitions": partitions, "replication_factor": replication_factor} for n in missing}
+        new = {n: {"num_partitions": partitions, "replication_factor": replication_factor,
+                   "configs": topic_configs(cfg)} for n in missing}
         try:
             client.create_topics(new, wait_for_metadata=True)
         except TopicAlreadyExistsError:
@@ -70,6 +77,62 @@ def ensure_topics(
         return missing
     finally:
         client.close()
+
+
+def topic_configs(cfg: KafkaEndpoint) -> dict[str, str]:
+    """Configs of the topics DBus creates: records up to ``max_message_bytes``."""
+    return {"max.message.bytes": str(cfg.max_message_bytes)}
+
+
+BROKER_LIMIT = "message.max.bytes"
+
+
+class MessageLimitError(ConfigError):
+    """``endpoints.kafka.max_message_bytes`` is above what the broker accepts (``message.max.bytes``)."""
+
+    code = "KAFKA_MESSAGE_LIMIT"
+
+
+def limit_problem(configured: int, broker: int | None, bootstrap: str) -> str | None:
+    """Why ``endpoints.kafka.max_message_bytes`` cannot be used with a broker whose ``message.max.bytes`` is
+    ``broker`` (None: the broker did not say), or None when it can."""
+    if broker is None or configured <= broker:
+        return None
+    return (f"endpoints.kafka.max_message_bytes {configured} is above the broker's {BROKER_LIMIT} {broker} "
+            f"at {bootstrap}: lower the key to at most {broker}, or raise {BROKER_LIMIT} on every broker")
+
+
+def broker_message_limit(cfg: KafkaEndpoint) -> int | None:
+    """The smallest ``message.max.bytes`` among the brokers (None when no broker reports it)."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    client = admin(cfg)
+    try:
+        ids = [str(b["broker_id"]) for b in client.describe_cluster()["brokers"]]
+        asked = [ConfigResource(ConfigResourceType.BROKER, i, [BROKER_LIMIT]) for i in ids]
+        found = client.describe_configs(asked, config_filter="all")
+    except KafkaError as e:
+        raise _unreachable(cfg, e) from e
+    finally:
+        client.close()
+    values = [int(c[BROKER_LIMIT]["value"]) for c in found.get("broker", {}).values()
+              if c.get(BROKER_LIMIT, {}).get("value") is not None]
+    return min(values) if values else None
+
+
+_limits_checked: set[tuple[str, int]] = set()
+
+
+def check_message_limit(cfg: KafkaEndpoint) -> None:
+    """ConfigError when ``max_message_bytes`` exceeds the broker's ``message.max.bytes``; asked of the
+    broker once per process and (bootstrap servers, limit)."""
+    key = (cfg.bootstrap_servers, cfg.max_message_bytes)
+    if key in _limits_checked:
+        return
+    problem = limit_problem(cfg.max_message_bytes, broker_message_limit(cfg), cfg.bootstrap_servers)
+    if problem is not None:
+        raise MessageLimitError(problem)
+    _limits_checked.add(key)
 
 
 _made: set[tuple[str, str]] = set()  # (bootstrap servers, topic) this process knows exist

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dbuslib.config import DbusConfig
+from dbuslib.config import DbusConfig, KafkaEndpoint
 from dbuslib.errors import StackError
 
 if TYPE_CHECKING:
@@ -96,10 +96,23 @@ KAFKA_SINK_OPTIONS = {"kafka.acks": "all", "kafka.batch.size": "1048576", "kafka
                       "kafka.compression.type": "lz4"}
 
 
-def kafka_sink(writer: Any, bootstrap: str) -> Any:
-    """``writer`` (batch or streaming) set up for the Kafka sink with DBus's producer settings."""
+def kafka_sink(writer: Any, kafka: KafkaEndpoint | str) -> Any:
+    """``writer`` (batch or streaming) set up for the Kafka sink with DBus's producer settings, taking
+    records up to ``endpoints.kafka.max_message_bytes`` (``kafka.max.request.size``; kafka-clients'
+    default, 1 MiB, failed the query on the first larger UMS message). With the endpoint the limit is
+    checked against the broker's ``message.max.bytes`` first (dbuslib.kafka.check_message_limit); a bare
+    bootstrap string gets the key's default."""
+    if isinstance(kafka, str):
+        bootstrap, limit = kafka, KafkaEndpoint.model_fields["max_message_bytes"].default
+    else:
+        from dbuslib.kafka import check_message_limit
+
+        check_message_limit(kafka)
+        bootstrap, limit = kafka.bootstrap_servers, kafka.max_message_bytes
     writer = writer.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-    for key, value in KAFKA_SINK_OPTIONS.items():
+    sized = {"kafka.max.request.size": str(limit),  # a record must also fit the producer's buffer
+             "kafka.buffer.memory": str(max(2 * limit, 33_554_432))}
+    for key, value in {**KAFKA_SINK_OPTIONS, **sized}.items():
         writer = writer.option(key, value)
     return writer
 

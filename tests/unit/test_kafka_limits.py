@@ -1,0 +1,59 @@
+"""The record limit of DBus's Kafka writers: endpoints.kafka.max_message_bytes, checked against the broker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dbuslib import kafka
+from dbuslib import spark as dspark
+from dbuslib.config import KafkaEndpoint
+
+
+def test_the_default_limit_is_the_local_brokers_message_max_bytes():
+    text = (Path(__file__).parents[2] / "conf/stack/kafka-server.properties").read_text()
+    props = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
+    assert KafkaEndpoint(bootstrap_servers="x").max_message_bytes == int(props["message.max.bytes"])
+
+
+@pytest.mark.parametrize(("configured", "broker", "ok"),
+                         [(100, 100, True), (99, 100, True), (101, 100, False), (10**9, None, True)])
+def test_a_limit_above_the_brokers_names_both_keys(configured, broker, ok):
+    problem = kafka.limit_problem(configured, broker, "127.0.0.1:19092")
+    assert (problem is None) == ok
+    if not ok:
+        assert "endpoints.kafka.max_message_bytes 101" in problem and "message.max.bytes 100" in problem
+
+
+def test_a_limit_above_the_brokers_is_refused_before_any_producer(monkeypatch):
+    monkeypatch.setattr(kafka, "broker_message_limit", lambda cfg: 1_048_576)
+    cfg = KafkaEndpoint(bootstrap_servers="127.0.0.1:1", max_message_bytes=2_000_000)
+    with pytest.raises(kafka.MessageLimitError, match="KAFKA_MESSAGE_LIMIT|max_message_bytes 2000000") as err:
+        kafka.producer(cfg)
+    assert err.value.code == "KAFKA_MESSAGE_LIMIT"
+
+
+def test_topics_are_created_with_the_limit():
+    assert kafka.topic_configs(KafkaEndpoint(bootstrap_servers="x", max_message_bytes=70_000)) == {
+        "max.message.bytes": "70000"}
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.options: dict[str, str] = {}
+
+    def format(self, name: str) -> _Writer:
+        return self
+
+    def option(self, key: str, value: str) -> _Writer:
+        self.options[key] = value
+        return self
+
+
+def test_the_spark_sink_takes_records_up_to_the_limit(monkeypatch):
+    monkeypatch.setattr(kafka, "broker_message_limit", lambda cfg: 16_777_216)
+    w = dspark.kafka_sink(_Writer(), KafkaEndpoint(bootstrap_servers="b:1", max_message_bytes=5_000_000))
+    assert w.options["kafka.max.request.size"] == "5000000"
+    assert w.options["kafka.bootstrap.servers"] == "b:1"
+    assert dspark.kafka_sink(_Writer(), "b:1").options["kafka.max.request.size"] == "16777216"
