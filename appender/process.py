@@ -30,6 +30,7 @@ from appender.heartbeat import (TABLE_STATUS, UNKNOWN_TABLE, BadHeartbeat, Beat,
                                 heartbeat_of, measure, owner)
 from appender.versions import Change, Version, compare, on_rows, on_truncate, version_at
 from dbuslib.deadletter import DeadLetter
+from dbuslib.errors import DbusError, EndpointError
 from dbuslib.rawevent import RawEvent, RawEventError, Reassembler, decode
 from appender.textpath import event_messages, message_prefix
 from dbuslib.fastdecode import decode_fast, rows_op, table_of
@@ -58,6 +59,7 @@ class OutRecord:
     headers: tuple[tuple[str, bytes], ...] = ()
 
 
+RECORD_FAILED = "APPENDER_RECORD_FAILED"  # dead-letter code: converting the record raised an unforeseen error
 History = Callable[[str, str], list[Version]]  # (schema, table) -> versions, oldest first
 # The earlier chunks of the event ``record`` (a chunk i > 0) belongs to, read back from Kafka, in order.
 Backfill = Callable[[InRecord, RawEvent], list[RawEvent]]
@@ -95,22 +97,43 @@ class PartitionProcessor:
     _assembler: Reassembler = field(default_factory=Reassembler)
 
     def process(self, rec: InRecord, rendered: bytes | None = None) -> Iterator[OutRecord]:
-        """Output records for ``rec``; ``rendered`` is the JVM decoder's text of its rows (``dbus_rows``,
-        see appender.textpath), None when the JVM did not decode it (then Python decodes)."""
+        """Output records for ``rec``, or one dead letter: never raises for what the record holds.
+
+        ``rendered`` is the JVM decoder's text of its rows (``dbus_rows``, see appender.textpath), None
+        when the JVM did not decode it (then Python decodes). A record's outputs are all produced before
+        the first is given out, so a record that fails half-way gives its dead letter alone. Only an
+        endpoint that stays unreachable (a retriable ``DbusError``: the meta store, after its retries)
+        raises: that stops the task instead of dead-lettering every record while it lasts.
+        """
         try:
-            event = self._join(rec, decode(rec.value, rec.key))
-            if event is None:
-                return  # a chunk: the event is emitted with its last chunk
-            if self.heartbeat is not None and self.heartbeat.holds(event.header):
-                yield from self._heartbeats(rec, event)
-            elif event.kind == "rows" and rendered is not None and event.chunk is None:
-                yield from self._rows_rendered(event, rendered)
-            elif event.kind == "rows":
-                yield from self._rows(event)
-            elif event.kind == "ddl" and event.header.get("ddl") == "TRUNCATE":
-                yield from self._truncate(event)
+            out = list(self._process(rec, rendered))
         except (RawEventError, RowDecodeError) as e:
-            yield self._dead(rec, getattr(e, "code", "RAW_BAD_RECORD"), str(e), _table_of(rec, e))
+            out = [self._dead(rec, getattr(e, "code", "RAW_BAD_RECORD"), str(e), _table_of(rec, e))]
+        except DbusError as e:
+            if e.retriable or isinstance(e, EndpointError):
+                raise
+            out = [self._dead(rec, e.code, str(e), _table_of(rec, e))]
+        except Exception as e:  # noqa: BLE001 - a bug or an input nobody foresaw: the record, not the stage
+            code = getattr(e, "code", None) if isinstance(getattr(e, "code", None), str) else RECORD_FAILED
+            out = [self._dead(rec, code, f"{type(e).__name__}: {_first_line(e)}", _table_of(rec, e))]
+        yield from out
+
+    def _process(self, rec: InRecord, rendered: bytes | None) -> Iterator[OutRecord]:
+        event = self._join(rec, decode(rec.value, rec.key))
+        if event is None:
+            return  # a chunk: the event is emitted with its last chunk
+        if self.heartbeat is not None and self.heartbeat.holds(event.header):
+            yield from self._heartbeats(rec, event)
+        elif event.kind == "rows" and rendered is not None and event.chunk is None:
+            yield from self._rows_rendered(event, rendered)
+        elif event.kind == "rows":
+            yield from self._rows(event)
+        elif event.kind == "ddl" and event.header.get("ddl") == "TRUNCATE":
+            yield from self._truncate(event)
+
+    def dead_letter(self, rec: InRecord, code: str, error: str) -> OutRecord:
+        """A dead letter for ``rec`` decided outside ``process`` (e.g. its output could not be written)."""
+        return self._dead(rec, code, error, _table_of(rec, None))
 
     def _join(self, rec: InRecord, part: RawEvent) -> RawEvent | None:
         """The whole event once its last chunk is in; a sequence begun before this batch is read back."""
@@ -291,10 +314,17 @@ def _column(c: Any) -> dict[str, Any]:
     return {"name": c.name, "type": c.column_type, "nullable": c.nullable, "ums_type": c.ums_type.value}
 
 
-def _table_of(rec: InRecord, err: Exception) -> tuple[str, str] | None:
-    """``(schema, table)`` of a failed record, from the decoder's event or the record key."""
+def _table_of(rec: InRecord, err: Exception | None) -> tuple[str, str] | None:
+    """``(schema, table)`` of a failed record, from the decoder's event or the record key (None when
+    the key is not ``schema.table`` with exactly one dot: then masking rules cannot be ruled out)."""
     event = getattr(err, "event", None)
-    if event is not None and "schema" in event.header and "table" in event.header:
-        return event.header["schema"], event.header["table"]
-    key = (rec.key or b"").decode("utf-8", "replace")
+    header = getattr(event, "header", None)
+    if isinstance(header, dict) and isinstance(header.get("schema"), str) and isinstance(header.get("table"), str):
+        return header["schema"], header["table"]
+    key = bytes(rec.key or b"").decode("utf-8", "replace")
     return tuple(key.split(".", 1)) if key.count(".") == 1 else None
+
+
+def _first_line(err: Exception) -> str:
+    lines = str(err).splitlines()
+    return lines[0][:500] if lines else ""

@@ -83,7 +83,16 @@ def encode(event: RawEvent) -> bytes:
 
 
 def decode(value: bytes, key: bytes | str | None = None) -> RawEvent:
-    """Parse a record value; RawEventError names what is wrong (never returns a half-parsed event)."""
+    """Parse a record value; RawEventError names what is wrong (never returns a half-parsed event).
+
+    Any input gives an event or RawEventError: a null value (a Kafka tombstone), a key that is not
+    UTF-8 and a header that is JSON but not of this contract are bad records like the others."""
+    if value is None:
+        msg = "record has a null value (a tombstone): not a DBus raw event"
+        raise RawEventError(msg)
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        msg = f"record value is a {type(value).__name__}, not bytes"
+        raise RawEventError(msg)
     if len(value) < _PREFIX.size:
         msg = f"record of {len(value)} bytes is shorter than the {_PREFIX.size}-byte prefix"
         raise RawEventError(msg)
@@ -100,16 +109,32 @@ def decode(value: bytes, key: bytes | str | None = None) -> RawEvent:
         raise RawEventError(msg)
     try:
         header = json.loads(value[_PREFIX.size : end])
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (ValueError, RecursionError) as e:  # not UTF-8, not JSON, a number past the digit limit, too deep
         msg = f"header is not JSON: {e}"
         raise RawEventError(msg) from None
     _check_header(header, len(value) - end)
-    k = key.decode() if isinstance(key, bytes) else (key or "")
+    try:
+        k = bytes(key).decode() if isinstance(key, (bytes, bytearray, memoryview)) else (key or "")
+    except UnicodeDecodeError:
+        msg = f"record key {bytes(key)[:80]!r} is not UTF-8"
+        raise RawEventError(msg) from None
     return RawEvent(header=header, body=bytes(value[end:]), key=k)
 
 
 _REQUIRED = {"rows": ("file", "pos", "next_pos", "ts", "schema", "table", "event_type", "crc", "tm_len"),
              "ddl": ("file", "pos", "next_pos", "ts", "schema", "sql")}
+
+
+# Types of the header members a stage reads (bool is no int here, though Python says it is).
+_TYPES: dict[str, tuple[type, ...]] = {
+    "file": (str,), "pos": (int,), "next_pos": (int,), "ts": (int,), "schema": (str,), "event_type": (int,),
+    "crc": (bool,), "tm_len": (int,), "sql": (str,), "table": (str, type(None)), "ddl": (str, type(None)),
+    "gtid": (str, type(None)),
+}
+
+
+def _is(value: Any, kinds: tuple[type, ...]) -> bool:
+    return isinstance(value, kinds) and (bool in kinds or not isinstance(value, bool))
 
 
 def _check_header(header: Any, body_len: int) -> None:
@@ -119,6 +144,15 @@ def _check_header(header: Any, body_len: int) -> None:
     missing = [k for k in _REQUIRED[header["kind"]] if k not in header]
     if missing:
         msg = f"{header['kind']} header lacks {', '.join(missing)}"
+        raise RawEventError(msg)
+    for name, kinds in _TYPES.items():
+        if name in header and not _is(header[name], kinds):
+            msg = f"{header['kind']} header: {name} {header[name]!r:.80} is not {kinds[0].__name__}"
+            raise RawEventError(msg)
+    chunk = header.get("chunk")
+    if chunk is not None and not (isinstance(chunk, list) and len(chunk) == 2 and all(_is(c, (int,)) for c in chunk)
+                                  and 0 <= chunk[0] < chunk[1]):
+        msg = f"{header['kind']} header: chunk {chunk!r:.80} is not [i, n] with 0 <= i < n"
         raise RawEventError(msg)
     if header["kind"] == "rows" and "chunk" not in header and not 0 < header["tm_len"] < body_len:
         msg = f"rows body of {body_len} bytes cannot hold a {header['tm_len']}-byte table map and a rows event"

@@ -4,15 +4,26 @@
     'mysql.demo.shop.orders.3.0.0'
     >>> Namespace.parse("mysql.demo.shop.orders.3.0.0").table
     'orders'
+
+A part may hold any character, a dot included (MariaDB allows `` `t.dot` `` as a table name). In the text
+a ``.`` inside a part is written ``%2E`` and a ``%`` is written ``%25``, so the text always has exactly 7
+dot-separated parts and ``parse`` gives the names back; a name without ``.`` or ``%`` is written as it is:
+
+    >>> str(Namespace("mysql", "demo", "shop", "t.dot", 0))
+    'mysql.demo.shop.t%2Edot.0.0.0'
+    >>> Namespace.parse("mysql.demo.shop.t%2Edot.0.0.0").table
+    't.dot'
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 
 from ums.errors import BadNamespaceError
 
 _PARTS = 7
+_ESCAPED = re.compile(r"%(25|2[Ee])")
 
 
 @dataclass(frozen=True)
@@ -44,7 +55,7 @@ class Namespace:
         return self._text()
 
     def _text(self) -> str:
-        return ".".join(str(getattr(self, f.name)) for f in fields(self))
+        return ".".join(escape_part(str(getattr(self, f.name))) for f in fields(self))
 
     @classmethod
     def parse(cls, text: str) -> Namespace:
@@ -57,10 +68,25 @@ class Namespace:
         if not (version.isascii() and version.isdigit()):
             msg = f"namespace {text!r}: version {version!r} is not a non-negative int"
             raise BadNamespaceError(msg)
-        return cls(*parts[:4], int(version), *parts[5:])
+        names = [unescape_part(p) for p in parts]
+        return cls(*names[:4], int(version), *names[5:])
+
+
+def escape_part(name: str) -> str:
+    """A name as one part of a namespace text (or of a key built from it): ``%`` -> ``%25``, ``.`` -> ``%2E``."""
+    if "%" not in name and "." not in name:
+        return name
+    return name.replace("%", "%25").replace(".", "%2E")
+
+
+def unescape_part(text: str) -> str:
+    """The inverse of ``escape_part``; any other ``%`` sequence is kept as it is."""
+    if "%" not in text:
+        return text
+    return _ESCAPED.sub(lambda m: "%" if m.group(1) == "25" else ".", text)
 
 
 def _check_part(ns: Namespace, name: str, value: object) -> None:
-    if not isinstance(value, str) or not value or "." in value:
-        msg = f"namespace {ns._text()!r}: {name} {value!r} must be a non-empty string without '.'"
+    if not isinstance(value, str) or not value:
+        msg = f"namespace {ns._text()!r}: {name} {value!r} must be a non-empty string"
         raise BadNamespaceError(msg)
