@@ -28,3 +28,134 @@ from extractor.capture import ddl_target
 )
 def test_ddl_target_names_the_table(sql, expected):
     assert ddl_target(sql, "shop") == expected
+
+
+# ---------------------------------------------------------------- DDL that removes rows without row events
+
+from types import SimpleNamespace  # noqa: E402
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from extractor.capture import raw_ddl, row_changes, without_comments  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("ALTER TABLE t TRUNCATE PARTITION p0", ("TRUNCATE PARTITION",)),
+        ("alter table t truncate partition all", ("TRUNCATE PARTITION",)),
+        ("ALTER TABLE t DROP PARTITION IF EXISTS p0, p1", ("DROP PARTITION",)),
+        ("ALTER TABLE t EXCHANGE PARTITION p0 WITH TABLE t2 WITHOUT VALIDATION", ("EXCHANGE PARTITION",)),
+        ("ALTER TABLE t CONVERT PARTITION p0 TO TABLE t_old", ("CONVERT PARTITION",)),
+        ("ALTER TABLE t CONVERT TABLE t_new TO PARTITION p9 VALUES LESS THAN (90)", ("CONVERT TABLE",)),
+        ("ALTER TABLE t DISCARD PARTITION p0 TABLESPACE", ("DISCARD PARTITION",)),
+        ("ALTER TABLE t DISCARD TABLESPACE", ("DISCARD TABLESPACE",)),
+        ("ALTER TABLE t ENGINE=BLACKHOLE", ("ENGINE BLACKHOLE",)),
+        ("ALTER TABLE t COMMENT 'x' ENGINE = 'blackhole'", ("ENGINE BLACKHOLE",)),
+        ("TRUNCATE TABLE t", ("TRUNCATE TABLE",)),
+        ("TRUNCATE t", ("TRUNCATE TABLE",)),
+        # several clauses, options and names in any spelling
+        ("/* by hand */ ALTER ONLINE IGNORE TABLE IF EXISTS `shop`.`t.dot` NOWAIT ADD COLUMN x INT, "
+         "TRUNCATE PARTITION p0,p1, DROP PARTITION p2", ("TRUNCATE PARTITION", "DROP PARTITION")),
+        ("ALTER TABLE t WAIT 10 DROP COLUMN c, DROP PARTITION p0", ("DROP PARTITION",)),
+        ("/*!50100 ALTER TABLE t TRUNCATE PARTITION p0 */", ("TRUNCATE PARTITION",)),
+        ("/*M!100500 ALTER TABLE t DROP PARTITION p0 */", ("DROP PARTITION",)),
+        # rows stay
+        ("ALTER TABLE t REORGANIZE PARTITION p0 INTO (PARTITION a VALUES LESS THAN (5), "
+         "PARTITION b VALUES LESS THAN (10))", ()),
+        ("ALTER TABLE t COALESCE PARTITION 2", ()),
+        ("ALTER TABLE t ADD PARTITION (PARTITION p9 VALUES LESS THAN MAXVALUE)", ()),
+        ("ALTER TABLE t REBUILD PARTITION p0", ()),
+        ("ALTER TABLE t OPTIMIZE PARTITION p0", ()),
+        ("ALTER TABLE t REMOVE PARTITIONING", ()),
+        ("ALTER TABLE t PARTITION BY HASH(id) PARTITIONS 4", ()),
+        ("ALTER TABLE t DROP COLUMN c", ()),
+        ("ALTER TABLE t ENGINE=InnoDB", ()),
+        ("ALTER TABLE t ADD COLUMN engine VARCHAR(9) DEFAULT 'BLACKHOLE'", ()),
+        # look-alikes in comments, strings and quoted names
+        ("ALTER TABLE t /* TRUNCATE PARTITION p0 */ ENGINE=InnoDB", ()),
+        ("ALTER TABLE t -- , DROP PARTITION p0\n COALESCE PARTITION 2", ()),
+        ("ALTER TABLE t # , DROP PARTITION p0\n COALESCE PARTITION 2", ()),
+        ("ALTER TABLE t COMMENT 'a, TRUNCATE PARTITION p0'", ()),
+        ("ALTER TABLE t COMMENT 'it''s, DROP PARTITION p0'", ()),
+        ("ALTER TABLE t COMMENT \"x\\\", DROP PARTITION p0\"", ()),
+        ("ALTER TABLE `truncate partition` ADD PARTITION (PARTITION p9 VALUES LESS THAN (9))", ()),
+        ("ALTER TABLE t ADD COLUMN `drop` INT, ADD COLUMN `partition` INT", ()),
+        ("ALTER TABLE t ADD PARTITION (PARTITION p9 VALUES LESS THAN (9) ENGINE=BLACKHOLE)", ()),
+        # not ALTER TABLE
+        ("DROP TABLE t", ()),
+        ("CREATE TABLE t (id INT) PARTITION BY HASH(id)", ()),
+        ("ALTER DATABASE d CHARACTER SET utf8mb4", ()),
+        ("INSERT INTO t VALUES ('ALTER TABLE t TRUNCATE PARTITION p0')", ()),
+    ],
+)
+def test_row_changes_finds_the_clauses_that_remove_rows(sql, expected):
+    assert row_changes(sql) == expected
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("ALTER TABLE `shop`.`t.dot` TRUNCATE PARTITION p0", ("ALTER", "shop", "t.dot")),
+        ("ALTER TABLE `a``b` DROP PARTITION p0", ("ALTER", "shop", "a`b")),
+        ("/* x */ /*!50100 ALTER TABLE t DROP PARTITION p0 */", ("ALTER", "shop", "t")),
+        ("-- a line\nALTER TABLE crm.t DROP PARTITION p0", ("ALTER", "crm", "t")),
+    ],
+)
+def test_ddl_target_reads_through_comments_and_quoted_names(sql, expected):
+    assert ddl_target(sql, "shop") == expected
+
+
+# A generated ALTER TABLE: clauses that keep rows, clauses that remove them, in random case, joined
+# by commas with random comments and blanks around the tokens.
+_KEEP = ["ADD COLUMN c INT", "DROP COLUMN c", "ADD PARTITION (PARTITION p9 VALUES LESS THAN (9))",
+         "COALESCE PARTITION 2", "REBUILD PARTITION p0", "ANALYZE PARTITION ALL", "ENGINE=InnoDB",
+         "REORGANIZE PARTITION p0 INTO (PARTITION a VALUES LESS THAN (5), PARTITION b VALUES LESS THAN (9))",
+         "COMMENT 'TRUNCATE PARTITION p0, DROP PARTITION p1'", "ADD INDEX `drop partition` (c)"]
+_LOSE = {"TRUNCATE PARTITION p0, p1": "TRUNCATE PARTITION", "DROP PARTITION p2": "DROP PARTITION",
+         "EXCHANGE PARTITION p3 WITH TABLE `other`.`x`": "EXCHANGE PARTITION",
+         "TRUNCATE PARTITION ALL": "TRUNCATE PARTITION", "CONVERT PARTITION p4 TO TABLE y": "CONVERT PARTITION"}
+_GAP = st.sampled_from([" ", "  ", "\n", " /* DROP PARTITION p0 */ ", " -- TRUNCATE PARTITION p\n",
+                        "\t#, DROP PARTITION x\n"])
+
+
+def _case(text: str, flips: list[bool]) -> str:
+    """Random upper/lower case of the unquoted words (quoted text keeps its case)."""
+    out, quoted = [], None
+    for i, c in enumerate(text):
+        quoted = (None if c == quoted else quoted) if quoted else (c if c in "'`" else None)
+        out.append(c.swapcase() if not quoted and c.isalpha() and flips[i % len(flips)] else c)
+    return "".join(out)
+
+
+@given(st.lists(st.sampled_from(_KEEP + list(_LOSE)), min_size=1, max_size=6), _GAP, _GAP,
+       st.sampled_from(["", "ONLINE ", "IGNORE ", "ONLINE IGNORE "]),
+       st.sampled_from(["t", "`t`", "shop.t", "`shop`.`t.dot`", "`a``b`"]),
+       st.lists(st.booleans(), min_size=1, max_size=7))
+def test_generated_alters_are_flagged_exactly_when_a_clause_removes_rows(clauses, gap, gap2, opts, name, flips):
+    sql = _case(f"ALTER {opts}TABLE{gap}{name}{gap2}" + f",{gap}".join(clauses), flips)
+    expected = tuple(dict.fromkeys(_LOSE[c] for c in clauses if c in _LOSE))
+    assert row_changes(sql) == expected
+
+
+@given(st.text(max_size=200))
+def test_any_text_is_classified_without_raising(sql):
+    row_changes(sql)
+    ddl_target(sql, "shop")
+    without_comments(sql)
+
+
+def _query(sql: str, schema: bytes = b"shop") -> SimpleNamespace:
+    packet = SimpleNamespace(log_pos=5133, event_size=469, server_id=1)
+    return SimpleNamespace(schema=schema, query=sql, packet=packet, timestamp=1795355830)
+
+
+def test_raw_ddl_marks_the_statements_that_remove_rows():
+    event = raw_ddl("demo", "mariadb-bin.000006", _query("ALTER TABLE orders TRUNCATE PARTITION p0"), "0-1-7")
+    assert event.key == "shop.orders"
+    assert event.header["removes_rows"] is True
+    assert event.header["row_changes"] == ["TRUNCATE PARTITION"]
+    assert (event.header["ddl"], event.header["pos"]) == ("ALTER", 4664)
+    kept = raw_ddl("demo", "mariadb-bin.000006", _query("ALTER TABLE orders COALESCE PARTITION 2"), "0-1-7")
+    assert "removes_rows" not in kept.header and "row_changes" not in kept.header
