@@ -139,10 +139,11 @@ class _WorkerState:
     def ensure_topic(self, topic: str) -> None:
         """Output topics (per-table result topics, the global control topic) are created when a worker
         first writes to one: the Kafka sink would wait on a missing topic, never create it."""
-        from dbuslib import kafka
+        from dbuslib import kafka, retry
 
         t = self.cfg.source(self.ds).topics
-        kafka.ensure_topic_once(self.cfg.endpoints.kafka, topic, t.partitions, t.replication_factor)
+        retry.call(retry.RetryPolicy.of(self.cfg), f"Kafka: create topic {topic}", kafka.ensure_topic_once,
+                   self.cfg.endpoints.kafka, topic, t.partitions, t.replication_factor)
 
     def known_table(self, schema: str, table: str) -> bool:
         """Asked for a heartbeat's table that has no versions yet: captured by the source's
@@ -216,10 +217,13 @@ def _worker_state(config_path: str, ds: str) -> _WorkerState:
         from appender.output import MessageEncoder
         from appender.process import Outputs
         from dbuslib.metastore import MetaStore
+        from dbuslib.retry import RetryPolicy
 
         cfg = load_config(config_path)
         src = cfg.source(ds)
-        store = MetaStore(cfg.endpoints.meta_store.url.get_secret_value())
+        # every call retried on a transient failure within endpoints.retry (dbuslib/retry.py): a restart
+        # of the meta store's server costs the task latency, not the query
+        store = MetaStore(cfg.endpoints.meta_store.url.get_secret_value(), retry=RetryPolicy.of(cfg))
         store.create_schema()  # idempotent: the tables are created once, by whichever worker comes first
         settings = ConvertSettings(ds=ds, timezone=src.ums.timezone,
                                    before_update_image=src.ums.before_update_image,
@@ -257,11 +261,12 @@ def _kafka_backfill(cfg: DbusConfig):
     def backfill(rec, event):
         from kafka import TopicPartition
 
-        from dbuslib import kafka
+        from dbuslib import kafka, retry
         from dbuslib.rawevent import decode
 
         tp = TopicPartition(rec.topic, rec.partition)
-        consumer = kafka.consumer(cfg.endpoints.kafka, enable_auto_commit=False, group_id=None)
+        consumer = retry.call(retry.RetryPolicy.of(cfg), f"Kafka: read back chunks of {rec.topic}",
+                              kafka.consumer, cfg.endpoints.kafka, enable_auto_commit=False, group_id=None)
         try:
             consumer.assign([tp])
             consumer.seek(tp, max(0, rec.offset - BACKFILL_WINDOW))

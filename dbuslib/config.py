@@ -76,11 +76,22 @@ class MetaStore(_Model):
     url: SecretStr
 
 
+class RetrySettings(_Model):
+    """How long-running stages retry a transient endpoint failure (dbuslib/retry.py): with exponential
+    backoff from ``initial_backoff_s`` up to ``max_backoff_s`` between attempts, for at most ``budget_s``
+    per call; then ENDPOINT_RETRIES_EXHAUSTED (exit 3)."""
+
+    budget_s: float = Field(60.0, gt=0)
+    initial_backoff_s: float = Field(0.2, gt=0)
+    max_backoff_s: float = Field(5.0, gt=0)
+
+
 class Endpoints(_Model):
     kafka: KafkaEndpoint
     zookeeper: ZooKeeperEndpoint
     influxdb: InfluxEndpoint
     meta_store: MetaStore
+    retry: RetrySettings = Field(default_factory=RetrySettings)
 
 
 class SparkSettings(_Model):

@@ -38,6 +38,7 @@ from sqlalchemy import (BigInteger, Column, Integer, MetaData, String, Table, Te
                         create_engine, func, select)
 from sqlalchemy.exc import IntegrityError, OperationalError
 
+from dbuslib.retry import RetryPolicy, retrying
 from ums import ColumnSpec
 
 
@@ -45,6 +46,7 @@ class Reason(Enum):
     FIRST = "first"
     COLUMNS = "columns"
     TRUNCATE = "truncate"
+    ROW_LOSS = "row_loss"  # DDL that removes rows without row events (TRUNCATE/DROP/EXCHANGE PARTITION ...)
 
 
 @dataclass(frozen=True)
@@ -133,9 +135,23 @@ def _columns(text: str) -> tuple[ColumnSpec, ...]:
     return tuple(ColumnSpec(c["name"], c["column_type"], c["nullable"]) for c in json.loads(text))
 
 
+# The calls a long-running stage retries on a transient failure (dbuslib/retry.py). Each is safe to
+# repeat: reads, idempotent inserts (``add``, ``add_avro_schema``) and the upsert ``record_pull``.
+RETRIED = ("create_schema", "history", "add", "add_avro_schema", "avro_schema", "avro_schemas",
+           "next_batch_id", "record_pull", "pulls")
+
+
 class MetaStore:
-    def __init__(self, url: str) -> None:
+    """The meta store. With a ``retry`` policy (the stages pass ``RetryPolicy.of(cfg)``) every call in
+    ``RETRIED`` rides a restart of the database within the policy's budget, then raises
+    RetriesExhausted; without one (the CLI) the first failure is raised."""
+
+    def __init__(self, url: str, retry: RetryPolicy | None = None) -> None:
         self.engine = create_engine(url, pool_pre_ping=True, pool_recycle=3600)
+        if retry is not None:
+            where = f"meta store at {self.engine.url.host}:{self.engine.url.port or 3306}"
+            for name in RETRIED:  # instance attributes shadow the methods
+                setattr(self, name, retrying(retry, f"{where}: {name}", getattr(self, name)))
 
     def create_schema(self) -> None:
         """Create the tables if missing; a concurrent creator winning the race is fine."""

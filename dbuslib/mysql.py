@@ -9,6 +9,7 @@ import pymysql
 
 from dbuslib.config import MysqlConnection
 from dbuslib.errors import EndpointError
+from dbuslib.retry import RetryPolicy, retrying
 
 
 @dataclass(frozen=True)
@@ -35,9 +36,12 @@ def connection_settings(conn: MysqlConnection, database: str | None = None) -> d
 
 
 def connect(
-    conn: MysqlConnection, database: str | None = None, *, as_writer: bool = False, **extra: Any
+    conn: MysqlConnection, database: str | None = None, *, as_writer: bool = False,
+    retry: RetryPolicy | None = None, **extra: Any
 ) -> pymysql.Connection:
-    """A pymysql connection as the reader account, or as the ``writer`` account when ``as_writer``."""
+    """A pymysql connection as the reader account, or as the ``writer`` account when ``as_writer``.
+    With a ``retry`` policy a server that is down or restarting is asked again within its budget
+    (a refused account is not: it fails at once)."""
     settings = connection_settings(conn, database)
     if as_writer:
         if conn.writer is None:
@@ -45,7 +49,8 @@ def connect(
             raise EndpointError(msg)
         settings.update(user=conn.writer.user, password=conn.writer.password.get_secret_value())
     try:
-        return pymysql.connect(**settings, autocommit=True, **extra)
+        return retrying(retry, f"MySQL at {conn.host}:{conn.port}: connect", pymysql.connect)(
+            **settings, autocommit=True, **extra)
     except pymysql.err.OperationalError as e:
         msg = f"MySQL at {conn.host}:{conn.port} as {settings['user']!r}: {e.args[-1] if e.args else e}"
         raise EndpointError(msg) from e

@@ -8,10 +8,15 @@ from kazoo.retry import KazooRetry
 
 from dbuslib.config import ZooKeeperEndpoint
 from dbuslib.errors import EndpointError
+from dbuslib.retry import RetryPolicy
+from dbuslib.retry import call as retry_call
 
 
-def client(cfg: ZooKeeperEndpoint) -> KazooClient:
-    """A connected KazooClient; EndpointError when ZooKeeper does not answer within ``timeout_s``."""
+def client(cfg: ZooKeeperEndpoint, retry: RetryPolicy | None = None) -> KazooClient:
+    """A connected KazooClient; EndpointError when ZooKeeper does not answer within ``timeout_s``, or,
+    with a ``retry`` policy (long-running stages), RetriesExhausted once its budget is spent."""
+    if retry is not None:
+        return retry_call(retry, f"ZooKeeper at {cfg.hosts}: connect", client, cfg)
     # Reconnect attempts at most 1 s apart, forever: kazoo's default backoff grows without a useful cap,
     # so after an outage of ~30 s it would come back after the server had expired the session.
     zk = KazooClient(hosts=cfg.hosts, timeout=cfg.timeout_s,
@@ -26,5 +31,62 @@ def client(cfg: ZooKeeperEndpoint) -> KazooClient:
 
 
 def path(cfg: ZooKeeperEndpoint, *parts: str) -> str:
-    """``/DBus/a/b`` from the configured root and parts."""
-    return "/".join([cfg.root, *parts])
+    """``/DBus/a/b`` from the configured root and parts, each part escaped (``escape``): the one way a
+    name (source, schema, table...) becomes a ZooKeeper path. Ordinary names stay as they are."""
+    return "/".join([cfg.root, *(escape(p) for p in parts)])
+
+
+# What ZooKeeper refuses in a node name (PathUtils.validatePath), besides "/" and the names "." and "..":
+# controls, U+D800..U+F8FF (surrogates and private use), U+FFF0..U+FFFF; and what Java sees as surrogate
+# pairs (above U+FFFF). "%" is escaped too, so that escaping can be undone.
+def _refused(c: str) -> bool:
+    n = ord(c)
+    return (c in "/%" or n <= 0x1F or 0x7F <= n <= 0x9F or 0xD800 <= n <= 0xF8FF or n >= 0xFFF0)
+
+
+def escape(part: str) -> str:
+    """One path component that no name can turn into something else: each character ZooKeeper refuses,
+    ``/`` and ``%`` become ``%XX`` per UTF-8 byte, and the names ``.`` and ``..`` become ``%2E`` and
+    ``%2E%2E``. Ordinary names (``shop``, ``t.dot``, ``é``) are unchanged. ValueError on an empty part
+    (names are validated before they get here)."""
+    if not isinstance(part, str) or not part:
+        msg = f"ZooKeeper path component {part!r}: must be a non-empty string"
+        raise ValueError(msg)
+    if part in (".", ".."):
+        return "%2E" * len(part)
+    if not any(_refused(c) for c in part):
+        return part
+    return "".join(_percent(c) if _refused(c) else c for c in part)
+
+
+def unescape(part: str) -> str:
+    """The name ``escape`` made ``part`` from (a child's name read back from ZooKeeper); a ``%`` not
+    followed by two hex digits (a node made by something else) is kept as it is."""
+    if "%" not in part:
+        return part
+    out, raw, i = [], bytearray(), 0
+    while i < len(part):
+        code = part[i + 1:i + 3]
+        if part[i] == "%" and len(code) == 2 and all(c in "0123456789abcdefABCDEF" for c in code):
+            raw.append(int(code, 16))
+            i += 3
+            continue
+        if raw:
+            out.append(_decoded(raw))
+            raw.clear()
+        out.append(part[i])
+        i += 1
+    if raw:
+        out.append(_decoded(raw))
+    return "".join(out)
+
+
+def _decoded(raw: bytearray) -> str:
+    try:
+        return raw.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "surrogateescape")
+
+
+def _percent(c: str) -> str:
+    return "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
