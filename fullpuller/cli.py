@@ -69,13 +69,15 @@ def request_cli(args: argparse.Namespace) -> int:
     from dbuslib.errors import EndpointError
     from fullpuller import request
     from fullpuller.progress import bar
+    from ums.names import split_table
 
     cfg = load_config(args.config)
     src = cfg.source(args.source)
-    if args.table.count(".") != 1 or not all(args.table.split(".")):
-        print(f"dbus: FULLPULL_BAD_REQUEST: --table {args.table!r}: expected schema.table", file=sys.stderr)
+    try:
+        schema, table = split_table(args.table)
+    except ValueError as e:
+        print(f"dbus: FULLPULL_BAD_REQUEST: --table {e}", file=sys.stderr)
         return 2
-    schema, table = args.table.split(".")
     message = request.build(args.source, schema, table, split_col=args.split_col, shard_size=args.shard_size,
                             where=args.where, result_topic=args.result_topic)
     ctrl, callback = src.topics.name("ctrl", args.source), src.topics.name("callback", args.source)

@@ -170,12 +170,14 @@ def _get(field: Any, key: str) -> Any:
 
 
 def parse_table(text: str) -> tuple[str, str]:
-    """``shop.orders`` -> ``("shop", "orders")``."""
-    parts = text.split(".")
-    if len(parts) != 2 or not all(parts):
-        msg = f"--table {text!r}: expected schema.table"
-        raise ValueError(msg)
-    return parts[0], parts[1]
+    """``shop.orders`` -> ``("shop", "orders")`` (``ums.names.split_table``: a dotted name in backquotes)."""
+    from ums.names import split_table
+
+    try:
+        return split_table(text)
+    except ValueError as e:
+        msg = f"--table {e}"
+        raise ValueError(msg) from None
 
 
 # ---------------------------------------------------------------- edges: MySQL, Kafka, Spark

@@ -313,9 +313,12 @@ def cli(args: argparse.Namespace) -> int:
     """Print the differences; 0 when equal, 1 otherwise. DbusError propagates to the caller."""
     from dbuslib.config import load_config
 
-    parts = args.table.split(".")
-    if len(parts) != 2 or not all(parts):
-        print(f"verify: --table {args.table!r}: expected schema.table", file=sys.stderr)
+    from ums.names import split_table
+
+    try:
+        parts = split_table(args.table)
+    except ValueError as e:
+        print(f"verify: --table {e}", file=sys.stderr)
         return 2
     cfg = load_config(args.config)
     result = verify(cfg, args.source, parts[0], parts[1], args.snapshot, limit=args.limit,

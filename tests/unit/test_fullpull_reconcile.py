@@ -139,5 +139,7 @@ def test_spark_types_only_where_the_cast_is_exact(ums_type, spark_type):
 
 def test_parse_table():
     assert parse_table("shop.orders") == ("shop", "orders")
+    assert parse_table("shop.t.dot") == ("shop", "t.dot")
+    assert parse_table("`my.db`.orders") == ("my.db", "orders")
     with pytest.raises(ValueError, match="schema.table"):
         parse_table("orders")
