@@ -132,8 +132,12 @@ def _string_encoding(c: Any) -> str | None:
     return encoding
 
 
-def _column_code(g: _Gen, c: Any, v: str, spec: ColumnSpec | None = None) -> list[str]:
-    """Lines that read column ``c`` into ``v``: rowdecode's value, or with ``spec`` UMS's JSON value."""
+def _column_code(g: _Gen, c: Any, v: str, spec: ColumnSpec | None = None, reader: Any = None) -> list[str]:
+    """Lines that read column ``c`` into ``v``: rowdecode's value, or with ``spec`` UMS's JSON value;
+    ``reader`` (an INET4/INET6/UUID column's text reader) reads it instead when given: text either way."""
+    if reader is not None:
+        r = g.name("R", reader)
+        return ["_p = _Packet(b); _p._position = o", f"{v} = {r}(_p); o = _p._position"]
     if spec is None:
         return _value_code(g, c, v)
     text = _ums_code(g, c, v, spec)
@@ -253,10 +257,13 @@ def _decimal_code(c: Any, v: str) -> list[str]:
     return lines
 
 
-def _compile_image(columns: list[Any], specs: tuple[ColumnSpec, ...] | None = None) -> Any:
+def _compile_image(columns: list[Any], specs: tuple[ColumnSpec, ...] | None = None,
+                   texts: dict[int, Any] | None = None) -> Any:
     """``read(b, o) -> (values, o)``: one full row image (null bitmap, then every column); with ``specs``
-    the values are UMS JSON values (``ums.values.encode_column`` of rowdecode's values)."""
+    the values are UMS JSON values (``ums.values.encode_column`` of rowdecode's values). ``texts`` maps
+    a column's index to rowdecode's text reader for INET4/INET6/UUID columns (a str in both forms)."""
     spec_of = (lambda k: specs[k]) if specs is not None else (lambda k: None)  # noqa: E731
+    texts = texts or {}
     g = _Gen()
     n = len(columns)
     nbytes = (n + 7) // 8
@@ -282,13 +289,13 @@ def _compile_image(columns: list[Any], specs: tuple[ColumnSpec, ...] | None = No
                     if specs is not None and specs[k].ums_type == UmsType.LONG]
             i = j
             continue
-        src += ["        " + line for line in _column_code(g, columns[i], names[i], spec_of(i))]
+        src += ["        " + line for line in _column_code(g, columns[i], names[i], spec_of(i), texts.get(i))]
         i += 1
     src.append(f"        return ({', '.join(names)},), o")
     for k, c in enumerate(columns):  # general path: each column behind its null bit
         src.append(f"    if nb & {1 << k}: {names[k]} = None")
         src.append("    else:")
-        src += ["        " + line for line in _column_code(g, c, names[k], spec_of(k))]
+        src += ["        " + line for line in _column_code(g, c, names[k], spec_of(k), texts.get(k))]
     src.append(f"    return ({', '.join(names)},), o")
     text = "\n".join(src)
     namespace = dict(g.env)
@@ -316,7 +323,9 @@ def _layout(table: Any) -> _Layout:
         columns = table.library_table.columns
         n = len(columns)
         full = bytes(((1 << n) - 1 >> 8 * k) & 0xFF for k in range((n + 7) // 8))
-        layout = _Layout(table, n, full, _compile_image(columns), _compile_image(columns, table.columns))
+        texts = {k: table.readers[k][1] for k in table.texts}
+        layout = _Layout(table, n, full, _compile_image(columns, None, texts),
+                         _compile_image(columns, table.columns, texts))
         if len(_LAYOUTS) >= 1024:
             _LAYOUTS.clear()
         _LAYOUTS[id(table)] = layout
@@ -400,7 +409,7 @@ def _checked_table(event: RawEvent) -> Any:
     rowdecode._check_event(tm_data, crc, BINLOG.TABLE_MAP_EVENT, what)
     rowdecode._check_event(data, crc, header["event_type"], "rows event")
     control = rowdecode._Control(rowdecode._flavor(header))
-    table = rowdecode._cached_table(str(header["file"]), tm_data, crc, control)
+    table = rowdecode._cached_table(str(header["file"]), tm_data, crc, control, rowdecode.header_types(header))
     if (table.schema, table.table) != (header["schema"], header["table"]):
         msg = f"{rowdecode._where(event)}: the table map describes {table.schema}.{table.table}"
         raise RowDecodeError(msg, event)

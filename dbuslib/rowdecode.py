@@ -36,6 +36,9 @@ gives for the same row, except for the normalisations marked *by design*:
 | TIME(fsp)                      | timedelta, negative and beyond 24 h included (``-838:59:58.999``)    |
 | CHAR, VARCHAR, *TEXT           | str decoded with the column's charset (utf8mb4: emoji included)     |
 | BINARY(n)                      | bytes right-padded with ``\\0`` to n (the binlog drops the padding)  |
+| INET4, INET6, UUID (MariaDB)   | str as SELECT prints it (``1.2.3.4``, ``2001:db8::ff00:42:8329``,    |
+|                                | ``::ffff:1.2.3.4``, lowercase 8-4-4-4-12) when the header's ``types``|
+|                                | names the column (the binlog says BINARY(4)/BINARY(16)); else bytes  |
 | VARBINARY, *BLOB, GEOMETRY     | bytes (b"" for empty, never "")                                      |
 | ENUM                           | str, ``""`` for the invalid value 0                                  |
 | SET                            | set of str, ``set()`` when empty. *By design*: pymysql gives "a,b"   |
@@ -50,7 +53,12 @@ gives for the same row, except for the normalisations marked *by design*:
 ``mediumtext``/``mediumblob``, ``json``...), without display widths. Columns left out of a row image
 (``binlog_row_image`` MINIMAL/NOBLOB) are left out of the row dict, so a missing key is never NULL.
 
-A table map is parsed once per (binlog file, table-map body without its header and checksum) and cached,
+The binlog cannot tell MariaDB's INET4, INET6 and UUID from BINARY(4)/BINARY(16): the extractor names
+such columns in the record header, ``"types": {"addr": "inet6"}`` (``dbuslib.coltypes``), and a column
+named there whose binlog type is the matching BINARY(n) decodes as text, with ``column_type`` ``inet6``.
+
+A table map is parsed once per (binlog file, table-map body without its header and checksum, ``types``)
+and cached,
 so the events of one table share it across transactions. The server flavour (charset ids differ) comes
 from the header's ``flavor`` if present, else from the GTID's form, else from the rows event version.
 
@@ -375,6 +383,84 @@ def _bytes_reader(length_size: int, pad_to: int = 0) -> Reader:
     return read
 
 
+# ---------------------------------------------------------------- MariaDB's INET4, INET6 and UUID
+#
+# Stored as BINARY(4)/BINARY(16) (the binlog drops trailing zero bytes, so values are padded back first).
+# The texts are what MariaDB 10.11's SELECT prints (tests/integration/test_rowdecode_types.py checks them
+# against the server); the JVM decoder has the same rules (appender/jvm, RowsDecoder.inet6).
+
+
+def inet4_text(value: bytes) -> str:
+    """INET4 as SELECT prints it: ``b"\\x01\\x02\\x03\\x04"`` -> ``"1.2.3.4"``."""
+    if len(value) != 4:
+        msg = f"INET4 value of {len(value)} bytes, expected 4"
+        raise ValueError(msg)
+    return "%d.%d.%d.%d" % tuple(value)  # noqa: UP031 - four bytes
+
+
+def inet6_text(value: bytes) -> str:
+    """INET6 as SELECT prints it (MariaDB's inet_ntop): groups in lowercase hex without leading zeros, the
+    first longest run of two or more zero groups as ``::``. When that run starts at group 0 and is six
+    groups long (IPv4-compatible), or five followed by ``ffff`` (IPv4-mapped), the last 32 bits are a
+    dotted quad: ``::1.2.3.4``, ``::0.1.0.2``, ``::ffff:1.2.3.4``; ``::1``, ``::ffff`` and ``::`` stay.
+    """
+    if len(value) != 16:
+        msg = f"INET6 value of {len(value)} bytes, expected 16"
+        raise ValueError(msg)
+    words = struct.unpack(">8H", value)
+    pos, length, start = 0, 0, None
+    for i in range(9):
+        if i < 8 and words[i] == 0:
+            start = i if start is None else start
+        elif start is not None:
+            if i - start > length:
+                pos, length = start, i - start
+            start = None
+    if length < 2:
+        return ":".join(f"{w:x}" for w in words)
+    if pos == 0 and (length == 6 or (length == 5 and words[5] == 0xFFFF)):
+        return ("::" if length == 6 else "::ffff:") + inet4_text(value[12:])
+    hexes = [f"{w:x}" for w in words]
+    return ":".join(hexes[:pos]) + "::" + ":".join(hexes[pos + length:])
+
+
+def uuid_text(value: bytes) -> str:
+    """UUID as SELECT prints it: lowercase ``8-4-4-4-12`` hex of the 16 bytes in the binlog's order."""
+    if len(value) != 16:
+        msg = f"UUID value of {len(value)} bytes, expected 16"
+        raise ValueError(msg)
+    h = value.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+# column type (as information_schema names it) -> (BINARY(n) it is stored as, text of the bytes)
+TEXT_TYPES: dict[str, tuple[int, Callable[[bytes], str]]] = {
+    "inet4": (4, inet4_text), "inet6": (16, inet6_text), "uuid": (16, uuid_text),
+}
+
+
+def _text_type(c: Any, types: dict[str, str]) -> str | None:
+    """The header's type for column ``c`` when it is one stored as exactly the BINARY(n) ``c`` is."""
+    real = types.get(c.name)
+    if real not in TEXT_TYPES or c.type != FIELD_TYPE.STRING or not _is_binary(c):
+        return None
+    return real if c.max_length == TEXT_TYPES[real][0] else None
+
+
+def _text_reader(real: str) -> Reader:
+    """BINARY(n) bytes (1-byte length, zero padding dropped) -> the text of an INET4/INET6/UUID value."""
+    size, text = TEXT_TYPES[real]
+
+    def read(p: _Packet) -> str:
+        n = p.read(1)[0]
+        if n > size:
+            msg = f"{real} value of {n} bytes, at most {size}"
+            raise ValueError(msg)
+        return text(p.read(n).ljust(size, b"\x00"))
+
+    return read
+
+
 def _length_size(c: Any) -> int:
     if c.type in (FIELD_TYPE.BLOB, FIELD_TYPE.GEOMETRY):
         return c.length_size
@@ -569,24 +655,28 @@ class _Table:
     columns: tuple[ColumnSpec, ...]
     primary_key: tuple[str, ...]
     readers: tuple[tuple[str, Reader], ...]
+    texts: tuple[int, ...] = ()  # columns read as INET4/INET6/UUID text (header ``types``)
 
 
-_TABLES: dict[tuple[str, str, bytes], _Table] = {}
+_TABLES: dict[tuple[Any, ...], _Table] = {}
 
 
-def _cached_table(file: str, data: bytes, crc: bool, control: _Control) -> _Table:
-    """Parse a table map once per (file, table-map body): the 19-byte header differs per transaction."""
-    key = (file, control.dbms, data[_HEADER_LEN : len(data) - (_CRC_LEN if crc else 0)])
+def _cached_table(file: str, data: bytes, crc: bool, control: _Control,
+                  types: dict[str, str] | None = None) -> _Table:
+    """Parse a table map once per (file, table-map body, ``types``): the 19-byte header differs per
+    transaction."""
+    key = (file, control.dbms, data[_HEADER_LEN : len(data) - (_CRC_LEN if crc else 0)],
+           tuple(sorted((types or {}).items())))
     table = _TABLES.get(key)
     if table is None:
-        table = _parse_table_map(data, crc, control)
+        table = _parse_table_map(data, crc, control, types or {})
         if len(_TABLES) >= _TABLE_CACHE_MAX:
             _TABLES.pop(next(iter(_TABLES)))
         _TABLES[key] = table
     return table
 
 
-def _parse_table_map(data: bytes, crc: bool, control: _Control) -> _Table:
+def _parse_table_map(data: bytes, crc: bool, control: _Control, types: dict[str, str] | None = None) -> _Table:
     # The library reads optional metadata until 4 bytes (a checksum) are left: give it 4 without one.
     wrapper = _wrap(data if crc else data + b"\x00" * _CRC_LEN, crc, control)
     library_map: dict[int, Any] = {}
@@ -600,11 +690,14 @@ def _parse_table_map(data: bytes, crc: bool, control: _Control) -> _Table:
         msg = "table map carries no column names: the source must run with binlog_row_metadata=FULL"
         raise ValueError(msg)
     names = [c.name for c in event.columns]
-    columns = tuple(ColumnSpec(c.name, column_type_of(c), _bit(event.null_bitmask, i))
+    texts = [_text_type(c, types or {}) for c in event.columns]
+    columns = tuple(ColumnSpec(c.name, texts[i] or column_type_of(c), _bit(event.null_bitmask, i))
                     for i, c in enumerate(event.columns))  # column_type_of refuses the types we cannot read
     keys = meta.simple_primary_key_list or list(meta.primary_keys_with_prefix)
+    readers = tuple((c.name, _text_reader(texts[i]) if texts[i] else _READERS[c.type](c))
+                    for i, c in enumerate(event.columns))
     return _Table(event.table_id, event.schema, event.table, event.table_obj, columns,
-                  tuple(names[i] for i in keys), tuple((c.name, _READERS[c.type](c)) for c in event.columns))
+                  tuple(names[i] for i in keys), readers, tuple(i for i, t in enumerate(texts) if t))
 
 
 def _bit(bitmap: bytes, i: int) -> bool:
@@ -629,6 +722,19 @@ def _flavor(header: dict[str, Any]) -> str:
     if gtid:
         return "mariadb" if _MARIADB_GTID.match(gtid) else "mysql"
     return "mariadb" if header.get("event_type") in _MARIADB_EVENT_TYPES else "mysql"
+
+
+def header_types(header: dict[str, Any]) -> dict[str, str]:
+    """The header's ``types`` (column name -> column type the binlog cannot tell), ``{}`` without one;
+    ValueError when it is not an object of strings."""
+    types = header.get("types")
+    if types is None:
+        return {}
+    if not isinstance(types, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                              for k, v in types.items()):
+        msg = f"header 'types' must be an object of column names to column types, got {types!r:.80}"
+        raise ValueError(msg)
+    return types
 
 
 def _check_event(data: bytes, crc: bool, expected_type: int, what: str) -> None:
@@ -671,7 +777,7 @@ def _decode(event: RawEvent) -> DecodedRows:
     tm_data, rows_data = event.table_map_bytes(), event.rows_event_bytes()
     _check_event(tm_data, crc, BINLOG.TABLE_MAP_EVENT, f"table map ({header['tm_len']} bytes by tm_len)")
     _check_event(rows_data, crc, header["event_type"], "rows event")
-    table = _cached_table(str(header["file"]), tm_data, crc, control)
+    table = _cached_table(str(header["file"]), tm_data, crc, control, header_types(header))
     if (table.schema, table.table) != (header["schema"], header["table"]):
         msg = f"{_where(event)}: the table map describes {table.schema}.{table.table}"
         raise RowDecodeError(msg, event)

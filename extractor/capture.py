@@ -73,12 +73,15 @@ def _base(source: str, server_id: int, file: str, event: Any, gtid: str) -> dict
 
 
 def raw_rows(source: str, file: str, table_map: Any, rows: Any, gtid: str, crc: bool,
-             flavor: str = "mariadb") -> RawEvent:
-    """A ``rows`` record: the rows event with the table map that describes it."""
+             flavor: str = "mariadb", types: dict[str, str] | None = None) -> RawEvent:
+    """A ``rows`` record: the rows event with the table map that describes it; ``types`` names the
+    columns whose type the binlog cannot tell (INET4/INET6/UUID, see dbuslib.coltypes)."""
     tm = event_bytes(table_map)
     header = {"kind": "rows", **_base(source, rows.packet.server_id, file, rows, gtid),
               "schema": table_map.schema, "table": table_map.table, "flavor": flavor,
               "event_type": rows.packet.event_type, "crc": crc, "tm_len": len(tm)}
+    if types:
+        header["types"] = dict(types)
     return RawEvent(header=header, body=tm + event_bytes(rows), key=f"{table_map.schema}.{table_map.table}")
 
 

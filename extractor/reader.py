@@ -31,6 +31,7 @@ from pymysqlreplication.event import (
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
 from dbuslib import mysql
+from dbuslib.coltypes import TypeCache, catalog_lookup, library_columns
 from dbuslib.config import Source
 from dbuslib.errors import EndpointError
 from dbuslib.rawevent import RawEvent
@@ -109,6 +110,8 @@ class BinlogReader:
         self._gtid = start.gtid
         self._start = start
         self._crc: bool | None = None
+        # INET4/INET6/UUID columns look like BINARY(n) in the binlog: their types come from the catalog
+        self._types = TypeCache(catalog_lookup(lambda: mysql.connect(src.mysql)))
         resume: dict[str, Any] = (
             {"log_file": start.file, "log_pos": start.pos, "resume_stream": True}
             if start.file
@@ -164,7 +167,9 @@ class BinlogReader:
             return []
         if self._crc is None:
             self._crc = bool(self._stream._BinLogStreamReader__use_checksum)  # set once connected
-        return [capture.raw_rows(self.ds, self.file, table_map, event, self._gtid, self._crc, self.flavor)]
+        types = self._types.types(table_map.schema, table_map.table, library_columns(table_map))
+        return [capture.raw_rows(self.ds, self.file, table_map, event, self._gtid, self._crc, self.flavor,
+                                 types)]
 
     def _boundary(self, event: Any) -> list:
         position = Position(file=self.file, pos=event.packet.log_pos, gtid=self._gtid, ts=event.timestamp)
@@ -180,6 +185,7 @@ class BinlogReader:
         if ddl is None:
             return []
         schema, table = ddl.header["schema"], ddl.header["table"]
+        self._types.forget(schema, table)  # the table's columns may have changed type
         wanted = self._filter.allows(schema, table) if table != "*" else self._filter.allows(schema, "*")
         return [ddl, *self._boundary(event)] if wanted else self._boundary(event)
 
