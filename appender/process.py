@@ -76,6 +76,7 @@ class Outputs:
     result_topic: Callable[[str, str], str]  # (schema, table) -> topic
     dead_letter_topic: str
     global_control_topic: str | None = None  # G_META_SYNC_WARNING on schema changes; None = not sent
+    repull_topic: str | None = None  # <ds>_ctrl: a full pull after DDL removed rows; None = not asked
 
 
 @dataclass
@@ -130,6 +131,8 @@ class PartitionProcessor:
             yield from self._rows(event)
         elif event.kind == "ddl" and event.header.get("ddl") == "TRUNCATE":
             yield from self._truncate(event)
+        elif event.kind == "ddl" and event.header.get("removes_rows") is True:
+            yield from self._row_loss(event)
 
     def dead_letter(self, rec: InRecord, code: str, error: str) -> OutRecord:
         """A dead letter for ``rec`` decided outside ``process`` (e.g. its output could not be written)."""
@@ -249,6 +252,24 @@ class PartitionProcessor:
         change = on_truncate(history[-1] if history else None, at)
         if change is not None:
             yield from self._apply(event, schema, table, change)
+
+    def _row_loss(self, event: RawEvent) -> Iterator[OutRecord]:
+        """DDL that removed rows without rows events (TRUNCATE/DROP/EXCHANGE PARTITION ...): like TRUNCATE,
+        with reason ``row_loss``; then, when ``fullpull.repull_on_row_loss``, a full-pull request of the
+        table on ``<ds>_ctrl`` whose SEQNO is the DDL's ``ums_id`` (appender/versions.py)."""
+        from appender.versions import Reason, repull_record, row_loss
+
+        if row_loss(event.header) is None:
+            return
+        schema, table = event.header["schema"], event.header["table"]
+        history = self._history(schema, table)
+        at = int(ums_id(event.header["file"], event.header["pos"]))
+        change = on_truncate(history[-1] if history else None, at, Reason.ROW_LOSS)
+        if change is not None:
+            yield from self._apply(event, schema, table, change)
+        if self.outputs.repull_topic:
+            key, value = repull_record(self.settings.ds, event.header)
+            yield OutRecord(self.outputs.repull_topic, key, value)
 
     def _apply(self, event: RawEvent, schema: str, table: str, change: Change) -> Iterator[OutRecord]:
         stored = self.persist(schema, table, change.new)

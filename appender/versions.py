@@ -9,7 +9,9 @@ current catalog: a replay sees exactly the schema that was valid at that positio
   that event's position. Incompatible, as in the original (spec section 5): a column added or dropped,
   or a column whose UMS type changed (INT -> BIGINT is int -> long: incompatible; VARCHAR(10) ->
   VARCHAR(20) is string -> string: compatible, the version stays).
-- TRUNCATE opens the next version at the DDL's position (downstream can partition by version).
+- TRUNCATE opens the next version at the DDL's position (downstream can partition by version), and so
+  does any other DDL that removes rows without rows events (TRUNCATE/DROP/EXCHANGE PARTITION ..., marked
+  ``removes_rows`` by the extractor: docs/raw-events.md), with reason ``row_loss``.
 - When a version ends, a ``data_increment_termination`` message is sent under the old namespace,
   right before the first message of the new one.
 """
@@ -17,12 +19,17 @@ current catalog: a replay sees exactly the schema that was valid at that positio
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from dbuslib.metastore import Reason, Version, compatible, signature, version_at
 from ums import ColumnSpec
+from ums.control import control_key
+from ums.control import to_json as control_json
+from ums.ids import ums_id
+from ums.pullrequest import repull
 
-__all__ = ["Change", "Reason", "Version", "compare", "compatible", "on_rows", "on_truncate", "signature",
-           "version_at"]
+__all__ = ["Change", "Reason", "Version", "compare", "compatible", "on_rows", "on_truncate", "repull_record",
+           "row_loss", "signature", "version_at"]
 
 
 @dataclass(frozen=True)
@@ -42,11 +49,32 @@ def on_rows(current: Version | None, columns: tuple[ColumnSpec, ...], at: int) -
     return Change(Version(current.version + 1, at, columns, Reason.COLUMNS), current)
 
 
-def on_truncate(current: Version | None, at: int) -> Change | None:
-    """TRUNCATE at ``at``: the next version (same columns); nothing before the table's first rows."""
+def on_truncate(current: Version | None, at: int, reason: Reason = Reason.TRUNCATE) -> Change | None:
+    """TRUNCATE (or other DDL that removed rows, ``reason`` ROW_LOSS) at ``at``: the next version (same
+    columns); nothing before the table's first rows, nothing for a replay of an older position."""
     if current is None or at <= current.since:
         return None
-    return Change(Version(current.version + 1, at, current.columns, Reason.TRUNCATE), current)
+    return Change(Version(current.version + 1, at, current.columns, reason), current)
+
+
+def row_loss(header: dict[str, Any]) -> str | None:
+    """What removed rows, for a raw ``ddl`` header the extractor marked ``removes_rows`` and that names
+    a table (``"TRUNCATE PARTITION, DROP PARTITION"``); None for any other record. TRUNCATE TABLE has
+    its own branch (reason ``truncate``, no re-pull: the table is empty)."""
+    if header.get("kind") != "ddl" or header.get("removes_rows") is not True or header.get("table") == "*":
+        return None
+    if header.get("ddl") == "TRUNCATE":
+        return None
+    changes = header.get("row_changes")
+    return ", ".join(map(str, changes)) if isinstance(changes, list) and changes else "row changes"
+
+
+def repull_record(ds: str, header: dict[str, Any]) -> tuple[bytes, bytes]:
+    """Kafka key and value of the full-pull request of a ``row_loss`` DDL's table (ums.pullrequest.repull):
+    the same bytes for the same DDL, so a replayed micro-batch asks for the pull already served."""
+    at = int(ums_id(header["file"], header["pos"]))
+    message = repull(ds, header["schema"], header["table"], at, int(header["ts"]), row_loss(header) or "")
+    return control_key(message).encode(), control_json(message).encode()
 
 
 def compare(old: tuple[ColumnSpec, ...], new: tuple[ColumnSpec, ...]) -> dict[str, object]:
