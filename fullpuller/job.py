@@ -35,6 +35,7 @@ from zoneinfo import ZoneInfo
 from dbuslib import kafka, mysql, spark, zk
 from dbuslib.config import DbusConfig
 from dbuslib.metastore import MetaStore, Reason, Version, compatible, version_at
+from dbuslib.retry import RetryPolicy
 from fullpuller import catalog, render, split
 from fullpuller.progress import ABORT, DONE, ENDING, PULLING, SPLITTING, Progress, ProgressStore, ShardState
 from fullpuller.request import PullRejected, PullRequest, reply, to_record
@@ -63,9 +64,10 @@ class Puller:
 
     def __post_init__(self) -> None:
         self.src = self.cfg.source(self.ds)
-        self.zk = zk.client(self.cfg.endpoints.zookeeper)
+        self.retry = RetryPolicy.of(self.cfg)  # a restart of ZooKeeper or MariaDB at start costs latency
+        self.zk = zk.client(self.cfg.endpoints.zookeeper, retry=self.retry)
         self.store = ProgressStore(self.zk, zk.path(self.cfg.endpoints.zookeeper, "FullPuller", self.ds))
-        self.meta = MetaStore(self.cfg.endpoints.meta_store.url.get_secret_value())
+        self.meta = MetaStore(self.cfg.endpoints.meta_store.url.get_secret_value(), retry=self.retry)
         self.meta.create_schema()
         self.producer = kafka.producer(self.cfg.endpoints.kafka, acks="all")
         self.callback = self.src.topics.name("callback", self.ds)
@@ -119,7 +121,7 @@ class Puller:
     # ------------------------------------------------------------------ accept and split
 
     def _accept(self, req: PullRequest) -> Progress:
-        db = mysql.connect(self.src.mysql)
+        db = mysql.connect(self.src.mysql, retry=self.retry)
         try:
             info = catalog.table_info(db, req.schema, req.table)
             if info is None:

@@ -31,6 +31,7 @@ from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from dbuslib import influx, mysql, zk
 from dbuslib.config import DbusConfig, InfluxEndpoint
 from dbuslib.errors import DbusError, EndpointError
+from dbuslib.retry import RetryPolicy
 from extractor.leader import UNREACHABLE
 from heartbeat.channels import Channel, ChannelError, channels
 from heartbeat.incidents import Alert, Notification, Observation, Thresholds, evaluate
@@ -156,7 +157,7 @@ class Monitor:
         self._clock = clock
         self.started_ms = int(clock() * 1000)
         self._own_client = client is None
-        self._zk = client or zk.client(cfg.endpoints.zookeeper)
+        self._zk = client or zk.client(cfg.endpoints.zookeeper, retry=RetryPolicy.of(cfg))
         self.store = AlertStore(self._zk, alerts_path(cfg.endpoints.zookeeper.root, ds))
         self._list_tables = list_tables or self._tables_from_source
         self._tables: list[tuple[str, str]] | None = None

@@ -29,6 +29,7 @@ from kazoo.protocol.states import KazooState
 from dbuslib import mysql, zk
 from dbuslib.config import DbusConfig
 from dbuslib.errors import EndpointError
+from dbuslib.retry import RetryPolicy
 from extractor.leader import UNREACHABLE, identity
 from heartbeat import table as hbt
 
@@ -84,7 +85,7 @@ class HeartbeatWriter:
         self.emits = 0
         self._clock = clock
         self._own_client = client is None
-        self._zk = client or zk.client(cfg.endpoints.zookeeper)
+        self._zk = client or zk.client(cfg.endpoints.zookeeper, retry=RetryPolicy.of(cfg))
         self._lost = threading.Event()
         self._lock = None
         self._db: pymysql.Connection | None = None
