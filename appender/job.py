@@ -230,7 +230,8 @@ def _worker_state(config_path: str, ds: str) -> _WorkerState:
                                    max_tuples=src.ums.tuples_per_message, max_bytes=src.ums.max_message_bytes)
         outputs = Outputs(result_topic=lambda s, t: src.topics.name("result", ds, s, t),
                           dead_letter_topic=src.topics.name("dead_letter", ds),
-                          global_control_topic=src.topics.name("global_ctrl", ds))
+                          global_control_topic=src.topics.name("global_ctrl", ds),
+                          repull_topic=src.topics.name("ctrl", ds) if src.fullpull.repull_on_row_loss else None)
         heartbeat = HeartbeatTable(src.heartbeat.schema_, src.heartbeat.table,
                                    lambda schema: src.topics.name("schema", ds, schema))
         state = _workers[(config_path, ds)] = _WorkerState(cfg, ds, store, settings, outputs,

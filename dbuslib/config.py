@@ -295,6 +295,7 @@ class FullPullSettings(_Model):
     parallelism: int = Field(2, ge=1)
     fetch_rows: int = Field(5000, ge=1)
     progress_interval_s: float = Field(2.0, gt=0)
+    repull_on_row_loss: bool = False  # the appender asks for a full pull after DDL removed rows
 
     @field_validator("shard_size")
     @classmethod
