@@ -6,7 +6,9 @@ It reads the ``<ds>.<schema>`` topic of every schema named in ``capture.include`
 creates the result and dead-letter topics it writes, and runs until stopped; a restart resumes from its
 checkpoint (``<checkpoint_root>/appender/<ds>``). Its masking rules are reloaded without a restart by
 ``dbus reload --source <ds>`` (``APPENDER_RELOAD_CONFIG`` on ``<ds>_ctrl``; see appender/rules.py).
-Exit codes: 0 stopped, 2 bad configuration, 1 the query failed (the error is printed).
+Exit codes: 0 stopped (SIGTERM/SIGINT), 2 bad configuration, 1 the query failed (``appender:
+APPENDER_FAILED: <ds>: <error>``), 5 its Spark JVM died, 6 its configuration file was removed
+(dbuslib/lifecycle.py, docs/errors.md).
 """
 
 from __future__ import annotations
@@ -54,20 +56,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2 if e.code == "CONFIG_INVALID" else 1
     inputs = [src.topics.name("schema", args.source, s) for s in schemas]
     from dbuslib import stagemetrics
+    from dbuslib.lifecycle import Lifecycle
 
-    query = job.start(session, cfg, args.source, inputs, spark.checkpoint(cfg, "appender", args.source))
-    metrics = stagemetrics.watch(query, cfg.endpoints.influxdb, args.source, "appender")  # dbus_stage points
-    logging.getLogger("dbus.appender").info("%s: query %s started", args.source, query.name)
-    try:
-        query.awaitTermination()
-    except KeyboardInterrupt:
-        query.stop()
-    finally:
-        stagemetrics.unwatch(metrics)
-    if query.exception() is not None:
-        print(f"appender: APPENDER_FAILED: {args.source}: {query.exception()}", file=sys.stderr)
-        return 1
-    return 0
+    with Lifecycle("appender", args.source, cfg.path) as life:  # SIGTERM, the JVM and the config watched
+        query = job.start(session, cfg, args.source, inputs, spark.checkpoint(cfg, "appender", args.source))
+        # dbus_stage points
+        metrics = stagemetrics.watch(query, cfg.endpoints.influxdb, args.source, "appender")
+        logging.getLogger("dbus.appender").info("%s: query %s started", args.source, query.name)
+        try:
+            return life.await_query(query, "APPENDER_FAILED")
+        finally:
+            stagemetrics.unwatch(metrics)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
 - ``heartbeat``: ``dbus --config C heartbeat run --source DS`` (writer and monitor)
 
 Each process gets its own session (``kill -9`` of its group takes the driver and its JVM together), and
-its output goes to ``<log_dir>/<stage>.log``.
+its output goes to ``<log_dir>/<stage>.log``. ``stop`` returns once every process of the stage's group is
+gone (SIGTERM, then SIGKILL after the timeout), so nothing outlives a demo or a benchmark.
 """
 
 from __future__ import annotations
@@ -54,6 +55,58 @@ def environment() -> dict[str, str]:
             "PYSPARK_DRIVER_PYTHON": sys.executable}
 
 
+def group_members(pgid: int) -> list[int]:
+    """Live processes (not zombies) of process group ``pgid``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def processes_naming(*words: str) -> dict[int, str]:
+    """Live processes (pid -> command line) of this user whose command line contains one of ``words``
+    (a config file's path, a source name): what a stopped stage must not leave behind."""
+    found = {}
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        pid = int(cmdline.parent.name)
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            state = (cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            mine = cmdline.parent.stat().st_uid == os.getuid()
+        except OSError:
+            continue
+        if mine and state != "Z" and pid != os.getpid() and any(w in text for w in words):
+            found[pid] = text
+    return found
+
+
+def stop_group(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
+    """Signal ``proc``'s process group (``proc`` was started with ``start_new_session``) and wait until
+    every process of the group is gone, not only ``proc``: a Spark stage's Python driver is the JVM's
+    child and ends a moment after it. What is still there after ``timeout`` is killed (SIGKILL)."""
+    deadline = time.monotonic() + timeout
+    try:
+        os.killpg(proc.pid, sig)  # also when proc itself has ended: its group may not have
+    except ProcessLookupError:
+        pass
+    while group_members(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if group_members(proc.pid):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait()
+    while group_members(proc.pid) and time.monotonic() < deadline + 30:  # SIGKILLed ones take a moment
+        time.sleep(0.1)
+    return proc.returncode
+
+
 @dataclass
 class Stages:
     """The stage processes of one source."""
@@ -75,20 +128,13 @@ class Stages:
         return proc
 
     def stop(self, stage: str, sig: int = signal.SIGTERM, timeout: float = 60) -> int | None:
-        """Signal the stage's process group and wait; SIGKILL when it does not stop in ``timeout``."""
+        """Signal the stage's process group and wait until every process of it is gone; SIGKILL what is
+        left after ``timeout``. Returns the exit code of the process started (spark-submit's JVM for a
+        Spark stage: 143 when the SIGTERM reached it, or the driver's code when the driver ended first)."""
         proc = self.procs.pop(stage, None)
         if proc is None:
             return None
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, sig)
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            except ProcessLookupError:
-                pass
-        return proc.returncode
+        return stop_group(proc, sig, timeout)
 
     def stop_all(self) -> None:
         for stage in reversed(list(self.procs)):

@@ -8,8 +8,9 @@ schema they monitor; malformed records go to ``<ds>.dlq`` with a reason. The que
 ``dispatcher_<ds>`` and checkpoints under ``<spark.checkpoint_root>/dispatcher/<ds>``: a restart resumes
 where the last run stopped.
 
-Exit codes: 0 stopped cleanly (or ``--available-now`` drained the topic); 2 bad configuration; 3 Kafka
-unreachable; 1 the query failed (the error is printed).
+Exit codes: 0 stopped cleanly (SIGTERM/SIGINT, or ``--available-now`` drained the topic); 2 bad
+configuration; 3 Kafka unreachable; 1 the query failed (``dispatcher: DISPATCH_FAILED: <ds>: <error>``);
+5 its Spark JVM died; 6 its configuration file was removed (dbuslib/lifecycle.py, docs/errors.md).
 """
 
 from __future__ import annotations
@@ -46,24 +47,19 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
     topics = known_topics(cfg, ds)
     kafka.ensure_topics(cfg.endpoints.kafka, topics + [src.topics.name("raw", ds)],
                         partitions=src.topics.partitions, replication_factor=src.topics.replication_factor)
-    session = spark.session(cfg, job.query_name(ds))
     from dbuslib import stagemetrics
+    from dbuslib.lifecycle import Lifecycle
 
-    query = job.start(session, cfg, ds, checkpoint=spark.checkpoint(cfg, "dispatcher", ds),
-                      max_offsets=max_offsets, available_now=available_now)
-    metrics = stagemetrics.watch(query, cfg.endpoints.influxdb, ds, "dispatcher")  # dbus_stage points
-    log.info("%s: query %s started", ds, query.name)
-    try:
-        query.awaitTermination()
-    except KeyboardInterrupt:
-        query.stop()
-    finally:
-        stagemetrics.unwatch(metrics)
-    error = query.exception()
-    if error is not None:
-        print(f"dispatcher: DISPATCH_FAILED: {ds}: {error}", file=sys.stderr)
-        return 1
-    return 0
+    with Lifecycle("dispatcher", ds, cfg.path) as life:  # SIGTERM, the JVM and the config watched
+        session = spark.session(cfg, job.query_name(ds))
+        query = job.start(session, cfg, ds, checkpoint=spark.checkpoint(cfg, "dispatcher", ds),
+                          max_offsets=max_offsets, available_now=available_now)
+        metrics = stagemetrics.watch(query, cfg.endpoints.influxdb, ds, "dispatcher")  # dbus_stage points
+        log.info("%s: query %s started", ds, query.name)
+        try:
+            return life.await_query(query, "DISPATCH_FAILED")
+        finally:
+            stagemetrics.unwatch(metrics)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -5,9 +5,9 @@ Usage: python -m extractor [--config conf/dbus.yaml] run --source demo
        python -m extractor [--config conf/dbus.yaml] reset --source demo --to current|earliest|FILE:POS|GTID
 (also ``dbus extractor ...``). Run two for one source: one leads, the other waits and takes over.
 
-Exit codes: 0 stopped cleanly; 2 bad configuration, or the binlog position was purged (error 1236);
-3 MySQL, Kafka or ZooKeeper unreachable for longer than ``extractor.retry_for_s``; 4 deposed (another
-extractor leads now).
+Exit codes: 0 stopped cleanly (SIGTERM/SIGINT); 2 bad configuration, or the binlog position was purged
+(error 1236); 3 MySQL, Kafka or ZooKeeper unreachable for longer than ``extractor.retry_for_s``; 4 deposed
+(another extractor leads now); 6 its configuration file was removed (dbuslib/lifecycle.py).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import signal
 import sys
 import time
 
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
 from dbuslib.errors import ConfigError, DbusError
+from dbuslib.lifecycle import Lifecycle
 from extractor.errors import DeposedError
 from extractor.loop import Extractor
 from extractor.reader import BinlogPurgedError, ServerSettingsError
@@ -33,8 +33,15 @@ def run(cfg: DbusConfig, ds: str) -> int:
     """Run until stopped; retriable failures are retried with backoff for ``retry_for_s``."""
     src = cfg.source(ds)
     extractor = Extractor(cfg, ds)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: extractor.stop.set())
+    # SIGTERM/SIGINT and a removed config file set extractor.stop; a stop that hangs is ended
+    # (dbuslib/lifecycle.py)
+    with Lifecycle("extractor", ds, cfg.path) as life:
+        life.on_stop(extractor.stop.set)
+        code = _run_until_stopped(extractor, src, ds)
+    return code or life.code
+
+
+def _run_until_stopped(extractor: Extractor, src, ds: str) -> int:
     backoff, failing_since = 1.0, None
     while not extractor.stop.is_set():
         try:

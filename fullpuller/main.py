@@ -8,14 +8,14 @@ position on ``<ds>_ctrl`` (consumer group ``dbus-fullpuller-<ds>``) only once a 
 service killed mid-pull serves that request again when it restarts, and the pull resumes: only the
 shards that were not done are pulled again. On its very first start it begins at the topic's end.
 Other stages' control messages on the topic (APPENDER_RELOAD_CONFIG, ...) are left alone.
-Exit codes: 0 stopped, 2 bad configuration, 1 failed (the error is printed).
+Exit codes: 0 stopped (SIGTERM/SIGINT), 2 bad configuration, 1 failed (the error is printed), 5 its Spark
+JVM died, 6 its configuration file was removed (dbuslib/lifecycle.py, docs/errors.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 
 
@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     from dbuslib import kafka
     from dbuslib.config import load_config
     from dbuslib.errors import DbusError
-    from fullpuller import request
+    from dbuslib.lifecycle import Lifecycle
+    from fullpuller import request, service
     from fullpuller.job import Puller
     from fullpuller.source import ShardJob, ShardSource
 
@@ -67,26 +68,29 @@ def main(argv: list[str] | None = None) -> int:
             consumer.seek(tp, committed)
     start = {tp.partition: consumer.position(tp) for tp in parts}
     log.info("%s: listening on %s from offsets %s", args.source, ctrl, start)
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    # SIGTERM/SIGINT raise KeyboardInterrupt here once (a pull under way is not committed: served again at
+    # the next start) and cancel its Spark jobs; the watchdog ends the driver when its JVM or config is gone,
+    # and a stop still under way after STOP_GRACE_S ends it too (dbuslib/lifecycle.py)
+    life = Lifecycle("fullpuller", args.source, cfg.path, interrupt=True).start()
+    life.on_stop(session.sparkContext.cancelAllJobs)
     try:
-        while True:
+        while not life.stopping.is_set():
             for tp, records in consumer.poll(timeout_ms=1000, max_records=1).items():
-                for rec in records:
-                    if request.is_request(rec.key):
-                        try:
-                            req = request.parse(rec.value, args.source)
-                        except request.PullRejected as e:
-                            puller.reject(e)
-                        else:
-                            log.info("%s: request %s: %s (offset %d)", args.source, req.seqno, req.name, rec.offset)
-                            puller.handle(req)
-                    consumer.commit({tp: OffsetAndMetadata(rec.offset + 1, "", -1)})
+                for rec in records:  # no record stops the service: fullpuller/service.py
+                    out = service.on_record(service.ControlRecord.of(rec), args.source, puller.handle)
+                    if out.request is not None and life.stopping.is_set():
+                        break  # stopped mid-request: not committed, so served again at the next start
+                    if out.reply is not None:
+                        key, value = request.to_record(out.reply)
+                        puller.producer.send(puller.callback, key=key, value=value).get(60)
+                    consumer.commit({tp: OffsetAndMetadata(out.commit, "", -1)})
     except KeyboardInterrupt:
         log.info("%s: stopping", args.source)
     finally:
         consumer.close()
         puller.close()
-    return 0
+        life.close()
+    return life.code
 
 
 if __name__ == "__main__":

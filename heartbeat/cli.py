@@ -3,18 +3,19 @@
     dbus heartbeat run --source demo [--no-monitor]    writer (one leads per source) + monitor thread
     dbus heartbeat monitor --source demo                the monitor only
 
-Both run until SIGTERM or SIGINT and exit 0; a bad configuration exits 2 and an unreachable ZooKeeper 3
-(dbuslib/cli.py maps the errors).
+Both run until SIGTERM or SIGINT and exit 0 (6 when their configuration file is removed,
+dbuslib/lifecycle.py); a bad configuration exits 2 and an unreachable ZooKeeper 3 (dbuslib/cli.py maps the
+errors).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import threading
-from collections.abc import Callable
 from typing import Any
+
+from dbuslib.lifecycle import Lifecycle
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +33,6 @@ def add_parsers(sub: Any) -> None:
     mn = hb.add_parser("monitor", parents=[config], help="alert on stale or slow tables (log, webhook, email)")
     mn.add_argument("--source", required=True, help="source name under 'sources'")
     mn.set_defaults(handler=monitor_cli)
-
-
-def _on_signals(stop: Callable[[], None]) -> None:
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop())
 
 
 def run_cli(args: argparse.Namespace) -> int:
@@ -58,14 +54,15 @@ def run_cli(args: argparse.Namespace) -> int:
         if monitor is not None:
             monitor.stop()
 
-    _on_signals(stop)
-    try:
-        writer.run()
-    finally:
-        stop()
-        if thread is not None:
-            thread.join(30)
-    return 0
+    with Lifecycle("heartbeat", args.source, cfg.path) as life:  # SIGTERM/SIGINT, a removed config file
+        life.on_stop(stop)
+        try:
+            writer.run()
+        finally:
+            stop()
+            if thread is not None:
+                thread.join(10)
+    return life.code
 
 
 def monitor_cli(args: argparse.Namespace) -> int:
@@ -75,6 +72,7 @@ def monitor_cli(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     cfg.source(args.source)
     monitor = Monitor(cfg, args.source)
-    _on_signals(monitor.stop)
-    monitor.run()
-    return 0
+    with Lifecycle("heartbeat", args.source, cfg.path) as life:
+        life.on_stop(monitor.stop)
+        monitor.run()
+    return life.code

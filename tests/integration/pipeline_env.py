@@ -30,6 +30,7 @@ from extractor_env import REPO, ExtractorEnv, cleanup, make_env
 from dbuslib import kafka, mysql, topics
 from dbuslib import spark as dspark
 from dbuslib.config import load_config
+from dbuslib.stages import group_members, stop_group  # noqa: F401 - group_members: part of this module's API
 
 
 # ---------------------------------------------------------------- environment
@@ -122,6 +123,33 @@ class SparkStage:
     def tail(self, n: int = 40) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:]) if self.log else ""
 
+    def members(self) -> dict[int, str]:
+        """pid -> command line of each live process of the stage's group (JVM, driver, Python workers)."""
+        out = {}
+        for pid in group_members(self.proc.pid) if self.proc is not None else ():
+            try:
+                raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            out[pid] = raw.replace(b"\0", b" ").decode(errors="replace")
+        return out
+
+    def driver_pid(self) -> int | None:
+        """The Python driver (``<stage>/main.py``, a child of the spark-submit JVM), if it runs."""
+        script = f"{self.name}/main.py"
+        return next((pid for pid, cmd in self.members().items() if script in cmd and "java" not in
+                     cmd.split(" ", 1)[0]), None)
+
+    def jvm_pid(self) -> int | None:
+        """The spark-submit JVM (the driver's parent), if it runs."""
+        members = self.members().items()
+        return next((pid for pid, cmd in members if cmd.split(" ", 1)[0].endswith("java")), None)
+
+    def terminate(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
+        """``sig`` to the whole process group (as ``dbuslib.stages.Stages.stop`` does), then wait until
+        every process of it is gone (SIGKILL after ``timeout``); spark-submit's exit code."""
+        return stop_group(self.proc, sig, timeout)
+
     def kill(self) -> None:
         """kill -9 the whole process group: the driver, its JVM and the Python workers."""
         if self.proc is None:
@@ -137,17 +165,6 @@ class SparkStage:
             time.sleep(0.2)
 
 
-def group_members(pgid: int) -> list[int]:
-    """Live processes (not zombies) of process group ``pgid``."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            found.append(int(stat.parent.name))
-    return found
 
 
 def dispatcher_stage(env: ExtractorEnv) -> SparkStage:
