@@ -293,6 +293,61 @@ RECORDS = [
     ),
 ]
 
+# MariaDB's INET4/INET6/UUID next to plain BINARY(16)/BINARY(4), with the header's ``types`` (dbuslib.coltypes),
+# captured like the others from:
+#   CREATE TABLE inet (id INT NOT NULL PRIMARY KEY, a INET4, b INET6, c UUID, d BINARY(16), e BINARY(4));
+#   INSERT INTO inet VALUES (1,'1.2.3.4','2001:db8::ff00:42:8329','123e4567-e89b-12d3-a456-426655440000',
+#     x'00112233445566778899aabbccddeeff',x'01020304'), (2,'0.0.0.0','::','00000000-0000-0000-0000-000000000000',
+#     x'00',x'00000000'), (3,'255.255.255.255','::ffff:1.2.3.4','ffffffff-ffff-ffff-ffff-ffffffffffff',x'ff',x'ff'),
+#     (4,NULL,NULL,NULL,NULL,NULL), (5,'10.0.0.0','::1.2.3.4','6ccd780c-baba-1026-9564-5b8c656024db',NULL,NULL),
+#     (6,'0.0.0.1','1:0:1::','f47ac10b-58cc-4372-a567-0e02b2c3d479',NULL,NULL);
+#   UPDATE inet SET b='fe80::1', a='192.168.0.1', c='00000000-0000-0000-0000-000000000001' WHERE id IN (1,4);
+#   DELETE FROM inet WHERE id=3;
+INET_RECORDS = [
+    bytes.fromhex(
+        "444252010000011a7b226b696e64223a22726f7773222c22736f75726365223a2264656d6f222c227365727665725f696422"
+        "3a312c2266696c65223a226d6172696164622d62696e2e303030303031222c22706f73223a333034373233392c226e657874"
+        "5f706f73223a333034373437342c2267746964223a22302d312d3730222c227473223a313739353438383631322c22736368"
+        "656d61223a22646275735f756e69745f696e6574222c227461626c65223a22696e6574222c22666c61766f72223a226d6172"
+        "69616462222c226576656e745f74797065223a32332c22637263223a747275652c22746d5f6c656e223a39362c2274797065"
+        "73223a7b2261223a22696e657434222c2262223a22696e657436222c2263223a2275756964227d7d64fb046b130100000060"
+        "000000477f2e0000002a000000000001000e646275735f756e69745f696e65740004696e6574000603fefefefefe0afe04fe"
+        "10fe10fe10fe043e01010002013f040d02696401610162016301640165080100c460213064fb046b1701000000eb00000032"
+        "802e0000002a00000000000100063fc00100000004010203041020010db8000000000000ff00004283290e123e4567e89b12"
+        "d3a456426655441000112233445566778899aabbccddeeff0401020304c0020000000000000000c00300000004ffffffff10"
+        "00000000000000000000ffff0102030410ffffffffffffffffffffffffffffffff01ff01fffe04000000f005000000010a10"
+        "00000000000000000000000001020304106ccd780cbaba102695645b8c656024dbf006000000040000000106000100000001"
+        "10f47ac10b58cc4372a5670e02b2c3d47921866346"
+    ),
+    bytes.fromhex(
+        "444252010000011a7b226b696e64223a22726f7773222c22736f75726365223a2264656d6f222c227365727665725f696422"
+        "3a312c2266696c65223a226d6172696164622d62696e2e303030303031222c22706f73223a333034373737302c226e657874"
+        "5f706f73223a333034373938332c2267746964223a22302d312d3731222c227473223a313739353438383631322c22736368"
+        "656d61223a22646275735f756e69745f696e6574222c227461626c65223a22696e6574222c22666c61766f72223a226d6172"
+        "69616462222c226576656e745f74797065223a32342c22637263223a747275652c22746d5f6c656e223a39362c2274797065"
+        "73223a7b2261223a22696e657434222c2262223a22696e657436222c2263223a2275756964227d7d64fb046b130100000060"
+        "0000005a812e0000002a000000000001000e646275735f756e69745f696e65740004696e6574000603fefefefefe0afe04fe"
+        "10fe10fe10fe043e01010002013f040d026964016101620163016401650801007dcd3d3064fb046b1801000000d50000002f"
+        "822e0000002a00000000000100063f3fc00100000004010203041020010db8000000000000ff00004283290e123e4567e89b"
+        "12d3a456426655441000112233445566778899aabbccddeeff0401020304c00100000004c0a8000110fe8000000000000000"
+        "0000000000000110000000000000000000000000000000011000112233445566778899aabbccddeeff0401020304fe040000"
+        "00f00400000004c0a8000110fe80000000000000000000000000000110000000000000000000000000000000016e22b159"
+    ),
+    bytes.fromhex(
+        "444252010000011a7b226b696e64223a22726f7773222c22736f75726365223a2264656d6f222c227365727665725f696422"
+        "3a312c2266696c65223a226d6172696164622d62696e2e303030303031222c22706f73223a333034383230322c226e657874"
+        "5f706f73223a333034383238332c2267746964223a22302d312d3732222c227473223a313739353438383631322c22736368"
+        "656d61223a22646275735f756e69745f696e6574222c227461626c65223a22696e6574222c22666c61766f72223a226d6172"
+        "69616462222c226576656e745f74797065223a32352c22637263223a747275652c22746d5f6c656e223a39362c2274797065"
+        "73223a7b2261223a22696e657434222c2262223a22696e657436222c2263223a2275756964227d7d64fb046b130100000060"
+        "0000000a832e0000002a000000000001000e646275735f756e69745f696e65740004696e6574000603fefefefefe0afe04fe"
+        "10fe10fe10fe043e01010002013f040d02696401610162016301640165080100f9030f3d64fb046b1901000000510000005b"
+        "832e0000002a00000000000100063fc00300000004ffffffff1000000000000000000000ffff0102030410ffffffffffffff"
+        "ffffffffffffffffff01ff01ff81cd7ee8"
+    ),
+]
+RECORDS += INET_RECORDS
+
 EVENTS = [rawevent.decode(r) for r in RECORDS]
 IDS = [f"{e.header['table']}-{e.header['pos']}" for e in EVENTS]
 
@@ -323,7 +378,7 @@ def test_ums_values_equal_encode_column_of_rowdecode(event):
 
 def test_covers_inserts_updates_deletes_nulls_and_zero_dates():
     ops = {(e.header["table"], fastdecode.decode_fast(e).op) for e in EVENTS}
-    assert ops == {(t, op) for t in ("every_type", "narrow") for op in "iud"}
+    assert ops == {(t, op) for t in ("every_type", "narrow", "inet") for op in "iud"}
     narrow = fastdecode.decode_fast(EVENTS[7])
     assert narrow.after[3][4] == "2024-00-15 01:02:03.500" and narrow.after[3][9] == "0000-00-00"
     assert narrow.after[1][3:] == (None,) * 7
@@ -369,3 +424,53 @@ def test_a_bad_checksum_raises():
     body[-10] ^= 0xFF
     with pytest.raises(RowDecodeError, match="checksum"):
         fastdecode.decode_fast(replace(EVENTS[7], body=bytes(body)))
+
+
+INET_AFTER = [  # SELECT of the inserted rows: INET4/INET6/UUID as text, BINARY(n) as Base64
+    (1, "1.2.3.4", "2001:db8::ff00:42:8329", "123e4567-e89b-12d3-a456-426655440000", "ABEiM0RVZneImaq7zN3u/w==",
+     "AQIDBA=="),
+    (2, "0.0.0.0", "::", "00000000-0000-0000-0000-000000000000", "AAAAAAAAAAAAAAAAAAAAAA==", "AAAAAA=="),
+    (3, "255.255.255.255", "::ffff:1.2.3.4", "ffffffff-ffff-ffff-ffff-ffffffffffff", "/wAAAAAAAAAAAAAAAAAAAA==",
+     "/wAAAA=="),
+    (4, None, None, None, None, None),
+    (5, "10.0.0.0", "::1.2.3.4", "6ccd780c-baba-1026-9564-5b8c656024db", None, None),
+    (6, "0.0.0.1", "1:0:1::", "f47ac10b-58cc-4372-a567-0e02b2c3d479", None, None),
+]
+
+
+def test_inet_and_uuid_columns_are_text_as_select_prints_them():
+    insert, update, delete = (rawevent.decode(r) for r in INET_RECORDS)
+    fast = fastdecode.decode_fast(insert, ums=True)
+    assert [c.column_type for c in fast.columns] == ["int", "inet4", "inet6", "uuid", "binary(16)", "binary(4)"]
+    assert [c.ums_type.value for c in fast.columns] == ["int", "string", "string", "string", "binary", "binary"]
+    assert fast.after == INET_AFTER
+    assert fastdecode.decode_fast(update, ums=True).after[0][1:4] == \
+        ("192.168.0.1", "fe80::1", "00000000-0000-0000-0000-000000000001")
+    assert fastdecode.decode_fast(delete, ums=True).before == [INET_AFTER[2]]
+
+
+def test_without_types_in_the_header_inet_and_uuid_stay_bytes():
+    insert = rawevent.decode(INET_RECORDS[0])
+    bare = replace(insert, header={k: v for k, v in insert.header.items() if k != "types"})
+    decoded = rowdecode.decode_rows(bare)
+    assert [c.column_type for c in decoded.columns][1:4] == ["binary(4)", "binary(16)", "binary(16)"]
+    assert decoded.rows[0].after["a"] == b"\x01\x02\x03\x04"
+    assert fastdecode.as_decoded_rows(fastdecode.decode_fast(bare)) == decoded
+
+
+@pytest.mark.parametrize("types", [{"d": "inet4"}, {"e": "inet6"}, {"id": "uuid"}, {"f": "uuid"}, {"a": "json"}])
+def test_a_type_that_does_not_fit_the_binlog_column_changes_nothing(types):
+    insert = rawevent.decode(INET_RECORDS[0])
+    bare = rowdecode.decode_rows(replace(insert, header={**insert.header, "types": {}}))
+    other = rowdecode.decode_rows(replace(insert, header={**insert.header, "types": types}))
+    assert other == bare
+
+
+@pytest.mark.parametrize("types", [["a"], "inet4", {"a": 4}])
+def test_a_malformed_types_header_is_undecodable(types):
+    insert = rawevent.decode(INET_RECORDS[0])
+    bad = replace(insert, header={**insert.header, "types": types})
+    with pytest.raises(RowDecodeError, match="types"):
+        rowdecode.decode_rows(bad)
+    with pytest.raises(RowDecodeError, match="types"):
+        fastdecode.decode_fast(bad)

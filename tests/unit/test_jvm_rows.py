@@ -271,3 +271,53 @@ def test_random_mutations_are_exact_or_null(jar):
         assert got == want, value.hex()
         decoded += 1
     assert decoded > 150  # many value changes still decode
+
+
+# ---------------------------------------------------------------- MariaDB INET4 / INET6 / UUID
+
+INET6_AT = bytes.fromhex("1020010db8000000000000ff0000428329")  # length 16, then 2001:db8::ff00:42:8329
+
+
+def _inet6_value(rng: random.Random) -> bytes:
+    """16 bytes with zero runs, ffff groups and embedded IPv4 as often as plain random ones."""
+    words = [rng.choice((0, 0, 0, 0xFFFF, 1, rng.randrange(0x10000))) for _ in range(8)]
+    if rng.random() < 0.3:
+        words[:6] = [0] * 6 if rng.random() < 0.5 else [0] * 5 + [0xFFFF]
+    return struct.pack(">8H", *words) if rng.random() < 0.8 else rng.randbytes(16)
+
+
+def test_inet6_uuid_and_inet4_texts_equal_python_for_random_values(jar):
+    """Column b (INET6) of the first inserted row set to random bytes; read as INET6, then as UUID, and
+    the 4-byte column e as INET4: the JVM's text is exactly Python's (which test_rowdecode_types holds to
+    MariaDB's SELECT)."""
+    from test_fastdecode import INET_RECORDS
+
+    rng = random.Random(4646)
+    values = []
+    for n in range(600):
+        raw = _inet6_value(rng)
+        value = _with_rows_event(INET_RECORDS[0], lambda rows, raw=raw: rows.__setitem__(
+            slice(bytes(rows).index(INET6_AT) + 1, bytes(rows).index(INET6_AT) + 17), raw))
+        types = [{"a": "inet4", "b": "inet6", "c": "uuid"}, {"b": "uuid", "e": "inet4"}][n % 2]
+        values.append(_with_header(value, types=types))
+    got = run_jvm(jar, values)
+    assert [(v.hex(), g) for v, g in zip(values, got, strict=True) if g != expected(v)] == []
+
+
+@pytest.mark.parametrize("types", [{}, None, {"d": "inet4"}, {"e": "inet6"}, {"b": "uuid", "c": "inet6"},
+                                   {"a": "INET4"}, {"zz": "uuid"}])
+def test_types_headers_decode_as_python_does(jar, types):
+    from test_fastdecode import INET_RECORDS
+
+    values = [_with_header(v, types=types) for v in INET_RECORDS]
+    for value, got in zip(values, run_jvm(jar, values), strict=True):
+        assert got == expected(value)
+
+
+@pytest.mark.parametrize("types", [["a"], "inet4", {"a": 4}, 1])
+def test_a_malformed_types_header_gives_null(jar, types):
+    from test_fastdecode import INET_RECORDS
+
+    (got,) = run_jvm(jar, [_with_header(INET_RECORDS[0], types=types)])
+    assert isinstance(got, tuple) and "types" in got[1]
+    assert expected_or_none(_with_header(INET_RECORDS[0], types=types)) is None

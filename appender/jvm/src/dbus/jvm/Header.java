@@ -61,9 +61,42 @@ final class Header {
         if (c == 't') return lit("true", Boolean.TRUE);
         if (c == 'f') return lit("false", Boolean.FALSE);
         if (c == 'n') return lit("null", NULL);
-        if (c == '[' || c == '{') return skipNested() ? OTHER : null;
+        if (c == '{') { // a flat object of strings (the "types" map) is kept, anything else skipped
+            int at = p;
+            Map<String, String> flat = flatObject();
+            if (flat != null) return flat;
+            p = at;
+            return skipNested() ? OTHER : null;
+        }
+        if (c == '[') return skipNested() ? OTHER : null;
         if (c == '-' || (c >= '0' && c <= '9')) return number();
         return null;
+    }
+
+    /** {"k": "v", ...} with string values only (a duplicate key keeps the last, as Python's json does). */
+    private Map<String, String> flatObject() {
+        Map<String, String> m = new java.util.TreeMap<>();
+        p++;
+        ws();
+        if (p < end && s[p] == '}') { p++; return m; }
+        while (true) {
+            ws();
+            String k = string();
+            if (k == null) return null;
+            ws();
+            if (p >= end || s[p] != ':') return null;
+            p++;
+            ws();
+            if (p >= end || s[p] != '"') return null;
+            String v = string();
+            if (v == null) return null;
+            m.put(k, v);
+            ws();
+            if (p >= end) return null;
+            if (s[p] == ',') { p++; continue; }
+            if (s[p] == '}') { p++; return m; }
+            return null;
+        }
     }
 
     private Object lit(String word, Object v) {

@@ -79,7 +79,13 @@ public final class RowsDecoder {
         int rOff = tmOff + tmSize, rSize = v.length - rOff;
         if (!checkEvent(v, tmOff, tmSize, crc, TABLE_MAP_EVENT)) return fail("table map event check");
         if (!checkEvent(v, rOff, rSize, crc, (int) eventType)) return fail("rows event check");
-        TableMap tm = tableMap(v, tmOff, tmSize, crc, mariadb);
+        java.util.Map<String, String> types = java.util.Collections.emptyMap();
+        Object t = h.values.get("types");
+        if (t instanceof java.util.Map) {
+            @SuppressWarnings("unchecked") java.util.Map<String, String> m = (java.util.Map<String, String>) t;
+            types = m;
+        } else if (t != null && t != Header.NULL) return fail("types not an object of strings");
+        TableMap tm = tableMap(v, tmOff, tmSize, crc, mariadb, types);
         if (!tm.schema.equals(schema) || !tm.table.equals(table)) return fail("table map names another table");
         if (tm.unsupported != null && !lenient) return fail(tm.unsupported);
         return rows(v, rOff, rSize, crc, op, version, tm);
@@ -117,23 +123,39 @@ public final class RowsDecoder {
     private byte[] lastKey;
     private TableMap lastMap;
 
-    private TableMap tableMap(byte[] v, int off, int size, boolean crc, boolean mariadb) {
-        int from = off + HEADER_LEN, to = off + size - (crc ? CRC_LEN : 0);
-        byte[] last = lastKey;
-        if (last != null && last.length == to - from + 1 && last[last.length - 1] == (byte) (mariadb ? 1 : 0)
-            && java.util.Arrays.equals(v, from, to, last, 0, to - from)) return lastMap;
-        return sharedTableMap(v, off, size, crc, mariadb);
+    private static final byte[] NO_TYPES = new byte[0];
+
+    /** The types map as key bytes: name NUL type NUL ..., in name order (the map is a TreeMap). */
+    private static byte[] typesKey(java.util.Map<String, String> types) {
+        if (types.isEmpty()) return NO_TYPES;
+        StringBuilder b = new StringBuilder();
+        for (java.util.Map.Entry<String, String> e : new java.util.TreeMap<>(types).entrySet())
+            b.append(e.getKey()).append('\0').append(e.getValue()).append('\0');
+        return b.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8);
     }
 
-    private TableMap sharedTableMap(byte[] v, int off, int size, boolean crc, boolean mariadb) {
+    // key: table-map body, then the types key, then the flavor byte
+    private TableMap tableMap(byte[] v, int off, int size, boolean crc, boolean mariadb, java.util.Map<String, String> types) {
         int from = off + HEADER_LEN, to = off + size - (crc ? CRC_LEN : 0);
-        byte[] key = new byte[to - from + 1];
+        byte[] tk = typesKey(types);
+        byte[] last = lastKey;
+        if (last != null && last.length == to - from + tk.length + 1 && last[last.length - 1] == (byte) (mariadb ? 1 : 0)
+            && java.util.Arrays.equals(v, from, to, last, 0, to - from)
+            && java.util.Arrays.equals(tk, 0, tk.length, last, to - from, to - from + tk.length)) return lastMap;
+        return sharedTableMap(v, off, size, crc, mariadb, types, tk);
+    }
+
+    private TableMap sharedTableMap(byte[] v, int off, int size, boolean crc, boolean mariadb,
+                                    java.util.Map<String, String> types, byte[] tk) {
+        int from = off + HEADER_LEN, to = off + size - (crc ? CRC_LEN : 0);
+        byte[] key = new byte[to - from + tk.length + 1];
         System.arraycopy(v, from, key, 0, to - from);
+        System.arraycopy(tk, 0, key, to - from, tk.length);
         key[key.length - 1] = (byte) (mariadb ? 1 : 0);
         ByteBuffer k = ByteBuffer.wrap(key);
         TableMap tm = CACHE.get(k);
         if (tm == null) {
-            tm = TableMap.parse(v, off, size, crc, mariadb);
+            tm = TableMap.parse(v, off, size, crc, mariadb, types);
             if (CACHE.size() >= CACHE_MAX) CACHE.clear();
             CACHE.put(k, tm);
         }
@@ -286,6 +308,21 @@ public final class RowsDecoder {
                 need(o, 8, end);
                 if (!doubleRepr(Double.longBitsToDouble(u64le(d, o)), w)) { why = "double not finite"; return -1; }
                 return o + 8;
+            }
+            case TableMap.K_INET4: case TableMap.K_INET6: case TableMap.K_UUID: {
+                need(o, 1, end);
+                int n = d[o] & 0xFF, size = c.maxLength;
+                o++;
+                if (n > size) { why = "inet/uuid value longer than its column"; return -1; }
+                need(o, n, end);
+                byte[] b = new byte[size]; // the binlog drops trailing zero bytes
+                System.arraycopy(d, o, b, 0, n);
+                w.put('"');
+                if (c.kind == TableMap.K_INET4) inet4(b, 0, w);
+                else if (c.kind == TableMap.K_INET6) inet6(b, w);
+                else uuid(b, w);
+                w.put('"');
+                return o + n;
             }
             case TableMap.K_SKIP_FIXED: need(o, c.padTo, end); w.put('?'); return o + c.padTo;
             case TableMap.K_SKIP_PREFIXED: {
@@ -534,6 +571,58 @@ public final class RowsDecoder {
             w.put(e < 0 ? '-' : '+');
             if (Math.abs(e) < 10) w.put('0');
             w.num(Math.abs(e));
+        }
+    }
+
+    // ---------------------------------------------------------------- MariaDB INET4 / INET6 / UUID text
+
+    /** INET4 as SELECT prints it: dotted quad. */
+    static void inet4(byte[] b, int from, Out w) {
+        for (int i = 0; i < 4; i++) { if (i > 0) w.put('.'); w.num(b[from + i] & 0xFF); }
+    }
+
+    private static final byte[] HEX = "0123456789abcdef".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+    /**
+     * INET6 as SELECT prints it (MariaDB's inet_ntop; dbuslib/rowdecode.py's inet6_text): lowercase hex groups
+     * without leading zeros, the first longest run of 2+ zero groups as "::", and a dotted quad at the end
+     * when that run is groups 0-5 (IPv4-compatible) or groups 0-4 followed by ffff (IPv4-mapped).
+     */
+    static void inet6(byte[] b, Out w) {
+        int[] g = new int[8];
+        for (int i = 0; i < 8; i++) g[i] = (b[2 * i] & 0xFF) << 8 | (b[2 * i + 1] & 0xFF);
+        int pos = 0, len = 0, start = -1;
+        for (int i = 0; i <= 8; i++) {
+            if (i < 8 && g[i] == 0) { if (start < 0) start = i; }
+            else if (start >= 0) { if (i - start > len) { pos = start; len = i - start; } start = -1; }
+        }
+        if (len < 2) { len = 0; pos = -1; }
+        if (pos == 0 && (len == 6 || (len == 5 && g[5] == 0xFFFF))) {
+            w.ascii(len == 6 ? "::" : "::ffff:");
+            inet4(b, 12, w);
+            return;
+        }
+        for (int i = 0; i < 8; i++) {
+            if (i == pos) { w.ascii("::"); i += len - 1; continue; }
+            if (i > 0 && i != pos + len) w.put(':');
+            hexGroup(g[i], w);
+        }
+    }
+
+    private static void hexGroup(int x, Out w) {
+        boolean started = false;
+        for (int shift = 12; shift >= 0; shift -= 4) {
+            int nib = x >> shift & 0xF;
+            if (nib != 0 || started || shift == 0) { w.put(HEX[nib]); started = true; }
+        }
+    }
+
+    /** UUID as SELECT prints it: lowercase 8-4-4-4-12 hex of the bytes in the binlog's order. */
+    static void uuid(byte[] b, Out w) {
+        for (int i = 0; i < 16; i++) {
+            if (i == 4 || i == 6 || i == 8 || i == 10) w.put('-');
+            w.put(HEX[(b[i] >> 4) & 0xF]);
+            w.put(HEX[b[i] & 0xF]);
         }
     }
 

@@ -23,6 +23,7 @@ final class TableMap {
     static final int K_I8 = 1, K_U8 = 2, K_I16 = 3, K_U16 = 4, K_I24 = 5, K_U24 = 6, K_I32 = 7, K_U32 = 8, K_I64 = 9,
         K_U64 = 10, K_DECIMAL = 11, K_DATETIME2 = 12, K_TIMESTAMP2 = 13, K_DATE = 14, K_UTF8 = 15, K_CP1252 = 16,
         K_ASCII = 17, K_BINARY = 18, K_TIME2 = 19, K_YEAR = 20, K_ENUM = 21, K_SET = 22, K_BIT = 23, K_FLOAT = 24, K_DOUBLE = 25,
+        K_INET4 = 26, K_INET6 = 27, K_UUID = 28, // MariaDB types stored as BINARY(4)/(16), named by the header
         K_SKIP_FIXED = 90, K_SKIP_PREFIXED = 91; // unsupported, only skipped in lenient (test) mode
 
     static final class Col {
@@ -46,6 +47,7 @@ final class TableMap {
     Col[] cols;
     int width;
     String unsupported; // null when every column is supported
+    String[] names;
 
     // ---------------------------------------------------------------- charsets (python-mysql-replication's ids)
 
@@ -126,9 +128,30 @@ final class TableMap {
 
     /** Parse the whole table-map event data[off, off+len) (19-byte header, body, checksum when crc). */
     static TableMap parse(byte[] data, int off, int len, boolean crc, boolean mariadb) {
+        return parse(data, off, len, crc, mariadb, java.util.Collections.emptyMap());
+    }
+
+    /**
+     * The same, with the header's {@code types} (column name -> column type the binlog cannot tell): a
+     * BINARY(4) named "inet4", or a BINARY(16) named "inet6" or "uuid", is read as that type's text
+     * (dbuslib/rowdecode.py's _text_type); other entries change nothing.
+     */
+    static TableMap parse(byte[] data, int off, int len, boolean crc, boolean mariadb, Map<String, String> types) {
         TableMap m = new TableMap(data, off + 19, off + len - (crc ? 4 : 0));
         m.doParse(mariadb);
+        if (!types.isEmpty()) m.applyTypes(types);
         return m;
+    }
+
+    private void applyTypes(Map<String, String> types) {
+        for (int i = 0; i < cols.length; i++) {
+            Col c = cols[i];
+            String t = types.get(names[i]);
+            if (t == null || c.type != STRING || c.kind != K_BINARY) continue;
+            if (t.equals("inet4") && c.maxLength == 4) c.kind = K_INET4;
+            else if (t.equals("inet6") && c.maxLength == 16) c.kind = K_INET6;
+            else if (t.equals("uuid") && c.maxLength == 16) c.kind = K_UUID;
+        }
     }
 
     private void doParse(boolean mariadb) {
@@ -200,11 +223,14 @@ final class TableMap {
                 case 3: charsets = columnCharsets(until, mariadb, false); break;
                 case 4: { // column names: Python decodes each as strict UTF-8
                     names = 0;
+                    List<String> list = new ArrayList<>();
                     while (p < until) {
                         byte[] name = bytes(varLen());
                         if (!RowsDecoder.validUtf8(name, 0, name.length)) throw new IllegalStateException("column name");
+                        list.add(new String(name, StandardCharsets.UTF_8));
                         names++;
                     }
+                    this.names = list.toArray(new String[0]);
                     break;
                 }
                 case 5: setValues = typeValues(until); break;
