@@ -31,6 +31,7 @@ from appender.heartbeat import (TABLE_STATUS, UNKNOWN_TABLE, BadHeartbeat, Beat,
 from appender.versions import Change, Version, compare, on_rows, on_truncate, version_at
 from dbuslib.deadletter import DeadLetter
 from dbuslib.errors import DbusError, EndpointError
+from dbuslib.retry import transient
 from dbuslib.rawevent import RawEvent, RawEventError, Reassembler, decode
 from appender.textpath import event_messages, message_prefix
 from dbuslib.fastdecode import decode_fast, rows_op, table_of
@@ -115,6 +116,8 @@ class PartitionProcessor:
                 raise
             out = [self._dead(rec, e.code, str(e), _table_of(rec, e))]
         except Exception as e:  # noqa: BLE001 - a bug or an input nobody foresaw: the record, not the stage
+            if transient(e):  # an endpoint's failure that got past its retries: not the record's fault
+                raise
             code = getattr(e, "code", None) if isinstance(getattr(e, "code", None), str) else RECORD_FAILED
             out = [self._dead(rec, code, f"{type(e).__name__}: {_first_line(e)}", _table_of(rec, e))]
         yield from out

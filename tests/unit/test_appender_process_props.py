@@ -146,3 +146,13 @@ def test_an_unreachable_meta_store_stops_the_task_instead_of_dead_lettering_ever
 
     with pytest.raises(EndpointError):
         list(processor(history=down).process(InRecord("demo.s", 0, 0, b"k", INSERT)))
+
+
+def test_a_lost_meta_store_connection_is_not_taken_for_a_bad_record():
+    import pymysql
+
+    def lost(schema, table):
+        raise pymysql.err.OperationalError(2013, "Lost connection to server during query")
+
+    with pytest.raises(pymysql.err.OperationalError):
+        list(processor(history=lost).process(InRecord("demo.s", 0, 0, b"k", INSERT)))
