@@ -97,6 +97,7 @@ class ReconcileResult:
     versions: tuple[int, ...]
     topic: str
     out: str
+    reset_ums_id: int | None = None  # keys whose winner is older are gone (fullpuller/resets.py)
 
 
 def order_key(ums_id: str | int, ums_uid: str | int) -> tuple[int, int]:
@@ -295,6 +296,8 @@ def run(spark: SparkSession, cfg: DbusConfig, ds: str, schema: str, table: str, 
     """Reconcile ``schema.table`` of source ``ds`` into ``out_path`` (or ``jdbc_table``)."""
     from pyspark.sql import functions as F
 
+    from fullpuller.resets import table_reset
+
     src = cfg.source(ds)
     topic = topic or src.topics.name("result", ds, schema=schema, table=table)
     key = tuple(primary_key) if primary_key else primary_key_of(cfg, ds, schema, table)
@@ -315,7 +318,10 @@ def run(spark: SparkSession, cfg: DbusConfig, ds: str, schema: str, table: str, 
     spark.sparkContext.setJobDescription(f"reconcile {ds} {schema}.{table}")
     best = winners(tuples_of(records, sorted(versions), columns), key).persist()
     try:
+        reset = table_reset(spark, cfg, ds, schema, table, topic, ending)
         gone = F.col("w.ums_op_").isin(*GONE_OPS)
+        if reset is not None:  # rows that left without a rows event (TRUNCATE, row loss + re-pull)
+            gone = gone | (F.col("w.ums_id_") < F.lit(reset))
         stats = best.agg(F.count(F.when(gone, 1)).alias("gone"), F.count(F.lit(1)).alias("keys"),
                          F.sum("n").alias("tuples"), F.max("w.ums_id_").alias("max_id")).first()
         out_cols = [F.col(f"w.{c}").alias(c) for c in SYSTEM_COLUMNS] + [
@@ -328,7 +334,7 @@ def run(spark: SparkSession, cfg: DbusConfig, ds: str, schema: str, table: str, 
         table=f"{schema}.{table}", rows=stats["keys"] - stats["gone"], deletes_applied=stats["gone"],
         messages_read=sum(n for ns, _, n in heads if ns in versions), tuples_read=int(stats["tuples"] or 0),
         max_ums_id=stats["max_id"], versions=tuple(sorted({ns.version for ns, _ in versions.values()})),
-        topic=topic, out=jdbc_table if fmt == "jdbc" else out_path)
+        topic=topic, out=jdbc_table if fmt == "jdbc" else out_path, reset_ums_id=reset)
 
 
 # ---------------------------------------------------------------- command line
