@@ -340,3 +340,79 @@ def test_any_single_byte_change_is_caught(offset, xor):
     body[index] ^= xor or 0xFF
     with pytest.raises(RowDecodeError):
         decode_rows(replace(event, body=bytes(body)))
+
+
+# ---------------------------------------------------------------- MariaDB INET4 / INET6 / UUID text
+# The texts MariaDB 10.11's SELECT printed for these bytes (CAST(x'...' AS INET6) and a UUID column);
+# tests/integration/test_rowdecode_types.py holds random values to the server as well.
+
+INET6_SELECTED = [
+    ("20010db8000000000000ff0000428329", "2001:db8::ff00:42:8329"),
+    ("00000000000000000000000001020304", "::1.2.3.4"),
+    ("00000000000000000000ffff01020304", "::ffff:1.2.3.4"),
+    ("00000000000000000000000000000001", "::1"),
+    ("00000000000000000000000000000000", "::"),
+    ("00000000000000000000000000010002", "::0.1.0.2"),
+    ("00010000000100000000000000000001", "1:0:1::1"),
+    ("00000000000000000000ffff00000001", "::ffff:0.0.0.1"),
+    ("0001000000000000000000000000ffff", "1::ffff"),
+    ("00000000000000000000000000000002", "::2"),
+    ("0000000000000000000000000000ffff", "::ffff"),
+    ("00000000000000000000ffff00000000", "::ffff:0.0.0.0"),
+    ("000000000000000000000000ffff0000", "::255.255.0.0"),
+    ("00000000000000000001ffff01020304", "::1:ffff:102:304"),
+    ("abcd0000000000000000000000000000", "abcd::"),
+    ("00000000000100000000000000000000", "0:0:1::"),
+]
+
+
+@pytest.mark.parametrize(("hex_value", "text"), INET6_SELECTED)
+def test_inet6_text_is_what_mariadb_selects(hex_value, text):
+    assert rowdecode.inet6_text(bytes.fromhex(hex_value)) == text
+
+
+def test_inet4_and_uuid_texts():
+    assert rowdecode.inet4_text(b"\x01\x02\x03\x04") == "1.2.3.4"
+    assert rowdecode.inet4_text(b"\xff\xff\xff\x00") == "255.255.255.0"
+    assert rowdecode.uuid_text(bytes.fromhex("123e4567e89b12d3a456426655440000")) == \
+        "123e4567-e89b-12d3-a456-426655440000"
+    assert rowdecode.uuid_text(bytes(16)) == "00000000-0000-0000-0000-000000000000"
+
+
+@pytest.mark.parametrize(("func", "size"), [(rowdecode.inet4_text, 4), (rowdecode.inet6_text, 16),
+                                            (rowdecode.uuid_text, 16)])
+def test_texts_refuse_values_of_another_length(func, size):
+    with pytest.raises(ValueError, match=f"expected {size}"):
+        func(bytes(size + 1))
+
+
+_WORD = st.sampled_from([0, 0, 0, 1, 0xFFFF]) | st.integers(0, 0xFFFF)
+
+
+@given(st.lists(_WORD, min_size=8, max_size=8))
+def test_inet6_text_reads_back_as_the_same_address(words):
+    import ipaddress
+
+    value = struct.pack(">8H", *words)
+    text = rowdecode.inet6_text(value)
+    assert ipaddress.IPv6Address(text).packed == value
+    assert text == text.lower() and ":::" not in text and text.count("::") <= 1
+    runs = [(i, j - i) for i in range(8) for j in range(i + 2, 9)
+            if all(w == 0 for w in words[i:j]) and (i == 0 or words[i - 1]) and (j == 8 or words[j])]
+    longest = max(runs, key=lambda r: (r[1], -r[0]), default=None)  # the first longest run
+    if longest is None:
+        assert "::" not in text and len(text.split(":")) == 8
+    elif "." not in text:
+        head, tail = text.split("::")
+        assert len(head.split(":") if head else []) == longest[0]
+        assert len(head.split(":") if head else []) + len(tail.split(":") if tail else []) == 8 - longest[1]
+    else:  # the dotted quad: IPv4-compatible or IPv4-mapped
+        assert longest[0] == 0 and (longest[1] == 6 or (longest[1] == 5 and words[5] == 0xFFFF))
+
+
+@given(st.binary(min_size=16, max_size=16))
+def test_uuid_text_reads_back_as_the_same_bytes(value):
+    import uuid
+
+    text = rowdecode.uuid_text(value)
+    assert uuid.UUID(text).bytes == value and text == str(uuid.UUID(bytes=value))
