@@ -231,7 +231,7 @@ class Puller:
         sc = self.session.sparkContext
         sc.setJobDescription(f"full pull {p.SeqNo} {p.Schema}.{p.Table} shard {index + 1}/{p.TotalCount}")
         df = self.session.read.format(NAME).option("job", job.to_json()).load()
-        spark.kafka_sink(df.write, self.cfg.endpoints.kafka.bootstrap_servers).option("topic", p.Topic).save()
+        spark.kafka_sink(df.write, self.cfg.endpoints.kafka).option("topic", p.Topic).save()
         rows = self.store.shards(p).get(index, ShardState()).rows
         self.store.report_shard(p, index, ShardState(rows, DONE))
 

@@ -9,7 +9,9 @@ earliest offsets to the end offsets taken when it starts, keeps the data message
 (``data_increment_data`` and ``data_initial_data``), and keeps per primary key the tuple with the
 greatest ``ums_id_`` (ties: the greatest ``ums_uid_``, both compared as numbers). A key whose winner is
 a delete (``d``, or a before image ``b`` whose update moved the row to another key) is dropped. All row
-work runs in the JVM; Python only looks at the distinct (namespace, fields) pairs. See docs/reconcile.md.
+work runs in the JVM; Python only looks at the distinct (namespace, fields) pairs, and joins the chunks of
+records above the Kafka record limit (header ``ums_chunk``, rare: one huge row each) on the driver with
+``ums.chunks.Reassembler``. See docs/reconcile.md.
 
 Result, printed as one JSON line::
 
@@ -214,14 +216,47 @@ def end_offsets_json(cfg: DbusConfig, topic: str) -> tuple[str, int]:
 
 
 def read_topic(spark: SparkSession, bootstrap: str, topic: str, ending: str) -> DataFrame:
-    """The topic's records from the earliest offsets to ``ending`` (fixed, so both passes read the same)."""
+    """The record values of the topic from the earliest offsets to ``ending`` (fixed, so both passes read
+    the same), chunked records joined (``join_chunks``): one ``value`` column."""
     from dbuslib.spark import kafka_source
 
-    return (kafka_source(spark.read, bootstrap)
-            .option("subscribe", topic)
-            .option("startingOffsets", "earliest")
-            .option("endingOffsets", ending)
-            .load())
+    records = (kafka_source(spark.read, bootstrap)
+               .option("subscribe", topic)
+               .option("startingOffsets", "earliest")
+               .option("endingOffsets", ending)
+               .option("includeHeaders", "true")
+               .load())
+    return join_chunks(spark, records)
+
+
+def join_chunks(spark: SparkSession, records: DataFrame) -> DataFrame:
+    """``value`` of every whole record, and of every chunked record (ums.chunks) whose chunks are all in,
+    joined on the driver in offset order per partition. A sequence cut at the end offsets (its producer
+    was still writing) is left out, as is one that does not join (logged): the other records go on."""
+    from pyspark.sql import functions as F
+
+    from ums.chunks import CHUNK, BadChunkError, Reassembler
+
+    # a record without headers has null ``headers``, and exists() of null is null
+    is_chunk = F.coalesce(F.exists(F.col("headers"), lambda h: h["key"] == CHUNK), F.lit(False))
+    whole = records.where(~is_chunk).select("value")
+    parts = records.where(is_chunk).select("partition", "offset", "value", "headers").orderBy("partition",
+                                                                                              "offset")
+    joined: list[tuple[bytes]] = []
+    assemblers: dict[int, Reassembler] = {}
+    for r in parts.toLocalIterator():
+        assembler = assemblers.setdefault(r["partition"], Reassembler())
+        headers = [(h["key"], h["value"]) for h in r["headers"]]
+        try:
+            value = assembler.push(r["value"], headers, f"partition {r['partition']}@{r['offset']}")
+        except BadChunkError as e:
+            print(f"reconcile: skipped: {e}", file=sys.stderr)
+            continue
+        if value is not None:
+            joined.append((value,))
+    if not joined:
+        return whole
+    return whole.unionByName(spark.createDataFrame(joined, "value binary"))
 
 
 def read_heads(records: DataFrame) -> list[tuple[str, list[dict[str, Any]], int]]:

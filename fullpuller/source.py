@@ -4,8 +4,10 @@ A partition's reader runs the shard's SELECT on the source through a streaming (
 MariaDB renders each row to its UMS tuple text (fullpuller/render.py), so the reader only puts the
 system fields in front (``ums_id_``, ``ums_ts_``, ``ums_op_`` "i", ``ums_uid_``) and writes messages of
 up to ``ums.tuples_per_message`` tuples around them (ums.text). It yields one Spark row per message,
-``key``/``value`` binary, for Spark's Kafka sink. Masked tables take a slower path: each tuple is parsed,
-masked with the appender's rules and written again, so no clear value of a masked column leaves the reader.
+``key``/``value`` binary, for Spark's Kafka sink; a message above ``endpoints.kafka.max_message_bytes``
+(one huge row) yields its ordered chunks instead (ums.chunks, docs/ums.md#large-tuples). Masked tables take
+a slower path: each tuple is parsed, masked with the appender's rules and written again, so no clear value
+of a masked column leaves the reader.
 
 While it reads, the reader reports the shard's rows to ZooKeeper every ``progress_interval_s``
 (fullpuller/progress.py); the driver marks the shard done once Spark's Kafka sink has committed it.
@@ -101,7 +103,7 @@ def read_shard(job: ShardJob) -> Iterator[tuple[bytes, bytes, list[tuple[str, by
 
     cfg = _config(job.config)
     src = cfg.source(job.ds)
-    writer = MessageWriter.for_job(job, src.masking)
+    writer = MessageWriter.for_job(job, src.masking, cfg.endpoints.kafka.max_message_bytes)
     reporter = _Reporter(cfg, job)
     db = mysql.connect(src.mysql, cursorclass=SSCursor, use_unicode=False)
     try:
@@ -129,10 +131,12 @@ def read_shard(job: ShardJob) -> Iterator[tuple[bytes, bytes, list[tuple[str, by
 class MessageWriter:
     """Tuple texts -> (key, value) messages of one shard (pure, given the job)."""
 
-    def __init__(self, job: ShardJob, prefix: bytes, mask: Any = None) -> None:
+    def __init__(self, job: ShardJob, prefix: bytes, mask: Any = None,
+                 max_record_bytes: int = 16_777_216) -> None:
         from ums.namespace import Namespace
 
         self.job = job
+        self.max_record_bytes = max_record_bytes  # a larger message is written as chunks (ums.chunks)
         self.prefix = prefix
         self.mask = mask
         self.key = f"{job.schema}.{job.table}".encode()
@@ -141,7 +145,7 @@ class MessageWriter:
         self.namespace = Namespace.parse(job.namespace)
 
     @classmethod
-    def for_job(cls, job: ShardJob, masking: Any) -> MessageWriter:
+    def for_job(cls, job: ShardJob, masking: Any, max_record_bytes: int = 16_777_216) -> MessageWriter:
         from dataclasses import replace
 
         from ums.build import data_schema
@@ -158,7 +162,7 @@ class MessageWriter:
         if mask is not None:
             schema = replace(schema, fields=mask.fields)
         empty = to_json(UmsMessage.prevalidated(protocol, schema, ()))
-        return cls(job, empty[:-2].encode(), mask)
+        return cls(job, empty[:-2].encode(), mask, max_record_bytes)
 
     def tuples(self, texts: list[bytes]) -> list[bytes]:
         start = self.rows
@@ -171,13 +175,19 @@ class MessageWriter:
     def messages(self, texts: list[bytes]) -> Iterator[tuple[bytes, bytes, list[tuple[str, bytes]]]]:
         """Messages of ``texts``: record key ``<schema>.<table>`` (the appender's: one table, one partition),
         and the original's key (spec 1.12) in the ``ums_key`` header, as the appender writes it."""
+        from ums import chunks
         from ums.keys import initial_data_key
         from ums.text import messages
 
         headers = [("ums_key", initial_data_key(self.namespace, int(time.time() * 1000)).encode())]
+        fits = chunks.limit(self.max_record_bytes)
         for value in messages(self.prefix, self.tuples(texts), self.job.tuples_per_message,
                               self.job.max_message_bytes):
-            yield self.key, value, headers
+            if len(value) <= fits:
+                yield self.key, value, headers
+                continue
+            for part, extra in chunks.split(value, self.max_record_bytes):
+                yield self.key, part, headers + list(extra)
 
     def _masked(self, texts: list[bytes], start: int) -> list[bytes]:
         from ums.encoding import dumps_compact

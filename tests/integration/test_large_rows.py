@@ -1,0 +1,188 @@
+"""Rows of any size on the real stack: 1 MB, 5 MB and 30 MB LONGBLOB values through the whole pipeline.
+
+A UMS message up to ``endpoints.kafka.max_message_bytes`` (16 MiB, the local broker's ``message.max.bytes``)
+is one record; the 30 MB row's message (40 MB of Base64) leaves the appender and the full puller as
+ordered chunks (ums.chunks, docs/ums.md#large-tuples), which consumers join with ``ums.chunks.Reassembler``.
+The test reads the result topic as a consumer would, compares every value with the source, checks that the
+appender keeps running and later rows arrive, then pulls the table and reconciles and verifies it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pyarrow.parquet as pq
+import pytest
+from extractor_env import REPO
+from fullpull_env import FullPullEnv, cleanup_fullpull
+from pipeline_env import make_pipeline_env
+
+from dbuslib import kafka, mysql
+from dbuslib.stages import Stages
+from fullpuller import reconcile, verify
+from ums import ColumnSpec, DataRow, Namespace, Op, ProtocolType, build_data_messages, to_json, ums_uid
+from ums.chunks import CHUNK, Reassembler, split
+
+pytestmark = pytest.mark.integration
+MB = 1_000_000
+SIZES = {1: 1 * MB, 2: 5 * MB, 3: 30 * MB}  # id -> LONGBLOB bytes
+DDL = "CREATE TABLE files (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL, data LONGBLOB)"
+
+
+def _blob(i: int, size: int) -> bytes:
+    """``size`` bytes that differ per row and do not compress to nothing (a digest chain, repeated)."""
+    seed = hashlib.sha256(f"row {i}".encode()).digest() * 64
+    block = b"".join(hashlib.sha256(seed + bytes([k])).digest() for k in range(256))  # 8 KiB
+    return (block * (size // len(block) + 1))[:size]
+
+
+def _insert(db, i: int, size: int | None) -> None:
+    with db.cursor() as cur:
+        cur.execute("INSERT INTO files VALUES (%s, %s, %s)",
+                    (i, f"file {i}", None if size is None else _blob(i, size)))
+
+
+def read_tuples(cfg, topic: str, protocol: str = "data_increment_data") -> tuple[list[list], int]:
+    """The tuples of ``protocol`` messages on ``topic`` in partition order, chunked records joined as a
+    consumer joins them (one Reassembler per partition); and how many records were chunks."""
+    out, chunks = [], 0
+    assemblers: dict[int, Reassembler] = {}
+    for rec in kafka.read_range(cfg.endpoints.kafka, [topic]):
+        headers = list(rec.headers or [])
+        chunks += any(k == CHUNK for k, _ in headers)
+        assembler = assemblers.setdefault(rec.partition, Reassembler())
+        value = assembler.push(rec.value, headers, f"{topic}/{rec.partition}@{rec.offset}")
+        if value is None:
+            continue
+        message = json.loads(value)
+        if message["protocol"]["type"] == protocol:
+            names = [f["name"] for f in message["schema"]["fields"]]
+            out.extend(dict(zip(names, t["tuple"], strict=True)) for t in message["payload"])
+    return out, chunks
+
+
+def _wait_for(cfg, topic: str, ids: set[int], stages: Stages, timeout: float) -> list[dict]:
+    """The result tuples once every id of ``ids`` has one (the stages must stay alive meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        stages.check_alive()
+        tuples, _ = read_tuples(cfg, topic)  # a topic not made yet reads as empty
+        if ids <= {int(t["id"]) for t in tuples}:
+            return tuples
+        assert time.monotonic() < deadline, f"ids {sorted(ids)} did not all reach {topic} in {timeout:.0f}s"
+        time.sleep(2)
+
+
+def _dbus(cfg_path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    return subprocess.run([sys.executable, "-m", "dbuslib.cli", "--config", str(cfg_path), *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_1_5_and_30_mb_blobs_are_delivered_and_a_pull_reconciles_to_the_source(tmp_path, source):
+    database = f"dbus_test_{uuid.uuid4().hex[:12]}"
+    writer = mysql.connect(source.mysql, as_writer=True)
+    with writer.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{database}`")
+        cur.execute(f"USE `{database}`")
+        cur.execute(DDL)
+    env = make_pipeline_env(tmp_path, database)
+    stages = Stages(env.cfg, env.ds, tmp_path / "stage-logs")
+    topic = env.cfg.source(env.ds).topics.name("result", env.ds, database, "files")
+    try:
+        for stage in ("extractor", "dispatcher", "appender"):
+            stages.start(stage)
+        stages.wait_ready("extractor", "dispatcher", "appender")
+        for i, size in SIZES.items():
+            _insert(writer, i, size)
+        _insert(writer, 4, 10)  # a normal row after them
+        tuples = _wait_for(env.cfg, topic, set(SIZES) | {4}, stages, 600)
+        got = {int(t["id"]): t for t in tuples}
+        for i, size in SIZES.items():
+            data = base64.b64decode(got[i]["data"])
+            assert len(data) == size and data == _blob(i, size), f"row {i}: {len(data)} bytes"
+        assert base64.b64decode(got[4]["data"]) == _blob(4, 10)
+        _, chunks = read_tuples(env.cfg, topic)
+        assert chunks >= 3, "the 30 MB row's message (40 MB) is above the 16 MiB limit: it must be chunked"
+        print(f"\nresult topic: {len(tuples)} tuples, {chunks} chunk records")
+
+        _insert(writer, 5, 2 * MB)  # the appender goes on: later rows, large and small, arrive
+        _insert(writer, 6, None)
+        tuples = _wait_for(env.cfg, topic, {5, 6}, stages, 300)
+        assert base64.b64decode({int(t["id"]): t for t in tuples}[5]["data"]) == _blob(5, 2 * MB)
+
+        stages.start("fullpuller")
+        stages.wait_ready("fullpuller")
+        out = _dbus(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", f"{database}.files",
+                    "--follow", "--wait", "600")
+        assert out.returncode == 0, out.stdout + out.stderr
+        pulled, _ = read_tuples(env.cfg, topic, "data_initial_data")
+        assert sorted(int(t["id"]) for t in pulled) == [1, 2, 3, 4, 5, 6]
+        assert base64.b64decode({int(t["id"]): t for t in pulled}[3]["data"]) == _blob(3, SIZES[3])
+        stages.check_alive()
+        for stage in ("fullpuller", "appender", "dispatcher", "extractor"):  # free the cores for the checks
+            stages.stop(stage)
+
+        snapshot = tmp_path / "snapshot"
+        out = _dbus(env.cfg_path, "reconcile", "--source", env.ds, "--table", f"{database}.files",
+                    "--out", str(snapshot))
+        assert out.returncode == 0, out.stdout + out.stderr
+        print(f"reconcile: {out.stdout.strip().splitlines()[-1]}")
+        out = _dbus(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.files",
+                    "--snapshot", str(snapshot))
+        print(out.stdout)
+        assert out.returncode == 0 and "equal, 0 differences" in out.stdout, out.stdout + out.stderr
+        with writer.cursor() as cur:  # verify can fail: one byte of the 30 MB value changed at the source
+            cur.execute("UPDATE files SET data = CONCAT(LEFT(data, LENGTH(data) - 1), 'x') WHERE id = 3")
+        out = _dbus(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.files",
+                    "--snapshot", str(snapshot))
+        assert out.returncode == 1, out.stdout + out.stderr
+    finally:
+        cleanup_fullpull(FullPullEnv(env, writer, stages))
+
+
+def test_reconcile_joins_chunked_records_and_verify_finds_no_difference(spark, cfg, writer_db, new_topic,
+                                                                        tmp_path):
+    """In process: UMS records written the way the appender writes them (the large one as chunks, another
+    record between its chunks) -> reconcile -> verify, 0 differences."""
+    db, name = writer_db
+    with db.cursor() as cur:
+        cur.execute(DDL)
+    columns = (ColumnSpec("id", "int(11)", False), ColumnSpec("name", "varchar(40)", False),
+               ColumnSpec("data", "longblob"))
+    ns = Namespace("mysql", "demo", name, "files", 0)
+    limit = 1 << 20  # a 1 MiB record limit: the 2 MB row's message is chunked
+    records = []
+    for i, size in enumerate((10, 2 * MB, 300_000), start=1):
+        _insert(db, i, size)
+        at = str(1_000_000_000 + i)
+        values = (i, f"file {i}", _blob(i, size))
+        row = DataRow(at, "2024-01-02 03:04:05.000", Op.INSERT, ums_uid(at, 0), values)
+        for m in build_data_messages(ns, columns, [row], protocol=ProtocolType.DATA_INCREMENT_DATA):
+            records.append(split(to_json(m).encode(), limit))
+    other = [(b"{}", ())]  # a record of something else between the chunks
+    stream = records[0] + [records[1][0]] + other + records[1][1:] + records[2]
+    topic = new_topic(partitions=1)
+    producer = kafka.producer(cfg.endpoints.kafka)
+    for value, headers in stream:
+        producer.send(topic, key=f"{name}.files".encode(), value=value, headers=list(headers))
+    producer.flush()
+    producer.close()
+    assert len(records[1]) > 1
+
+    out = str(tmp_path / "files.parquet")
+    result = reconcile.run(spark, cfg, "demo", name, "files", out, topic=topic)
+    assert result.rows == 3 and result.messages_read == 3
+    snap = {r["id"]: r for r in pq.read_table(out).to_pylist()}
+    assert base64.b64decode(snap[2]["data"]) == _blob(2, 2 * MB)
+    args = argparse.Namespace(config=str(cfg.path), source="demo", table=f"{name}.files", snapshot=out,
+                              limit=20, shard_size=100, workers=1)
+    assert verify.cli(args) == 0
