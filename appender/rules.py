@@ -54,6 +54,10 @@ class RulesError(DbusError):
     code = "APPENDER_BAD_RULES"
 
 
+RELOAD_FAILED = "APPENDER_RELOAD_FAILED"  # a reload that failed for another reason than a bad file
+RELOAD_KEY = b"APPENDER_RELOAD_CONFIG"
+
+
 # ---------------------------------------------------------------- the snapshot (pure)
 
 
@@ -302,6 +306,11 @@ class ReloadListener(threading.Thread):
     """Daemon thread of the appender driver: APPENDER_RELOAD_CONFIG on ``<ds>_ctrl`` -> re-read the file,
     validate, publish the next rules generation. A bad file is logged and the applied rules stay.
 
+    No record stops it: ``handle`` never raises. A record that is not a valid control message (null,
+    garbage, huge numbers, wrong types) is logged with its coordinates and, when its key or its type
+    says APPENDER_RELOAD_CONFIG, answered ``rejected`` (``UMS_BAD_CONTROL``, with its id when it has
+    one). A failed poll (Kafka gone) is logged and retried with backoff.
+
     ``start()`` returns once the consumer sits at the end of the topic and the start-up rules are
     published: a request sent after that is never missed.
     """
@@ -350,14 +359,26 @@ class ReloadListener(threading.Thread):
             return
         self.ready.set()
         try:
-            while not self.stopping.is_set():
-                for records in self._consumer.poll(timeout_ms=self.poll_ms).values():
-                    for record in records:
-                        self.handle(record.value)
-        except Exception:
-            log.exception("appender %s: reload listener stopped; reloads will not be applied", self.ds)
+            self._listen()
         finally:
             self._close()
+
+    def _listen(self) -> None:
+        backoff = 0.0
+        while not self.stopping.is_set():
+            try:
+                batches = self._consumer.poll(timeout_ms=self.poll_ms)
+            except Exception as e:  # noqa: BLE001 - Kafka errors: keep listening, with backoff
+                backoff = min(30.0, backoff * 2 or 0.5)
+                log.warning("appender %s: reading %s failed (%s: %s); again in %.1f s", self.ds, self.topic,
+                            type(e).__name__, e, backoff)
+                self.stopping.wait(backoff)
+                continue
+            backoff = 0.0
+            for records in batches.values():
+                for record in records:
+                    where = f"{record.topic}[{record.partition}]@{record.offset}"
+                    self.handle(record.value, record.key, where)
 
     def _open(self) -> None:
         from kafka import TopicPartition
@@ -388,16 +409,30 @@ class ReloadListener(threading.Thread):
         if self._zk is not None:
             _close(self._zk)
 
-    def handle(self, value: bytes) -> dict[str, Any] | None:
-        """One control record; returns the reply written for an APPENDER_RELOAD_CONFIG, else None."""
-        from ums.control import ControlType, from_json
+    def handle(self, value: bytes | None, key: bytes | None = None, where: str = "") -> dict[str, Any] | None:
+        """One control record (``where``: its coordinates, for the log); returns the reply written for an
+        APPENDER_RELOAD_CONFIG (applied or rejected), else None. Never raises."""
+        try:
+            return self._handle(value, key, where or self.topic)
+        except Exception:  # noqa: BLE001 - a bug here must not end the listener
+            log.exception("appender %s: %s: the control record could not be handled", self.ds, where)
+            return None
+
+    def _handle(self, value: bytes | None, key: bytes | None, where: str) -> dict[str, Any] | None:
+        from ums.control import ControlType, from_json, peek
         from ums.errors import BadControlError
 
         try:
             message = from_json(value)
         except BadControlError as e:
-            log.warning("appender %s: ignoring a bad control message on %s: %s", self.ds, self.topic, e)
-            return None
+            request_id, kind = peek(value)
+            if key != RELOAD_KEY and kind != ControlType.APPENDER_RELOAD_CONFIG.value:
+                log.warning("appender %s: %s: ignoring a bad control message: %s", self.ds, where, e)
+                return None
+            log.error("appender %s: %s: reload %s rejected, rules generation %d stay: %s", self.ds, where,
+                      request_id, self.generation, e)
+            return self._answer({"request_id": request_id, "source": self.ds, "status": "rejected",
+                                 "generation": self.generation, "code": e.code, "reason": f"{where}: {e}"})
         if message.type is not ControlType.APPENDER_RELOAD_CONFIG:
             return None
         target = message.payload.get("ds")
@@ -407,15 +442,20 @@ class ReloadListener(threading.Thread):
         try:
             cfg, masking = load_rules(self.config_path, self.ds)
             snap = publish(self._zk, cfg, self.ds, masking, self.config_path, message.id)
-        except DbusError as e:
-            log.error("appender %s: reload %d rejected, rules generation %d stay: %s: %s", self.ds, message.id,
-                      self.generation, e.code, e)
-            reply.update(status="rejected", generation=self.generation, code=e.code, reason=str(e))
+        except Exception as e:  # noqa: BLE001 - a bad file (DbusError) or a failure (ZooKeeper): rules stay
+            code = e.code if isinstance(e, DbusError) else RELOAD_FAILED
+            reason = str(e) if isinstance(e, DbusError) else f"{type(e).__name__}: {e}"
+            log.error("appender %s: reload %d rejected, rules generation %d stay: %s: %s", self.ds,
+                      message.id, self.generation, code, reason)
+            reply.update(status="rejected", generation=self.generation, code=code, reason=reason)
         else:
             self.generation = snap.generation
             log.info("appender %s: reload %d applied: rules generation %d (%s), from the next micro-batch",
                      self.ds, message.id, snap.generation, _summary(snap.masking))
             reply.update(status="applied", generation=snap.generation)
+        return self._answer(reply)
+
+    def _answer(self, reply: dict[str, Any]) -> dict[str, Any]:
         try:
             write_reply(self._zk, self.cfg, self.ds, reply)
         except Exception as e:  # noqa: BLE001 - the reply is informative only

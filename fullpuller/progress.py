@@ -1,8 +1,9 @@
 """Full-pull progress in ZooKeeper (spec 3.5): what ``dbus fullpull status`` shows and a restart resumes from.
 
-One node per request, ``<root>/FullPuller/<ds>/<schema>/<table>/<seqno>``, holds the pull's state as
-JSON (the original's ``ProgressInfo`` names, plus what a resume needs: the position, version, batch and
-shard plan)::
+One node per request, ``<root>/FullPuller/<ds>/<schema>/<table>/<seqno>`` (schema and table escaped by
+``dbuslib.zk.escape``: a table named ``..`` is ``%2E%2E``, ordinary names are as they are), holds the
+pull's state as JSON (the original's ``ProgressInfo`` names, plus what a resume needs: the position,
+version, batch and shard plan)::
 
     {"SeqNo": 1704164645123, "Status": "pulling", "TotalCount": 10, "FinishedCount": 4,
      "TotalRows": 1000000, "FinishedRows": 412000, "StartSecs": 1704164645.2, "UmsId": "1030000012345678",
@@ -23,6 +24,8 @@ from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
+
+from dbuslib.zk import escape, unescape
 
 SPLITTING, PULLING, ENDING, ABORT = "splitting", "pulling", "ending", "abort"
 DONE = "done"  # a shard's state once all its messages are acknowledged
@@ -117,7 +120,7 @@ class ProgressStore:
         self.root = root
 
     def node(self, schema: str, table: str, seqno: int) -> str:
-        return f"{self.root}/{schema}/{table}/{seqno}"
+        return f"{self.root}/{escape(schema)}/{escape(table)}/{seqno}"
 
     def create(self, p: Progress) -> None:
         try:
@@ -177,7 +180,7 @@ class ProgressStore:
             for table in self._children(f"{self.root}/{schema}"):
                 for seq in self._children(f"{self.root}/{schema}/{table}"):
                     if seq.isdigit():
-                        p = self.get(schema, table, int(seq))
+                        p = self.get(unescape(schema), unescape(table), int(seq))
                         if p is not None:
                             out.append(self.refreshed(p))
         return sorted(out, key=lambda p: p.SeqNo, reverse=True)

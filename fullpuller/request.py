@@ -10,22 +10,41 @@ accepted too::
      "resultTopic":"demo.shop.result","INCREASE_VERSION":"false","INCREASE_BATCH_NO":"true",...}}
 
 ``parse`` turns a control record into a ``PullRequest`` or raises ``PullRejected`` with a code from
-docs/errors.md (FULLPULL_BAD_REQUEST for malformed JSON, an unknown type, a missing or invalid field).
-Whether the table and split column exist is checked against the source when the request is accepted.
+docs/errors.md (FULLPULL_BAD_REQUEST for a null, oversized, non-UTF-8 or malformed record, an unknown
+type, a missing or invalid field); it raises nothing else, whatever the bytes. ``SCHEMA_NAME`` and
+``TABLE_NAME`` must be MariaDB identifiers (``ums.control.identifier_problem``); they are never used
+raw as paths (``dbuslib.zk.escape``). Whether the table and split column exist is checked against the
+source when the request is accepted.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from ums.control import ControlMessage, ControlType, from_json, new_control_message, to_json
+from dbuslib.topics import topic_problem
+from ums.control import (
+    MAX_ID,
+    ControlMessage,
+    ControlType,
+    from_json,
+    identifier_problem,
+    new_control_message,
+    peek,
+    show,
+    to_json,
+)
 from ums.errors import BadControlError
+from ums.pullrequest import FROM, TYPE, build
 
-FROM = "dbus-cli-fullpull"
-TYPE = ControlType.FULL_DATA_INDEPENDENT_PULL_REQ
+__all__ = ["FROM", "TYPE", "PullRejected", "PullRequest", "build", "is_request", "parse", "reply",
+           "to_record"]
+
 FINISH = ControlType.FULL_DATA_FINISH_REQ
 SINKS = ("KAFKA",)
+MAX_ERROR_CHARS = 2000  # ERROR_MSG of a reply is cut there: a reply is always a small record
+_INTEGER = re.compile(r"-?[0-9]{1,19}")  # ASCII digits that fit a Java long (int() takes any Unicode digit)
 
 
 class PullRejected(Exception):
@@ -58,19 +77,6 @@ class PullRequest:
         return f"{self.schema}.{self.table}"
 
 
-def build(ds: str, schema: str, table: str, *, split_col: str | None = None, shard_size: int | None = None,
-          where: str | None = None, result_topic: str | None = None, remark: str = "") -> ControlMessage:
-    """The request the CLI sends; ``SEQNO`` = the message id (epoch ms)."""
-    probe = new_control_message(TYPE, FROM, {"SCHEMA_NAME": schema})
-    payload = {"DBUS_DATASOURCE_ID": ds, "SCHEMA_NAME": schema, "TABLE_NAME": table, "PHYSICAL_TABLES": table,
-               "INCREASE_VERSION": "false", "INCREASE_BATCH_NO": "true", "SEQNO": str(probe.id),
-               "SPLIT_COL": split_col or "", "SPLIT_SHARD_SIZE": "" if shard_size is None else str(shard_size),
-               "SPLIT_SHARD_STYLE": "", "INPUT_CONDITIONS": where or "", "PULL_REMARK": remark,
-               "SPLIT_BOUNDING_QUERY": "", "PULL_TARGET_COLS": "", "SCN_NO": "", "SINK_TYPE": "KAFKA",
-               "resultTopic": result_topic or "", "POS": "", "OP_TS": "", "OGG_OP_TS": ""}
-    return ControlMessage(probe.id, TYPE, probe.timestamp, FROM, payload)
-
-
 def to_record(message: ControlMessage) -> tuple[bytes, bytes]:
     """Kafka key and value of a control message."""
     return message.type.value.encode(), to_json(message).encode()
@@ -84,7 +90,7 @@ def is_request(key: bytes | None) -> bool:
 def parse(value: bytes | None, ds: str) -> PullRequest:
     """A ``<ds>_ctrl`` record whose key is for the full puller -> the request; PullRejected otherwise."""
     try:
-        message = from_json(value or b"")
+        message = from_json(value)
     except BadControlError as e:
         raise PullRejected("FULLPULL_BAD_REQUEST", f"not a control message: {e}", _seqno_of(value)) from None
     if message.type is not TYPE:
@@ -92,6 +98,9 @@ def parse(value: bytes | None, ds: str) -> PullRequest:
         raise PullRejected("FULLPULL_BAD_REQUEST", msg, message.id)
     p = message.payload
     seqno = _int_field(p, "SEQNO", message.id, default=message.id)
+    if not 0 < seqno <= MAX_ID:
+        msg = f"request {message.id}: payload.SEQNO {seqno}: must be a positive integer of at most 64 bits"
+        raise PullRejected("FULLPULL_BAD_REQUEST", msg, message.id)
 
     def need(name: str) -> str:
         text = _text(p, name, seqno)
@@ -100,35 +109,52 @@ def parse(value: bytes | None, ds: str) -> PullRequest:
         return text
 
     source = _text(p, "DBUS_DATASOURCE_ID", seqno)
-    if source and source != ds and not source.isdigit():  # the original's keeper sends its numeric ds id
-        msg = f"request {seqno}: payload.DBUS_DATASOURCE_ID {source!r} is not this source ({ds!r})"
+    if source and source != ds and not (source.isascii() and source.isdigit()):  # the keeper's numeric id
+        msg = f"request {seqno}: payload.DBUS_DATASOURCE_ID {show(source)} is not this source ({ds!r})"
         raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
-    schema, table = need("SCHEMA_NAME"), need("TABLE_NAME")
+    need("SCHEMA_NAME"), need("TABLE_NAME")
+    schema, table = _name(p, "SCHEMA_NAME", seqno), _name(p, "TABLE_NAME", seqno)
     physical = _text(p, "PHYSICAL_TABLES", seqno)
-    if physical and physical != table:
-        msg = f"request {seqno}: payload.PHYSICAL_TABLES {physical!r}: only the table itself ({table!r}) is supported"
+    if physical and physical != table.strip():
+        msg = (f"request {seqno}: payload.PHYSICAL_TABLES {show(physical)}: only the table itself "
+               f"({show(table)}) is supported")
         raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
     sink = _text(p, "SINK_TYPE", seqno) or "KAFKA"
     if sink not in SINKS:
-        msg = f"request {seqno}: payload.SINK_TYPE {sink!r} is not supported (use KAFKA)"
+        msg = f"request {seqno}: payload.SINK_TYPE {show(sink)} is not supported (use KAFKA)"
         raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
     size = _int_field(p, "SPLIT_SHARD_SIZE", seqno, default=None)
     if size is not None and size != -1 and size < 1:
         msg = f"request {seqno}: payload.SPLIT_SHARD_SIZE {size}: must be a positive row count or -1 (one shard)"
         raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
-    return PullRequest(seqno, ds, schema, table, _text(p, "SPLIT_COL", seqno) or None, size,
-                       _text(p, "INPUT_CONDITIONS", seqno) or None, _text(p, "resultTopic", seqno) or None,
-                       message)
+    split_col = _text(p, "SPLIT_COL", seqno) or None
+    for column in (split_col or "").split(","):
+        if split_col and (problem := identifier_problem(column.strip())):
+            msg = (f"request {seqno}: payload.SPLIT_COL {show(split_col)}: column {show(column.strip())} "
+                   f"{problem}")
+            raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
+    topic = _text(p, "resultTopic", seqno) or None
+    if topic is not None and (problem := topic_problem(topic)):
+        msg = f"request {seqno}: payload.resultTopic {show(topic)} is not a Kafka topic name: {problem}"
+        raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
+    return PullRequest(seqno, ds, schema, table, split_col, size, _text(p, "INPUT_CONDITIONS", seqno) or None,
+                       topic, message)
 
 
 def reply(seqno: int | None, status: str, *, ds: str, table: str = "", code: str = "", error: str = "",
           **fields: Any) -> ControlMessage:
     """The ``FULL_DATA_FINISH_REQ`` sent to ``<ds>_callback``: ``STATUS`` ending (done) or abort (rejected
     or failed, with ``ERROR_CODE``/``ERROR_MSG``); ``SEQNO`` names the request ("" when unknown)."""
-    payload = {"SEQNO": "" if seqno is None else str(seqno), "DBUS_DATASOURCE_ID": ds, "TABLE": table,
-               "STATUS": status, "ERROR_CODE": code, "ERROR_MSG": error,
-               **{k: str(v) for k, v in fields.items()}}
+    payload = {"SEQNO": "" if seqno is None else str(seqno), "DBUS_DATASOURCE_ID": ds, "TABLE": _clean(table),
+               "STATUS": status, "ERROR_CODE": code, "ERROR_MSG": _clean(error, MAX_ERROR_CHARS),
+               **{k: _clean(str(v)) for k, v in fields.items()}}
     return new_control_message(FINISH, "dbus-fullpuller", payload)
+
+
+def _clean(text: str, limit: int = 400) -> str:
+    """Text a reply can carry: cut to ``limit`` characters, anything not UTF-8-encodable escaped."""
+    text = text if len(text) <= limit else f"{text[:limit - 3]}..."
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _text(payload: dict[str, Any], name: str, seqno: int) -> str:
@@ -141,24 +167,31 @@ def _text(payload: dict[str, Any], name: str, seqno: int) -> str:
     return str(value).strip()
 
 
+def _name(payload: dict[str, Any], name: str, seqno: int) -> str:
+    """A schema or table name as sent (not stripped: a leading space is part of a MariaDB name)."""
+    value = payload[name]
+    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    problem = identifier_problem(text)
+    if problem is not None:
+        msg = f"request {seqno}: payload.{name} {show(value)} is not a MariaDB name: it {problem}"
+        raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
+    return text
+
+
 def _int_field(payload: dict[str, Any], name: str, seqno: int, default: int | None) -> int | None:
     text = _text(payload, name, seqno)
     if not text:
         return default
-    try:
-        return int(text)
-    except ValueError:
-        msg = f"request {seqno}: payload.{name} {text!r} is not an integer"
-        raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno) from None
+    if not _INTEGER.fullmatch(text):
+        msg = f"request {seqno}: payload.{name} {show(text)} is not an integer of at most 64 bits"
+        raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
+    value = int(text)
+    if not -MAX_ID - 1 <= value <= MAX_ID:
+        msg = f"request {seqno}: payload.{name} {show(text)} is not an integer of at most 64 bits"
+        raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
+    return value
 
 
 def _seqno_of(value: bytes | None) -> int | None:
-    """The id of a record that failed validation, when it is JSON enough to have one."""
-    import json
-
-    try:
-        obj = json.loads(value or b"")
-        seqno = obj.get("id") if isinstance(obj, dict) else None
-        return seqno if isinstance(seqno, int) and not isinstance(seqno, bool) else None
-    except ValueError:
-        return None
+    """The id of a record that failed validation, when it says one (``ums.control.peek``)."""
+    return peek(value)[0]

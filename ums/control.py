@@ -8,14 +8,20 @@ Kafka key = the type name. JSON example (a full-pull request, spec 2.2)::
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from enum import Enum
 from typing import Any, NoReturn
 
-from ums.encoding import dumps_compact, loads
+from ums.encoding import JsonLimits, dumps_compact, loads
 from ums.errors import BadControlError
 from ums.timefmt import epoch_ms, ums_ts
+
+MAX_BYTES = 1_048_576  # a control record over this many bytes is refused unread (a request is ~600 bytes)
+LIMITS = JsonLimits(max_number_chars=64, max_depth=32)  # numbers and nesting a control message may have
+MAX_ID = 2**63 - 1  # ids are Java longs in the original (epoch ms in practice)
+MAX_IDENTIFIER_CHARS = 64  # MariaDB's limit for schema, table and column names
 
 
 class ControlType(Enum):
@@ -66,14 +72,14 @@ class ControlMessage:
     project: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.id, bool) or not isinstance(self.id, int) or self.id <= 0:
-            _fail(f"id {self.id!r}: must be a positive int")
+        if isinstance(self.id, bool) or not isinstance(self.id, int) or not 0 < self.id <= MAX_ID:
+            _fail(f"id {show(self.id)}: must be a positive int of at most 64 bits")
         if not isinstance(self.type, ControlType):
-            _fail(f"type {self.type!r} of id {self.id}: not a ControlType")
+            _fail(f"type {show(self.type)} of id {self.id}: not a ControlType")
         for name in ("timestamp", "from_"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
-                _fail(f"{name.rstrip('_')} {value!r} of {self.type.value} {self.id}: must be non-empty")
+                _fail(f"{name.rstrip('_')} {show(value)} of {self.type.value} {self.id}: must be non-empty")
         if not isinstance(self.payload, dict) or not self.payload:
             _fail(f"payload of {self.type.value} {self.id}: must be a non-empty object")
         if self.project is not None and not isinstance(self.project, dict):
@@ -103,23 +109,80 @@ def to_json(message: ControlMessage) -> str:
     return dumps_compact(obj)
 
 
-def from_json(text: str | bytes) -> ControlMessage:
-    """Parse and validate; unknown types and missing keys raise ``BadControlError``."""
-    obj = loads(text, BadControlError, "control message")
+def from_json(text: str | bytes | None) -> ControlMessage:
+    """Parse and validate a record value before anything else touches it; anything wrong raises
+    ``BadControlError`` naming the field: no value (a null record), over ``MAX_BYTES``, not UTF-8, not
+    JSON, numbers or nesting over ``LIMITS``, not an object, a missing key, an unknown type, a bad id."""
+    if text is None:
+        _fail("control message: the record has no value (null)")
+    size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_BYTES:
+        _fail(f"control message: {size} bytes, over the {MAX_BYTES} a control message may have")
+    obj = loads(text, BadControlError, "control message", LIMITS)
     if not isinstance(obj, dict):
-        _fail(f"control message: expected a JSON object, got {type(obj).__name__}")
+        _fail(f"control message: expected a JSON object, got {_json_kind(obj)}")
     missing = [k for k in ("id", "type", "timestamp", "from", "payload") if k not in obj]
     if missing:
-        _fail(f"control message {obj.get('id')!r}: missing {', '.join(missing)}")
+        _fail(f"control message {show(obj.get('id'))}: missing {', '.join(missing)}")
     return ControlMessage(obj["id"], _control_type(obj["type"], obj["id"]), obj["timestamp"],
                           obj["from"], obj["payload"], obj.get("project"))
+
+
+def peek(text: str | bytes | None) -> tuple[int | None, str | None]:
+    """(id, type) that a record refused by ``from_json`` claims, each None when it does not say, so that a
+    refusal can name the request: a record with a bad field elsewhere (a 5000-digit number in the payload)
+    still has its id. Never raises."""
+    if not isinstance(text, (bytes, str)) or len(text) > MAX_BYTES:
+        return None, None
+    try:  # lenient: numbers too long for a control message become None
+        raw = text.decode("utf-8") if isinstance(text, bytes) else text
+        obj = json.loads(raw, parse_int=lambda s: int(s) if len(s) <= LIMITS.max_number_chars else None)
+    except (ValueError, RecursionError):
+        return None, None
+    if not isinstance(obj, dict):
+        return None, None
+    mid, kind = obj.get("id"), obj.get("type")
+    valid = isinstance(mid, int) and not isinstance(mid, bool) and 0 < mid <= MAX_ID
+    return (mid if valid else None), (kind if isinstance(kind, str) else None)
+
+
+def identifier_problem(name: object) -> str | None:
+    """Why ``name`` cannot be a MariaDB schema, table or column name, or None when it can: 1 to 64
+    characters of the Basic Multilingual Plane, no NUL, no trailing space. Any other character is legal
+    in a quoted identifier (``t.dot``, ``..``): such names must be escaped where they become paths or
+    topic names, never refused there."""
+    if not isinstance(name, str):
+        return f"must be a string, got {_json_kind(name)}"
+    if not name:
+        return "is empty"
+    if len(name) > MAX_IDENTIFIER_CHARS:
+        return f"has {len(name)} characters (MariaDB names have at most {MAX_IDENTIFIER_CHARS})"
+    if "\x00" in name:
+        return "contains a NUL character"
+    outside = next((c for c in name if ord(c) > 0xFFFF or 0xD800 <= ord(c) <= 0xDFFF), None)
+    if outside is not None:
+        return f"contains U+{ord(outside):04X}, outside the characters MariaDB names may have"
+    if name.endswith(" "):
+        return "ends with a space"
+    return None
+
+
+def show(value: object, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters: a hostile value never makes an error message large."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
+
+
+def _json_kind(value: object) -> str:
+    kinds = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return kinds.get(type(value), "a number")
 
 
 def _control_type(value: object, message_id: object) -> ControlType:
     try:
         return ControlType(value)
-    except ValueError:
-        _fail(f"control message {message_id!r}: unknown type {value!r}")
+    except (ValueError, TypeError):
+        _fail(f"control message {show(message_id)}: unknown type {show(value)}")
 
 
 def _fail(text: str) -> NoReturn:

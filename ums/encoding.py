@@ -16,7 +16,10 @@ the path of the first problem, e.g. ``payload[3].tuple: 5 values for 6 fields``.
 
 from __future__ import annotations
 
+import functools
 import json
+import math
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ums.errors import BadMessageError, UmsError
@@ -49,13 +52,106 @@ def dumps_compact(obj: object) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def loads(text: str | bytes, error: type[Exception], where: str) -> object:
-    """``json.loads``, raising ``error`` that names ``where`` when the text is not JSON."""
+@dataclass(frozen=True)
+class JsonLimits:
+    """What a strict reader (control messages) accepts beyond plain JSON syntax.
+
+    ``max_number_chars``: the longest number literal (Python's ``int`` refuses more than 4300 digits with a
+    ``ValueError`` of its own; a literal over this limit is refused by name before it is converted).
+    ``max_depth``: the deepest nesting of objects and arrays (the top level is depth 1).
+    Strings must be Unicode text: a lone surrogate escape such as ``"\\ud800"`` is refused, as are
+    ``NaN`` and ``Infinity`` and floats that overflow to infinity.
+    """
+
+    max_number_chars: int = 64
+    max_depth: int = 32
+
+
+def loads(text: str | bytes, error: type[Exception], where: str, limits: JsonLimits | None = None) -> object:
+    """``json.loads`` of UTF-8 text, raising ``error`` that names ``where`` (and, with ``limits``, the path
+    of the value at fault, e.g. ``control message: payload.SEQNO: a number of 5000 characters``) when the
+    text is not JSON or breaks ``limits``. Never raises anything but ``error``."""
     try:
-        return json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        if isinstance(text, (bytes, bytearray, memoryview)):
+            text = bytes(text).decode("utf-8")
+        if limits is None:
+            return json.loads(text)
+        number = functools.partial(_number, limit=limits.max_number_chars)
+        obj = json.loads(text, parse_int=number, parse_float=number, parse_constant=_constant)
+    except UnicodeDecodeError as err:
+        msg = f"{where}: not UTF-8: byte {err.start} ({err.object[err.start:err.start + 1]!r}): {err.reason}"
+        raise error(msg) from None
+    except json.JSONDecodeError as err:
         msg = f"{where}: not JSON: {err}"
-        raise error(msg) from err
+        raise error(msg) from None
+    except RecursionError:
+        msg = f"{where}: not JSON this reader can take: nested too deeply"
+        raise error(msg) from None
+    except ValueError as err:  # Python's int-digit limit (no limits given), or _constant
+        msg = f"{where}: not JSON this reader can take: {err}"
+        raise error(msg) from None
+    problem = _strict_problem(obj, limits)
+    if problem is not None:
+        msg = f"{where}: {problem}"
+        raise error(msg)
+    return obj
+
+
+@dataclass(frozen=True)
+class _BadNumber:
+    """A number literal that ``limits`` refuse, kept in place so the error can name its path."""
+
+    chars: int
+    reason: str
+
+
+def _number(literal: str, limit: int) -> object:
+    if len(literal) > limit:
+        return _BadNumber(len(literal), f"a number of {len(literal)} characters (at most {limit})")
+    if any(c in literal for c in ".eE"):
+        value = float(literal)
+        return value if math.isfinite(value) else _BadNumber(len(literal), f"number {literal} overflows")
+    return int(literal)
+
+
+def _constant(name: str) -> NoReturn:
+    msg = f"{name} is not a JSON number"
+    raise ValueError(msg)
+
+
+def _strict_problem(obj: object, limits: JsonLimits) -> str | None:
+    """The first problem found walking ``obj`` (iteratively: no recursion on hostile nesting), or None."""
+    stack: list[tuple[object, str, int]] = [(obj, "", 1)]
+    while stack:
+        value, path, depth = stack.pop()
+        where = path or "the top level"
+        if isinstance(value, _BadNumber):
+            return f"{where}: {value.reason}"
+        if isinstance(value, str) and not _is_text(value):
+            return f"{where}: a string with a lone surrogate escape (not Unicode text)"
+        if isinstance(value, (dict, list)) and depth > limits.max_depth:
+            return f"{where}: nested deeper than {limits.max_depth} levels"
+        if isinstance(value, dict):
+            if not all(_is_text(key) for key in value):
+                return f"{where}: a key with a lone surrogate escape (not Unicode text)"
+            children = [(item, f"{path}.{_clip(key)}" if path else _clip(key), depth + 1)
+                        for key, item in value.items()]
+            stack.extend(reversed(children))  # popped in document order: the first problem is named
+        elif isinstance(value, list):
+            stack.extend(reversed([(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]))
+    return None
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _clip(key: str, limit: int = 40) -> str:
+    return key if len(key) <= limit else f"{key[:limit]}..."
 
 
 def from_json(text: str | bytes) -> UmsMessage:

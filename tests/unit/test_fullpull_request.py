@@ -158,3 +158,79 @@ def test_masked_columns_never_leave_the_writer_in_clear():
     card = next(f for f in m.schema.fields if f.name == "card")
     assert card.encoded and m.payload[0][4:6] == (1, "ann")
     assert compile_rules(masking).has_rules
+
+
+# ---------------------------------------------------------------- any record: a request or a refusal
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=12)
+FIELDS = ("SEQNO", "DBUS_DATASOURCE_ID", "SCHEMA_NAME", "TABLE_NAME", "PHYSICAL_TABLES", "SINK_TYPE",
+          "SPLIT_COL", "SPLIT_SHARD_SIZE", "INPUT_CONDITIONS", "resultTopic")
+
+
+def _parsed(value):
+    try:
+        return request.parse(value, "demo")
+    except PullRejected as e:
+        assert e.code == "FULLPULL_BAD_REQUEST" and len(str(e)) < 1000
+        assert e.seqno is None or 0 < e.seqno < 2**63
+        return e
+
+
+@given(st.none() | st.binary(max_size=300))
+def test_parse_of_any_bytes_is_a_request_or_a_refusal(value):
+    assert isinstance(_parsed(value), request.PullRequest | PullRejected)
+
+
+@given(st.dictionaries(st.sampled_from(FIELDS), json_values | st.text(max_size=80)))
+def test_parse_of_any_payload_is_a_request_or_a_refusal(change):
+    obj = json.loads(_value(request.build("demo", "shop", "orders")))
+    obj["payload"].update(change)
+    out = _parsed(json.dumps(obj).encode())
+    if isinstance(out, request.PullRequest):
+        from ums.control import identifier_problem
+
+        assert identifier_problem(out.schema) is None and identifier_problem(out.table) is None
+
+
+@pytest.mark.parametrize(("change", "needle"), [
+    ({"TABLE_NAME": "x" * 65}, "payload.TABLE_NAME 'xxxxxxxx"),
+    ({"TABLE_NAME": "t "}, "ends with a space"),
+    ({"SCHEMA_NAME": "s\x00"}, "contains a NUL"),
+    ({"SCHEMA_NAME": "\U0001f600"}, "contains U+1F600"),
+    ({"SEQNO": "9" * 5000}, "payload.SEQNO '99999"),
+    ({"SEQNO": "-4"}, "payload.SEQNO -4: must be a positive integer"),
+    ({"SEQNO": "\u0661\u0662"}, "is not an integer"),
+    ({"SPLIT_SHARD_SIZE": "99999999999999999999"}, "is not an integer of at most 64 bits"),
+    ({"SPLIT_COL": "id,,x"}, "column '' is empty"),
+    ({"resultTopic": ".."}, "payload.resultTopic '..' is not a Kafka topic name"),
+    ({"resultTopic": "a b"}, "is not a Kafka topic name"),
+])
+def test_names_and_numbers_are_checked_and_named(change, needle):
+    obj = json.loads(_value(request.build("demo", "shop", "orders")))
+    obj["payload"].update(change)
+    with pytest.raises(PullRejected) as e:
+        request.parse(json.dumps(obj).encode(), "demo")
+    assert e.value.code == "FULLPULL_BAD_REQUEST" and needle in str(e.value) and len(str(e.value)) < 400
+
+
+@pytest.mark.parametrize(("schema", "table"), [("..", ".."), (".", "t.dot"), ("a/b", " lead"), ("shöp", "日本")])
+def test_legal_mariadb_names_are_accepted_as_they_are(schema, table):
+    req = request.parse(_value(request.build("demo", schema, table)), "demo")
+    assert (req.schema, req.table) == (schema, table)
+
+
+def test_a_huge_number_elsewhere_still_names_the_request():
+    value = _value(request.build("demo", "shop", "orders"))
+    bad = value[:-2] + b',"X":' + b"1" * 5000 + b"}}"
+    with pytest.raises(PullRejected) as e:
+        request.parse(bad, "demo")
+    assert e.value.seqno == json.loads(value)["id"] and "payload.X: a number of 5000 characters" in str(e.value)
+
+
+def test_a_reply_is_always_a_small_encodable_record():
+    r = request.reply(1, ABORT, ds="demo", table="t\ud800", code="FULLPULL_FAILED", error="e\udcff" * 10_000)
+    key, value = request.to_record(r)
+    assert len(value) < 20_000 and json.loads(value)["payload"]["ERROR_MSG"].endswith("...")

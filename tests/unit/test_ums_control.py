@@ -8,7 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ums.control import ControlMessage, ControlType, control_key, from_json, new_control_message, to_json
+from ums.control import (
+    ControlMessage,
+    ControlType,
+    control_key,
+    from_json,
+    identifier_problem,
+    new_control_message,
+    peek,
+    to_json,
+)
 from ums.errors import BadControlError, BadTimestampError
 
 NOW = datetime(2024, 1, 2, 3, 4, 5, 123000, tzinfo=UTC)
@@ -96,3 +105,101 @@ payloads = st.dictionaries(st.text(min_size=1), st.text() | st.integers() | st.b
 def test_json_round_trip(message_id, control_type, timestamp, sender, payload, project):
     msg = ControlMessage(message_id, control_type, timestamp, sender, payload, project)
     assert from_json(to_json(msg)) == msg
+
+
+# ---------------------------------------------------------------- validated before anything touches them
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20)
+ENVELOPE = {"id": 5, "type": "FULL_DATA_INDEPENDENT_PULL_REQ", "timestamp": "t", "from": "f",
+            "payload": {"SCHEMA_NAME": "shop", "TABLE_NAME": "orders"}}
+
+
+def _outcome(value) -> ControlMessage | BadControlError:
+    try:
+        return from_json(value)
+    except BadControlError as e:
+        assert e.code == "UMS_BAD_CONTROL" and len(str(e)) < 1000, "refusals are short, whatever the input"
+        return e
+
+
+@given(st.binary(max_size=300))
+def test_arbitrary_bytes_give_a_message_or_bad_control(data):
+    assert isinstance(_outcome(data), ControlMessage | BadControlError)
+
+
+@given(json_values)
+def test_arbitrary_json_values_give_a_message_or_bad_control(value):
+    assert isinstance(_outcome(json.dumps(value).encode()), ControlMessage | BadControlError)
+
+
+@given(st.sampled_from(sorted(ENVELOPE)), json_values)
+def test_any_value_in_any_envelope_key_gives_a_message_or_bad_control(key, value):
+    out = _outcome(json.dumps({**ENVELOPE, key: value}))
+    assert isinstance(out, ControlMessage | BadControlError)
+    if isinstance(out, ControlMessage):
+        assert from_json(to_json(out)) == out, "what is accepted can be written back"
+
+
+@given(st.text(max_size=30), st.integers(-1, 200))
+def test_truncated_and_mangled_records_give_bad_control(noise, cut):
+    good = json.dumps(ENVELOPE)
+    assert isinstance(_outcome(good[:cut] + noise), ControlMessage | BadControlError)
+
+
+@pytest.mark.parametrize(("value", "needle"), [
+    (None, "the record has no value (null)"),
+    (b"", "not JSON"),
+    (b"\xff\xfe{}", "not UTF-8: byte 0"),
+    (b"[1, 2]", "expected a JSON object, got an array"),
+    (b'"text"', "got a string"),
+    (b"null", "got null"),
+    (b"7" * 5000, "the top level: a number of 5000 characters (at most 64)"),
+    (b'{"id": 1, "payload": {"SEQNO": ' + b"9" * 4301 + b"}}", "payload.SEQNO: a number of 4301 characters"),
+    (b'{"id": 1, "x": [1e999]}', "x[0]: number 1e999 overflows"),
+    (b'{"id": NaN}', "NaN is not a JSON number"),
+    (b'{"id": -Infinity}', "Infinity is not a JSON number"),
+    (b'{"a": "\\ud800"}', "a: a string with a lone surrogate escape"),
+    (b'{"\\udfff": 1}', "a key with a lone surrogate escape"),
+    (b"[" * 40 + b"]" * 40, "nested deeper than 32 levels"),
+    (b"[" * 200_000, "nested too deeply"),
+    (b'{"id": 1, "type": "X", "timestamp": "t", "from": "f", "payload": {"a": 1}, "pad": "'
+     + b"x" * 1_048_576 + b'"}', "bytes, over the 1048576 a control message may have"),
+    (json.dumps({**ENVELOPE, "id": 2**63}).encode(), "must be a positive int of at most 64 bits"),
+    (json.dumps({**ENVELOPE, "type": ["x" * 1000]}).encode(), "unknown type ['xxxx"),
+])
+def test_bad_records_are_refused_naming_the_field(value, needle):
+    with pytest.raises(BadControlError) as e:
+        from_json(value)
+    assert needle in str(e.value) and len(str(e.value)) < 400
+
+
+def test_a_maximal_id_and_numbers_up_to_the_limit_are_accepted():
+    msg = from_json(json.dumps({**ENVELOPE, "id": 2**63 - 1, "payload": {"n": int("9" * 64), "f": 1.5e300}}))
+    assert msg.id == 2**63 - 1 and msg.payload["n"] == int("9" * 64)
+
+
+@pytest.mark.parametrize(("value", "claims"), [
+    (b'{"id": 12, "type": "APPENDER_RELOAD_CONFIG", "n": ' + b"1" * 5000 + b"}", (12, "APPENDER_RELOAD_CONFIG")),
+    (b'{"id": "12", "type": 3}', (None, None)),
+    (b'{"id": 0}', (None, None)),
+    (b"[" * 100_000, (None, None)),
+    (b"\xff", (None, None)),
+    (None, (None, None)),
+])
+def test_peek_says_what_a_refused_record_claims_to_be(value, claims):
+    assert peek(value) == claims
+
+
+@pytest.mark.parametrize(("name", "problem"), [
+    ("orders", None), ("t.dot", None), ("..", None), (".", None), (" lead", None), ("é" * 64, None),
+    ("a/b", None), ("\uffff", None),
+    ("", "is empty"), ("x" * 65, "has 65 characters"), ("a\x00b", "contains a NUL"),
+    ("trail ", "ends with a space"), ("t\U0001f600", "contains U+1F600"), ("\ud800", "contains U+D800"),
+    (7, "must be a string, got a number"), (None, "got null"), (["t"], "got an array"),
+])
+def test_identifiers_follow_mariadb(name, problem):
+    found = identifier_problem(name)
+    assert (found is None) if problem is None else (problem in found)
