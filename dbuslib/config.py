@@ -248,6 +248,10 @@ class HeartbeatSettings(_Model):
     webhook_url: str | None = None
     webhook_timeout_s: float = Field(10.0, gt=0)
     smtp: Smtp | None = None
+    # dead letters (heartbeat.deadletters): an incident per stage and code when more than
+    # ``dead_letter_threshold`` arrive within one check; it clears after ``dead_letter_quiet_s`` without any
+    dead_letter_threshold: int = Field(0, ge=0)
+    dead_letter_quiet_s: float = Field(600.0, gt=0)
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

@@ -4,8 +4,9 @@
 
 It reads, and never writes: the extractor's leader, epoch and committed position from ZooKeeper
 (``extractor.admin.status``), the latest points of ``dbus_extractor``, ``dbus_stage`` and ``dbus_heartbeat``
-from the time-series server, the running full pulls (``<root>/FullPuller/<ds>``) and the heartbeat
-monitor's open alerts (``<root>/HeartBeat/<ds>/alerts``). ``--json`` prints the :class:`Snapshot`, e.g.::
+from the time-series server, the dead letters of the last hour (``dbus_dead_letter``, counted by the heartbeat
+monitor), the running full pulls (``<root>/FullPuller/<ds>``) and the heartbeat monitor's open alerts
+(``<root>/HeartBeat/<ds>/alerts``). ``--json`` prints the :class:`Snapshot`, e.g.::
 
     {"source": "demo", "taken_at": 1714557600.0, "window_s": 600,
      "extractor": {"leader": "db1:4242", "epoch": 7, "committed_file": "mariadb-bin.000003",
@@ -15,6 +16,9 @@ monitor's open alerts (``<root>/HeartBeat/<ds>/alerts``). ``--json`` prints the 
                  "age_s": 4.0}, ...],
      "heartbeats": [{"schema": "shop", "table": "orders", "latency_ms": 1234.5, "rows": 120,
                      "age_s": 32.0}],
+     "dead_letters": [{"stage": "appender", "code": "RAW_UNDECODABLE", "count": 3, "origin": "shop.orders",
+                       "topic": "demo.shop", "partition": 0, "offset": 42, "dlq_topic": "demo.dlq",
+                       "dlq_partition": 0, "dlq_offset": 17, "age_s": 95.0}],
      "fullpulls": [...], "alerts": [...], "errors": []}
 
 A part whose server cannot be reached is reported in ``errors`` and the rest is still shown; the exit
@@ -34,10 +38,11 @@ from typing import Any
 
 STAGES = ("extractor", "dispatcher", "appender")
 DESCRIPTION = ("Read the extractor's leader, epoch and committed position from ZooKeeper, the newest "
-               "dbus_extractor, dbus_stage and dbus_heartbeat points from the time-series server, running "
-               "full pulls and the heartbeat monitor's open alerts; print one screen (or --json). Exit 1 "
+               "dbus_extractor, dbus_stage and dbus_heartbeat points and the last hour's dead letters from "
+               "the time-series server, running full pulls and the heartbeat monitor's open alerts; print one screen (or --json). Exit 1 "
                "when a part could not be read (it is named), 0 otherwise.")
 HEARTBEAT_LOOKBACK_S = 86_400
+DEAD_LETTER_WINDOW_S = 3600
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,26 @@ class TableHeartbeat:
 
 
 @dataclass(frozen=True)
+class DeadLetterCount:
+    """The dead letters of one stage and code within ``DEAD_LETTER_WINDOW_S`` (``dbus_dead_letter`` points
+    of the heartbeat monitor) and where the newest is: its original record (``topic`` "" and ``partition``/
+    ``offset`` -1 when the letter did not say; ``origin`` its ``schema.table``, "" when unknown), its place
+    in the dead-letter topic, and how long ago the stage wrote it (s)."""
+
+    stage: str
+    code: str
+    count: int
+    origin: str
+    topic: str
+    partition: int
+    offset: int
+    dlq_topic: str
+    dlq_partition: int
+    dlq_offset: int
+    age_s: float | None
+
+
+@dataclass(frozen=True)
 class FullPullStatus:
     """One pull that has not ended (``fullpuller.progress.Progress``), with its progress bar."""
 
@@ -120,6 +145,7 @@ class Snapshot:
     extractor: ExtractorStatus = field(default_factory=ExtractorStatus)
     stages: tuple[StageRate, ...] = ()
     heartbeats: tuple[TableHeartbeat, ...] = ()
+    dead_letters: tuple[DeadLetterCount, ...] = ()
     fullpulls: tuple[FullPullStatus, ...] = ()
     alerts: tuple[OpenAlert, ...] = ()
     errors: tuple[str, ...] = ()
@@ -194,6 +220,20 @@ def _render_heartbeats(beats: tuple[TableHeartbeat, ...]) -> list[str]:
     return lines
 
 
+def _render_dead_letters(letters: tuple[DeadLetterCount, ...]) -> list[str]:
+    if not letters:
+        return [f"dead letters   none in the last {DEAD_LETTER_WINDOW_S // 60} minutes"]
+    sw = max(len("stage"), *(len(d.stage) for d in letters))
+    cw = max(len("code"), *(len(d.code) for d in letters))
+    lines = [f"dead letters   {'stage':<{sw}}  {'code':<{cw}}  {'count':>7}   newest (last hour)"]
+    for d in letters:
+        where = f"{d.topic} partition {d.partition} offset {d.offset}" if d.topic else "original unknown"
+        table = f" ({d.origin})" if d.origin else ""
+        lines.append(f"               {d.stage:<{sw}}  {d.code:<{cw}}  {d.count:>7,}   {where}{table}, "
+                     f"in {d.dlq_topic} partition {d.dlq_partition} offset {d.dlq_offset}, {_ago(d.age_s)}")
+    return lines
+
+
 def _render_fullpulls(pulls: tuple[FullPullStatus, ...]) -> list[str]:
     if not pulls:
         return ["full pulls     none running"]
@@ -222,6 +262,7 @@ def render(s: Snapshot) -> str:
     lines += _render_extractor(s.extractor) + [""]
     lines += _render_stages(s.stages, s.window_s) + [""]
     lines += _render_heartbeats(s.heartbeats) + [""]
+    lines += _render_dead_letters(s.dead_letters) + [""]
     lines += _render_fullpulls(s.fullpulls) + [""]
     lines += _render_alerts(s.alerts)
     if s.errors:
@@ -298,6 +339,56 @@ def heartbeats(points: dict[tuple, dict[str, Any]], now: float) -> tuple[TableHe
     return tuple(out)
 
 
+def dead_letter_query(ds: str, seconds: int) -> str:
+    """InfluxQL: per (stage, code, schema, table) of ``ds`` within ``seconds``, the letters counted and the
+    newest one's coordinates (every point carries them all, so the ``last()`` are of one point)."""
+    ds_lit = ds.replace("\\", "\\\\").replace("'", "\\'")
+    fields = ", ".join(f'last("{f}") AS "{f}"' for f in ("topic", "partition", "offset", "dlq_partition",
+                                                          "dlq_offset"))
+    return (f'SELECT sum("count") AS "count", {fields}, max("newest_ms") AS "newest_ms" '
+            f'FROM "dbus_dead_letter" WHERE "ds" = \'{ds_lit}\' AND time > now() - {int(seconds)}s '
+            f'GROUP BY "stage", "code", "schema", "table"')
+
+
+def dead_letters(series: list[dict[str, Any]], now: float, dlq_topic: str) -> tuple[DeadLetterCount, ...]:
+    """The query's series folded per (stage, code), sorted: counts summed over tables, the newest letter's
+    coordinates kept."""
+    out: dict[tuple[str, str], DeadLetterCount] = {}
+    for s in series:
+        tags = s.get("tags") or {}
+        for row in s.get("values") or []:
+            r = dict(zip(s["columns"], row))
+            if not r.get("count"):
+                continue
+            newest_ms = r.get("newest_ms")
+            schema, table = tags.get("schema") or "", tags.get("table") or ""
+            d = DeadLetterCount(
+                stage=tags.get("stage") or "", code=tags.get("code") or "", count=int(r["count"]),
+                origin=f"{schema}.{table}" if schema else "", topic=r.get("topic") or "",
+                partition=_int(r.get("partition")), offset=_int(r.get("offset")), dlq_topic=dlq_topic,
+                dlq_partition=_int(r.get("dlq_partition")), dlq_offset=_int(r.get("dlq_offset")),
+                age_s=None if newest_ms is None else round(max(0.0, now - newest_ms / 1000), 3))
+            key = (d.stage, d.code)
+            prev = out.get(key)
+            if prev is None:
+                out[key] = d
+            elif _older(prev, d):
+                out[key] = DeadLetterCount(**{**asdict(d), "count": prev.count + d.count})
+            else:
+                out[key] = DeadLetterCount(**{**asdict(prev), "count": prev.count + d.count})
+    return tuple(out[k] for k in sorted(out))
+
+
+def _int(v: Any) -> int:
+    return -1 if v is None else int(v)
+
+
+def _older(a: DeadLetterCount, b: DeadLetterCount) -> bool:
+    """``a``'s newest letter is older than ``b``'s (unknown ages count as oldest)."""
+    return (a.age_s is None and b.age_s is not None) or (
+        a.age_s is not None and b.age_s is not None and b.age_s < a.age_s)
+
+
 def alert_from_node(data: bytes, name: str) -> OpenAlert:
     """An alert node ``<schema>.<table>.<kind>`` holding {"ds","schema","table","kind","since_ms",...}."""
     try:
@@ -335,6 +426,12 @@ class _Collector:
         renames = {"table": "table_"} if "table" in keys else {}
         flux = _flux_last(ep.bucket, measurement, self.ds, seconds, renames)
         return latest_points(influx.query(ep, flux), tuple(renames.get(k, k) for k in keys))
+
+    def _dead_letters(self) -> tuple[DeadLetterCount, ...]:
+        from dbuslib import influx
+
+        series = influx.influxql(self.cfg.endpoints.influxdb, dead_letter_query(self.ds, DEAD_LETTER_WINDOW_S))
+        return dead_letters(series, self.now, self.cfg.source(self.ds).topics.name("dead_letter", self.ds))
 
     def zk_parts(self) -> tuple[tuple[FullPullStatus, ...], tuple[OpenAlert, ...]]:
         from dbuslib import zk
@@ -385,11 +482,13 @@ class _Collector:
         stages = self.attempt("dbus_stage", lambda: self.influx_last("dbus_stage", ("stage",), window), {})
         beats = self.attempt("dbus_heartbeat", lambda: self.influx_last(
             "dbus_heartbeat", ("schema", "table"), max(HEARTBEAT_LOOKBACK_S, self.window_s)), {})
+        letters = self.attempt("dbus_dead_letter", self._dead_letters, ())
         pulls, alerts = self.attempt("ZooKeeper", self.zk_parts, ((), ()))
         return Snapshot(self.ds, self.now, self.window_s,
                         extractor=_extractor_status(info, ext.get(()), self.now),
                         stages=stage_rates(ext.get(()), stages, self.now),
-                        heartbeats=heartbeats(beats, self.now), fullpulls=pulls, alerts=alerts,
+                        heartbeats=heartbeats(beats, self.now), dead_letters=letters, fullpulls=pulls,
+                        alerts=alerts,
                         errors=tuple(self.errors))
 
 
@@ -403,7 +502,7 @@ def collect(cfg: Any, ds: str, window_s: int = 600, now: float | None = None) ->
 
 def add_parsers(sub: Any) -> None:
     st = sub.add_parser("status", help="one screen: extractor leader/position/lag, stage rows/s, heartbeats, "
-                        "full pulls, open alerts",
+                        "dead letters, full pulls, open alerts",
                         description=DESCRIPTION)
     st.add_argument("--source", required=True, help="source name under 'sources'")
     st.add_argument("--window", type=float, default=10.0, metavar="MINUTES",

@@ -7,7 +7,9 @@ monitor logs the failure and tries that channel again at its next check. The web
      "since": "2024-05-01T12:00:00+00:00", "age_s": 610.0, "latency_s": 1.2,
      "message": "demo: shop.orders: no heartbeat for 610 s (timeout 600 s)"}
 
-(``event`` is "alert" or "recovery"; ``since`` is ``since_ms`` as an ISO 8601 UTC time).
+(``event`` is "alert" or "recovery"; ``since`` is ``since_ms`` as an ISO 8601 UTC time). A dead-letter
+incident (``kind`` "dead_letter") adds ``stage``, ``code``, ``count`` (letters since it opened) and the
+newest letter's original record: ``topic``, ``partition``, ``offset``, ``origin`` (``schema.table``).
 """
 
 from __future__ import annotations
@@ -48,8 +50,12 @@ def iso_utc(ms: int) -> str:
 def body(note: Notification) -> dict[str, Any]:
     """The webhook's JSON body (see the module docstring)."""
     a = note.alert
-    return {"event": note.event, "ds": a.ds, "schema": a.schema, "table": a.table, "kind": a.kind,
-            "since": iso_utc(a.since_ms), "age_s": a.age_s, "latency_s": a.latency_s, "message": a.message}
+    out = {"event": note.event, "ds": a.ds, "schema": a.schema, "table": a.table, "kind": a.kind,
+           "since": iso_utc(a.since_ms), "age_s": a.age_s, "latency_s": a.latency_s, "message": a.message}
+    if a.kind == "dead_letter":  # schema and table hold the stage and the code (heartbeat.deadletters)
+        out.update({"stage": a.schema, "code": a.table, "count": a.count, "topic": a.topic,
+                    "partition": a.partition, "offset": a.offset, "origin": a.origin})
+    return out
 
 
 def subject(note: Notification) -> str:

@@ -1,7 +1,7 @@
 """When a table's heartbeat opens or clears an alert (pure): previous alerts + observations + now ->
 new alerts + notifications.
 
-Two kinds per table:
+Two kinds per table (a third, ``dead_letter``, per stage and code, is decided by heartbeat.deadletters):
 
 - ``stale``: the table's last heartbeat point is older than ``timeout_s`` (a table never seen counts from
   the monitor's start). It clears only on evidence: a point no older than ``timeout_s``.
@@ -57,13 +57,22 @@ class Alert:
     age_s: float | None
     latency_s: float | None
     message: str
+    # dead-letter incidents only (heartbeat.deadletters; ``schema`` is the stage, ``table`` the code):
+    # letters counted since it opened, when the last came (epoch ms), the newest one's original record
+    count: int | None = None
+    last_ms: int | None = None
+    topic: str | None = None
+    partition: int | None = None
+    offset: int | None = None
+    origin: str | None = None
 
     @property
     def key(self) -> str:
         return alert_key(self.schema, self.table, self.kind)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The stored JSON (the dead-letter fields only when set)."""
+        return {k: v for k, v in asdict(self).items() if v is not None or k not in _DEAD_LETTER_FIELDS}
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> Alert:
@@ -72,7 +81,13 @@ class Alert:
                    since_ms=int(doc["since_ms"]),
                    notified_ms=None if doc.get("notified_ms") is None else int(doc["notified_ms"]),
                    age_s=_float_or_none(doc.get("age_s")), latency_s=_float_or_none(doc.get("latency_s")),
-                   message=str(doc.get("message", "")))
+                   message=str(doc.get("message", "")), count=_int_or_none(doc.get("count")),
+                   last_ms=_int_or_none(doc.get("last_ms")), topic=_str_or_none(doc.get("topic")),
+                   partition=_int_or_none(doc.get("partition")), offset=_int_or_none(doc.get("offset")),
+                   origin=_str_or_none(doc.get("origin")))
+
+
+_DEAD_LETTER_FIELDS = frozenset({"count", "last_ms", "topic", "partition", "offset", "origin"})
 
 
 @dataclass(frozen=True)
@@ -86,6 +101,14 @@ class Notification:
 
 def _float_or_none(v: Any) -> float | None:
     return None if v is None else float(v)
+
+
+def _int_or_none(v: Any) -> int | None:
+    return None if v is None else int(v)
+
+
+def _str_or_none(v: Any) -> str | None:
+    return None if v is None else str(v)
 
 
 def alert_key(schema: str, table: str, kind: str) -> str:
@@ -142,7 +165,7 @@ def evaluate(ds: str, alerts: Mapping[str, Alert], observations: Iterable[Observ
              started_ms: int, th: Thresholds) -> tuple[dict[str, Alert], list[Notification]]:
     """The open alerts after this check, and what to notify: an "alert" for each incident that opens, a
     "recovery" for each that clears (also for an alert of a table no longer monitored)."""
-    current = dict(alerts)
+    current = {k: a for k, a in alerts.items() if a.kind in KINDS}  # other kinds have their own evaluation
     notes: list[Notification] = []
     seen: set[str] = set()
     for obs in observations:

@@ -12,6 +12,12 @@ forgets one; only the process that creates (or deletes) a node notifies, so two 
 not double the notices. A notice a channel failed to take is tried again at the next check (a recovery
 only while this process runs). Each opening and recovery is also written as a ``dbus_alert`` point: tags
 ``ds``, ``schema``, ``table``, ``kind``; fields ``state`` ("open" | "recovered"), ``age_s``, ``latency_s``.
+
+Each check first counts the dead letters written since the last one (heartbeat.deadletters: the source's
+``<ds>.dlq`` read with the monitor's own consumer group, ``dbus_dead_letter`` points, one incident per
+(stage, code) in the same nodes with kind ``dead_letter``, schema = stage and table = code). Offsets are
+committed once the points are stored (a failed write reads the letters again); a broker or server that
+cannot be reached skips the dead letters of that check, never the heartbeat verdicts.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any
 
 from influxdb_client import Point
 from kazoo.client import KazooClient
+from kafka.errors import KafkaError
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
 from dbuslib import influx, mysql, zk
@@ -33,6 +40,7 @@ from dbuslib.config import DbusConfig, InfluxEndpoint
 from dbuslib.errors import DbusError, EndpointError
 from dbuslib.retry import RetryPolicy
 from extractor.leader import UNREACHABLE
+from heartbeat import deadletters
 from heartbeat.channels import Channel, ChannelError, channels
 from heartbeat.incidents import Alert, Notification, Observation, Thresholds, evaluate
 from heartbeat.writer import MYSQL_ERRORS, REFRESH_EVERY, monitored_tables
@@ -134,6 +142,13 @@ class AlertStore:
         except NoNodeError:
             return False
 
+    def update(self, alert: Alert) -> None:
+        """Store an open alert's new figures (a dead-letter incident's count and newest coordinates)."""
+        try:
+            self.zk.set(f"{self.path}/{alert.key}", json.dumps(alert.to_dict()).encode())
+        except NoNodeError:
+            pass  # cleared meanwhile
+
     def mark_notified(self, alert: Alert, at_ms: int) -> None:
         doc = {**alert.to_dict(), "notified_ms": at_ms}
         try:
@@ -147,11 +162,14 @@ class Monitor:
 
     def __init__(self, cfg: DbusConfig, ds: str, *, client: KazooClient | None = None,
                  chans: list[Channel] | None = None, clock: Callable[[], float] = time.time,
-                 list_tables: Callable[[], list[tuple[str, str]]] | None = None) -> None:
+                 list_tables: Callable[[], list[tuple[str, str]]] | None = None,
+                 dlq: deadletters.DlqReader | None = None) -> None:
         self.cfg, self.ds = cfg, ds
         self.src = cfg.source(ds)
         hb = self.src.heartbeat
         self.thresholds = Thresholds(hb.timeout_s, hb.latency_alert_s)
+        self.dl_rules = deadletters.Rules(hb.dead_letter_threshold, hb.dead_letter_quiet_s, hb.check_interval_s)
+        self.dlq = dlq or deadletters.DlqReader(cfg, ds)
         self.channels = chans if chans is not None else channels(hb)
         self.stop_event = threading.Event()
         self._clock = clock
@@ -170,6 +188,10 @@ class Monitor:
         self.stop_event.set()
 
     def close(self) -> None:
+        try:
+            self.dlq.close()
+        except Exception as e:  # noqa: BLE001 - closing must not hide the ZooKeeper close
+            log.warning("%s: closing the dead-letter consumer: %r", self.ds, e)
         if self._own_client:
             self._zk.stop()
             self._zk.close()
@@ -217,18 +239,48 @@ class Monitor:
 
     def check(self) -> list[Notification]:
         self._retry_outbox()
+        mine = self.check_dead_letters()
         tables = self.tables()
         if tables is None:
-            return []
+            return mine
         obs = self.observe(tables)  # EndpointError: no data, no verdict
         now_ms = int(self._clock() * 1000)
         before = self.store.load()
         _, notes = evaluate(self.ds, before, obs, now_ms, self.started_ms, self.thresholds)
+        return mine + self._notify(notes)
+
+    def _notify(self, notes: list[Notification]) -> list[Notification]:
         mine = [n for n in notes if self._record(n)]
         self._write_points(mine)
         for note in mine:
             self._deliver(note, {c.name for c in self.channels})
         return mine
+
+    def check_dead_letters(self) -> list[Notification]:
+        """Count the dead letters written since the last check, write their points, open or clear the
+        dead-letter incidents; [] (logged) when Kafka, InfluxDB or ZooKeeper cannot be reached."""
+        try:
+            return self._count_dead_letters()
+        except (DbusError, KafkaError, *ZK_ERRORS) as e:
+            log.warning("%s: dead letters not counted this check: %r", self.ds, e)
+            return []
+
+    def _count_dead_letters(self) -> list[Notification]:
+        tallies = deadletters.fold(self.dlq.read())
+        now_ms = int(self._clock() * 1000)
+        if tallies:
+            try:
+                influx.write(self.cfg.endpoints.influxdb, deadletters.points(self.ds, tallies, now_ms))
+            except Exception as e:
+                self.dlq.rewind()  # counted at the next check instead
+                msg = f"{len(tallies)} {deadletters.MEASUREMENT} point(s) not written: {e}"
+                raise EndpointError(msg) from e
+        self.dlq.commit()
+        open_ = {k: a for k, a in self.store.load().items() if a.kind == deadletters.KIND}
+        updated, notes = deadletters.evaluate(self.ds, open_, tallies, now_ms, self.dl_rules, self.dlq.topic)
+        for alert in updated:
+            self.store.update(alert)
+        return self._notify(notes)
 
     def _record(self, note: Notification) -> bool:
         """Open or clear the alert in ZooKeeper; False when another monitor did it first."""

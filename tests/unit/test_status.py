@@ -1,12 +1,16 @@
-"""dbus status: render(snapshot) and the pure folding of Flux records and ZooKeeper alert nodes."""
+"""dbus status: render(snapshot) and the pure folding of Flux records, ZooKeeper alert nodes and the
+dead-letter series."""
 
 import argparse
 import json
 from datetime import datetime, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dbuslib.status import (
+    DeadLetterCount,
     ExtractorStatus,
     FullPullStatus,
     OpenAlert,
@@ -16,6 +20,8 @@ from dbuslib.status import (
     add_parsers,
     alert_from_node,
     cli,
+    dead_letter_query,
+    dead_letters,
     heartbeats,
     latest_points,
     render,
@@ -144,3 +150,56 @@ def test_status_command_is_registered_with_its_options():
     assert (args.handler, args.source, args.json, args.window) == (cli, "demo", True, 0.5)
     assert render(Snapshot("demo", NOW, 30, stages=(StageRate("appender"),))).count(
         "no data in the last 0.5 minutes") == 1
+
+
+# ---------------------------------------------------------------------------------- dead letters
+
+DL_NOW = 1_700_000_000.0
+COLUMNS = ["time", "count", "topic", "partition", "offset", "dlq_partition", "dlq_offset", "newest_ms"]
+
+
+def series(stage, code, schema, table, count, offset, newest_s):
+    return {"name": "dbus_dead_letter", "tags": {"stage": stage, "code": code, "schema": schema, "table": table},
+            "columns": COLUMNS,
+            "values": [[0, count, "demo.shop" if schema else "", 0, offset, 1, offset + 100,
+                        int(newest_s * 1000)]]}
+
+
+def test_counts_are_summed_over_tables_and_the_newest_coordinates_kept():
+    got = dead_letters([series("appender", "RAW_UNDECODABLE", "shop", "orders", 2, 42, DL_NOW - 60),
+                        series("appender", "RAW_UNDECODABLE", "shop", "items", 3, 7, DL_NOW - 30),
+                        series("dispatcher", "RAW_BAD_RECORD", "", "", 1, -1, DL_NOW - 600)], DL_NOW, "demo.dlq")
+    assert got == (
+        DeadLetterCount("appender", "RAW_UNDECODABLE", 5, "shop.items", "demo.shop", 0, 7, "demo.dlq", 1, 107,
+                        30.0),
+        DeadLetterCount("dispatcher", "RAW_BAD_RECORD", 1, "", "", 0, -1, "demo.dlq", 1, 99, 600.0))
+
+
+@given(st.lists(st.tuples(st.sampled_from(["appender", "dispatcher"]), st.sampled_from(["A", "B"]),
+                          st.sampled_from(["orders", "items", ""]), st.integers(0, 1000),
+                          st.integers(0, 10_000)), max_size=12))
+def test_fold_keeps_every_count(rows):
+    got = dead_letters([series(s, c, "shop" if t else "", t, n, 1, DL_NOW - age) for s, c, t, n, age in rows],
+                       DL_NOW, "demo.dlq")
+    assert sum(d.count for d in got) == sum(n for *_, n, _ in rows)
+    assert [(d.stage, d.code) for d in got] == sorted({(s, c) for s, c, _, n, _ in rows if n})
+
+
+def test_the_screen_and_the_json_show_the_dead_letters():
+    d = DeadLetterCount("appender", "RAW_UNDECODABLE", 1234, "shop.orders", "demo.shop", 0, 42, "demo.dlq", 0,
+                        17, 95.0)
+    snap = Snapshot("demo", DL_NOW, 600, dead_letters=(d,))
+    screen = render(snap)
+    assert ("dead letters   stage     code               count   newest (last hour)\n"
+            "               appender  RAW_UNDECODABLE    1,234   demo.shop partition 0 offset 42 (shop.orders), "
+            "in demo.dlq partition 0 offset 17, 95 s ago") in screen
+    assert json.loads(snap.to_json())["dead_letters"] == [{
+        "stage": "appender", "code": "RAW_UNDECODABLE", "count": 1234, "origin": "shop.orders",
+        "topic": "demo.shop", "partition": 0, "offset": 42, "dlq_topic": "demo.dlq", "dlq_partition": 0,
+        "dlq_offset": 17, "age_s": 95.0}]
+    assert "dead letters   none in the last 60 minutes" in render(Snapshot("demo", DL_NOW, 600))
+
+
+def test_the_query_is_bounded_and_quotes_the_source():
+    q = dead_letter_query("it's", 3600)
+    assert "\"ds\" = 'it\\'s'" in q and "time > now() - 3600s" in q and q.startswith('SELECT sum("count")')
