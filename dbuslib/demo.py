@@ -137,6 +137,19 @@ def _step(n: int, title: str, fn: Callable[[], object]) -> object:
     return result
 
 
+DEMO_STAGES = ("extractor", "dispatcher", "appender", "fullpuller")
+
+
+def start_stages(stages: Stages) -> None:
+    """The demo's services, started as an operator starts them; ``stages.stop_all()`` (the demo's last
+    step, also on failure) stops them and returns once every process of theirs is gone."""
+    for stage in DEMO_STAGES:
+        stages.start(stage)
+    stages.wait_ready(*DEMO_STAGES)
+    stages.start("heartbeat")  # writer + monitor: one heartbeat row per captured table every interval
+    stages.wait_ready("heartbeat")
+
+
 def run(cfg: DbusConfig, source_name: str) -> int:
     ds, src = source_name, cfg.source(source_name)
     stack_home = (Path(cfg.path).parent / cfg.spark.checkpoint_root).resolve().parent
@@ -154,14 +167,8 @@ def run(cfg: DbusConfig, source_name: str) -> int:
         print(f"   {note}")
     before = kafka.end_offsets(cfg.endpoints.kafka, [raw, schema_topic, result])
     try:
-        def start() -> None:
-            for stage in ("extractor", "dispatcher", "appender", "fullpuller"):
-                stages.start(stage)
-            stages.wait_ready("extractor", "dispatcher", "appender", "fullpuller")
-            stages.start("heartbeat")  # writer + monitor: one heartbeat row per captured table every interval
-
         _step(2, "start extractor, dispatcher, appender and full puller (spark-submit each), then the heartbeat "
-              f"writer and monitor; logs in {stages.log_dir}", start)
+              f"writer and monitor; logs in {stages.log_dir}", lambda: start_stages(stages))
         db = mysql.connect(src.mysql, as_writer=True)
         first = mysql.binlog_end(db)
         db.close()

@@ -1,0 +1,175 @@
+"""Stages end when told to, when their JVM dies, and when their query fails; the demo and the benchmarks leave
+no process behind (dbuslib/lifecycle.py, dbuslib/stages.py; issue 12, acceptance item 7).
+
+The Spark stages run as the demo runs them (``spark-submit <stage>/main.py``, in their own process group);
+the extractor and the heartbeat as ``python -m extractor run`` and ``dbus heartbeat run``. Every wait below
+has a deadline: 30 s where the issue asks for 30 s, generous ones for a start-up on a loaded machine.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from pipeline_env import SparkStage, cleanup_pipeline, make_pipeline_env, wait_until
+
+from dbuslib import demo, kafka
+from dbuslib import spark as dspark
+from dbuslib.stages import REPO, Stages, processes_naming
+
+STOP_S = 30  # acceptance item 7: every stage is gone within 30 s
+READY_S = 600  # a Spark start-up while other tests load both cores
+SPARK_STAGES = ("dispatcher", "appender", "fullpuller")
+
+
+@pytest.fixture
+def env(tmp_path, writer_db, kafka_up):
+    env = make_pipeline_env(tmp_path, writer_db[1])
+    yield env
+    cleanup_pipeline(env)
+
+
+def ready_text(stage: SparkStage) -> str:
+    return "listening on" if stage.name == "fullpuller" else f"query {stage.name}_{stage.env.ds} started"
+
+
+def started(stage: SparkStage) -> SparkStage:
+    stage.start()
+    wait_until(lambda: ready_text(stage) in stage.log.read_text(errors="replace"), READY_S,
+               f"{stage.name} ready", interval=0.5, alive=(stage,))
+    return stage
+
+
+def gone(pid: int) -> bool:
+    """``pid`` has ended (a zombie waiting for init to reap it counts as ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def wait_gone(pids: list[int], what: str) -> None:
+    deadline = time.monotonic() + STOP_S
+    while not all(gone(p) for p in pids):
+        left = [p for p in pids if not gone(p)]
+        assert time.monotonic() < deadline, f"{what}: still running {STOP_S} s later: {left}"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("name", SPARK_STAGES)
+def test_sigterm_to_the_driver_stops_the_spark_stage_with_exit_0(env, name):
+    stage = started(SparkStage(name, env))
+    try:
+        driver = stage.driver_pid()
+        assert driver is not None, stage.members()
+        os.kill(driver, signal.SIGTERM)
+        code = stage.proc.wait(STOP_S)  # spark-submit ends with its driver, with the driver's exit code
+        assert code == 0, stage.tail()
+        wait_gone([driver, *stage.members()], name)
+        assert f"{name}: {env.ds}: stopping (SIGTERM)" in stage.log.read_text(errors="replace")
+    finally:
+        stage.kill()
+
+
+@pytest.mark.parametrize("name", SPARK_STAGES)
+def test_sigterm_to_the_process_group_leaves_no_process(env, name):
+    """What Stages.stop (the demo, the benchmarks) does: the JVM and the driver get SIGTERM together."""
+    stage = started(SparkStage(name, env))
+    try:
+        members = list(stage.members())
+        os.killpg(stage.proc.pid, signal.SIGTERM)
+        code = stage.proc.wait(STOP_S)
+        assert code in (0, 143), stage.tail()  # 143: the JVM ended on the signal before its driver did
+        wait_gone(members, name)
+        log = stage.log.read_text(errors="replace")
+        assert f"{name}: {env.ds}: stopping (SIGTERM)" in log
+        assert "STAGE_STOP_TIMEOUT" not in log
+    finally:
+        stage.kill()
+
+
+@pytest.mark.parametrize("name", SPARK_STAGES)
+def test_the_driver_exits_when_its_jvm_is_killed(env, name):
+    stage = started(SparkStage(name, env))
+    try:
+        driver, jvm = stage.driver_pid(), stage.jvm_pid()
+        assert driver is not None and jvm is not None, stage.members()
+        os.kill(jvm, signal.SIGKILL)
+        wait_gone([driver], f"the {name} driver after kill -9 of its JVM")
+        assert f"{name}: STAGE_JVM_GONE: {env.ds}" in stage.log.read_text(errors="replace")
+    finally:
+        stage.kill()
+
+
+@pytest.mark.parametrize(("name", "code"), [("dispatcher", "DISPATCH_FAILED"),
+                                            ("appender", "APPENDER_FAILED")])
+def test_a_failed_query_prints_its_code_and_exits_1(env, name, code):
+    """The query's offset log folder is replaced by a file: the next micro-batch cannot record its offsets."""
+    stage = started(SparkStage(name, env))
+    try:
+        offsets = Path(dspark.checkpoint(env.cfg, name, env.ds)) / "offsets"
+        assert offsets.is_dir(), offsets
+        shutil.rmtree(offsets)
+        offsets.write_text("not a folder\n")
+        src = env.cfg.source(env.ds)
+        topic = env.ds if name == "dispatcher" else src.topics.name("schema", env.ds, env.database)
+        producer = kafka.producer(env.cfg.endpoints.kafka)
+        try:
+            producer.send(topic, key=b"k", value=b"a record to start a micro-batch").get(30)
+        finally:
+            producer.close()
+        exit_code = stage.proc.wait(READY_S)
+        log = stage.log.read_text(errors="replace")
+        assert exit_code == 1, stage.tail()
+        line = re.search(rf"^{name}: {code}: {re.escape(env.ds)}: (.+)$", log, re.MULTILINE)
+        assert line is not None, stage.tail()
+        assert "Traceback (most recent call last)" not in log
+    finally:
+        stage.kill()
+
+
+@pytest.mark.parametrize("name", ["extractor", "heartbeat"])
+def test_sigterm_stops_the_extractor_and_the_heartbeat_with_exit_0(env, tmp_path, name):
+    stages = Stages(env.cfg, env.ds, tmp_path / "stage-logs")
+    proc = stages.start(name)
+    try:
+        stages.wait_ready(name, timeout=120)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(STOP_S) == 0, stages.log(name).read_text()[-3000:]
+        assert f"{name}: {env.ds}: stopping (SIGTERM)" in stages.log(name).read_text()
+    finally:
+        stages.stop_all()
+
+
+def test_the_demo_start_and_stop_leave_no_process(env, tmp_path):
+    """The demo's step 2 (dbuslib/demo.py start_stages) and its last step (stop_all) on the test's source."""
+    stages = Stages(env.cfg, env.ds, tmp_path / "demo-logs")
+    try:
+        demo.start_stages(stages)
+        assert set(stages.procs) == {"extractor", "dispatcher", "appender", "fullpuller", "heartbeat"}
+        assert processes_naming(str(env.cfg_path))  # the check below can see them
+    finally:
+        stages.stop_all()
+    assert processes_naming(str(env.cfg_path), env.ds) == {}
+    for stage in ("dispatcher", "appender", "fullpuller"):
+        assert "STAGE_STOP_TIMEOUT" not in stages.log(stage).read_text(errors="replace")
+
+
+def test_the_fullpull_benchmark_leaves_no_process(tmp_path, kafka_up):
+    """``python -m bench fullpull`` (small), its temporary folder under the test's: nothing names it after."""
+    bench_tmp = tmp_path / "bench"
+    bench_tmp.mkdir()
+    sizes = {"BENCH_FULLPULL_ROWS": "20000", "BENCH_FULLPULL_WARMUP_ROWS": "2000",
+             "BENCH_FULLPULL_BASELINE_ROWS": "1000", "TMPDIR": str(bench_tmp)}
+    out = subprocess.run([sys.executable, "-m", "bench", "fullpull"], cwd=REPO, env={**os.environ, **sizes},
+                         capture_output=True, text=True, timeout=1200, check=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "BENCH fullpull_rows_per_s" in out.stdout
+    assert processes_naming(str(bench_tmp)) == {}
