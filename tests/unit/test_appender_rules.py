@@ -197,3 +197,108 @@ def test_dbus_reload_with_a_bad_file_sends_nothing(tmp_path, monkeypatch, capsys
     assert "CONFIG_INVALID" in err and str(bad) in err and "masking.shop.t.c" in err
     assert cli.main(["--config", str(bad), "reload", "--source", "nosuch"]) == 2
     assert "no source 'nosuch'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the listener survives any record
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+RELOAD_KEY = b"APPENDER_RELOAD_CONFIG"
+
+
+@pytest.fixture(scope="module")
+def listener(tmp_path_factory):
+    path = _config(tmp_path_factory.mktemp("reload"), {"shop.t": {"c": {"type": "replace", "value": "x"}}})
+    cfg = load_config(path)
+    one = rules.ReloadListener(cfg, "demo")
+    one._zk = FakeZk()
+    one.generation = rules.publish(one._zk, cfg, "demo", cfg.source("demo").masking, str(path)).generation
+    return one
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=10)
+
+
+def _reload_with(key: str, value) -> bytes:
+    msg = new_control_message(ControlType.APPENDER_RELOAD_CONFIG, "test", {"ds": "demo"})
+    obj = json.loads(to_json(msg))
+    obj[key] = value
+    return json.dumps(obj).encode()
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.none() | st.binary(max_size=200) | st.builds(_reload_with, st.sampled_from(
+    ["id", "type", "timestamp", "from", "payload"]), json_values),
+    key=st.none() | st.sampled_from([RELOAD_KEY, b"FULL_DATA_INDEPENDENT_PULL_REQ", b"\xff"]))
+def test_handle_never_raises_and_answers_only_reloads(listener, value, key):
+    from unittest import mock
+
+    with mock.patch.object(rules.log, "exception") as bug:  # the last-resort catch is not what saves it
+        reply = listener.handle(value, key, "demo_ctrl[0]@3")
+    assert not bug.called, bug.call_args
+    assert reply is None or reply["status"] in ("applied", "rejected")
+    if reply is not None and reply["status"] == "rejected":
+        assert reply["code"] in ("UMS_BAD_CONTROL", "CONFIG_INVALID", rules.RELOAD_FAILED)
+
+
+@pytest.mark.parametrize("value", [None, b"garbage", b'{"id": 9, "type": "APPENDER_RELOAD_CONFIG", "n": '
+                                   + b"1" * 5000 + b"}", b"[" * 100_000, b'{"id": 9, "payload": []}'])
+def test_a_poison_reload_is_rejected_with_the_reason_and_a_later_one_applies(listener, value):
+    reply = listener.handle(value, RELOAD_KEY, "demo_ctrl[0]@7")
+    assert reply["status"] == "rejected" and reply["code"] == "UMS_BAD_CONTROL"
+    assert reply["reason"].startswith("demo_ctrl[0]@7: UMS_BAD_CONTROL: control message")
+    assert reply["request_id"] == (9 if value and value.startswith(b'{"id": 9') else None)
+    stored = json.loads(listener._zk.get(rules.reply_path(listener.cfg, "demo"))[0])
+    assert stored == reply
+    good = new_control_message(ControlType.APPENDER_RELOAD_CONFIG, "test", {"ds": "demo"})
+    before = listener.generation
+    after = listener.handle(to_json(good).encode(), RELOAD_KEY, "demo_ctrl[0]@8")
+    assert after == {"request_id": good.id, "source": "demo", "status": "applied", "generation": before + 1}
+
+
+def test_garbage_that_is_not_a_reload_is_ignored(listener):
+    assert listener.handle(None, b"FULL_DATA_INDEPENDENT_PULL_REQ") is None
+    assert listener.handle(b"\x00\x01", None) is None
+
+
+def test_a_zookeeper_failure_rejects_the_reload_and_the_listener_goes_on(listener, monkeypatch):
+    def down(*a, **k):
+        raise ConnectionError("ZooKeeper gone")
+
+    monkeypatch.setattr(rules, "publish", down)
+    msg = new_control_message(ControlType.APPENDER_RELOAD_CONFIG, "test", {"ds": "demo"})
+    reply = listener.handle(to_json(msg).encode(), RELOAD_KEY)
+    assert reply["status"] == "rejected" and reply["code"] == "APPENDER_RELOAD_FAILED"
+    assert "ConnectionError: ZooKeeper gone" in reply["reason"]
+
+
+def test_a_failing_poll_is_retried_and_later_records_are_handled(listener, monkeypatch):
+    from types import SimpleNamespace
+
+    good = new_control_message(ControlType.APPENDER_RELOAD_CONFIG, "test", {"ds": "demo"})
+    rec = SimpleNamespace(topic="demo_ctrl", partition=0, offset=5, key=RELOAD_KEY, value=to_json(good).encode())
+    seen = []
+
+    class Consumer:
+        calls = 0
+
+        def poll(self, timeout_ms):
+            Consumer.calls += 1
+            if Consumer.calls == 1:
+                raise OSError("broker gone")
+            if Consumer.calls == 2:
+                return {"tp": [SimpleNamespace(topic="demo_ctrl", partition=0, offset=4, key=RELOAD_KEY,
+                                               value=None), rec]}
+            listener.stopping.set()
+            return {}
+
+    monkeypatch.setattr(listener, "_consumer", Consumer())
+    monkeypatch.setattr(listener.stopping, "wait", lambda t: False)  # no real backoff in a unit test
+    monkeypatch.setattr(listener, "handle", lambda v, k, w: seen.append((w, v is None)))
+    listener._listen()
+    listener.stopping.clear()
+    assert seen == [("demo_ctrl[0]@4", True), ("demo_ctrl[0]@5", False)]
