@@ -17,7 +17,8 @@ _DDL = re.compile(
     r"TEMPORARY\s+)*(TABLE|INDEX|UNIQUE\s+INDEX|FULLTEXT\s+INDEX|SPATIAL\s+INDEX|DATABASE|SCHEMA|VIEW)?",
     re.IGNORECASE | re.DOTALL,
 )
-_NAME = r"((?:`(?:[^`]|``)+`|\w+)(?:\s*\.\s*(?:`(?:[^`]|``)+`|\w+))?)"  # table or schema.table, maybe `quoted`
+_QUOTED = r"`(?:[^`]|``)+`"
+_NAME = rf"((?:{_QUOTED}|\w+)(?:\s*\.\s*(?:{_QUOTED}|\w+))?)"  # table or schema.table, maybe `quoted`
 _IF = r"(?:IF\s+(?:NOT\s+)?EXISTS\s+)?"
 _TABLE_AFTER = re.compile(r"\bTABLE\s+" + _IF + _NAME, re.IGNORECASE)
 _ON_TABLE = re.compile(r"\bON\s+" + _NAME, re.IGNORECASE)
@@ -100,7 +101,8 @@ def ddl_target(sql: str, default_schema: str) -> tuple[str, str, str] | None:
         return (verb, _parts(found.group(1))[-1], "*") if found else None
     if noun == "VIEW" or (not noun and verb not in ("RENAME", "TRUNCATE")):
         return None
-    pattern = _ON_TABLE if "INDEX" in noun else _AFTER_VERB["TRUNCATE"] if verb == "TRUNCATE" else _TABLE_AFTER
+    pattern = (_ON_TABLE if "INDEX" in noun else _AFTER_VERB["TRUNCATE"] if verb == "TRUNCATE"
+               else _TABLE_AFTER)
     found = pattern.search(sql)
     if not found:
         return verb, default_schema, "*"

@@ -30,7 +30,8 @@ def build(ds: str, schema: str, table: str, *, split_col: str | None = None, sha
     ident = epoch_ms(moment) if seqno is None else seqno
     payload = {"DBUS_DATASOURCE_ID": ds, "SCHEMA_NAME": schema, "TABLE_NAME": table, "PHYSICAL_TABLES": table,
                "INCREASE_VERSION": "false", "INCREASE_BATCH_NO": "true", "SEQNO": str(ident),
-               "SPLIT_COL": split_col or "", "SPLIT_SHARD_SIZE": "" if shard_size is None else str(shard_size),
+               "SPLIT_COL": split_col or "",
+               "SPLIT_SHARD_SIZE": "" if shard_size is None else str(shard_size),
                "SPLIT_SHARD_STYLE": "", "INPUT_CONDITIONS": where or "", "PULL_REMARK": remark,
                "SPLIT_BOUNDING_QUERY": "", "PULL_TARGET_COLS": "", "SCN_NO": "", "SINK_TYPE": "KAFKA",
                "resultTopic": result_topic or "", "POS": "", "OP_TS": "", "OGG_OP_TS": ""}

@@ -60,7 +60,8 @@ def test_truncate_partition_terminates_the_version_and_opens_the_next_with_reaso
                                                                    (1, Reason.ROW_LOSS, AT)]
     assert versions[1].columns == versions[0].columns
     warning = json.loads(out[2].value)["payload"]
-    assert (warning["compare-result"]["reason"], warning["version"], warning["since"]) == ("row_loss", 1, str(AT))
+    got = (warning["compare-result"]["reason"], warning["version"], warning["since"])
+    assert got == ("row_loss", 1, str(AT))
 
 
 def test_with_repull_on_a_full_pull_request_of_the_table_goes_to_ctrl_and_a_replay_asks_for_the_same():
@@ -91,7 +92,8 @@ def test_ddl_that_keeps_rows_truncate_table_and_unnamed_tables_ask_for_no_pull()
     p = processor(stored, "demo_ctrl")
     out = run(p, INSERT, ddl("ALTER TABLE orders COALESCE PARTITION 2", changes=()),
               ddl("ALTER TABLE * TRUNCATE PARTITION p0", table="*", pos=DDL_POS + 10),
-              ddl("TRUNCATE TABLE orders", ddl_verb="TRUNCATE", changes=("TRUNCATE TABLE",), pos=DDL_POS + 20))
+              ddl("TRUNCATE TABLE orders", ddl_verb="TRUNCATE", changes=("TRUNCATE TABLE",),
+                  pos=DDL_POS + 20))
     assert [o.topic for o in out if o.topic == "demo_ctrl"] == []
     assert [v.reason for v in stored[(SCHEMA, TABLE)]] == [Reason.FIRST, Reason.TRUNCATE]
 

@@ -115,7 +115,8 @@ _KEEP = ["ADD COLUMN c INT", "DROP COLUMN c", "ADD PARTITION (PARTITION p9 VALUE
          "COMMENT 'TRUNCATE PARTITION p0, DROP PARTITION p1'", "ADD INDEX `drop partition` (c)"]
 _LOSE = {"TRUNCATE PARTITION p0, p1": "TRUNCATE PARTITION", "DROP PARTITION p2": "DROP PARTITION",
          "EXCHANGE PARTITION p3 WITH TABLE `other`.`x`": "EXCHANGE PARTITION",
-         "TRUNCATE PARTITION ALL": "TRUNCATE PARTITION", "CONVERT PARTITION p4 TO TABLE y": "CONVERT PARTITION"}
+         "TRUNCATE PARTITION ALL": "TRUNCATE PARTITION",
+         "CONVERT PARTITION p4 TO TABLE y": "CONVERT PARTITION"}
 _GAP = st.sampled_from([" ", "  ", "\n", " /* DROP PARTITION p0 */ ", " -- TRUNCATE PARTITION p\n",
                         "\t#, DROP PARTITION x\n"])
 
@@ -133,7 +134,8 @@ def _case(text: str, flips: list[bool]) -> str:
        st.sampled_from(["", "ONLINE ", "IGNORE ", "ONLINE IGNORE "]),
        st.sampled_from(["t", "`t`", "shop.t", "`shop`.`t.dot`", "`a``b`"]),
        st.lists(st.booleans(), min_size=1, max_size=7))
-def test_generated_alters_are_flagged_exactly_when_a_clause_removes_rows(clauses, gap, gap2, opts, name, flips):
+def test_generated_alters_are_flagged_exactly_when_a_clause_removes_rows(clauses, gap, gap2, opts, name,
+                                                                          flips):
     sql = _case(f"ALTER {opts}TABLE{gap}{name}{gap2}" + f",{gap}".join(clauses), flips)
     expected = tuple(dict.fromkeys(_LOSE[c] for c in clauses if c in _LOSE))
     assert row_changes(sql) == expected

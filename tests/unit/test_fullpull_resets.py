@@ -27,7 +27,8 @@ def test_without_the_reset_a_dropped_partition_comes_back():
     inc = [(1, 110, 1, "i", "a"), (2, 120, 1, "i", "b")]  # both inserted; key 2's partition dropped at 500
     pulled = [(1, 900, 1, "i", "a")]  # the re-pull at 900 finds key 1 only
     assert merge(inc + pulled, None) == {1: "a", 2: "b"}
-    assert merge(inc + pulled, reset_point([V0, Version(1, 500, (), Reason.ROW_LOSS)], {500: 900})) == {1: "a"}
+    reset = reset_point([V0, Version(1, 500, (), Reason.ROW_LOSS)], {500: 900})
+    assert merge(inc + pulled, reset) == {1: "a"}
 
 
 # A random history: per step an insert/update/delete of a key (one tuple, increasing position), once a
