@@ -387,6 +387,19 @@ class DbusConfig(_Model):
             raise ValueError(msg)
         return v
 
+    @model_validator(mode="after")
+    def _record_limits(self) -> DbusConfig:
+        """A raw record (extractor.max_record_bytes + the producer's 64 KiB of headroom) must fit the topics'
+        ``max.message.bytes`` (endpoints.kafka.max_message_bytes)."""
+        limit = self.endpoints.kafka.max_message_bytes
+        over = [(n, s.extractor.max_record_bytes) for n, s in self.sources.items()
+                if s.extractor.max_record_bytes + 65_536 > limit]
+        if over:
+            msg = (f"sources.{over[0][0]}.extractor.max_record_bytes must be at most endpoints.kafka."
+                   f"max_message_bytes ({limit}) - 65536, got {over[0][1]}")
+            raise ValueError(msg)
+        return self
+
     def source(self, name: str) -> Source:
         """The source called ``name``; ConfigError naming the known ones otherwise."""
         try:

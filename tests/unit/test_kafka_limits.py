@@ -57,3 +57,15 @@ def test_the_spark_sink_takes_records_up_to_the_limit(monkeypatch):
     assert w.options["kafka.max.request.size"] == "5000000"
     assert w.options["kafka.bootstrap.servers"] == "b:1"
     assert dspark.kafka_sink(_Writer(), "b:1").options["kafka.max.request.size"] == "16777216"
+
+
+def test_a_raw_record_limit_that_the_topics_would_refuse_fails_at_load(tmp_path):
+    from dbuslib.config import load_config
+    from dbuslib.errors import ConfigError
+
+    path = tmp_path / "dbus.yaml"
+    path.write_text('endpoints: {kafka: {bootstrap_servers: "x:1", max_message_bytes: 1000000}, '
+                    'zookeeper: {hosts: "x:2"}, influxdb: {url: "http://x"}, meta_store: {url: "sqlite://"}}\n'
+                    "sources: {demo: {mysql: {host: h, user: u, password: p, server_id: 1}}}\n")
+    with pytest.raises(ConfigError, match=r"sources.demo.extractor.max_record_bytes .*max_message_bytes"):
+        load_config(path)
