@@ -100,9 +100,13 @@ class _Run:
             t0 = _wait(lambda: "reading from" in self.log.read_text(), proc, self.log, 120)
             t1 = _wait(lambda: self._committed_past(end), proc, self.log, 1800)
             peak = _peak_rss_mb(proc.pid)
-        finally:
+        finally:  # the extractor stops within seconds of SIGTERM (dbuslib/lifecycle.py); never left running
             proc.send_signal(signal.SIGTERM)
-            proc.wait(60)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         return t1 - t0, peak
 
     def _committed_past(self, end: mysql.BinlogPosition) -> bool:
