@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The local stack: bash stack/stack.sh {install|up|down|status} [service...]
+# The local stack: bash stack/stack.sh {install|up|down|restart|status} [service...]
+# (restart: DOWN_S=5 bash stack/stack.sh restart mariadb; stops, waits DOWN_S seconds, starts, checks health)
 # Services, in start order: mariadb zookeeper kafka influxdb spark. Each lives in stack/services/NAME.sh and
 # defines NAME_install (idempotent, fast when done), NAME_start (idempotent: no-op when healthy, waits for
 # health), NAME_stop, NAME_health (exit 0 when serving) and NAME_describe (one line: endpoint, version).
@@ -19,10 +20,17 @@ case "$cmd" in
            for s in $services; do log "up: $("${s}_describe")"; done ;;
   down)    rev=""; for s in $services; do rev="$s $rev"; done
            for s in $rev; do "${s}_stop"; done ;;
+  restart) # stop, stay down DOWN_S seconds (default 5: a transient outage), start and wait for health
+           rev=""; for s in $services; do rev="$s $rev"; done
+           for s in $rev; do "${s}_stop"; done
+           log "restart: $services down for ${DOWN_S:-5}s"
+           sleep "${DOWN_S:-5}"
+           for s in $services; do "${s}_start"; done
+           for s in $services; do log "up: $("${s}_describe")"; done ;;
   status)  rc=0
            for s in $services; do
              if "${s}_health" 2>/dev/null; then echo "$s: up   $("${s}_describe")"; else echo "$s: DOWN"; rc=1; fi
            done
            exit $rc ;;
-  *) die "usage: stack.sh {install|up|down|status} [service...]" ;;
+  *) die "usage: stack.sh {install|up|down|restart|status} [service...]" ;;
 esac

@@ -1,0 +1,227 @@
+"""Transient endpoint failures cost latency, not a stage (issue #12, acceptance item 4).
+
+The extractor, the dispatcher and the appender run as real processes (the Spark stages as ``spark-submit``)
+while a writer changes three tables the whole time. MariaDB, then ZooKeeper, then Kafka are each restarted
+with ``bash stack/stack.sh restart <server>`` (down for ``DOWN_S`` = 5 s, then started and healthy again);
+after each restart the result topic must grow again with every stage still running. Once the writer stops
+and the stages have caught up, every row change of the binlog is in the result topic (table, op, values):
+0 rows lost, duplicates allowed (at least once), and a ``ums_uid_`` seen twice carries the same content.
+
+It restarts servers that every other test uses: run it alone, ``/tmp/itest --exclusive .venv/bin/python -m
+pytest -x tests/integration/test_endpoint_restarts.py`` on the shared machine. The servers are brought up
+again (``stack.sh up``) whatever happens.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import threading
+import time
+from collections import Counter, defaultdict
+
+import pymysql
+import pytest
+import yaml
+from extractor_env import REPO
+from pipeline_env import (UmsTail, appender_stage, binlog_changes, cleanup_pipeline, dispatcher_stage,
+                          make_pipeline_env, read_records, read_ums, wait_until)
+
+from dbuslib import mysql
+from dbuslib.config import load_config
+
+pytestmark = pytest.mark.integration
+
+TABLES = ("orders", "items", "audit")
+SERVERS = ("mariadb", "zookeeper", "kafka")
+DOWN_S = 5
+
+
+def stack(command: str, *servers: str) -> None:
+    subprocess.run(["bash", str(REPO / "stack" / "stack.sh"), command, *servers], check=True, timeout=300,
+                   env={**os.environ, "DOWN_S": str(DOWN_S)})
+
+
+class ResilientWriter(threading.Thread):
+    """Small transactions over every table until told to stop; a lost connection (the server restarting)
+    is reopened and the writer goes on. A COMMIT cut by the restart may or may not have happened, so the
+    truth is the binlog, never this writer's count; ``errors`` counts the interruptions it rode out."""
+
+    def __init__(self, conn, database: str, minimum: int) -> None:
+        super().__init__(daemon=True)
+        self.conn, self.database, self.minimum = conn, database, minimum
+        self.stop = threading.Event()
+        self.changes, self.errors, self.error = 0, 0, None
+        self.rng = random.Random(12)
+
+    def connect(self) -> pymysql.Connection:
+        while True:
+            try:
+                return mysql.connect(self.conn, self.database, as_writer=True, connect_timeout=3)
+            except Exception:  # noqa: BLE001 - the server is restarting
+                self.errors += 1
+                time.sleep(0.5)
+
+    def live_rows(self, db) -> dict[str, list[int]]:
+        live = {}
+        with db.cursor() as cur:
+            for t in TABLES:
+                cur.execute(f"SELECT id FROM {t} ORDER BY id")
+                live[t] = [r[0] for r in cur.fetchall()]
+        return live
+
+    def run(self) -> None:
+        try:
+            db = self.connect()
+            live = self.live_rows(db)
+            next_id = Counter({t: max(live[t], default=0) + 1 for t in TABLES})
+            n = 0
+            while not self.stop.is_set() or self.changes < self.minimum:
+                n += 1
+                try:
+                    self.transaction(db, n, live, next_id)
+                except pymysql.err.MySQLError:
+                    self.errors += 1
+                    try:
+                        db.close()
+                    except Exception:  # noqa: BLE001 - a dead connection
+                        pass
+                    db = self.connect()
+                    live = self.live_rows(db)  # the cut transaction may or may not have committed
+                    next_id = Counter({t: max(max(live[t], default=0) + 1, next_id[t]) for t in TABLES})
+                time.sleep(0.2)  # ~50 row changes/s
+            db.close()
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            self.error = e
+
+    def transaction(self, db, n: int, live: dict[str, list[int]], next_id: Counter) -> None:
+        rng, made = self.rng, 0
+        after = {t: list(live[t]) for t in TABLES}  # ``live`` changes only once the COMMIT is answered
+        with db.cursor() as cur:
+            cur.execute("BEGIN")
+            for t in TABLES:
+                ids = list(range(next_id[t], next_id[t] + rng.randint(1, 3)))
+                next_id[t] += len(ids)
+                cur.execute(f"INSERT INTO {t} VALUES " + ",".join(
+                    f"({i},0,'row {i} of txn {n}',{i}.5,{i * 1000003})" for i in ids))
+                after[t] += ids
+                made += len(ids)
+                touched = rng.sample(after[t], min(2, len(after[t])))
+                cur.execute(f"UPDATE {t} SET v = v + 1, s = 'upd {n}' WHERE id IN "
+                            f"({','.join(map(str, touched))})")
+                made += cur.rowcount
+                if rng.random() < 0.3:
+                    gone = after[t].pop(rng.randrange(len(after[t])))
+                    cur.execute(f"DELETE FROM {t} WHERE id = {gone}")
+                    made += cur.rowcount
+            cur.execute("COMMIT")
+        live.update(after)
+        self.changes += made
+
+
+def burst(db, rows: int = 100_000) -> None:
+    """One transaction of ``rows`` inserts: a backlog the stages are still working through when the
+    restart begins (MariaDB's SEQUENCE engine makes the rows)."""
+    with db.cursor() as cur:
+        cur.execute(f"INSERT INTO audit SELECT 10000000 + seq, 0, 'burst', seq / 100, seq "
+                    f"FROM seq_1_to_{rows}")
+
+
+@pytest.mark.timeout(1200)
+def test_mariadb_zookeeper_and_kafka_restarts_cost_latency_not_a_stage(writer_db, tmp_path, kafka_up):
+    db, name = writer_db
+    env = make_pipeline_env(tmp_path, name, partitions=2)
+    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw["endpoints"]["zookeeper"]["timeout_s"] = 10  # the default session, not the failover tests' 4 s
+    env.cfg_path.write_text(yaml.safe_dump(raw))
+    env.cfg = load_config(env.cfg_path)
+    src = env.cfg.source(env.ds)
+    result, dlq = src.topics.name("result", env.ds, name), src.topics.name("dead_letter", env.ds)
+    dispatcher, appender = dispatcher_stage(env), appender_stage(env)
+    writer = ResilientWriter(src.mysql, name, minimum=2000)
+    t0 = time.monotonic()
+    tail = None
+    try:
+        with db.cursor() as cur:
+            for t in TABLES:
+                cur.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(40), "
+                            f"amt DECIMAL(12,2), n BIGINT)")
+        extractor = env.spawn()
+        dispatcher.start()
+        appender.start()
+        writer.start()
+        tail = UmsTail(kafka_up, result)
+        seen = [0]
+
+        def uids() -> int:
+            try:
+                seen[0] = len(tail.poll().uids)
+            except Exception:  # noqa: BLE001 - the test's own consumer during the Kafka restart
+                pass
+            return seen[0]
+
+        def all_running() -> None:
+            assert extractor.poll() is None, f"the extractor exited ({extractor.returncode}): {env.log_paths}"
+            dispatcher.keep_up()
+            appender.keep_up()
+
+        class Extractor:  # wait_until's alive= protocol
+            keep_up = staticmethod(lambda: all_running())
+
+        stages = (Extractor, dispatcher, appender)
+        wait_until(lambda: uids() > 0, 180, "first UMS output", alive=stages)
+        for server in SERVERS:
+            before = uids()
+            wait_until(lambda: uids() > before, 120, f"output flowing before the {server} restart",
+                       interval=1, alive=stages)
+            if server == "mariadb":
+                burst(db)  # the appender still converts it while MariaDB is down: its meta store calls fail
+            began = time.monotonic()
+            stack("restart", server)
+            print(f"\n{time.monotonic() - t0:.0f}s: {server} restarted (down {DOWN_S}s, back healthy after "
+                  f"{time.monotonic() - began:.0f}s); {uids()} uids out, {writer.changes} changes written")
+            all_running()
+            after = uids()
+            wait_until(lambda: uids() > after, 240, f"output flowing again after the {server} restart",
+                       interval=1, alive=stages)
+            print(f"{time.monotonic() - t0:.0f}s: output flows again after the {server} restart "
+                  f"({time.monotonic() - began:.0f}s after it began)")
+            assert writer.is_alive() and writer.error is None, writer.error
+        writer.stop.set()
+        writer.join(180)
+        assert writer.error is None, writer.error
+        truth = binlog_changes(env, name)
+        assert len(truth) >= 2000
+        wait_until(lambda: uids() >= len(truth), 300, f"{len(truth)} changes in {result}", interval=4,
+                   alive=stages)
+        all_running()
+
+        out = [o for o in read_ums(kafka_up, result) if o.kind == "data_increment_data"]
+        by_uid = defaultdict(set)
+        for o in out:
+            by_uid[o.uid].add((o.namespace, o.fields, o.tuple_))
+        differing = {u: v for u, v in by_uid.items() if len(v) > 1}
+        assert not differing, f"{len(differing)} uids with other content: {next(iter(differing.items()))}"
+        once = list({o.uid: o for o in out}.values())
+        want, got = Counter(c.content() for c in truth), Counter(o.content() for o in once)
+        missing, extra = want - got, got - want
+        assert not missing, f"{sum(missing.values())} of {len(truth)} changes missing: {list(missing)[:3]}"
+        assert not extra, f"{sum(extra.values())} output tuples that are no source change: {list(extra)[:3]}"
+        assert len(by_uid) == len(truth)
+        assert read_records(kafka_up, dlq) == [], "no dead letters"
+        print(f"restarts of {', '.join(SERVERS)}: {len(truth)} row changes, {len(out)} tuples out, "
+              f"{len(out) - len(by_uid)} duplicates, writer rode {writer.errors} interruptions; "
+              f"{time.monotonic() - t0:.0f}s")
+        for log in [*env.log_paths, dispatcher.log, appender.log]:
+            retried = [line for line in log.read_text(errors="replace").splitlines() if "retrying in" in line]
+            shown = (f"  {r[:200]}" for r in retried[:3])
+            print(f"{log.name}: {len(retried)} retries logged", *shown, sep="\n")
+    finally:
+        writer.stop.set()
+        stack("up", *SERVERS)  # whatever happened, the servers are back for everyone else
+        if tail is not None:
+            tail.close()
+        env.stop_all()
+        db.ping(reconnect=True)  # the fixture drops the database on this connection
+        cleanup_pipeline(env, [dispatcher, appender])
