@@ -400,9 +400,10 @@ def inet4_text(value: bytes) -> str:
 
 def inet6_text(value: bytes) -> str:
     """INET6 as SELECT prints it (MariaDB's inet_ntop): groups in lowercase hex without leading zeros, the
-    first longest run of two or more zero groups as ``::``. When that run starts at group 0 and is six
-    groups long (IPv4-compatible), or five followed by ``ffff`` (IPv4-mapped), the last 32 bits are a
-    dotted quad: ``::1.2.3.4``, ``::0.1.0.2``, ``::ffff:1.2.3.4``; ``::1``, ``::ffff`` and ``::`` stay.
+    first longest run of zero groups as ``::``, even a run of one (``1::1:1:1:1:1:1``, unlike RFC 5952).
+    When that run starts at group 0 and is six groups long (IPv4-compatible), or five followed by
+    ``ffff`` (IPv4-mapped), the last 32 bits are a dotted quad: ``::1.2.3.4``, ``::0.1.0.2``,
+    ``::ffff:1.2.3.4``; ``::1``, ``::ffff`` and ``::`` stay.
     """
     if len(value) != 16:
         msg = f"INET6 value of {len(value)} bytes, expected 16"
@@ -416,7 +417,7 @@ def inet6_text(value: bytes) -> str:
             if i - start > length:
                 pos, length = start, i - start
             start = None
-    if length < 2:
+    if not length:
         return ":".join(f"{w:x}" for w in words)
     if pos == 0 and (length == 6 or (length == 5 and words[5] == 0xFFFF)):
         return ("::" if length == 6 else "::ffff:") + inet4_text(value[12:])
@@ -676,7 +677,8 @@ def _cached_table(file: str, data: bytes, crc: bool, control: _Control,
     return table
 
 
-def _parse_table_map(data: bytes, crc: bool, control: _Control, types: dict[str, str] | None = None) -> _Table:
+def _parse_table_map(data: bytes, crc: bool, control: _Control,
+                     types: dict[str, str] | None = None) -> _Table:
     # The library reads optional metadata until 4 bytes (a checksum) are left: give it 4 without one.
     wrapper = _wrap(data if crc else data + b"\x00" * _CRC_LEN, crc, control)
     library_map: dict[int, Any] = {}

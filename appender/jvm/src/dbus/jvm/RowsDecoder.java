@@ -585,7 +585,7 @@ public final class RowsDecoder {
 
     /**
      * INET6 as SELECT prints it (MariaDB's inet_ntop; dbuslib/rowdecode.py's inet6_text): lowercase hex groups
-     * without leading zeros, the first longest run of 2+ zero groups as "::", and a dotted quad at the end
+     * without leading zeros, the first longest run of zero groups (even one) as "::", and a dotted quad at the end
      * when that run is groups 0-5 (IPv4-compatible) or groups 0-4 followed by ffff (IPv4-mapped).
      */
     static void inet6(byte[] b, Out w) {
@@ -596,7 +596,7 @@ public final class RowsDecoder {
             if (i < 8 && g[i] == 0) { if (start < 0) start = i; }
             else if (start >= 0) { if (i - start > len) { pos = start; len = i - start; } start = -1; }
         }
-        if (len < 2) { len = 0; pos = -1; }
+        if (len < 1) pos = -1; // MariaDB compresses a single zero group too
         if (pos == 0 && (len == 6 || (len == 5 && g[5] == 0xFFFF))) {
             w.ascii(len == 6 ? "::" : "::ffff:");
             inet4(b, 12, w);
