@@ -169,3 +169,12 @@ def retrying(policy: RetryPolicy | None, what: str, fn: Callable[..., T]) -> Cal
 
     wrapped.__name__ = getattr(fn, "__name__", "retrying")
     return wrapped
+
+
+def gave_up_in(failure: BaseException | str) -> bool:
+    """Whether a failure was a RetriesExhausted, also when it arrives wrapped: a Spark stage's
+    StreamingQueryException carries the Python worker's traceback as text. Such a stage should exit 3
+    with ENDPOINT_RETRIES_EXHAUSTED rather than with its ``*_FAILED`` code (docs/errors.md)."""
+    text = str(failure)
+    return isinstance(failure, RetriesExhausted) or any(m in text for m in ("RetriesExhausted",
+                                                                              RetriesExhausted.code))

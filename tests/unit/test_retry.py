@@ -14,7 +14,8 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from dbuslib.config import load_config
 from dbuslib.errors import ConfigError, EndpointError
-from dbuslib.retry import MYSQL_CONNECTION_ERRORS, RetriesExhausted, RetryPolicy, call, retrying, transient
+from dbuslib.retry import (MYSQL_CONNECTION_ERRORS, RetriesExhausted, RetryPolicy, call, gave_up_in, retrying,
+                           transient)
 
 
 class FlakyEndpoint:
@@ -146,3 +147,12 @@ def test_the_policy_comes_from_endpoints_retry(tmp_path):
     bad.write_text(text.replace("../.stack", str(cfg.path.parent.parent / ".stack")))
     with pytest.raises(ConfigError, match="endpoints.retry.budget_s"):
         load_config(bad)
+
+
+def test_a_wrapped_give_up_is_recognised():
+    worker = ('org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n'
+              '  File "appender/job.py", line 90, in process_batches\n'
+              'dbuslib.retry.RetriesExhausted: meta store at 127.0.0.1:13306: history: still failing')
+    assert gave_up_in(RetriesExhausted("x")) and gave_up_in(worker)
+    assert not gave_up_in(EndpointError("Kafka at 127.0.0.1:19092 is not reachable"))
+    assert not gave_up_in("TypeError: object of type 'NoneType' has no len()")
