@@ -15,7 +15,9 @@ Each UMS type's SQL (``fragment_sql``), checked against ``ums.values`` on MariaD
 | double     | ``CAST(d AS CHAR)``                        | MariaDB prints the shortest round-trip repr   |
 | decimal    | ``"`` + ``CAST(d AS CHAR)`` + ``"``        | the scale is kept (``0.50``)                  |
 | date(time) | ``"`` + ``CAST(d AS CHAR)`` + ``"``        | fsp digits as declared; zero dates as stored  |
-| string     | ``JSON_QUOTE(CAST(s AS CHAR CHARACTER SET utf8mb4))`` | TIME, ENUM, SET print as MySQL does |
+| string     | ``JSON_QUOTE(CAST(s AS CHAR CHARACTER SET utf8mb4))`` | TIME, ENUM, SET print as MySQL does;|
+|            |                                            | INET4/INET6/UUID as SELECT (the binlog decoders|
+|            |                                            | give the same text, docs/raw-events.md)       |
 | binary     | ``"`` + ``TO_BASE64`` without its newlines + ``"`` | TO_BASE64 breaks lines every 76 chars  |
 | jsonobject | ``JSON_QUOTE(JSON_COMPACT(j))``            | ``ums.values`` writes compact JSON text        |
 | float      | rendered in Python, see ``python_columns`` | MariaDB prints FLOAT with 6 digits only        |

@@ -171,3 +171,106 @@ def test_rendering_speed_200k_rows(writer_db, capsys):
     assert rows == 200000
     with capsys.disabled():
         print(f"\nrender: {rows} rows of 7 columns in {seconds:.2f} s = {rows / seconds:,.0f} rows/s")
+
+
+# ---------------------------------------------------------------- INET4 / INET6 / UUID end to end
+
+INET_DDL = "CREATE TABLE hosts (id INT PRIMARY KEY, a INET4, b INET6, c UUID, d BINARY(16), note VARCHAR(20))"
+INET_FILL = ("INSERT INTO hosts SELECT seq,"
+             " CAST(UNHEX(LPAD(HEX(seq * 2654435761 % 4294967296), 8, '0')) AS INET4),"
+             " CAST(UNHEX(CONCAT(IF(seq % 3 = 0, REPEAT('0', 20), CONCAT('2001', LPAD(HEX(seq), 16, '0'))),"
+             " IF(seq % 3 = 0, 'ffff', ''), LPAD(HEX(seq), 8, '0'), IF(seq % 3 = 0, '', '0000'))) AS INET6),"
+             " IF(seq % 7 = 0, NULL, UUID()), UNHEX(MD5(seq)), CONCAT('n', seq) FROM seq_1_to_{n}")
+
+
+def _cli(cfg_path, *args: str, timeout: float = 600):
+    import os
+    import subprocess
+    import sys
+
+    from extractor_env import REPO
+
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    return subprocess.run([sys.executable, "-m", "dbuslib.cli", "--config", str(cfg_path), *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(tmp_path, source):
+    """Extractor, dispatcher, appender and full puller as deployed on a table with INET4, INET6, UUID and
+    BINARY(16) columns: increments before and after a full pull, then ``dbus reconcile`` and ``dbus
+    verify`` (which SELECTs the source): 0 differences. Increments and the pull carry the INET/UUID
+    columns as ``string`` with SELECT's text, BINARY(16) as ``binary``. One more change: verify fails."""
+    import uuid as uuidlib
+
+    from fullpull_env import FullPullEnv, cleanup_fullpull
+    from pipeline_env import make_pipeline_env
+    from test_fullpull_live import _wait_for_row
+
+    from dbuslib import kafka, mysql
+    from dbuslib.stages import Stages
+
+    database = f"dbus_test_{uuidlib.uuid4().hex[:12]}"
+    writer = mysql.connect(source.mysql, as_writer=True)
+    with writer.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{database}`")
+        cur.execute(f"USE `{database}`")
+        cur.execute(INET_DDL)
+        cur.execute(INET_FILL.format(n=2000))  # before the extractor starts: only the pull has these
+    env = make_pipeline_env(tmp_path, database)
+    stages = Stages(env.cfg, env.ds, tmp_path / "stage-logs")
+    table = f"{database}.hosts"
+    topic = env.cfg.source(env.ds).topics.name("result", env.ds, database, "hosts")
+    try:
+        for stage in ("extractor", "dispatcher", "appender", "fullpuller"):
+            stages.start(stage)
+        stages.wait_ready("extractor", "dispatcher", "appender", "fullpuller")
+        with writer.cursor() as cur:  # increments before the pull
+            cur.execute("UPDATE hosts SET b = '2001:db8::ff00:42:8329',"
+                        " c = '123e4567-e89b-12d3-a456-426655440000' WHERE id = 1")
+            cur.execute("UPDATE hosts SET a = '10.1.2.3', b = '::ffff:1.2.3.4', c = NULL"
+                        " WHERE id BETWEEN 10 AND 60")
+            cur.execute("INSERT INTO hosts VALUES (5001, '0.0.0.0', '::',"
+                        " '00000000-0000-0000-0000-000000000000', x'00', 'zeros'),"
+                        " (5002, NULL, '1::1:1:1:1:1:1', UUID(), NULL, 'one zero group')")
+            cur.execute("DELETE FROM hosts WHERE id BETWEEN 100 AND 120")
+        out = _cli(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", table, "--follow",
+                   "--wait", "300")
+        assert out.returncode == 0, out.stdout + out.stderr
+        with writer.cursor() as cur:  # increments after the pull
+            cur.execute("UPDATE hosts SET b = 'fe80::1', a = '192.168.0.1', c = UUID()"
+                        " WHERE id IN (2, 3, 5001)")
+            cur.execute("INSERT INTO hosts VALUES (5003, '1.2.3.4', '::1.2.3.4', UUID(), x'ff',"
+                        " 'v4 compatible')")
+            cur.execute("UPDATE hosts SET note = 'drain-marker' WHERE id = 4")
+        _wait_for_row(env.cfg, topic, "drain-marker", 300)
+        for stage in ("fullpuller", "appender", "dispatcher", "extractor"):  # free the cores for the checks
+            stages.stop(stage)
+
+        messages = [json.loads(r.value) for r in kafka.read_range(env.cfg.endpoints.kafka, [topic])]
+        kinds = {m["protocol"]["type"] for m in messages}
+        assert {"data_increment_data", "data_initial_data"} <= kinds
+        for m in messages:
+            if m["protocol"]["type"] in ("data_increment_data", "data_initial_data"):
+                types = {f["name"]: f["type"] for f in m["schema"]["fields"]}
+                assert (types["a"], types["b"], types["c"], types["d"]) == ("string",) * 3 + ("binary",), m
+        increments = [t["tuple"] for m in messages if m["protocol"]["type"] == "data_increment_data"
+                      for t in m["payload"]]
+        pair = ["2001:db8::ff00:42:8329", "123e4567-e89b-12d3-a456-426655440000"]
+        assert pair in [t[6:8] for t in increments]
+        assert ["0.0.0.0", "::", "00000000-0000-0000-0000-000000000000", "AAAAAAAAAAAAAAAAAAAAAA=="] in \
+            [t[5:9] for t in increments]
+        assert "1::1:1:1:1:1:1" in [t[6] for t in increments]
+
+        snapshot = tmp_path / "snapshot"
+        out = _cli(env.cfg_path, "reconcile", "--source", env.ds, "--table", table, "--out", str(snapshot))
+        assert out.returncode == 0, out.stdout + out.stderr
+        out = _cli(env.cfg_path, "verify", "--source", env.ds, "--table", table, "--snapshot", str(snapshot))
+        print(out.stdout)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "equal, 0 differences" in out.stdout, out.stdout
+        with writer.cursor() as cur:
+            cur.execute("UPDATE hosts SET b = '::2' WHERE id = 5")
+        out = _cli(env.cfg_path, "verify", "--source", env.ds, "--table", table, "--snapshot", str(snapshot))
+        assert out.returncode == 1 and "different: id=5" in out.stdout, out.stdout + out.stderr
+    finally:
+        cleanup_fullpull(FullPullEnv(env, writer, stages))

@@ -10,17 +10,22 @@ documented in dbuslib/rowdecode.py (BIT as int, TIMESTAMP aware UTC, SET as a se
 
 from __future__ import annotations
 
+import random
+import struct
 import uuid
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import MariadbGtidEvent, XidEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
 from dbuslib import mysql, rawevent
-from dbuslib.rowdecode import DecodedRows, decode_rows
+from dbuslib.coltypes import TypeCache, catalog_lookup, library_columns
+from dbuslib.rowdecode import DecodedRows, decode_rows, inet4_text, inet6_text, uuid_text
 from extractor.capture import raw_rows
 from ums.errors import UmsError
 from ums.types import ColumnSpec, UmsType, parse_column_type, ums_type_for
@@ -54,6 +59,8 @@ COLUMNS: list[tuple[str, str, str, UmsType]] = [
     ("st", "SET('red','green','blue')", "set('red','green','blue')", T.STRING),
     # MariaDB's JSON is LONGTEXT + CHECK(json_valid): information_schema and the binlog both say longtext
     ("js", "JSON", "longtext", T.STRING),
+    # MariaDB's INET4/INET6/UUID: BINARY(4)/BINARY(16) in the binlog, named by the raw header's ``types``
+    ("i4", "INET4", "inet4", T.STRING), ("i6", "INET6", "inet6", T.STRING), ("uu", "UUID", "uuid", T.STRING),
     ("nn", "VARCHAR(5) NOT NULL DEFAULT ''", "varchar(5)", T.STRING),
 ]
 CREATE = ("CREATE TABLE every_type (" + ", ".join(f"`{n}` {ddl}" for n, ddl, _, _ in COLUMNS)
@@ -66,21 +73,24 @@ MAX_ROW = (
     "2038-01-19 03:14:07.999", "838:59:59", "838:59:58.999", 2155,
     "abcdefghij", "héllo 😀 ✓ 漢字", "tiny 😀", "text ✓", "medium 😀", "long😀" * 20000,
     b"\x01\x02\x03\x04", b"\x00\xff\x00", b"\x00", bytes(range(256)), b"\xab" * 70000, b"\x00\x01" * 40000,
-    "large", "blue,red", '{"k": [1, 2.5, null, true, "😀"], "n": {"x": -1}}', "a",
+    "large", "blue,red", '{"k": [1, 2.5, null, true, "😀"], "n": {"x": -1}}',
+    "255.255.255.255", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "ffffffff-ffff-ffff-ffff-ffffffffffff", "a",
 )
 MIN_ROW = (
     2, -128, 0, -32768, 0, -8388608, 0, -2147483648, 0, -(2**63), 0,
     "-" + "9" * 35 + "." + "9" * 30, "-99999999.99", -3.14159274, -2.2250738585072014e-308, b"\x00",
     b"\x80\x00\x00\x00\x00\x00\x00\x01", "1000-01-01", "1000-01-01 00:00:00", "1000-01-01 00:00:00.000001",
     "1970-01-01 00:00:01", "1970-01-01 00:00:01.001", "-838:59:59", "-838:59:58.999", 1901,
-    "", "", "", "", "", "", b"", b"", b"", b"", b"", b"", "small", "", "[]", "",
+    "", "", "", "", "", "", b"", b"", b"", b"", b"", b"", "small", "", "[]",
+    "0.0.0.0", "::", "00000000-0000-0000-0000-000000000000", "",
 )
 ODD_ROW = (  # zero dates, negative fractions, padding, the invalid ENUM value (non-strict sql_mode)
     3, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, "0.000000000000000000000000000001", "0.5", 0.0, -0.0,
     b"\x01", b"\x05", "0000-00-00", "0000-00-00 00:00:00", "2024-00-15 01:02:03.5", "0000-00-00 00:00:00",
     "0000-00-00 00:00:00.000",
     "-00:00:01", "-00:00:00.001", 0, "pad  ", "trail ", " ", "\t", "x", "y", b"\xab", b"", None, None, None,
-    None, "", "red,green,blue", '"😀"', "x",
+    None, "", "red,green,blue", '"😀"', "10.0.0.1", "::ffff:1.2.3.4", "123e4567-e89b-12d3-a456-426655440000",
+    "x",
 )
 NULL_ROW = (4,) + (None,) * (len(COLUMNS) - 2) + ("n",)
 
@@ -88,7 +98,8 @@ TRANSACTIONS = [
     ["INSERT every_type rows 1-4"],  # replaced by the multi-row INSERT built in the test
     ["UPDATE every_type SET d2 = -d2, vc = CONCAT(vc, '✓'), st = 'green', js = '{\"updated\": true}', "
      "tm3 = '-12:00:00.5', b1 = b'1', ts3 = '2001-02-03 04:05:06.789', fl = fl * 2, lt = 'short now', "
-     "bn = x'ff' WHERE id IN (1, 2, 4)"],
+     "bn = x'ff', i6 = '2001:db8::ff00:42:8329', uu = '6ccd780c-baba-1026-9564-5b8c656024db', i4 = '1.2.3.4' "
+     "WHERE id IN (1, 2, 4)"],
     ["DELETE FROM every_type WHERE id = 2"],
     ["BEGIN",
      "INSERT INTO every_type (id, ti, vc, js, nn) VALUES (5, 5, 'five ✋', '{}', 'f')",
@@ -120,7 +131,9 @@ def multi_row_insert(db, rows: list[tuple]) -> str:
 
 
 def read_transactions(source, start: mysql.BinlogPosition, schema: str) -> list[list[rawevent.RawEvent]]:
-    """Raw records of this schema's transactions since ``start``, one list per transaction."""
+    """Raw records of this schema's transactions since ``start``, one list per transaction, each with the
+    header ``types`` the extractor adds (dbuslib.coltypes, from information_schema)."""
+    types = TypeCache(catalog_lookup(lambda: mysql.connect(source.mysql)))
     stream = BinLogStreamReader(
         connection_settings=mysql.connection_settings(source.mysql),
         server_id=source.mysql.server_id + 1000 + uuid.uuid4().int % 50000,
@@ -139,7 +152,9 @@ def read_transactions(source, start: mysql.BinlogPosition, schema: str) -> list[
                 table_map = event
             elif not isinstance(event, XidEvent):
                 crc = stream._BinLogStreamReader__use_checksum
-                transactions[-1].append(raw_rows("demo", stream.log_file, table_map, event, gtid, crc))
+                found = types.types(table_map.schema, table_map.table, library_columns(table_map))
+                transactions[-1].append(raw_rows("demo", stream.log_file, table_map, event, gtid, crc,
+                                                 types=found))
     finally:
         stream.close()
     return [t for t in transactions if t]  # other sessions' transactions show up empty
@@ -272,3 +287,58 @@ def test_column_types_nullability_and_primary_key_come_from_the_table_map(source
     assert every.columns[[c.name for c in every.columns].index("dtm6")].fsp == 6
     assert every.columns[[c.name for c in every.columns].index("st")].members == ("red", "green", "blue")
     assert (every.primary_key, keyed.primary_key, unkeyed.primary_key) == (("id",), ("b", "a"), ())
+
+
+# ---------------------------------------------------------------- MariaDB INET4 / INET6 / UUID
+
+_WORDS = st.lists(st.sampled_from([0, 0, 0, 1, 0xFFFF]) | st.integers(0, 0xFFFF), min_size=8, max_size=8)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_WORDS.map(lambda w: struct.pack(">8H", *w)) | st.binary(min_size=16, max_size=16),
+                min_size=1, max_size=60))
+def test_inet6_and_uuid_texts_equal_what_the_server_prints(writer_db, values):
+    db, _ = writer_db
+    exprs = ", ".join(f"CAST(x'{v.hex()}' AS INET6), CAST(x'{v.hex()}' AS UUID), "
+                      f"CAST(x'{v[:4].hex()}' AS INET4)" for v in values)
+    with db.cursor() as cur:
+        cur.execute(f"SELECT {exprs}")
+        printed = cur.fetchone()
+    ours = [t for v in values for t in (inet6_text(v), uuid_text(v), inet4_text(v[:4]))]
+    assert [(v, o) for v, o, p in zip([x for x in values for _ in range(3)], ours, printed, strict=True)
+            if o != p] == []
+
+
+def test_inet_and_uuid_columns_decode_to_what_select_returns(source, writer_db):
+    """Random values through real columns and the binlog (UUIDs of every version and variant, where a
+    server could store the bytes swapped): decoded text == SELECT, BINARY(16) next to them stays bytes."""
+    db, name = writer_db
+    rng = random.Random(1611)
+    rows = []
+    for i in range(1, 301):
+        words = [rng.choice((0, 0, 0xFFFF, rng.randrange(0x10000))) for _ in range(8)]
+        if i % 3 == 0:
+            words[:6] = [0] * 5 + [rng.choice((0, 0xFFFF))]
+        raw_uuid = bytearray(rng.randbytes(16))
+        raw_uuid[6] = (raw_uuid[6] & 0x0F) | (rng.randrange(16) << 4)  # any version, variant at random
+        text_uuid = str(uuid.UUID(bytes=bytes(raw_uuid)))
+        rows.append((i, bytes(rng.randbytes(4)), struct.pack(">8H", *words), text_uuid, rng.randbytes(16)))
+    with db.cursor() as cur:
+        cur.execute("CREATE TABLE addr (id INT PRIMARY KEY, a INET4, b INET6, c UUID, d BINARY(16))")
+        start = mysql.binlog_end(db)
+        for chunk in range(0, len(rows), 100):
+            marks = ",".join(["(%s, CAST(%s AS INET4), CAST(%s AS INET6), %s, %s)"] * 100)
+            cur.execute(f"INSERT INTO addr VALUES {marks}", [x for r in rows[chunk:chunk + 100] for x in r])
+        cur.execute("UPDATE addr SET b = '::1', c = NULL WHERE id <= 5")
+        cur.execute("SELECT id, a, b, c, d FROM addr ORDER BY id")
+        selected = {r[0]: r for r in cur.fetchall()}
+    table: dict[int, dict[str, Any]] = {}
+    for events in read_transactions(source, start, name):
+        for record in events:
+            decoded = decode_rows(through_kafka(record))
+            assert [c.column_type for c in decoded.columns] == ["int", "inet4", "inet6", "uuid", "binary(16)"]
+            for image in decoded.rows:
+                table[image.after["id"]] = image.after
+    got = {i: (i, r["a"], r["b"], r["c"], r["d"]) for i, r in table.items()}
+    assert got == selected
+    assert selected[7][2] != "::1" and any("." in r[2] for r in selected.values())  # the values vary
