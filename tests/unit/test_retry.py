@@ -6,6 +6,7 @@ import urllib.error
 
 import pymysql
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka.errors import KafkaConnectionError, TopicAuthorizationFailedError
@@ -142,9 +143,10 @@ def test_the_policy_comes_from_endpoints_retry(tmp_path):
     cfg = load_config()
     r = cfg.endpoints.retry
     assert RetryPolicy.of(cfg) == RetryPolicy(r.budget_s, r.initial_backoff_s, r.max_backoff_s)
-    text = (cfg.path.read_text().replace("endpoints:\n", "endpoints:\n  retry: {budget_s: 0}\n", 1))
+    raw = yaml.safe_load(cfg.path.read_text())
+    raw["endpoints"]["retry"] = {"budget_s": 0}
     bad = tmp_path / "dbus.yaml"
-    bad.write_text(text.replace("../.stack", str(cfg.path.parent.parent / ".stack")))
+    bad.write_text(yaml.safe_dump(raw).replace("../.stack", str(cfg.path.parent.parent / ".stack")))
     with pytest.raises(ConfigError, match="endpoints.retry.budget_s"):
         load_config(bad)
 
