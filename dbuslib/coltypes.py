@@ -55,7 +55,8 @@ class TypeCache:
         self._lookup = lookup
         self._known: dict[tuple[str, str, tuple[tuple[str, int], ...]], dict[str, str]] = {}
 
-    def types(self, schema: str, table: str, columns: Iterable[tuple[str, int, str | None, int]]) -> dict[str, str]:
+    def types(self, schema: str, table: str,
+              columns: Iterable[tuple[str, int, str | None, int]]) -> dict[str, str]:
         found = candidates(columns)
         if not found:
             return {}
@@ -64,32 +65,48 @@ class TypeCache:
             self._known[key] = types_of(found, self._lookup(schema, table))
         return self._known[key]
 
+    def close(self) -> None:
+        """Close the lookup's connection, if it has one."""
+        close = getattr(self._lookup, "close", None)
+        if close is not None:
+            close()
+
     def forget(self, schema: str, table: str) -> None:
         for key in [k for k in self._known if k[0] == schema and table in ("*", k[1])]:
             del self._known[key]
 
 
-def catalog_lookup(connect: Callable[[], Any]) -> Lookup:
-    """A ``Lookup`` over pymysql connections made by ``connect`` (one kept open, made again once when
-    the server dropped it; the second failure propagates)."""
-    held: list[Any] = []
+class CatalogLookup:
+    """A ``Lookup`` over pymysql connections made by ``connect``: one kept open, made again once when the
+    server dropped it (the second failure propagates); ``close`` closes it."""
 
-    def query(schema: str, table: str) -> list[tuple[str, str]]:
+    def __init__(self, connect: Callable[[], Any]) -> None:
+        self._connect = connect
+        self._db: Any = None
+
+    def __call__(self, schema: str, table: str) -> list[tuple[str, str]]:
         for attempt in (1, 2):
-            if not held:
-                held.append(connect())
+            if self._db is None:
+                self._db = self._connect()
             try:
-                with held[0].cursor() as cur:
+                with self._db.cursor() as cur:
                     cur.execute(_SQL, (schema, table))
                     return [(str(n), str(t)) for n, t in cur.fetchall()]
             except Exception:
-                bad = held.pop()
-                try:
-                    bad.close()
-                except Exception:  # noqa: BLE001, S110 - already broken
-                    pass
+                self.close()
                 if attempt == 2:
                     raise
         return []
 
-    return query
+    def close(self) -> None:
+        db, self._db = self._db, None
+        if db is not None:
+            try:
+                db.close()
+            except Exception:  # noqa: BLE001, S110 - already broken
+                pass
+
+
+def catalog_lookup(connect: Callable[[], Any]) -> CatalogLookup:
+    """``CatalogLookup(connect)``."""
+    return CatalogLookup(connect)

@@ -129,6 +129,7 @@ class BinlogReader:
 
     def close(self) -> None:
         self._stream.close()
+        self._types.close()
 
     @property
     def file(self) -> str:

@@ -96,3 +96,15 @@ def test_a_second_failure_propagates():
     lookup = catalog_lookup(lambda: _Conn(broken=True))
     with pytest.raises(OSError, match="gone away"):
         lookup("s", "t")
+
+
+def test_close_closes_the_connection_and_the_next_lookup_connects_again():
+    made = []
+    lookup = catalog_lookup(lambda: made.append(_Conn(broken=False)) or made[-1])
+    cache = TypeCache(lookup)
+    cache.types("s", "t", COLUMNS)
+    cache.close()
+    assert made[0].closed
+    cache.close()  # twice is fine
+    lookup("s", "t")
+    assert len(made) == 2
