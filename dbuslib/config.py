@@ -24,6 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from dbuslib.errors import ConfigError
+from dbuslib.topics import include_problems, render
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "conf" / "dbus.yaml"
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
@@ -174,9 +175,10 @@ class Topics(_Model):
         return self
 
     def name(self, kind: str, ds: str, schema: str = "", table: str = "") -> str:
-        """Topic of ``kind`` ('raw', 'schema', 'result', 'ctrl', ...) for one source/schema/table."""
+        """Topic of ``kind`` ('raw', 'schema', 'result', 'ctrl', ...) for one source/schema/table; schema
+        and table are escaped to legal topic characters (dbuslib.topics.escape: ``shöp`` -> ``sh_x00f6p``)."""
         template = self.schema_ if kind == "schema" else getattr(self, kind)
-        return template.format(ds=ds, schema=schema, table=table)
+        return render(template, ds, schema, table)
 
 
 MaskType = Literal["replace", "md5", "sha256", "murmur3", "regex", "default", "truncate"]
@@ -385,6 +387,16 @@ class DbusConfig(_Model):
         if bad:
             msg = f"source names may hold letters, digits, '_' and '-' only: {bad}"
             raise ValueError(msg)
+        return v
+
+    @field_validator("sources")
+    @classmethod
+    def _topic_names(cls, v: dict[str, Source]) -> dict[str, Source]:
+        """Topics named by the config (fixed templates, literal schemas of ``capture.include``) that Kafka
+        would refuse, each naming its key (dbuslib.topics.include_problems)."""
+        problems = [p for name, src in v.items() if _NAME.match(name) for p in include_problems(name, src)]
+        if problems:
+            raise ValueError("; ".join(problems))
         return v
 
     @model_validator(mode="after")

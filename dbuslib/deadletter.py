@@ -4,13 +4,17 @@ Written to ``<ds>.dlq`` (topics.dead_letter), keyed like the original record, va
 
     {"code": "RAW_UNDECODABLE", "error": "shop.orders at mariadb-bin.000003:1234: ...", "stage": "appender",
      "topic": "demo.shop", "partition": 0, "offset": 42, "key": "shop.orders",
-     "value_base64": "REJSAQAAAH..."}
+     "value_base64": "REJSAQAAAH...", "withheld": null}
+
+Every member is always present (``null`` when unknown). The dispatcher builds the same JSON in Spark SQL
+(dispatcher/job.py ``dead_letter_value``) with ``"stage": "dispatcher"``.
 
 ``code`` is stable (docs/errors.md); ``value_base64`` is the original record's value, so it can be
 replayed once the cause is fixed. When the record may hold columns that are masked (its table has masking
 rules, or it cannot be attributed to a table while the source masks some), the value is withheld:
 ``value_base64`` is null and ``withheld`` says why; topic, partition and offset still point at the
-original. Errors name columns and positions, never values.
+original. Errors name columns and positions, never values. ``withheld_reason`` is the rule, with its
+two texts (``TABLE_MASKED``, ``UNATTRIBUTED``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,20 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
+
+TABLE_MASKED = "the table has masked columns"
+UNATTRIBUTED = "not attributable to a table, and this source masks columns"
+
+
+def withheld_reason(masks_any: bool, table_masked: bool | None) -> str:
+    """Why a dead letter's value must be withheld, "" when it may be carried: ``masks_any`` is whether the
+    source masks any column, ``table_masked`` whether the record's table has masking rules (None: the
+    record cannot be attributed to a table)."""
+    if not masks_any:
+        return ""
+    if table_masked is None:
+        return UNATTRIBUTED
+    return TABLE_MASKED if table_masked else ""
 
 
 @dataclass(frozen=True)
@@ -38,7 +56,7 @@ class DeadLetter:
             "partition": self.partition, "offset": self.offset,
             "key": self.key.decode("utf-8", "replace") if self.key is not None else None,
             "value_base64": base64.b64encode(self.value).decode() if self.value is not None else None,
-            **({"withheld": self.withheld} if self.withheld else {}),
+            "withheld": self.withheld or None,
         }, ensure_ascii=False)
 
     @classmethod
@@ -47,4 +65,4 @@ class DeadLetter:
         key = d["key"].encode() if d.get("key") is not None else None
         value = base64.b64decode(d["value_base64"]) if d.get("value_base64") is not None else None
         return cls(d["code"], d["error"], d["topic"], d["partition"], d["offset"], key, value, d["stage"],
-                   d.get("withheld", ""))
+                   d.get("withheld") or "")

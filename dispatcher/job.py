@@ -10,7 +10,11 @@ Read, tag, route, write:
   a routable record passes only its topic name, which the UDF creates the first time its worker sees
   it (the broker does not auto-create topics, and the UDF runs before the record reaches the writer in
   the same task); heartbeat-table and malformed records pass their bytes and get
-  ``dispatcher.routing.route``. A dead letter's value becomes the JSON of ``dead_letter_value``.
+  ``dispatcher.routing.route``. A dead letter's value becomes the JSON of ``dead_letter_value`` (the
+  contract of dbuslib.deadletter), its bytes withheld when masked columns could leak. The UDF never
+  raises on a record: any error becomes a dead letter (``DISPATCH_UNEXPECTED``), and a target topic
+  Kafka refuses to create (``InvalidTopicException``, a name colliding with another) one of
+  ``DISPATCH_BAD_TOPIC``; only an unreachable Kafka fails the query.
 - written by Spark's Kafka sink in the same streaming query, key kept, value byte for byte: one Spark
   job per micro-batch, nothing cached (measured on 500k rows: docs/dispatcher.md).
 
@@ -28,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbuslib import pygc
 from dbuslib.config import DbusConfig
-from dispatcher.routing import TOPIC_NAME, Router, route
+from dispatcher.routing import BAD_TOPIC, TOPIC_NAME, UNEXPECTED, Route, Router, key_tables, route
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -37,7 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("dispatcher")
 
 _MAGIC_V1 = "X'44425201'"  # b"DBR" + version 1
-_ROUTES = "array<struct<topic:string,reason:string,error:string>>"
+_ROUTES = "array<struct<topic:string,code:string,error:string,withheld:string,key:string>>"
 
 
 def query_name(ds: str) -> str:
@@ -78,9 +82,10 @@ def tag_records(raw: DataFrame, router: Router) -> DataFrame:
     """``raw`` plus ``_routable`` (the JVM can route the record alone) and ``_topic`` (its schema topic).
 
     ``value`` = b"DBR", version 1, u32 big-endian header length H, H bytes of JSON header, body. The
-    header is parsed once per record (``json_tuple``). Not routable here: a bad prefix or header, a kind
-    other than rows/ddl, no schema, a topic name Kafka refuses, and every record of the heartbeat table
-    (those need their rows decoded).
+    header is parsed once per record (``json_tuple``). Not routable here: a null value, a bad prefix or
+    header, a kind other than rows/ddl, no schema, a schema that needs escaping or gives a topic name
+    Kafka refuses (Python escapes it), and every record of the heartbeat table (those need their rows
+    decoded).
     """
     from pyspark.sql import functions as F
 
@@ -94,22 +99,49 @@ def tag_records(raw: DataFrame, router: Router) -> DataFrame:
     heartbeat_table = ((F.col("_schema") == router.heartbeat_schema)
                        & (F.col("_table") == router.heartbeat_table))
     routable = (F.col("_kind").isin("rows", "ddl") & F.col("_schema").isNotNull() & ~heartbeat_table
-                & topic.rlike(TOPIC_NAME.pattern))
+                & topic.rlike(TOPIC_NAME.pattern) & ~topic.isin(".", ".."))
     return parsed.select(*raw.columns, F.coalesce(routable, F.lit(False)).alias("_routable"),
                          topic.alias("_topic"))
 
 
 def _python_routes(router: Router, ensure_topic: Callable[[str], None], topic: str | None,
-                   value: bytes | None, key: bytes | None) -> list[tuple[str, Any, Any]]:
-    """The UDF body (module level, picklable): every route of one record; each target topic exists
-    when it returns (``ensure_topic``: ``dbuslib.kafka.ensure_topic_once`` with the source's topic
-    settings). ``topic`` is set when the JVM routed the record, else ``value`` is."""
+                   value: bytes | None, key: bytes | None) -> list[tuple[str, Any, Any, Any, Any]]:
+    """The UDF body (module level, picklable): every route of one record as (topic, code, error, withheld,
+    key text); each target topic exists when it returns (``ensure_topic``: ``dbuslib.kafka.ensure_topic_once``
+    with the source's topic settings). ``topic`` is set when the JVM routed the record, else ``value`` is
+    (None for a null value). Never raises on a record; only an unreachable Kafka raises."""
     pygc.settle(task=_task_id())  # a worker's first tasks, once each (dbuslib/pygc.py)
-    routes = [(topic, None, None)] if topic is not None else [
-        (r.topic, r.reason, r.error) for r in route(router, value, key)]
-    for target, _, _ in routes:
-        ensure_topic(target)
-    return routes
+    try:
+        routes = (Route(topic),) if topic is not None else route(router, value, key)
+    except Exception as e:  # noqa: BLE001 - route() is total; this only guards its callers' mistakes
+        routes = (router.dead(UNEXPECTED, f"{type(e).__name__} while routing: {e!s:.500}", key_tables(key)),)
+    out = []
+    for r in routes:
+        r = _ensure(router, ensure_topic, r, key)
+        out.append((r.topic, r.code, r.error, r.withheld or None, _key_text(key) if r.dead else None))
+    return out
+
+
+def _key_text(key: Any) -> str | None:
+    """A dead letter's ``key``: the record key as text, invalid UTF-8 replaced (as DeadLetter.to_json)."""
+    if isinstance(key, (bytes, bytearray, memoryview)):
+        return bytes(key).decode("utf-8", "replace")
+    return key if isinstance(key, str) else None
+
+
+def _ensure(router: Router, ensure_topic: Callable[[str], None], r: Route, key: bytes | None) -> Route:
+    """``r`` once its topic exists; a dead letter when Kafka refuses to create it for good (an invalid
+    name, a collision with a topic that differs only in '.' and '_'). A retriable failure raises."""
+    try:
+        ensure_topic(r.topic)
+        return r
+    except Exception as e:
+        cause = e.__cause__ if e.__cause__ is not None else e
+        if r.dead or getattr(cause, "retriable", True) or not hasattr(cause, "errno"):
+            raise
+        dead = router.dead(BAD_TOPIC, f"Kafka refuses to create topic {r.topic!r}: {cause}", key_tables(key))
+        ensure_topic(dead.topic)
+        return dead
 
 
 def _task_id() -> int | None:
@@ -121,17 +153,21 @@ def _task_id() -> int | None:
 
 
 def dead_letter_value() -> Column:
-    """The value of a dead letter (every member present, ``null`` when unknown), by example::
+    """The value of a dead letter, the JSON of dbuslib.deadletter.DeadLetter (every member present, ``null``
+    when unknown; ``value_base64`` null and ``withheld`` set when masked columns could leak), by example::
 
-        {"reason": "RAW_BAD_RECORD", "error": "bad magic b'gar': not a DBus raw event", "topic": "demo",
-         "partition": 0, "offset": 42, "key": "shop.orders", "value_base64": "Z2FyYmFnZQ=="}
+        {"code": "RAW_BAD_RECORD", "error": "bad magic b'gar': not a DBus raw event", "stage": "dispatcher",
+         "topic": "demo", "partition": 0, "offset": 42, "key": "shop.orders", "value_base64": "Z2FyYmFnZQ==",
+         "withheld": null}
     """
     from pyspark.sql import functions as F
 
     return F.to_json(F.struct(
-        F.col("route.reason").alias("reason"), F.col("route.error").alias("error"), F.col("topic"),
-        F.col("partition"), F.col("offset"), F.col("key").cast("string").alias("key"),
-        F.base64("value").alias("value_base64"),
+        F.col("route.code").alias("code"), F.col("route.error").alias("error"),
+        F.lit("dispatcher").alias("stage"), F.col("topic"), F.col("partition"), F.col("offset"),
+        F.col("route.key").alias("key"),
+        F.when(F.col("route.withheld").isNull(), F.base64("value")).alias("value_base64"),
+        F.col("route.withheld").alias("withheld"),
     ), {"ignoreNullFields": "false"})
 
 
@@ -149,7 +185,7 @@ def route_records(tagged: DataFrame, router: Router, ensure_topic: Callable[[str
     routes = udf(F.when(routable, F.col("_topic")), F.when(~routable, F.col("value")), F.col("key"))
     return (tagged.withColumn("route", F.explode(routes))
             .select("key",
-                    F.when(F.col("route.reason").isNull(), F.col("value")).otherwise(
+                    F.when(F.col("route.code").isNull(), F.col("value")).otherwise(
                         dead_letter_value().cast("binary")).alias("value"),
                     F.col("route.topic").alias("topic")))
 

@@ -21,13 +21,16 @@ import pytest
 
 from dbuslib import rawevent
 from dbuslib.config import Source
+from dbuslib.deadletter import TABLE_MASKED, UNATTRIBUTED
 from dbuslib.rawevent import RawEvent
+from dispatcher import job
 from dispatcher.routing import (
     BAD_RECORD,
     BAD_TOPIC,
     CHUNKED_HEARTBEAT,
     HEARTBEAT_WITHOUT_SCHEMA,
     UNDECODABLE_HEARTBEAT,
+    UNEXPECTED,
     Route,
     Router,
     route,
@@ -114,8 +117,8 @@ def topics(routes: tuple[Route, ...]) -> list[str]:
     return [r.topic for r in routes]
 
 
-def reasons(routes: tuple[Route, ...]) -> list[str | None]:
-    return [r.reason for r in routes]
+def codes(routes: tuple[Route, ...]) -> list[str | None]:
+    return [r.code for r in routes]
 
 
 @pytest.mark.parametrize(("value", "topic"), [
@@ -125,6 +128,9 @@ def reasons(routes: tuple[Route, ...]) -> list[str | None]:
     (rows_record(HB_DB, "other_table"), f"demo.{HB_DB}"),
     (HEARTBEAT_DELETE, f"demo.{HB_DB}"),  # the heartbeat's purge is no heartbeat
     (CREATE_TABLE, f"demo.{HB_DB}"),  # nor is DDL of the heartbeat table
+    (rows_record("shöp", "orders"), "demo.sh_x00f6p"),  # escaped: dbuslib.topics.escape
+    (ddl_record("shop$prod"), "demo.shop_x0024prod"),
+    (rows_record("é" * 40), "demo." + "_x00e9" * 40),
 ])
 def test_ordinary_records_go_to_their_schema_topic(value, topic):
     assert route(ROUTER, value) == (Route(topic),)
@@ -162,14 +168,15 @@ def test_a_chunked_heartbeat_is_dead_lettered_whole():
     assert len(chunks) > 1
     for c in chunks:
         (r,) = route(ROUTER, rawevent.encode(c))
-        assert (r.topic, r.reason) == (DLQ, CHUNKED_HEARTBEAT)
+        assert (r.topic, r.code) == (DLQ, CHUNKED_HEARTBEAT)
 
 
 def _flip_body_byte(value: bytes) -> bytes:
     return value[:-30] + bytes([value[-30] ^ 0xFF]) + value[-29:]
 
 
-@pytest.mark.parametrize(("value", "reason", "fragment"), [
+@pytest.mark.parametrize(("value", "code", "fragment"), [
+    (None, BAD_RECORD, "null value"),
     (b"", BAD_RECORD, "shorter than"),
     (b"garbage that is no raw event", BAD_RECORD, "bad magic"),
     (b"DBR\x02\x00\x00\x00\x02{}", BAD_RECORD, "version 2"),
@@ -177,16 +184,15 @@ def _flip_body_byte(value: bytes) -> bytes:
     (b"DBR\x01\x00\x00\x00\x05{nope", BAD_RECORD, "not JSON"),
     (rawevent.encode(RawEvent(header={"kind": "rows", "schema": "shop"})), BAD_RECORD, "lacks"),
     (rawevent.encode(RawEvent(header={"kind": "insert", "schema": "shop"})), BAD_RECORD, "kind"),
-    (ddl_record(""), BAD_TOPIC, "not a valid Kafka topic"),
-    (ddl_record("shop$prod"), BAD_TOPIC, "shop$prod"),
-    (rows_record("é"), BAD_TOPIC, "not a valid"),
-    (rows_record("s" * 250), BAD_TOPIC, "not a valid"),
+    (ddl_record(""), BAD_TOPIC, "empty schema"),
+    (rows_record("s" * 250), BAD_TOPIC, "more than 249"),
+    (rows_record("é" * 41), BAD_TOPIC, "251 characters, more than 249"),
     (_flip_body_byte(HEARTBEAT_ONE), UNDECODABLE_HEARTBEAT, "db_heartbeat_monitor"),
     (rows_record(HB_DB, "db_heartbeat_monitor"), UNDECODABLE_HEARTBEAT, "db_heartbeat_monitor"),
 ])
-def test_malformed_records_go_to_the_dead_letter_topic_with_a_reason(value, reason, fragment):
+def test_malformed_records_go_to_the_dead_letter_topic_with_a_code(value, code, fragment):
     (r,) = route(ROUTER, value)
-    assert (r.topic, r.reason) == (DLQ, reason)
+    assert (r.topic, r.code, r.withheld) == (DLQ, code, "")
     assert fragment in r.error
 
 
@@ -200,12 +206,12 @@ def test_a_heartbeat_without_schema_name_is_dead_lettered(monkeypatch):
         return replace(d, rows=tuple(replace(r, after={**r.after, "SCHEMA_NAME": None}) for r in d.rows))
 
     monkeypatch.setattr(rowdecode, "decode_rows", without_schema)
-    assert reasons(route(ROUTER, HEARTBEAT_ONE)) == [HEARTBEAT_WITHOUT_SCHEMA]
+    assert codes(route(ROUTER, HEARTBEAT_ONE)) == [HEARTBEAT_WITHOUT_SCHEMA]
 
 
 def test_a_heartbeat_naming_a_schema_that_makes_no_topic_is_dead_lettered():
     router = replace(ROUTER, schema_template="{ds}.{schema}" + "x" * 245)
-    assert reasons(route(router, HEARTBEAT_THREE)) == [BAD_TOPIC, BAD_TOPIC]
+    assert codes(route(router, HEARTBEAT_THREE)) == [BAD_TOPIC, BAD_TOPIC]
 
 
 def test_router_comes_from_the_source_config_and_pickles():
@@ -213,3 +219,82 @@ def test_router_comes_from_the_source_config_and_pickles():
     router = Router.for_source("demo", src)
     assert router == Router("demo", "{ds}.{schema}", "demo.dlq", "dbus", "db_heartbeat_monitor")
     assert pickle.loads(pickle.dumps(router)) == router
+
+
+def test_router_knows_the_masked_tables_of_the_source():
+    src = Source.model_validate({"mysql": {"host": "h", "user": "u", "password": "p", "server_id": 1},
+                                 "masking": {"shop.customers": {"phone": {"type": "default"}},
+                                             "crm.*": {}}})
+    router = Router.for_source("demo", src)
+    assert (router.mask_tables, router.masks_any) == (("shop.customers",), True)
+    assert router.table_masked("shop", "customers") and not router.table_masked("crm", "leads")
+
+
+MASKED = replace(ROUTER, mask_tables=("shop.customers", "shöp.*"), masks_any=True)
+
+
+@pytest.mark.parametrize(("value", "key", "withheld"), [
+    (b"garbage", b"shop.customers", TABLE_MASKED),  # the key names a masked table
+    (b"garbage", b"shop.orders", ""),  # an unmasked one: the value may travel
+    (b"garbage", None, UNATTRIBUTED),  # no key: which table it is cannot be told
+    (b"garbage", b"\xff\xfe", UNATTRIBUTED),  # nor from a key that is not UTF-8
+    (b"garbage", b"nodot", UNATTRIBUTED),
+    (None, b"shop.customers", TABLE_MASKED),
+    (b"DBR\x01\x00\x00\x01\x00{}", "shöp.t.dot", TABLE_MASKED),  # truncated; any split of the key counts
+    (rows_record("shop", "customers", tm_len="x"), b"shop.orders", TABLE_MASKED),  # the header wins
+    (rows_record("s" * 250, "t"), b"x.y", ""),  # a bad topic of an unmasked table
+    (rows_record("shöp" * 60, "t"), None, ""),
+])
+def test_dead_letters_withhold_the_value_where_masked_columns_could_leak(value, key, withheld):
+    (r,) = route(MASKED, value, key)
+    assert (r.topic, r.withheld) == (DLQ, withheld)
+    assert (route(ROUTER, value, key)[0].withheld) == ""  # a source that masks nothing withholds nothing
+
+
+def test_an_unexpected_error_becomes_a_dead_letter(monkeypatch):
+    from dispatcher import routing
+
+    def broken(*_):
+        raise IndexError("boom")
+
+    monkeypatch.setattr(routing, "is_heartbeat", broken)
+    (r,) = route(MASKED, rows_record("shop", "customers"), b"shop.customers")
+    assert (r.topic, r.code, r.withheld) == (DLQ, UNEXPECTED, TABLE_MASKED)
+    assert "IndexError" in r.error and "boom" in r.error
+
+
+def test_the_udf_body_returns_routes_with_the_key_text_of_dead_letters():
+    made = []
+    out = job._python_routes(MASKED, made.append, None, None, b"shop.customers")
+    assert out == [(DLQ, BAD_RECORD, out[0][2], TABLE_MASKED, "shop.customers")]
+    assert job._python_routes(MASKED, made.append, "demo.shop", None, b"shop.orders") == [
+        ("demo.shop", None, None, None, None)]
+    assert made == [DLQ, "demo.shop"]
+
+
+class _Refused(Exception):
+    errno = 17
+    retriable = False
+
+
+class _Down(Exception):
+    errno = 7
+    retriable = True
+
+
+def _failing(topic_error: type[Exception]):
+    def ensure(topic: str) -> None:
+        if topic != DLQ:
+            raise RuntimeError(f"could not create {topic}") from topic_error("InvalidTopicException")
+    return ensure
+
+
+def test_a_topic_kafka_refuses_to_create_turns_the_record_into_a_dead_letter():
+    value = rows_record("shop", "customers")
+    (r,) = job._python_routes(MASKED, _failing(_Refused), None, value, b"shop.customers")
+    assert (r[0], r[1], r[3]) == (DLQ, BAD_TOPIC, TABLE_MASKED) and "demo.shop" in r[2]
+
+
+def test_an_unreachable_kafka_still_fails_the_query():
+    with pytest.raises(RuntimeError, match="could not create"):
+        job._python_routes(MASKED, _failing(_Down), None, rows_record("shop", "orders"), b"shop.orders")
