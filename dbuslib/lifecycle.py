@@ -14,8 +14,9 @@ Every long-running stage (extractor, dispatcher, appender, full puller, heartbea
   (a driver started by spark-submit is the JVM's child: its parent changes when the JVM dies) or that
   its configuration file was removed (missing for ``CONFIG_GONE_S`` in a row). The JVM cannot be
   replaced: the driver prints ``STAGE_JVM_GONE`` (also into the JVM's log file, which its own output
-  pipe no longer reaches) and exits 5 at once. A removed configuration stops the stage like SIGTERM,
-  with exit code 6 (``STAGE_CONFIG_GONE``).
+  pipe no longer reaches) and exits 5 at once; a driver already stopping (SIGTERM to the whole process
+  group reaches the JVM too) gets ``JVM_GONE_STOP_S`` to finish. A removed configuration stops the stage
+  like SIGTERM, with exit code 6 (``STAGE_CONFIG_GONE``).
 - **A stop is bounded.** ``STOP_GRACE_S`` after a stop began, a process still alive (a thread that does
   not end, a client that does not close, a call into a JVM that is going away) prints
   ``STAGE_STOP_TIMEOUT`` with every thread's stack and exits at once: a stopped stage never lingers.
@@ -47,6 +48,7 @@ EXIT_CONFIG_GONE = 6
 
 CHECK_S = 1.0  # watchdog period, and how long awaitTermination blocks between two looks at ``stopping``
 CONFIG_GONE_S = 5.0  # a configuration file replaced by delete + write is not "gone"
+JVM_GONE_STOP_S = 5.0  # a driver stopping while its JVM went away (SIGTERM to the group) ends this soon
 STOP_GRACE_S = 20.0  # a stop that takes longer ends the process: every stage is gone within 30 s
 
 
@@ -127,10 +129,12 @@ class Lifecycle:
             return
         self.reason, self.code = reason, code
         self.stopping.set()
-        self.say(f"{self.stage}: {self.ds}: stopping ({reason})")
+        # not from the signal handler itself: a handler that writes to stderr while the interrupted code
+        # was writing to it raises "reentrant call"
         threading.Thread(target=self._stop_hooks, name=f"dbus-stop-{self.stage}", daemon=True).start()
 
     def _stop_hooks(self) -> None:
+        self.say(f"{self.stage}: {self.ds}: stopping ({self.reason})")
         for callback in self._on_stop:
             try:
                 callback()
@@ -150,14 +154,19 @@ class Lifecycle:
     # ------------------------------------------------------------------ watchdog
 
     def _watch(self) -> None:
-        missing_since = None
+        missing_since = jvm_gone_since = None
         while True:  # a process that owns itself is watched until it ends, shutdown included
             time.sleep(CHECK_S)
             if self._done.is_set() and not self.owns_process:
                 return
             if self.jvm_pid is not None and os.getppid() != self.jvm_pid:
-                self.die(EXIT_JVM_GONE, f"{self.stage}: STAGE_JVM_GONE: {self.ds}: the Spark JVM (pid "
-                         f"{self.jvm_pid}) is gone; exiting")
+                if not self.stopping.is_set():
+                    self.die(EXIT_JVM_GONE, f"{self.stage}: STAGE_JVM_GONE: {self.ds}: the Spark JVM (pid "
+                             f"{self.jvm_pid}) is gone; exiting")
+                # stopping with the JVM (SIGTERM to the process group): a few seconds to finish, no more
+                jvm_gone_since = jvm_gone_since or time.monotonic()
+                if time.monotonic() - jvm_gone_since >= JVM_GONE_STOP_S:
+                    self.die(self.code, f"{self.stage}: {self.ds}: stopped; the Spark JVM is gone too")
             if self.config_path is not None and not self.config_path.exists():
                 missing_since = missing_since or time.monotonic()
                 if time.monotonic() - missing_since >= CONFIG_GONE_S:
