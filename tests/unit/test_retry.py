@@ -158,3 +158,43 @@ def test_a_wrapped_give_up_is_recognised():
     assert gave_up_in(RetriesExhausted("x")) and gave_up_in(worker)
     assert not gave_up_in(EndpointError("Kafka at 127.0.0.1:19092 is not reachable"))
     assert not gave_up_in("TypeError: object of type 'NoneType' has no len()")
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+SHORT = RetryPolicy(budget_s=1.5, initial_backoff_s=0.1, max_backoff_s=0.4)
+
+
+def test_the_meta_store_gives_up_on_a_dead_server_after_the_budget():
+    from dbuslib.metastore import MetaStore
+
+    store = MetaStore(f"mysql+pymysql://dbus:dbus@127.0.0.1:{closed_port()}/dbus", retry=SHORT)
+    try:
+        with pytest.raises(RetriesExhausted, match=r"meta store at 127\.0\.0\.1:\d+: history: still failing"):
+            store.history("demo", "shop", "orders")
+    finally:
+        store.dispose()
+    plain = MetaStore(f"mysql+pymysql://dbus:dbus@127.0.0.1:{closed_port()}/dbus")  # the CLI's: no retry
+    with pytest.raises(OperationalError):
+        plain.history("demo", "shop", "orders")
+
+
+def test_zookeeper_and_mysql_connects_give_up_after_the_budget():
+    from dbuslib import mysql, zk
+    from dbuslib.config import MysqlConnection, ZooKeeperEndpoint
+
+    with pytest.raises(RetriesExhausted, match="ZooKeeper at .*: connect: still failing"):
+        zk.client(ZooKeeperEndpoint(hosts=f"127.0.0.1:{closed_port()}", timeout_s=0.3), retry=SHORT)
+    conn = MysqlConnection(host="127.0.0.1", port=closed_port(), user="u", password="p", server_id=1)
+    with pytest.raises(RetriesExhausted, match="MySQL at .*: connect: still failing"):
+        mysql.connect(conn, retry=SHORT, connect_timeout=1)
+    with pytest.raises(EndpointError) as plain:
+        mysql.connect(conn, connect_timeout=1)
+    assert not isinstance(plain.value, RetriesExhausted)
