@@ -30,7 +30,7 @@ from extractor_env import REPO, ExtractorEnv, cleanup, make_env
 from dbuslib import kafka, mysql, topics
 from dbuslib import spark as dspark
 from dbuslib.config import load_config
-from dbuslib.stages import group_members, stop_group  # noqa: F401 - group_members: part of this module's API
+from dbuslib.stages import group_members, stop_group
 
 
 # ---------------------------------------------------------------- environment
