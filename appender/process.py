@@ -29,7 +29,7 @@ from appender.convert import ConvertSettings, masked, original_key, record_key, 
 from appender.heartbeat import (TABLE_STATUS, UNKNOWN_TABLE, BadHeartbeat, Beat, Heartbeat, HeartbeatTable,
                                 heartbeat_of, measure, owner)
 from appender.versions import Change, Version, compare, on_rows, on_truncate, version_at
-from dbuslib.deadletter import DeadLetter
+from dbuslib.deadletter import TABLE_MASKED, UNATTRIBUTED, UNVERIFIED, DeadLetter
 from dbuslib.errors import DbusError, EndpointError
 from dbuslib.retry import transient
 from dbuslib.rawevent import RawEvent, RawEventError, Reassembler, decode
@@ -200,7 +200,7 @@ class PartitionProcessor:
             except BadHeartbeat as e:
                 self.bad[e.code] += 1
                 yield self._dead(rec, e.code, f"{where}, row {i}: {e}", (self.heartbeat.schema,
-                                                                          self.heartbeat.table))
+                                                                          self.heartbeat.table), decoded=True)
                 continue
             yield self._heartbeat_out(event, hb, version)
             self.beats.append(measure(hb, self.clock(), self.counts.pop((hb.schema, hb.table), 0)))
@@ -312,19 +312,26 @@ class PartitionProcessor:
         return OutRecord(self.outputs.result_topic(ns.schema, ns.table), record_key(message).encode(),
                          value, headers + extra)
 
-    def _dead(self, rec: InRecord, code: str, error: str, table: tuple[str, str] | None) -> OutRecord:
-        withheld = self._withhold(table)
+    def _dead(self, rec: InRecord, code: str, error: str, table: tuple[str, str] | None,
+              decoded: bool = False) -> OutRecord:
+        withheld = self._withhold(table, decoded)
         letter = DeadLetter(code=code, error=error, topic=rec.topic, partition=rec.partition, offset=rec.offset,
                             key=rec.key, value=None if withheld else rec.value, stage="appender", withheld=withheld)
         return OutRecord(self.outputs.dead_letter_topic, rec.key or b"", letter.to_json().encode())
 
-    def _withhold(self, table: tuple[str, str] | None) -> str:
-        """Why the record's bytes must not go to the dead-letter topic ("" = they may)."""
+    def _withhold(self, table: tuple[str, str] | None, decoded: bool = False) -> str:
+        """Why the record's bytes must not go to the dead-letter topic ("" = they may).
+
+        In a source that masks columns, only a record whose rows were decoded (so its table is the one
+        its table map names) may be carried; a record that failed may hold another table's rows than its
+        header or key claims (a damaged header), so its bytes are withheld whatever it claims."""
         if self.mask_plan is None or not self.mask_plan.has_rules:
             return ""
         if table is None:
-            return "not attributable to a table, and this source masks columns"
-        return "the table has masked columns" if self.mask_plan.rules_for(*table) else ""
+            return UNATTRIBUTED
+        if not decoded:
+            return UNVERIFIED
+        return TABLE_MASKED if self.mask_plan.rules_for(*table) else ""
 
 
 def _table_id(event: RawEvent) -> int:

@@ -23,8 +23,19 @@ import base64
 import json
 from dataclasses import dataclass
 
+# A record larger than this is not copied into its dead letter (base64 makes it a third larger, and the
+# dead letter must fit the topic's message limit, so its write cannot fail for size); ``withheld`` says
+# so and the record stays readable at its coordinates.
+MAX_VALUE_BYTES = 4 * 1024 * 1024
 TABLE_MASKED = "the table has masked columns"
 UNATTRIBUTED = "not attributable to a table, and this source masks columns"
+UNVERIFIED = "the record did not decode, so its table is not known for sure, and this source masks columns"
+
+
+def too_big(size: int) -> str:
+    """``withheld`` of a record of ``size`` bytes above ``MAX_VALUE_BYTES``."""
+    return (f"the record's {size} bytes exceed the {MAX_VALUE_BYTES} a dead letter carries; "
+            "read it at its coordinates")
 
 
 def withheld_reason(masks_any: bool, table_masked: bool | None) -> str:
@@ -51,12 +62,13 @@ class DeadLetter:
     withheld: str = ""
 
     def to_json(self) -> str:
+        big = self.value is not None and not self.withheld and len(self.value) > MAX_VALUE_BYTES
         return json.dumps({
             "code": self.code, "error": self.error, "stage": self.stage, "topic": self.topic,
             "partition": self.partition, "offset": self.offset,
             "key": self.key.decode("utf-8", "replace") if self.key is not None else None,
-            "value_base64": base64.b64encode(self.value).decode() if self.value is not None else None,
-            "withheld": self.withheld or None,
+            "value_base64": base64.b64encode(self.value).decode() if self.value is not None and not big else None,
+            "withheld": (too_big(len(self.value)) if big else self.withheld) or None,
         }, ensure_ascii=False)
 
     @classmethod

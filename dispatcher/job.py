@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dbuslib import pygc
+from dbuslib.deadletter import MAX_VALUE_BYTES, too_big
 from dbuslib.config import DbusConfig
 from dispatcher.routing import BAD_TOPIC, TOPIC_NAME, UNEXPECTED, Route, Router, key_tables, route
 
@@ -118,7 +119,9 @@ def _python_routes(router: Router, ensure_topic: Callable[[str], None], topic: s
     out = []
     for r in routes:
         r = _ensure(router, ensure_topic, r, key)
-        out.append((r.topic, r.code, r.error, r.withheld or None, _key_text(key) if r.dead else None))
+        withheld = r.withheld or (too_big(len(value)) if r.dead and value is not None
+                                  and len(value) > MAX_VALUE_BYTES else None)
+        out.append((r.topic, r.code, r.error, withheld, _key_text(key) if r.dead else None))
     return out
 
 

@@ -9,7 +9,7 @@ import json
 import struct
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_rowdecode import DELETE, INSERT, UPDATE
 
@@ -73,6 +73,10 @@ def damaged_real(draw) -> bytes:
     return with_header({**event.header, **draw(header_json())}, event.body)
 
 
+# A masked table's record whose header names another schema (one byte flipped): the header is not to be
+# trusted about whose rows the body holds (hypothesis found it).
+DAMAGED_SCHEMA = INSERT.replace(b'"schema":"dbus_unit_rowdecode"', b'"schema":" bus_unit_rowdecode"')
+
 records = st.one_of(
     st.none(),
     st.binary(max_size=300),
@@ -85,12 +89,12 @@ rendered = st.one_of(st.none(), st.binary(max_size=200))
 
 
 def check(out, rec: InRecord) -> None:
-    dead = [o for o in out if o.topic == DLQ]
-    if dead:  # a failed record gives its dead letter alone, pointing at the original
-        assert len(out) == 1
-        letter = DeadLetter.from_json(dead[0].value)
+    letters = [DeadLetter.from_json(o.value) for o in out if o.topic == DLQ]
+    for letter in letters:  # pointing at the original
         assert (letter.topic, letter.partition, letter.offset) == (rec.topic, rec.partition, rec.offset)
         assert letter.code and letter.stage == "appender"
+    if any(d.code.startswith("RAW_") or d.code == RECORD_FAILED for d in letters):
+        assert len(out) == 1  # a record that failed gives its dead letter alone (a bad heartbeat row does not)
     for o in out:
         assert isinstance(o.value, bytes) and isinstance(o.key, bytes) and o.topic
 
@@ -106,6 +110,7 @@ def test_every_record_gives_output_or_one_dead_letter_never_an_exception(batch, 
 
 @settings(max_examples=200, deadline=None)
 @given(st.one_of(st.none(), st.binary(max_size=100), damaged_real()))
+@example(value=DAMAGED_SCHEMA)
 def test_masked_sources_never_put_record_bytes_in_a_dead_letter_they_cannot_attribute(value):
     p = processor(mask=True)
     for out in p.process(InRecord("demo.x", 0, 7, None, value)):

@@ -298,3 +298,12 @@ def test_a_topic_kafka_refuses_to_create_turns_the_record_into_a_dead_letter():
 def test_an_unreachable_kafka_still_fails_the_query():
     with pytest.raises(RuntimeError, match="could not create"):
         job._python_routes(MASKED, _failing(_Down), None, rows_record("shop", "orders"), b"shop.orders")
+
+
+def test_a_dead_letter_too_large_to_copy_is_withheld_with_its_size():
+    from dbuslib.deadletter import MAX_VALUE_BYTES
+
+    big = b"g" * (MAX_VALUE_BYTES + 1)
+    ((topic, code, _, withheld, key),) = job._python_routes(ROUTER, lambda t: None, None, big, b"x.y")
+    assert (topic, code, key) == (DLQ, BAD_RECORD, "x.y")
+    assert withheld and str(MAX_VALUE_BYTES + 1) in withheld
