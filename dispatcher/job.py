@@ -115,7 +115,8 @@ def _python_routes(router: Router, ensure_topic: Callable[[str], None], topic: s
     try:
         routes = (Route(topic),) if topic is not None else route(router, value, key)
     except Exception as e:  # noqa: BLE001 - route() is total; this only guards its callers' mistakes
-        routes = (router.dead(UNEXPECTED, f"{type(e).__name__} while routing: {e!s:.500}", key_tables(key)),)
+        msg = f"{type(e).__name__} while routing: {e!s:.500}"
+        routes = (router.dead(UNEXPECTED, msg, key_tables(key), decoded=False),)
     out = []
     for r in routes:
         r = _ensure(router, ensure_topic, r, key)

@@ -13,10 +13,11 @@ Two exceptions:
   unexpected error (``DISPATCH_UNEXPECTED``). It goes to ``topics.dead_letter`` with a ``code`` (one of
   ``CODES``), the error text, and ``withheld`` when its value must not be carried (below).
 
-Withholding (dbuslib.deadletter.withheld_reason, the appender's rule): when the record's table has masking
-rules (``sources.<ds>.masking``), or the record cannot be attributed to a table while the source masks
-some column, the dead letter carries no value. The table is the header's ``schema``/``table`` when the
-envelope parses, else the key ``<schema>.<table>`` (any split at a dot that names a masked table counts).
+Withholding (the appender's rule, texts in dbuslib.deadletter): in a source that masks some column
+(``sources.<ds>.masking``), a dead letter carries no value when the record's table has masking rules,
+when the record cannot be attributed to a table, or when it did not decode (a damaged header or key may
+claim an unmasked table). The table is the header's ``schema``/``table`` when the envelope parses, else
+what a header that still parses as JSON or the key ``<schema>.<table>`` name (every split at a dot).
 
 Chunks carry the header of their event, so every chunk of one event gets the same route and, keeping
 the key, lands in the same partition in order. Heartbeat inserts are one small row each and are never
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbuslib.config import Source
-from dbuslib.deadletter import withheld_reason
+from dbuslib.deadletter import UNATTRIBUTED, UNVERIFIED, withheld_reason
 from dbuslib.rawevent import RawEvent, RawEventError, decode
 from dbuslib.topics import TOPIC_NAME, render, topic_problem
 
@@ -124,14 +125,20 @@ class Router:
                 return True
         return False
 
-    def withheld(self, tables: list[Table] | None) -> str:
-        """Why a dead letter of a record of one of ``tables`` (None: not attributable) carries no value."""
+    def withheld(self, tables: list[Table] | None, decoded: bool = True) -> str:
+        """Why a dead letter of a record of one of ``tables`` (None or empty: not attributable) carries no
+        value; a record that did not decode (``decoded`` False) may be of any table, so in a source that
+        masks columns its value is withheld whatever its key or header claims (the appender's rule)."""
         if not self.masks_any:
             return ""
-        return withheld_reason(True, None if not tables else any(self.table_masked(*t) for t in tables))
+        if not tables:
+            return UNATTRIBUTED
+        if not decoded:
+            return UNVERIFIED
+        return withheld_reason(True, any(self.table_masked(*t) for t in tables))
 
-    def dead(self, code: str, error: str, tables: list[Table] | None) -> Route:
-        return Route(self.dead_letter, code, error, self.withheld(tables))
+    def dead(self, code: str, error: str, tables: list[Table] | None, decoded: bool = True) -> Route:
+        return Route(self.dead_letter, code, error, self.withheld(tables, decoded))
 
     def to_schema(self, schema: Any, tables: list[Table] | None) -> Route:
         """The route to ``schema``'s topic, or a dead letter when Kafka refuses that name even escaped."""
@@ -148,14 +155,15 @@ def route(router: Router, value: Any, key: bytes | str | None = None) -> tuple[R
     try:
         return _route(router, value, key)
     except Exception as e:  # noqa: BLE001 - the last resort: one record must not stop the stage
-        return (router.dead(UNEXPECTED, f"{type(e).__name__} while routing: {e!s:.500}", key_tables(key)),)
+        msg = f"{type(e).__name__} while routing: {e!s:.500}"
+        return (router.dead(UNEXPECTED, msg, key_tables(key), decoded=False),)
 
 
 def _route(router: Router, value: Any, key: bytes | str | None) -> tuple[Route, ...]:
     try:
         event = decode(value, key)
     except RawEventError as e:
-        return (router.dead(BAD_RECORD, str(e), damaged_tables(value) + key_tables(key)),)
+        return (router.dead(BAD_RECORD, str(e), damaged_tables(value) + key_tables(key), decoded=False),)
     tables = event_tables(event, key)
     if not is_heartbeat(router, event):
         return (router.to_schema(event.header["schema"], tables),)
