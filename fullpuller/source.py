@@ -112,15 +112,22 @@ def read_shard(job: ShardJob) -> Iterator[tuple[bytes, bytes, list[tuple[str, by
                 cur.execute(stmt)
             cur.execute(job.sql)
             size = max(job.tuples_per_message, job.fetch_rows // job.tuples_per_message * job.tuples_per_message)
+            # long binary values come raw in trailing columns b0, b1, ... (render.splice_binaries)
+            names = [d[0].decode() if isinstance(d[0], bytes) else d[0] for d in cur.description]
+            k = sum(1 for n in names if n[:1] == "b" and n[1:].isdigit())
             while True:
                 rows = cur.fetchmany(size)
                 if not rows:
                     break
+                raws = [r[len(r) - k:] for r in rows] if k else None
+                rows = [r[: len(r) - k] for r in rows] if k else rows
                 if len(rows[0]) == 1:
                     texts = [r[0] for r in rows]
                 else:  # FLOAT columns come raw: Python writes their shortest float32 repr (render.py)
                     texts = [render.tuple_text([v.decode() if isinstance(v, bytes) else v for v in r]).encode()
                              for r in rows]
+                if raws is not None:
+                    texts = [render.splice_binaries(t, b) for t, b in zip(texts, raws, strict=True)]
                 yield from writer.messages(texts)
                 reporter.rows(writer.rows)
         reporter.rows(writer.rows, final=True)

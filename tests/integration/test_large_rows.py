@@ -1,10 +1,15 @@
 """Rows of any size on the real stack: 1 MB, 5 MB and 30 MB LONGBLOB values through the whole pipeline.
 
-A UMS message up to ``endpoints.kafka.max_message_bytes`` (16 MiB, the local broker's ``message.max.bytes``)
-is one record; the 30 MB row's message (40 MB of Base64) leaves the appender and the full puller as
-ordered chunks (ums.chunks, docs/ums.md#large-tuples), which consumers join with ``ums.chunks.Reassembler``.
-The test reads the result topic as a consumer would, compares every value with the source, checks that the
-appender keeps running and later rows arrive, then pulls the table and reconciles and verifies it.
+A UMS message up to ``endpoints.kafka.max_message_bytes`` is one record; a larger one (one huge row) leaves
+the appender and the full puller as ordered chunks (ums.chunks, docs/ums.md#large-tuples), which consumers
+join with ``ums.chunks.Reassembler``. The test reads the result topic as a consumer would, compares every
+value with the source, checks that the appender keeps running and later rows arrive, then pulls the table
+and reconciles and verifies it.
+
+The pipeline test sets the record limit to 6 MiB and the extractor's raw record limit to 5.5 MB, so both
+appender paths write chunks: the 5 MB row is one raw record, rendered by the JVM decoder, and its 6.7 MB
+message is chunked by the text path; the 30 MB row is 6 raw chunks, joined and decoded in Python, and its
+40 MB message is chunked by the Python path. The 1 MB row's message (1.33 MB) is one record.
 """
 
 from __future__ import annotations
@@ -21,11 +26,13 @@ import uuid
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from extractor_env import REPO
 from fullpull_env import FullPullEnv, cleanup_fullpull
 from pipeline_env import make_pipeline_env
 
 from dbuslib import kafka, mysql
+from dbuslib.config import load_config
 from dbuslib.stages import Stages
 from fullpuller import reconcile, verify
 from ums import ColumnSpec, DataRow, Namespace, Op, ProtocolType, build_data_messages, to_json, ums_uid
@@ -33,6 +40,7 @@ from ums.chunks import CHUNK, Reassembler, split
 
 pytestmark = pytest.mark.integration
 MB = 1_000_000
+LIMIT = 6 * 1024 * 1024  # endpoints.kafka.max_message_bytes of the pipeline test
 SIZES = {1: 1 * MB, 2: 5 * MB, 3: 30 * MB}  # id -> LONGBLOB bytes
 DDL = "CREATE TABLE files (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL, data LONGBLOB)"
 
@@ -50,14 +58,17 @@ def _insert(db, i: int, size: int | None) -> None:
                     (i, f"file {i}", None if size is None else _blob(i, size)))
 
 
-def read_tuples(cfg, topic: str, protocol: str = "data_increment_data") -> tuple[list[list], int]:
+def read_tuples(cfg, topic: str, protocol: str = "data_increment_data") -> tuple[list[dict], dict[int, int]]:
     """The tuples of ``protocol`` messages on ``topic`` in partition order, chunked records joined as a
-    consumer joins them (one Reassembler per partition); and how many records were chunks."""
-    out, chunks = [], 0
+    consumer joins them (one Reassembler per partition); and per id, the chunks its last message came in."""
+    out, chunked = [], {}
     assemblers: dict[int, Reassembler] = {}
+    chunks = 0
     for rec in kafka.read_range(cfg.endpoints.kafka, [topic]):
         headers = list(rec.headers or [])
-        chunks += any(k == CHUNK for k, _ in headers)
+        is_chunk = any(k == CHUNK for k, _ in headers)
+        assert len(rec.value) <= LIMIT, f"{topic}/{rec.partition}@{rec.offset}: {len(rec.value)} bytes"
+        chunks += is_chunk
         assembler = assemblers.setdefault(rec.partition, Reassembler())
         value = assembler.push(rec.value, headers, f"{topic}/{rec.partition}@{rec.offset}")
         if value is None:
@@ -65,8 +76,11 @@ def read_tuples(cfg, topic: str, protocol: str = "data_increment_data") -> tuple
         message = json.loads(value)
         if message["protocol"]["type"] == protocol:
             names = [f["name"] for f in message["schema"]["fields"]]
-            out.extend(dict(zip(names, t["tuple"], strict=True)) for t in message["payload"])
-    return out, chunks
+            tuples = [dict(zip(names, t["tuple"], strict=True)) for t in message["payload"]]
+            out.extend(tuples)
+            chunked.update((int(t["id"]), chunks if is_chunk else 0) for t in tuples)
+        chunks = 0 if not is_chunk or value is not None else chunks
+    return out, chunked
 
 
 def _wait_for(cfg, topic: str, ids: set[int], stages: Stages, timeout: float) -> list[dict]:
@@ -87,6 +101,7 @@ def _dbus(cfg_path, *args: str, timeout: float = 900) -> subprocess.CompletedPro
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
+@pytest.mark.timeout(1800)
 def test_1_5_and_30_mb_blobs_are_delivered_and_a_pull_reconciles_to_the_source(tmp_path, source):
     database = f"dbus_test_{uuid.uuid4().hex[:12]}"
     writer = mysql.connect(source.mysql, as_writer=True)
@@ -95,6 +110,11 @@ def test_1_5_and_30_mb_blobs_are_delivered_and_a_pull_reconciles_to_the_source(t
         cur.execute(f"USE `{database}`")
         cur.execute(DDL)
     env = make_pipeline_env(tmp_path, database)
+    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw["endpoints"]["kafka"]["max_message_bytes"] = LIMIT
+    raw["sources"][env.ds]["extractor"]["max_record_bytes"] = 5_500_000
+    env.cfg_path.write_text(yaml.safe_dump(raw))
+    env.cfg = load_config(env.cfg_path)
     stages = Stages(env.cfg, env.ds, tmp_path / "stage-logs")
     topic = env.cfg.source(env.ds).topics.name("result", env.ds, database, "files")
     try:
@@ -110,9 +130,11 @@ def test_1_5_and_30_mb_blobs_are_delivered_and_a_pull_reconciles_to_the_source(t
             data = base64.b64decode(got[i]["data"])
             assert len(data) == size and data == _blob(i, size), f"row {i}: {len(data)} bytes"
         assert base64.b64decode(got[4]["data"]) == _blob(4, 10)
-        _, chunks = read_tuples(env.cfg, topic)
-        assert chunks >= 3, "the 30 MB row's message (40 MB) is above the 16 MiB limit: it must be chunked"
-        print(f"\nresult topic: {len(tuples)} tuples, {chunks} chunk records")
+        _, chunked = read_tuples(env.cfg, topic)
+        print(f"\nresult topic: {len(tuples)} tuples; chunks per id: {chunked}")
+        assert chunked[1] == 0 and chunked[4] == 0  # 1.33 MB and a few bytes: whole records
+        assert chunked[2] == 2  # 6.7 MB: the JVM text path's message, in 2 chunks
+        assert chunked[3] == -(-40 * MB // (LIMIT - 16_384))  # 40 MB: the Python path's, in 7 chunks
 
         _insert(writer, 5, 2 * MB)  # the appender goes on: later rows, large and small, arrive
         _insert(writer, 6, None)
@@ -124,8 +146,9 @@ def test_1_5_and_30_mb_blobs_are_delivered_and_a_pull_reconciles_to_the_source(t
         out = _dbus(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", f"{database}.files",
                     "--follow", "--wait", "600")
         assert out.returncode == 0, out.stdout + out.stderr
-        pulled, _ = read_tuples(env.cfg, topic, "data_initial_data")
+        pulled, chunked = read_tuples(env.cfg, topic, "data_initial_data")
         assert sorted(int(t["id"]) for t in pulled) == [1, 2, 3, 4, 5, 6]
+        assert chunked[2] == 2 and chunked[3] == 7 and chunked[1] == 0
         assert base64.b64decode({int(t["id"]): t for t in pulled}[3]["data"]) == _blob(3, SIZES[3])
         stages.check_alive()
         for stage in ("fullpuller", "appender", "dispatcher", "extractor"):  # free the cores for the checks

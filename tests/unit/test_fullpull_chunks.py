@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from fullpuller.source import MessageWriter, ShardJob
 from ums import from_json
 from ums.chunks import HEADROOM, Reassembler
@@ -30,3 +32,18 @@ def test_a_huge_row_is_chunked_and_the_rows_around_it_are_not():
     assert [from_json(v).payload[0][4:] for v in whole] == [(1, "AA=="), (2, huge), (3, None)]
     assert [k for k, _ in out[0][2]] == ["ums_key"]  # a whole message carries no chunk header
     assert [k for k, _ in out[1][2]] == ["ums_key", "ums_chunk", "ums_chunk_id"]
+
+
+def test_long_binaries_are_spliced_in_as_base64_in_column_order():
+    from fullpuller.render import splice_binaries
+
+    text = b'1,"\0",null,"AA==","\0","\\u0000"'
+    assert splice_binaries(text, (b"\x00\x01", None, b"xyz")) == b'1,"AAE=",null,"AA==","eHl6","\\u0000"'
+    assert splice_binaries(b'1,"AA=="', (None,)) == b'1,"AA=="'
+
+
+def test_a_row_whose_placeholders_do_not_match_its_long_values_is_refused():
+    from fullpuller.render import splice_binaries
+
+    with pytest.raises(ValueError, match="1 binary placeholder"):
+        splice_binaries(b'"\0"', (b"a", b"b"))

@@ -14,7 +14,8 @@ from ums.types import ColumnSpec
     ("year(4)", "COALESCE(CAST(CAST(`c` AS UNSIGNED) AS CHAR), 'null')"),
     ("bigint(20)", "COALESCE(CONCAT('\"', CAST(`c` AS CHAR), '\"'), 'null')"),
     ("double", "COALESCE(CAST(`c` AS CHAR), 'null')"),
-    ("varbinary(3)", "COALESCE(CONCAT('\"', REPLACE(TO_BASE64(`c`), '\\n', ''), '\"'), 'null')"),
+    ("varbinary(3)", "COALESCE(IF(LENGTH(`c`) > 65536, '\"\\0\"', "
+                     "CONCAT('\"', REPLACE(TO_BASE64(`c`), '\\n', ''), '\"')), 'null')"),
     ("varchar(3)", "COALESCE(JSON_QUOTE(CAST(`c` AS CHAR CHARACTER SET utf8mb4)), 'null')"),
     ("json", "COALESCE(JSON_QUOTE(JSON_COMPACT(`c`)), 'null')"),
 ])
