@@ -241,6 +241,8 @@ class Lifecycle:
                 return self.code
             self.say(f"{self.stage}: STAGE_JVM_GONE: {self.ds}: {first_line(e)}")
             return EXIT_JVM_GONE
+        except Exception as e:  # noqa: BLE001 - any other end of the query is its failure, with the code
+            error = e
         if error is not None and not self.stopping.is_set():
             self.say(f"{self.stage}: {failed_code}: {self.ds}: {first_line(error)}")
             return EXIT_FAILED

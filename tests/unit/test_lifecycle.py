@@ -128,3 +128,9 @@ def test_a_config_file_back_within_the_grace_is_not_gone(tmp_path, monkeypatch):
 
 def test_a_test_process_is_never_ended_by_the_lifecycle():
     assert not Lifecycle("dispatcher", "demo", watch_jvm=False).owns_process
+
+
+def test_any_other_error_of_the_query_is_its_failure(capsys):
+    with Lifecycle("appender", "demo", watch_jvm=False) as life:
+        assert life.await_query(FakeQuery(raises=ValueError("odd\nmore")), "APPENDER_FAILED") == EXIT_FAILED
+    assert "appender: APPENDER_FAILED: demo: odd\n" in capsys.readouterr().err
