@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from dbuslib import pygc
 from dbuslib.deadletter import MAX_VALUE_BYTES, too_big
 from dbuslib.config import DbusConfig
-from dispatcher.routing import BAD_TOPIC, TOPIC_NAME, UNEXPECTED, Route, Router, key_tables, route
+from dispatcher.routing import BAD_TOPIC, TOPIC_NAME, UNEXPECTED, Route, Router, key_tables, route, unexpected
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -115,8 +115,7 @@ def _python_routes(router: Router, ensure_topic: Callable[[str], None], topic: s
     try:
         routes = (Route(topic),) if topic is not None else route(router, value, key)
     except Exception as e:  # noqa: BLE001 - route() is total; this only guards its callers' mistakes
-        msg = f"{type(e).__name__} while routing: {e!s:.500}"
-        routes = (router.dead(UNEXPECTED, msg, key_tables(key), decoded=False),)
+        routes = (router.dead(UNEXPECTED, unexpected(router, e), key_tables(key), decoded=False),)
     out = []
     for r in routes:
         r = _ensure(router, ensure_topic, r, key)

@@ -48,7 +48,7 @@ from dbuslib.deadletter import UNATTRIBUTED, UNVERIFIED, withheld_reason
 from dbuslib.rawevent import RawEvent, RawEventError, decode
 from dbuslib.topics import TOPIC_NAME, render, topic_problem
 
-__all__ = ["TOPIC_NAME", "Route", "Router", "route"]
+__all__ = ["TOPIC_NAME", "Route", "Router", "route", "unexpected"]
 
 # Binlog type codes of inserts: WRITE_ROWS_EVENT_V1 (MariaDB) and WRITE_ROWS_EVENT_V2 (MySQL).
 WRITE_ROWS_EVENTS = frozenset({23, 30})
@@ -155,8 +155,15 @@ def route(router: Router, value: Any, key: bytes | str | None = None) -> tuple[R
     try:
         return _route(router, value, key)
     except Exception as e:  # noqa: BLE001 - the last resort: one record must not stop the stage
-        msg = f"{type(e).__name__} while routing: {e!s:.500}"
-        return (router.dead(UNEXPECTED, msg, key_tables(key), decoded=False),)
+        return (router.dead(UNEXPECTED, unexpected(router, e), key_tables(key), decoded=False),)
+
+
+def unexpected(router: Router, e: Exception) -> str:
+    """The error text of a ``DISPATCH_UNEXPECTED`` dead letter: the exception's type, and its message
+    unless the source masks columns (an unforeseen message might quote a value)."""
+    if router.masks_any:
+        return f"{type(e).__name__} while routing (message withheld: this source masks columns)"
+    return f"{type(e).__name__} while routing: {e!s:.500}"
 
 
 def _route(router: Router, value: Any, key: bytes | str | None) -> tuple[Route, ...]:

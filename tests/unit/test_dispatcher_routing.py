@@ -260,7 +260,9 @@ def test_an_unexpected_error_becomes_a_dead_letter(monkeypatch):
     monkeypatch.setattr(routing, "is_heartbeat", broken)
     (r,) = route(MASKED, rows_record("shop", "customers"), b"shop.customers")
     assert (r.topic, r.code, r.withheld) == (DLQ, UNEXPECTED, UNVERIFIED)
-    assert "IndexError" in r.error and "boom" in r.error
+    assert "IndexError" in r.error and "boom" not in r.error  # a message might quote a masked value
+    (r,) = route(ROUTER, rows_record("shop", "customers"), b"shop.customers")
+    assert (r.code, r.withheld) == (UNEXPECTED, "") and "IndexError" in r.error and "boom" in r.error
 
 
 def test_the_udf_body_returns_routes_with_the_key_text_of_dead_letters():
