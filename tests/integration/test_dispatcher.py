@@ -21,6 +21,7 @@ import yaml
 
 from dbuslib import kafka, rawevent
 from dbuslib.config import DEFAULT_CONFIG
+from dbuslib.deadletter import DeadLetter
 from dbuslib.rawevent import RawEvent
 from dispatcher import main as dispatcher_main
 from dispatcher.routing import BAD_RECORD, CHUNKED_HEARTBEAT, Router, route
@@ -31,6 +32,9 @@ _UNIT = Path(__file__).resolve().parents[1] / "unit" / "test_dispatcher_routing.
 _spec = importlib.util.spec_from_file_location("dispatcher_routing_fixtures", _UNIT)
 captured = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(captured)  # the heartbeat records captured from MariaDB (see that file)
+
+
+CONTRACT = set(json.loads(DeadLetter("c", "e", "t", 0, 0, None, None, "s").to_json()))
 
 
 def rows_record(schema: str, table: str, seq: int, body: bytes = b"tm-and-rows") -> bytes:
@@ -81,7 +85,7 @@ def expected_by_topic(router: Router, records) -> dict[str, list[tuple[bytes | N
     out: dict[str, list] = defaultdict(list)
     for key, value in records:
         for r in route(router, value, key):
-            out[r.topic].append((key, r.reason if r.dead else value))
+            out[r.topic].append((key, r.code if r.dead else value))
     return out
 
 
@@ -95,7 +99,7 @@ def per_key(records) -> dict[bytes | None, list]:
 def as_expected(got: list[tuple[int, bytes | None, bytes]], dead: bool) -> list[tuple]:
     if not dead:
         return [(k, v) for _, k, v in got]
-    return [(k, json.loads(v)["reason"]) for _, k, v in got]
+    return [(k, json.loads(v)["code"]) for _, k, v in got]
 
 
 @pytest.fixture
@@ -154,14 +158,65 @@ def test_records_reach_their_schema_topics_and_a_restart_resumes(spark, kafka_up
     crm = read_all(kafka_up, f"{ds}.crm")
     assert [v for _, k, v in crm if k == hb_key] == [captured.HEARTBEAT_THREE]
     dead = [json.loads(v) for _, _, v in read_all(kafka_up, f"{ds}.dlq")]
-    garbage = next(d for d in dead if d["reason"] == BAD_RECORD and d["key"] == "shop.orders")
+    garbage = next(d for d in dead if d["code"] == BAD_RECORD and d["key"] == "shop.orders")
     assert base64.b64decode(garbage["value_base64"]) == b"not a raw event 0"
     assert (garbage["topic"], garbage["partition"] in (0, 1)) == (ds, True)
     assert "bad magic" in garbage["error"]
     assert isinstance(garbage["offset"], int)
-    assert sum(d["reason"] == CHUNKED_HEARTBEAT for d in dead) > 1
+    assert sum(d["code"] == CHUNKED_HEARTBEAT for d in dead) > 1
+    assert all(set(d) == CONTRACT and d["stage"] == "dispatcher" for d in dead)
 
     second = workload(1000, 60)
     produce(kafka_up, ds, second)
     run_dispatcher(path, ds)
     assert_topics_hold(kafka_up, router, first + second)
+
+
+# ---------------------------------------------------------------- poison records, a running dispatcher
+
+
+def test_poison_records_become_dead_letters_with_coordinates_and_the_dispatcher_runs_on(tmp_path, kafka_up):
+    """A null value, garbage and a truncated raw record between good records, each batch written while a
+    ``spark-submit`` dispatcher runs: the good ones reach the schema topic in order, each bad one is a
+    dead letter naming its topic/partition/offset, and the dispatcher is still running afterwards."""
+    from pipeline_env import cleanup_pipeline, dispatcher_stage, make_pipeline_env, wait_until
+
+    env = make_pipeline_env(tmp_path, "poison_db", partitions=1)
+    stage = dispatcher_stage(env)
+    endpoint = env.cfg.endpoints.kafka
+    t = env.cfg.source(env.ds).topics
+    schema_topic, dlq = t.name("schema", env.ds, "poison_db"), t.name("dead_letter", env.ds)
+    key = b"poison_db.t"
+    try:
+        stage.start()
+        good, bad = [], {}
+        producer = kafka.producer(endpoint)
+        for round_ in range(3):
+            ok = [rows_record("poison_db", "t", 10 * round_ + i) for i in range(4)]
+            poison = [None, b"garbage \x00\xff" + bytes([round_]), ok[0][: 20 + 7 * round_]][round_]
+            for value in (ok[0], ok[1], poison, ok[2], ok[3]):
+                meta = producer.send(env.ds, key=key, value=value).get(timeout=60)
+                if value is poison:
+                    bad[meta.offset] = value
+            producer.flush()
+            good += ok
+            n = len(good)
+            wait_until(lambda n=n: len(read_all(endpoint, schema_topic)) >= n, 300,
+                       f"round {round_}: good records in {schema_topic}", alive=[stage])
+        producer.close()
+        wait_until(lambda: len(read_all(endpoint, dlq)) >= len(bad), 120, "dead letters", alive=[stage])
+        assert [v for _, _, v in read_all(endpoint, schema_topic)] == good, "the good ones, in order, once"
+        letters = [json.loads(v) for _, _, v in read_all(endpoint, dlq)]
+        assert all(set(d) == CONTRACT for d in letters)
+        got = {d["offset"]: DeadLetter.from_json(json.dumps(d)) for d in letters}
+        assert sorted(got) == sorted(bad), "one dead letter per poison record, at its offset"
+        for offset, value in bad.items():
+            d = got[offset]
+            want = (BAD_RECORD, "dispatcher", env.ds, 0, key)
+            assert (d.code, d.stage, d.topic, d.partition, d.key) == want
+            assert (d.value, d.withheld) == (value, "")  # the source masks nothing: the record is kept
+        assert "null value" in got[min(bad)].error and "truncated" in got[max(bad)].error
+        stage.assert_alive()
+    finally:
+        stage.kill()
+        cleanup_pipeline(env)
