@@ -76,18 +76,20 @@ def test_every_panel_has_an_influxql_query_filtered_by_ds():
     titles = " | ".join(p["title"] for p in d["panels"])
     for wanted in ["Heartbeat latency", "Rows since the previous heartbeat", "Rows/s per stage",
                    "Extractor lag",
-                   "Kafka lag per stage", "Full-pull progress", "Open alerts"]:
+                   "Kafka lag per stage", "Full-pull progress", "Open alerts", "Dead letters per stage and code",
+                   "Dead letters: count and newest coordinates"]:
         assert wanted in titles
 
 
-def test_alert_rules_cover_heartbeat_age_and_latency():
+def test_alert_rules_cover_heartbeat_age_and_latency_and_dead_letters():
     rules = {r["uid"]: r for r in _rules()}
-    assert set(rules) == {"dbus-heartbeat-stale", "dbus-heartbeat-latency"}
+    assert set(rules) == {"dbus-heartbeat-stale", "dbus-heartbeat-latency", "dbus-dead-letters"}
     for r in rules.values():
         refs = {q["refId"]: q for q in r["data"]}
         assert r["condition"] in refs and refs["A"]["model"]["query"].startswith("SELECT ")
     assert _threshold(rules["dbus-heartbeat-stale"]) == ("lt", 1)
     assert _threshold(rules["dbus-heartbeat-latency"]) == ("gt", 300)
+    assert _threshold(rules["dbus-dead-letters"]) == ("gt", 0)  # heartbeat.dead_letter_threshold's default
 
 
 def _threshold(rule: dict[str, Any]) -> tuple[str, float]:
@@ -148,7 +150,8 @@ ORDERS_PULL = "1704164645123"
 
 def samples(now_s: float) -> dict[str, list[tuple[dict[str, str], dict[str, Any], int]]]:
     """measurement -> [(tags, fields, time ms)], field types as DBus writes them (docs/monitoring.md).
-    Live series are timed 20 s before ``now_s``; shop.quiet's last heartbeat 15 minutes before."""
+    Live series are timed 20 s before ``now_s``; shop.quiet's last heartbeat 15 minutes before; the
+    dispatcher's dead letter 10 minutes before (out of the dead-letter rule's 5 minutes)."""
     t = int(now_s - 20) * 1000
     quiet_t = int(now_s - 15 * 60) * 1000
     hb = {"schema": "shop"}
@@ -171,6 +174,16 @@ def samples(now_s: float) -> dict[str, list[tuple[dict[str, str], dict[str, Any]
             ({**hb, "table": "slow", "kind": "latency"}, {"state": "open", "latency_s": 400.0}, t - 60_000),
             ({**hb, "table": "slow", "kind": "latency"}, {"state": "recovered", "latency_s": 1.5}, t),
             ({**hb, "table": "quiet", "kind": "stale"}, {"state": "open", "age_s": 900.0}, t)],
+        "dbus_dead_letter": [
+            ({"stage": "appender", "code": "RAW_UNDECODABLE", **hb, "table": "orders"},
+             {"count": 2, "topic": "x.shop", "partition": 0, "offset": 41, "dlq_partition": 0, "dlq_offset": 16,
+              "newest_ms": t - 61_000}, t - 60_000),
+            ({"stage": "appender", "code": "RAW_UNDECODABLE", **hb, "table": "orders"},
+             {"count": 1, "topic": "x.shop", "partition": 0, "offset": 42, "dlq_partition": 0, "dlq_offset": 17,
+              "newest_ms": t - 1000}, t),
+            ({"stage": "dispatcher", "code": "RAW_BAD_RECORD"},
+             {"count": 1, "topic": "x", "partition": 1, "offset": 7, "dlq_partition": 1, "dlq_offset": 3,
+              "newest_ms": t - 600_000}, t - 600_000)],
         "dbus_fullpull": [({**hb, "table": "orders", "id": ORDERS_PULL},
                            {"rows": 412000, "total_rows": 1000000, "shards_done": 4, "shards_total": 10,
                             "rows_per_s": 51234.0, "status": "pulling"}, t)],
@@ -190,11 +203,15 @@ EXPECTED: dict[str, dict[str, list[list[Any]]]] = {
     "7A": {f"{ORDERS_PULL}/shop/orders": [[41.2]]},
     "8A": {f"{ORDERS_PULL}/shop/orders": [[412000, 1000000, 4, 10, 51234.0, "pulling"]]},
     "9A": {"stale/shop/quiet": [["open", 900.0, None]]},
+    "10A": {"RAW_UNDECODABLE/appender": [[2], [1]], "RAW_BAD_RECORD/dispatcher": [[1]]},
+    "11A": {"RAW_UNDECODABLE/shop/appender/orders": [[3, "x.shop", 0, 42, 0, 17]],
+            "RAW_BAD_RECORD//dispatcher/": [[1, "x", 1, 7, 1, 3]]},
 }
 RULE_EXPECTED: dict[str, tuple[dict[str, list[list[Any]]], set[str]]] = {
     # uid -> (figures for this ds, tables the rule fires for)
     "dbus-heartbeat-stale": ({"shop/orders": [[1]], "shop/quiet": [[0]], "shop/slow": [[1]]}, {"shop/quiet"}),
     "dbus-heartbeat-latency": ({"shop/orders": [[1.2345]], "shop/slow": [[400.0]]}, {"shop/slow"}),
+    "dbus-dead-letters": ({"RAW_UNDECODABLE/appender": [[3]]}, {"RAW_UNDECODABLE/appender"}),
 }
 
 
@@ -209,7 +226,8 @@ def as_server_type(measurement: str, name: str, value: Any, server: dict[str, st
     kind = server.get(name)
     if kind is None or isinstance(value, str):
         return value
-    if (measurement, name) in {("dbus_heartbeat", "latency_ms"), ("dbus_heartbeat", "rows")}:
+    if (measurement, name) in {("dbus_heartbeat", "latency_ms"), ("dbus_heartbeat", "rows"),
+                               ("dbus_dead_letter", "count"), ("dbus_dead_letter", "offset")}:
         want = "float" if name == "latency_ms" else "integer"
         assert kind == want, f"{measurement}.{name} is {kind} on the server; the contract says {want}"
     return float(value) if kind == "float" else int(value)
