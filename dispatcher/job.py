@@ -208,7 +208,7 @@ def start(spark: SparkSession, cfg: DbusConfig, ds: str, *, checkpoint: str, max
     ensure_topic = functools.partial(ensure_topic_once, cfg.endpoints.kafka, partitions=src.topics.partitions,
                                      replication_factor=src.topics.replication_factor)
     tagged = tag_records(read_raw(spark, bootstrap, src.topics.name("raw", ds), max_offsets), router)
-    writer = (kafka_sink(route_records(tagged, router, ensure_topic).writeStream, bootstrap)
+    writer = (kafka_sink(route_records(tagged, router, ensure_topic).writeStream, cfg.endpoints.kafka)
               .queryName(query_name(ds)).option("checkpointLocation", checkpoint))
     return with_trigger(writer, available_now, src.dispatcher.trigger_interval_ms,
                         src.dispatcher.async_progress).start()
