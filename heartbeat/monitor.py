@@ -263,7 +263,10 @@ class Monitor:
             return self._count_dead_letters()
         except (DbusError, KafkaError, *ZK_ERRORS) as e:
             log.warning("%s: dead letters not counted this check: %r", self.ds, e)
-            return []
+        except Exception:  # noqa: BLE001 - counting dead letters must never stop the heartbeat verdicts
+            log.exception("%s: dead letters not counted this check; the consumer starts over", self.ds)
+            self.dlq.close()  # the next check reads on from the committed offsets
+        return []
 
     def _count_dead_letters(self) -> list[Notification]:
         tallies = deadletters.fold(self.dlq.read())

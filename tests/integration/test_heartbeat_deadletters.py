@@ -40,7 +40,7 @@ def dlq_env(tmp_path, writer_db, receivers):  # noqa: F811 - the fixture
         kafka.delete_topics(cfg.endpoints.kafka, [topic])
         admin = kafka.admin(cfg.endpoints.kafka)
         try:
-            admin.delete_consumer_groups([deadletters.group_id(ds)])
+            admin.delete_groups([deadletters.group_id(ds)])
         except Exception:  # noqa: BLE001 - a group the broker already forgot is fine
             pass
         finally:

@@ -99,6 +99,32 @@ class Clock:
         return self.ms / 1000
 
 
+class FakeDlq:
+    """heartbeat.deadletters.DlqReader without Kafka: ``pending`` letters are read at the next check."""
+
+    topic = "demo.dlq"
+
+    def __init__(self):
+        self.pending: list = []
+        self.failure: Exception | None = None
+        self.commits = self.rewinds = 0
+
+    def read(self):
+        if self.failure is not None:
+            raise self.failure
+        out, self.pending = self.pending, []
+        return out
+
+    def commit(self):
+        self.commits += 1
+
+    def rewind(self):
+        self.rewinds += 1
+
+    def close(self):
+        pass
+
+
 @pytest.fixture
 def env(monkeypatch):
     points: list[dict] = []
@@ -110,9 +136,9 @@ def env(monkeypatch):
     cfg = load_config()
     zk, clock = FakeZk(), Clock(T0)
 
-    def make(*chans):
+    def make(*chans, dlq=None):
         return hbm.Monitor(cfg, "demo", client=zk, chans=list(chans), clock=clock,
-                           list_tables=lambda: [("shop", "orders")])
+                           list_tables=lambda: [("shop", "orders")], dlq=dlq or FakeDlq())
 
     return make, zk, clock, points, written
 
@@ -187,3 +213,55 @@ def test_influx_down_skips_the_check(env, monkeypatch):
     monkeypatch.setattr(hbm.influx, "influxql", boom)
     with pytest.raises(hbm.EndpointError, match="did not answer"):
         make(FakeChannel("webhook")).check()
+
+
+def _letter(stage="appender", code="RAW_UNDECODABLE", offset=42):
+    from heartbeat.deadletters import Letter
+
+    return Letter(stage, code, "shop", "orders", "demo.shop", 0, offset, 0, offset, T0)
+
+
+def test_dead_letters_are_written_committed_alerted_once_and_cleared(env):
+    make, zk, clock, points, written = env
+    points.append({"schema": "shop", "table": "orders", "_time": at(clock.ms), "_value": 10.0})
+    hook, dlq = FakeChannel("webhook"), FakeDlq()
+    mon = make(hook, dlq=dlq)
+    dlq.pending = [_letter(), _letter(offset=43)]
+    assert [(n.event, n.alert.key) for n in mon.check()] == [("alert", "appender.RAW_UNDECODABLE.dead_letter")]
+    assert [w.split(",")[0] for w in written] == ["dbus_dead_letter", "dbus_alert"]
+    assert "count=2i" in written[0] and "offset=43i" in written[0] and dlq.commits == 1
+    dlq.pending = [_letter(offset=44)]
+    clock.ms += 30_000
+    assert mon.check() == []  # more letters: no repeat, the node follows
+    node = json.loads(zk.nodes["/DBus/HeartBeat/demo/alerts/appender.RAW_UNDECODABLE.dead_letter"])
+    assert (node["count"], node["offset"], node["notified_ms"]) == (3, 44, T0)
+    points.append({"schema": "shop", "table": "orders", "_time": at(clock.ms + 600_000), "_value": 10.0})
+    clock.ms += 600_000
+    assert [(n.event, n.alert.key) for n in mon.check()] == [("recovery", "appender.RAW_UNDECODABLE.dead_letter")]
+    assert hook.sent == [("alert", "appender.RAW_UNDECODABLE.dead_letter"),
+                         ("recovery", "appender.RAW_UNDECODABLE.dead_letter")]
+
+
+def test_dead_letters_not_stored_are_read_again_and_the_heartbeats_still_checked(env, monkeypatch):
+    make, zk, clock, points, written = env
+    dlq = FakeDlq()
+    mon = make(FakeChannel("webhook"), dlq=dlq)
+
+    def refused(ep, pts):
+        raise hbm.EndpointError("the time-series server at http://x does not answer /ping")
+
+    monkeypatch.setattr(hbm.influx, "write", refused)
+    dlq.pending = [_letter()]
+    clock.ms += 601_000
+    assert [n.alert.key for n in mon.check()] == ["shop.orders.stale"]  # the heartbeat verdict goes on
+    assert (dlq.rewinds, dlq.commits) == (1, 0) and list(zk.nodes) == ["/DBus/HeartBeat/demo/alerts/shop.orders.stale"]
+
+
+@pytest.mark.parametrize("failure", [hbm.KafkaError("broker down"), RuntimeError("a client bug")])
+def test_a_failing_dead_letter_reader_never_stops_the_monitor(env, failure):
+    make, zk, clock, points, _ = env
+    dlq = FakeDlq()
+    dlq.failure = failure
+    mon = make(FakeChannel("webhook"), dlq=dlq)
+    clock.ms += 601_000
+    assert [n.alert.key for n in mon.check()] == ["shop.orders.stale"]
