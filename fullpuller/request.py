@@ -112,7 +112,8 @@ def parse(value: bytes | None, ds: str) -> PullRequest:
     if source and source != ds and not (source.isascii() and source.isdigit()):  # the keeper's numeric id
         msg = f"request {seqno}: payload.DBUS_DATASOURCE_ID {show(source)} is not this source ({ds!r})"
         raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
-    need("SCHEMA_NAME"), need("TABLE_NAME")
+    for required in ("SCHEMA_NAME", "TABLE_NAME"):
+        need(required)
     schema, table = _name(p, "SCHEMA_NAME", seqno), _name(p, "TABLE_NAME", seqno)
     physical = _text(p, "PHYSICAL_TABLES", seqno)
     if physical and physical != table.strip():
