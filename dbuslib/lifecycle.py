@@ -236,17 +236,23 @@ class Lifecycle:
             error = query.exception()
         except StreamingQueryException as e:
             error = e
-        except Py4JError as e:  # the JVM is gone (SIGTERM to the whole process group, or killed)
-            if self.stopping.is_set():
-                return self.code
-            self.say(f"{self.stage}: STAGE_JVM_GONE: {self.ds}: {first_line(e)}")
-            return EXIT_JVM_GONE
+        except (Py4JError, ConnectionError) as e:  # the JVM is gone (SIGTERM to the group, or killed): py4j
+            return self._jvm_gone(e)               # cannot reach it ("Connection refused" on a new socket)
         except Exception as e:  # noqa: BLE001 - any other end of the query is its failure, with the code
+            if self.jvm_pid is not None and os.getppid() != self.jvm_pid:
+                return self._jvm_gone(e)
             error = e
         if error is not None and not self.stopping.is_set():
             self.say(f"{self.stage}: {failed_code}: {self.ds}: {first_line(error)}")
             return EXIT_FAILED
         return self.code
+
+
+    def _jvm_gone(self, error: BaseException) -> int:
+        if self.stopping.is_set():
+            return self.code
+        self.say(f"{self.stage}: STAGE_JVM_GONE: {self.ds}: {first_line(error)}")
+        return EXIT_JVM_GONE
 
 
 def _thread_names() -> str:

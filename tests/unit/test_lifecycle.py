@@ -134,3 +134,11 @@ def test_any_other_error_of_the_query_is_its_failure(capsys):
     with Lifecycle("appender", "demo", watch_jvm=False) as life:
         assert life.await_query(FakeQuery(raises=ValueError("odd\nmore")), "APPENDER_FAILED") == EXIT_FAILED
     assert "appender: APPENDER_FAILED: demo: odd\n" in capsys.readouterr().err
+
+
+def test_a_refused_connection_to_the_gateway_is_the_jvm_gone(capsys):
+    with Lifecycle("dispatcher", "demo", watch_jvm=False) as life:
+        code = life.await_query(FakeQuery(raises=ConnectionRefusedError(111, "Connection refused")),
+                                "DISPATCH_FAILED")
+    assert code == EXIT_JVM_GONE
+    assert "DISPATCH_FAILED" not in capsys.readouterr().err
