@@ -18,7 +18,8 @@ from fullpull_env import cleanup_fullpull, make_fullpull_env
 from test_rowdecode_types import as_decoded
 
 from dbuslib import kafka, mysql
-from fullpuller import catalog
+from fullpuller import catalog, request
+from ums import pullrequest
 from ums.values import encode_column
 
 pytestmark = pytest.mark.integration
@@ -137,27 +138,82 @@ def test_bad_requests_get_an_error_reply_and_the_service_goes_on(fp):
     assert out.returncode == 2 and "FULLPULL_BAD_SPLIT_COL" in out.stderr and "nope" in out.stderr, out.stderr
     seqno, out = fp.request("good", "--where", "no_column > 1")
     assert out.returncode == 2 and "FULLPULL_BAD_REQUEST" in out.stderr, out.stderr
+    # Poison records between good ones (issue 12): each is answered abort and committed past, none stops the
+    # service. Refused records are named by their coordinates; `..` names are names, not paths.
     src = fp.cfg.source(fp.ds)
     ctrl = src.topics.name("ctrl", fp.ds)
+    key = b"FULL_DATA_INDEPENDENT_PULL_REQ"
+    base = int(time.time() * 1000)
+    good_before, good_between = base + 1, base + 2
+    huge = _value(pullrequest.build(fp.ds, fp.database, "good", seqno=base + 3))
+    poison = {  # name: (value, seqno in the reply, code, words of the reason)
+        "truncated": (b'{"id": 77, "type": "FULL_DATA_', "", "FULLPULL_BAD_REQUEST", "not JSON"),
+        "unknown type": (b'{"id": 78, "type": "NO_SUCH_TYPE", "timestamp": "t", "from": "f", '
+                         b'"payload": {"a": 1}}', "78", "FULLPULL_BAD_REQUEST",
+                         "unknown type 'NO_SUCH_TYPE'"),
+        "null": (None, "", "FULLPULL_BAD_REQUEST", "the record has no value (null)"),
+        "garbage": (b"\x00\xff\xfe garbage", "", "FULLPULL_BAD_REQUEST", "not UTF-8"),
+        "array": (b"[1, 2, 3]", "", "FULLPULL_BAD_REQUEST", "expected a JSON object, got an array"),
+        "huge number": (huge[:-2] + b',"X":' + b"9" * 5000 + b"}}", str(base + 3), "FULLPULL_BAD_REQUEST",
+                        "payload.X: a number of 5000 characters (at most 64)"),
+        "huge id": (b'{"id": ' + b"1" * 4400 + b"}", "", "FULLPULL_BAD_REQUEST",
+                    "id: a number of 4400 characters"),
+        "2 MB": (b'{"id": 5, "pad": "' + b"x" * 2_000_000 + b'"}', "", "FULLPULL_BAD_REQUEST",
+                 "over the 1048576 a control message may have"),
+        ".. table": (_value(pullrequest.build(fp.ds, fp.database, "..", seqno=base + 4)), str(base + 4),
+                     "FULLPULL_UNKNOWN_TABLE", f"table {fp.database}... does not exist"),
+        ".. schema": (_value(pullrequest.build(fp.ds, "..", "good", seqno=base + 5)), str(base + 5),
+                      "FULLPULL_UNKNOWN_TABLE", "table ...good does not exist"),
+    }
+    log_start = len(fp.stages.log("fullpuller").read_bytes())
     producer = kafka.producer(fp.cfg.endpoints.kafka)
-    producer.send(ctrl, key=b"FULL_DATA_INDEPENDENT_PULL_REQ", value=b'{"id": 77, "type": "FULL_DATA_')
-    producer.send(ctrl, key=b"FULL_DATA_INDEPENDENT_PULL_REQ",
-                  value=b'{"id": 78, "type": "NO_SUCH_TYPE", "timestamp": "t", "from": "f", "payload": {"a": 1}}')
-    producer.flush()
-    producer.close()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    try:
+        first = pullrequest.build(fp.ds, fp.database, "good", seqno=good_before)
+        offsets = {"good before": _send(producer, ctrl, key, _value(first))}
+        for n, name in enumerate(poison):
+            offsets[name] = _send(producer, ctrl, key, poison[name][0])
+            if n == len(poison) // 2:
+                offsets["good between"] = _send(producer, ctrl, key, _value(
+                    pullrequest.build(fp.ds, fp.database, "good", seqno=good_between)))
+    finally:
+        producer.close()
+    check_pull(fp, "good", good_before, 50)
+    check_pull(fp, "good", good_between, 50)
+    deadline = time.monotonic() + 120
+    while True:
         replies = fp.callback()
-        if any(r["SEQNO"] == "78" for r in replies):
+        answered = {r["OFFSET"] for r in replies if "OFFSET" in r} | {r["SEQNO"] for r in replies}
+        missing = [n for n, (_, seqno, _, _) in poison.items() if (seqno or str(offsets[n])) not in answered]
+        if not missing:
             break
+        fp.stages.check_alive()
+        assert time.monotonic() < deadline, f"no answer to {missing}: {replies}"
         time.sleep(0.5)
-    by_code = {(r["SEQNO"], r["ERROR_CODE"]) for r in replies if r["STATUS"] == "abort"}
-    assert ("", "FULLPULL_BAD_REQUEST") in by_code  # not JSON: no id to name
-    assert ("78", "FULLPULL_BAD_REQUEST") in by_code
-    assert any("unknown type 'NO_SUCH_TYPE'" in r["ERROR_MSG"] for r in replies)
-    seqno, out = fp.request("good")
+    for name, (_, seqno, code, words) in poison.items():
+        [reply] = [r for r in replies if r.get("OFFSET") == str(offsets[name])
+                   or (seqno and r["SEQNO"] == seqno)]
+        assert (reply["STATUS"], reply["SEQNO"], reply["ERROR_CODE"]) == ("abort", seqno, code), (name, reply)
+        assert words in reply["ERROR_MSG"], (name, reply)
+        if code == "FULLPULL_BAD_REQUEST":  # refused unread: named by its coordinates
+            assert reply["ERROR_MSG"].startswith(f"{ctrl}[0]@{offsets[name]}: "), (name, reply)
+            assert (reply["TOPIC"], reply["PARTITION"]) == (ctrl, "0"), (name, reply)
+    fp.stages.check_alive()
+    seqno, out = fp.request("good")  # and a good pull through the CLI after all of them
     assert out.returncode == 0, out.stderr
     check_pull(fp, "good", seqno, 50)
+    log = fp.stages.log("fullpuller").read_bytes()[log_start:].decode(errors="replace")
+    assert "Traceback" not in log, log[-3000:]  # all refused as data, no failure on the way
+
+
+def _value(message) -> bytes:
+    return request.to_record(message)[1]
+
+
+def _send(producer, topic: str, key: bytes, value: bytes | None) -> int:
+    """The offset the record got (the control topic has one partition in the test env)."""
+    meta = producer.send(topic, key=key, value=value).get(60)
+    assert meta.partition == 0
+    return meta.offset
 
 
 def test_kill_9_mid_pull_resumes_and_repulls_only_unfinished_shards(tmp_path, source):
