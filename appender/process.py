@@ -259,18 +259,20 @@ class PartitionProcessor:
     def _row_loss(self, event: RawEvent) -> Iterator[OutRecord]:
         """DDL that removed rows without rows events (TRUNCATE/DROP/EXCHANGE PARTITION ...): like TRUNCATE,
         with reason ``row_loss``; then, when ``fullpull.repull_on_row_loss``, a full-pull request of the
-        table on ``<ds>_ctrl`` whose SEQNO is the DDL's ``ums_id`` (appender/versions.py)."""
-        from appender.versions import Reason, repull_record, row_loss
+        table on ``<ds>_ctrl`` whose SEQNO is the DDL's ``ums_id`` (appender/versions.py). DDL that
+        leaves the table empty (DROP TABLE, CREATE OR REPLACE TABLE) is a TRUNCATE: no pull."""
+        from appender.versions import Reason, loss_reason, repull_record
 
-        if row_loss(event.header) is None:
+        reason = loss_reason(event.header)
+        if reason is None:
             return
         schema, table = event.header["schema"], event.header["table"]
         history = self._history(schema, table)
         at = int(ums_id(event.header["file"], event.header["pos"]))
-        change = on_truncate(history[-1] if history else None, at, Reason.ROW_LOSS)
+        change = on_truncate(history[-1] if history else None, at, reason)
         if change is not None:
             yield from self._apply(event, schema, table, change)
-        if self.outputs.repull_topic:
+        if self.outputs.repull_topic and reason is Reason.ROW_LOSS:
             key, value = repull_record(self.settings.ds, event.header)
             yield OutRecord(self.outputs.repull_topic, key, value)
 

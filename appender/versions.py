@@ -28,8 +28,8 @@ from ums.control import to_json as control_json
 from ums.ids import ums_id
 from ums.pullrequest import repull
 
-__all__ = ["Change", "Reason", "Version", "compare", "compatible", "on_rows", "on_truncate", "repull_record",
-           "row_loss", "signature", "version_at"]
+__all__ = ["Change", "Reason", "Version", "compare", "compatible", "loss_reason", "on_rows", "on_truncate",
+           "repull_record", "row_loss", "signature", "version_at"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,21 @@ def on_truncate(current: Version | None, at: int, reason: Reason = Reason.TRUNCA
     if current is None or at <= current.since:
         return None
     return Change(Version(current.version + 1, at, current.columns, reason), current)
+
+
+# What leaves the table empty: like TRUNCATE (reason ``truncate``, a reset point by itself, no re-pull).
+EMPTIED = frozenset({"TRUNCATE TABLE", "DROP TABLE", "CREATE OR REPLACE TABLE", "ENGINE BLACKHOLE"})
+
+
+def loss_reason(header: dict[str, Any]) -> Reason | None:
+    """The version reason of a ``row_loss`` DDL (see ``row_loss``): ``truncate`` when every change it
+    makes leaves the table empty (``DROP TABLE``, ``CREATE OR REPLACE TABLE``, ``ENGINE=BLACKHOLE``),
+    else ``row_loss`` (some rows went or came: a full pull tells which); None when not such a DDL."""
+    if row_loss(header) is None:
+        return None
+    changes = header.get("row_changes")
+    emptied = isinstance(changes, list) and changes and all(c in EMPTIED for c in changes)
+    return Reason.TRUNCATE if emptied else Reason.ROW_LOSS
 
 
 def row_loss(header: dict[str, Any]) -> str | None:

@@ -193,12 +193,14 @@ def without_comments(sql: str) -> str:
 
 def row_changes(sql: str) -> tuple[str, ...]:
     """What in ``sql`` removes or replaces a table's rows without rows events, in clause order:
-    ``TRUNCATE TABLE``, the ALTER TABLE clauses of ``_ROW_CLAUSES`` and ``ENGINE=BLACKHOLE``; () for
-    anything else. ``ALTER TABLE t DROP COLUMN c, TRUNCATE PARTITION p0, p1`` -> ``("TRUNCATE PARTITION",)``.
+    ``TRUNCATE TABLE``, ``DROP TABLE``, ``CREATE OR REPLACE TABLE``, the ALTER TABLE clauses of
+    ``_ROW_CLAUSES`` and ``ENGINE=BLACKHOLE``; () for anything else. ``ALTER TABLE t DROP COLUMN c, TRUNCATE PARTITION p0, p1`` -> ``("TRUNCATE PARTITION",)``.
     """
     toks = tokens(sql)
     if toks and toks[0].is_word("TRUNCATE"):
         return ("TRUNCATE TABLE",)
+    if toks and toks[0].is_word("DROP", "CREATE"):
+        return _dropped_table(toks)
     start = _alter_clauses_start(toks)
     if start is None:
         return ()
@@ -208,6 +210,17 @@ def row_changes(sql: str) -> tuple[str, ...]:
         if kind is not None and kind not in found:
             found.append(kind)
     return tuple(found)
+
+
+def _dropped_table(toks: list[Token]) -> tuple[str, ...]:
+    """``DROP TABLE`` and ``CREATE OR REPLACE TABLE`` end the rows of a table (not TEMPORARY ones: they
+    are not in the binlog's rows, and not captured)."""
+    words = [t.text.upper() for t in toks[:5] if t.kind == "word"]
+    if words[:2] == ["DROP", "TABLE"]:
+        return ("DROP TABLE",)
+    if words[:4] == ["CREATE", "OR", "REPLACE", "TABLE"]:
+        return ("CREATE OR REPLACE TABLE",)
+    return ()
 
 
 def _alter_clauses_start(toks: list[Token]) -> int | None:
