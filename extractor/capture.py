@@ -194,7 +194,8 @@ def without_comments(sql: str) -> str:
 def row_changes(sql: str) -> tuple[str, ...]:
     """What in ``sql`` removes or replaces a table's rows without rows events, in clause order:
     ``TRUNCATE TABLE``, ``DROP TABLE``, ``CREATE OR REPLACE TABLE``, the ALTER TABLE clauses of
-    ``_ROW_CLAUSES`` and ``ENGINE=BLACKHOLE``; () for anything else. ``ALTER TABLE t DROP COLUMN c, TRUNCATE PARTITION p0, p1`` -> ``("TRUNCATE PARTITION",)``.
+    ``_ROW_CLAUSES`` and ``ENGINE=BLACKHOLE``; () for anything else.
+    ``ALTER TABLE t DROP COLUMN c, TRUNCATE PARTITION p0, p1`` -> ``("TRUNCATE PARTITION",)``.
     """
     toks = tokens(sql)
     if toks and toks[0].is_word("TRUNCATE"):
