@@ -98,6 +98,18 @@ def status_env(cfg, tmp_path):
                    {"latency_ms": 1234.5, "rows": 120, "packet_ms": 1, "tx_ms": 1}, times["orders"]),
             _point(cfg, "dbus_heartbeat", ds, {"schema": "shop", "table": "quiet"},
                    {"latency_ms": 800.0, "rows": 0, "packet_ms": 1, "tx_ms": 1}, times["quiet"]),
+            # dead letters as the heartbeat monitor counts them: two checks of one table, one without a
+            # table, and one older than the hour dbus status looks at
+            *[_point(cfg, "dbus_dead_letter", ds, tags, {"count": n, "topic": topic, "partition": 0,
+                                                          "offset": off, "dlq_partition": 0, "dlq_offset": dlq,
+                                                          "newest_ms": int((now - age) * 1000)}, now - age)
+              for tags, n, topic, off, dlq, age in [
+                  ({"stage": "appender", "code": "RAW_UNDECODABLE", "schema": "shop", "table": "orders"},
+                   2, f"{ds}.shop", 41, 5, 120),
+                  ({"stage": "appender", "code": "RAW_UNDECODABLE", "schema": "shop", "table": "orders"},
+                   1, f"{ds}.shop", 42, 6, 60),
+                  ({"stage": "dispatcher", "code": "RAW_BAD_RECORD"}, 4, ds, 7, 3, 300),
+                  ({"stage": "dispatcher", "code": "RAW_BAD_RECORD"}, 9, ds, 1, 1, 7200)]],
         ])
         yield config, ds, {"epoch": epoch, "committed": committed, "alert": alert, "times": times}
     finally:
@@ -106,7 +118,7 @@ def status_env(cfg, tmp_path):
             client.delete(zk.path(cfg.endpoints.zookeeper, part, ds), recursive=True)
         client.stop()
         client.close()
-        for measurement in ("dbus_extractor", "dbus_stage", "dbus_heartbeat"):
+        for measurement in ("dbus_extractor", "dbus_stage", "dbus_heartbeat", "dbus_dead_letter"):
             influxql(cfg, f"DROP SERIES FROM \"{measurement}\" WHERE \"ds\" = '{ds}'")
 
 
@@ -147,6 +159,13 @@ def test_status_json_reports_exactly_the_written_figures(status_env, capsys):
     assert [(p["id"], p["schema"], p["table"], p["status"], p["rows"], p["total_rows"], p["shards_done"],
              p["shards_total"]) for p in snap["fullpulls"]] == [
         (PULL_ID, "shop", "orders", "pulling", 412_000, 1_000_000, 4, 10)]
+    dlq = f"{ds}.dlq"
+    assert [{k: v for k, v in d.items() if k != "age_s"} for d in snap["dead_letters"]] == [
+        {"stage": "appender", "code": "RAW_UNDECODABLE", "count": 3, "origin": "shop.orders", "topic": f"{ds}.shop",
+         "partition": 0, "offset": 42, "dlq_topic": dlq, "dlq_partition": 0, "dlq_offset": 6},
+        {"stage": "dispatcher", "code": "RAW_BAD_RECORD", "count": 4, "origin": "", "topic": ds, "partition": 0,
+         "offset": 7, "dlq_topic": dlq, "dlq_partition": 0, "dlq_offset": 3}]
+    assert [round(d["age_s"]) for d in snap["dead_letters"]] == [60, 300]
     a = w["alert"]
     assert snap["alerts"] == [{k: a[k] for k in ("schema", "table", "kind", "since_ms", "age_s", "latency_s",
                                                  "message")}]
@@ -160,5 +179,7 @@ def test_status_screen_says_which_stage_has_no_data(status_env, capsys):
     for expected in [f"leader     {IDENTITY}", f"epoch      {w['epoch']}", f"committed  {c.file}:{c.pos}",
                      "lag        2.5 s", "appender   no data in the last 10 minutes",
                      "shop.orders    1.234 s        120   30 s ago",
-                     f"{PULL_ID}  shop.orders", "41% 412000/1000000 rows", "shop.quiet stale since"]:
+                     f"{PULL_ID}  shop.orders", "41% 412000/1000000 rows", "shop.quiet stale since",
+                     f"RAW_UNDECODABLE        3   {ds}.shop partition 0 offset 42 (shop.orders), in {ds}.dlq "
+                     "partition 0 offset 6, 60 s ago"]:
         assert expected in screen, f"{expected!r} not in\n{screen}"
