@@ -310,8 +310,8 @@ def test_inet6_and_uuid_texts_equal_what_the_server_prints(writer_db, values):
 
 
 def test_inet_and_uuid_columns_decode_to_what_select_returns(source, writer_db):
-    """Random values through real columns and the binlog (UUIDs of every version and variant, where a
-    server could store the bytes swapped): decoded text == SELECT, BINARY(16) next to them stays bytes."""
+    """Random values through real columns and the binlog (UUIDs of versions 0-7 and any variant, some of
+    which a server stores swapped): decoded text == SELECT, BINARY(16) next to them stays bytes."""
     db, name = writer_db
     rng = random.Random(1611)
     rows = []
@@ -320,7 +320,9 @@ def test_inet_and_uuid_columns_decode_to_what_select_returns(source, writer_db):
         if i % 3 == 0:
             words[:6] = [0] * 5 + [rng.choice((0, 0xFFFF))]
         raw_uuid = bytearray(rng.randbytes(16))
-        raw_uuid[6] = (raw_uuid[6] & 0x0F) | (rng.randrange(16) << 4)  # any version, variant at random
+        # versions 0-7 (1-5 with variant 10xx are the ones MariaDB stores swapped in its records), any
+        # variant; MariaDB refuses some values of versions 8-15 ("Incorrect uuid value")
+        raw_uuid[6] = (raw_uuid[6] & 0x0F) | (rng.randrange(8) << 4)
         text_uuid = str(uuid.UUID(bytes=bytes(raw_uuid)))
         rows.append((i, bytes(rng.randbytes(4)), struct.pack(">8H", *words), text_uuid, rng.randbytes(16)))
     with db.cursor() as cur:
