@@ -39,7 +39,8 @@ from typing import Any
 STAGES = ("extractor", "dispatcher", "appender")
 DESCRIPTION = ("Read the extractor's leader, epoch and committed position from ZooKeeper, the newest "
                "dbus_extractor, dbus_stage and dbus_heartbeat points and the last hour's dead letters from "
-               "the time-series server, running full pulls and the heartbeat monitor's open alerts; print one screen (or --json). Exit 1 "
+               "the time-series server, running full pulls and the heartbeat monitor's open alerts; print "
+               "one screen (or --json). Exit 1 "
                "when a part could not be read (it is named), 0 otherwise.")
 HEARTBEAT_LOOKBACK_S = 86_400
 DEAD_LETTER_WINDOW_S = 3600
@@ -430,7 +431,8 @@ class _Collector:
     def _dead_letters(self) -> tuple[DeadLetterCount, ...]:
         from dbuslib import influx
 
-        series = influx.influxql(self.cfg.endpoints.influxdb, dead_letter_query(self.ds, DEAD_LETTER_WINDOW_S))
+        query = dead_letter_query(self.ds, DEAD_LETTER_WINDOW_S)
+        series = influx.influxql(self.cfg.endpoints.influxdb, query)
         return dead_letters(series, self.now, self.cfg.source(self.ds).topics.name("dead_letter", self.ds))
 
     def zk_parts(self) -> tuple[tuple[FullPullStatus, ...], tuple[OpenAlert, ...]]:

@@ -210,7 +210,8 @@ def evaluate(ds: str, alerts: Mapping[str, Alert], tallies: Mapping[tuple, Tally
         key = alert_key(stage, code, KIND)
         open_ = alerts.get(key)
         if open_ is not None and open_.kind == KIND:
-            updated.append(_coords(replace(open_, count=(open_.count or 0) + t.count, last_ms=now_ms), t.newest))
+            more = replace(open_, count=(open_.count or 0) + t.count, last_ms=now_ms)
+            updated.append(_coords(more, t.newest))
         elif t.count > rules.threshold:
             notes.append(Notification("alert", _opened(ds, stage, code, t, now_ms, rules, dlq_topic), now_ms))
     for key, a in sorted(alerts.items()):

@@ -168,7 +168,8 @@ class Monitor:
         self.src = cfg.source(ds)
         hb = self.src.heartbeat
         self.thresholds = Thresholds(hb.timeout_s, hb.latency_alert_s)
-        self.dl_rules = deadletters.Rules(hb.dead_letter_threshold, hb.dead_letter_quiet_s, hb.check_interval_s)
+        self.dl_rules = deadletters.Rules(hb.dead_letter_threshold, hb.dead_letter_quiet_s,
+                                          hb.check_interval_s)
         self.dlq = dlq or deadletters.DlqReader(cfg, ds)
         self.channels = chans if chans is not None else channels(hb)
         self.stop_event = threading.Event()

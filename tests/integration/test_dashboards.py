@@ -76,7 +76,8 @@ def test_every_panel_has_an_influxql_query_filtered_by_ds():
     titles = " | ".join(p["title"] for p in d["panels"])
     for wanted in ["Heartbeat latency", "Rows since the previous heartbeat", "Rows/s per stage",
                    "Extractor lag",
-                   "Kafka lag per stage", "Full-pull progress", "Open alerts", "Dead letters per stage and code",
+                   "Kafka lag per stage", "Full-pull progress", "Open alerts",
+                   "Dead letters per stage and code",
                    "Dead letters: count and newest coordinates"]:
         assert wanted in titles
 
@@ -176,11 +177,11 @@ def samples(now_s: float) -> dict[str, list[tuple[dict[str, str], dict[str, Any]
             ({**hb, "table": "quiet", "kind": "stale"}, {"state": "open", "age_s": 900.0}, t)],
         "dbus_dead_letter": [
             ({"stage": "appender", "code": "RAW_UNDECODABLE", **hb, "table": "orders"},
-             {"count": 2, "topic": "x.shop", "partition": 0, "offset": 41, "dlq_partition": 0, "dlq_offset": 16,
-              "newest_ms": t - 61_000}, t - 60_000),
+             {"count": 2, "topic": "x.shop", "partition": 0, "offset": 41, "dlq_partition": 0,
+              "dlq_offset": 16, "newest_ms": t - 61_000}, t - 60_000),
             ({"stage": "appender", "code": "RAW_UNDECODABLE", **hb, "table": "orders"},
-             {"count": 1, "topic": "x.shop", "partition": 0, "offset": 42, "dlq_partition": 0, "dlq_offset": 17,
-              "newest_ms": t - 1000}, t),
+             {"count": 1, "topic": "x.shop", "partition": 0, "offset": 42, "dlq_partition": 0,
+              "dlq_offset": 17, "newest_ms": t - 1000}, t),
             ({"stage": "dispatcher", "code": "RAW_BAD_RECORD"},
              {"count": 1, "topic": "x", "partition": 1, "offset": 7, "dlq_partition": 1, "dlq_offset": 3,
               "newest_ms": t - 600_000}, t - 600_000)],

@@ -92,7 +92,8 @@ def test_dead_letters_are_counted_once_alerted_shown_and_cleared(dlq_env):
 
     wait_until(lambda: len(hooks) == 3, 10, "three dead-letter alerts at the webhook")
     hook = next(h for h in hooks if h["code"] == "RAW_UNDECODABLE")
-    assert (hook["event"], hook["kind"], hook["stage"], hook["count"]) == ("alert", "dead_letter", "appender", 2)
+    assert (hook["event"], hook["kind"], hook["stage"], hook["count"]) == (
+        "alert", "dead_letter", "appender", 2)
     assert (hook["topic"], hook["partition"], hook["offset"], hook["origin"]) == (f"{ds}.shop", 0, 42,
                                                                                   "shop.items")
     assert f"in {topic} partition 1 offset 0" in hook["message"]

@@ -100,9 +100,9 @@ def status_env(cfg, tmp_path):
                    {"latency_ms": 800.0, "rows": 0, "packet_ms": 1, "tx_ms": 1}, times["quiet"]),
             # dead letters as the heartbeat monitor counts them: two checks of one table, one without a
             # table, and one older than the hour dbus status looks at
-            *[_point(cfg, "dbus_dead_letter", ds, tags, {"count": n, "topic": topic, "partition": 0,
-                                                          "offset": off, "dlq_partition": 0, "dlq_offset": dlq,
-                                                          "newest_ms": int((now - age) * 1000)}, now - age)
+            *[_point(cfg, "dbus_dead_letter", ds, tags,
+                     {"count": n, "topic": topic, "partition": 0, "offset": off, "dlq_partition": 0,
+                      "dlq_offset": dlq, "newest_ms": int((now - age) * 1000)}, now - age)
               for tags, n, topic, off, dlq, age in [
                   ({"stage": "appender", "code": "RAW_UNDECODABLE", "schema": "shop", "table": "orders"},
                    2, f"{ds}.shop", 41, 5, 120),
@@ -161,10 +161,11 @@ def test_status_json_reports_exactly_the_written_figures(status_env, capsys):
         (PULL_ID, "shop", "orders", "pulling", 412_000, 1_000_000, 4, 10)]
     dlq = f"{ds}.dlq"
     assert [{k: v for k, v in d.items() if k != "age_s"} for d in snap["dead_letters"]] == [
-        {"stage": "appender", "code": "RAW_UNDECODABLE", "count": 3, "origin": "shop.orders", "topic": f"{ds}.shop",
-         "partition": 0, "offset": 42, "dlq_topic": dlq, "dlq_partition": 0, "dlq_offset": 6},
-        {"stage": "dispatcher", "code": "RAW_BAD_RECORD", "count": 4, "origin": "", "topic": ds, "partition": 0,
-         "offset": 7, "dlq_topic": dlq, "dlq_partition": 0, "dlq_offset": 3}]
+        {"stage": "appender", "code": "RAW_UNDECODABLE", "count": 3, "origin": "shop.orders",
+         "topic": f"{ds}.shop", "partition": 0, "offset": 42, "dlq_topic": dlq, "dlq_partition": 0,
+         "dlq_offset": 6},
+        {"stage": "dispatcher", "code": "RAW_BAD_RECORD", "count": 4, "origin": "", "topic": ds,
+         "partition": 0, "offset": 7, "dlq_topic": dlq, "dlq_partition": 0, "dlq_offset": 3}]
     assert [round(d["age_s"]) for d in snap["dead_letters"]] == [60, 300]
     a = w["alert"]
     assert snap["alerts"] == [{k: a[k] for k in ("schema", "table", "kind", "since_ms", "age_s", "latency_s",

@@ -21,9 +21,10 @@ from heartbeat.incidents import evaluate as evaluate_tables
 
 T0 = 1_700_000_000_000
 RULES = Rules(threshold=0, quiet_s=600, interval_s=30)
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-                    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=5),
-                    max_leaves=20)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=5),
+    max_leaves=20)
 LETTER_KEYS = st.sampled_from(["code", "reason", "stage", "topic", "partition", "offset", "key", "error"])
 
 
@@ -44,7 +45,8 @@ def test_any_bytes_become_a_letter_never_an_exception(value, key):
     _valid(parse(value, key, dlq_partition=1, dlq_offset=7, at_ms=T0))
 
 
-@given(st.dictionaries(LETTER_KEYS | st.text(max_size=8), JSON, max_size=8), st.one_of(st.none(), st.binary()))
+@given(st.dictionaries(LETTER_KEYS | st.text(max_size=8), JSON, max_size=8),
+       st.one_of(st.none(), st.binary()))
 def test_any_json_object_becomes_a_letter(doc, key):
     x = parse(json.dumps(doc).encode(), key)
     _valid(x)

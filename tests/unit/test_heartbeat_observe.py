@@ -227,7 +227,8 @@ def test_dead_letters_are_written_committed_alerted_once_and_cleared(env):
     hook, dlq = FakeChannel("webhook"), FakeDlq()
     mon = make(hook, dlq=dlq)
     dlq.pending = [_letter(), _letter(offset=43)]
-    assert [(n.event, n.alert.key) for n in mon.check()] == [("alert", "appender.RAW_UNDECODABLE.dead_letter")]
+    key = "appender.RAW_UNDECODABLE.dead_letter"
+    assert [(n.event, n.alert.key) for n in mon.check()] == [("alert", key)]
     assert [w.split(",")[0] for w in written] == ["dbus_dead_letter", "dbus_alert"]
     assert "count=2i" in written[0] and "offset=43i" in written[0] and dlq.commits == 1
     dlq.pending = [_letter(offset=44)]
@@ -237,7 +238,7 @@ def test_dead_letters_are_written_committed_alerted_once_and_cleared(env):
     assert (node["count"], node["offset"], node["notified_ms"]) == (3, 44, T0)
     points.append({"schema": "shop", "table": "orders", "_time": at(clock.ms + 600_000), "_value": 10.0})
     clock.ms += 600_000
-    assert [(n.event, n.alert.key) for n in mon.check()] == [("recovery", "appender.RAW_UNDECODABLE.dead_letter")]
+    assert [(n.event, n.alert.key) for n in mon.check()] == [("recovery", key)]
     assert hook.sent == [("alert", "appender.RAW_UNDECODABLE.dead_letter"),
                          ("recovery", "appender.RAW_UNDECODABLE.dead_letter")]
 
@@ -254,7 +255,8 @@ def test_dead_letters_not_stored_are_read_again_and_the_heartbeats_still_checked
     dlq.pending = [_letter()]
     clock.ms += 601_000
     assert [n.alert.key for n in mon.check()] == ["shop.orders.stale"]  # the heartbeat verdict goes on
-    assert (dlq.rewinds, dlq.commits) == (1, 0) and list(zk.nodes) == ["/DBus/HeartBeat/demo/alerts/shop.orders.stale"]
+    assert (dlq.rewinds, dlq.commits) == (1, 0)
+    assert list(zk.nodes) == ["/DBus/HeartBeat/demo/alerts/shop.orders.stale"]
 
 
 @pytest.mark.parametrize("failure", [hbm.KafkaError("broker down"), RuntimeError("a client bug")])

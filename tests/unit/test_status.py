@@ -159,7 +159,8 @@ COLUMNS = ["time", "count", "topic", "partition", "offset", "dlq_partition", "dl
 
 
 def series(stage, code, schema, table, count, offset, newest_s):
-    return {"name": "dbus_dead_letter", "tags": {"stage": stage, "code": code, "schema": schema, "table": table},
+    tags = {"stage": stage, "code": code, "schema": schema, "table": table}
+    return {"name": "dbus_dead_letter", "tags": tags,
             "columns": COLUMNS,
             "values": [[0, count, "demo.shop" if schema else "", 0, offset, 1, offset + 100,
                         int(newest_s * 1000)]]}
@@ -168,7 +169,8 @@ def series(stage, code, schema, table, count, offset, newest_s):
 def test_counts_are_summed_over_tables_and_the_newest_coordinates_kept():
     got = dead_letters([series("appender", "RAW_UNDECODABLE", "shop", "orders", 2, 42, DL_NOW - 60),
                         series("appender", "RAW_UNDECODABLE", "shop", "items", 3, 7, DL_NOW - 30),
-                        series("dispatcher", "RAW_BAD_RECORD", "", "", 1, -1, DL_NOW - 600)], DL_NOW, "demo.dlq")
+                        series("dispatcher", "RAW_BAD_RECORD", "", "", 1, -1, DL_NOW - 600)],
+                       DL_NOW, "demo.dlq")
     assert got == (
         DeadLetterCount("appender", "RAW_UNDECODABLE", 5, "shop.items", "demo.shop", 0, 7, "demo.dlq", 1, 107,
                         30.0),
@@ -191,7 +193,8 @@ def test_the_screen_and_the_json_show_the_dead_letters():
     snap = Snapshot("demo", DL_NOW, 600, dead_letters=(d,))
     screen = render(snap)
     assert ("dead letters   stage     code               count   newest (last hour)\n"
-            "               appender  RAW_UNDECODABLE    1,234   demo.shop partition 0 offset 42 (shop.orders), "
+            "               appender  RAW_UNDECODABLE    1,234   "
+            "demo.shop partition 0 offset 42 (shop.orders), "
             "in demo.dlq partition 0 offset 17, 95 s ago") in screen
     assert json.loads(snap.to_json())["dead_letters"] == [{
         "stage": "appender", "code": "RAW_UNDECODABLE", "count": 1234, "origin": "shop.orders",
