@@ -73,7 +73,9 @@ mariadb_start() {
 mariadb_stop() {
   local dir=$MARIADB_HOME
   if [ -S "$(_mariadb_sock)" ] && pid_alive "$dir/pid"; then
-    mariadb-admin --defaults-file="$(_mariadb_cnf)" --socket="$(_mariadb_sock)" -uroot \
+    # bounded: a server whose threads do not exit (a binlog dump busy sending) was seen to keep
+    # mariadb-admin waiting for minutes; stop_pid then ends it (InnoDB recovers at the next start)
+    timeout 30 mariadb-admin --defaults-file="$(_mariadb_cnf)" --socket="$(_mariadb_sock)" -uroot \
       shutdown >/dev/null 2>&1 || true
   fi
   stop_pid mariadb "$dir/pid" 30
