@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from test_rowdecode_types import COLUMNS, CREATE, MAX_ROW, MIN_ROW, NULL_ROW, ODD_ROW, as_decoded, multi_row_insert
 
 from fullpuller.catalog import table_info
-from fullpuller.render import SESSION_SQL, python_columns, select_sql, tuple_text
+from fullpuller.render import (SESSION_SQL, binary_columns, python_columns, select_sql, splice_binaries,
+                               tuple_text)
 from ums.types import ColumnSpec
 from ums.values import encode_column
 
@@ -37,10 +38,17 @@ def session(db) -> None:
         cur.execute("SET sql_mode = ''")  # the ODD_ROW zero dates and the invalid ENUM need it
 
 
+def row_text(info, row) -> str:
+    """A row of ``select_sql`` -> its tuple text, as the shard reader makes it (fullpuller/source.py):
+    ``tuple_text`` of the leading columns, long binary values spliced in from the trailing ones."""
+    n = len(row) - binary_columns(info.columns)
+    return splice_binaries(tuple_text(row[:n]).encode(), row[n:]).decode()
+
+
 def rendered(db, info, where: str = "1 = 1") -> dict[int, list]:
     with db.cursor() as cur:
         cur.execute(select_sql(info, where) + " ORDER BY id")
-        tuples = [json.loads("[" + tuple_text(row) + "]") for row in cur.fetchall()]
+        tuples = [json.loads("[" + row_text(info, row) + "]") for row in cur.fetchall()]
     return {t[0]: t for t in tuples}
 
 
@@ -87,7 +95,7 @@ def test_float_columns_are_spliced_in_python_and_other_tables_are_one_column(wri
     info = table_info(db, name, "f")
     with db.cursor() as cur:
         cur.execute(select_sql(info, "1 = 1") + " ORDER BY id")
-        rows = [tuple_text(r) for r in cur.fetchall()]
+        rows = [row_text(info, r) for r in cur.fetchall()]
         cur.execute(select_sql(table_info(db, name, "plain"), "1 = 1"))
         plain = cur.fetchall()
     assert python_columns(info.columns) == ("a", "c", "d")
@@ -109,7 +117,7 @@ def test_json_columns_render_compact_json_text(writer_db):
     info = type(info)(**{**info.__dict__, "columns": (info.columns[0], ColumnSpec("js", "json"))})
     with db.cursor() as cur:
         cur.execute(select_sql(info, "1 = 1") + " ORDER BY id")
-        got = [json.loads("[" + tuple_text(r) + "]")[1] for r in cur.fetchall()]
+        got = [json.loads("[" + row_text(info, r) + "]")[1] for r in cur.fetchall()]
     want = [encode_column(info.columns[1], json.loads(d)) for d in docs]
     assert [json.loads(g) for g in got] == [json.loads(w) for w in want]
     assert got[0] == want[0]  # same text when nothing needs escaping
@@ -145,7 +153,7 @@ def test_random_values_render_exactly(writer_db, doubles, floats, decimals, text
     info = table_info(db, name, "r")
     with db.cursor() as cur:
         cur.execute(select_sql(info, "1 = 1") + " ORDER BY id")
-        got = [json.loads("[" + tuple_text(r) + "]") for r in cur.fetchall()]
+        got = [json.loads("[" + row_text(info, r) + "]") for r in cur.fetchall()]
     want = [[json.loads(json.dumps(encode_column(c, v))) for c, v in zip(info.columns, row, strict=True)]
             for row in rows]
     assert got == want
@@ -166,7 +174,7 @@ def test_rendering_speed_200k_rows(writer_db, capsys):
     with db.cursor(pymysql.cursors.SSCursor) as cur:
         start = time.perf_counter()
         cur.execute(select_sql(info, "1 = 1"))
-        rows = sum(1 for row in cur if tuple_text(row))
+        rows = sum(1 for row in cur if row_text(info, row))
         seconds = time.perf_counter() - start
     assert rows == 200000
     with capsys.disabled():
@@ -199,7 +207,8 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
     """Extractor, dispatcher, appender and full puller as deployed on a table with INET4, INET6, UUID and
     BINARY(16) columns: increments before and after a full pull, then ``dbus reconcile`` and ``dbus
     verify`` (which SELECTs the source): 0 differences. Increments and the pull carry the INET/UUID
-    columns as ``string`` with SELECT's text, BINARY(16) as ``binary``. One more change: verify fails."""
+    columns as ``string`` with SELECT's text, BINARY(16) as ``binary``. A second table keyed by a UUID
+    (one shard: the splitter cannot split on UUID) verifies too. One more change: verify fails."""
     import uuid as uuidlib
 
     from fullpull_env import FullPullEnv, cleanup_fullpull
@@ -216,6 +225,9 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
         cur.execute(f"USE `{database}`")
         cur.execute(INET_DDL)
         cur.execute(INET_FILL.format(n=2000))  # before the extractor starts: only the pull has these
+        # a UUID primary key (the splitter cannot split on it: one shard) with an INET6 column
+        cur.execute("CREATE TABLE tokens (id UUID PRIMARY KEY, ip INET6, n INT)")
+        cur.execute("INSERT INTO tokens SELECT UUID(), b, id FROM hosts WHERE id <= 300")
     env = make_pipeline_env(tmp_path, database)
     stages = Stages(env.cfg, env.ds, tmp_path / "stage-logs")
     table = f"{database}.hosts"
@@ -233,16 +245,24 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
                         " '00000000-0000-0000-0000-000000000000', x'00', 'zeros'),"
                         " (5002, NULL, '1::1:1:1:1:1:1', UUID(), NULL, 'one zero group')")
             cur.execute("DELETE FROM hosts WHERE id BETWEEN 100 AND 120")
-        out = _cli(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", table, "--follow",
-                   "--wait", "300")
-        assert out.returncode == 0, out.stdout + out.stderr
+            cur.execute("UPDATE tokens SET ip = '::1' WHERE n BETWEEN 1 AND 20")
+            cur.execute("DELETE FROM tokens WHERE n BETWEEN 21 AND 30")
+        for name in (table, f"{database}.tokens"):
+            out = _cli(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", name, "--follow",
+                       "--wait", "300")
+            assert out.returncode == 0, out.stdout + out.stderr
         with writer.cursor() as cur:  # increments after the pull
             cur.execute("UPDATE hosts SET b = 'fe80::1', a = '192.168.0.1', c = UUID()"
                         " WHERE id IN (2, 3, 5001)")
             cur.execute("INSERT INTO hosts VALUES (5003, '1.2.3.4', '::1.2.3.4', UUID(), x'ff',"
                         " 'v4 compatible')")
+            cur.execute("INSERT INTO tokens VALUES (UUID(), '1::1:1:1:1:1:1', 9999)")
+            cur.execute("UPDATE tokens SET n = -n WHERE n BETWEEN 31 AND 40")
+            cur.execute("UPDATE tokens SET ip = 'fe80::d4a1' WHERE n = 41")  # the tokens' drain marker
             cur.execute("UPDATE hosts SET note = 'drain-marker' WHERE id = 4")
         _wait_for_row(env.cfg, topic, "drain-marker", 300)
+        tokens_topic = env.cfg.source(env.ds).topics.name("result", env.ds, database, "tokens")
+        _wait_for_row(env.cfg, tokens_topic, "fe80::d4a1", 300)
         for stage in ("fullpuller", "appender", "dispatcher", "extractor"):  # free the cores for the checks
             stages.stop(stage)
 
@@ -268,6 +288,14 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
         print(out.stdout)
         assert out.returncode == 0, out.stdout + out.stderr
         assert "equal, 0 differences" in out.stdout, out.stdout
+        snapshot_tokens = tmp_path / "snapshot-tokens"
+        out = _cli(env.cfg_path, "reconcile", "--source", env.ds, "--table", f"{database}.tokens", "--out",
+                   str(snapshot_tokens))
+        assert out.returncode == 0, out.stdout + out.stderr
+        out = _cli(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.tokens", "--snapshot",
+                   str(snapshot_tokens))
+        print(out.stdout)
+        assert out.returncode == 0 and "equal, 0 differences" in out.stdout, out.stdout + out.stderr
         with writer.cursor() as cur:
             cur.execute("UPDATE hosts SET b = '::2' WHERE id = 5")
         out = _cli(env.cfg_path, "verify", "--source", env.ds, "--table", table, "--snapshot", str(snapshot))
