@@ -147,7 +147,6 @@ def start_stages(stages: Stages) -> None:
         stages.start(stage)
     stages.wait_ready(*DEMO_STAGES)
     stages.start("heartbeat")  # writer + monitor: one heartbeat row per captured table every interval
-    stages.wait_ready("heartbeat")
 
 
 def run(cfg: DbusConfig, source_name: str) -> int:
