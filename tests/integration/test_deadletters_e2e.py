@@ -1,0 +1,86 @@
+"""Dead letters are seen, end to end on the real stack: a garbage record written between good ones to the
+raw topic of a throwaway source is dead-lettered by the running dispatcher (spark-submit); the running
+``dbus heartbeat run`` counts it, alerts the webhook once with its coordinates, and ``dbus status --json``
+(the CLI) shows it per stage and code with the garbage record's topic, partition and offset; the
+dispatcher is still running."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import yaml
+from extractor_env import REPO
+from pipeline_env import cleanup_pipeline, make_pipeline_env
+from test_dashboards import influxql
+from test_heartbeat_e2e import Receiver, wait_until
+
+from dbuslib import kafka, zk
+from dbuslib.config import load_config
+from dbuslib.stages import Stages
+from heartbeat import deadletters
+
+
+def status_json(cfg_path, ds: str) -> dict:
+    out = subprocess.run([sys.executable, "-m", "dbuslib.cli", "--config", str(cfg_path), "status", "--source", ds,
+                          "--json"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    return json.loads(out.stdout)
+
+
+def test_a_dispatchers_dead_letter_is_counted_alerted_and_in_status(tmp_path, writer_db):
+    _, database = writer_db
+    env = make_pipeline_env(tmp_path, database)
+    hook = Receiver()
+    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw["sources"][env.ds]["heartbeat"] = {
+        "schema": database, "table": "db_heartbeat_monitor", "interval_s": 5, "check_interval_s": 1,
+        "timeout_s": 3600, "webhook_url": f"http://127.0.0.1:{hook.server_port}/dbus"}
+    env.cfg_path.write_text(yaml.safe_dump(raw))
+    env.cfg = cfg = load_config(env.cfg_path)
+    ds = env.ds
+    stages = Stages(cfg, ds, tmp_path / "stage-logs")
+    try:
+        stages.start("dispatcher")
+        stages.start("heartbeat")
+        stages.wait_ready("dispatcher", "heartbeat")
+        producer = kafka.producer(cfg.endpoints.kafka)
+        try:
+            sent = producer.send(ds, key=b"shop.orders", value=b"garbage, not a raw event").get(timeout=30)
+        finally:
+            producer.close()
+
+        def counted() -> dict | None:
+            snap = status_json(env.cfg_path, ds)
+            return next((d for d in snap.get("dead_letters", []) if d["stage"] == "dispatcher"), None)
+
+        letter = wait_until(counted, 180, "the dead letter in dbus status", stages)
+        assert (letter["count"], letter["topic"], letter["partition"], letter["offset"]) == (
+            1, ds, sent.partition, sent.offset), letter
+        assert letter["code"] not in ("", deadletters.UNREADABLE) and letter["dlq_topic"] == f"{ds}.dlq"
+        alerts = wait_until(lambda: hook.events("alert"), 30, "the dead-letter alert at the webhook", stages)
+        (_, body), = alerts
+        assert (body["kind"], body["stage"], body["code"], body["topic"], body["offset"]) == (
+            "dead_letter", "dispatcher", letter["code"], ds, sent.offset), body
+        stages.check_alive()  # the dispatcher and the monitor go on
+        time.sleep(3)  # three more checks: no second alert, no second count
+        assert len(hook.events("alert")) == 1
+        assert counted()["count"] == 1
+    finally:
+        stages.stop_all()
+        hook.shutdown()
+        cleanup_pipeline(env)
+        client = zk.client(cfg.endpoints.zookeeper)
+        client.delete(zk.path(cfg.endpoints.zookeeper, "HeartBeat", ds), recursive=True)
+        client.stop()
+        client.close()
+        admin = kafka.admin(cfg.endpoints.kafka)
+        try:
+            admin.delete_groups([deadletters.group_id(ds)])
+        except Exception:  # noqa: BLE001 - a group the broker already forgot is fine
+            pass
+        finally:
+            admin.close()
+        for measurement in (deadletters.MEASUREMENT, "dbus_alert"):
+            influxql(cfg, f"DROP SERIES FROM \"{measurement}\" WHERE \"ds\" = '{ds}'")
