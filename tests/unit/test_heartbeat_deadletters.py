@@ -168,3 +168,17 @@ def test_a_dead_letter_alert_survives_its_zookeeper_json():
                topic="demo.shop", partition=0, offset=42, origin="shop.orders")
     assert Alert.from_dict(json.loads(json.dumps(dl.to_dict()))) == dl
     assert Tally(1, letter()).count == 1
+
+
+RECORD = st.one_of(st.none(), st.binary(max_size=200),
+                   st.dictionaries(LETTER_KEYS, JSON, max_size=8).map(lambda d: json.dumps(d).encode()))
+
+
+@given(st.lists(st.tuples(RECORD, st.one_of(st.none(), st.binary(max_size=30))), max_size=30))
+def test_any_dlq_records_fold_into_points_and_incidents_without_raising(records):
+    letters = [parse(v, k, dlq_partition=0, dlq_offset=i, at_ms=T0 + i) for i, (v, k) in enumerate(records)]
+    tallies = fold(letters)
+    assert sum(t.count for t in tallies.values()) == len(records)
+    assert len(points("demo", tallies, T0)) == len(tallies)
+    _, notes = evaluate("demo", {}, tallies, T0, RULES, "demo.dlq")
+    assert len(notes) == len({(s, c) for s, c, _, _ in tallies})
