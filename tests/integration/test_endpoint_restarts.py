@@ -7,6 +7,9 @@ after each restart the result topic must grow again with every stage still runni
 and the stages have caught up, every row change of the binlog is in the result topic (table, op, values):
 0 rows lost, duplicates allowed (at least once), and a ``ums_uid_`` seen twice carries the same content.
 
+With ``DBUS_TEST_RETRY_BUDGET_S=0.001`` (the stages give up at the first failure) it fails: the
+appender's query ends on the MariaDB restart.
+
 It restarts servers that every other test uses: run it alone, ``/tmp/itest --exclusive .venv/bin/python -m
 pytest -x tests/integration/test_endpoint_restarts.py`` on the shared machine. The servers are brought up
 again (``stack.sh up``) whatever happens.
@@ -149,6 +152,8 @@ def test_mariadb_zookeeper_and_kafka_restarts_cost_latency_not_a_stage(writer_db
     raw = yaml.safe_load(env.cfg_path.read_text())
     raw["endpoints"]["zookeeper"]["timeout_s"] = 10  # the default session, not the failover tests' 4 s
     raw["sources"][env.ds]["appender"]["max_offsets_per_trigger"] = APPENDER_RECORDS_PER_BATCH
+    # the negative control: DBUS_TEST_RETRY_BUDGET_S=0.001 (no retries to speak of) makes this test fail
+    raw["endpoints"]["retry"] = {"budget_s": float(os.environ.get("DBUS_TEST_RETRY_BUDGET_S", "60"))}
     env.cfg_path.write_text(yaml.safe_dump(raw))
     env.cfg = load_config(env.cfg_path)
     src = env.cfg.source(env.ds)
