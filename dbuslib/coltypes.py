@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from dbuslib.errors import EndpointError
+
 # information_schema DATA_TYPE -> the BINARY(n) length MariaDB stores it in
 STORED_AS: dict[str, int] = {"inet4": 4, "inet6": 16, "uuid": 16}
 _STRING = 254  # MYSQL_TYPE_STRING: CHAR/BINARY in a table map
@@ -78,7 +80,7 @@ class TypeCache:
 
 class CatalogLookup:
     """A ``Lookup`` over pymysql connections made by ``connect``: one kept open, made again once when the
-    server dropped it (the second failure propagates); ``close`` closes it."""
+    server dropped it (a second failure is an ``EndpointError``, retriable); ``close`` closes it."""
 
     def __init__(self, connect: Callable[[], Any]) -> None:
         self._connect = connect
@@ -92,10 +94,11 @@ class CatalogLookup:
                 with self._db.cursor() as cur:
                     cur.execute(_SQL, (schema, table))
                     return [(str(n), str(t)) for n, t in cur.fetchall()]
-            except Exception:
+            except Exception as e:
                 self.close()
                 if attempt == 2:
-                    raise
+                    msg = f"information_schema.COLUMNS of {schema}.{table} (INET4/INET6/UUID types): {e}"
+                    raise EndpointError(msg) from e
         return []
 
     def close(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from dbuslib.errors import EndpointError
 from dbuslib.coltypes import TypeCache, candidates, catalog_lookup, types_of
 
 STRING, VARCHAR, BLOB = 254, 15, 252
@@ -92,10 +93,11 @@ def test_a_dropped_connection_is_made_again_once():
     assert lookup("s", "u") == [("b", "inet6")] and len(made) == 2  # kept open
 
 
-def test_a_second_failure_propagates():
+def test_a_second_failure_is_a_retriable_endpoint_error():
     lookup = catalog_lookup(lambda: _Conn(broken=True))
-    with pytest.raises(OSError, match="gone away"):
+    with pytest.raises(EndpointError, match="s.t .*gone away") as info:
         lookup("s", "t")
+    assert info.value.retriable
 
 
 def test_close_closes_the_connection_and_the_next_lookup_connects_again():
