@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dbuslib.errors import EndpointError
 from dbuslib.coltypes import TypeCache, candidates, catalog_lookup, types_of
+from dbuslib.errors import EndpointError
 
 STRING, VARCHAR, BLOB = 254, 15, 252
 COLUMNS = [("id", 3, None, 0), ("a", STRING, "binary", 4), ("b", STRING, "binary", 16),
