@@ -9,7 +9,6 @@ per key, nothing sent twice.
 
 from __future__ import annotations
 
-import base64
 import importlib.util
 import json
 import uuid
@@ -159,7 +158,8 @@ def test_records_reach_their_schema_topics_and_a_restart_resumes(spark, kafka_up
     assert [v for _, k, v in crm if k == hb_key] == [captured.HEARTBEAT_THREE]
     dead = [json.loads(v) for _, _, v in read_all(kafka_up, f"{ds}.dlq")]
     garbage = next(d for d in dead if d["code"] == BAD_RECORD and d["key"] == "shop.orders")
-    assert base64.b64decode(garbage["value_base64"]) == b"not a raw event 0"
+    # the demo source masks columns, and garbage may be any table's record: its bytes are withheld
+    assert garbage["value_base64"] is None and garbage["withheld"]
     assert (garbage["topic"], garbage["partition"] in (0, 1)) == (ds, True)
     assert "bad magic" in garbage["error"]
     assert isinstance(garbage["offset"], int)
