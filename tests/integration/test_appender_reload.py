@@ -121,6 +121,46 @@ def _everything(env, topic: str) -> list[bytes]:
         consumer.close()
 
 
+def _poison_the_control_topic(env) -> tuple[int, list[str]]:
+    """Null, garbage, wrong types, a 2 MB value and huge numbers on <ds>_ctrl, most keyed as reloads; the last
+    is a reload with id and a 5000-digit number. Returns its id (for the rejected reply) and the records'
+    coordinates as the listener logs them."""
+    from ums.control import ControlType, new_control_message, to_json
+
+    key = b"APPENDER_RELOAD_CONFIG"
+    ctrl = env.cfg.source(env.ds).topics.name("ctrl", env.ds)
+    good = json.loads(to_json(new_control_message(ControlType.APPENDER_RELOAD_CONFIG, "pytest",
+                                                  {"ds": env.ds})))
+    last = good["id"] + 1
+    huge = json.dumps({**good, "id": last, "payload": {"ds": env.ds, "n": 0}}).encode()
+    records = [(key, None), (None, b"\x00 no key"), (key, b"\xff\xfe garbage"), (key, b"[1, 2]"),
+               (key, json.dumps({**good, "payload": ["ds"]}).encode()),
+               (key, json.dumps({**good, "id": "12"}).encode()),
+               (key, b'{"id": ' + b"7" * 4400 + b"}"),
+               (key, b'{"pad": "' + b"x" * 2_000_000 + b'"}'),
+               (b"FULL_DATA_INDEPENDENT_PULL_REQ", None),
+               (key, huge.replace(b'"n": 0', b'"n": ' + b"9" * 5000))]
+    producer = kafka.producer(env.cfg.endpoints.kafka)
+    try:
+        metas = [producer.send(ctrl, key=k, value=v).get(30) for k, v in records]
+    finally:
+        producer.close()
+    return last, [f"{ctrl}[{m.partition}]@{m.offset}" for m in metas]
+
+
+def _wait_reply(env, request_id: int, timeout: float = 60) -> dict:
+    client = zk.client(env.cfg.endpoints.zookeeper)
+    try:
+        deadline = time.monotonic() + timeout
+        while (rules.read_reply(client, env.cfg, env.ds) or {}).get("request_id") != request_id:
+            assert time.monotonic() < deadline, f"no reply to the reload {request_id}"
+            time.sleep(0.5)
+        return rules.read_reply(client, env.cfg, env.ds)
+    finally:
+        client.stop()
+        client.close()
+
+
 def test_reload_changes_a_rule_live(env, writer_db):
     db, name = writer_db
     src = env.cfg.source(env.ds)
@@ -164,6 +204,7 @@ def test_reload_changes_a_rule_live(env, writer_db):
         # The appender itself refuses a file that went bad after the CLI checked it: the rules stay.
         from ums.control import ControlType, control_key, new_control_message, to_json
 
+        good_md5 = env.cfg_path.read_text()
         _rewrite(env.cfg_path, lambda s: s["masking"][f"{name}.people"].update(
             phone={"type": "default"}, ums_id_={"type": "default"}))
         message = new_control_message(ControlType.APPENDER_RELOAD_CONFIG, "pytest", {"ds": env.ds})
@@ -187,6 +228,18 @@ def test_reload_changes_a_rule_live(env, writer_db):
             cur.execute(f"INSERT INTO people VALUES (3, '{CLEAR[2]}')")
         seen, _ = _rows_by_id(env, result, {1, 2, 3}, proc)
         assert seen[3][0] == hashlib.md5(f"{CLEAR[2]}s1".encode()).hexdigest()  # noqa: S324
+
+        # Poison control records (issue 12): none stops the listener; a later `dbus reload` is applied.
+        env.cfg_path.write_text(good_md5)
+        last, where = _poison_the_control_topic(env)
+        reply = _wait_reply(env, last)
+        assert (reply["status"], reply["code"]) == ("rejected", "UMS_BAD_CONTROL"), reply
+        assert "payload.n: a number of 5000 characters" in reply["reason"], reply
+        assert dbus(["--config", str(env.cfg_path), "reload", "--source", env.ds, "--wait", "60"]) == 0
+        assert _generation(env) == first + 2
+        log = (env.logs / "appender.log").read_text(errors="replace")
+        assert "could not be handled" not in log, log[-3000:]
+        assert [w for w in where if f": {w}: " not in log] == [], "each poison record is logged, by coordinates"
 
         assert proc.poll() is None, "the appender never restarted"
         log = (env.logs / "appender.log").read_text(errors="replace")
