@@ -29,7 +29,7 @@ from appender.convert import ConvertSettings, masked, original_key, record_key, 
 from appender.heartbeat import (TABLE_STATUS, UNKNOWN_TABLE, BadHeartbeat, Beat, Heartbeat, HeartbeatTable,
                                 heartbeat_of, measure, owner)
 from appender.versions import Change, Version, compare, on_rows, on_truncate, version_at
-from dbuslib.deadletter import TABLE_MASKED, UNATTRIBUTED, UNVERIFIED, DeadLetter
+from dbuslib.deadletter import DeadLetter, withheld_reason
 from dbuslib.errors import DbusError, EndpointError
 from dbuslib.retry import transient
 from dbuslib.rawevent import RawEvent, RawEventError, Reassembler, decode
@@ -327,13 +327,9 @@ class PartitionProcessor:
         In a source that masks columns, only a record whose rows were decoded (so its table is the one
         its table map names) may be carried; a record that failed may hold another table's rows than its
         header or key claims (a damaged header), so its bytes are withheld whatever it claims."""
-        if self.mask_plan is None or not self.mask_plan.has_rules:
-            return ""
-        if table is None:
-            return UNATTRIBUTED
-        if not decoded:
-            return UNVERIFIED
-        return TABLE_MASKED if self.mask_plan.rules_for(*table) else ""
+        masks_any = self.mask_plan is not None and self.mask_plan.has_rules
+        masked = bool(self.mask_plan.rules_for(*table)) if masks_any and table is not None else None
+        return withheld_reason(masks_any, masked, decoded)
 
 
 def _table_id(event: RawEvent) -> int:

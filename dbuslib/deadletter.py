@@ -38,14 +38,17 @@ def too_big(size: int) -> str:
             "read it at its coordinates")
 
 
-def withheld_reason(masks_any: bool, table_masked: bool | None) -> str:
-    """Why a dead letter's value must be withheld, "" when it may be carried: ``masks_any`` is whether the
-    source masks any column, ``table_masked`` whether the record's table has masking rules (None: the
-    record cannot be attributed to a table)."""
+def withheld_reason(masks_any: bool, table_masked: bool | None, decoded: bool = True) -> str:
+    """Why a dead letter's value must be withheld, "" when it may be carried (the rule of every stage):
+    ``masks_any`` is whether the source masks any column, ``table_masked`` whether the record's table has
+    masking rules (None: the record cannot be attributed to a table), ``decoded`` whether the record
+    decoded (one that did not may hold any table's rows, whatever its key or header claims)."""
     if not masks_any:
         return ""
     if table_masked is None:
         return UNATTRIBUTED
+    if not decoded:
+        return UNVERIFIED
     return TABLE_MASKED if table_masked else ""
 
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbuslib.config import Source
-from dbuslib.deadletter import UNATTRIBUTED, UNVERIFIED, withheld_reason
+from dbuslib.deadletter import withheld_reason
 from dbuslib.rawevent import RawEvent, RawEventError, decode
 from dbuslib.topics import TOPIC_NAME, render, topic_problem
 
@@ -129,13 +129,8 @@ class Router:
         """Why a dead letter of a record of one of ``tables`` (None or empty: not attributable) carries no
         value; a record that did not decode (``decoded`` False) may be of any table, so in a source that
         masks columns its value is withheld whatever its key or header claims (the appender's rule)."""
-        if not self.masks_any:
-            return ""
-        if not tables:
-            return UNATTRIBUTED
-        if not decoded:
-            return UNVERIFIED
-        return withheld_reason(True, any(self.table_masked(*t) for t in tables))
+        masked = any(self.table_masked(*t) for t in tables) if tables and self.masks_any else None
+        return withheld_reason(self.masks_any, masked, decoded)
 
     def dead(self, code: str, error: str, tables: list[Table] | None, decoded: bool = True) -> Route:
         return Route(self.dead_letter, code, error, self.withheld(tables, decoded))
