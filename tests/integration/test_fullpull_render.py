@@ -225,8 +225,9 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
         cur.execute(f"USE `{database}`")
         cur.execute(INET_DDL)
         cur.execute(INET_FILL.format(n=2000))  # before the extractor starts: only the pull has these
-        # a UUID primary key (the splitter cannot split on it: one shard) with an INET6 column
-        cur.execute("CREATE TABLE tokens (id UUID PRIMARY KEY, ip INET6, n INT)")
+        # a UUID primary key (the splitter cannot split on it: one shard) with an INET6 column; not named
+        # "n": reconcile uses a column of that name itself (AMBIGUOUS_REFERENCE, reported)
+        cur.execute("CREATE TABLE tokens (id UUID PRIMARY KEY, ip INET6, hits INT)")
         cur.execute("INSERT INTO tokens SELECT UUID(), b, id FROM hosts WHERE id <= 300")
     env = make_pipeline_env(tmp_path, database)
     stages = Stages(env.cfg, env.ds, tmp_path / "stage-logs")
@@ -245,8 +246,8 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
                         " '00000000-0000-0000-0000-000000000000', x'00', 'zeros'),"
                         " (5002, NULL, '1::1:1:1:1:1:1', UUID(), NULL, 'one zero group')")
             cur.execute("DELETE FROM hosts WHERE id BETWEEN 100 AND 120")
-            cur.execute("UPDATE tokens SET ip = '::1' WHERE n BETWEEN 1 AND 20")
-            cur.execute("DELETE FROM tokens WHERE n BETWEEN 21 AND 30")
+            cur.execute("UPDATE tokens SET ip = '::1' WHERE hits BETWEEN 1 AND 20")
+            cur.execute("DELETE FROM tokens WHERE hits BETWEEN 21 AND 30")
         for name in (table, f"{database}.tokens"):
             out = _cli(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", name, "--follow",
                        "--wait", "300")
@@ -257,8 +258,8 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
             cur.execute("INSERT INTO hosts VALUES (5003, '1.2.3.4', '::1.2.3.4', UUID(), x'ff',"
                         " 'v4 compatible')")
             cur.execute("INSERT INTO tokens VALUES (UUID(), '1::1:1:1:1:1:1', 9999)")
-            cur.execute("UPDATE tokens SET n = -n WHERE n BETWEEN 31 AND 40")
-            cur.execute("UPDATE tokens SET ip = 'fe80::d4a1' WHERE n = 41")  # the tokens' drain marker
+            cur.execute("UPDATE tokens SET hits = -hits WHERE hits BETWEEN 31 AND 40")
+            cur.execute("UPDATE tokens SET ip = 'fe80::d4a1' WHERE hits = 41")  # the tokens' drain marker
             cur.execute("UPDATE hosts SET note = 'drain-marker' WHERE id = 4")
         _wait_for_row(env.cfg, topic, "drain-marker", 300)
         tokens_topic = env.cfg.source(env.ds).topics.name("result", env.ds, database, "tokens")
