@@ -4,13 +4,16 @@ A raw record (dbuslib.rawevent) becomes:
 - for a ``rows`` event: UMS ``data_increment_data`` messages on the table's result topic, under the
   table's current schema version (a version change first sends ``data_increment_termination`` under the
   old namespace); masking is applied before anything leaves;
-- for a ``ddl`` TRUNCATE: a termination of the current version and the next version;
+- for a ``ddl`` TRUNCATE, or DDL the extractor marks ``removes_rows`` (TRUNCATE/DROP/EXCHANGE PARTITION
+  ...): a termination of the current version and the next version; with ``fullpull.repull_on_row_loss``
+  also a full-pull request of the table on ``<ds>_ctrl``;
 - for an insert into the heartbeat table: per row of this topic's schema, a ``data_increment_heartbeat``
   message on the monitored table's result topic and a ``Beat`` (latency, rows since the table's previous
   heartbeat) in ``beats`` for the caller to write (appender.heartbeat); other records of the heartbeat
   table (the writer's purge, DDL) give nothing: they are no data of any monitored table;
-- for anything that cannot be parsed or decoded: a dead letter on ``<ds>.dlq`` with the reason and the
-  original record, and the stream goes on.
+- for anything that cannot be parsed, decoded or converted: one dead letter on ``<ds>.dlq`` with the reason
+  and the record's coordinates (its bytes withheld where masked columns could leak), and the stream goes
+  on. ``process`` never raises for what a record holds; only an endpoint down past its retries stops it.
 
 Chunks of one event are joined; a chunk sequence cut by a micro-batch boundary is finished from Kafka
 itself (``backfill``), so no state has to survive between batches.
