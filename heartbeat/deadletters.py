@@ -235,13 +235,16 @@ def group_id(ds: str) -> str:
 class DlqReader:
     """Reads the dead-letter topic with the monitor's own consumer group, from the beginning of the topic
     when the group has no committed offsets (its very first start), from the committed offsets after.
-    ``read()`` returns the letters up to the end offsets of the call (at most MAX_PER_CHECK); ``commit()``
-    after they were counted, ``rewind()`` when they could not be (they are read again)."""
+    ``read()`` returns the letters up to the end offsets of the call (at most MAX_PER_CHECK), or None while
+    the group has not assigned this monitor a partition yet (it joins over the next checks: a check never
+    waits more than ``budget_s`` here); ``commit()`` after they were counted, ``rewind()`` when they could
+    not be (they are read again)."""
 
-    def __init__(self, cfg: Any, ds: str, *, join_timeout_s: float = 15.0) -> None:
+    def __init__(self, cfg: Any, ds: str, *, budget_s: float | None = None) -> None:
         self.cfg, self.ds = cfg, ds
         self.topic = cfg.source(ds).topics.name("dead_letter", ds)
-        self.join_timeout_s = join_timeout_s
+        interval = cfg.source(ds).heartbeat.check_interval_s
+        self.budget_s = budget_s if budget_s is not None else min(max(interval, 1.0), 10.0)
         self._consumer: Any = None
         self._first: dict[Any, int] = {}
 
@@ -256,22 +259,22 @@ class DlqReader:
                 max_poll_interval_ms=max(300_000, 3 * interval_ms))
         return self._consumer
 
-    def read(self) -> list[Letter]:
+    def read(self) -> list[Letter] | None:
         """KafkaError / EndpointError when the broker cannot be read."""
         c = self._client()
         self._first = {}
         if not c.partitions_for_topic(self.topic):
             return []  # no stage created the topic yet
         letters: list[Letter] = []
-        deadline = time.monotonic() + self.join_timeout_s
+        deadline = time.monotonic() + self.budget_s
         while not c.assignment():
-            self._take(c.poll(timeout_ms=500, max_records=MAX_PER_CHECK), letters)
-            if time.monotonic() > deadline:
-                log.warning("%s: not assigned a partition of %s within %g s (another monitor may hold them)",
-                            self.ds, self.topic, self.join_timeout_s)
-                return letters
+            self._take(c.poll(timeout_ms=200, max_records=MAX_PER_CHECK), letters)
+            if time.monotonic() > deadline and not c.assignment():
+                log.info("%s: no partition of %s assigned yet (joining, or another monitor holds them)",
+                         self.ds, self.topic)
+                return None
         end = c.end_offsets(list(c.assignment()))
-        while len(letters) < MAX_PER_CHECK and time.monotonic() < deadline + self.join_timeout_s:
+        while len(letters) < MAX_PER_CHECK and time.monotonic() < deadline + self.budget_s:
             behind = [tp for tp, e in end.items() if tp in c.assignment() and c.position(tp) < e]
             if not behind:
                 break

@@ -239,16 +239,17 @@ class Monitor:
         return observations(records_of(series), tables)
 
     def check(self) -> list[Notification]:
+        """The tables' verdicts first (never delayed by Kafka), then the dead letters."""
         self._retry_outbox()
-        mine = self.check_dead_letters()
+        mine: list[Notification] = []
         tables = self.tables()
-        if tables is None:
-            return mine
-        obs = self.observe(tables)  # EndpointError: no data, no verdict
-        now_ms = int(self._clock() * 1000)
-        before = self.store.load()
-        _, notes = evaluate(self.ds, before, obs, now_ms, self.started_ms, self.thresholds)
-        return mine + self._notify(notes)
+        if tables is not None:
+            obs = self.observe(tables)  # EndpointError: no data, no verdict
+            now_ms = int(self._clock() * 1000)
+            before = self.store.load()
+            _, notes = evaluate(self.ds, before, obs, now_ms, self.started_ms, self.thresholds)
+            mine = self._notify(notes)
+        return mine + self.check_dead_letters()
 
     def _notify(self, notes: list[Notification]) -> list[Notification]:
         mine = [n for n in notes if self._record(n)]
@@ -270,7 +271,10 @@ class Monitor:
         return []
 
     def _count_dead_letters(self) -> list[Notification]:
-        tallies = deadletters.fold(self.dlq.read())
+        letters = self.dlq.read()
+        if letters is None:
+            return []  # not reading the topic yet: no count, no verdict
+        tallies = deadletters.fold(letters)
         now_ms = int(self._clock() * 1000)
         if tallies:
             try:
