@@ -409,7 +409,8 @@ def _checked_table(event: RawEvent) -> Any:
     rowdecode._check_event(tm_data, crc, BINLOG.TABLE_MAP_EVENT, what)
     rowdecode._check_event(data, crc, header["event_type"], "rows event")
     control = rowdecode._Control(rowdecode._flavor(header))
-    table = rowdecode._cached_table(str(header["file"]), tm_data, crc, control, rowdecode.header_types(header))
+    types = rowdecode.header_types(header)
+    table = rowdecode._cached_table(str(header["file"]), tm_data, crc, control, types)
     if (table.schema, table.table) != (header["schema"], header["table"]):
         msg = f"{rowdecode._where(event)}: the table map describes {table.schema}.{table.table}"
         raise RowDecodeError(msg, event)

@@ -293,13 +293,15 @@ RECORDS = [
     ),
 ]
 
-# MariaDB's INET4/INET6/UUID next to plain BINARY(16)/BINARY(4), with the header's ``types`` (dbuslib.coltypes),
-# captured like the others from:
+# MariaDB's INET4/INET6/UUID next to plain BINARY(16)/BINARY(4), with the header's ``types``
+# (dbuslib.coltypes), captured like the others from:
 #   CREATE TABLE inet (id INT NOT NULL PRIMARY KEY, a INET4, b INET6, c UUID, d BINARY(16), e BINARY(4));
 #   INSERT INTO inet VALUES (1,'1.2.3.4','2001:db8::ff00:42:8329','123e4567-e89b-12d3-a456-426655440000',
-#     x'00112233445566778899aabbccddeeff',x'01020304'), (2,'0.0.0.0','::','00000000-0000-0000-0000-000000000000',
-#     x'00',x'00000000'), (3,'255.255.255.255','::ffff:1.2.3.4','ffffffff-ffff-ffff-ffff-ffffffffffff',x'ff',x'ff'),
-#     (4,NULL,NULL,NULL,NULL,NULL), (5,'10.0.0.0','::1.2.3.4','6ccd780c-baba-1026-9564-5b8c656024db',NULL,NULL),
+#     x'00112233445566778899aabbccddeeff',x'01020304'),
+#     (2,'0.0.0.0','::','00000000-0000-0000-0000-000000000000',x'00',x'00000000'),
+#     (3,'255.255.255.255','::ffff:1.2.3.4','ffffffff-ffff-ffff-ffff-ffffffffffff',x'ff',x'ff'),
+#     (4,NULL,NULL,NULL,NULL,NULL),
+#     (5,'10.0.0.0','::1.2.3.4','6ccd780c-baba-1026-9564-5b8c656024db',NULL,NULL),
 #     (6,'0.0.0.1','1:0:1::','f47ac10b-58cc-4372-a567-0e02b2c3d479',NULL,NULL);
 #   UPDATE inet SET b='fe80::1', a='192.168.0.1', c='00000000-0000-0000-0000-000000000001' WHERE id IN (1,4);
 #   DELETE FROM inet WHERE id=3;
@@ -427,11 +429,11 @@ def test_a_bad_checksum_raises():
 
 
 INET_AFTER = [  # SELECT of the inserted rows: INET4/INET6/UUID as text, BINARY(n) as Base64
-    (1, "1.2.3.4", "2001:db8::ff00:42:8329", "123e4567-e89b-12d3-a456-426655440000", "ABEiM0RVZneImaq7zN3u/w==",
-     "AQIDBA=="),
+    (1, "1.2.3.4", "2001:db8::ff00:42:8329", "123e4567-e89b-12d3-a456-426655440000",
+     "ABEiM0RVZneImaq7zN3u/w==", "AQIDBA=="),
     (2, "0.0.0.0", "::", "00000000-0000-0000-0000-000000000000", "AAAAAAAAAAAAAAAAAAAAAA==", "AAAAAA=="),
-    (3, "255.255.255.255", "::ffff:1.2.3.4", "ffffffff-ffff-ffff-ffff-ffffffffffff", "/wAAAAAAAAAAAAAAAAAAAA==",
-     "/wAAAA=="),
+    (3, "255.255.255.255", "::ffff:1.2.3.4", "ffffffff-ffff-ffff-ffff-ffffffffffff",
+     "/wAAAAAAAAAAAAAAAAAAAA==", "/wAAAA=="),
     (4, None, None, None, None, None),
     (5, "10.0.0.0", "::1.2.3.4", "6ccd780c-baba-1026-9564-5b8c656024db", None, None),
     (6, "0.0.0.1", "1:0:1::", "f47ac10b-58cc-4372-a567-0e02b2c3d479", None, None),
@@ -441,8 +443,10 @@ INET_AFTER = [  # SELECT of the inserted rows: INET4/INET6/UUID as text, BINARY(
 def test_inet_and_uuid_columns_are_text_as_select_prints_them():
     insert, update, delete = (rawevent.decode(r) for r in INET_RECORDS)
     fast = fastdecode.decode_fast(insert, ums=True)
-    assert [c.column_type for c in fast.columns] == ["int", "inet4", "inet6", "uuid", "binary(16)", "binary(4)"]
-    assert [c.ums_type.value for c in fast.columns] == ["int", "string", "string", "string", "binary", "binary"]
+    assert [c.column_type for c in fast.columns] == ["int", "inet4", "inet6", "uuid", "binary(16)",
+                                                     "binary(4)"]
+    assert [c.ums_type.value for c in fast.columns] == ["int", "string", "string", "string", "binary",
+                                                        "binary"]
     assert fast.after == INET_AFTER
     assert fastdecode.decode_fast(update, ums=True).after[0][1:4] == \
         ("192.168.0.1", "fe80::1", "00000000-0000-0000-0000-000000000001")
@@ -458,7 +462,8 @@ def test_without_types_in_the_header_inet_and_uuid_stay_bytes():
     assert fastdecode.as_decoded_rows(fastdecode.decode_fast(bare)) == decoded
 
 
-@pytest.mark.parametrize("types", [{"d": "inet4"}, {"e": "inet6"}, {"id": "uuid"}, {"f": "uuid"}, {"a": "json"}])
+@pytest.mark.parametrize("types", [{"d": "inet4"}, {"e": "inet6"}, {"id": "uuid"}, {"f": "uuid"},
+                                   {"a": "json"}])
 def test_a_type_that_does_not_fit_the_binlog_column_changes_nothing(types):
     insert = rawevent.decode(INET_RECORDS[0])
     bare = rowdecode.decode_rows(replace(insert, header={**insert.header, "types": {}}))
