@@ -53,6 +53,7 @@ SPARK_TYPES = {"int": "int", "long": "long", "float": "double", "double": "doubl
 _HEADER = ("protocol STRUCT<type: STRING>, schema STRUCT<namespace: STRING, "
            "fields: ARRAY<STRUCT<name: STRING, type: STRING, encoded: BOOLEAN>>>")
 _MESSAGE = _HEADER + ", payload ARRAY<STRUCT<tuple: ARRAY<STRING>>>"
+_SEEN = "__dbus_seen"  # tuples seen per key (not "n": a user column may be called so)
 _UID_ORDER = "__dbus_uid_order"  # ums_uid_ as decimal(38,0): 25 digits do not fit a long
 
 
@@ -215,6 +216,16 @@ def end_offsets_json(cfg: DbusConfig, topic: str) -> tuple[str, int]:
     return json.dumps({topic: {str(tp.partition): off for tp, off in ends.items()}}), sum(ends.values())
 
 
+# Spark's JSON reader (Jackson) refuses a string value above 20,000,000 characters by default, and
+# from_json then gives null for the whole message: a 15 MB BLOB (20 MB of Base64) vanished from the
+# snapshot without a word. UMS values are bounded by the message size, which chunks lift (ums.chunks).
+JSON_OPTIONS = {"maxStringLen": str(2**31 - 1)}
+# Heap of the reconcile's own Spark (unless spark.conf sets spark.driver.memory): messages of up to
+# endpoints.kafka.max_message_bytes, and chunked tuples joined beyond it, are parsed whole, several at a
+# time; Spark's default 1g ran out on 30 MB BLOBs. The JVM takes only what it uses.
+DRIVER_MEMORY = "4g"
+
+
 def read_topic(spark: SparkSession, bootstrap: str, topic: str, ending: str) -> DataFrame:
     """The record values of the topic from the earliest offsets to ``ending`` (fixed, so both passes read
     the same), chunked records joined (``join_chunks``): one ``value`` column."""
@@ -263,7 +274,7 @@ def read_heads(records: DataFrame) -> list[tuple[str, list[dict[str, Any]], int]
     """Distinct (namespace, fields) of the data messages, with their message counts (first pass)."""
     from pyspark.sql import functions as F
 
-    heads = (records.select(F.from_json(F.col("value").cast("string"), _HEADER).alias("m"))
+    heads = (records.select(F.from_json(F.col("value").cast("string"), _HEADER, JSON_OPTIONS).alias("m"))
              .where(F.col("m.protocol.type").isin(*DATA_TYPES))
              .groupBy(F.col("m.schema.namespace").alias("ns"), F.col("m.schema.fields").alias("fields"))
              .count().collect())
@@ -279,7 +290,8 @@ def tuples_of(records: DataFrame, namespaces: list[str], columns: Sequence[OutCo
     field_names = F.col("m.schema.fields.name")
     wanted = F.col("m.protocol.type").isin(*DATA_TYPES) & F.col("m.schema.namespace").isin(*namespaces)
     positions = [F.array_position(field_names, n).cast("int").alias(f"_p{i}") for i, n in enumerate(names)]
-    per_message = (records.select(F.from_json(F.col("value").cast("string"), _MESSAGE).alias("m"))
+    message = F.from_json(F.col("value").cast("string"), _MESSAGE, JSON_OPTIONS)
+    per_message = (records.select(message.alias("m"))
                    .where(wanted)
                    .select(*positions, F.explode("m.payload.tuple").alias("t")))
     value = [F.get(F.col("t"), F.col(f"_p{i}") - 1) for i in range(len(names))]
@@ -297,12 +309,25 @@ def _typed(value: Column, column: OutColumn) -> Column:
 
 
 def winners(rows: DataFrame, key: Sequence[str]) -> DataFrame:
-    """Per key: the tuple with the greatest (ums_id_, ums_uid_) as struct ``w``, and ``n`` tuples seen."""
+    """Per key: the tuple with the greatest (ums_id_, ums_uid_) as struct ``w``, and ``_SEEN`` tuples seen.
+
+    The greatest position is found from the key and position columns alone, then the winning tuple is
+    joined back: the aggregation never copies a tuple's values, which may be as large as a message
+    (a 30 MB BLOB ran the driver out of heap when the whole tuple was the max() of its key). A tuple
+    written twice (at least once delivery) wins twice and is kept once. Keys compare null-safe."""
     from pyspark.sql import functions as F
 
-    rest = [rows[c] for c in rows.columns if c not in ("ums_id_", _UID_ORDER)]
-    ordered = F.struct(rows["ums_id_"], rows[_UID_ORDER], *rest)  # structs compare field by field
-    return rows.groupBy(*(rows[k] for k in key)).agg(F.max(ordered).alias("w"), F.count(F.lit(1)).alias("n"))
+    keys = [f"__dbus_k{i}" for i in range(len(key))]
+    best = (rows.groupBy(*(rows[k].alias(a) for k, a in zip(key, keys, strict=True)))
+            .agg(F.max(F.struct(rows["ums_id_"], rows[_UID_ORDER])).alias("__dbus_best"),
+                 F.count(F.lit(1)).alias(_SEEN)))
+    same_key = [rows[k].eqNullSafe(best[a]) for k, a in zip(key, keys, strict=True)]
+    won = rows.join(best, [*same_key, rows["ums_id_"] == best["__dbus_best.ums_id_"],
+                           rows[_UID_ORDER] == best[f"__dbus_best.{_UID_ORDER}"]])
+    rest = [won[c] for c in rows.columns if c not in ("ums_id_", _UID_ORDER)]
+    return (won.select(*(won[a].alias(k) for k, a in zip(key, keys, strict=True)),
+                       F.struct(won["ums_id_"], won[_UID_ORDER], *rest).alias("w"), won[_SEEN])
+            .dropDuplicates(list(key)))
 
 
 def write(snapshot: DataFrame, cfg: DbusConfig, ds: str, out: str, fmt: str, jdbc_table: str | None) -> None:
@@ -358,7 +383,7 @@ def run(spark: SparkSession, cfg: DbusConfig, ds: str, schema: str, table: str, 
         if reset is not None:  # rows that left without a rows event (TRUNCATE, row loss + re-pull)
             gone = gone | (F.col("w.ums_id_") < F.lit(reset))
         stats = best.agg(F.count(F.when(gone, 1)).alias("gone"), F.count(F.lit(1)).alias("keys"),
-                         F.sum("n").alias("tuples"), F.max("w.ums_id_").alias("max_id")).first()
+                         F.sum(_SEEN).alias("tuples"), F.max("w.ums_id_").alias("max_id")).first()
         out_cols = [F.col(f"w.{c}").alias(c) for c in SYSTEM_COLUMNS] + [
             F.col(f"w.`{c.name}`").alias(c.name, metadata={"ums_type": c.ums_type, "encoded": c.encoded})
             for c in columns]
@@ -405,7 +430,8 @@ def cli(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
     if spark is None:
         from dbuslib import spark as dspark
 
-        spark = dspark.session(cfg, f"dbus-reconcile-{args.source}")
+        memory = {} if "spark.driver.memory" in cfg.spark.conf else {"spark__driver__memory": DRIVER_MEMORY}
+        spark = dspark.session(cfg, f"dbus-reconcile-{args.source}", **memory)
     key = tuple(k.strip() for k in args.primary_key.split(",")) if args.primary_key else None
     result = run(spark, cfg, args.source, schema, table, args.out, primary_key=key, fmt=args.format,
                  jdbc_table=args.jdbc_table, topic=args.topic)
