@@ -69,10 +69,12 @@ def test_sigterm_to_the_driver_stops_the_spark_stage_with_exit_0(env, name):
     try:
         driver = stage.driver_pid()
         assert driver is not None, stage.members()
+        t0 = time.monotonic()
         os.kill(driver, signal.SIGTERM)
         code = stage.proc.wait(STOP_S)  # spark-submit ends with its driver, with the driver's exit code
         assert code == 0, stage.tail()
         wait_gone([driver, *stage.members()], name)
+        print(f"{name}: SIGTERM to the driver -> every process gone in {time.monotonic() - t0:.1f} s, exit {code}")
         assert f"{name}: {env.ds}: stopping (SIGTERM)" in stage.log.read_text(errors="replace")
     finally:
         stage.kill()
@@ -84,10 +86,13 @@ def test_sigterm_to_the_process_group_leaves_no_process(env, name):
     stage = started(SparkStage(name, env))
     try:
         members = list(stage.members())
+        t0 = time.monotonic()
         os.killpg(stage.proc.pid, signal.SIGTERM)
         code = stage.proc.wait(STOP_S)
         assert code in (0, 143), stage.tail()  # 143: the JVM ended on the signal before its driver did
         wait_gone(members, name)
+        print(f"{name}: SIGTERM to the group -> every process gone in {time.monotonic() - t0:.1f} s, "
+              f"spark-submit exit {code}")
         log = stage.log.read_text(errors="replace")
         assert f"{name}: {env.ds}: stopping (SIGTERM)" in log
         assert "STAGE_STOP_TIMEOUT" not in log
@@ -101,8 +106,10 @@ def test_the_driver_exits_when_its_jvm_is_killed(env, name):
     try:
         driver, jvm = stage.driver_pid(), stage.jvm_pid()
         assert driver is not None and jvm is not None, stage.members()
+        t0 = time.monotonic()
         os.kill(jvm, signal.SIGKILL)
         wait_gone([driver], f"the {name} driver after kill -9 of its JVM")
+        print(f"{name}: kill -9 of the JVM -> driver gone in {time.monotonic() - t0:.1f} s")
         assert f"{name}: STAGE_JVM_GONE: {env.ds}" in stage.log.read_text(errors="replace")
     finally:
         stage.kill()
