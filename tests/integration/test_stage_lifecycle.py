@@ -74,7 +74,8 @@ def test_sigterm_to_the_driver_stops_the_spark_stage_with_exit_0(env, name):
         code = stage.proc.wait(STOP_S)  # spark-submit ends with its driver, with the driver's exit code
         assert code == 0, stage.tail()
         wait_gone([driver, *stage.members()], name)
-        print(f"{name}: SIGTERM to the driver -> every process gone in {time.monotonic() - t0:.1f} s, exit {code}")
+        print(f"{name}: SIGTERM to the driver -> every process gone in {time.monotonic() - t0:.1f} s, "
+              f"exit {code}")
         assert f"{name}: {env.ds}: stopping (SIGTERM)" in stage.log.read_text(errors="replace")
     finally:
         stage.kill()
