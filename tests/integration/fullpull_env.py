@@ -27,6 +27,15 @@ from fullpuller.progress import Progress, ProgressStore
 DBUS = [sys.executable, "-m", "dbuslib.cli"]
 
 
+def run_dbus(cfg_path: Path | str, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """``dbus --config <cfg_path> <args>`` as a user runs it (Spark's Python workers on this venv)."""
+    import os
+
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    return subprocess.run([*DBUS, "--config", str(cfg_path), *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
 @dataclass
 class FullPullEnv:
     env: ExtractorEnv
@@ -56,8 +65,7 @@ class FullPullEnv:
         self.stages.wait_log("fullpuller", "listening on", timeout)
 
     def dbus(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-        return subprocess.run([*DBUS, "--config", str(self.env.cfg_path), *args], cwd=REPO, capture_output=True,
-                              text=True, timeout=timeout)
+        return run_dbus(self.env.cfg_path, *args, timeout=timeout)
 
     def request(self, table: str, *args: str, wait: float = 120) -> tuple[int | None, subprocess.CompletedProcess]:
         """``dbus fullpull request`` of ``<database>.<table>``: (request id or None, the process)."""

@@ -12,15 +12,12 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
-import sys
 import threading
 import time
 import uuid
 
 import pytest
-from extractor_env import REPO
-from fullpull_env import FullPullEnv, cleanup_fullpull
+from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus
 from pipeline_env import make_pipeline_env
 
 from dbuslib import kafka, mysql
@@ -68,12 +65,6 @@ class Workload(threading.Thread):
             self.error = e
 
 
-def _dbus(cfg_path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    return subprocess.run([sys.executable, "-m", "dbuslib.cli", "--config", str(cfg_path), *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout, env=env)
-
-
 def _wait_for_row(cfg, topic: str, marker: str, timeout: float) -> None:
     """Until a tuple holding ``marker`` is in ``topic`` (the appender has caught up to it)."""
     deadline = time.monotonic() + timeout
@@ -109,9 +100,9 @@ def test_a_full_pull_under_live_writes_reconciles_to_an_exact_copy(tmp_path, sou
         producer.send(env.cfg.source(env.ds).topics.name("ctrl", env.ds), key=b"FULL_DATA_INDEPENDENT_PULL_REQ",
                       value=b"{not json").get(30)
         producer.close()
-        out = _dbus(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", f"{database}.nope")
+        out = run_dbus(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", f"{database}.nope")
         assert out.returncode == 2 and "FULLPULL_UNKNOWN_TABLE" in out.stderr, out.stdout + out.stderr
-        out = _dbus(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", f"{database}.live",
+        out = run_dbus(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", f"{database}.live",
                     "--follow", "--wait", "300")
         assert out.returncode == 0, out.stdout + out.stderr
         print(out.stdout.splitlines()[-1])
@@ -128,19 +119,19 @@ def test_a_full_pull_under_live_writes_reconciles_to_an_exact_copy(tmp_path, sou
         for stage in ("fullpuller", "appender", "dispatcher", "extractor"):  # free the cores for the checks
             stages.stop(stage)
         snapshot = tmp_path / "snapshot"
-        out = _dbus(env.cfg_path, "reconcile", "--source", env.ds, "--table", f"{database}.live",
+        out = run_dbus(env.cfg_path, "reconcile", "--source", env.ds, "--table", f"{database}.live",
                     "--out", str(snapshot))
         assert out.returncode == 0, out.stdout + out.stderr
         result = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"reconcile: {result}")
-        out = _dbus(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.live",
+        out = run_dbus(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.live",
                     "--snapshot", str(snapshot))
         print(out.stdout)
         assert out.returncode == 0, out.stdout + out.stderr
         assert "equal, 0 differences" in out.stdout, out.stdout
         with writer.cursor() as cur:
             cur.execute("UPDATE live SET note = 'changed after' WHERE id = (SELECT MAX(id) FROM live)")
-        out = _dbus(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.live",
+        out = run_dbus(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.live",
                     "--snapshot", str(snapshot))
         assert out.returncode == 1, out.stdout + out.stderr
     finally:

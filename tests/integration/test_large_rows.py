@@ -18,17 +18,13 @@ import argparse
 import base64
 import hashlib
 import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from extractor_env import REPO
-from fullpull_env import FullPullEnv, cleanup_fullpull
+from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus
 from pipeline_env import make_pipeline_env
 
 from dbuslib import kafka, mysql
@@ -95,12 +91,6 @@ def _wait_for(cfg, topic: str, ids: set[int], stages: Stages, timeout: float) ->
         time.sleep(2)
 
 
-def _dbus(cfg_path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    return subprocess.run([sys.executable, "-m", "dbuslib.cli", "--config", str(cfg_path), *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout, env=env)
-
-
 @pytest.mark.timeout(1800)
 def test_1_5_and_30_mb_blobs_are_delivered_and_a_pull_reconciles_to_the_source(tmp_path, source):
     database = f"dbus_test_{uuid.uuid4().hex[:12]}"
@@ -143,7 +133,7 @@ def test_1_5_and_30_mb_blobs_are_delivered_and_a_pull_reconciles_to_the_source(t
 
         stages.start("fullpuller")
         stages.wait_ready("fullpuller")
-        out = _dbus(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", f"{database}.files",
+        out = run_dbus(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", f"{database}.files",
                     "--follow", "--wait", "600")
         assert out.returncode == 0, out.stdout + out.stderr
         pulled, chunked = read_tuples(env.cfg, topic, "data_initial_data")
@@ -155,17 +145,17 @@ def test_1_5_and_30_mb_blobs_are_delivered_and_a_pull_reconciles_to_the_source(t
             stages.stop(stage)
 
         snapshot = tmp_path / "snapshot"
-        out = _dbus(env.cfg_path, "reconcile", "--source", env.ds, "--table", f"{database}.files",
+        out = run_dbus(env.cfg_path, "reconcile", "--source", env.ds, "--table", f"{database}.files",
                     "--out", str(snapshot))
         assert out.returncode == 0, out.stdout + out.stderr
         print(f"reconcile: {out.stdout.strip().splitlines()[-1]}")
-        out = _dbus(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.files",
+        out = run_dbus(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.files",
                     "--snapshot", str(snapshot))
         print(out.stdout)
         assert out.returncode == 0 and "equal, 0 differences" in out.stdout, out.stdout + out.stderr
         with writer.cursor() as cur:  # verify can fail: one byte of the 30 MB value changed at the source
             cur.execute("UPDATE files SET data = CONCAT(LEFT(data, LENGTH(data) - 1), 'x') WHERE id = 3")
-        out = _dbus(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.files",
+        out = run_dbus(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.files",
                     "--snapshot", str(snapshot))
         assert out.returncode == 1, out.stdout + out.stderr
     finally:

@@ -17,17 +17,13 @@ PARTITION p0`` is run mid-stream. Checked:
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
 import threading
 import time
 import uuid
 
 import pytest
-from extractor_env import REPO
-from fullpull_env import FullPullEnv, cleanup_fullpull
+from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus
 from pipeline_env import make_pipeline_env, read_ums, wait_until
 
 from dbuslib import kafka, mysql
@@ -75,12 +71,6 @@ class Workload(threading.Thread):
                     time.sleep(0.01)
         except BaseException as e:  # noqa: BLE001 - reported by the test
             self.error = e
-
-
-def _dbus(cfg_path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    return subprocess.run([sys.executable, "-m", "dbuslib.cli", "--config", str(cfg_path), *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def _history(cfg, ds: str, database: str):
@@ -205,13 +195,13 @@ def test_truncate_partition_mid_stream_is_signalled_re_pulled_and_reconciles(tmp
         for stage in ("fullpuller", "appender", "dispatcher", "extractor"):  # free the cores for the checks
             stages.stop(stage)
         snapshot = tmp_path / "snapshot"
-        done = _dbus(cfg.path, "reconcile", "--source", env.ds, "--table", f"{database}.t", "--out",
+        done = run_dbus(cfg.path, "reconcile", "--source", env.ds, "--table", f"{database}.t", "--out",
                      str(snapshot))
         assert done.returncode == 0, done.stdout + done.stderr
         summary = json.loads(done.stdout.strip().splitlines()[-1])
         print(f"reconcile: {summary}")
         assert summary["reset_ums_id"] == int(pull.UmsId)
-        checked = _dbus(cfg.path, "verify", "--source", env.ds, "--table", f"{database}.t", "--snapshot",
+        checked = run_dbus(cfg.path, "verify", "--source", env.ds, "--table", f"{database}.t", "--snapshot",
                         str(snapshot))
         print(checked.stdout)
         assert checked.returncode == 0, checked.stdout + checked.stderr
