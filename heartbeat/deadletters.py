@@ -30,7 +30,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -240,8 +240,9 @@ class DlqReader:
     waits more than ``budget_s`` here); ``commit()`` after they were counted, ``rewind()`` when they could
     not be (they are read again)."""
 
-    def __init__(self, cfg: Any, ds: str, *, budget_s: float | None = None) -> None:
-        self.cfg, self.ds = cfg, ds
+    def __init__(self, cfg: Any, ds: str, *, budget_s: float | None = None,
+                 stopping: Callable[[], bool] = lambda: False) -> None:
+        self.cfg, self.ds, self.stopping = cfg, ds, stopping
         self.topic = cfg.source(ds).topics.name("dead_letter", ds)
         interval = cfg.source(ds).heartbeat.check_interval_s
         self.budget_s = budget_s if budget_s is not None else min(max(interval, 1.0), 10.0)
@@ -269,14 +270,14 @@ class DlqReader:
         deadline = time.monotonic() + self.budget_s
         while not c.assignment():
             self._take(c.poll(timeout_ms=200, max_records=MAX_PER_CHECK), letters)
-            if time.monotonic() > deadline and not c.assignment():
+            if (time.monotonic() > deadline or self.stopping()) and not c.assignment():
                 log.info("%s: no partition of %s assigned yet (joining, or another monitor holds them)",
                          self.ds, self.topic)
                 return None
         end = c.end_offsets(list(c.assignment()))
         while len(letters) < MAX_PER_CHECK and time.monotonic() < deadline + self.budget_s:
             behind = [tp for tp, e in end.items() if tp in c.assignment() and c.position(tp) < e]
-            if not behind:
+            if not behind or self.stopping():
                 break
             self._take(c.poll(timeout_ms=500, max_records=MAX_PER_CHECK - len(letters)), letters)
         return letters

@@ -170,9 +170,9 @@ class Monitor:
         self.thresholds = Thresholds(hb.timeout_s, hb.latency_alert_s)
         self.dl_rules = deadletters.Rules(hb.dead_letter_threshold, hb.dead_letter_quiet_s,
                                           hb.check_interval_s)
-        self.dlq = dlq or deadletters.DlqReader(cfg, ds)
-        self.channels = chans if chans is not None else channels(hb)
         self.stop_event = threading.Event()
+        self.dlq = dlq or deadletters.DlqReader(cfg, ds, stopping=self.stop_event.is_set)
+        self.channels = chans if chans is not None else channels(hb)
         self._clock = clock
         self.started_ms = int(clock() * 1000)
         self._own_client = client is None
