@@ -273,3 +273,20 @@ def test_kill_9_mid_pull_resumes_and_repulls_only_unfinished_shards(tmp_path, so
         assert out.returncode == 0 and "equal, 0 differences" in out.stdout, out.stdout + out.stderr
     finally:
         cleanup_fullpull(fp)
+
+
+def test_a_table_named_with_a_dot_is_pulled_reconciled_and_verified(fp, tmp_path):
+    fp.sql("CREATE TABLE `t.dot` (id INT PRIMARY KEY, v VARCHAR(10))",
+           "INSERT INTO `t.dot` SELECT seq, CONCAT('v', seq) FROM seq_1_to_600")
+    seqno, out = fp.request("t.dot", "--shard-size", "250")
+    assert out.returncode == 0, out.stderr
+    check_pull(fp, "t.dot", seqno, 600)
+    namespaces = {json.loads(r.value)["schema"]["namespace"]
+                  for r in kafka.read_range(fp.cfg.endpoints.kafka, [fp.result_topic("t.dot")])}
+    assert namespaces == {f"mysql.{fp.ds}.{fp.database}.t%2Edot.0.0.0"}  # docs/ums.md#namespace
+    snapshot = tmp_path / "snapshot"
+    out = fp.dbus("reconcile", "--source", fp.ds, "--table", f"{fp.database}.t.dot", "--out", str(snapshot))
+    assert out.returncode == 0, out.stdout + out.stderr
+    out = fp.dbus("verify", "--source", fp.ds, "--table", f"{fp.database}.t.dot", "--snapshot", str(snapshot))
+    assert out.returncode == 0 and "600 source rows, 600 snapshot rows: equal, 0 differences" in out.stdout, (
+        out.stdout + out.stderr)
