@@ -74,7 +74,7 @@ class Puller:
         self.shards_topic = self.src.topics.name("data_shards", self.ds)
 
     def close(self) -> None:
-        self.producer.close()
+        self.producer.close(timeout=10)  # never wait forever on a broker that is gone
         self.zk.stop()
         self.zk.close()
         self.meta.dispose()

@@ -142,3 +142,12 @@ def test_a_refused_connection_to_the_gateway_is_the_jvm_gone(capsys):
                                 "DISPATCH_FAILED")
     assert code == EXIT_JVM_GONE
     assert "DISPATCH_FAILED" not in capsys.readouterr().err
+
+
+def test_a_query_whose_task_ran_out_of_retries_exits_3_with_that_code(capsys):
+    error = StreamingQueryException(message="[STREAM_FAILED] Query [id = 1] terminated with exception: Job "
+                                            "aborted ... dbuslib.retry.RetriesExhausted: ENDPOINT_RETRIES_"
+                                            "EXHAUSTED: meta store history: 12 attempts in 60.1 s")
+    with Lifecycle("appender", "demo", watch_jvm=False) as life:
+        assert life.await_query(FakeQuery(raises=error), "APPENDER_FAILED") == 3
+    assert "appender: ENDPOINT_RETRIES_EXHAUSTED: demo: [STREAM_FAILED]" in capsys.readouterr().err
