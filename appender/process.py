@@ -34,6 +34,7 @@ from appender.heartbeat import (TABLE_STATUS, UNKNOWN_TABLE, BadHeartbeat, Beat,
 from appender.versions import Change, Version, compare, on_rows, on_truncate, version_at
 from dbuslib.deadletter import DeadLetter, withheld_reason
 from dbuslib.errors import DbusError, EndpointError
+from dbuslib.lifecycle import first_line
 from dbuslib.retry import transient
 from dbuslib.rawevent import RawEvent, RawEventError, Reassembler, decode
 from appender.textpath import event_messages, message_prefix
@@ -121,8 +122,9 @@ class PartitionProcessor:
         except Exception as e:  # noqa: BLE001 - a bug or an input nobody foresaw: the record, not the stage
             if transient(e):  # an endpoint's failure that got past its retries: not the record's fault
                 raise
-            code = getattr(e, "code", None) if isinstance(getattr(e, "code", None), str) else RECORD_FAILED
-            out = [self._dead(rec, code, f"{type(e).__name__}: {_first_line(e)}", _table_of(rec, e))]
+            code = getattr(e, "code", None)
+            code = code if isinstance(code, str) else RECORD_FAILED
+            out = [self._dead(rec, code, f"{type(e).__name__}: {first_line(e)[:500]}", _table_of(rec, e))]
         yield from out
 
     def _process(self, rec: InRecord, rendered: bytes | None) -> Iterator[OutRecord]:
@@ -139,10 +141,6 @@ class PartitionProcessor:
             yield from self._truncate(event)
         elif event.kind == "ddl" and event.header.get("removes_rows") is True:
             yield from self._row_loss(event)
-
-    def dead_letter(self, rec: InRecord, code: str, error: str) -> OutRecord:
-        """A dead letter for ``rec`` decided outside ``process`` (e.g. its output could not be written)."""
-        return self._dead(rec, code, error, _table_of(rec, None))
 
     def _join(self, rec: InRecord, part: RawEvent) -> RawEvent | None:
         """The whole event once its last chunk is in; a sequence begun before this batch is read back."""
@@ -346,7 +344,7 @@ def _column(c: Any) -> dict[str, Any]:
     return {"name": c.name, "type": c.column_type, "nullable": c.nullable, "ums_type": c.ums_type.value}
 
 
-def _table_of(rec: InRecord, err: Exception | None) -> tuple[str, str] | None:
+def _table_of(rec: InRecord, err: Exception) -> tuple[str, str] | None:
     """``(schema, table)`` of a failed record, from the decoder's event or the record key (None when
     the key is not ``schema.table`` with exactly one dot: then masking rules cannot be ruled out)."""
     event = getattr(err, "event", None)
@@ -356,7 +354,3 @@ def _table_of(rec: InRecord, err: Exception | None) -> tuple[str, str] | None:
     key = bytes(rec.key or b"").decode("utf-8", "replace")
     return tuple(key.split(".", 1)) if key.count(".") == 1 else None
 
-
-def _first_line(err: Exception) -> str:
-    lines = str(err).splitlines()
-    return lines[0][:500] if lines else ""
