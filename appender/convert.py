@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from dbuslib.rowdecode import DecodedRows
+from binlog.rows import DecodedRows
 from ums import (DataRow, Namespace, Op, ProtocolType, UmsMessage, build_data_messages, data_key, ums_id,
                  ums_ts_ms, ums_uid)
 from ums import chunks

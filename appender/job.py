@@ -48,7 +48,7 @@ def read_schema_topics(spark: SparkSession, cfg: DbusConfig, ds: str, topics: li
 
 
 def register_jvm_decoder(spark: SparkSession) -> bool:
-    """Register ``dbus_rows`` (appender/jvm, ``dbus.jvm.RowsUdf``): raw rows record -> its rows as UMS
+    """Register ``dbus_rows`` (binlog/jvm, ``dbus.jvm.RowsUdf``): raw rows record -> its rows as UMS
     JSON text, decoded in the JVM. False (and a warning) when its jar is not on the classpath: the
     appender then decodes every record in Python, correct but several times slower."""
     from pyspark.sql.types import BinaryType
@@ -134,7 +134,7 @@ class _WorkerState:
     bad_heartbeats: Counter = field(default_factory=Counter)
     influx_failures: int = 0
     _known: dict[tuple[str, str], tuple[bool, float]] = field(default_factory=dict)
-    _capture: Any = None  # extractor.filters.TableFilter of the source, made when first needed
+    _capture: Any = None  # dbuslib.filters.TableFilter of the source, made when first needed
 
     def ensure_topic(self, topic: str) -> None:
         """Output topics (per-table result topics, the global control topic) are created when a worker
@@ -150,7 +150,7 @@ class _WorkerState:
         ``capture`` patterns and present at the source (information_schema, remembered for
         ``KNOWN_TABLE_TTL_S``). When the source cannot be asked the table counts as known."""
         if self._capture is None:
-            from extractor.filters import TableFilter
+            from dbuslib.filters import TableFilter
 
             self._capture = TableFilter(self.cfg.source(self.ds).capture)
         if not self._capture.allows(schema, table):
@@ -263,7 +263,7 @@ def _kafka_backfill(cfg: DbusConfig):
         from kafka import TopicPartition
 
         from dbuslib import kafka, retry
-        from dbuslib.rawevent import decode
+        from binlog.rawevent import decode
 
         tp = TopicPartition(rec.topic, rec.partition)
         consumer = retry.call(retry.RetryPolicy.of(cfg), f"Kafka: read back chunks of {rec.topic}",

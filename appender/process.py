@@ -1,6 +1,6 @@
 """The appender's work on one partition of a per-schema topic, record by record, in offset order.
 
-A raw record (dbuslib.rawevent) becomes:
+A raw record (binlog.rawevent) becomes:
 - for a ``rows`` event: UMS ``data_increment_data`` messages on the table's result topic, under the
   table's current schema version (a version change first sends ``data_increment_termination`` under the
   old namespace); masking is applied before anything leaves;
@@ -36,10 +36,10 @@ from dbuslib.deadletter import DeadLetter, withheld_reason
 from dbuslib.errors import DbusError, EndpointError
 from dbuslib.lifecycle import first_line
 from dbuslib.retry import transient
-from dbuslib.rawevent import RawEvent, RawEventError, Reassembler, decode
+from binlog.rawevent import RawEvent, RawEventError, Reassembler, decode
 from appender.textpath import event_messages, message_prefix
-from dbuslib.fastdecode import decode_fast, rows_op, table_of
-from dbuslib.rowdecode import RowDecodeError, decode_rows
+from binlog.fastdecode import decode_fast, rows_op, table_of
+from binlog.rows import RowDecodeError, decode_rows
 from ums import Namespace, ProtocolType, build_termination_message, data_key, to_json, ums_id, ums_ts_ms
 from ums.build import build_heartbeat_message, user_columns
 from ums.keys import heartbeat_key

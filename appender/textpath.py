@@ -1,6 +1,6 @@
 """UMS JSON text built from rows the JVM already rendered (pure): the appender's fast path.
 
-The JVM decoder (``dbus.jvm.RowsUdf``, appender/jvm/, registered as the Spark SQL function
+The JVM decoder (``dbus.jvm.RowsUdf``, binlog/jvm/, registered as the Spark SQL function
 ``dbus_rows``) turns a raw ``rows`` record into one line per row image, each line the JSON texts of
 all the table's columns joined by ``,``: after images for an insert, before images for a delete, and
 before/after pairs for an update. Those lines are exactly what ``json.dumps`` writes for

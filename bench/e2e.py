@@ -36,7 +36,7 @@ from bench.extractor import baseline
 from bench.report import bench_line
 from dbuslib import kafka, mysql, zk
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
-from dbuslib.stages import Stages
+from cli.stages import Stages
 
 ROWS = int(os.environ.get("BENCH_E2E_ROWS", "500000"))
 WARMUP = int(os.environ.get("BENCH_E2E_WARMUP_ROWS", "100000"))

@@ -29,7 +29,7 @@ import yaml
 from bench.report import bench_line
 from dbuslib import kafka, mysql, zk
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
-from dbuslib.stages import REPO, Stages
+from cli.stages import REPO, Stages
 
 ROWS = int(os.environ.get("BENCH_FULLPULL_ROWS", "1000000"))
 WARMUP = int(os.environ.get("BENCH_FULLPULL_WARMUP_ROWS", "100000"))
@@ -67,7 +67,7 @@ class Service(Stages):
         kafka.ensure_topics(self.cfg.endpoints.kafka, [topic])
         since = kafka.end_offsets(self.cfg.endpoints.kafka, [topic])
         t0 = time.time()
-        out = subprocess.run([sys.executable, "-m", "dbuslib.cli", "--config", str(self.cfg_path), "fullpull",
+        out = subprocess.run([sys.executable, "-m", "cli.main", "--config", str(self.cfg_path), "fullpull",
                               "request", "--source", self.ds, "--table", f"{self.database}.{table}", "--wait", "0"],
                              cwd=REPO, capture_output=True, text=True, check=True)
         seqno = int(out.stdout.split("\t", 1)[0])

@@ -285,7 +285,7 @@ class StreamSettings(_Model):
 
 
 class AppenderSettings(StreamSettings):
-    """``jvm_decoder``: decode rows in the JVM (``dbus_rows``, appender/jvm) when its jar is on the
+    """``jvm_decoder``: decode rows in the JVM (``dbus_rows``, binlog/jvm) when its jar is on the
     classpath; off, every record is decoded in Python (same output, several times slower)."""
 
     max_offsets_per_trigger: int = Field(20_000, ge=1)

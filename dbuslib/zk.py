@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import socket
+
 from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 
@@ -10,6 +14,14 @@ from dbuslib.config import ZooKeeperEndpoint
 from dbuslib.errors import EndpointError
 from dbuslib.retry import RetryPolicy
 from dbuslib.retry import call as retry_call
+
+# What kazoo raises when ZooKeeper cannot be reached. SessionExpiredError includes ConnectionClosedError.
+UNREACHABLE = (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError)
+
+
+def identity() -> str:
+    """``<host>:<pid>`` of this process (a leader's name in ZooKeeper)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def client(cfg: ZooKeeperEndpoint, retry: RetryPolicy | None = None) -> KazooClient:

@@ -45,7 +45,7 @@ from typing import Any
 
 from dbuslib.config import Source
 from dbuslib.deadletter import withheld_reason
-from dbuslib.rawevent import RawEvent, RawEventError, decode
+from binlog.rawevent import RawEvent, RawEventError, decode
 from dbuslib.topics import TOPIC_NAME, render, topic_problem
 
 __all__ = ["TOPIC_NAME", "Route", "Router", "route", "unexpected"]
@@ -54,7 +54,7 @@ __all__ = ["TOPIC_NAME", "Route", "Router", "route", "unexpected"]
 WRITE_ROWS_EVENTS = frozenset({23, 30})
 SCHEMA_COLUMN = "SCHEMA_NAME"
 _SENTINEL = "\x00"
-_PREFIX_LEN = 8  # b"DBR", version, u32 header length (dbuslib.rawevent)
+_PREFIX_LEN = 8  # b"DBR", version, u32 header length (binlog.rawevent)
 
 # Dead-letter codes: stable error codes (docs/errors.md), the first two shared with dbuslib.
 BAD_RECORD = RawEventError.code  # RAW_BAD_RECORD: the envelope (magic, version, header JSON, keys) is bad
@@ -219,7 +219,7 @@ def route_heartbeat(router: Router, event: RawEvent, tables: list[Table]) -> tup
     where = f"{event.header.get('file')}:{event.header.get('pos')}"
     if event.chunk is not None:
         return (router.dead(CHUNKED_HEARTBEAT, f"heartbeat at {where} is chunk {list(event.chunk)}", tables),)
-    from dbuslib.rowdecode import RowDecodeError, decode_rows  # heavy (pymysqlreplication): executors only
+    from binlog.rows import RowDecodeError, decode_rows  # heavy (pymysqlreplication): executors only
 
     try:
         rows = decode_rows(event).rows

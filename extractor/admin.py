@@ -9,7 +9,7 @@ from typing import Any
 from dbuslib import kafka, mysql, zk
 from dbuslib.config import DbusConfig, Source
 from dbuslib.errors import DbusError
-from extractor.filters import TableFilter
+from dbuslib.filters import TableFilter
 from extractor.leader import Leadership
 from extractor.loop import position_file, position_store
 from extractor.position import Position

@@ -1,4 +1,4 @@
-"""Turns python-mysql-replication events into raw change events (dbuslib.rawevent), without decoding rows.
+"""Turns python-mysql-replication events into raw change events (binlog.rawevent), without decoding rows.
 
 This is the one place that touches the library's event objects; nothing downstream sees them.
 """
@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from dbuslib.rawevent import RawEvent
+from binlog.rawevent import RawEvent
 
 # DDL verbs that change what a table looks like, and where the table name stands in each.
 _DDL = re.compile(

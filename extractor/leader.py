@@ -24,26 +24,22 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
 import threading
 from datetime import datetime, timezone
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
     BadVersionError,
-    ConnectionLoss,
     KazooException,
     LockTimeout,
     NodeExistsError,
     NoNodeError,
-    OperationTimeoutError,
-    SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
 from dbuslib.errors import EndpointError
+from dbuslib.zk import UNREACHABLE, identity
 from extractor.errors import DeposedError, NotLeaderError
 
 __all__ = ["DeposedError", "Leadership", "NotLeaderError", "bump_epoch", "epoch_at", "identity", "node_path",
@@ -51,19 +47,12 @@ __all__ = ["DeposedError", "Leadership", "NotLeaderError", "bump_epoch", "epoch_
 
 log = logging.getLogger(__name__)
 
-# What kazoo raises when ZooKeeper cannot be reached. SessionExpiredError includes ConnectionClosedError.
-UNREACHABLE = (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError)
 _LOCK_MARK = "__lock__"  # kazoo Lock child names: <uuid>__lock__<10-digit sequence>
 
 
 def node_path(root: str, ds: str, name: str) -> str:
     """``<root>/Extractor/<ds>/<name>``: name is 'leader', 'epoch' or 'position'."""
     return f"{root}/Extractor/{ds}/{name}"
-
-
-def identity() -> str:
-    """``<host>:<pid>`` of this process."""
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def _epoch_of(data: bytes, path: str) -> int:

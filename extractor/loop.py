@@ -13,8 +13,6 @@ Order of events for one source:
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 from dataclasses import replace
@@ -22,7 +20,7 @@ from pathlib import Path
 
 from dbuslib import kafka, mysql, pygc, zk
 from dbuslib.config import DbusConfig, Source
-from dbuslib.rawevent import RawEvent
+from binlog.rawevent import RawEvent
 from extractor.errors import DeposedError
 from extractor.leader import Leadership
 from extractor.metrics import ExtractorMetrics
@@ -32,10 +30,6 @@ from extractor.reader import BinlogReader, Boundary, check_server, initial_posit
 from extractor.store import PositionStore
 
 log = logging.getLogger(__name__)
-
-
-def identity() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def position_file(cfg: DbusConfig, src: Source, ds: str) -> Path:

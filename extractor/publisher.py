@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dbuslib import kafka
 from dbuslib.config import ExtractorSettings, KafkaEndpoint
-from dbuslib.rawevent import RawEvent, encode, split
+from binlog.rawevent import RawEvent, encode, split
 from extractor.position import Position
 from extractor.tracker import AckTracker, SendFailed
 

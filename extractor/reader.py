@@ -1,7 +1,7 @@
 """The binlog edge: python-mysql-replication in, raw change events and transaction boundaries out.
 
 Rows are never decoded here: a rows event is forwarded as bytes with the table map that describes it
-(see dbuslib.rawevent). What comes out, in binlog order:
+(see binlog.rawevent). What comes out, in binlog order:
 
 - ``RawEvent`` of kind ``rows`` for each rows event of a captured table;
 - ``RawEvent`` of kind ``ddl`` for each schema change of a captured table (or schema);
@@ -34,9 +34,9 @@ from dbuslib import mysql
 from dbuslib.coltypes import TypeCache, catalog_lookup, library_columns
 from dbuslib.config import Source
 from dbuslib.errors import EndpointError
-from dbuslib.rawevent import RawEvent
+from binlog.rawevent import RawEvent
 from extractor import capture
-from extractor.filters import TableFilter
+from dbuslib.filters import TableFilter
 from extractor.position import Position
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,8 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from dbuslib.errors import EndpointError
 from extractor.errors import DeposedError, PositionError, PositionFileError
-from extractor.leader import UNREACHABLE, bump_epoch, epoch_at
+from dbuslib.zk import UNREACHABLE
+from extractor.leader import bump_epoch, epoch_at
 from extractor.position import Position
 
 __all__ = ["DeposedError", "PositionError", "PositionStore", "read_file", "write_file"]

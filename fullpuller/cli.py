@@ -1,4 +1,4 @@
-"""``dbus fullpull request|status``, ``dbus reconcile`` and ``dbus verify`` (registered by dbuslib/cli.py).
+"""``dbus fullpull request|status``, ``dbus reconcile`` and ``dbus verify`` (registered by cli/main.py).
 
     dbus fullpull request --source demo --table shop.orders [--split-col C] [--shard-size N] [--where SQL]
     dbus fullpull status --source demo [--id ID] [--watch]

@@ -1,10 +1,10 @@
-"""``dbus heartbeat run|monitor`` (registered by dbuslib/cli.py through ``add_parsers``).
+"""``dbus heartbeat run|monitor`` (registered by cli/main.py through ``add_parsers``).
 
     dbus heartbeat run --source demo [--no-monitor]    writer (one leads per source) + monitor thread
     dbus heartbeat monitor --source demo                the monitor only
 
 Both run until SIGTERM or SIGINT and exit 0 (6 when their configuration file is removed,
-dbuslib/lifecycle.py); a bad configuration exits 2 and an unreachable ZooKeeper 3 (dbuslib/cli.py maps the
+dbuslib/lifecycle.py); a bad configuration exits 2 and an unreachable ZooKeeper 3 (cli/main.py maps the
 errors).
 """
 

@@ -39,7 +39,7 @@ from dbuslib import influx, mysql, zk
 from dbuslib.config import DbusConfig, InfluxEndpoint
 from dbuslib.errors import DbusError, EndpointError
 from dbuslib.retry import RetryPolicy
-from extractor.leader import UNREACHABLE
+from dbuslib.zk import UNREACHABLE
 from heartbeat import deadletters
 from heartbeat.channels import Channel, ChannelError, channels
 from heartbeat.incidents import Alert, Notification, Observation, Thresholds, evaluate

@@ -30,8 +30,8 @@ from dbuslib import mysql, zk
 from dbuslib.config import DbusConfig
 from dbuslib.errors import EndpointError
 from dbuslib.retry import RetryPolicy
-from extractor.leader import UNREACHABLE, identity
-from heartbeat import table as hbt
+from dbuslib.zk import UNREACHABLE, identity
+from binlog import heartbeat as hbt
 
 log = logging.getLogger(__name__)
 REFRESH_EVERY = 10  # intervals between two listings of the monitored tables
@@ -50,7 +50,7 @@ def list_tables(db: pymysql.Connection) -> list[tuple[str, str]]:
 
 
 def monitored_tables(cfg: DbusConfig, ds: str, db: pymysql.Connection) -> list[tuple[str, str]]:
-    """The source's monitored tables as they exist now (see heartbeat.table.MonitoredTables)."""
+    """The source's monitored tables as they exist now (see binlog.heartbeat.MonitoredTables)."""
     meta_db = hbt.meta_store_database(cfg.endpoints.meta_store.url.get_secret_value())
     return hbt.MonitoredTables(cfg.source(ds), meta_db).select(list_tables(db))
 

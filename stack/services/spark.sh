@@ -2,7 +2,7 @@
 # daemon. This service resolves the extra jars of conf/stack/spark-pom.xml (Kafka source/sink,
 # MariaDB JDBC) and writes $STACK_HOME/jars/spark.jars, one line of comma-separated absolute
 # paths:  spark-submit --jars "$(cat .stack/jars/spark.jars)" ...
-# It also builds DBus's own JVM rows decoder (appender/jvm, dbus.jvm.RowsUdf) into $DBUS_JVM_JAR, rebuilt
+# It also builds DBus's own JVM rows decoder (binlog/jvm, dbus.jvm.RowsUdf) into $DBUS_JVM_JAR, rebuilt
 # whenever its sources change, and keeps that jar in the list.
 
 SPARK_JARS=$STACK_HOME/jars/spark
@@ -21,7 +21,7 @@ spark_install() {
   # Maven jars: done when the list is newer than the rendered pom (rewritten only when its content changes).
   [ -f "$SPARK_JAR_LIST" ] && [ "$SPARK_JAR_LIST" -nt "$pom" ] || _spark_maven_jars "$pom"
   # Our decoder jar: build.sh is a no-op when the jar is newer than every source.
-  bash "$STACK_REPO/appender/jvm/build.sh" "$DBUS_JVM_JAR" || die "building $DBUS_JVM_JAR failed"
+  bash "$STACK_REPO/binlog/jvm/build.sh" "$DBUS_JVM_JAR" || die "building $DBUS_JVM_JAR failed"
   _spark_listed "$DBUS_JVM_JAR" || _spark_list_add "$DBUS_JVM_JAR"
 }
 

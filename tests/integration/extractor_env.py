@@ -21,7 +21,7 @@ import yaml
 
 from dbuslib import kafka, mysql, zk
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
-from dbuslib.rawevent import RawEvent, Reassembler, decode
+from binlog.rawevent import RawEvent, Reassembler, decode
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -21,10 +21,10 @@ from extractor_env import REPO, ExtractorEnv
 from pipeline_env import cleanup_pipeline, make_pipeline_env
 
 from dbuslib import kafka, mysql, zk
-from dbuslib.stages import Stages
+from cli.stages import Stages
 from fullpuller.progress import Progress, ProgressStore
 
-DBUS = [sys.executable, "-m", "dbuslib.cli"]
+DBUS = [sys.executable, "-m", "cli.main"]
 
 
 def run_dbus(cfg_path: Path | str, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:

@@ -20,7 +20,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from extractor_env import REPO, ExtractorEnv, cleanup, make_env
 from dbuslib import kafka, mysql, topics
 from dbuslib import spark as dspark
 from dbuslib.config import load_config
-from dbuslib.stages import group_members, stop_group
+from cli.stages import group_members, stop_group
 
 
 # ---------------------------------------------------------------- environment
@@ -146,7 +146,7 @@ class SparkStage:
         return next((pid for pid, cmd in members if cmd.split(" ", 1)[0].endswith("java")), None)
 
     def terminate(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
-        """``sig`` to the whole process group (as ``dbuslib.stages.Stages.stop`` does), then wait until
+        """``sig`` to the whole process group (as ``cli.stages.Stages.stop`` does), then wait until
         every process of it is gone (SIGKILL after ``timeout``); spark-submit's exit code."""
         return stop_group(self.proc, sig, timeout)
 

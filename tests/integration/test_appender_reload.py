@@ -19,7 +19,7 @@ from extractor_env import REPO, cleanup, make_env
 
 from appender import rules
 from dbuslib import kafka, spark, zk
-from dbuslib.cli import main as dbus
+from cli.main import main as dbus
 from dbuslib.config import load_config
 
 pytestmark = pytest.mark.integration

@@ -19,12 +19,12 @@ from test_heartbeat_e2e import Receiver, wait_until
 
 from dbuslib import kafka, zk
 from dbuslib.config import load_config
-from dbuslib.stages import Stages
+from cli.stages import Stages
 from heartbeat import deadletters
 
 
 def status_json(cfg_path, ds: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "dbuslib.cli", "--config", str(cfg_path), "status", "--source", ds,
+    out = subprocess.run([sys.executable, "-m", "cli.main", "--config", str(cfg_path), "status", "--source", ds,
                           "--json"], cwd=REPO, capture_output=True, text=True, timeout=60)
     return json.loads(out.stdout)
 

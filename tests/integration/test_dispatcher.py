@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dbuslib import kafka, rawevent
+from binlog import rawevent
+from dbuslib import kafka
 from dbuslib.config import DEFAULT_CONFIG
 from dbuslib.deadletter import DeadLetter
-from dbuslib.rawevent import RawEvent
+from binlog.rawevent import RawEvent
 from dispatcher import main as dispatcher_main
 from dispatcher.routing import BAD_RECORD, CHUNKED_HEARTBEAT, Router, route
 

@@ -12,7 +12,7 @@ from extractor_env import cleanup, make_env
 from test_rowdecode_types import CREATE, MAX_ROW, MIN_ROW, NULL_ROW, ODD_ROW, TRANSACTIONS, compare, \
     multi_row_insert, replay, run
 
-from dbuslib.rowdecode import decode_rows
+from binlog.rows import decode_rows
 
 pytestmark = pytest.mark.integration
 

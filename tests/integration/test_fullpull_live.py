@@ -21,7 +21,7 @@ from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus
 from pipeline_env import make_pipeline_env
 
 from dbuslib import kafka, mysql
-from dbuslib.stages import Stages
+from cli.stages import Stages
 
 pytestmark = pytest.mark.integration
 ROWS = int(os.environ.get("FULLPULL_LIVE_ROWS", "1000000"))

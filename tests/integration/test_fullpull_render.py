@@ -199,7 +199,7 @@ def _cli(cfg_path, *args: str, timeout: float = 600):
     from extractor_env import REPO
 
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    return subprocess.run([sys.executable, "-m", "dbuslib.cli", "--config", str(cfg_path), *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "cli.main", "--config", str(cfg_path), *args], cwd=REPO,
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -216,7 +216,7 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
     from test_fullpull_live import _wait_for_row
 
     from dbuslib import kafka, mysql
-    from dbuslib.stages import Stages
+    from cli.stages import Stages
 
     database = f"dbus_test_{uuidlib.uuid4().hex[:12]}"
     writer = mysql.connect(source.mysql, as_writer=True)

@@ -14,7 +14,8 @@ from test_dashboards import influxql
 from test_heartbeat_monitor import receivers  # noqa: F401 - the fixture
 from test_heartbeat_writer import heartbeat_config, wait_until
 
-from dbuslib import kafka, status, zk
+from cli import status
+from dbuslib import kafka, zk
 from dbuslib.deadletter import DeadLetter
 from heartbeat import deadletters
 from heartbeat.monitor import Monitor, alerts_path

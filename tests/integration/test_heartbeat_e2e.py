@@ -30,7 +30,7 @@ from pipeline_env import cleanup_pipeline, make_pipeline_env
 
 from dbuslib import influx, kafka, zk
 from dbuslib.config import load_config
-from dbuslib.stages import Stages
+from cli.stages import Stages
 
 pytestmark = pytest.mark.integration
 INTERVAL_S, CHECK_S, TIMEOUT_S = 2.0, 1.0, 10.0
@@ -156,7 +156,7 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
         stages.stop("heartbeat")
         time.sleep(2 * INTERVAL_S)
         measured = last_heartbeats(cfg, ds)
-        out = subprocess.run([sys.executable, "-m", "dbuslib.cli", "--config", str(env.cfg_path), "status",
+        out = subprocess.run([sys.executable, "-m", "cli.main", "--config", str(env.cfg_path), "status",
                               "--source", ds, "--json"], cwd=REPO, capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         status = json.loads(out.stdout)

@@ -13,7 +13,7 @@ from kazoo.client import KazooClient
 
 from dbuslib import zk
 from dbuslib.config import load_config
-from heartbeat import table as hbt
+from binlog import heartbeat as hbt
 from heartbeat.writer import HeartbeatWriter
 
 HB_TABLE = "db_heartbeat_monitor"

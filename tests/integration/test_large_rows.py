@@ -29,7 +29,7 @@ from pipeline_env import make_pipeline_env
 
 from dbuslib import kafka, mysql
 from dbuslib.config import load_config
-from dbuslib.stages import Stages
+from cli.stages import Stages
 from fullpuller import reconcile, verify
 from ums import ColumnSpec, DataRow, Namespace, Op, ProtocolType, build_data_messages, to_json, ums_uid
 from ums.chunks import CHUNK, Reassembler, split

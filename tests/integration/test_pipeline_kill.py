@@ -27,7 +27,8 @@ import pytest
 from pipeline_env import (UmsTail, appender_stage, binlog_changes, cleanup_pipeline, dispatcher_stage,
                           make_pipeline_env, read_records, read_ums, run_dispatcher_now, wait_until)
 
-from dbuslib import kafka, rawevent
+from binlog import rawevent
+from dbuslib import kafka
 from dbuslib import spark as dspark
 
 pytestmark = pytest.mark.integration

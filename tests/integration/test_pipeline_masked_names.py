@@ -23,7 +23,8 @@ import yaml
 from pipeline_env import (cleanup_pipeline, ds_topics, make_pipeline_env, read_ums, run_appender_now,
                           run_dispatcher_now)
 
-from dbuslib import kafka, mysql, rawevent
+from binlog import rawevent
+from dbuslib import kafka, mysql
 from dbuslib.config import load_config
 from dbuslib.deadletter import UNATTRIBUTED, UNVERIFIED, DeadLetter
 from dbuslib.topics import escape, topic_problem

@@ -29,7 +29,7 @@ from pipeline_env import make_pipeline_env, read_ums, wait_until
 from dbuslib import kafka, mysql
 from dbuslib.config import load_config
 from dbuslib.metastore import MetaStore, Reason
-from dbuslib.stages import Stages
+from cli.stages import Stages
 
 pytestmark = pytest.mark.integration
 DDL = ("CREATE TABLE t (id INT NOT NULL, note VARCHAR(40), amount DECIMAL(10,2), PRIMARY KEY (id)) "

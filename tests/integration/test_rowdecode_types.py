@@ -1,11 +1,11 @@
-"""dbuslib.rowdecode against the real MariaDB: every column type, decoded rows equal what SELECT returns.
+"""binlog.rows against the real MariaDB: every column type, decoded rows equal what SELECT returns.
 
 Statements run as the writer; the binlog is read as the replication account (only this test's
 database), each rows event becomes a raw record (``extractor.capture.raw_rows``), goes through
 ``rawevent.encode``/``split``/``Reassembler``/``decode`` and is decoded offline. Replaying the decoded
 rows must give, after every transaction, exactly the table ``SELECT * ... ORDER BY id`` showed then;
 before images must equal the row the table held. The only differences allowed are the normalisations
-documented in dbuslib/rowdecode.py (BIT as int, TIMESTAMP aware UTC, SET as a set, FLOAT exact).
+documented in binlog/rows.py (BIT as int, TIMESTAMP aware UTC, SET as a set, FLOAT exact).
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import MariadbGtidEvent, XidEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-from dbuslib import mysql, rawevent
+from binlog import rawevent
+from dbuslib import mysql
 from dbuslib.coltypes import TypeCache, catalog_lookup, library_columns
-from dbuslib.rowdecode import DecodedRows, decode_rows, inet4_text, inet6_text, uuid_text
+from binlog.rows import DecodedRows, decode_rows, inet4_text, inet6_text, uuid_text
 from extractor.capture import raw_rows
 from ums.errors import UmsError
 from ums.types import ColumnSpec, UmsType, parse_column_type, ums_type_for

@@ -1,5 +1,5 @@
 """Stages end when told to, when their JVM dies, and when their query fails; the demo and the benchmarks leave
-no process behind (dbuslib/lifecycle.py, dbuslib/stages.py; issue 12, acceptance item 7).
+no process behind (dbuslib/lifecycle.py, cli/stages.py; issue 12, acceptance item 7).
 
 The Spark stages run as the demo runs them (``spark-submit <stage>/main.py``, in their own process group);
 the extractor and the heartbeat as ``python -m extractor run`` and ``dbus heartbeat run``. Every wait below
@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 from pipeline_env import SparkStage, cleanup_pipeline, make_pipeline_env, wait_until
 
-from dbuslib import demo, kafka
+from cli import demo
+from dbuslib import kafka
 from dbuslib import spark as dspark
-from dbuslib.stages import REPO, Stages, processes_naming
+from cli.stages import REPO, Stages, processes_naming
 
 STOP_S = 30  # acceptance item 7: every stage is gone within 30 s
 READY_S = 600  # a Spark start-up while other tests load both cores
@@ -157,7 +158,7 @@ def test_sigterm_stops_the_extractor_and_the_heartbeat_with_exit_0(env, tmp_path
 
 
 def test_the_demo_start_and_stop_leave_no_process(env, tmp_path):
-    """The demo's step 2 (dbuslib/demo.py start_stages) and its last step (stop_all) on the test's source."""
+    """The demo's step 2 (cli/demo.py start_stages) and its last step (stop_all) on the test's source."""
     stages = Stages(env.cfg, env.ds, tmp_path / "demo-logs")
     try:
         demo.start_stages(stages)

@@ -13,7 +13,8 @@ import pytest
 import yaml
 from test_dashboards import as_server_type, influxql, server_types
 
-from dbuslib import influx, mysql, status, zk
+from cli import status
+from dbuslib import influx, mysql, zk
 from dbuslib.config import load_config
 from extractor.leader import Leadership
 from extractor.loop import position_store

@@ -3,7 +3,7 @@ from decimal import Decimal
 import pytest
 
 from appender.convert import ConvertSettings, data_rows, original_key, record_key, to_ums
-from dbuslib.rowdecode import DecodedRows, RowImage
+from binlog.rows import DecodedRows, RowImage
 from ums import ColumnSpec, Op, to_json
 
 HEADER = {"file": "mariadb-bin.000103", "pos": 12345678, "ts": 1795356844}
@@ -57,9 +57,9 @@ def test_the_fast_path_builds_the_same_messages(name, before_image):
     import test_rowdecode
 
     from appender.convert import to_ums_fast
-    from dbuslib import rawevent
-    from dbuslib.fastdecode import decode_fast
-    from dbuslib.rowdecode import decode_rows
+    from binlog import rawevent
+    from binlog.fastdecode import decode_fast
+    from binlog.rows import decode_rows
 
     event = rawevent.decode(getattr(test_rowdecode, name))
     settings = ConvertSettings("demo", before_update_image=before_image, max_tuples=1)

@@ -19,7 +19,7 @@ from appender.convert import ConvertSettings
 from appender.heartbeat import (BAD_HEARTBEAT, UNKNOWN_TABLE, BadHeartbeat, Beat, HeartbeatTable, Packet,
                                 bad_point, heartbeat_of, owner, parse_packet)
 from appender.process import InRecord, Outputs, PartitionProcessor
-from dbuslib import rawevent
+from binlog import rawevent
 from dbuslib.deadletter import DeadLetter
 from dbuslib.metastore import Reason, Version
 from ums import from_json, ums_id

@@ -7,7 +7,7 @@ from test_rowdecode import DELETE, INSERT, UPDATE
 
 from appender.convert import ConvertSettings
 from appender.process import InRecord, Outputs, PartitionProcessor
-from dbuslib import rawevent
+from binlog import rawevent
 from dbuslib.deadletter import DeadLetter
 from dbuslib.metastore import Reason, Version
 from ums import from_json

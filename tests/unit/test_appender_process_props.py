@@ -16,7 +16,7 @@ from test_rowdecode import DELETE, INSERT, UPDATE
 from appender.convert import ConvertSettings
 from appender.heartbeat import HeartbeatTable
 from appender.process import RECORD_FAILED, InRecord, Outputs, PartitionProcessor
-from dbuslib import rawevent
+from binlog import rawevent
 from dbuslib.config import MaskRule
 from dbuslib.deadletter import DeadLetter
 from dbuslib.errors import EndpointError

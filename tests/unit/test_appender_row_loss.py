@@ -11,7 +11,7 @@ from test_rowdecode import INSERT
 from appender.convert import ConvertSettings
 from appender.process import InRecord, Outputs, PartitionProcessor
 from appender.versions import Reason, loss_reason, on_truncate, repull_record, row_loss
-from dbuslib import rawevent
+from binlog import rawevent
 from fullpuller.request import is_request, parse
 
 SCHEMA, TABLE = "dbus_unit_rowdecode", "orders"

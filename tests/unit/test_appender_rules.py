@@ -185,7 +185,8 @@ def test_current_plan_reads_the_node_else_the_file(tmp_path, monkeypatch):
 
 
 def test_dbus_reload_with_a_bad_file_sends_nothing(tmp_path, monkeypatch, capsys):
-    from dbuslib import cli, kafka
+    from cli import main as cli
+    from dbuslib import kafka
 
     def no_kafka(*a, **k):
         raise AssertionError("nothing may be sent")

@@ -7,8 +7,8 @@ from test_fastdecode import RECORDS
 
 from appender.convert import ConvertSettings, to_ums_fast
 from appender.textpath import message_prefix, messages, tuple_texts
-from dbuslib import rawevent
-from dbuslib.fastdecode import decode_fast, table_of
+from binlog import rawevent
+from binlog.fastdecode import decode_fast, table_of
 from ums import Namespace, to_json
 from ums.encoding import dumps_compact
 

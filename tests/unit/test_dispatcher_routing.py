@@ -19,10 +19,10 @@ from dataclasses import replace
 
 import pytest
 
-from dbuslib import rawevent
+from binlog import rawevent
 from dbuslib.config import Source
 from dbuslib.deadletter import TABLE_MASKED, UNATTRIBUTED, UNVERIFIED
-from dbuslib.rawevent import RawEvent
+from binlog.rawevent import RawEvent
 from dispatcher import job
 from dispatcher.routing import (
     BAD_RECORD,
@@ -197,7 +197,7 @@ def test_malformed_records_go_to_the_dead_letter_topic_with_a_code(value, code, 
 
 
 def test_a_heartbeat_without_schema_name_is_dead_lettered(monkeypatch):
-    from dbuslib import rowdecode
+    from binlog import rows as rowdecode
 
     real = rowdecode.decode_rows
 

@@ -15,9 +15,9 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dbuslib import rawevent
+from binlog import rawevent
 from dbuslib.deadletter import TABLE_MASKED, UNATTRIBUTED, UNVERIFIED
-from dbuslib.rawevent import RawEvent
+from binlog.rawevent import RawEvent
 from dbuslib.topics import topic_problem
 from dispatcher import job
 from dispatcher.routing import BAD_RECORD, CODES, UNEXPECTED, Route, Router, route

@@ -1,7 +1,7 @@
 import pytest
 
 from dbuslib.config import Capture
-from extractor.filters import TableFilter
+from dbuslib.filters import TableFilter
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""dbuslib.fastdecode (spike) agrees with dbuslib.rowdecode on raw records captured once from MariaDB 10.11.
+"""binlog.fastdecode (spike) agrees with binlog.rows on raw records captured once from MariaDB 10.11.
 
 RECORDS are ``rawevent.encode`` of what ``extractor.capture.raw_rows`` built from the binlog
 (binlog_row_metadata=FULL, checksums on, session time zone +00:00, sql_mode ''), captured with the
@@ -25,8 +25,10 @@ from dataclasses import replace
 
 import pytest
 
-from dbuslib import fastdecode, rawevent, rowdecode
-from dbuslib.rowdecode import RowDecodeError
+from binlog import rawevent
+from binlog import rows as rowdecode
+from binlog import fastdecode
+from binlog.rows import RowDecodeError
 from ums.values import encode_column
 
 RECORDS = [

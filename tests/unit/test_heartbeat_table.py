@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dbuslib.config import Capture, HeartbeatSettings, Source
-from heartbeat import table as hbt
+from binlog import heartbeat as hbt
 from heartbeat.writer import heartbeat_rows
 
 NAMES = st.text(alphabet=st.characters(whitelist_categories=("Ll", "Lu", "Nd"), whitelist_characters="_-$"),

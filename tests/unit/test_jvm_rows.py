@@ -1,10 +1,10 @@
-"""The JVM rows decoder (appender/jvm, ``dbus.jvm.RowsUdf``) agrees byte for byte with the Python decoder.
+"""The JVM rows decoder (binlog/jvm, ``dbus.jvm.RowsUdf``) agrees byte for byte with the Python decoder.
 
 Contract: for a raw rows record, ``dbus.jvm.RowsDecoder`` gives the UMS JSON texts of every row image
 (insert: after images; delete: before; update: before0, after0, before1, ...), one line per image, the
 columns' ``dumps_compact`` texts joined by ",", lines by "\\n"; or null, and then Python decodes the record
 itself. A null is always safe, a wrong byte never is. Checked here through ``dbus.jvm.RowsMain`` (framed
-records on stdin, framed results on stdout) against ``dbuslib.fastdecode.decode_fast(event, ums=True)``:
+records on stdin, framed results on stdout) against ``binlog.fastdecode.decode_fast(event, ums=True)``:
 
 - every real record of tests/unit/test_fastdecode.py (MariaDB 10.11 ``every_type`` and ``narrow``:
   inserts, updates, deletes, NULLs, zero dates, latin1, emoji);
@@ -14,7 +14,7 @@ records on stdin, framed results on stdout) against ``dbuslib.fastdecode.decode_
 - seeded random mutations of the rows events and table maps (checksums fixed up): each result must be
   null or exactly Python's, and null whenever Python refuses the record.
 
-The jar is built by appender/jvm/build.sh into the stack's jar directory (a no-op when current); java and
+The jar is built by binlog/jvm/build.sh into the stack's jar directory (a no-op when current); java and
 javac must be on PATH (JDK 17): a missing JDK fails the test, it does not skip.
 """
 
@@ -32,8 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from dbuslib import rawevent
-from dbuslib.fastdecode import decode_fast
+from binlog import rawevent
+from binlog.fastdecode import decode_fast
 from test_fastdecode import RECORDS
 from ums.encoding import dumps_compact
 
@@ -47,7 +47,7 @@ def jar() -> Path:
         assert shutil.which(tool), f"{tool} (JDK 17) is not on PATH: the JVM decoder cannot be built"
     home = Path(os.environ.get("STACK_HOME", REPO / ".stack"))
     out = home / "jars" / "dbus-jvm.jar"
-    subprocess.run(["bash", str(REPO / "appender/jvm/build.sh"), str(out)], check=True, timeout=300)
+    subprocess.run(["bash", str(REPO / "binlog/jvm/build.sh"), str(out)], check=True, timeout=300)
     return out
 
 

@@ -1,4 +1,4 @@
-"""dbuslib.rowdecode on raw records captured once from MariaDB 10.11 (no server needed).
+"""binlog.rows on raw records captured once from MariaDB 10.11 (no server needed).
 
 The three records below are ``rawevent.encode`` of what ``extractor.capture.raw_rows`` built from the
 binlog of (binlog_row_metadata=FULL, checksums on, session time zone +00:00)::
@@ -25,9 +25,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbuslib import rawevent, rowdecode
-from dbuslib.rawevent import RawEvent
-from dbuslib.rowdecode import DecodedRows, RowDecodeError, RowImage, decode_rows
+from binlog import rawevent
+from binlog import rows as rowdecode
+from binlog.rawevent import RawEvent
+from binlog.rows import DecodedRows, RowDecodeError, RowImage, decode_rows
 from ums.types import ColumnSpec, UmsType, ums_type_for
 
 INSERT = bytes.fromhex(

@@ -1,4 +1,4 @@
-"""dbuslib/stages.py stop_group: a stage's process group is gone when stop returns, the child that outlives
+"""cli/stages.py stop_group: a stage's process group is gone when stop returns, the child that outlives
 its parent included (the full puller's Python driver outliving its spark-submit JVM)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import subprocess
 import sys
 import uuid
 
-from dbuslib.stages import group_members, processes_naming, stop_group
+from cli.stages import group_members, processes_naming, stop_group
 
 
 def spawn(script: str) -> subprocess.Popen:

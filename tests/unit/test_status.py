@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbuslib.status import (
+from cli.status import (
     DeadLetterCount,
     ExtractorStatus,
     FullPullStatus,

@@ -39,7 +39,7 @@ def command(stage: str, cfg: DbusConfig, ds: str) -> list[str]:
     if stage == "extractor":
         return [sys.executable, "-m", "extractor", "--config", str(cfg.path), "run", "--source", ds]
     if stage == "heartbeat":  # the writer and the monitor, one process
-        return [sys.executable, "-m", "dbuslib.cli", "--config", str(cfg.path), "heartbeat", "run", "--source", ds]
+        return [sys.executable, "-m", "cli.main", "--config", str(cfg.path), "heartbeat", "run", "--source", ds]
     if stage not in STAGES:
         msg = f"unknown stage {stage!r}; known: {', '.join(STAGES)}"
         raise ValueError(msg)

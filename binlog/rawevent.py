@@ -4,7 +4,7 @@ The extractor does as little as the contract allows: it does not decode rows. A 
 undecoded binlog rows event together with the table-map event that describes its columns (with
 ``binlog_row_metadata=FULL`` the table map holds column names, signedness, charsets, ENUM/SET values
 and the primary key), so any later stage can decode it without asking the source. Decoding lives in
-``dbuslib.rowdecode`` and runs where it scales (the Spark appender).
+``binlog.rows`` and runs where it scales (the Spark appender).
 
 Kafka record: key ``<schema>.<table>`` (UTF-8), value::
 

@@ -2,7 +2,7 @@
 
 The appender decodes with it; measured by ``bench/decoder_spike.py``, compared in docs/decoder-choice.md.
 
-The table map is parsed once by ``dbuslib.rowdecode`` (same cache, same checks, same ``ColumnSpec``s and
+The table map is parsed once by ``binlog.rows`` (same cache, same checks, same ``ColumnSpec``s and
 primary key). From its columns a per-table row reader is *generated as Python source* and compiled once:
 
 - a fast path for row images whose null bitmap is all zero: runs of fixed-width little-endian columns
@@ -32,9 +32,9 @@ from typing import Any
 from pymysqlreplication.constants import BINLOG, FIELD_TYPE
 from pymysqlreplication.row_event import RowsEvent
 
-from dbuslib import rowdecode
-from dbuslib.rawevent import RawEvent
-from dbuslib.rowdecode import DecodedRows, RowDecodeError, RowImage
+from binlog import rows as rowdecode
+from binlog.rawevent import RawEvent
+from binlog.rows import DecodedRows, RowDecodeError, RowImage
 from ums.scalars import float32_repr
 from ums.types import ColumnSpec, UmsType
 from ums.values import encode_column

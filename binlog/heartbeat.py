@@ -20,7 +20,7 @@ from typing import Any
 
 from dbuslib.config import HeartbeatSettings, Source
 from dbuslib.errors import DbusError
-from extractor.filters import TableFilter
+from dbuslib.filters import TableFilter
 
 NODE_PREFIX = "/DBus/HeartBeat/Monitor"
 PACKET_TYPES = ("checkpoint", "heartbeat")

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from dbuslib import influx, kafka, mysql, topics, zk
 from dbuslib.config import DbusConfig, Source
-from dbuslib.stages import Stages
+from cli.stages import Stages
 from ums import ums_id
 
 SHOP_SQL = Path(__file__).resolve().parent.parent / "conf" / "demo" / "shop.sql"
@@ -226,7 +226,7 @@ def _heartbeats(cfg: DbusConfig, ds: str, stages: Stages) -> int:
     """Waits (up to three intervals) for a ``dbus_heartbeat`` point of every shop table newer than now,
     prints their latency and the ``dbus status`` screen; returns how many tables have one. The points
     are read as the heartbeat monitor reads them (a point is timed at its packet's emit time)."""
-    from dbuslib import status
+    from cli import status
     from heartbeat.monitor import last_points_query, records_of
 
     src = cfg.source(ds)

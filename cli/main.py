@@ -70,7 +70,7 @@ def _spark_args(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from dbuslib import demo
+    from cli import demo
 
     return demo.run(_load(args), args.source)
 
@@ -186,7 +186,7 @@ def _parser() -> argparse.ArgumentParser:
 
     fullpull_cli.add_parsers(sub)  # fullpull request|status, reconcile, verify
 
-    from dbuslib import status
+    from cli import status
     from heartbeat import cli as heartbeat_cli
 
     heartbeat_cli.add_parsers(sub)  # heartbeat run|monitor

@@ -1,4 +1,4 @@
-"""``dbus status --source DS``: one screen of what an operator checks first (registered by dbuslib/cli.py).
+"""``dbus status --source DS``: one screen of what an operator checks first (registered by cli/main.py).
 
     dbus status --source demo [--window MINUTES] [--json]
 

@@ -8,8 +8,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.zip.CRC32;
 
 /**
- * Raw event contract v1 record (dbuslib/rawevent.py) -> UMS JSON texts of its row images, byte for byte what
- * {@code dumps_compact} gives for the values of {@code dbuslib.fastdecode.decode_fast(event, ums=True)}:
+ * Raw event contract v1 record (binlog/rawevent.py) -> UMS JSON texts of its row images, byte for byte what
+ * {@code dumps_compact} gives for the values of {@code binlog.fastdecode.decode_fast(event, ums=True)}:
  * one line per image (insert: after, delete: before, update: before0, after0, before1, ...), columns joined
  * by ",", lines by "\n". {@link #decode} returns null for anything it does not reproduce exactly (the caller
  * then decodes in Python). Not thread-safe: one instance per thread; the table-map cache is shared.
@@ -584,7 +584,7 @@ public final class RowsDecoder {
     private static final byte[] HEX = "0123456789abcdef".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
 
     /**
-     * INET6 as SELECT prints it (MariaDB's inet_ntop; dbuslib/rowdecode.py's inet6_text): lowercase hex groups
+     * INET6 as SELECT prints it (MariaDB's inet_ntop; binlog/rows.py's inet6_text): lowercase hex groups
      * without leading zeros, the first longest run of zero groups (even one) as "::", and a dotted quad at the end
      * when that run is groups 0-5 (IPv4-compatible) or groups 0-4 followed by ffff (IPv4-mapped).
      */

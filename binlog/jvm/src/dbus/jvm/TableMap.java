@@ -12,7 +12,7 @@ import java.util.Map;
 /**
  * A parsed binlog table-map event (with binlog_row_metadata=FULL optional metadata), reduced to what the row
  * reader needs: per column a kind from {@link Col}. Parsed the way python-mysql-replication 1.0.17 parses it
- * (dbuslib/rowdecode.py); any column this decoder does not reproduce exactly makes the whole map unsupported.
+ * (binlog/rows.py); any column this decoder does not reproduce exactly makes the whole map unsupported.
  */
 final class TableMap {
     static final int TINY = 1, SHORT = 2, LONG = 3, FLOAT = 4, DOUBLE = 5, LONGLONG = 8, INT24 = 9, DATE = 10,
@@ -134,7 +134,7 @@ final class TableMap {
     /**
      * The same, with the header's {@code types} (column name -> column type the binlog cannot tell): a
      * BINARY(4) named "inet4", or a BINARY(16) named "inet6" or "uuid", is read as that type's text
-     * (dbuslib/rowdecode.py's _text_type); other entries change nothing.
+     * (binlog/rows.py's _text_type); other entries change nothing.
      */
     static TableMap parse(byte[] data, int off, int len, boolean crc, boolean mariadb, Map<String, String> types) {
         TableMap m = new TableMap(data, off + 19, off + len - (crc ? 4 : 0));

@@ -1,4 +1,4 @@
-"""Decode a raw ``rows`` event (``dbuslib.rawevent``) offline into typed Python values.
+"""Decode a raw ``rows`` event (``binlog.rawevent``) offline into typed Python values.
 
 No connection to the source is needed: with ``binlog_row_metadata=FULL`` the table map in the record
 names the columns and carries signedness, charsets, ENUM/SET members and the primary key.
@@ -89,7 +89,7 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
-from dbuslib.rawevent import RawEvent
+from binlog.rawevent import RawEvent
 from ums.scalars import float32_repr
 from ums.types import ColumnSpec
 
@@ -387,7 +387,7 @@ def _bytes_reader(length_size: int, pad_to: int = 0) -> Reader:
 #
 # Stored as BINARY(4)/BINARY(16) (the binlog drops trailing zero bytes, so values are padded back first).
 # The texts are what MariaDB 10.11's SELECT prints (tests/integration/test_rowdecode_types.py checks them
-# against the server); the JVM decoder has the same rules (appender/jvm, RowsDecoder.inet6).
+# against the server); the JVM decoder has the same rules (binlog/jvm, RowsDecoder.inet6).
 
 
 def inet4_text(value: bytes) -> str:
