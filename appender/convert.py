@@ -16,9 +16,19 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from binlog.rows import DecodedRows
-from ums import (DataRow, Namespace, Op, ProtocolType, UmsMessage, build_data_messages, data_key, ums_id,
-                 ums_ts_ms, ums_uid)
-from ums import chunks
+from ums import (
+    DataRow,
+    Namespace,
+    Op,
+    ProtocolType,
+    UmsMessage,
+    build_data_messages,
+    chunks,
+    data_key,
+    ums_id,
+    ums_ts_ms,
+    ums_uid,
+)
 from ums.build import data_schema, split_tuples, user_columns
 from ums.ids import ROW_LIMIT
 
@@ -58,8 +68,9 @@ def wire_tuples(header: dict[str, Any], fast: Any, settings: ConvertSettings) ->
     return out
 
 
-def to_ums_fast(header: dict[str, Any], fast: Any, version: int, settings: ConvertSettings,
-                batch_id: int = 0) -> list[UmsMessage]:
+def to_ums_fast(
+    header: dict[str, Any], fast: Any, version: int, settings: ConvertSettings, batch_id: int = 0
+) -> list[UmsMessage]:
     """``to_ums`` for ``decode_fast(event, ums=True)`` rows: the same messages, built for speed."""
     protocol = ProtocolType.DATA_INCREMENT_DATA
     ns = Namespace(settings.ds_type, settings.ds, fast.schema, fast.table, version)
@@ -79,8 +90,13 @@ def data_rows(header: dict[str, Any], decoded: DecodedRows, settings: ConvertSet
         if op is Op.UPDATE and settings.before_update_image:
             yield DataRow(uid_base, ts, Op.BEFORE, ums_uid(uid_base, t), _values(image.before, names))
             t += 1
-        yield DataRow(uid_base, ts, op, ums_uid(uid_base, t), _values(image.before if op is Op.DELETE
-                                                                       else image.after, names))
+        yield DataRow(
+            uid_base,
+            ts,
+            op,
+            ums_uid(uid_base, t),
+            _values(image.before if op is Op.DELETE else image.after, names),
+        )
         t += 1
 
 
@@ -93,12 +109,20 @@ def namespace(settings: ConvertSettings, decoded: DecodedRows, version: int) -> 
     return Namespace(settings.ds_type, settings.ds, decoded.schema, decoded.table, version)
 
 
-def to_ums(header: dict[str, Any], decoded: DecodedRows, version: int, settings: ConvertSettings,
-           batch_id: int = 0) -> list[UmsMessage]:
+def to_ums(
+    header: dict[str, Any], decoded: DecodedRows, version: int, settings: ConvertSettings, batch_id: int = 0
+) -> list[UmsMessage]:
     """UMS messages for one rows event, cut to ``max_tuples`` tuples and ``max_bytes`` bytes."""
     rows = list(data_rows(header, decoded, settings))
-    return build_data_messages(namespace(settings, decoded, version), decoded.columns, rows, batch_id,
-                               ProtocolType.DATA_INCREMENT_DATA, settings.max_tuples, settings.max_bytes)
+    return build_data_messages(
+        namespace(settings, decoded, version),
+        decoded.columns,
+        rows,
+        batch_id,
+        ProtocolType.DATA_INCREMENT_DATA,
+        settings.max_tuples,
+        settings.max_bytes,
+    )
 
 
 def masked(plan: Any, messages: list[UmsMessage]) -> list[UmsMessage]:

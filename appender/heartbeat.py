@@ -38,7 +38,7 @@ MEASUREMENT = "dbus_heartbeat"
 BAD_MEASUREMENT = "dbus_heartbeat_bad"
 
 
-class BadHeartbeat(ValueError):  # noqa: N818 - named after what it is, like the dispatcher's Route
+class BadHeartbeat(ValueError):
     """A heartbeat row that cannot be used; ``code`` is its dead-letter reason."""
 
     def __init__(self, code: str, message: str) -> None:
@@ -100,18 +100,30 @@ class Beat:
         after a restart overwrites its point instead of adding one."""
         from influxdb_client import Point, WritePrecision
 
-        return (Point(MEASUREMENT).tag("ds", self.ds).tag("schema", self.schema).tag("table", self.table)
-                .field("latency_ms", float(self.latency_ms)).field("rows", int(self.rows))
-                .field("packet_ms", int(self.packet_ms)).field("tx_ms", int(self.tx_ms))
-                .time(self.packet_ms, WritePrecision.MS))
+        return (
+            Point(MEASUREMENT)
+            .tag("ds", self.ds)
+            .tag("schema", self.schema)
+            .tag("table", self.table)
+            .field("latency_ms", float(self.latency_ms))
+            .field("rows", int(self.rows))
+            .field("packet_ms", int(self.packet_ms))
+            .field("tx_ms", int(self.tx_ms))
+            .time(self.packet_ms, WritePrecision.MS)
+        )
 
 
 def bad_point(ds: str, reason: str, count: int, at_ms: int) -> Any:
     """``dbus_heartbeat_bad,ds=demo,reason=APPENDER_BAD_HEARTBEAT count=2i <at, ms>``: dead-lettered rows."""
     from influxdb_client import Point, WritePrecision
 
-    return (Point(BAD_MEASUREMENT).tag("ds", ds).tag("reason", reason).field("count", int(count))
-            .time(at_ms, WritePrecision.MS))
+    return (
+        Point(BAD_MEASUREMENT)
+        .tag("ds", ds)
+        .tag("reason", reason)
+        .field("count", int(count))
+        .time(at_ms, WritePrecision.MS)
+    )
 
 
 def parse_packet(text: Any) -> Packet:

@@ -39,12 +39,14 @@ def query_name(ds: str) -> str:
 def read_schema_topics(spark: SparkSession, cfg: DbusConfig, ds: str, topics: list[str]) -> DataFrame:
     from dbuslib.spark import kafka_source
 
-    return (kafka_source(spark.readStream, cfg.endpoints.kafka.bootstrap_servers)
-            .option("subscribe", ",".join(topics))
-            .option("startingOffsets", "earliest")
-            .option("maxOffsetsPerTrigger", str(cfg.source(ds).appender.max_offsets_per_trigger))
-            .load()
-            .select("topic", "partition", "offset", "key", "value"))
+    return (
+        kafka_source(spark.readStream, cfg.endpoints.kafka.bootstrap_servers)
+        .option("subscribe", ",".join(topics))
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", str(cfg.source(ds).appender.max_offsets_per_trigger))
+        .load()
+        .select("topic", "partition", "offset", "key", "value")
+    )
 
 
 def register_jvm_decoder(spark: SparkSession) -> bool:
@@ -56,8 +58,11 @@ def register_jvm_decoder(spark: SparkSession) -> bool:
     try:
         spark.udf.registerJavaFunction(JVM_FUNCTION, JVM_CLASS, BinaryType())
     except Exception as e:  # the class is missing: py4j/analysis errors differ by version
-        log.warning("appender: JVM decoder %s unavailable (%s); rows are decoded in Python",
-                    JVM_CLASS, str(e).splitlines()[0][:200])
+        log.warning(
+            "appender: JVM decoder %s unavailable (%s); rows are decoded in Python",
+            JVM_CLASS,
+            str(e).splitlines()[0][:200],
+        )
         return False
     return True
 
@@ -72,6 +77,7 @@ def with_rendered_rows(df: DataFrame, jvm: bool) -> DataFrame:
 
 def append_ums(df: DataFrame, config_path: str, ds: str) -> DataFrame:
     """Raw records -> UMS (and dead-letter) records, partition by partition."""
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return process_batches(batches, config_path, ds)
 
@@ -94,8 +100,15 @@ def process_batches(batches: Iterator[pa.RecordBatch], config_path: str, ds: str
         out = {"topic": [], "key": [], "value": [], "headers": []}
         cols = batch.to_pydict()
         rendered = cols.get("rendered") or [None] * batch.num_rows
-        for t, p, o, k, v, r in zip(cols["topic"], cols["partition"], cols["offset"], cols["key"], cols["value"],
-                                    rendered, strict=True):
+        for t, p, o, k, v, r in zip(
+            cols["topic"],
+            cols["partition"],
+            cols["offset"],
+            cols["key"],
+            cols["value"],
+            rendered,
+            strict=True,
+        ):
             for rec in chunked(processor.process(InRecord(t, p, o, k, v), r), max_bytes):
                 state.ensure_topic(rec.topic)
                 out["topic"].append(rec.topic)
@@ -112,8 +125,9 @@ def _arrow_schema():
     import pyarrow as pa
 
     header = pa.struct([("key", pa.string()), ("value", pa.binary())])
-    return pa.schema([("topic", pa.string()), ("key", pa.binary()), ("value", pa.binary()),
-                      ("headers", pa.list_(header))])
+    return pa.schema(
+        [("topic", pa.string()), ("key", pa.binary()), ("value", pa.binary()), ("headers", pa.list_(header))]
+    )
 
 
 @dataclass
@@ -142,8 +156,15 @@ class _WorkerState:
         from dbuslib import kafka, retry
 
         t = self.cfg.source(self.ds).topics
-        retry.call(retry.RetryPolicy.of(self.cfg), f"Kafka: create topic {topic}", kafka.ensure_topic_once,
-                   self.cfg.endpoints.kafka, topic, t.partitions, t.replication_factor)
+        retry.call(
+            retry.RetryPolicy.of(self.cfg),
+            f"Kafka: create topic {topic}",
+            kafka.ensure_topic_once,
+            self.cfg.endpoints.kafka,
+            topic,
+            t.partitions,
+            t.replication_factor,
+        )
 
     def known_table(self, schema: str, table: str) -> bool:
         """Asked for a heartbeat's table that has no versions yet: captured by the source's
@@ -157,8 +178,10 @@ class _WorkerState:
             return False
         hit = self._known.get((schema, table))
         if hit is None or time.monotonic() - hit[1] > KNOWN_TABLE_TTL_S:
-            hit = self._known[(schema, table)] = (_at_source(self.cfg.source(self.ds).mysql, schema, table),
-                                                  time.monotonic())
+            hit = self._known[(schema, table)] = (
+                _at_source(self.cfg.source(self.ds).mysql, schema, table),
+                time.monotonic(),
+            )
         return hit[0]
 
     def report_heartbeats(self, processor: Any) -> None:
@@ -171,8 +194,13 @@ class _WorkerState:
         for reason, n in processor.bad.items():
             self.bad_heartbeats[reason] += n
             points.append(bad_point(self.ds, reason, n, now_ms))
-            log.warning("appender %s: %d heartbeat row(s) dead-lettered as %s (%d so far in this worker)",
-                        self.ds, n, reason, self.bad_heartbeats[reason])
+            log.warning(
+                "appender %s: %d heartbeat row(s) dead-lettered as %s (%d so far in this worker)",
+                self.ds,
+                n,
+                reason,
+                self.bad_heartbeats[reason],
+            )
         processor.beats.clear()
         processor.bad.clear()
         if not points:
@@ -183,9 +211,14 @@ class _WorkerState:
             influx.write(self.cfg.endpoints.influxdb, points)
         except Exception as e:  # the time-series server is optional for the data path
             self.influx_failures += 1
-            log.warning("appender %s: %d heartbeat point(s) not written to %s (%d failed writes in this "
-                        "worker): %s", self.ds, len(points), self.cfg.endpoints.influxdb.url,
-                        self.influx_failures, e)
+            log.warning(
+                "appender %s: %d heartbeat point(s) not written to %s (%d failed writes in this worker): %s",
+                self.ds,
+                len(points),
+                self.cfg.endpoints.influxdb.url,
+                self.influx_failures,
+                e,
+            )
 
 
 def _at_source(conn: Any, schema: str, table: str) -> bool:
@@ -195,14 +228,22 @@ def _at_source(conn: Any, schema: str, table: str) -> bool:
         db = mysql.connect(conn, connect_timeout=5)
         try:
             with db.cursor() as cur:
-                cur.execute("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
-                            "AND TABLE_NAME = %s", (schema, table))
+                cur.execute(
+                    "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                    (schema, table),
+                )
                 return cur.fetchone() is not None
         finally:
             db.close()
     except Exception as e:  # the source unreachable: a heartbeat is not dead-lettered for that
-        log.warning("appender: cannot ask %s:%s whether %s.%s exists (%s); taken as known",
-                    conn.host, conn.port, schema, table, e)
+        log.warning(
+            "appender: cannot ask %s:%s whether %s.%s exists (%s); taken as known",
+            conn.host,
+            conn.port,
+            schema,
+            table,
+            e,
+        )
         return True
 
 
@@ -225,17 +266,25 @@ def _worker_state(config_path: str, ds: str) -> _WorkerState:
         # of the meta store's server costs the task latency, not the query
         store = MetaStore(cfg.endpoints.meta_store.url.get_secret_value(), retry=RetryPolicy.of(cfg))
         store.create_schema()  # idempotent: the tables are created once, by whichever worker comes first
-        settings = ConvertSettings(ds=ds, timezone=src.ums.timezone,
-                                   before_update_image=src.ums.before_update_image,
-                                   max_tuples=src.ums.tuples_per_message, max_bytes=src.ums.max_message_bytes)
-        outputs = Outputs(result_topic=lambda s, t: src.topics.name("result", ds, s, t),
-                          dead_letter_topic=src.topics.name("dead_letter", ds),
-                          global_control_topic=src.topics.name("global_ctrl", ds),
-                          repull_topic=src.topics.name("ctrl", ds) if src.fullpull.repull_on_row_loss else None)
-        heartbeat = HeartbeatTable(src.heartbeat.schema_, src.heartbeat.table,
-                                   lambda schema: src.topics.name("schema", ds, schema))
-        state = _workers[(config_path, ds)] = _WorkerState(cfg, ds, store, settings, outputs,
-                                                           MessageEncoder.from_source(src, store), heartbeat)
+        settings = ConvertSettings(
+            ds=ds,
+            timezone=src.ums.timezone,
+            before_update_image=src.ums.before_update_image,
+            max_tuples=src.ums.tuples_per_message,
+            max_bytes=src.ums.max_message_bytes,
+        )
+        outputs = Outputs(
+            result_topic=lambda s, t: src.topics.name("result", ds, s, t),
+            dead_letter_topic=src.topics.name("dead_letter", ds),
+            global_control_topic=src.topics.name("global_ctrl", ds),
+            repull_topic=src.topics.name("ctrl", ds) if src.fullpull.repull_on_row_loss else None,
+        )
+        heartbeat = HeartbeatTable(
+            src.heartbeat.schema_, src.heartbeat.table, lambda schema: src.topics.name("schema", ds, schema)
+        )
+        state = _workers[(config_path, ds)] = _WorkerState(
+            cfg, ds, store, settings, outputs, MessageEncoder.from_source(src, store), heartbeat
+        )
         pygc.settle()  # the worker's long-lived state is made: freeze it (dbuslib/pygc.py)
     return state
 
@@ -246,28 +295,38 @@ def build_processor(config_path: str, ds: str):
     from appender.rules import current_plan  # the rules applied now: reloadable (appender/rules.py)
 
     w = _worker_state(config_path, ds)
-    return PartitionProcessor(w.settings, w.outputs,
-                              history=lambda s, t: w.store.history(ds, s, t),
-                              persist=lambda s, t, v: w.store.add(ds, s, t, v),
-                              mask_plan=current_plan(w.cfg, ds)[1],
-                              backfill=_kafka_backfill(w.cfg),
-                              encoder=w.encoder,
-                              heartbeat=w.heartbeat,
-                              known_table=w.known_table,
-                              counts=w.rows)
+    return PartitionProcessor(
+        w.settings,
+        w.outputs,
+        history=lambda s, t: w.store.history(ds, s, t),
+        persist=lambda s, t, v: w.store.add(ds, s, t, v),
+        mask_plan=current_plan(w.cfg, ds)[1],
+        backfill=_kafka_backfill(w.cfg),
+        encoder=w.encoder,
+        heartbeat=w.heartbeat,
+        known_table=w.known_table,
+        counts=w.rows,
+    )
 
 
 def _kafka_backfill(cfg: DbusConfig):
     """Reads back the earlier chunks of a chunk sequence that began before this micro-batch."""
+
     def backfill(rec, event):
         from kafka import TopicPartition
 
-        from dbuslib import kafka, retry
         from binlog.rawevent import decode
+        from dbuslib import kafka, retry
 
         tp = TopicPartition(rec.topic, rec.partition)
-        consumer = retry.call(retry.RetryPolicy.of(cfg), f"Kafka: read back chunks of {rec.topic}",
-                              kafka.consumer, cfg.endpoints.kafka, enable_auto_commit=False, group_id=None)
+        consumer = retry.call(
+            retry.RetryPolicy.of(cfg),
+            f"Kafka: read back chunks of {rec.topic}",
+            kafka.consumer,
+            cfg.endpoints.kafka,
+            enable_auto_commit=False,
+            group_id=None,
+        )
         try:
             consumer.assign([tp])
             consumer.seek(tp, max(0, rec.offset - BACKFILL_WINDOW))
@@ -279,8 +338,12 @@ def _kafka_backfill(cfg: DbusConfig):
                         done = True
                         break
                     part = decode(m.value, m.key)
-                    same = (part.key == event.key and part.header.get("file") == event.header.get("file")
-                            and part.header.get("pos") == event.header.get("pos") and part.chunk)
+                    same = (
+                        part.key == event.key
+                        and part.header.get("file") == event.header.get("file")
+                        and part.header.get("pos") == event.header.get("pos")
+                        and part.chunk
+                    )
                     if same:
                         found = [] if part.chunk[0] == 0 else found
                         found.append(part)
@@ -291,8 +354,14 @@ def _kafka_backfill(cfg: DbusConfig):
     return backfill
 
 
-def start(spark: SparkSession, cfg: DbusConfig, ds: str, topics: list[str], checkpoint: str,
-          available_now: bool = False) -> StreamingQuery:
+def start(
+    spark: SparkSession,
+    cfg: DbusConfig,
+    ds: str,
+    topics: list[str],
+    checkpoint: str,
+    available_now: bool = False,
+) -> StreamingQuery:
     """Start the query; ``topics`` are the per-schema topics to read. ``available_now`` processes what
     is there and stops (tests, catch-up runs)."""
     from dbuslib.spark import kafka_sink, with_trigger
@@ -301,8 +370,9 @@ def start(spark: SparkSession, cfg: DbusConfig, ds: str, topics: list[str], chec
     jvm = settings.jvm_decoder and register_jvm_decoder(spark)
     raw = with_rendered_rows(read_schema_topics(spark, cfg, ds, topics), jvm)
     out = append_ums(raw, str(cfg.path), ds)
-    writer = (kafka_sink(out.writeStream, cfg.endpoints.kafka)
-              .queryName(query_name(ds))
-              .option("checkpointLocation", checkpoint))
+    writer = (
+        kafka_sink(out.writeStream, cfg.endpoints.kafka)
+        .queryName(query_name(ds))
+        .option("checkpointLocation", checkpoint)
+    )
     return with_trigger(writer, available_now, settings.trigger_interval_ms, settings.async_progress).start()
-

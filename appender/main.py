@@ -40,8 +40,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     schemas = args.schema or topics.literal_schemas(src)
     MetaStore(cfg.endpoints.meta_store.url.get_secret_value()).create_schema()
-    kafka.ensure_topics(cfg.endpoints.kafka, topics.source_topics(args.source, src, schemas),
-                        src.topics.partitions, src.topics.replication_factor)
+    kafka.ensure_topics(
+        cfg.endpoints.kafka,
+        topics.source_topics(args.source, src, schemas),
+        src.topics.partitions,
+        src.topics.replication_factor,
+    )
     session = SparkSession.builder.appName(f"dbus-appender-{args.source}").getOrCreate()
     import logging
 

@@ -110,8 +110,9 @@ class SchemaCache:
         return schema
 
 
-def decode(value: bytes, headers: Iterable[tuple[str, bytes]] | None,
-           store: SchemaStore | SchemaCache | None = None) -> UmsMessage:
+def decode(
+    value: bytes, headers: Iterable[tuple[str, bytes]] | None, store: SchemaStore | SchemaCache | None = None
+) -> UmsMessage:
     """A result record back to its UMS message: Avro when it carries ``ums_avro_schema``, else JSON.
 
     ``store`` (a MetaStore or, better for many records, a ``SchemaCache``) is needed for Avro only.

@@ -29,22 +29,31 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from appender.convert import ConvertSettings, masked, original_key, record_key, to_ums_fast
-from appender.heartbeat import (TABLE_STATUS, UNKNOWN_TABLE, BadHeartbeat, Beat, Heartbeat, HeartbeatTable,
-                                heartbeat_of, measure, owner)
+from appender.heartbeat import (
+    TABLE_STATUS,
+    UNKNOWN_TABLE,
+    BadHeartbeat,
+    Beat,
+    Heartbeat,
+    HeartbeatTable,
+    heartbeat_of,
+    measure,
+    owner,
+)
+from appender.textpath import event_messages, message_prefix
 from appender.versions import Change, Version, compare, on_rows, on_truncate, version_at
+from binlog.fastdecode import decode_fast, rows_op, table_of
+from binlog.rawevent import RawEvent, RawEventError, Reassembler, decode
+from binlog.rows import RowDecodeError, decode_rows
 from dbuslib.deadletter import DeadLetter, withheld_reason
 from dbuslib.errors import DbusError, EndpointError
 from dbuslib.lifecycle import first_line
 from dbuslib.retry import transient
-from binlog.rawevent import RawEvent, RawEventError, Reassembler, decode
-from appender.textpath import event_messages, message_prefix
-from binlog.fastdecode import decode_fast, rows_op, table_of
-from binlog.rows import RowDecodeError, decode_rows
 from ums import Namespace, ProtocolType, build_termination_message, data_key, to_json, ums_id, ums_ts_ms
 from ums.build import build_heartbeat_message, user_columns
-from ums.keys import heartbeat_key
 from ums.control import ControlType, control_key, new_control_message
 from ums.control import to_json as control_json
+from ums.keys import heartbeat_key
 
 
 @dataclass(frozen=True)
@@ -119,7 +128,7 @@ class PartitionProcessor:
             if e.retriable or isinstance(e, EndpointError):
                 raise
             out = [self._dead(rec, e.code, str(e), _table_of(rec, e))]
-        except Exception as e:  # noqa: BLE001 - a bug or an input nobody foresaw: the record, not the stage
+        except Exception as e:
             if transient(e):  # an endpoint's failure that got past its retries: not the record's fault
                 raise
             code = getattr(e, "code", None)
@@ -152,7 +161,9 @@ class PartitionProcessor:
     def _rows(self, event: RawEvent) -> Iterator[OutRecord]:
         rows = decode_fast(event, ums=True)  # values already in UMS wire form
         current = yield from self._version(event, rows.schema, rows.table, rows.columns)
-        for message in masked(self.mask_plan, to_ums_fast(event.header, rows, current.version, self.settings)):
+        for message in masked(
+            self.mask_plan, to_ums_fast(event.header, rows, current.version, self.settings)
+        ):
             yield self._out(event, message)
         self._count(rows.schema, rows.table, len(rows.before if rows.op == "d" else rows.after))
 
@@ -172,11 +183,23 @@ class PartitionProcessor:
             return  # a rows event without rows (the Python path emits nothing for it either)
         topic = self.outputs.result_topic(shape.schema, shape.table)
         key = f"{shape.schema}.{shape.table}".encode()
-        headers = (("ums_key", data_key(ProtocolType.DATA_INCREMENT_DATA, ns, event.header["ts"] * 1000,
-                                        s.ds).encode()),)
+        headers = (
+            (
+                "ums_key",
+                data_key(ProtocolType.DATA_INCREMENT_DATA, ns, event.header["ts"] * 1000, s.ds).encode(),
+            ),
+        )
         op = rows_op(event.header["event_type"])  # an update has a before and an after line per row
-        for text in event_messages(message_prefix(ns, shape.columns), event.header, op, lines, s.timezone,
-                                   s.before_update_image, s.max_tuples, s.max_bytes):
+        for text in event_messages(
+            message_prefix(ns, shape.columns),
+            event.header,
+            op,
+            lines,
+            s.timezone,
+            s.before_update_image,
+            s.max_tuples,
+            s.max_bytes,
+        ):
             yield OutRecord(topic, key, text, headers)
         self._count(shape.schema, shape.table, len(lines) // 2 if op == "u" else len(lines))
 
@@ -200,8 +223,13 @@ class PartitionProcessor:
                 version = self._heartbeat_version(hb, at)
             except BadHeartbeat as e:
                 self.bad[e.code] += 1
-                yield self._dead(rec, e.code, f"{where}, row {i}: {e}", (self.heartbeat.schema,
-                                                                          self.heartbeat.table), decoded=True)
+                yield self._dead(
+                    rec,
+                    e.code,
+                    f"{where}, row {i}: {e}",
+                    (self.heartbeat.schema, self.heartbeat.table),
+                    decoded=True,
+                )
                 continue
             yield self._heartbeat_out(event, hb, version)
             self.beats.append(measure(hb, self.clock(), self.counts.pop((hb.schema, hb.table), 0)))
@@ -225,14 +253,21 @@ class PartitionProcessor:
         key = heartbeat_key(ns, hb.packet.time_ms, hb.packet.tx_ms, TABLE_STATUS, s.ds)
         enc = self.encoder
         value, extra = (to_json(message).encode(), ()) if enc is None else enc.encode(message)
-        return OutRecord(self.outputs.result_topic(hb.schema, hb.table), record_key(message).encode(), value,
-                         (("ums_key", key.encode()), *extra))
+        return OutRecord(
+            self.outputs.result_topic(hb.schema, hb.table),
+            record_key(message).encode(),
+            value,
+            (("ums_key", key.encode()), *extra),
+        )
 
     def _text_ok(self, shape: Any) -> bool:
         if getattr(self.encoder, "format", "json") != "json":
             return False
-        if self.mask_plan is not None and self.mask_plan.has_rules and self.mask_plan.rules_for(shape.schema,
-                                                                                                   shape.table):
+        if (
+            self.mask_plan is not None
+            and self.mask_plan.has_rules
+            and self.mask_plan.rules_for(shape.schema, shape.table)
+        ):
             return False
         return len(user_columns(shape.columns)) == len(shape.columns)
 
@@ -291,14 +326,21 @@ class PartitionProcessor:
         """``G_META_SYNC_WARNING`` (spec 2.6) on the global control topic: a table's schema version
         changed; before/after columns, what changed, the new version and the binlog position."""
         old = change.ends.columns if change.ends is not None else ()
-        payload = {"datasource": self.settings.ds, "schema": schema, "tableId": _table_id(event),
-                   "table": table, "before": [_column(c) for c in old],
-                   "after": [_column(c) for c in change.new.columns],
-                   "compare-result": {"reason": change.new.reason.value, **compare(old, change.new.columns)},
-                   "version": change.new.version, "since": str(change.new.since)}
+        payload = {
+            "datasource": self.settings.ds,
+            "schema": schema,
+            "tableId": _table_id(event),
+            "table": table,
+            "before": [_column(c) for c in old],
+            "after": [_column(c) for c in change.new.columns],
+            "compare-result": {"reason": change.new.reason.value, **compare(old, change.new.columns)},
+            "version": change.new.version,
+            "since": str(change.new.since),
+        }
         message = new_control_message(ControlType.G_META_SYNC_WARNING, "dbus-appender", payload)
-        return OutRecord(self.outputs.global_control_topic, control_key(message).encode(),
-                         control_json(message).encode())
+        return OutRecord(
+            self.outputs.global_control_topic, control_key(message).encode(), control_json(message).encode()
+        )
 
     def _history(self, schema: str, table: str) -> list[Version]:
         key = (schema, table)
@@ -312,14 +354,28 @@ class PartitionProcessor:
         # JSON without an encoder; else appender.output.MessageEncoder: JSON, or Avro + its schema header
         enc = self.encoder
         value, extra = (to_json(message).encode(), ()) if enc is None else enc.encode(message)
-        return OutRecord(self.outputs.result_topic(ns.schema, ns.table), record_key(message).encode(),
-                         value, headers + extra)
+        return OutRecord(
+            self.outputs.result_topic(ns.schema, ns.table),
+            record_key(message).encode(),
+            value,
+            headers + extra,
+        )
 
-    def _dead(self, rec: InRecord, code: str, error: str, table: tuple[str, str] | None,
-              decoded: bool = False) -> OutRecord:
+    def _dead(
+        self, rec: InRecord, code: str, error: str, table: tuple[str, str] | None, decoded: bool = False
+    ) -> OutRecord:
         withheld = self._withhold(table, decoded)
-        letter = DeadLetter(code=code, error=error, topic=rec.topic, partition=rec.partition, offset=rec.offset,
-                            key=rec.key, value=None if withheld else rec.value, stage="appender", withheld=withheld)
+        letter = DeadLetter(
+            code=code,
+            error=error,
+            topic=rec.topic,
+            partition=rec.partition,
+            offset=rec.offset,
+            key=rec.key,
+            value=None if withheld else rec.value,
+            stage="appender",
+            withheld=withheld,
+        )
         return OutRecord(self.outputs.dead_letter_topic, rec.key or b"", letter.to_json().encode())
 
     def _withhold(self, table: tuple[str, str] | None, decoded: bool = False) -> str:
@@ -349,8 +405,11 @@ def _table_of(rec: InRecord, err: Exception) -> tuple[str, str] | None:
     the key is not ``schema.table`` with exactly one dot: then masking rules cannot be ruled out)."""
     event = getattr(err, "event", None)
     header = getattr(event, "header", None)
-    if isinstance(header, dict) and isinstance(header.get("schema"), str) and isinstance(header.get("table"), str):
+    if (
+        isinstance(header, dict)
+        and isinstance(header.get("schema"), str)
+        and isinstance(header.get("table"), str)
+    ):
         return header["schema"], header["table"]
     key = bytes(rec.key or b"").decode("utf-8", "replace")
     return tuple(key.split(".", 1)) if key.count(".") == 1 else None
-

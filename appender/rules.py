@@ -83,11 +83,19 @@ class RulesSnapshot:
     request_id: int | None = None  # the APPENDER_RELOAD_CONFIG that caused it; None at start-up
 
     def to_json(self) -> bytes:
-        masking = {table: {col: _rule_dict(rule) for col, rule in cols.items()}
-                   for table, cols in self.masking.items()}
-        obj = {"format": FORMAT, "source": self.source, "generation": self.generation,
-               "request_id": self.request_id, "config": self.config, "loaded_at": self.loaded_at,
-               "masking": masking}
+        masking = {
+            table: {col: _rule_dict(rule) for col, rule in cols.items()}
+            for table, cols in self.masking.items()
+        }
+        obj = {
+            "format": FORMAT,
+            "source": self.source,
+            "generation": self.generation,
+            "request_id": self.request_id,
+            "config": self.config,
+            "loaded_at": self.loaded_at,
+            "masking": masking,
+        }
         return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
     @classmethod
@@ -118,8 +126,14 @@ class RulesSnapshot:
             key = ".".join(str(x) for x in first["loc"])
             msg = f"{where}: masking.{key}: {first['msg']}"
             raise RulesError(msg) from None
-        snap = cls(str(obj.get("source", "")), generation, masking, str(obj.get("config", "")),
-                   str(obj.get("loaded_at", "")), request_id)
+        snap = cls(
+            str(obj.get("source", "")),
+            generation,
+            masking,
+            str(obj.get("config", "")),
+            str(obj.get("loaded_at", "")),
+            request_id,
+        )
         try:
             snap.plan()
         except MaskError as e:
@@ -138,12 +152,24 @@ def _rule_dict(rule: MaskRule) -> dict[str, Any]:
     return out
 
 
-def next_snapshot(previous: RulesSnapshot | None, ds: str, masking: Masking, config: str = "",
-                  request_id: int | None = None, now: datetime | None = None) -> RulesSnapshot:
+def next_snapshot(
+    previous: RulesSnapshot | None,
+    ds: str,
+    masking: Masking,
+    config: str = "",
+    request_id: int | None = None,
+    now: datetime | None = None,
+) -> RulesSnapshot:
     """The snapshot that follows ``previous`` (generation + 1; 1 when there is none)."""
     moment = now or datetime.now(UTC)
-    return RulesSnapshot(ds, (previous.generation if previous else 0) + 1, masking, config,
-                         moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}", request_id)
+    return RulesSnapshot(
+        ds,
+        (previous.generation if previous else 0) + 1,
+        masking,
+        config,
+        moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}",
+        request_id,
+    )
 
 
 def load_rules(config_path: str, ds: str) -> tuple[DbusConfig, Masking]:
@@ -162,7 +188,9 @@ def load_rules(config_path: str, ds: str) -> tuple[DbusConfig, Masking]:
 # ---------------------------------------------------------------- ZooKeeper
 
 
-def read_snapshot(client: KazooClient, path: str, timeout: float = READ_TIMEOUT_S) -> tuple[RulesSnapshot | None, Any]:
+def read_snapshot(
+    client: KazooClient, path: str, timeout: float = READ_TIMEOUT_S
+) -> tuple[RulesSnapshot | None, Any]:
     """(snapshot, stat) of the node, (None, None) when it does not exist."""
     from kazoo.exceptions import NoNodeError
 
@@ -173,8 +201,14 @@ def read_snapshot(client: KazooClient, path: str, timeout: float = READ_TIMEOUT_
     return RulesSnapshot.from_json(data, path), stat
 
 
-def publish(client: KazooClient, cfg: DbusConfig, ds: str, masking: Masking, config: str = "",
-            request_id: int | None = None) -> RulesSnapshot:
+def publish(
+    client: KazooClient,
+    cfg: DbusConfig,
+    ds: str,
+    masking: Masking,
+    config: str = "",
+    request_id: int | None = None,
+) -> RulesSnapshot:
     """Write the next generation of the rules (compare-and-set: concurrent publishers never collide)."""
     from kazoo.exceptions import BadVersionError, NodeExistsError
 
@@ -250,7 +284,7 @@ def _close(client: Any) -> None:
     try:
         client.stop()
         client.close()
-    except Exception:  # noqa: BLE001 - closing a broken client
+    except Exception:
         pass
 
 
@@ -263,18 +297,28 @@ def current_plan(cfg: DbusConfig, ds: str) -> tuple[int, MaskPlan]:
     with _STATE.lock:
         try:
             data = _read(cfg, path)
-        except Exception as e:  # noqa: BLE001 - any client failure (timeout, connection loss): see below
+        except Exception as e:
             _close(_STATE.client)
             _STATE.client = None
             if ds in _STATE.last:
-                log.warning("ZooKeeper did not answer (%s); keeping rules generation %d", e, _STATE.last[ds][0])
+                log.warning(
+                    "ZooKeeper did not answer (%s); keeping rules generation %d", e, _STATE.last[ds][0]
+                )
                 return _STATE.last[ds]
             msg = f"cannot read the appender rules {path} from ZooKeeper at {cfg.endpoints.zookeeper.hosts}: {e}"
             raise EndpointError(msg) from e
         if data is None:
-            key = (ds, b"file:" + json.dumps(
-                {t: {c: _rule_dict(r) for c, r in cols.items()} for t, cols in cfg.source(ds).masking.items()},
-                sort_keys=True).encode())
+            key = (
+                ds,
+                b"file:"
+                + json.dumps(
+                    {
+                        t: {c: _rule_dict(r) for c, r in cols.items()}
+                        for t, cols in cfg.source(ds).masking.items()
+                    },
+                    sort_keys=True,
+                ).encode(),
+            )
         else:
             key = (ds, data)
         if key not in _STATE.plans:
@@ -350,9 +394,13 @@ class ReloadListener(threading.Thread):
             self._open()
             snap = publish(self._zk, self.cfg, self.ds, self.cfg.source(self.ds).masking, self.config_path)
             self.generation = snap.generation
-            log.info("appender %s: rules generation %d published at start-up (%s)", self.ds, snap.generation,
-                     _summary(snap.masking))
-        except BaseException as e:  # noqa: BLE001 - reported to start()
+            log.info(
+                "appender %s: rules generation %d published at start-up (%s)",
+                self.ds,
+                snap.generation,
+                _summary(snap.masking),
+            )
+        except BaseException as e:
             self.error = e
             self.ready.set()
             self._close()
@@ -368,10 +416,16 @@ class ReloadListener(threading.Thread):
         while not self.stopping.is_set():
             try:
                 batches = self._consumer.poll(timeout_ms=self.poll_ms)
-            except Exception as e:  # noqa: BLE001 - Kafka errors: keep listening, with backoff
+            except Exception as e:
                 backoff = min(30.0, backoff * 2 or 0.5)
-                log.warning("appender %s: reading %s failed (%s: %s); again in %.1f s", self.ds, self.topic,
-                            type(e).__name__, e, backoff)
+                log.warning(
+                    "appender %s: reading %s failed (%s: %s); again in %.1f s",
+                    self.ds,
+                    self.topic,
+                    type(e).__name__,
+                    e,
+                    backoff,
+                )
                 self.stopping.wait(backoff)
                 continue
             backoff = 0.0
@@ -386,8 +440,9 @@ class ReloadListener(threading.Thread):
         from dbuslib import kafka
 
         self._zk = zk.client(self.cfg.endpoints.zookeeper)
-        self._consumer = kafka.consumer(self.cfg.endpoints.kafka, group_id=None, enable_auto_commit=False,
-                                        auto_offset_reset="latest")
+        self._consumer = kafka.consumer(
+            self.cfg.endpoints.kafka, group_id=None, enable_auto_commit=False, auto_offset_reset="latest"
+        )
         parts = None
         deadline = time.monotonic() + 30
         while not parts:
@@ -414,7 +469,7 @@ class ReloadListener(threading.Thread):
         APPENDER_RELOAD_CONFIG (applied or rejected), else None. Never raises."""
         try:
             return self._handle(value, key, where or self.topic)
-        except Exception:  # noqa: BLE001 - a bug here must not end the listener
+        except Exception:
             log.exception("appender %s: %s: the control record could not be handled", self.ds, where)
             return None
 
@@ -429,10 +484,24 @@ class ReloadListener(threading.Thread):
             if key != RELOAD_KEY and kind != ControlType.APPENDER_RELOAD_CONFIG.value:
                 log.warning("appender %s: %s: ignoring a bad control message: %s", self.ds, where, e)
                 return None
-            log.error("appender %s: %s: reload %s rejected, rules generation %d stay: %s", self.ds, where,
-                      request_id, self.generation, e)
-            return self._answer({"request_id": request_id, "source": self.ds, "status": "rejected",
-                                 "generation": self.generation, "code": e.code, "reason": f"{where}: {e}"})
+            log.error(
+                "appender %s: %s: reload %s rejected, rules generation %d stay: %s",
+                self.ds,
+                where,
+                request_id,
+                self.generation,
+                e,
+            )
+            return self._answer(
+                {
+                    "request_id": request_id,
+                    "source": self.ds,
+                    "status": "rejected",
+                    "generation": self.generation,
+                    "code": e.code,
+                    "reason": f"{where}: {e}",
+                }
+            )
         if message.type is not ControlType.APPENDER_RELOAD_CONFIG:
             return None
         target = message.payload.get("ds")
@@ -442,23 +511,34 @@ class ReloadListener(threading.Thread):
         try:
             cfg, masking = load_rules(self.config_path, self.ds)
             snap = publish(self._zk, cfg, self.ds, masking, self.config_path, message.id)
-        except Exception as e:  # noqa: BLE001 - a bad file (DbusError) or a failure (ZooKeeper): rules stay
+        except Exception as e:
             code = e.code if isinstance(e, DbusError) else RELOAD_FAILED
             reason = str(e) if isinstance(e, DbusError) else f"{type(e).__name__}: {e}"
-            log.error("appender %s: reload %d rejected, rules generation %d stay: %s: %s", self.ds,
-                      message.id, self.generation, code, reason)
+            log.error(
+                "appender %s: reload %d rejected, rules generation %d stay: %s: %s",
+                self.ds,
+                message.id,
+                self.generation,
+                code,
+                reason,
+            )
             reply.update(status="rejected", generation=self.generation, code=code, reason=reason)
         else:
             self.generation = snap.generation
-            log.info("appender %s: reload %d applied: rules generation %d (%s), from the next micro-batch",
-                     self.ds, message.id, snap.generation, _summary(snap.masking))
+            log.info(
+                "appender %s: reload %d applied: rules generation %d (%s), from the next micro-batch",
+                self.ds,
+                message.id,
+                snap.generation,
+                _summary(snap.masking),
+            )
             reply.update(status="applied", generation=snap.generation)
         return self._answer(reply)
 
     def _answer(self, reply: dict[str, Any]) -> dict[str, Any]:
         try:
             write_reply(self._zk, self.cfg, self.ds, reply)
-        except Exception as e:  # noqa: BLE001 - the reply is informative only
+        except Exception as e:
             log.warning("appender %s: could not write the reload reply: %s", self.ds, e)
         return reply
 

@@ -28,8 +28,9 @@ from ums.text import message_prefix, messages
 __all__ = ["event_messages", "message_prefix", "messages", "tuple_texts"]
 
 
-def tuple_texts(header: dict[str, Any], op: str, lines: list[bytes], timezone: str,
-                before_update_image: bool) -> list[bytes]:
+def tuple_texts(
+    header: dict[str, Any], op: str, lines: list[bytes], timezone: str, before_update_image: bool
+) -> list[bytes]:
     """``{"tuple":[...]}`` per tuple of the event, in order (``lines`` as the JVM wrote them)."""
     uid_base = ums_id(header["file"], header["pos"])
     base = int(uid_base) * ROW_LIMIT
@@ -44,8 +45,10 @@ def tuple_texts(header: dict[str, Any], op: str, lines: list[bytes], timezone: s
         pairs = [(code, line) for line in lines]
     if len(pairs) > ROW_LIMIT:
         ums_uid(uid_base, len(pairs) - 1)  # raises with the limit named
-    return [b"".join((head, code, b'","', str(base + t).encode(), b'",', line, b"]}"))
-            for t, (code, line) in enumerate(pairs)]
+    return [
+        b"".join((head, code, b'","', str(base + t).encode(), b'",', line, b"]}"))
+        for t, (code, line) in enumerate(pairs)
+    ]
 
 
 _UID_TAILS: list[bytes] = []  # b'000000",', b'000001",', ...: ums_uid_ = ums_id_ digits + these
@@ -54,12 +57,20 @@ _UID_TAILS: list[bytes] = []  # b'000000",', b'000001",', ...: ums_uid_ = ums_id
 def _uid_tails(n: int) -> list[bytes]:
     """The first ``n`` tails (at least), made once per process as events need them."""
     if len(_UID_TAILS) < n:
-        _UID_TAILS.extend(f"{t:06d}\",".encode() for t in range(len(_UID_TAILS), max(n, 1024)))
+        _UID_TAILS.extend(f'{t:06d}",'.encode() for t in range(len(_UID_TAILS), max(n, 1024)))
     return _UID_TAILS
 
 
-def event_messages(prefix: bytes, header: dict[str, Any], op: str, lines: list[bytes], timezone: str,
-                   before_update_image: bool, max_tuples: int, max_bytes: int) -> list[bytes]:
+def event_messages(
+    prefix: bytes,
+    header: dict[str, Any],
+    op: str,
+    lines: list[bytes],
+    timezone: str,
+    before_update_image: bool,
+    max_tuples: int,
+    max_bytes: int,
+) -> list[bytes]:
     """``messages(prefix, tuple_texts(...), ...)`` of one event, with no Python work per tuple in the
     usual case (inserts, deletes, updates without before images, the event within the byte limit): the
     payload is one ``join`` over the JVM's lines. ``ums_uid_`` = ``ums_id_ * 10^6 + t`` is written as
@@ -72,13 +83,14 @@ def event_messages(prefix: bytes, header: dict[str, Any], op: str, lines: list[b
     per_tuple = len(head) + len(b'000000",') + len(_ENDING) + _TUPLE_OVERHEAD
     too_big = sum(map(len, images)) + n * per_tuple > max_bytes
     if (op == "u" and before_update_image) or n >= ROW_LIMIT or too_big:
-        return messages(prefix, tuple_texts(header, op, lines, timezone, before_update_image), max_tuples,
-                        max_bytes)
+        return messages(
+            prefix, tuple_texts(header, op, lines, timezone, before_update_image), max_tuples, max_bytes
+        )
     between = _ENDING + b"," + head
     tails = _uid_tails(n)
     out = []
     for start in range(0, n, max_tuples):
-        part = images[start:start + max_tuples]
-        body = b"".join(chain.from_iterable(zip(tails[start:start + len(part)], part, repeat(between))))
+        part = images[start : start + max_tuples]
+        body = b"".join(chain.from_iterable(zip(tails[start : start + len(part)], part, repeat(between))))
         out.append(b"".join((prefix, head, body[: len(body) - len(between)], _ENDING, _ENDING)))
     return out

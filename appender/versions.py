@@ -28,8 +28,20 @@ from ums.control import to_json as control_json
 from ums.ids import ums_id
 from ums.pullrequest import repull
 
-__all__ = ["Change", "Reason", "Version", "compare", "compatible", "loss_reason", "on_rows", "on_truncate",
-           "repull_record", "row_loss", "signature", "version_at"]
+__all__ = [
+    "Change",
+    "Reason",
+    "Version",
+    "compare",
+    "compatible",
+    "loss_reason",
+    "on_rows",
+    "on_truncate",
+    "repull_record",
+    "row_loss",
+    "signature",
+    "version_at",
+]
 
 
 @dataclass(frozen=True)
@@ -97,10 +109,18 @@ def compare(old: tuple[ColumnSpec, ...], new: tuple[ColumnSpec, ...]) -> dict[st
     position), and whether the change is compatible (the version stays)."""
     before = {c.name: (i, c) for i, c in enumerate(old)}
     after = {c.name: (i, c) for i, c in enumerate(new)}
-    changed = [{"name": n, "before": before[n][1].column_type, "after": after[n][1].column_type}
-               for n in before if n in after and (before[n][1].column_type != after[n][1].column_type
-                                                  or before[n][1].nullable != after[n][1].nullable)]
-    return {"compatible": compatible(old, new),
-            "added": [n for n in after if n not in before],
-            "dropped": [n for n in before if n not in after],
-            "changed": changed}
+    changed = [
+        {"name": n, "before": before[n][1].column_type, "after": after[n][1].column_type}
+        for n in before
+        if n in after
+        and (
+            before[n][1].column_type != after[n][1].column_type
+            or before[n][1].nullable != after[n][1].nullable
+        )
+    ]
+    return {
+        "compatible": compatible(old, new),
+        "added": [n for n in after if n not in before],
+        "dropped": [n for n in before if n not in after],
+        "changed": changed,
+    }

@@ -34,9 +34,9 @@ import yaml
 
 from bench.extractor import baseline
 from bench.report import bench_line
+from cli.stages import Stages
 from dbuslib import kafka, mysql, zk
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
-from cli.stages import Stages
 
 ROWS = int(os.environ.get("BENCH_E2E_ROWS", "500000"))
 WARMUP = int(os.environ.get("BENCH_E2E_WARMUP_ROWS", "100000"))
@@ -46,8 +46,10 @@ PARTITIONS = int(os.environ.get("BENCH_E2E_PARTITIONS", "2"))
 BASELINE_ROWS = int(os.environ.get("BENCH_E2E_BASELINE_ROWS", "100000"))
 LATENCY_RATE = int(os.environ.get("BENCH_E2E_LATENCY_RATE", "5000"))
 LATENCY_S = float(os.environ.get("BENCH_E2E_LATENCY_S", "30"))
-COLUMNS = ("id BIGINT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(16) NOT NULL, total DECIMAL(12,2) "
-           "NOT NULL, placed_at DATETIME(3) NOT NULL, note VARCHAR(64), qty SMALLINT")
+COLUMNS = (
+    "id BIGINT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(16) NOT NULL, total DECIMAL(12,2) "
+    "NOT NULL, placed_at DATETIME(3) NOT NULL, note VARCHAR(64), qty SMALLINT"
+)
 TUPLE = b'{"tuple":'
 
 
@@ -59,10 +61,15 @@ class Pipeline(Stages):
         raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
         src = raw["sources"]["demo"]
         src["capture"] = {"include": [f"{database}.*"], "exclude": []}
-        src["extractor"].update({"start": "current", "state_dir": str(tmp / "state"), "metrics_interval_s": 5})
+        src["extractor"].update(
+            {"start": "current", "state_dir": str(tmp / "state"), "metrics_interval_s": 5}
+        )
         src["topics"]["partitions"] = PARTITIONS
         src["masking"] = {}
-        for stage in ("dispatcher", "appender"):  # tuning runs: BENCH_E2E_DISPATCHER='{"max_offsets_per_trigger": 500}'
+        for stage in (
+            "dispatcher",
+            "appender",
+        ):  # tuning runs: BENCH_E2E_DISPATCHER='{"max_offsets_per_trigger": 500}'
             src.setdefault(stage, {}).update(json.loads(os.environ.get(f"BENCH_E2E_{stage.upper()}", "{}")))
         raw["sources"] = {ds: src}
         raw["spark"]["conf"].update(json.loads(os.environ.get("BENCH_E2E_SPARK_CONF", "{}")))
@@ -76,13 +83,20 @@ class Pipeline(Stages):
 
     def result_topics(self) -> list[str]:
         src = self.cfg.source(self.ds)
-        return list(dict.fromkeys(src.topics.name("result", self.ds, self.database, f"t{i}") for i in range(TABLES)))
+        return list(
+            dict.fromkeys(src.topics.name("result", self.ds, self.database, f"t{i}") for i in range(TABLES))
+        )
 
     def cleanup(self) -> None:
         self.stop_all()
         src = self.cfg.source(self.ds)
-        topics = [self.ds, src.topics.name("schema", self.ds, self.database), *self.result_topics(),
-                  src.topics.name("dead_letter", self.ds), src.topics.name("ctrl", self.ds)]
+        topics = [
+            self.ds,
+            src.topics.name("schema", self.ds, self.database),
+            *self.result_topics(),
+            src.topics.name("dead_letter", self.ds),
+            src.topics.name("ctrl", self.ds),
+        ]
         kafka.delete_topics(self.cfg.endpoints.kafka, topics)
         client = zk.client(self.cfg.endpoints.zookeeper)
         for stage in ("Extractor", "Appender"):
@@ -102,13 +116,18 @@ def write_workload(db, tables: int, rows: int, first_id: int = 0) -> None:
             next_id = first_id
             while next_id < first_id + inserts:
                 n = min(1000, first_id + inserts - next_id)
-                values = ",".join(f"({i},{i % 9973},'paid',{i % 1000}.25,'2026-11-22 10:00:00.{i % 1000:03d}',"
-                                  f"{_note(i)},{i % 7})" for i in range(next_id, next_id + n))
+                values = ",".join(
+                    f"({i},{i % 9973},'paid',{i % 1000}.25,'2026-11-22 10:00:00.{i % 1000:03d}',"
+                    f"{_note(i)},{i % 7})"
+                    for i in range(next_id, next_id + n)
+                )
                 cur.execute(f"INSERT INTO t{t} VALUES {values}")
                 next_id += n
             for lo in range(first_id, first_id + updates, 1000):
-                cur.execute(f"UPDATE t{t} SET status = 'shipped', qty = qty + 1 WHERE id >= {lo} "
-                            f"AND id < {min(lo + 1000, first_id + updates)}")
+                cur.execute(
+                    f"UPDATE t{t} SET status = 'shipped', qty = qty + 1 WHERE id >= {lo} "
+                    f"AND id < {min(lo + 1000, first_id + updates)}"
+                )
 
 
 def _note(i: int) -> str:
@@ -147,7 +166,8 @@ def wait_tuples(pipe: Pipeline, want: int, timeout: float) -> tuple[int, float]:
                 return tuples, newest / 1000
             still = 0
         time.sleep(0.5)
-    raise RuntimeError(f"the result topics hold fewer than {want} tuples after {timeout}s; logs in {pipe.tmp}")
+    msg = f"the result topics hold fewer than {want} tuples after {timeout}s; logs in {pipe.tmp}"
+    raise RuntimeError(msg)
 
 
 def latency(pipe: Pipeline, db) -> list[float]:
@@ -175,7 +195,8 @@ def latency(pipe: Pipeline, db) -> list[float]:
             for t in json.loads(r.value)["payload"]:
                 got.append(r.timestamp - commits[int(t["tuple"][5])] * 1000)
     if len(got) < want:
-        raise RuntimeError(f"latency: {len(got)} of {want} rows arrived")
+        msg = f"latency: {len(got)} of {want} rows arrived"
+        raise RuntimeError(msg)
     return sorted(got)
 
 
@@ -222,7 +243,8 @@ def run(cfg: DbusConfig) -> list[str]:
         t0 = reading_since(pipe.log("extractor"))
         tuples, t_end = wait_tuples(pipe, warm + ROWS, 1800)
         if tuples != warm + ROWS:
-            raise RuntimeError(f"{tuples} tuples for {warm + ROWS} row changes")
+            msg = f"{tuples} tuples for {warm + ROWS} row changes"
+            raise RuntimeError(msg)
         base = baseline(cfg, database, start, min(BASELINE_ROWS, ROWS))
         lines.append(bench_line("e2e_rows_per_s", ROWS / (t_end - t0), "rows/s", base))
         lat = latency(pipe, db)

@@ -32,8 +32,10 @@ ROWS = int(os.environ.get("BENCH_EXTRACTOR_ROWS", "500000"))
 BASELINE_ROWS = int(os.environ.get("BENCH_EXTRACTOR_BASELINE_ROWS", "100000"))
 BIG_TXN_MB = int(os.environ.get("BENCH_BIG_TXN_MB", "1024"))
 REPO = Path(__file__).resolve().parent.parent
-TABLE = ("CREATE TABLE t (id BIGINT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(16) NOT NULL, "
-         "total DECIMAL(12,2) NOT NULL, placed_at DATETIME(3) NOT NULL, note VARCHAR(64), qty SMALLINT)")
+TABLE = (
+    "CREATE TABLE t (id BIGINT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(16) NOT NULL, "
+    "total DECIMAL(12,2) NOT NULL, placed_at DATETIME(3) NOT NULL, note VARCHAR(64), qty SMALLINT)"
+)
 
 
 def _write_rows(db, rows: int) -> None:
@@ -46,8 +48,11 @@ def _write_rows(db, rows: int) -> None:
                 n = min(1000, rows - next_id)
                 if n <= 0:
                     break
-                values = ",".join(f"({i},{i % 9973},'paid',{i % 1000}.25,'2026-11-22 10:00:00.{i % 1000:03d}',"
-                                  f"'note {i}',{i % 7})" for i in range(next_id, next_id + n))
+                values = ",".join(
+                    f"({i},{i % 9973},'paid',{i % 1000}.25,'2026-11-22 10:00:00.{i % 1000:03d}',"
+                    f"'note {i}',{i % 7})"
+                    for i in range(next_id, next_id + n)
+                )
                 cur.execute(f"INSERT INTO t VALUES {values}")
                 next_id += n
             cur.execute("COMMIT")
@@ -80,8 +85,14 @@ class _Run:
         raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
         src = raw["sources"]["demo"]
         src["capture"] = {"include": [f"{database}.*"], "exclude": []}
-        src["extractor"].update({"start": f"{start.file}:{start.pos}", "commit_interval_s": 0.2,
-                                 "state_dir": str(tmp / "state"), "metrics_interval_s": 5})
+        src["extractor"].update(
+            {
+                "start": f"{start.file}:{start.pos}",
+                "commit_interval_s": 0.2,
+                "state_dir": str(tmp / "state"),
+                "metrics_interval_s": 5,
+            }
+        )
         if os.environ.get("BENCH_EXTRACTOR_PRODUCER"):  # tuning: kafka-python options as JSON
             src["extractor"]["producer"] = json.loads(os.environ["BENCH_EXTRACTOR_PRODUCER"])
         raw["sources"] = {self.ds: src}
@@ -94,8 +105,21 @@ class _Run:
     def until_committed(self, end: mysql.BinlogPosition) -> tuple[float, float]:
         """Seconds from 'reading from' to a committed position at or past ``end``; peak RSS in MB."""
         with self.log.open("wb") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "extractor", "--config", str(self.cfg_path), "run",
-                                     "--source", self.ds], cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "extractor",
+                    "--config",
+                    str(self.cfg_path),
+                    "run",
+                    "--source",
+                    self.ds,
+                ],
+                cwd=REPO,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         try:
             t0 = _wait(lambda: "reading from" in self.log.read_text(), proc, self.log, 120)
             t1 = _wait(lambda: self._committed_past(end), proc, self.log, 1800)
@@ -128,9 +152,11 @@ def _wait(check, proc: subprocess.Popen, log: Path, timeout: float) -> float:
     deadline = time.monotonic() + timeout
     while not check():
         if proc.poll() is not None:
-            raise RuntimeError(f"extractor exited with {proc.returncode}; see {log}")
+            msg = f"extractor exited with {proc.returncode}; see {log}"
+            raise RuntimeError(msg)
         if time.monotonic() > deadline:
-            raise RuntimeError(f"extractor did not finish in {timeout}s; see {log}")
+            msg = f"extractor did not finish in {timeout}s; see {log}"
+            raise RuntimeError(msg)
         time.sleep(0.05)
     return time.monotonic()
 
@@ -151,14 +177,31 @@ def baseline(cfg: DbusConfig, database: str, start: mysql.BinlogPosition, rows: 
     topic = f"bench_baseline_{uuid.uuid4().hex[:8]}"
     kafka.ensure_topics(cfg.endpoints.kafka, [topic])
     producer = kafka.producer(cfg.endpoints.kafka, linger_ms=5, batch_size=1_048_576, compression_type="lz4")
-    stream = BinLogStreamReader(connection_settings=mysql.connection_settings(src.mysql), server_id=97100,
-                                log_file=start.file, log_pos=start.pos, resume_stream=True, blocking=False,
-                                only_schemas=[database], only_events=[WriteRowsEvent], enable_logging=False)
+    stream = BinLogStreamReader(
+        connection_settings=mysql.connection_settings(src.mysql),
+        server_id=97100,
+        log_file=start.file,
+        log_pos=start.pos,
+        resume_stream=True,
+        blocking=False,
+        only_schemas=[database],
+        only_events=[WriteRowsEvent],
+        enable_logging=False,
+    )
     done, t0 = 0, time.perf_counter()
     for event in stream:
         for row in event.rows:
-            value = json.dumps({"schema": event.schema, "table": event.table, "op": "i", "file": stream.log_file,
-                                "pos": event.packet.log_pos, "values": row["values"]}, default=str)
+            value = json.dumps(
+                {
+                    "schema": event.schema,
+                    "table": event.table,
+                    "op": "i",
+                    "file": stream.log_file,
+                    "pos": event.packet.log_pos,
+                    "values": row["values"],
+                },
+                default=str,
+            )
             producer.send(topic, key=f"{event.schema}.{event.table}".encode(), value=value.encode())
             done += 1
         if done >= rows:

@@ -27,18 +27,22 @@ from pathlib import Path
 import yaml
 
 from bench.report import bench_line
+from cli.stages import REPO, Stages
 from dbuslib import kafka, mysql, zk
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
-from cli.stages import REPO, Stages
 
 ROWS = int(os.environ.get("BENCH_FULLPULL_ROWS", "1000000"))
 WARMUP = int(os.environ.get("BENCH_FULLPULL_WARMUP_ROWS", "100000"))
 BASELINE_ROWS = int(os.environ.get("BENCH_FULLPULL_BASELINE_ROWS", "100000"))
-COLUMNS = ("id BIGINT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(16) NOT NULL, total DECIMAL(12,2) "
-           "NOT NULL, placed_at DATETIME(3) NOT NULL, note VARCHAR(64), qty SMALLINT")
-FILL = ("SELECT seq, seq % 9973, ELT(1 + seq % 4, 'new', 'paid', 'shipped', 'closed'), (seq % 100000) / 100, "
-        "TIMESTAMP('2024-01-02 03:04:05.123') + INTERVAL seq SECOND, CONCAT('note ', seq), seq % 1000 "
-        "FROM seq_1_to_{n}")
+COLUMNS = (
+    "id BIGINT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(16) NOT NULL, total DECIMAL(12,2) "
+    "NOT NULL, placed_at DATETIME(3) NOT NULL, note VARCHAR(64), qty SMALLINT"
+)
+FILL = (
+    "SELECT seq, seq % 9973, ELT(1 + seq % 4, 'new', 'paid', 'shipped', 'closed'), (seq % 100000) / 100, "
+    "TIMESTAMP('2024-01-02 03:04:05.123') + INTERVAL seq SECOND, CONCAT('note ', seq), seq % 1000 "
+    "FROM seq_1_to_{n}"
+)
 
 
 class Service(Stages):
@@ -67,9 +71,27 @@ class Service(Stages):
         kafka.ensure_topics(self.cfg.endpoints.kafka, [topic])
         since = kafka.end_offsets(self.cfg.endpoints.kafka, [topic])
         t0 = time.time()
-        out = subprocess.run([sys.executable, "-m", "cli.main", "--config", str(self.cfg_path), "fullpull",
-                              "request", "--source", self.ds, "--table", f"{self.database}.{table}", "--wait", "0"],
-                             cwd=REPO, capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "cli.main",
+                "--config",
+                str(self.cfg_path),
+                "fullpull",
+                "request",
+                "--source",
+                self.ds,
+                "--table",
+                f"{self.database}.{table}",
+                "--wait",
+                "0",
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         seqno = int(out.stdout.split("\t", 1)[0])
         deadline = time.monotonic() + 900
         tuples, end_ms = 0, None
@@ -86,7 +108,10 @@ class Service(Stages):
                 for records in consumer.poll(timeout_ms=500, max_records=2000).values():
                     for rec in records:
                         headers = dict(rec.headers or [])
-                        if headers.get("dbus_fullpull") == b"end" and headers.get("dbus_fullpull_id") == str(seqno).encode():
+                        if (
+                            headers.get("dbus_fullpull") == b"end"
+                            and headers.get("dbus_fullpull_id") == str(seqno).encode()
+                        ):
                             end_ms = rec.timestamp
                         elif b'"tuple":' in rec.value:
                             tuples += rec.value.count(b'{"tuple":')
@@ -119,8 +144,15 @@ def baseline(cfg: DbusConfig, database: str, rows: int) -> float:
         cur.execute(f"SELECT * FROM big LIMIT {rows}")
         names = [d[0] for d in cur.description]
         for row in cur:
-            value = json.dumps({"schema": database, "table": "big", "op": "i", "values": dict(zip(names, row))},
-                               default=str)
+            value = json.dumps(
+                {
+                    "schema": database,
+                    "table": "big",
+                    "op": "i",
+                    "values": dict(zip(names, row, strict=False)),
+                },
+                default=str,
+            )
             producer.send(topic, key=f"{database}.big".encode(), value=value.encode())
             done += 1
     producer.flush()

@@ -40,9 +40,14 @@ from ums.types import ColumnSpec, UmsType
 from ums.values import encode_column
 
 _HEADER_LEN, _CRC_LEN = 19, 4
-_OPS = {BINLOG.WRITE_ROWS_EVENT_V1: ("i", 1), BINLOG.WRITE_ROWS_EVENT_V2: ("i", 2),
-        BINLOG.UPDATE_ROWS_EVENT_V1: ("u", 1), BINLOG.UPDATE_ROWS_EVENT_V2: ("u", 2),
-        BINLOG.DELETE_ROWS_EVENT_V1: ("d", 1), BINLOG.DELETE_ROWS_EVENT_V2: ("d", 2)}
+_OPS = {
+    BINLOG.WRITE_ROWS_EVENT_V1: ("i", 1),
+    BINLOG.WRITE_ROWS_EVENT_V2: ("i", 2),
+    BINLOG.UPDATE_ROWS_EVENT_V1: ("u", 1),
+    BINLOG.UPDATE_ROWS_EVENT_V2: ("u", 2),
+    BINLOG.DELETE_ROWS_EVENT_V1: ("d", 1),
+    BINLOG.DELETE_ROWS_EVENT_V2: ("d", 2),
+}
 _FIXED = {FIELD_TYPE.TINY: "bB", FIELD_TYPE.SHORT: "hH", FIELD_TYPE.LONG: "iI", FIELD_TYPE.LONGLONG: "qQ"}
 _DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 _STRINGS = (FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING, FIELD_TYPE.BLOB)
@@ -96,10 +101,19 @@ class _Gen:
     """Builds the source of one table's row-image reader."""
 
     def __init__(self) -> None:
-        self.env: dict[str, Any] = {"_from": int.from_bytes, "_Decimal": Decimal, "_datetime": datetime,
-                                    "_wall": _wall, "_date": _date, "_date_cls": date, "_utc": _utc,
-                                    "_f32": float32_repr, "_Packet": rowdecode._Packet, "_EPOCH": datetime(
-                                        1970, 1, 1, tzinfo=UTC), "_td": timedelta}
+        self.env: dict[str, Any] = {
+            "_from": int.from_bytes,
+            "_Decimal": Decimal,
+            "_datetime": datetime,
+            "_wall": _wall,
+            "_date": _date,
+            "_date_cls": date,
+            "_utc": _utc,
+            "_f32": float32_repr,
+            "_Packet": rowdecode._Packet,
+            "_EPOCH": datetime(1970, 1, 1, tzinfo=UTC),
+            "_td": timedelta,
+        }
         self.n = 0
 
     def name(self, prefix: str, value: Any) -> str:
@@ -158,17 +172,23 @@ def _ums_code(g: _Gen, c: Any, v: str, spec: ColumnSpec) -> list[str] | None:
         lines = _decimal_code(c, v)[:-1]
         scale = c.decimals
         if scale:
-            lines += [f"_t = '%0{scale + 1}d' % _u",
-                      f"{v} = ('-' if _neg else '') + _t[:-{scale}] + '.' + _t[-{scale}:]"]
+            lines += [
+                f"_t = '%0{scale + 1}d' % _u",
+                f"{v} = ('-' if _neg else '') + _t[:-{scale}] + '.' + _t[-{scale}:]",
+            ]
         else:
             lines += [f"{v} = ('-%d' if _neg else '%d') % _u"]
         return lines
     if t == FIELD_TYPE.DATETIME2:
         fsize, fsp = (c.fsp + 1) // 2, c.fsp
-        lines = ["_x = _from(b[o:o + 5], 'big') - 0x8000000000; o += 5",
-                 "_ymd = _x >> 17; _hms = _x & 0x1FFFF; _y, _mo = divmod(_ymd >> 5, 13)"]
-        clock = ("'%04d-%02d-%02d %02d:%02d:%02d' % "
-                 "(_y, _mo, _ymd & 0x1F, _hms >> 12, (_hms >> 6) & 0x3F, _hms & 0x3F)")
+        lines = [
+            "_x = _from(b[o:o + 5], 'big') - 0x8000000000; o += 5",
+            "_ymd = _x >> 17; _hms = _x & 0x1FFFF; _y, _mo = divmod(_ymd >> 5, 13)",
+        ]
+        clock = (
+            "'%04d-%02d-%02d %02d:%02d:%02d' % "
+            "(_y, _mo, _ymd & 0x1F, _hms >> 12, (_hms >> 6) & 0x3F, _hms & 0x3F)"
+        )
         if fsize:
             lines.append(f"_us = _from(b[o:o + {fsize}], 'big') * {10 ** (6 - 2 * fsize)}; o += {fsize}")
             lines.append(f"{v} = {clock} + ('.%06d' % _us)[:{fsp + 1}]")
@@ -176,14 +196,16 @@ def _ums_code(g: _Gen, c: Any, v: str, spec: ColumnSpec) -> list[str] | None:
             lines.append(f"{v} = {clock}")
         return lines
     if t in (FIELD_TYPE.DATE, FIELD_TYPE.NEWDATE):
-        return ["_x = _from(b[o:o + 3], 'little'); o += 3",
-                f"{v} = '%04d-%02d-%02d' % (_x >> 9, (_x >> 5) & 0xF, _x & 0x1F)"]
+        return [
+            "_x = _from(b[o:o + 3], 'little'); o += 3",
+            f"{v} = '%04d-%02d-%02d' % (_x >> 9, (_x >> 5) & 0xF, _x & 0x1F)",
+        ]
     if t in _STRINGS and _string_encoding(c):
         return _value_code(g, c, v)
     return None
 
 
-def _value_code(g: _Gen, c: Any, v: str) -> list[str]:  # noqa: C901, PLR0911, PLR0912 - one branch per type
+def _value_code(g: _Gen, c: Any, v: str) -> list[str]:
     """Lines that read column ``c`` at offset ``o`` of ``b`` into variable ``v`` and advance ``o``."""
     t = c.type
     code = _fixed_code(c)
@@ -204,11 +226,12 @@ def _value_code(g: _Gen, c: Any, v: str) -> list[str]:  # noqa: C901, PLR0911, P
             lines.append(f"_us = _from(b[o:o + {fsize}], 'big') * {10 ** (6 - 2 * fsize)}; o += {fsize}")
         else:
             lines.append("_us = 0")
-        lines += ["_ymd = _x >> 17; _hms = _x & 0x1FFFF; _y, _mo = divmod(_ymd >> 5, 13)",
-                  f"try: {v} = _datetime(_y, _mo, _ymd & 0x1F, _hms >> 12, (_hms >> 6) & 0x3F, "
-                  "_hms & 0x3F, _us)",
-                  f"except ValueError: {v} = _wall(_y, _mo, _ymd & 0x1F, _hms >> 12, (_hms >> 6) & 0x3F, "
-                  f"_hms & 0x3F, _us, {c.fsp})"]
+        lines += [
+            "_ymd = _x >> 17; _hms = _x & 0x1FFFF; _y, _mo = divmod(_ymd >> 5, 13)",
+            f"try: {v} = _datetime(_y, _mo, _ymd & 0x1F, _hms >> 12, (_hms >> 6) & 0x3F, _hms & 0x3F, _us)",
+            f"except ValueError: {v} = _wall(_y, _mo, _ymd & 0x1F, _hms >> 12, (_hms >> 6) & 0x3F, "
+            f"_hms & 0x3F, _us, {c.fsp})",
+        ]
         return lines
     if t == FIELD_TYPE.TIMESTAMP2:
         fsize = (c.fsp + 1) // 2
@@ -225,8 +248,7 @@ def _value_code(g: _Gen, c: Any, v: str) -> list[str]:  # noqa: C901, PLR0911, P
         encoding = _string_encoding(c)
         if encoding is not None:
             size = rowdecode._length_size(c)
-            head = ("_n = b[o]; o += 1" if size == 1
-                    else f"_n = _from(b[o:o + {size}], 'little'); o += {size}")
+            head = "_n = b[o]; o += 1" if size == 1 else f"_n = _from(b[o:o + {size}], 'little'); o += {size}"
             if encoding == "":
                 pad = c.max_length if t == FIELD_TYPE.STRING else 0
                 tail = f".ljust({pad}, b'\\x00')" if pad else ""
@@ -239,13 +261,20 @@ def _value_code(g: _Gen, c: Any, v: str) -> list[str]:  # noqa: C901, PLR0911, P
 
 def _decimal_code(c: Any, v: str) -> list[str]:
     whole, scale = c.precision - c.decimals, c.decimals
-    groups = ([(_DIG2BYTES[whole % 9], whole % 9)] + [(4, 9)] * (whole // 9) + [(4, 9)] * (scale // 9)
-              + [(_DIG2BYTES[scale % 9], scale % 9)])
+    groups = (
+        [(_DIG2BYTES[whole % 9], whole % 9)]
+        + [(4, 9)] * (whole // 9)
+        + [(4, 9)] * (scale // 9)
+        + [(_DIG2BYTES[scale % 9], scale % 9)]
+    )
     groups = [(size, 10**digits) for size, digits in groups if size]
     size = sum(s for s, _ in groups)
     top, ones = 1 << (8 * size - 1), (1 << (8 * size)) - 1
-    lines = [f"_x = _from(b[o:o + {size}], 'big') ^ {top}; o += {size}",
-             f"_neg = _x & {top}", f"if _neg: _x ^= {ones}"]
+    lines = [
+        f"_x = _from(b[o:o + {size}], 'big') ^ {top}; o += {size}",
+        f"_neg = _x & {top}",
+        f"if _neg: _x ^= {ones}",
+    ]
     shift, expr = 8 * size, None
     for gsize, base in groups:
         shift -= 8 * gsize
@@ -257,12 +286,13 @@ def _decimal_code(c: Any, v: str) -> list[str]:
     return lines
 
 
-def _compile_image(columns: list[Any], specs: tuple[ColumnSpec, ...] | None = None,
-                   texts: dict[int, Any] | None = None) -> Any:
+def _compile_image(
+    columns: list[Any], specs: tuple[ColumnSpec, ...] | None = None, texts: dict[int, Any] | None = None
+) -> Any:
     """``read(b, o) -> (values, o)``: one full row image (null bitmap, then every column); with ``specs``
     the values are UMS JSON values (``ums.values.encode_column`` of rowdecode's values). ``texts`` maps
     a column's index to rowdecode's text reader for INET4/INET6/UUID columns (a str in both forms)."""
-    spec_of = (lambda k: specs[k]) if specs is not None else (lambda k: None)  # noqa: E731
+    spec_of = (lambda k: specs[k]) if specs is not None else (lambda k: None)
     texts = texts or {}
     g = _Gen()
     n = len(columns)
@@ -283,10 +313,16 @@ def _compile_image(columns: list[Any], specs: tuple[ColumnSpec, ...] | None = No
             s = g.name("S", struct.Struct("<" + codes))
             size = struct.calcsize("<" + codes)
             src.append(f"        {', '.join(names[i:j])}, = {s}.unpack_from(b, o); o += {size}")
-            src += [f"        {names[k]} = _f32({names[k]})" for k in range(i, j)
-                    if columns[k].type == FIELD_TYPE.FLOAT]
-            src += [f"        {names[k]} = str({names[k]})" for k in range(i, j)
-                    if specs is not None and specs[k].ums_type == UmsType.LONG]
+            src += [
+                f"        {names[k]} = _f32({names[k]})"
+                for k in range(i, j)
+                if columns[k].type == FIELD_TYPE.FLOAT
+            ]
+            src += [
+                f"        {names[k]} = str({names[k]})"
+                for k in range(i, j)
+                if specs is not None and specs[k].ums_type == UmsType.LONG
+            ]
             i = j
             continue
         src += ["        " + line for line in _column_code(g, columns[i], names[i], spec_of(i), texts.get(i))]
@@ -299,7 +335,7 @@ def _compile_image(columns: list[Any], specs: tuple[ColumnSpec, ...] | None = No
     src.append(f"    return ({', '.join(names)},), o")
     text = "\n".join(src)
     namespace = dict(g.env)
-    exec(compile(text, "<fastdecode>", "exec"), namespace)  # noqa: S102 - our own generated code
+    exec(compile(text, "<fastdecode>", "exec"), namespace)
     read = namespace["read"]
     read.source = text
     return read
@@ -324,8 +360,13 @@ def _layout(table: Any) -> _Layout:
         n = len(columns)
         full = bytes(((1 << n) - 1 >> 8 * k) & 0xFF for k in range((n + 7) // 8))
         texts = {k: table.readers[k][1] for k in table.texts}
-        layout = _Layout(table, n, full, _compile_image(columns, None, texts),
-                         _compile_image(columns, table.columns, texts))
+        layout = _Layout(
+            table,
+            n,
+            full,
+            _compile_image(columns, None, texts),
+            _compile_image(columns, table.columns, texts),
+        )
         if len(_LAYOUTS) >= 1024:
             _LAYOUTS.clear()
         _LAYOUTS[id(table)] = layout
@@ -471,11 +512,12 @@ def as_decoded_rows(fast: FastRows) -> DecodedRows:
     """The same rows in ``rowdecode``'s form (dicts per image), for comparing the two decoders."""
     names = fast.names
     if fast.op == "u":
-        images = tuple(RowImage(dict(zip(names, b, strict=True)), dict(zip(names, a, strict=True)))
-                       for b, a in zip(fast.before, fast.after, strict=True))
+        images = tuple(
+            RowImage(dict(zip(names, b, strict=True)), dict(zip(names, a, strict=True)))
+            for b, a in zip(fast.before, fast.after, strict=True)
+        )
     elif fast.op == "i":
         images = tuple(RowImage(None, dict(zip(names, a, strict=True))) for a in fast.after)
     else:
         images = tuple(RowImage(dict(zip(names, b, strict=True)), None) for b in fast.before)
     return DecodedRows(fast.schema, fast.table, fast.op, fast.columns, fast.primary_key, images)
-

@@ -29,8 +29,10 @@ PURGE_EVERY = 1000  # emits between purges (the original's)
 PURGE_KEEP = 10_000  # rows kept by a purge: delete where ID < max(ID) - PURGE_KEEP
 SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 
-LIST_TABLES_SQL = ("SELECT table_schema, table_name FROM information_schema.tables "
-                   "WHERE table_type = 'BASE TABLE' ORDER BY 1, 2")
+LIST_TABLES_SQL = (
+    "SELECT table_schema, table_name FROM information_schema.tables "
+    "WHERE table_type = 'BASE TABLE' ORDER BY 1, 2"
+)
 
 
 class PacketError(DbusError):
@@ -71,16 +73,18 @@ def create_database_sql(hb: HeartbeatSettings) -> str:
 
 def create_table_sql(hb: HeartbeatSettings) -> str:
     """The original's DDL (init-mysql-dbus/2_db_heartbeat_monitor.sql), IF NOT EXISTS."""
-    return (f"CREATE TABLE IF NOT EXISTS {qualified(hb)} (\n"
-            "  `ID` bigint NOT NULL AUTO_INCREMENT,\n"
-            "  `DS_NAME` varchar(64) NOT NULL,\n"
-            "  `SCHEMA_NAME` varchar(64) NOT NULL,\n"
-            "  `TABLE_NAME` varchar(64) NOT NULL,\n"
-            "  `PACKET` varchar(256) NOT NULL,\n"
-            "  `CREATE_TIME` datetime DEFAULT NULL,\n"
-            "  `UPDATE_TIME` datetime DEFAULT NULL,\n"
-            "  PRIMARY KEY (`ID`)\n"
-            ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
+    return (
+        f"CREATE TABLE IF NOT EXISTS {qualified(hb)} (\n"
+        "  `ID` bigint NOT NULL AUTO_INCREMENT,\n"
+        "  `DS_NAME` varchar(64) NOT NULL,\n"
+        "  `SCHEMA_NAME` varchar(64) NOT NULL,\n"
+        "  `TABLE_NAME` varchar(64) NOT NULL,\n"
+        "  `PACKET` varchar(256) NOT NULL,\n"
+        "  `CREATE_TIME` datetime DEFAULT NULL,\n"
+        "  `UPDATE_TIME` datetime DEFAULT NULL,\n"
+        "  PRIMARY KEY (`ID`)\n"
+        ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+    )
 
 
 def insert_sql(hb: HeartbeatSettings, rows: int) -> str:
@@ -90,8 +94,10 @@ def insert_sql(hb: HeartbeatSettings, rows: int) -> str:
         msg = f"an INSERT of heartbeats needs at least one row, got {rows}"
         raise ValueError(msg)
     values = ", ".join(["(%s, %s, %s, %s, NOW(), NOW())"] * rows)
-    return (f"INSERT INTO {qualified(hb)} (DS_NAME, SCHEMA_NAME, TABLE_NAME, PACKET, CREATE_TIME, UPDATE_TIME) "
-            f"VALUES {values}")
+    return (
+        f"INSERT INTO {qualified(hb)} (DS_NAME, SCHEMA_NAME, TABLE_NAME, PACKET, CREATE_TIME, UPDATE_TIME) "
+        f"VALUES {values}"
+    )
 
 
 def max_id_sql(hb: HeartbeatSettings) -> str:
@@ -108,11 +114,15 @@ def node(ds: str, schema: str, table: str, partition: int = 0) -> str:
     return f"{NODE_PREFIX}/{ds}/{schema}/{table}/{partition}"
 
 
-def build_packet(ds: str, schema: str, table: str, time_ms: int, tx_time_ms: int,
-                 type_: str = "checkpoint") -> str:
+def build_packet(
+    ds: str, schema: str, table: str, time_ms: int, tx_time_ms: int, type_: str = "checkpoint"
+) -> str:
     """The PACKET text, compact JSON in the original's key order; ValueError when over 256 characters."""
-    text = json.dumps({"node": node(ds, schema, table), "time": int(time_ms), "type": type_,
-                       "txTime": int(tx_time_ms)}, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps(
+        {"node": node(ds, schema, table), "time": int(time_ms), "type": type_, "txTime": int(tx_time_ms)},
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
     if len(text) > PACKET_MAX:
         msg = f"{ds}: {schema}.{table}: heartbeat packet is {len(text)} characters, PACKET holds {PACKET_MAX}"
         raise ValueError(msg)
@@ -142,15 +152,27 @@ def parse_packet(text: str | bytes) -> Packet:
     path = _field(doc, "node", str, text)
     parts = path.split("/")
     # "", "DBus", "HeartBeat", "Monitor", ds, schema, table, partition
-    if not path.startswith(NODE_PREFIX + "/") or len(parts) != 8 or not all(parts[4:7]) or not parts[7].isdigit():
+    if (
+        not path.startswith(NODE_PREFIX + "/")
+        or len(parts) != 8
+        or not all(parts[4:7])
+        or not parts[7].isdigit()
+    ):
         msg = f"heartbeat packet field 'node': expected {NODE_PREFIX}/<ds>/<schema>/<table>/<partition>, got {path!r}"
         raise PacketError(msg)
     type_ = _field(doc, "type", str, text)
     if type_ not in PACKET_TYPES:
         msg = f"heartbeat packet field 'type': expected one of {list(PACKET_TYPES)}, got {type_!r}"
         raise PacketError(msg)
-    return Packet(ds=parts[4], schema=parts[5], table=parts[6], partition=int(parts[7]),
-                  time_ms=_field(doc, "time", int, text), type=type_, tx_time_ms=_field(doc, "txTime", int, text))
+    return Packet(
+        ds=parts[4],
+        schema=parts[5],
+        table=parts[6],
+        partition=int(parts[7]),
+        time_ms=_field(doc, "time", int, text),
+        type=type_,
+        tx_time_ms=_field(doc, "txTime", int, text),
+    )
 
 
 def meta_store_database(url: str) -> str | None:
@@ -173,8 +195,11 @@ class MonitoredTables:
         self._skip_schemas = SYSTEM_SCHEMAS | ({meta_store_db} if meta_store_db else set())
 
     def allows(self, schema: str, table: str) -> bool:
-        return ((schema, table) != self._heartbeat and schema not in self._skip_schemas
-                and self._filter.allows(schema, table))
+        return (
+            (schema, table) != self._heartbeat
+            and schema not in self._skip_schemas
+            and self._filter.allows(schema, table)
+        )
 
     def select(self, tables: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
         """The monitored ones among ``tables``, sorted, without duplicates."""

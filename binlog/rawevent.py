@@ -121,14 +121,25 @@ def decode(value: bytes, key: bytes | str | None = None) -> RawEvent:
     return RawEvent(header=header, body=bytes(value[end:]), key=k)
 
 
-_REQUIRED = {"rows": ("file", "pos", "next_pos", "ts", "schema", "table", "event_type", "crc", "tm_len"),
-             "ddl": ("file", "pos", "next_pos", "ts", "schema", "sql")}
+_REQUIRED = {
+    "rows": ("file", "pos", "next_pos", "ts", "schema", "table", "event_type", "crc", "tm_len"),
+    "ddl": ("file", "pos", "next_pos", "ts", "schema", "sql"),
+}
 
 
 # Types of the header members a stage reads (bool is no int here, though Python says it is).
 _TYPES: dict[str, tuple[type, ...]] = {
-    "file": (str,), "pos": (int,), "next_pos": (int,), "ts": (int,), "schema": (str,), "event_type": (int,),
-    "crc": (bool,), "tm_len": (int,), "sql": (str,), "table": (str, type(None)), "ddl": (str, type(None)),
+    "file": (str,),
+    "pos": (int,),
+    "next_pos": (int,),
+    "ts": (int,),
+    "schema": (str,),
+    "event_type": (int,),
+    "crc": (bool,),
+    "tm_len": (int,),
+    "sql": (str,),
+    "table": (str, type(None)),
+    "ddl": (str, type(None)),
     "gtid": (str, type(None)),
 }
 
@@ -150,12 +161,18 @@ def _check_header(header: Any, body_len: int) -> None:
             msg = f"{header['kind']} header: {name} {header[name]!r:.80} is not {kinds[0].__name__}"
             raise RawEventError(msg)
     chunk = header.get("chunk")
-    if chunk is not None and not (isinstance(chunk, list) and len(chunk) == 2 and all(_is(c, (int,)) for c in chunk)
-                                  and 0 <= chunk[0] < chunk[1]):
+    if chunk is not None and not (
+        isinstance(chunk, list)
+        and len(chunk) == 2
+        and all(_is(c, (int,)) for c in chunk)
+        and 0 <= chunk[0] < chunk[1]
+    ):
         msg = f"{header['kind']} header: chunk {chunk!r:.80} is not [i, n] with 0 <= i < n"
         raise RawEventError(msg)
     if header["kind"] == "rows" and "chunk" not in header and not 0 < header["tm_len"] < body_len:
-        msg = f"rows body of {body_len} bytes cannot hold a {header['tm_len']}-byte table map and a rows event"
+        msg = (
+            f"rows body of {body_len} bytes cannot hold a {header['tm_len']}-byte table map and a rows event"
+        )
         raise RawEventError(msg)
 
 
@@ -169,7 +186,9 @@ def split(event: RawEvent, max_bytes: int) -> list[RawEvent]:
         msg = f"max_bytes {max_bytes} leaves no room for a body after a {overhead}-byte header"
         raise RawEventError(msg)
     parts = [event.body[i : i + step] for i in range(0, len(event.body), step)]
-    return [replace(event, header={**event.header, "chunk": [i, len(parts)]}, body=p) for i, p in enumerate(parts)]
+    return [
+        replace(event, header={**event.header, "chunk": [i, len(parts)]}, body=p) for i, p in enumerate(parts)
+    ]
 
 
 class Reassembler:

@@ -179,18 +179,27 @@ class _Control:
 
 
 _EVENT_OPTIONS: dict[str, Any] = {
-    "mysql_version": (0, 0, 0), "only_tables": None, "ignored_tables": None, "only_schemas": None,
-    "ignored_schemas": None, "freeze_schema": False, "ignore_decode_errors": False,
-    "verify_checksum": False, "optional_meta_data": True, "enable_logging": False,
-    "use_column_name_cache": False, "post_header_lengths": None,
+    "mysql_version": (0, 0, 0),
+    "only_tables": None,
+    "ignored_tables": None,
+    "only_schemas": None,
+    "ignored_schemas": None,
+    "freeze_schema": False,
+    "ignore_decode_errors": False,
+    "verify_checksum": False,
+    "optional_meta_data": True,
+    "enable_logging": False,
+    "use_column_name_cache": False,
+    "post_header_lengths": None,
 }
 
 
 def _wrap(data: bytes, crc: bool, control: _Control) -> BinLogPacketWrapper:
     """The library's packet wrapper over one whole event; it reads the header and builds no event."""
     packet = _Packet(b"\x00" + data)  # the OK byte a replication stream puts before each event
-    return BinLogPacketWrapper(packet, {}, control, allowed_events=frozenset(), use_checksum=crc,
-                               **_EVENT_OPTIONS)
+    return BinLogPacketWrapper(
+        packet, {}, control, allowed_events=frozenset(), use_checksum=crc, **_EVENT_OPTIONS
+    )
 
 
 def _body_size(wrapper: BinLogPacketWrapper, crc: bool) -> int:
@@ -210,7 +219,9 @@ _TIMEF_INT_OFS = 0x800000
 _TIMEF_OFS = 0x800000000000
 _DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 _INT_FORMATS = {  # type code -> (signed, unsigned) little-endian formats
-    FIELD_TYPE.TINY: ("<b", "<B"), FIELD_TYPE.SHORT: ("<h", "<H"), FIELD_TYPE.LONG: ("<i", "<I"),
+    FIELD_TYPE.TINY: ("<b", "<B"),
+    FIELD_TYPE.SHORT: ("<h", "<H"),
+    FIELD_TYPE.LONG: ("<i", "<I"),
     FIELD_TYPE.LONGLONG: ("<q", "<Q"),
 }
 
@@ -229,8 +240,12 @@ def _decimal_reader(c: Any) -> Reader:
     """DECIMAL(p,s) in MySQL's packed form (``decimal2bin``): groups of 9 digits in 4 bytes, the leading
     and trailing partial groups in fewer, all bytes inverted when negative, the top bit flipped."""
     whole, scale = c.precision - c.decimals, c.decimals
-    groups = ([(_DIG2BYTES[whole % 9], whole % 9)] + [(4, 9)] * (whole // 9) + [(4, 9)] * (scale // 9)
-              + [(_DIG2BYTES[scale % 9], scale % 9)])
+    groups = (
+        [(_DIG2BYTES[whole % 9], whole % 9)]
+        + [(4, 9)] * (whole // 9)
+        + [(4, 9)] * (scale // 9)
+        + [(_DIG2BYTES[scale % 9], scale % 9)]
+    )
     groups = [(8 * size, 10**digits) for size, digits in groups if size]
     size = sum(bits for bits, _ in groups) // 8
     top, ones = 1 << (8 * size - 1), (1 << (8 * size)) - 1
@@ -328,8 +343,12 @@ def _time2_reader(c: Any) -> Reader:
             packed = (whole << 24) + frac * 10 ** (6 - 2 * size)
         sign, packed = (-1, -packed) if packed < 0 else (1, packed)
         hms = packed >> 24
-        return sign * timedelta(hours=(hms >> 12) & 0x3FF, minutes=(hms >> 6) & 0x3F, seconds=hms & 0x3F,
-                                microseconds=packed & 0xFFFFFF)
+        return sign * timedelta(
+            hours=(hms >> 12) & 0x3FF,
+            minutes=(hms >> 6) & 0x3F,
+            seconds=hms & 0x3F,
+            microseconds=packed & 0xFFFFFF,
+        )
 
     return read
 
@@ -395,7 +414,7 @@ def inet4_text(value: bytes) -> str:
     if len(value) != 4:
         msg = f"INET4 value of {len(value)} bytes, expected 4"
         raise ValueError(msg)
-    return "%d.%d.%d.%d" % tuple(value)  # noqa: UP031 - four bytes
+    return "%d.%d.%d.%d" % tuple(value)
 
 
 def inet6_text(value: bytes) -> str:
@@ -422,7 +441,7 @@ def inet6_text(value: bytes) -> str:
     if pos == 0 and (length == 6 or (length == 5 and words[5] == 0xFFFF)):
         return ("::" if length == 6 else "::ffff:") + inet4_text(value[12:])
     hexes = [f"{w:x}" for w in words]
-    return ":".join(hexes[:pos]) + "::" + ":".join(hexes[pos + length:])
+    return ":".join(hexes[:pos]) + "::" + ":".join(hexes[pos + length :])
 
 
 def uuid_text(value: bytes) -> str:
@@ -436,7 +455,9 @@ def uuid_text(value: bytes) -> str:
 
 # column type (as information_schema names it) -> (BINARY(n) it is stored as, text of the bytes)
 TEXT_TYPES: dict[str, tuple[int, Callable[[bytes], str]]] = {
-    "inet4": (4, inet4_text), "inet6": (16, inet6_text), "uuid": (16, uuid_text),
+    "inet4": (4, inet4_text),
+    "inet6": (16, inet6_text),
+    "uuid": (16, uuid_text),
 }
 
 
@@ -514,17 +535,29 @@ def _fixed(reader: Reader) -> Callable[[Any], Reader]:
 
 
 _READERS: dict[int, Callable[[Any], Reader]] = {
-    **dict.fromkeys(_INT_FORMATS, _int_reader), FIELD_TYPE.INT24: _int24_reader,
-    FIELD_TYPE.NEWDECIMAL: _decimal_reader, FIELD_TYPE.FLOAT: _fixed(_read_float),
-    FIELD_TYPE.DOUBLE: _fixed(_read_double), FIELD_TYPE.YEAR: _fixed(_read_year),
-    FIELD_TYPE.DATE: _fixed(_read_date), FIELD_TYPE.NEWDATE: _fixed(_read_date),
-    FIELD_TYPE.DATETIME2: _datetime2_reader, FIELD_TYPE.DATETIME: _fixed(_read_datetime),
-    FIELD_TYPE.TIMESTAMP2: _timestamp2_reader, FIELD_TYPE.TIMESTAMP: _fixed(_read_timestamp),
-    FIELD_TYPE.TIME2: _time2_reader, FIELD_TYPE.TIME: _fixed(_read_time),
-    FIELD_TYPE.BIT: _bit_reader, FIELD_TYPE.ENUM: _enum_reader, FIELD_TYPE.SET: _set_reader,
-    FIELD_TYPE.STRING: _string_reader, FIELD_TYPE.VARCHAR: _string_reader,
-    FIELD_TYPE.VAR_STRING: _string_reader, FIELD_TYPE.BLOB: _string_reader,
-    FIELD_TYPE.GEOMETRY: lambda c: _bytes_reader(c.length_size), FIELD_TYPE.JSON: _json_reader,
+    **dict.fromkeys(_INT_FORMATS, _int_reader),
+    FIELD_TYPE.INT24: _int24_reader,
+    FIELD_TYPE.NEWDECIMAL: _decimal_reader,
+    FIELD_TYPE.FLOAT: _fixed(_read_float),
+    FIELD_TYPE.DOUBLE: _fixed(_read_double),
+    FIELD_TYPE.YEAR: _fixed(_read_year),
+    FIELD_TYPE.DATE: _fixed(_read_date),
+    FIELD_TYPE.NEWDATE: _fixed(_read_date),
+    FIELD_TYPE.DATETIME2: _datetime2_reader,
+    FIELD_TYPE.DATETIME: _fixed(_read_datetime),
+    FIELD_TYPE.TIMESTAMP2: _timestamp2_reader,
+    FIELD_TYPE.TIMESTAMP: _fixed(_read_timestamp),
+    FIELD_TYPE.TIME2: _time2_reader,
+    FIELD_TYPE.TIME: _fixed(_read_time),
+    FIELD_TYPE.BIT: _bit_reader,
+    FIELD_TYPE.ENUM: _enum_reader,
+    FIELD_TYPE.SET: _set_reader,
+    FIELD_TYPE.STRING: _string_reader,
+    FIELD_TYPE.VARCHAR: _string_reader,
+    FIELD_TYPE.VAR_STRING: _string_reader,
+    FIELD_TYPE.BLOB: _string_reader,
+    FIELD_TYPE.GEOMETRY: lambda c: _bytes_reader(c.length_size),
+    FIELD_TYPE.JSON: _json_reader,
 }
 
 
@@ -543,8 +576,10 @@ class _ExactRows:
         start = packet._position
         present = [c for i, c in enumerate(self.dbus_columns) if cols_bitmap[i >> 3] >> (i & 7) & 1]
         nulls = packet.read((len(present) + 7) // 8)
-        values = {name: None if nulls[n >> 3] >> (n & 7) & 1 else read(packet)
-                  for n, (name, read) in enumerate(present)}
+        values = {
+            name: None if nulls[n >> 3] >> (n & 7) & 1 else read(packet)
+            for n, (name, read) in enumerate(present)
+        }
         wrapper.read_bytes += packet._position - start
         return values
 
@@ -562,23 +597,47 @@ class _Delete(_ExactRows, DeleteRowsEvent):
 
 
 _ROWS_EVENTS: dict[int, tuple[str, type[RowsEvent]]] = {
-    BINLOG.WRITE_ROWS_EVENT_V1: ("i", _Write), BINLOG.WRITE_ROWS_EVENT_V2: ("i", _Write),
-    BINLOG.UPDATE_ROWS_EVENT_V1: ("u", _Update), BINLOG.UPDATE_ROWS_EVENT_V2: ("u", _Update),
-    BINLOG.DELETE_ROWS_EVENT_V1: ("d", _Delete), BINLOG.DELETE_ROWS_EVENT_V2: ("d", _Delete),
+    BINLOG.WRITE_ROWS_EVENT_V1: ("i", _Write),
+    BINLOG.WRITE_ROWS_EVENT_V2: ("i", _Write),
+    BINLOG.UPDATE_ROWS_EVENT_V1: ("u", _Update),
+    BINLOG.UPDATE_ROWS_EVENT_V2: ("u", _Update),
+    BINLOG.DELETE_ROWS_EVENT_V1: ("d", _Delete),
+    BINLOG.DELETE_ROWS_EVENT_V2: ("d", _Delete),
 }
-_MARIADB_EVENT_TYPES = frozenset({BINLOG.WRITE_ROWS_EVENT_V1, BINLOG.UPDATE_ROWS_EVENT_V1,
-                                  BINLOG.DELETE_ROWS_EVENT_V1})
+_MARIADB_EVENT_TYPES = frozenset(
+    {BINLOG.WRITE_ROWS_EVENT_V1, BINLOG.UPDATE_ROWS_EVENT_V1, BINLOG.DELETE_ROWS_EVENT_V1}
+)
 _MARIADB_GTID = re.compile(r"^\d+-\d+-\d+$")
 
 
 # ---------------------------------------------------------------- column types from the table map
 
-_INTS = {FIELD_TYPE.TINY: "tinyint", FIELD_TYPE.SHORT: "smallint", FIELD_TYPE.INT24: "mediumint",
-         FIELD_TYPE.LONG: "int", FIELD_TYPE.LONGLONG: "bigint"}
+_INTS = {
+    FIELD_TYPE.TINY: "tinyint",
+    FIELD_TYPE.SHORT: "smallint",
+    FIELD_TYPE.INT24: "mediumint",
+    FIELD_TYPE.LONG: "int",
+    FIELD_TYPE.LONGLONG: "bigint",
+}
 _BLOB_SIZES = {1: "tiny", 2: "", 3: "medium", 4: "long"}
-_MBMAXLEN = {"utf8mb4": 4, "utf8mb3": 3, "utf8": 3, "ucs2": 2, "utf16": 4, "utf16le": 4, "utf32": 4,
-             "big5": 2, "cp932": 2, "eucjpms": 3, "euckr": 2, "gb18030": 4, "gb2312": 2, "gbk": 2,
-             "sjis": 2, "ujis": 3}
+_MBMAXLEN = {
+    "utf8mb4": 4,
+    "utf8mb3": 3,
+    "utf8": 3,
+    "ucs2": 2,
+    "utf16": 4,
+    "utf16le": 4,
+    "utf32": 4,
+    "big5": 2,
+    "cp932": 2,
+    "eucjpms": 3,
+    "euckr": 2,
+    "gb18030": 4,
+    "gb2312": 2,
+    "gbk": 2,
+    "sjis": 2,
+    "ujis": 3,
+}
 
 
 def _is_binary(column: Any) -> bool:
@@ -618,11 +677,17 @@ def _decimal_type(c: Any) -> str:
 _TYPE_TEXT: dict[int, Callable[[Any], str]] = {
     **{code: _signed(name) for code, name in _INTS.items()},
     FIELD_TYPE.NEWDECIMAL: _decimal_type,
-    FIELD_TYPE.FLOAT: _named("float"), FIELD_TYPE.DOUBLE: _named("double"),
-    FIELD_TYPE.YEAR: _named("year"), FIELD_TYPE.DATE: _named("date"), FIELD_TYPE.NEWDATE: _named("date"),
-    FIELD_TYPE.DATETIME: _named("datetime"), FIELD_TYPE.DATETIME2: _fsp("datetime"),
-    FIELD_TYPE.TIMESTAMP: _named("timestamp"), FIELD_TYPE.TIMESTAMP2: _fsp("timestamp"),
-    FIELD_TYPE.TIME: _named("time"), FIELD_TYPE.TIME2: _fsp("time"),
+    FIELD_TYPE.FLOAT: _named("float"),
+    FIELD_TYPE.DOUBLE: _named("double"),
+    FIELD_TYPE.YEAR: _named("year"),
+    FIELD_TYPE.DATE: _named("date"),
+    FIELD_TYPE.NEWDATE: _named("date"),
+    FIELD_TYPE.DATETIME: _named("datetime"),
+    FIELD_TYPE.DATETIME2: _fsp("datetime"),
+    FIELD_TYPE.TIMESTAMP: _named("timestamp"),
+    FIELD_TYPE.TIMESTAMP2: _fsp("timestamp"),
+    FIELD_TYPE.TIME: _named("time"),
+    FIELD_TYPE.TIME2: _fsp("time"),
     FIELD_TYPE.BIT: lambda c: f"bit({c.bits})",
     FIELD_TYPE.ENUM: lambda c: f"enum({_quoted(c.enum_values[1:])})",
     FIELD_TYPE.SET: lambda c: f"set({_quoted(c.set_values)})",
@@ -630,7 +695,8 @@ _TYPE_TEXT: dict[int, Callable[[Any], str]] = {
     FIELD_TYPE.VARCHAR: _string_type("varchar", "varbinary"),
     FIELD_TYPE.VAR_STRING: _string_type("varchar", "varbinary"),
     FIELD_TYPE.BLOB: lambda c: _BLOB_SIZES[c.length_size] + ("blob" if _is_binary(c) else "text"),
-    FIELD_TYPE.JSON: _named("json"), FIELD_TYPE.GEOMETRY: _named("geometry"),
+    FIELD_TYPE.JSON: _named("json"),
+    FIELD_TYPE.GEOMETRY: _named("geometry"),
 }
 
 
@@ -662,12 +728,17 @@ class _Table:
 _TABLES: dict[tuple[Any, ...], _Table] = {}
 
 
-def _cached_table(file: str, data: bytes, crc: bool, control: _Control,
-                  types: dict[str, str] | None = None) -> _Table:
+def _cached_table(
+    file: str, data: bytes, crc: bool, control: _Control, types: dict[str, str] | None = None
+) -> _Table:
     """Parse a table map once per (file, table-map body, ``types``): the 19-byte header differs per
     transaction."""
-    key = (file, control.dbms, data[_HEADER_LEN : len(data) - (_CRC_LEN if crc else 0)],
-           tuple(sorted((types or {}).items())))
+    key = (
+        file,
+        control.dbms,
+        data[_HEADER_LEN : len(data) - (_CRC_LEN if crc else 0)],
+        tuple(sorted((types or {}).items())),
+    )
     table = _TABLES.get(key)
     if table is None:
         table = _parse_table_map(data, crc, control, types or {})
@@ -677,13 +748,15 @@ def _cached_table(file: str, data: bytes, crc: bool, control: _Control,
     return table
 
 
-def _parse_table_map(data: bytes, crc: bool, control: _Control,
-                     types: dict[str, str] | None = None) -> _Table:
+def _parse_table_map(
+    data: bytes, crc: bool, control: _Control, types: dict[str, str] | None = None
+) -> _Table:
     # The library reads optional metadata until 4 bytes (a checksum) are left: give it 4 without one.
     wrapper = _wrap(data if crc else data + b"\x00" * _CRC_LEN, crc, control)
     library_map: dict[int, Any] = {}
-    event = TableMapEvent(wrapper, _body_size(wrapper, crc), library_map, control, use_checksum=crc,
-                          **_EVENT_OPTIONS)
+    event = TableMapEvent(
+        wrapper, _body_size(wrapper, crc), library_map, control, use_checksum=crc, **_EVENT_OPTIONS
+    )
     if wrapper.read_bytes != _body_size(wrapper, crc):
         msg = f"table map: parsing took {wrapper.read_bytes} bytes of a {_body_size(wrapper, crc)}-byte body"
         raise ValueError(msg)
@@ -693,13 +766,25 @@ def _parse_table_map(data: bytes, crc: bool, control: _Control,
         raise ValueError(msg)
     names = [c.name for c in event.columns]
     texts = [_text_type(c, types or {}) for c in event.columns]
-    columns = tuple(ColumnSpec(c.name, texts[i] or column_type_of(c), _bit(event.null_bitmask, i))
-                    for i, c in enumerate(event.columns))  # column_type_of refuses the types we cannot read
+    columns = tuple(
+        ColumnSpec(c.name, texts[i] or column_type_of(c), _bit(event.null_bitmask, i))
+        for i, c in enumerate(event.columns)
+    )  # column_type_of refuses the types we cannot read
     keys = meta.simple_primary_key_list or list(meta.primary_keys_with_prefix)
-    readers = tuple((c.name, _text_reader(texts[i]) if texts[i] else _READERS[c.type](c))
-                    for i, c in enumerate(event.columns))
-    return _Table(event.table_id, event.schema, event.table, event.table_obj, columns,
-                  tuple(names[i] for i in keys), readers, tuple(i for i, t in enumerate(texts) if t))
+    readers = tuple(
+        (c.name, _text_reader(texts[i]) if texts[i] else _READERS[c.type](c))
+        for i, c in enumerate(event.columns)
+    )
+    return _Table(
+        event.table_id,
+        event.schema,
+        event.table,
+        event.table_obj,
+        columns,
+        tuple(names[i] for i in keys),
+        readers,
+        tuple(i for i, t in enumerate(texts) if t),
+    )
 
 
 def _bit(bitmap: bytes, i: int) -> bool:
@@ -732,8 +817,9 @@ def header_types(header: dict[str, Any]) -> dict[str, str]:
     types = header.get("types")
     if types is None:
         return {}
-    if not isinstance(types, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                              for k, v in types.items()):
+    if not isinstance(types, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in types.items()
+    ):
         msg = f"header 'types' must be an object of column names to column types, got {types!r:.80}"
         raise ValueError(msg)
     return types
@@ -791,8 +877,9 @@ def _read_rows(data: bytes, crc: bool, control: _Control, table: _Table) -> tupl
     wrapper = _wrap(data, crc, control)
     op, event_class = _ROWS_EVENTS[wrapper.event_type]
     size = _body_size(wrapper, crc)
-    event = event_class(wrapper, size, {table.table_id: table.library_table}, control, use_checksum=crc,
-                        **_EVENT_OPTIONS)
+    event = event_class(
+        wrapper, size, {table.table_id: table.library_table}, control, use_checksum=crc, **_EVENT_OPTIONS
+    )
     if not event._processed:
         msg = f"rows event is for table id {event.table_id}, the table map for id {table.table_id}"
         raise ValueError(msg)

@@ -27,9 +27,9 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from cli.stages import Stages
 from dbuslib import influx, kafka, mysql, topics, zk
 from dbuslib.config import DbusConfig, Source
-from cli.stages import Stages
 from ums import ums_id
 
 SHOP_SQL = Path(__file__).resolve().parent.parent / "conf" / "demo" / "shop.sql"
@@ -69,27 +69,40 @@ def workload(src: Source, seconds: float, orders_per_s: int) -> int:
                     changes += cur.execute(
                         "INSERT INTO customers (name, email, phone, id_card, tier, tags, profile) "
                         "VALUES (%s,%s,%s,%s,%s,'vip,newsletter',%s)",
-                        (f"Zoë {tag}-{n}", f"zoe.{tag}.{n}@example.com", f"+86-138{n % 10**8:08d}",
-                         f"11010519491231{n % 10000:04d}", rnd.choice(["basic", "silver", "gold"]),
-                         json.dumps({"lang": "fr", "n": n})))
+                        (
+                            f"Zoë {tag}-{n}",
+                            f"zoe.{tag}.{n}@example.com",
+                            f"+86-138{n % 10**8:08d}",
+                            f"11010519491231{n % 10000:04d}",
+                            rnd.choice(["basic", "silver", "gold"]),
+                            json.dumps({"lang": "fr", "n": n}),
+                        ),
+                    )
                     customers.append(cur.lastrowid)
                 if n % 20 == 0 or not skus:
                     sku = f"SKU-{tag}-{n}"
                     changes += cur.execute(
                         "INSERT INTO products (sku, title, price, weight_kg, flags, launched) "
-                        "VALUES (%s, 'Teapot ☕', %s, 1.25, b'101', 2024)", (sku, rnd.randint(100, 99999) / 100))
+                        "VALUES (%s, 'Teapot ☕', %s, 1.25, b'101', 2024)",
+                        (sku, rnd.randint(100, 99999) / 100),
+                    )
                     skus.append(sku)
                 changes += cur.execute(
                     "INSERT INTO orders (customer_id, status, total, placed_at, ship_by, note) "
                     "VALUES (%s,'new',%s,NOW(3),CURDATE(),%s)",
-                    (rnd.choice(customers), rnd.randint(100, 999999) / 100, f"order {n} ✓"))
+                    (rnd.choice(customers), rnd.randint(100, 999999) / 100, f"order {n} ✓"),
+                )
                 order = cur.lastrowid
-                items = ",".join(f"({order},{line},'{rnd.choice(skus)}',{rnd.randint(1, 9)},9.90,'00:12:30.500')"
-                                 for line in range(1, 4))
+                items = ",".join(
+                    f"({order},{line},'{rnd.choice(skus)}',{rnd.randint(1, 9)},9.90,'00:12:30.500')"
+                    for line in range(1, 4)
+                )
                 changes += cur.execute(f"INSERT INTO order_items VALUES {items}")
                 changes += cur.execute("UPDATE orders SET status = 'paid' WHERE id = %s", (order,))
                 if n % 5 == 0:
-                    changes += cur.execute("DELETE FROM order_items WHERE order_id = %s AND line_no = 3", (order,))
+                    changes += cur.execute(
+                        "DELETE FROM order_items WHERE order_id = %s AND line_no = 3", (order,)
+                    )
                 n += 1
             cur.execute("COMMIT")
             time.sleep(max(0.0, start + n / orders_per_s - time.monotonic()))
@@ -125,8 +138,10 @@ def show(message: bytes) -> str:
     masked = [f["name"] for f in m["schema"]["fields"] if f.get("encoded")]
     first = dict(zip(names, m["payload"][0]["tuple"], strict=True))
     text = json.dumps(first, ensure_ascii=False)
-    return (f"   {m['protocol']['type']} {m['schema']['namespace']}: {len(m['payload'])} tuple(s)"
-            f"{', masked ' + ','.join(masked) if masked else ''}\n     first: {text[:300]}")
+    return (
+        f"   {m['protocol']['type']} {m['schema']['namespace']}: {len(m['payload'])} tuple(s)"
+        f"{', masked ' + ','.join(masked) if masked else ''}\n     first: {text[:300]}"
+    )
 
 
 def _step(n: int, title: str, fn: Callable[[], object]) -> object:
@@ -158,7 +173,9 @@ def run(cfg: DbusConfig, source_name: str) -> int:
 
     def setup() -> None:
         create_shop(src)
-        kafka.ensure_topics(cfg.endpoints.kafka, topics.source_topics(ds, src), t.partitions, t.replication_factor)
+        kafka.ensure_topics(
+            cfg.endpoints.kafka, topics.source_topics(ds, src), t.partitions, t.replication_factor
+        )
 
     _step(1, "MariaDB: schema shop; Kafka: the source's topics", setup)
     note = _resume_or_reset(cfg, ds)
@@ -166,14 +183,22 @@ def run(cfg: DbusConfig, source_name: str) -> int:
         print(f"   {note}")
     before = kafka.end_offsets(cfg.endpoints.kafka, [raw, schema_topic, result])
     try:
-        _step(2, "start extractor, dispatcher, appender and full puller (spark-submit each), then the heartbeat "
-              f"writer and monitor; logs in {stages.log_dir}", lambda: start_stages(stages))
+        _step(
+            2,
+            "start extractor, dispatcher, appender and full puller (spark-submit each), then the heartbeat "
+            f"writer and monitor; logs in {stages.log_dir}",
+            lambda: start_stages(stages),
+        )
         db = mysql.connect(src.mysql, as_writer=True)
         first = mysql.binlog_end(db)
         db.close()
         first_id = int(ums_id(first.file, first.pos))
-        changes = _step(3, f"workload: orders at {DEMO_ORDERS_PER_S}/s for {DEMO_SECONDS:.0f}s; meanwhile a full "
-                        f"pull of {PULLED}", lambda: _workload_and_pull(cfg, ds, stages))
+        changes = _step(
+            3,
+            f"workload: orders at {DEMO_ORDERS_PER_S}/s for {DEMO_SECONDS:.0f}s; meanwhile a full "
+            f"pull of {PULLED}",
+            lambda: _workload_and_pull(cfg, ds, stages),
+        )
         print(f"   {changes} row changes committed")
 
         def arrived() -> list:
@@ -184,7 +209,8 @@ def run(cfg: DbusConfig, source_name: str) -> int:
                 if tuples_in(out) >= changes:
                     return out
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"{tuples_in(out)} of {changes} row changes reached {result}")
+                    msg = f"{tuples_in(out)} of {changes} row changes reached {result}"
+                    raise TimeoutError(msg)
                 time.sleep(1)
 
         out = _step(4, f"wait for every row change as UMS in {result}", arrived)
@@ -196,26 +222,43 @@ def run(cfg: DbusConfig, source_name: str) -> int:
                 print(show(r.value))
         raw_records = kafka.read_range(cfg.endpoints.kafka, [raw], before)
         schema_records = kafka.read_range(cfg.endpoints.kafka, [schema_topic], before)
-        print(f"   extractor  -> {raw}: {rate(len(raw_records), raw_records)} rows events "
-              f"({changes} row changes)")
+        print(
+            f"   extractor  -> {raw}: {rate(len(raw_records), raw_records)} rows events "
+            f"({changes} row changes)"
+        )
         print(f"   dispatcher -> {schema_topic}: {rate(len(schema_records), schema_records)} records")
         print(f"   appender   -> {result}: {rate(tuples_in(out), out)} UMS tuples in {len(out)} messages")
         ok = tuples_in(out) == changes
-        beats = _step(5, "heartbeats: per-table latency in the time-series server; `dbus status`",
-                      lambda: _heartbeats(cfg, ds, stages))
+        beats = _step(
+            5,
+            "heartbeats: per-table latency in the time-series server; `dbus status`",
+            lambda: _heartbeats(cfg, ds, stages),
+        )
     finally:
         stages.stop_all()
 
-    equal = _step(6, f"reconcile {PULLED} (pull + increments, Spark batch) and verify it against MariaDB",
-                  lambda: _reconcile_and_verify(cfg, ds, stack_home / "demo" / "snapshot"))
+    equal = _step(
+        6,
+        f"reconcile {PULLED} (pull + increments, Spark batch) and verify it against MariaDB",
+        lambda: _reconcile_and_verify(cfg, ds, stack_home / "demo" / "snapshot"),
+    )
     path = _step(7, "ZooKeeper and time series", lambda: _checks(cfg, ds))
     print(f"   {path}")
-    print("demo: OK, every row change arrived as UMS exactly once" if ok
-          else "demo: FAILED: more UMS tuples than row changes (see the stage logs)")
-    print(f"demo: OK, the full pull of {PULLED} reconciles to an exact copy (verify: 0 differences)" if equal
-          else f"demo: FAILED: the snapshot of {PULLED} differs from the table (see above)")
-    print(f"demo: OK, heartbeats of {beats} table(s) measured end to end" if beats
-          else "demo: FAILED: no heartbeat latency reached the time-series server")
+    print(
+        "demo: OK, every row change arrived as UMS exactly once"
+        if ok
+        else "demo: FAILED: more UMS tuples than row changes (see the stage logs)"
+    )
+    print(
+        f"demo: OK, the full pull of {PULLED} reconciles to an exact copy (verify: 0 differences)"
+        if equal
+        else f"demo: FAILED: the snapshot of {PULLED} differs from the table (see above)"
+    )
+    print(
+        f"demo: OK, heartbeats of {beats} table(s) measured end to end"
+        if beats
+        else "demo: FAILED: no heartbeat latency reached the time-series server"
+    )
     return 0 if ok and equal and beats else 1
 
 
@@ -261,8 +304,11 @@ def _workload_and_pull(cfg: DbusConfig, ds: str, stages: Stages) -> int:
     producer = kafka.producer(cfg.endpoints.kafka)
     producer.send(src.topics.name("ctrl", ds), key=key, value=value).get(30)
     producer.close()
-    print(f"   full pull {message.id} of {PULLED} requested (FULL_DATA_INDEPENDENT_PULL_REQ on "
-          f"{src.topics.name('ctrl', ds)})", flush=True)
+    print(
+        f"   full pull {message.id} of {PULLED} requested (FULL_DATA_INDEPENDENT_PULL_REQ on "
+        f"{src.topics.name('ctrl', ds)})",
+        flush=True,
+    )
     client = zk.client(cfg.endpoints.zookeeper)
     from fullpuller.progress import ProgressStore
 
@@ -276,14 +322,16 @@ def _workload_and_pull(cfg: DbusConfig, ds: str, stages: Stages) -> int:
                 print(f"   {bar(store.refreshed(p))}", flush=True)
                 break
             if time.monotonic() > deadline:
-                raise TimeoutError(f"full pull {message.id} of {PULLED} did not end in 600 s")
+                msg = f"full pull {message.id} of {PULLED} did not end in 600 s"
+                raise TimeoutError(msg)
             time.sleep(0.5)
     finally:
         client.stop()
         client.close()
     thread.join()
     if p.Status != "ending":
-        raise RuntimeError(f"full pull {message.id} of {PULLED} ended {p.Status}: {p.ErrorMsg}")
+        msg = f"full pull {message.id} of {PULLED} ended {p.Status}: {p.ErrorMsg}"
+        raise RuntimeError(msg)
     return int(result["n"])
 
 
@@ -298,8 +346,10 @@ def _reconcile_and_verify(cfg: DbusConfig, ds: str, out: Path) -> bool:
         r = reconcile.run(session, cfg, ds, schema, table, str(out))
     finally:
         session.stop()
-    print(f"   reconcile: {r.tuples_read} tuples of {r.messages_read} messages -> {r.rows} rows "
-          f"({r.deletes_applied} deleted keys) in {out}")
+    print(
+        f"   reconcile: {r.tuples_read} tuples of {r.messages_read} messages -> {r.rows} rows "
+        f"({r.deletes_applied} deleted keys) in {out}"
+    )
     comparison = verify.verify(cfg, ds, schema, table, str(out))
     for line in verify.report(comparison, PULLED):
         print(f"   verify: {line}")

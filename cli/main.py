@@ -32,9 +32,11 @@ def _config_check(args: argparse.Namespace) -> int:
     cfg = _load(args)
     print(f"{cfg.path}: valid")
     for name, src in sorted(cfg.sources.items()):
-        print(f"  source {name}: {src.type} {src.mysql.host}:{src.mysql.port}, "
-              f"include {list(src.capture.include)}, exclude {list(src.capture.exclude)}, "
-              f"{sum(len(c) for c in src.masking.values())} masked column(s)")
+        print(
+            f"  source {name}: {src.type} {src.mysql.host}:{src.mysql.port}, "
+            f"include {list(src.capture.include)}, exclude {list(src.capture.exclude)}, "
+            f"{sum(len(c) for c in src.masking.values())} masked column(s)"
+        )
     return 0
 
 
@@ -44,7 +46,9 @@ def _topics_create(args: argparse.Namespace) -> int:
     cfg = _load(args)
     src = cfg.source(args.source)
     names = topics.source_topics(args.source, src, args.schema or None)
-    created = kafka.ensure_topics(cfg.endpoints.kafka, names, src.topics.partitions, src.topics.replication_factor)
+    created = kafka.ensure_topics(
+        cfg.endpoints.kafka, names, src.topics.partitions, src.topics.replication_factor
+    )
     for name in names:
         print(f"{name}\t{'created' if name in created else 'exists'}")
     return 0
@@ -92,18 +96,23 @@ def _reload(args: argparse.Namespace) -> int:
     cfg, masking = rules.load_rules(args.config, args.source)  # ConfigError (exit 2): nothing is sent
     src = cfg.source(args.source)
     topic = src.topics.name("ctrl", args.source)
-    message = new_control_message(ControlType.APPENDER_RELOAD_CONFIG, "dbus-cli-reload",
-                                  {"ds": args.source, "reason": args.reason or "dbus reload"})
+    message = new_control_message(
+        ControlType.APPENDER_RELOAD_CONFIG,
+        "dbus-cli-reload",
+        {"ds": args.source, "reason": args.reason or "dbus reload"},
+    )
     producer = kafka.producer(cfg.endpoints.kafka, max_block_ms=15_000)
     try:
         producer.send(topic, key=control_key(message).encode(), value=to_json(message).encode()).get(30)
-    except Exception as e:  # noqa: BLE001 - kafka-python raises many types: all mean "not sent"
+    except Exception as e:
         msg = f"could not send APPENDER_RELOAD_CONFIG to {topic} on {cfg.endpoints.kafka.bootstrap_servers}: {e}"
         raise EndpointError(msg) from e
     finally:
         producer.close()
-    print(f"{message.id}\tAPPENDER_RELOAD_CONFIG sent to {topic} "
-          f"({sum(len(c) for c in masking.values())} masked column(s) in {cfg.path})")
+    print(
+        f"{message.id}\tAPPENDER_RELOAD_CONFIG sent to {topic} "
+        f"({sum(len(c) for c in masking.values())} masked column(s) in {cfg.path})"
+    )
     if args.wait <= 0:
         return 0
     client = zk.client(cfg.endpoints.zookeeper)
@@ -115,15 +124,21 @@ def _reload(args: argparse.Namespace) -> int:
                 if reply.get("status") == "applied":
                     print(f"{message.id}\tapplied: rules generation {reply.get('generation')}")
                     return 0
-                print(f"dbus: {reply.get('code')}: the appender rejected the reload, rules generation "
-                      f"{reply.get('generation')} stay: {reply.get('reason')}", file=sys.stderr)
+                print(
+                    f"dbus: {reply.get('code')}: the appender rejected the reload, rules generation "
+                    f"{reply.get('generation')} stay: {reply.get('reason')}",
+                    file=sys.stderr,
+                )
                 return 2
             time.sleep(0.5)
     finally:
         client.stop()
         client.close()
-    print(f"dbus: no answer from the appender of {args.source} within {args.wait:g}s "
-          f"(is it running? it reads {topic})", file=sys.stderr)
+    print(
+        f"dbus: no answer from the appender of {args.source} within {args.wait:g}s "
+        f"(is it running? it reads {topic})",
+        file=sys.stderr,
+    )
     return 1
 
 
@@ -153,32 +168,46 @@ def _parser() -> argparse.ArgumentParser:
     tp = sub.add_parser("topics", help="Kafka topics").add_subparsers(dest="action", required=True)
     tc = tp.add_parser("create", help="create a source's topics (auto-creation is off)")
     tc.add_argument("--source", required=True, help="source name under 'sources'")
-    tc.add_argument("--schema", action="append", help="schema to create topics for (repeatable; "
-                    "default: every schema named literally in capture.include)")
+    tc.add_argument(
+        "--schema",
+        action="append",
+        help="schema to create topics for (repeatable; "
+        "default: every schema named literally in capture.include)",
+    )
     tc.set_defaults(handler=_topics_create)
     tp.add_parser("list", help="list the broker's topics").set_defaults(handler=_topics_list)
 
     sp = sub.add_parser("spark", help="Spark helpers").add_subparsers(dest="action", required=True)
-    sp.add_parser("args", help="print the spark-submit arguments (master, connector jars, conf)").set_defaults(
-        handler=_spark_args
-    )
+    sp.add_parser(
+        "args", help="print the spark-submit arguments (master, connector jars, conf)"
+    ).set_defaults(handler=_spark_args)
 
     ex = sub.add_parser("extractor", add_help=False, help="binlog reader: run | status | reset (see --help)")
     ex.add_argument("rest", nargs=argparse.REMAINDER)
     ex.set_defaults(handler=_extractor)
 
-
-    rl = sub.add_parser("reload", help="apply changed masking rules to a running appender (APPENDER_RELOAD_CONFIG)",
-                        description="Validate the configuration file, then send APPENDER_RELOAD_CONFIG on the "
-                        "source's control topic (<ds>_ctrl) and print the message id. The running appender "
-                        "re-reads its own configuration file and applies the new masking rules from its next "
-                        "micro-batch, without a restart. A bad file is an error here (exit 2, nothing is "
-                        "sent) and is refused by the appender (the old rules stay).")
+    rl = sub.add_parser(
+        "reload",
+        help="apply changed masking rules to a running appender (APPENDER_RELOAD_CONFIG)",
+        description="Validate the configuration file, then send APPENDER_RELOAD_CONFIG on the "
+        "source's control topic (<ds>_ctrl) and print the message id. The running appender "
+        "re-reads its own configuration file and applies the new masking rules from its next "
+        "micro-batch, without a restart. A bad file is an error here (exit 2, nothing is "
+        "sent) and is refused by the appender (the old rules stay).",
+    )
     rl.add_argument("--source", required=True, help="source name under 'sources'")
-    rl.add_argument("--config", default=argparse.SUPPRESS,
-                    help="configuration file to validate (default: the global --config)")
-    rl.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
-                    help="wait up to SECONDS for the appender's answer: exit 0 applied, 2 rejected, 1 no answer")
+    rl.add_argument(
+        "--config",
+        default=argparse.SUPPRESS,
+        help="configuration file to validate (default: the global --config)",
+    )
+    rl.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait up to SECONDS for the appender's answer: exit 0 applied, 2 rejected, 1 no answer",
+    )
     rl.add_argument("--reason", help="free text carried in the message payload")
     rl.set_defaults(handler=_reload)
 
@@ -203,8 +232,10 @@ EXIT_CODES: dict[type[DbusError], int] = {ConfigError: 2, EndpointError: 3}
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     if not args.verbose:
         for noisy in ("kafka", "kazoo", "py4j", "pymysqlreplication"):
             logging.getLogger(noisy).setLevel(logging.WARNING)

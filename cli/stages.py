@@ -39,20 +39,41 @@ def command(stage: str, cfg: DbusConfig, ds: str) -> list[str]:
     if stage == "extractor":
         return [sys.executable, "-m", "extractor", "--config", str(cfg.path), "run", "--source", ds]
     if stage == "heartbeat":  # the writer and the monitor, one process
-        return [sys.executable, "-m", "cli.main", "--config", str(cfg.path), "heartbeat", "run", "--source", ds]
+        return [
+            sys.executable,
+            "-m",
+            "cli.main",
+            "--config",
+            str(cfg.path),
+            "heartbeat",
+            "run",
+            "--source",
+            ds,
+        ]
     if stage not in STAGES:
         msg = f"unknown stage {stage!r}; known: {', '.join(STAGES)}"
         raise ValueError(msg)
     submit = str(Path(sys.executable).parent / "spark-submit")
-    return [submit, *spark.submit_args(cfg), str(REPO / stage / "main.py"), "--config", str(cfg.path),
-            "--source", ds]
+    return [
+        submit,
+        *spark.submit_args(cfg),
+        str(REPO / stage / "main.py"),
+        "--config",
+        str(cfg.path),
+        "--source",
+        ds,
+    ]
 
 
 def environment() -> dict[str, str]:
     """spark-submit finds pyspark and the executors run this interpreter."""
     bin_dir = str(Path(sys.executable).parent)
-    return {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}", "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable}
+    return {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
 
 
 def group_members(pgid: int) -> list[int]:
@@ -122,8 +143,14 @@ class Stages:
     def start(self, stage: str) -> subprocess.Popen:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with self.log(stage).open("ab") as out:
-            proc = subprocess.Popen(command(stage, self.cfg, self.ds), cwd=REPO, stdout=out,
-                                    stderr=subprocess.STDOUT, env=environment(), start_new_session=True)
+            proc = subprocess.Popen(
+                command(stage, self.cfg, self.ds),
+                cwd=REPO,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=environment(),
+                start_new_session=True,
+            )
         self.procs[stage] = proc
         return proc
 
@@ -149,8 +176,11 @@ class Stages:
 
     def ready_text(self, stage: str) -> str:
         """The log line that says ``stage`` is serving (Spark's own "started" lines come much earlier)."""
-        return {"extractor": "reading from", "fullpuller": "listening on",
-                "heartbeat": "heartbeat writer"}.get(stage, f"query {stage}_{self.ds} started")
+        return {
+            "extractor": "reading from",
+            "fullpuller": "listening on",
+            "heartbeat": "heartbeat writer",
+        }.get(stage, f"query {stage}_{self.ds} started")
 
     def wait_ready(self, *stages: str, timeout: float = 300) -> None:
         """Waits until each of ``stages`` is serving (its ``ready_text`` is in its log)."""

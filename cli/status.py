@@ -37,11 +37,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 STAGES = ("extractor", "dispatcher", "appender")
-DESCRIPTION = ("Read the extractor's leader, epoch and committed position from ZooKeeper, the newest "
-               "dbus_extractor, dbus_stage and dbus_heartbeat points and the last hour's dead letters from "
-               "the time-series server, running full pulls and the heartbeat monitor's open alerts; print "
-               "one screen (or --json). Exit 1 "
-               "when a part could not be read (it is named), 0 otherwise.")
+DESCRIPTION = (
+    "Read the extractor's leader, epoch and committed position from ZooKeeper, the newest "
+    "dbus_extractor, dbus_stage and dbus_heartbeat points and the last hour's dead letters from "
+    "the time-series server, running full pulls and the heartbeat monitor's open alerts; print "
+    "one screen (or --json). Exit 1 "
+    "when a part could not be read (it is named), 0 otherwise."
+)
 HEARTBEAT_LOOKBACK_S = 86_400
 DEAD_LETTER_WINDOW_S = 3600
 
@@ -157,6 +159,7 @@ class Snapshot:
 
 # ---------------------------------------------------------------------------------------------- render
 
+
 def _num(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
@@ -176,8 +179,11 @@ def _utc(epoch_s: float) -> str:
 
 
 def _render_extractor(e: ExtractorStatus) -> list[str]:
-    where = (f"{e.committed_file}:{e.committed_pos} gtid {e.committed_gtid or '-'}"
-             if e.committed_file else "none committed yet")
+    where = (
+        f"{e.committed_file}:{e.committed_pos} gtid {e.committed_gtid or '-'}"
+        if e.committed_file
+        else "none committed yet"
+    )
     behind = "" if e.behind_bytes is None else f", {e.behind_bytes:,} bytes behind the server"
     if e.lag_s is not None:
         lag = f"{e.lag_s:.1f} s (metrics {_ago(e.metrics_age_s)})"
@@ -230,8 +236,10 @@ def _render_dead_letters(letters: tuple[DeadLetterCount, ...]) -> list[str]:
     for d in letters:
         where = f"{d.topic} partition {d.partition} offset {d.offset}" if d.topic else "original unknown"
         table = f" ({d.origin})" if d.origin else ""
-        lines.append(f"               {d.stage:<{sw}}  {d.code:<{cw}}  {d.count:>7,}   {where}{table}, "
-                     f"in {d.dlq_topic} partition {d.dlq_partition} offset {d.dlq_offset}, {_ago(d.age_s)}")
+        lines.append(
+            f"               {d.stage:<{sw}}  {d.code:<{cw}}  {d.count:>7,}   {where}{table}, "
+            f"in {d.dlq_topic} partition {d.dlq_partition} offset {d.dlq_offset}, {_ago(d.age_s)}"
+        )
     return lines
 
 
@@ -250,10 +258,14 @@ def _render_alerts(alerts: tuple[OpenAlert, ...]) -> list[str]:
     lines = ["open alerts"]
     for a in alerts:
         since = f" since {_utc(a.since_ms / 1000)}" if a.since_ms else ""
-        figures = ", ".join(f"{k} {_num(v)} s" for k, v in (("age", a.age_s), ("latency", a.latency_s))
-                            if v is not None)
-        lines.append(f"  {a.schema}.{a.table} {a.kind}{since}" + (f" ({figures})" if figures else "")
-                     + (f": {a.message}" if a.message else ""))
+        figures = ", ".join(
+            f"{k} {_num(v)} s" for k, v in (("age", a.age_s), ("latency", a.latency_s)) if v is not None
+        )
+        lines.append(
+            f"  {a.schema}.{a.table} {a.kind}{since}"
+            + (f" ({figures})" if figures else "")
+            + (f": {a.message}" if a.message else "")
+        )
     return lines
 
 
@@ -272,6 +284,7 @@ def render(s: Snapshot) -> str:
 
 
 # ------------------------------------------------------------------------------------------- collect
+
 
 def _age(record: dict[str, Any], now: float) -> float:
     return round(max(0.0, now - record["_time"].timestamp()), 3)
@@ -297,12 +310,15 @@ def _flux_last(bucket: str, measurement: str, ds: str, seconds: int, renames: di
     """The newest value of each series and field. A tag named like a column of the client's records
     (``table``) is renamed, or influxdb-client would print a warning about duplicated names."""
     rename = "".join(f' |> rename(columns: {{{k}: "{v}"}})' for k, v in renames.items())
-    return (f'from(bucket: "{bucket}") |> range(start: -{seconds}s) '
-            f'|> filter(fn: (r) => r._measurement == "{measurement}" and r.ds == "{ds}") |> last(){rename}')
+    return (
+        f'from(bucket: "{bucket}") |> range(start: -{seconds}s) '
+        f'|> filter(fn: (r) => r._measurement == "{measurement}" and r.ds == "{ds}") |> last(){rename}'
+    )
 
 
-def stage_rates(extractor: dict[str, Any] | None, stages: dict[tuple, dict[str, Any]],
-                now: float) -> tuple[StageRate, ...]:
+def stage_rates(
+    extractor: dict[str, Any] | None, stages: dict[tuple, dict[str, Any]], now: float
+) -> tuple[StageRate, ...]:
     """One StageRate per stage of STAGES, in pipeline order."""
     out = []
     for name in STAGES:
@@ -312,31 +328,49 @@ def stage_rates(extractor: dict[str, Any] | None, stages: dict[tuple, dict[str, 
             continue
         rate = p.get("records_per_s") if name == "extractor" else p.get("rows_per_s")
         lag = p.get("lag_records")
-        out.append(StageRate(name, rows_per_s=None if rate is None else float(rate),
-                             lag_records=None if lag is None else int(lag),
-                             batch_ms=None if p.get("batch_ms") is None else float(p["batch_ms"]),
-                             age_s=_age(p, now)))
+        out.append(
+            StageRate(
+                name,
+                rows_per_s=None if rate is None else float(rate),
+                lag_records=None if lag is None else int(lag),
+                batch_ms=None if p.get("batch_ms") is None else float(p["batch_ms"]),
+                age_s=_age(p, now),
+            )
+        )
     return tuple(out)
 
 
-def _extractor_status(info: dict[str, Any] | None, metrics: dict[str, Any] | None,
-                      now: float) -> ExtractorStatus:
+def _extractor_status(
+    info: dict[str, Any] | None, metrics: dict[str, Any] | None, now: float
+) -> ExtractorStatus:
     pos = (info or {}).get("zookeeper") or (info or {}).get("local_file")
     lag = None if metrics is None or metrics.get("lag_s") is None else float(metrics["lag_s"])
     return ExtractorStatus(
-        leader=(info or {}).get("leader"), epoch=(info or {}).get("epoch", 0),
-        committed_file=pos["file"] if pos else None, committed_pos=pos["pos"] if pos else None,
-        committed_gtid=pos.get("gtid", "") if pos else "", behind_bytes=(info or {}).get("behind_bytes"),
-        position_lag_s=(info or {}).get("lag_s"), lag_s=lag,
-        metrics_age_s=None if metrics is None else _age(metrics, now))
+        leader=(info or {}).get("leader"),
+        epoch=(info or {}).get("epoch", 0),
+        committed_file=pos["file"] if pos else None,
+        committed_pos=pos["pos"] if pos else None,
+        committed_gtid=pos.get("gtid", "") if pos else "",
+        behind_bytes=(info or {}).get("behind_bytes"),
+        position_lag_s=(info or {}).get("lag_s"),
+        lag_s=lag,
+        metrics_age_s=None if metrics is None else _age(metrics, now),
+    )
 
 
 def heartbeats(points: dict[tuple, dict[str, Any]], now: float) -> tuple[TableHeartbeat, ...]:
     out = []
     for (schema, table), p in sorted((k, v) for k, v in points.items() if None not in k):
         latency, rows = p.get("latency_ms"), p.get("rows")
-        out.append(TableHeartbeat(schema, table, None if latency is None else float(latency),
-                                  None if rows is None else int(rows), _age(p, now)))
+        out.append(
+            TableHeartbeat(
+                schema,
+                table,
+                None if latency is None else float(latency),
+                None if rows is None else int(rows),
+                _age(p, now),
+            )
+        )
     return tuple(out)
 
 
@@ -344,11 +378,14 @@ def dead_letter_query(ds: str, seconds: int) -> str:
     """InfluxQL: per (stage, code, schema, table) of ``ds`` within ``seconds``, the letters counted and the
     newest one's coordinates (every point carries them all, so the ``last()`` are of one point)."""
     ds_lit = ds.replace("\\", "\\\\").replace("'", "\\'")
-    fields = ", ".join(f'last("{f}") AS "{f}"' for f in ("topic", "partition", "offset", "dlq_partition",
-                                                          "dlq_offset"))
-    return (f'SELECT sum("count") AS "count", {fields}, max("newest_ms") AS "newest_ms" '
-            f'FROM "dbus_dead_letter" WHERE "ds" = \'{ds_lit}\' AND time > now() - {int(seconds)}s '
-            f'GROUP BY "stage", "code", "schema", "table"')
+    fields = ", ".join(
+        f'last("{f}") AS "{f}"' for f in ("topic", "partition", "offset", "dlq_partition", "dlq_offset")
+    )
+    return (
+        f'SELECT sum("count") AS "count", {fields}, max("newest_ms") AS "newest_ms" '
+        f'FROM "dbus_dead_letter" WHERE "ds" = \'{ds_lit}\' AND time > now() - {int(seconds)}s '
+        f'GROUP BY "stage", "code", "schema", "table"'
+    )
 
 
 def dead_letters(series: list[dict[str, Any]], now: float, dlq_topic: str) -> tuple[DeadLetterCount, ...]:
@@ -358,17 +395,24 @@ def dead_letters(series: list[dict[str, Any]], now: float, dlq_topic: str) -> tu
     for s in series:
         tags = s.get("tags") or {}
         for row in s.get("values") or []:
-            r = dict(zip(s["columns"], row))
+            r = dict(zip(s["columns"], row, strict=False))
             if not r.get("count"):
                 continue
             newest_ms = r.get("newest_ms")
             schema, table = tags.get("schema") or "", tags.get("table") or ""
             d = DeadLetterCount(
-                stage=tags.get("stage") or "", code=tags.get("code") or "", count=int(r["count"]),
-                origin=f"{schema}.{table}" if schema else "", topic=r.get("topic") or "",
-                partition=_int(r.get("partition")), offset=_int(r.get("offset")), dlq_topic=dlq_topic,
-                dlq_partition=_int(r.get("dlq_partition")), dlq_offset=_int(r.get("dlq_offset")),
-                age_s=None if newest_ms is None else round(max(0.0, now - newest_ms / 1000), 3))
+                stage=tags.get("stage") or "",
+                code=tags.get("code") or "",
+                count=int(r["count"]),
+                origin=f"{schema}.{table}" if schema else "",
+                topic=r.get("topic") or "",
+                partition=_int(r.get("partition")),
+                offset=_int(r.get("offset")),
+                dlq_topic=dlq_topic,
+                dlq_partition=_int(r.get("dlq_partition")),
+                dlq_offset=_int(r.get("dlq_offset")),
+                age_s=None if newest_ms is None else round(max(0.0, now - newest_ms / 1000), 3),
+            )
             key = (d.stage, d.code)
             prev = out.get(key)
             if prev is None:
@@ -387,7 +431,8 @@ def _int(v: Any) -> int:
 def _older(a: DeadLetterCount, b: DeadLetterCount) -> bool:
     """``a``'s newest letter is older than ``b``'s (unknown ages count as oldest)."""
     return (a.age_s is None and b.age_s is not None) or (
-        a.age_s is not None and b.age_s is not None and b.age_s < a.age_s)
+        a.age_s is not None and b.age_s is not None and b.age_s < a.age_s
+    )
 
 
 def alert_from_node(data: bytes, name: str) -> OpenAlert:
@@ -398,10 +443,15 @@ def alert_from_node(data: bytes, name: str) -> OpenAlert:
         obj = {}
     schema, _, rest = name.partition(".")
     table, _, kind = rest.rpartition(".")
-    return OpenAlert(schema=obj.get("schema", schema), table=obj.get("table", table),
-                     kind=obj.get("kind", kind),
-                     since_ms=obj.get("since_ms"), age_s=obj.get("age_s"), latency_s=obj.get("latency_s"),
-                     message=obj.get("message", "") if obj else f"unreadable alert node {name!r}")
+    return OpenAlert(
+        schema=obj.get("schema", schema),
+        table=obj.get("table", table),
+        kind=obj.get("kind", kind),
+        since_ms=obj.get("since_ms"),
+        age_s=obj.get("age_s"),
+        latency_s=obj.get("latency_s"),
+        message=obj.get("message", "") if obj else f"unreadable alert node {name!r}",
+    )
 
 
 class _Collector:
@@ -414,13 +464,14 @@ class _Collector:
     def attempt(self, what: str, fn: Any, default: Any) -> Any:
         try:
             return fn()
-        except Exception as e:  # noqa: BLE001 - one unreachable server must not hide the others
+        except Exception as e:
             code = getattr(e, "code", type(e).__name__)
             self.errors.append(f"{what}: {code}: {e}")
             return default
 
-    def influx_last(self, measurement: str, keys: tuple[str, ...],
-                    seconds: int) -> dict[tuple, dict[str, Any]]:
+    def influx_last(
+        self, measurement: str, keys: tuple[str, ...], seconds: int
+    ) -> dict[tuple, dict[str, Any]]:
         from dbuslib import influx
 
         ep = self.cfg.endpoints.influxdb
@@ -452,9 +503,22 @@ class _Collector:
         from fullpuller.progress import ProgressStore, bar, rate_and_eta
 
         store = ProgressStore(client, zk.path(self.cfg.endpoints.zookeeper, "FullPuller", self.ds))
-        return tuple(FullPullStatus(p.SeqNo, p.Schema, p.Table, p.Status, p.FinishedRows, p.TotalRows,
-                                    p.FinishedCount, p.TotalCount, round(rate_and_eta(p)[0], 1), bar(p))
-                     for p in store.all() if not p.finished)
+        return tuple(
+            FullPullStatus(
+                p.SeqNo,
+                p.Schema,
+                p.Table,
+                p.Status,
+                p.FinishedRows,
+                p.TotalRows,
+                p.FinishedCount,
+                p.TotalCount,
+                round(rate_and_eta(p)[0], 1),
+                bar(p),
+            )
+            for p in store.all()
+            if not p.finished
+        )
 
     def _alerts(self, client: Any) -> tuple[OpenAlert, ...]:
         from kazoo.exceptions import NoNodeError
@@ -482,16 +546,27 @@ class _Collector:
         window = self.window_s
         ext = self.attempt("dbus_extractor", lambda: self.influx_last("dbus_extractor", (), window), {})
         stages = self.attempt("dbus_stage", lambda: self.influx_last("dbus_stage", ("stage",), window), {})
-        beats = self.attempt("dbus_heartbeat", lambda: self.influx_last(
-            "dbus_heartbeat", ("schema", "table"), max(HEARTBEAT_LOOKBACK_S, self.window_s)), {})
+        beats = self.attempt(
+            "dbus_heartbeat",
+            lambda: self.influx_last(
+                "dbus_heartbeat", ("schema", "table"), max(HEARTBEAT_LOOKBACK_S, self.window_s)
+            ),
+            {},
+        )
         letters = self.attempt("dbus_dead_letter", self._dead_letters, ())
         pulls, alerts = self.attempt("ZooKeeper", self.zk_parts, ((), ()))
-        return Snapshot(self.ds, self.now, self.window_s,
-                        extractor=_extractor_status(info, ext.get(()), self.now),
-                        stages=stage_rates(ext.get(()), stages, self.now),
-                        heartbeats=heartbeats(beats, self.now), dead_letters=letters, fullpulls=pulls,
-                        alerts=alerts,
-                        errors=tuple(self.errors))
+        return Snapshot(
+            self.ds,
+            self.now,
+            self.window_s,
+            extractor=_extractor_status(info, ext.get(()), self.now),
+            stages=stage_rates(ext.get(()), stages, self.now),
+            heartbeats=heartbeats(beats, self.now),
+            dead_letters=letters,
+            fullpulls=pulls,
+            alerts=alerts,
+            errors=tuple(self.errors),
+        )
 
 
 def collect(cfg: Any, ds: str, window_s: int = 600, now: float | None = None) -> Snapshot:
@@ -502,13 +577,22 @@ def collect(cfg: Any, ds: str, window_s: int = 600, now: float | None = None) ->
 
 # ----------------------------------------------------------------------------------------------- CLI
 
+
 def add_parsers(sub: Any) -> None:
-    st = sub.add_parser("status", help="one screen: extractor leader/position/lag, stage rows/s, heartbeats, "
-                        "dead letters, full pulls, open alerts",
-                        description=DESCRIPTION)
+    st = sub.add_parser(
+        "status",
+        help="one screen: extractor leader/position/lag, stage rows/s, heartbeats, "
+        "dead letters, full pulls, open alerts",
+        description=DESCRIPTION,
+    )
     st.add_argument("--source", required=True, help="source name under 'sources'")
-    st.add_argument("--window", type=float, default=10.0, metavar="MINUTES",
-                    help="stage rates older than this read 'no data' (default: %(default)s)")
+    st.add_argument(
+        "--window",
+        type=float,
+        default=10.0,
+        metavar="MINUTES",
+        help="stage rates older than this read 'no data' (default: %(default)s)",
+    )
     st.add_argument("--json", action="store_true", help="print the snapshot as JSON")
     st.set_defaults(handler=cli)
 
@@ -520,4 +604,3 @@ def cli(args: argparse.Namespace) -> int:
     snap = collect(cfg, args.source, window_s=int(round(args.window * 60)))
     print(snap.to_json() if args.json else render(snap), flush=True)
     return 1 if snap.errors else 0
-

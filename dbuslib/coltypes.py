@@ -22,8 +22,10 @@ from dbuslib.errors import EndpointError
 # information_schema DATA_TYPE -> the BINARY(n) length MariaDB stores it in
 STORED_AS: dict[str, int] = {"inet4": 4, "inet6": 16, "uuid": 16}
 _STRING = 254  # MYSQL_TYPE_STRING: CHAR/BINARY in a table map
-_SQL = ("SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s"
-        " AND TABLE_NAME = %s AND DATA_TYPE IN ('inet4', 'inet6', 'uuid')")
+_SQL = (
+    "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s"
+    " AND TABLE_NAME = %s AND DATA_TYPE IN ('inet4', 'inet6', 'uuid')"
+)
 
 Lookup = Callable[[str, str], Sequence[tuple[str, str]]]  # (schema, table) -> (column, data type) rows
 
@@ -32,21 +34,29 @@ def candidates(columns: Iterable[tuple[str, int, str | None, int]]) -> tuple[tup
     """(name, length) of the columns that may be INET4/INET6/UUID: binlog BINARY(4) or BINARY(16).
     ``columns`` are (name, binlog type code, charset name, max length) in table order."""
     lengths = set(STORED_AS.values())
-    return tuple((name, length) for name, code, charset, length in columns
-                 if code == _STRING and charset == "binary" and length in lengths)
+    return tuple(
+        (name, length)
+        for name, code, charset, length in columns
+        if code == _STRING and charset == "binary" and length in lengths
+    )
 
 
 def types_of(found: Sequence[tuple[str, int]], catalog: Sequence[tuple[str, str]]) -> dict[str, str]:
     """The header's ``types``: each candidate the catalog names as a type stored in its length."""
     by_name = {name: str(kind).lower() for name, kind in catalog}
-    return {name: by_name[name] for name, length in found
-            if name in by_name and STORED_AS.get(by_name[name]) == length}
+    return {
+        name: by_name[name]
+        for name, length in found
+        if name in by_name and STORED_AS.get(by_name[name]) == length
+    }
 
 
 def library_columns(table_map: Any) -> list[tuple[str, int, str | None, int]]:
     """(name, type code, charset, max length) of a python-mysql-replication TableMapEvent's columns."""
-    return [(c.name, c.type, getattr(c, "character_set_name", None), getattr(c, "max_length", 0) or 0)
-            for c in table_map.columns]
+    return [
+        (c.name, c.type, getattr(c, "character_set_name", None), getattr(c, "max_length", 0) or 0)
+        for c in table_map.columns
+    ]
 
 
 class TypeCache:
@@ -57,8 +67,9 @@ class TypeCache:
         self._lookup = lookup
         self._known: dict[tuple[str, str, tuple[tuple[str, int], ...]], dict[str, str]] = {}
 
-    def types(self, schema: str, table: str,
-              columns: Iterable[tuple[str, int, str | None, int]]) -> dict[str, str]:
+    def types(
+        self, schema: str, table: str, columns: Iterable[tuple[str, int, str | None, int]]
+    ) -> dict[str, str]:
         found = candidates(columns)
         if not found:
             return {}
@@ -106,7 +117,7 @@ class CatalogLookup:
         if db is not None:
             try:
                 db.close()
-            except Exception:  # noqa: BLE001, S110 - already broken
+            except Exception:
                 pass
 
 

@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from dbuslib.errors import ConfigError
 from dbuslib.topics import include_problems, render
@@ -165,7 +173,16 @@ class Topics(_Model):
 
     @model_validator(mode="after")
     def _templates(self) -> Topics:
-        for name in ("raw", "schema_", "result", "ctrl", "dead_letter", "data_shards", "callback", "global_ctrl"):
+        for name in (
+            "raw",
+            "schema_",
+            "result",
+            "ctrl",
+            "dead_letter",
+            "data_shards",
+            "callback",
+            "global_ctrl",
+        ):
             allowed = _TOPIC_FIELDS.get(name.rstrip("_"), {"ds"})
             template = getattr(self, name)
             used = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
@@ -325,14 +342,17 @@ class ExtractorSettings(_Model):
     state_dir: Path = Path("../.stack/extractor")
     metrics_interval_s: float = Field(10.0, gt=0)
     retry_for_s: float = Field(60.0, ge=0)
-    producer: dict[str, Any] = Field(default_factory=lambda: {"compression_type": "lz4", "linger_ms": 5,
-                                                              "batch_size": 1_048_576})
+    producer: dict[str, Any] = Field(
+        default_factory=lambda: {"compression_type": "lz4", "linger_ms": 5, "batch_size": 1_048_576}
+    )
 
     @field_validator("start")
     @classmethod
     def _start(cls, v: str) -> str:
-        if v in ("current", "earliest") or re.fullmatch(r"[^:\s]+\.\d+:\d+", v) or re.fullmatch(
-            r"\d+-\d+-\d+(,\d+-\d+-\d+)*", v
+        if (
+            v in ("current", "earliest")
+            or re.fullmatch(r"[^:\s]+\.\d+:\d+", v)
+            or re.fullmatch(r"\d+-\d+-\d+(,\d+-\d+-\d+)*", v)
         ):
             return v
         msg = f"must be current, earliest, FILE:POS or a GTID position like 0-1-42, got {v!r}"
@@ -404,11 +424,16 @@ class DbusConfig(_Model):
         """A raw record (extractor.max_record_bytes + the producer's 64 KiB of headroom) must fit the topics'
         ``max.message.bytes`` (endpoints.kafka.max_message_bytes)."""
         limit = self.endpoints.kafka.max_message_bytes
-        over = [(n, s.extractor.max_record_bytes) for n, s in self.sources.items()
-                if s.extractor.max_record_bytes + 65_536 > limit]
+        over = [
+            (n, s.extractor.max_record_bytes)
+            for n, s in self.sources.items()
+            if s.extractor.max_record_bytes + 65_536 > limit
+        ]
         if over:
-            msg = (f"sources.{over[0][0]}.extractor.max_record_bytes must be at most endpoints.kafka."
-                   f"max_message_bytes ({limit}) - 65536, got {over[0][1]}")
+            msg = (
+                f"sources.{over[0][0]}.extractor.max_record_bytes must be at most endpoints.kafka."
+                f"max_message_bytes ({limit}) - 65536, got {over[0][1]}"
+            )
             raise ValueError(msg)
         return self
 
@@ -417,7 +442,9 @@ class DbusConfig(_Model):
         try:
             return self.sources[name]
         except KeyError:
-            msg = f"{self.path}: no source {name!r} under 'sources' (known: {', '.join(sorted(self.sources))})"
+            msg = (
+                f"{self.path}: no source {name!r} under 'sources' (known: {', '.join(sorted(self.sources))})"
+            )
             raise ConfigError(msg) from None
 
     def resolve(self, p: Path) -> Path:

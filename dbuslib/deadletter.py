@@ -34,8 +34,10 @@ UNVERIFIED = "the record did not decode, so its table is not known for sure, and
 
 def too_big(size: int) -> str:
     """``withheld`` of a record of ``size`` bytes above ``MAX_VALUE_BYTES``."""
-    return (f"the record's {size} bytes exceed the {MAX_VALUE_BYTES} a dead letter carries; "
-            "read it at its coordinates")
+    return (
+        f"the record's {size} bytes exceed the {MAX_VALUE_BYTES} a dead letter carries; "
+        "read it at its coordinates"
+    )
 
 
 def withheld_reason(masks_any: bool, table_masked: bool | None, decoded: bool = True) -> str:
@@ -66,18 +68,36 @@ class DeadLetter:
 
     def to_json(self) -> str:
         big = self.value is not None and not self.withheld and len(self.value) > MAX_VALUE_BYTES
-        return json.dumps({
-            "code": self.code, "error": self.error, "stage": self.stage, "topic": self.topic,
-            "partition": self.partition, "offset": self.offset,
-            "key": self.key.decode("utf-8", "replace") if self.key is not None else None,
-            "value_base64": base64.b64encode(self.value).decode() if self.value is not None and not big else None,
-            "withheld": (too_big(len(self.value)) if big else self.withheld) or None,
-        }, ensure_ascii=False)
+        return json.dumps(
+            {
+                "code": self.code,
+                "error": self.error,
+                "stage": self.stage,
+                "topic": self.topic,
+                "partition": self.partition,
+                "offset": self.offset,
+                "key": self.key.decode("utf-8", "replace") if self.key is not None else None,
+                "value_base64": base64.b64encode(self.value).decode()
+                if self.value is not None and not big
+                else None,
+                "withheld": (too_big(len(self.value)) if big else self.withheld) or None,
+            },
+            ensure_ascii=False,
+        )
 
     @classmethod
     def from_json(cls, text: str | bytes) -> DeadLetter:
         d = json.loads(text)
         key = d["key"].encode() if d.get("key") is not None else None
         value = base64.b64decode(d["value_base64"]) if d.get("value_base64") is not None else None
-        return cls(d["code"], d["error"], d["topic"], d["partition"], d["offset"], key, value, d["stage"],
-                   d.get("withheld") or "")
+        return cls(
+            d["code"],
+            d["error"],
+            d["topic"],
+            d["partition"],
+            d["offset"],
+            key,
+            value,
+            d["stage"],
+            d.get("withheld") or "",
+        )

@@ -36,8 +36,9 @@ def producer(cfg: KafkaEndpoint, **overrides: Any) -> KafkaProducer:
     to ``max_message_bytes`` (checked against the broker once per process)."""
     check_message_limit(cfg)
     try:
-        return KafkaProducer(**_options(cfg, {**SAFE_PRODUCER, "max_request_size": cfg.max_message_bytes,
-                                              **overrides}))
+        return KafkaProducer(
+            **_options(cfg, {**SAFE_PRODUCER, "max_request_size": cfg.max_message_bytes, **overrides})
+        )
     except KafkaTimeoutError as e:  # kafka-python 3: 'Unable to bootstrap from ...'
         raise _unreachable(cfg, e) from e
 
@@ -65,8 +66,14 @@ def ensure_topics(
         missing = sorted(set(names) - set(client.list_topics()))
         if not missing:
             return []
-        new = {n: {"num_partitions": partitions, "replication_factor": replication_factor,
-                   "configs": topic_configs(cfg)} for n in missing}
+        new = {
+            n: {
+                "num_partitions": partitions,
+                "replication_factor": replication_factor,
+                "configs": topic_configs(cfg),
+            }
+            for n in missing
+        }
         try:
             client.create_topics(new, wait_for_metadata=True)
         except TopicAlreadyExistsError:
@@ -98,8 +105,10 @@ def limit_problem(configured: int, broker: int | None, bootstrap: str) -> str | 
     ``broker`` (None: the broker did not say), or None when it can."""
     if broker is None or configured <= broker:
         return None
-    return (f"endpoints.kafka.max_message_bytes {configured} is above the broker's {BROKER_LIMIT} {broker} "
-            f"at {bootstrap}: lower the key to at most {broker}, or raise {BROKER_LIMIT} on every broker")
+    return (
+        f"endpoints.kafka.max_message_bytes {configured} is above the broker's {BROKER_LIMIT} {broker} "
+        f"at {bootstrap}: lower the key to at most {broker}, or raise {BROKER_LIMIT} on every broker"
+    )
 
 
 def broker_message_limit(cfg: KafkaEndpoint) -> int | None:
@@ -115,8 +124,11 @@ def broker_message_limit(cfg: KafkaEndpoint) -> int | None:
         raise _unreachable(cfg, e) from e
     finally:
         client.close()
-    values = [int(c[BROKER_LIMIT]["value"]) for c in found.get("broker", {}).values()
-              if c.get(BROKER_LIMIT, {}).get("value") is not None]
+    values = [
+        int(c[BROKER_LIMIT]["value"])
+        for c in found.get("broker", {}).values()
+        if c.get(BROKER_LIMIT, {}).get("value") is not None
+    ]
     return min(values) if values else None
 
 
@@ -138,7 +150,9 @@ def check_message_limit(cfg: KafkaEndpoint) -> None:
 _made: set[tuple[str, str]] = set()  # (bootstrap servers, topic) this process knows exist
 
 
-def ensure_topic_once(cfg: KafkaEndpoint, topic: str, partitions: int = 1, replication_factor: int = 1) -> None:
+def ensure_topic_once(
+    cfg: KafkaEndpoint, topic: str, partitions: int = 1, replication_factor: int = 1
+) -> None:
     """``ensure_topics`` for one topic, asked of the broker once per process: for Spark tasks that write
     to topics named by the data (the broker does not auto-create them; Spark reuses Python workers, so
     the set outlives a task)."""

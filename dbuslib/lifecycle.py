@@ -74,8 +74,16 @@ def spark_submit_parent() -> int | None:
 class Lifecycle:
     """Signals, watchdog and bounded stop of one stage process; see the module docstring."""
 
-    def __init__(self, stage: str, ds: str, config_path: Path | str | None = None, *, interrupt: bool = False,
-                 jvm_pid: int | None = None, watch_jvm: bool = True) -> None:
+    def __init__(
+        self,
+        stage: str,
+        ds: str,
+        config_path: Path | str | None = None,
+        *,
+        interrupt: bool = False,
+        jvm_pid: int | None = None,
+        watch_jvm: bool = True,
+    ) -> None:
         self.stage, self.ds, self.interrupt = stage, ds, interrupt
         self.config_path = Path(config_path) if config_path is not None else None
         self.jvm_pid = jvm_pid if jvm_pid is not None else (spark_submit_parent() if watch_jvm else None)
@@ -138,7 +146,7 @@ class Lifecycle:
         for callback in self._on_stop:
             try:
                 callback()
-            except Exception:  # noqa: BLE001, S110 - the JVM may be going away with us
+            except Exception:
                 pass
         deadline = time.monotonic() + STOP_GRACE_S
         while time.monotonic() < deadline:
@@ -146,8 +154,10 @@ class Lifecycle:
                 return
             time.sleep(0.2)
         if self.owns_process:  # still here: a thread that does not end, a close that hangs, a dead JVM
-            self.say(f"{self.stage}: STAGE_STOP_TIMEOUT: {self.ds}: still running {STOP_GRACE_S:.0f} s after "
-                     f"the stop ({self.reason}); threads: {_thread_names()}; exiting")
+            self.say(
+                f"{self.stage}: STAGE_STOP_TIMEOUT: {self.ds}: still running {STOP_GRACE_S:.0f} s after "
+                f"the stop ({self.reason}); threads: {_thread_names()}; exiting"
+            )
             self._dump_stacks()
             os._exit(self.code or EXIT_FAILED)
 
@@ -161,8 +171,11 @@ class Lifecycle:
                 return
             if self.jvm_pid is not None and os.getppid() != self.jvm_pid:
                 if not self.stopping.is_set():
-                    self.die(EXIT_JVM_GONE, f"{self.stage}: STAGE_JVM_GONE: {self.ds}: the Spark JVM (pid "
-                             f"{self.jvm_pid}) is gone; exiting")
+                    self.die(
+                        EXIT_JVM_GONE,
+                        f"{self.stage}: STAGE_JVM_GONE: {self.ds}: the Spark JVM (pid "
+                        f"{self.jvm_pid}) is gone; exiting",
+                    )
                 # stopping with the JVM (SIGTERM to the process group): a few seconds to finish, no more
                 jvm_gone_since = jvm_gone_since or time.monotonic()
                 if time.monotonic() - jvm_gone_since >= JVM_GONE_STOP_S:
@@ -214,7 +227,7 @@ class Lifecycle:
         if not target.startswith("/") or not Path(target).is_file():
             return None
         try:
-            return open(target, "a")  # noqa: SIM115 - kept for the process's life
+            return open(target, "a")
         except OSError:
             return None
 
@@ -238,8 +251,8 @@ class Lifecycle:
         except StreamingQueryException as e:
             error = e
         except (Py4JError, ConnectionError) as e:  # the JVM is gone (SIGTERM to the group, or killed): py4j
-            return self._jvm_gone(e)               # cannot reach it ("Connection refused" on a new socket)
-        except Exception as e:  # noqa: BLE001 - any other end of the query is its failure, with the code
+            return self._jvm_gone(e)  # cannot reach it ("Connection refused" on a new socket)
+        except Exception as e:
             if self.jvm_pid is not None and os.getppid() != self.jvm_pid:
                 return self._jvm_gone(e)
             error = e
@@ -252,7 +265,6 @@ class Lifecycle:
             self.say(f"{self.stage}: {failed_code}: {self.ds}: {first_line(error)}")
             return EXIT_FAILED
         return self.code
-
 
     def _jvm_gone(self, error: BaseException) -> int:
         if self.stopping.is_set():

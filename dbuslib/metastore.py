@@ -34,8 +34,19 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 
-from sqlalchemy import (BigInteger, Column, Integer, MetaData, String, Table, Text, UniqueConstraint,
-                        create_engine, func, select)
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    func,
+    select,
+)
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from dbuslib.retry import RetryPolicy, retrying
@@ -77,7 +88,8 @@ def version_at(history: list[Version], at: int) -> Version | None:
 
 metadata = MetaData()
 meta_version = Table(
-    "dbus_meta_version", metadata,
+    "dbus_meta_version",
+    metadata,
     Column("id", BigInteger, primary_key=True, autoincrement=True),
     Column("ds", String(64), nullable=False),
     Column("schema_name", String(64), nullable=False),
@@ -89,7 +101,8 @@ meta_version = Table(
     UniqueConstraint("ds", "schema_name", "table_name", "version", name="uk_table_version"),
 )
 meta_avro_schema = Table(
-    "dbus_meta_avro_schema", metadata,
+    "dbus_meta_avro_schema",
+    metadata,
     Column("id", BigInteger, primary_key=True, autoincrement=True),
     Column("namespace", String(255), nullable=False, index=True),
     Column("fingerprint", String(64), nullable=False),
@@ -98,7 +111,8 @@ meta_avro_schema = Table(
     UniqueConstraint("fingerprint", name="uk_avro_fingerprint"),
 )
 fullpull_history = Table(
-    "dbus_fullpull_history", metadata,
+    "dbus_fullpull_history",
+    metadata,
     Column("id", BigInteger, primary_key=True, autoincrement=False),
     Column("ds", String(64), nullable=False),
     Column("schema_name", String(64), nullable=False),
@@ -128,7 +142,9 @@ class AvroSchemaRow:
 
 
 def _columns_json(columns: tuple[ColumnSpec, ...]) -> str:
-    return json.dumps([{"name": c.name, "column_type": c.column_type, "nullable": c.nullable} for c in columns])
+    return json.dumps(
+        [{"name": c.name, "column_type": c.column_type, "nullable": c.nullable} for c in columns]
+    )
 
 
 def _columns(text: str) -> tuple[ColumnSpec, ...]:
@@ -137,8 +153,17 @@ def _columns(text: str) -> tuple[ColumnSpec, ...]:
 
 # The calls a long-running stage retries on a transient failure (dbuslib/retry.py). Each is safe to
 # repeat: reads, idempotent inserts (``add``, ``add_avro_schema``) and the upsert ``record_pull``.
-RETRIED = ("create_schema", "history", "add", "add_avro_schema", "avro_schema", "avro_schemas",
-           "next_batch_id", "record_pull", "pulls")
+RETRIED = (
+    "create_schema",
+    "history",
+    "add",
+    "add_avro_schema",
+    "avro_schema",
+    "avro_schemas",
+    "next_batch_id",
+    "record_pull",
+    "pulls",
+)
 
 
 class MetaStore:
@@ -163,16 +188,32 @@ class MetaStore:
 
     def history(self, ds: str, schema: str, table: str) -> list[Version]:
         """Every version of the table, oldest first."""
-        q = (select(meta_version).where(meta_version.c.ds == ds, meta_version.c.schema_name == schema,
-                                        meta_version.c.table_name == table).order_by(meta_version.c.version))
+        q = (
+            select(meta_version)
+            .where(
+                meta_version.c.ds == ds,
+                meta_version.c.schema_name == schema,
+                meta_version.c.table_name == table,
+            )
+            .order_by(meta_version.c.version)
+        )
         with self.engine.connect() as conn:
             rows = conn.execute(q).mappings().all()
-        return [Version(r["version"], r["since_id"], _columns(r["columns"]), Reason(r["reason"])) for r in rows]
+        return [
+            Version(r["version"], r["since_id"], _columns(r["columns"]), Reason(r["reason"])) for r in rows
+        ]
 
     def add(self, ds: str, schema: str, table: str, v: Version) -> Version:
         """Store ``v``; if that version number is already stored (a replay), the stored one is returned."""
-        row = {"ds": ds, "schema_name": schema, "table_name": table, "version": v.version, "since_id": v.since,
-               "reason": v.reason.value, "columns": _columns_json(v.columns)}
+        row = {
+            "ds": ds,
+            "schema_name": schema,
+            "table_name": table,
+            "version": v.version,
+            "since_id": v.since,
+            "reason": v.reason.value,
+            "columns": _columns_json(v.columns),
+        }
         try:
             with self.engine.begin() as conn:
                 conn.execute(meta_version.insert().values(**row))
@@ -183,8 +224,12 @@ class MetaStore:
     def add_avro_schema(self, namespace: str, fingerprint: str, schema_json: str) -> AvroSchemaRow:
         """Store an Avro schema once; a concurrent or repeated insert of the same fingerprint returns the
         stored row (race-safe, as ``add``). A fingerprint already stored with another text is an error."""
-        row = {"namespace": namespace, "fingerprint": fingerprint, "schema_json": schema_json,
-               "created_ms": int(time.time() * 1000)}
+        row = {
+            "namespace": namespace,
+            "fingerprint": fingerprint,
+            "schema_json": schema_json,
+            "created_ms": int(time.time() * 1000),
+        }
         try:
             with self.engine.begin() as conn:
                 conn.execute(meta_avro_schema.insert().values(**row))
@@ -207,17 +252,22 @@ class MetaStore:
 
     def avro_schemas(self, namespace: str) -> list[AvroSchemaRow]:
         """Every Avro schema stored for a UMS namespace, oldest first."""
-        q = (select(meta_avro_schema).where(meta_avro_schema.c.namespace == namespace)
-             .order_by(meta_avro_schema.c.id))
+        q = (
+            select(meta_avro_schema)
+            .where(meta_avro_schema.c.namespace == namespace)
+            .order_by(meta_avro_schema.c.id)
+        )
         with self.engine.connect() as conn:
             rows = conn.execute(q).mappings().all()
         return [_avro_row(r) for r in rows]
 
     def next_batch_id(self, ds: str, schema: str, table: str) -> int:
         """The ``batchId`` of the next full pull of a table: 1 + the pulls recorded so far."""
-        q = (select(func.coalesce(func.max(fullpull_history.c.batch_id), 0))
-             .where(fullpull_history.c.ds == ds, fullpull_history.c.schema_name == schema,
-                    fullpull_history.c.table_name == table))
+        q = select(func.coalesce(func.max(fullpull_history.c.batch_id), 0)).where(
+            fullpull_history.c.ds == ds,
+            fullpull_history.c.schema_name == schema,
+            fullpull_history.c.table_name == table,
+        )
         with self.engine.connect() as conn:
             return int(conn.execute(q).scalar_one()) + 1
 
@@ -225,15 +275,22 @@ class MetaStore:
         """Insert or update one full-pull history row (``id`` = the request's SEQNO)."""
         row = {**row, "updated_ms": int(time.time() * 1000)}
         with self.engine.begin() as conn:
-            done = conn.execute(fullpull_history.update().where(fullpull_history.c.id == row["id"])
-                                .values(**{k: v for k, v in row.items() if k != "id"}))
+            done = conn.execute(
+                fullpull_history.update()
+                .where(fullpull_history.c.id == row["id"])
+                .values(**{k: v for k, v in row.items() if k != "id"})
+            )
             if done.rowcount == 0:
                 conn.execute(fullpull_history.insert().values(created_ms=row["updated_ms"], **row))
 
     def pulls(self, ds: str, limit: int = 20) -> list[dict[str, object]]:
         """The newest full pulls of a source, newest first."""
-        q = (select(fullpull_history).where(fullpull_history.c.ds == ds)
-             .order_by(fullpull_history.c.id.desc()).limit(limit))
+        q = (
+            select(fullpull_history)
+            .where(fullpull_history.c.ds == ds)
+            .order_by(fullpull_history.c.id.desc())
+            .limit(limit)
+        )
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(q).mappings().all()]
 

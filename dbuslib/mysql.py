@@ -36,8 +36,12 @@ def connection_settings(conn: MysqlConnection, database: str | None = None) -> d
 
 
 def connect(
-    conn: MysqlConnection, database: str | None = None, *, as_writer: bool = False,
-    retry: RetryPolicy | None = None, **extra: Any
+    conn: MysqlConnection,
+    database: str | None = None,
+    *,
+    as_writer: bool = False,
+    retry: RetryPolicy | None = None,
+    **extra: Any,
 ) -> pymysql.Connection:
     """A pymysql connection as the reader account, or as the ``writer`` account when ``as_writer``.
     With a ``retry`` policy a server that is down or restarting is asked again within its budget
@@ -50,7 +54,8 @@ def connect(
         settings.update(user=conn.writer.user, password=conn.writer.password.get_secret_value())
     try:
         return retrying(retry, f"MySQL at {conn.host}:{conn.port}: connect", pymysql.connect)(
-            **settings, autocommit=True, **extra)
+            **settings, autocommit=True, **extra
+        )
     except pymysql.err.OperationalError as e:
         msg = f"MySQL at {conn.host}:{conn.port} as {settings['user']!r}: {e.args[-1] if e.args else e}"
         raise EndpointError(msg) from e
@@ -91,8 +96,11 @@ def snapshot_position(db: pymysql.Connection) -> BinlogPosition:
         finally:
             cur.execute("COMMIT")
     if not status.get("binlog_snapshot_file"):
-        msg = ("the server has no binlog_snapshot_file status (binary logging off, or not MariaDB): full pulls "
-               "need MariaDB with log_bin and binlog_format=ROW")
+        msg = (
+            "the server has no binlog_snapshot_file status (binary logging off, or not MariaDB): full pulls "
+            "need MariaDB with log_bin and binlog_format=ROW"
+        )
         raise EndpointError(msg)
-    return BinlogPosition(file=status["binlog_snapshot_file"], pos=int(status["binlog_snapshot_position"]),
-                          gtid=gtid or "")
+    return BinlogPosition(
+        file=status["binlog_snapshot_file"], pos=int(status["binlog_snapshot_position"]), gtid=gtid or ""
+    )

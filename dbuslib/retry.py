@@ -127,35 +127,56 @@ _KINDS = (_mysql, _sqlalchemy, _kazoo, _kafka, _http)
 def _budget_spent(policy: RetryPolicy, clock: Callable[[], float], start: float):
     """tenacity stop: the wall clock since the first attempt, or the backoff slept plus the next one,
     would pass the budget (the second makes the budget hold with a test's fake ``sleep``)."""
+
     def stop(state: RetryCallState) -> bool:
         return max(clock() - start, state.idle_for + (state.upcoming_sleep or 0)) >= policy.budget_s
 
     return stop
 
 
-def call(policy: RetryPolicy, what: str, fn: Callable[..., T], *args: Any,
-         sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-         **kwargs: Any) -> T:
+def call(
+    policy: RetryPolicy,
+    what: str,
+    fn: Callable[..., T],
+    *args: Any,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    **kwargs: Any,
+) -> T:
     """``fn(*args, **kwargs)``, retried on transient failures within ``policy``; ``what`` names the call
     in the log and in RetriesExhausted (e.g. ``"meta store: history of shop.orders"``)."""
+
     def note(state: RetryCallState) -> None:
         err = state.outcome.exception()
-        log.warning("%s failed (%s: %s); attempt %d, retrying in %.1fs", what, type(err).__name__,
-                    str(err).splitlines()[0][:300] if str(err) else "", state.attempt_number,
-                    state.upcoming_sleep or 0.0)
+        log.warning(
+            "%s failed (%s: %s); attempt %d, retrying in %.1fs",
+            what,
+            type(err).__name__,
+            str(err).splitlines()[0][:300] if str(err) else "",
+            state.attempt_number,
+            state.upcoming_sleep or 0.0,
+        )
 
     start = clock()
-    backoff = wait_exponential_jitter(multiplier=policy.initial_backoff_s, max=policy.max_backoff_s,
-                                      jitter=policy.initial_backoff_s)
-    retrying = Retrying(retry=retry_if_exception(transient), wait=backoff,
-                        stop=_budget_spent(policy, clock, start), sleep=sleep, before_sleep=note)
+    backoff = wait_exponential_jitter(
+        multiplier=policy.initial_backoff_s, max=policy.max_backoff_s, jitter=policy.initial_backoff_s
+    )
+    retrying = Retrying(
+        retry=retry_if_exception(transient),
+        wait=backoff,
+        stop=_budget_spent(policy, clock, start),
+        sleep=sleep,
+        before_sleep=note,
+    )
     try:
         return retrying(fn, *args, **kwargs)
     except RetryError as e:
         last = e.last_attempt.exception()
-        msg = (f"{what}: still failing after {e.last_attempt.attempt_number} attempts in "
-               f"{clock() - start:.1f}s (budget endpoints.retry.budget_s = {policy.budget_s:g}s): "
-               f"{type(last).__name__}: {last}")
+        msg = (
+            f"{what}: still failing after {e.last_attempt.attempt_number} attempts in "
+            f"{clock() - start:.1f}s (budget endpoints.retry.budget_s = {policy.budget_s:g}s): "
+            f"{type(last).__name__}: {last}"
+        )
         raise RetriesExhausted(msg) from last
 
 
@@ -176,5 +197,6 @@ def gave_up_in(failure: BaseException | str) -> bool:
     StreamingQueryException carries the Python worker's traceback as text. Such a stage should exit 3
     with ENDPOINT_RETRIES_EXHAUSTED rather than with its ``*_FAILED`` code (docs/errors.md)."""
     text = str(failure)
-    return isinstance(failure, RetriesExhausted) or any(m in text for m in ("RetriesExhausted",
-                                                                              RetriesExhausted.code))
+    return isinstance(failure, RetriesExhausted) or any(
+        m in text for m in ("RetriesExhausted", RetriesExhausted.code)
+    )

@@ -35,8 +35,7 @@ def jars(cfg: DbusConfig) -> list[str]:
 # per micro-batch per query, seen in a Java Flight Recording of the e2e bench); the FileSystem-based
 # manager renames with one call and forks nothing.
 DEFAULT_CONF = {
-    "spark.sql.streaming.checkpointFileManagerClass":
-        "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
+    "spark.sql.streaming.checkpointFileManagerClass": "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
 }
 
 
@@ -56,9 +55,9 @@ def submit_args(cfg: DbusConfig) -> list[str]:
 def session(cfg: DbusConfig, app_name: str, **conf: str) -> SparkSession:
     """A SparkSession configured like spark-submit would configure it (for tests and the demo), plus
     ``conf`` (dots written as ``__``: ``spark__ui__showConsoleProgress="false"``)."""
-    from pyspark.sql import SparkSession
-
     import sys
+
+    from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name).master(cfg.spark.master)
     builder = builder.config("spark.jars", ",".join(jars(cfg)))
@@ -75,8 +74,9 @@ def checkpoint(cfg: DbusConfig, *parts: str) -> str:
     return str(cfg.resolve(cfg.spark.checkpoint_root).joinpath(*parts))
 
 
-def with_trigger(writer: Any, available_now: bool = False, interval_ms: int = 0,
-                 async_progress: bool = False) -> Any:
+def with_trigger(
+    writer: Any, available_now: bool = False, interval_ms: int = 0, async_progress: bool = False
+) -> Any:
     """A DataStreamWriter's trigger: ``availableNow`` (process what is there, then stop), a fixed
     interval, or (0) the next micro-batch as soon as the previous one ends. ``async_progress`` writes
     the offset and commit logs beside the processing instead of between micro-batches (Kafka sink only;
@@ -92,8 +92,12 @@ def with_trigger(writer: Any, available_now: bool = False, interval_ms: int = 0,
 
 # Kafka sink producer settings for DBus's stages (the kafka-clients defaults send 16 kB batches, one per
 # UMS message of ~25 kB: measured 3.4-3.7 s -> 2.4-2.7 s to write 500k rows of UMS, docs/appender.md).
-KAFKA_SINK_OPTIONS = {"kafka.acks": "all", "kafka.batch.size": "1048576", "kafka.linger.ms": "5",
-                      "kafka.compression.type": "lz4"}
+KAFKA_SINK_OPTIONS = {
+    "kafka.acks": "all",
+    "kafka.batch.size": "1048576",
+    "kafka.linger.ms": "5",
+    "kafka.compression.type": "lz4",
+}
 
 
 def kafka_sink(writer: Any, kafka: KafkaEndpoint | str) -> Any:
@@ -110,8 +114,10 @@ def kafka_sink(writer: Any, kafka: KafkaEndpoint | str) -> Any:
         check_message_limit(kafka)
         bootstrap, limit = kafka.bootstrap_servers, kafka.max_message_bytes
     writer = writer.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-    sized = {"kafka.max.request.size": str(limit),  # a record must also fit the producer's buffer
-             "kafka.buffer.memory": str(max(2 * limit, 33_554_432))}
+    sized = {
+        "kafka.max.request.size": str(limit),  # a record must also fit the producer's buffer
+        "kafka.buffer.memory": str(max(2 * limit, 33_554_432)),
+    }
     for key, value in {**KAFKA_SINK_OPTIONS, **sized}.items():
         writer = writer.option(key, value)
     return writer

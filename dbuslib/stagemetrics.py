@@ -48,11 +48,15 @@ def stage_point(progress: dict[str, Any], ds: str, stage: str) -> Any:
 
     rate = progress.get("processedRowsPerSecond")
     rate = float(rate) if isinstance(rate, (int, float)) and math.isfinite(rate) else 0.0
-    point = (Point(MEASUREMENT).tag("ds", ds).tag("stage", stage)
-             .field("input_rows", int(progress.get("numInputRows") or 0))
-             .field("rows_per_s", rate)
-             .field("batch_ms", float((progress.get("durationMs") or {}).get("triggerExecution") or 0))
-             .field("lag_records", lag_records(progress)))
+    point = (
+        Point(MEASUREMENT)
+        .tag("ds", ds)
+        .tag("stage", stage)
+        .field("input_rows", int(progress.get("numInputRows") or 0))
+        .field("rows_per_s", rate)
+        .field("batch_ms", float((progress.get("durationMs") or {}).get("triggerExecution") or 0))
+        .field("lag_records", lag_records(progress))
+    )
     at = _timestamp(progress.get("timestamp"))
     return point.time(at, WritePrecision.MS) if at is not None else point
 
@@ -101,8 +105,11 @@ class PointWriter:
         except queue.Full:
             self.dropped += 1
             if self.dropped in (1, 10) or self.dropped % 1000 == 0:
-                log.warning("stage metrics: %d point(s) dropped, the writer to %s is behind", self.dropped,
-                            self.endpoint.url)
+                log.warning(
+                    "stage metrics: %d point(s) dropped, the writer to %s is behind",
+                    self.dropped,
+                    self.endpoint.url,
+                )
 
     def _run(self) -> None:
         from dbuslib import influx
@@ -119,8 +126,13 @@ class PointWriter:
             except Exception as e:  # never the query's problem
                 self.failed_writes += 1
                 if self.failed_writes in (1, 10) or self.failed_writes % 100 == 0:
-                    log.warning("stage metrics: %d point(s) not written to %s (%d failed writes): %s",
-                                len(points), self.endpoint.url, self.failed_writes, e)
+                    log.warning(
+                        "stage metrics: %d point(s) not written to %s (%d failed writes): %s",
+                        len(points),
+                        self.endpoint.url,
+                        self.failed_writes,
+                        e,
+                    )
             finally:
                 for _ in points:
                     self._queue.task_done()

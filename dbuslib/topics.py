@@ -87,8 +87,8 @@ def literal_schemas(src: Source) -> list[str]:
 def include_problems(ds: str, src: Source) -> list[str]:
     """Every topic of source ``ds`` known from its config that Kafka would refuse, naming the key::
 
-        sources.demo.capture.include[0]: schema 'ßßß...' gives topic 'demo._x00df...' (schema), which
-        Kafka refuses: 400 characters, more than 249
+    sources.demo.capture.include[0]: schema 'ßßß...' gives topic 'demo._x00df...' (schema), which
+    Kafka refuses: 400 characters, more than 249
     """
     t = src.topics
     found = []
@@ -105,8 +105,10 @@ def include_problems(ds: str, src: Source) -> list[str]:
             named.append(("result", t.name("result", ds, schema, table)))
         for kind, topic in named:
             if problem := topic_problem(topic):
-                found.append(f"sources.{ds}.capture.include[{i}]: schema {schema!r} gives topic {topic!r} "
-                             f"(topics.{kind}), which Kafka refuses: {problem}")
+                found.append(
+                    f"sources.{ds}.capture.include[{i}]: schema {schema!r} gives topic {topic!r} "
+                    f"(topics.{kind}), which Kafka refuses: {problem}"
+                )
     return found
 
 

@@ -31,8 +31,9 @@ def client(cfg: ZooKeeperEndpoint, retry: RetryPolicy | None = None) -> KazooCli
         return retry_call(retry, f"ZooKeeper at {cfg.hosts}: connect", client, cfg)
     # Reconnect attempts at most 1 s apart, forever: kazoo's default backoff grows without a useful cap,
     # so after an outage of ~30 s it would come back after the server had expired the session.
-    zk = KazooClient(hosts=cfg.hosts, timeout=cfg.timeout_s,
-                     connection_retry=KazooRetry(max_tries=-1, max_delay=1.0))
+    zk = KazooClient(
+        hosts=cfg.hosts, timeout=cfg.timeout_s, connection_retry=KazooRetry(max_tries=-1, max_delay=1.0)
+    )
     try:
         zk.start(timeout=cfg.timeout_s)
     except KazooTimeoutError as e:
@@ -53,7 +54,7 @@ def path(cfg: ZooKeeperEndpoint, *parts: str) -> str:
 # pairs (above U+FFFF). "%" is escaped too, so that escaping can be undone.
 def _refused(c: str) -> bool:
     n = ord(c)
-    return (c in "/%" or n <= 0x1F or 0x7F <= n <= 0x9F or 0xD800 <= n <= 0xF8FF or n >= 0xFFF0)
+    return c in "/%" or n <= 0x1F or 0x7F <= n <= 0x9F or 0xD800 <= n <= 0xF8FF or n >= 0xFFF0
 
 
 def escape(part: str) -> str:
@@ -78,7 +79,7 @@ def unescape(part: str) -> str:
         return part
     out, raw, i = [], bytearray(), 0
     while i < len(part):
-        code = part[i + 1:i + 3]
+        code = part[i + 1 : i + 3]
         if part[i] == "%" and len(code) == 2 and all(c in "0123456789abcdefABCDEF" for c in code):
             raw.append(int(code, 16))
             i += 3

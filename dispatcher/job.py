@@ -31,8 +31,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dbuslib import pygc
-from dbuslib.deadletter import MAX_VALUE_BYTES, too_big
 from dbuslib.config import DbusConfig
+from dbuslib.deadletter import MAX_VALUE_BYTES, too_big
 from dispatcher.routing import BAD_TOPIC, TOPIC_NAME, UNEXPECTED, Route, Router, key_tables, route, unexpected
 
 if TYPE_CHECKING:
@@ -97,16 +97,28 @@ def tag_records(raw: DataFrame, router: Router) -> DataFrame:
     fields = F.json_tuple(header, "kind", "schema", "table").alias("_kind", "_schema", "_table")
     parsed = raw.select("*", fields)
     topic = _schema_topic(router, F.col("_schema"))
-    heartbeat_table = ((F.col("_schema") == router.heartbeat_schema)
-                       & (F.col("_table") == router.heartbeat_table))
-    routable = (F.col("_kind").isin("rows", "ddl") & F.col("_schema").isNotNull() & ~heartbeat_table
-                & topic.rlike(TOPIC_NAME.pattern) & ~topic.isin(".", ".."))
-    return parsed.select(*raw.columns, F.coalesce(routable, F.lit(False)).alias("_routable"),
-                         topic.alias("_topic"))
+    heartbeat_table = (F.col("_schema") == router.heartbeat_schema) & (
+        F.col("_table") == router.heartbeat_table
+    )
+    routable = (
+        F.col("_kind").isin("rows", "ddl")
+        & F.col("_schema").isNotNull()
+        & ~heartbeat_table
+        & topic.rlike(TOPIC_NAME.pattern)
+        & ~topic.isin(".", "..")
+    )
+    return parsed.select(
+        *raw.columns, F.coalesce(routable, F.lit(False)).alias("_routable"), topic.alias("_topic")
+    )
 
 
-def _python_routes(router: Router, ensure_topic: Callable[[str], None], topic: str | None,
-                   value: bytes | None, key: bytes | None) -> list[tuple[str, Any, Any, Any, Any]]:
+def _python_routes(
+    router: Router,
+    ensure_topic: Callable[[str], None],
+    topic: str | None,
+    value: bytes | None,
+    key: bytes | None,
+) -> list[tuple[str, Any, Any, Any, Any]]:
     """The UDF body (module level, picklable): every route of one record as (topic, code, error, withheld,
     key text); each target topic exists when it returns (``ensure_topic``: ``dbuslib.kafka.ensure_topic_once``
     with the source's topic settings). ``topic`` is set when the JVM routed the record, else ``value`` is
@@ -114,13 +126,14 @@ def _python_routes(router: Router, ensure_topic: Callable[[str], None], topic: s
     pygc.settle(task=_task_id())  # a worker's first tasks, once each (dbuslib/pygc.py)
     try:
         routes = (Route(topic),) if topic is not None else route(router, value, key)
-    except Exception as e:  # noqa: BLE001 - route() is total; this only guards its callers' mistakes
+    except Exception as e:
         routes = (router.dead(UNEXPECTED, unexpected(router, e), key_tables(key), decoded=False),)
     out = []
     for r in routes:
         r = _ensure(router, ensure_topic, r, key)
-        withheld = r.withheld or (too_big(len(value)) if r.dead and value is not None
-                                  and len(value) > MAX_VALUE_BYTES else None)
+        withheld = r.withheld or (
+            too_big(len(value)) if r.dead and value is not None and len(value) > MAX_VALUE_BYTES else None
+        )
         out.append((r.topic, r.code, r.error, withheld, _key_text(key) if r.dead else None))
     return out
 
@@ -165,13 +178,20 @@ def dead_letter_value() -> Column:
     """
     from pyspark.sql import functions as F
 
-    return F.to_json(F.struct(
-        F.col("route.code").alias("code"), F.col("route.error").alias("error"),
-        F.lit("dispatcher").alias("stage"), F.col("topic"), F.col("partition"), F.col("offset"),
-        F.col("route.key").alias("key"),
-        F.when(F.col("route.withheld").isNull(), F.base64("value")).alias("value_base64"),
-        F.col("route.withheld").alias("withheld"),
-    ), {"ignoreNullFields": "false"})
+    return F.to_json(
+        F.struct(
+            F.col("route.code").alias("code"),
+            F.col("route.error").alias("error"),
+            F.lit("dispatcher").alias("stage"),
+            F.col("topic"),
+            F.col("partition"),
+            F.col("offset"),
+            F.col("route.key").alias("key"),
+            F.when(F.col("route.withheld").isNull(), F.base64("value")).alias("value_base64"),
+            F.col("route.withheld").alias("withheld"),
+        ),
+        {"ignoreNullFields": "false"},
+    )
 
 
 def route_records(tagged: DataFrame, router: Router, ensure_topic: Callable[[str], None]) -> DataFrame:
@@ -186,18 +206,27 @@ def route_records(tagged: DataFrame, router: Router, ensure_topic: Callable[[str
     udf = F.udf(functools.partial(_python_routes, router, ensure_topic), _ROUTES)
     routable = F.col("_routable")
     routes = udf(F.when(routable, F.col("_topic")), F.when(~routable, F.col("value")), F.col("key"))
-    return (tagged.withColumn("route", F.explode(routes))
-            .select("key",
-                    F.when(F.col("route.code").isNull(), F.col("value")).otherwise(
-                        dead_letter_value().cast("binary")).alias("value"),
-                    F.col("route.topic").alias("topic")))
+    return tagged.withColumn("route", F.explode(routes)).select(
+        "key",
+        F.when(F.col("route.code").isNull(), F.col("value"))
+        .otherwise(dead_letter_value().cast("binary"))
+        .alias("value"),
+        F.col("route.topic").alias("topic"),
+    )
 
 
 # ---------------------------------------------------------------- wiring
 
 
-def start(spark: SparkSession, cfg: DbusConfig, ds: str, *, checkpoint: str, max_offsets: int,
-          available_now: bool = False) -> StreamingQuery:
+def start(
+    spark: SparkSession,
+    cfg: DbusConfig,
+    ds: str,
+    *,
+    checkpoint: str,
+    max_offsets: int,
+    available_now: bool = False,
+) -> StreamingQuery:
     """Start the dispatcher query of source ``ds``."""
     from dbuslib.kafka import ensure_topic_once
     from dbuslib.spark import kafka_sink, with_trigger
@@ -205,10 +234,18 @@ def start(spark: SparkSession, cfg: DbusConfig, ds: str, *, checkpoint: str, max
     src = cfg.source(ds)
     bootstrap = cfg.endpoints.kafka.bootstrap_servers
     router = Router.for_source(ds, src)
-    ensure_topic = functools.partial(ensure_topic_once, cfg.endpoints.kafka, partitions=src.topics.partitions,
-                                     replication_factor=src.topics.replication_factor)
+    ensure_topic = functools.partial(
+        ensure_topic_once,
+        cfg.endpoints.kafka,
+        partitions=src.topics.partitions,
+        replication_factor=src.topics.replication_factor,
+    )
     tagged = tag_records(read_raw(spark, bootstrap, src.topics.name("raw", ds), max_offsets), router)
-    writer = (kafka_sink(route_records(tagged, router, ensure_topic).writeStream, cfg.endpoints.kafka)
-              .queryName(query_name(ds)).option("checkpointLocation", checkpoint))
-    return with_trigger(writer, available_now, src.dispatcher.trigger_interval_ms,
-                        src.dispatcher.async_progress).start()
+    writer = (
+        kafka_sink(route_records(tagged, router, ensure_topic).writeStream, cfg.endpoints.kafka)
+        .queryName(query_name(ds))
+        .option("checkpointLocation", checkpoint)
+    )
+    return with_trigger(
+        writer, available_now, src.dispatcher.trigger_interval_ms, src.dispatcher.async_progress
+    ).start()

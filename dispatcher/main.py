@@ -23,8 +23,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config  # noqa: E402
-from dbuslib.errors import ConfigError, DbusError  # noqa: E402
+from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from dbuslib.errors import ConfigError, DbusError
 
 log = logging.getLogger("dispatcher")
 EXIT = {ConfigError: 2}
@@ -45,15 +45,25 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
 
     src = cfg.source(ds)
     topics = known_topics(cfg, ds)
-    kafka.ensure_topics(cfg.endpoints.kafka, topics + [src.topics.name("raw", ds)],
-                        partitions=src.topics.partitions, replication_factor=src.topics.replication_factor)
+    kafka.ensure_topics(
+        cfg.endpoints.kafka,
+        topics + [src.topics.name("raw", ds)],
+        partitions=src.topics.partitions,
+        replication_factor=src.topics.replication_factor,
+    )
     from dbuslib import stagemetrics
     from dbuslib.lifecycle import Lifecycle
 
     with Lifecycle("dispatcher", ds, cfg.path) as life:  # SIGTERM, the JVM and the config watched
         session = spark.session(cfg, job.query_name(ds))
-        query = job.start(session, cfg, ds, checkpoint=spark.checkpoint(cfg, "dispatcher", ds),
-                          max_offsets=max_offsets, available_now=available_now)
+        query = job.start(
+            session,
+            cfg,
+            ds,
+            checkpoint=spark.checkpoint(cfg, "dispatcher", ds),
+            max_offsets=max_offsets,
+            available_now=available_now,
+        )
         metrics = stagemetrics.watch(query, cfg.endpoints.influxdb, ds, "dispatcher")  # dbus_stage points
         log.info("%s: query %s started", ds, query.name)
         try:
@@ -66,11 +76,18 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dispatcher", description="first-level topic -> per-schema topics")
     p.add_argument("--config", default=str(DEFAULT_CONFIG), help="configuration file (default: %(default)s)")
     p.add_argument("--source", required=True, help="source name under 'sources'")
-    p.add_argument("--max-offsets-per-trigger", type=int, default=None,
-                   help="records read per micro-batch at most: back pressure (default: the source's "
-                        "dispatcher.max_offsets_per_trigger)")
-    p.add_argument("--available-now", action="store_true",
-                   help="route what the topic holds now, then stop (a catch-up or test run)")
+    p.add_argument(
+        "--max-offsets-per-trigger",
+        type=int,
+        default=None,
+        help="records read per micro-batch at most: back pressure (default: the source's "
+        "dispatcher.max_offsets_per_trigger)",
+    )
+    p.add_argument(
+        "--available-now",
+        action="store_true",
+        help="route what the topic holds now, then stop (a catch-up or test run)",
+    )
     return p
 
 
@@ -84,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         cfg = load_config(args.config)
-        max_offsets = args.max_offsets_per_trigger or cfg.source(args.source).dispatcher.max_offsets_per_trigger
+        max_offsets = (
+            args.max_offsets_per_trigger or cfg.source(args.source).dispatcher.max_offsets_per_trigger
+        )
         return run(cfg, args.source, max_offsets, args.available_now)
     except DbusError as e:
         print(f"dispatcher: {e.code}: {e}", file=sys.stderr)

@@ -43,9 +43,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from binlog.rawevent import RawEvent, RawEventError, decode
 from dbuslib.config import Source
 from dbuslib.deadletter import withheld_reason
-from binlog.rawevent import RawEvent, RawEventError, decode
 from dbuslib.topics import TOPIC_NAME, render, topic_problem
 
 __all__ = ["TOPIC_NAME", "Route", "Router", "route", "unexpected"]
@@ -63,8 +63,14 @@ BAD_TOPIC = "DISPATCH_BAD_TOPIC"  # a topic name Kafka refuses even escaped (emp
 CHUNKED_HEARTBEAT = "DISPATCH_CHUNKED_HEARTBEAT"  # a heartbeat insert cut into chunks (a chunk cannot decode)
 HEARTBEAT_WITHOUT_SCHEMA = "DISPATCH_HEARTBEAT_NO_SCHEMA"  # a heartbeat row without a usable SCHEMA_NAME
 UNEXPECTED = "DISPATCH_UNEXPECTED"  # any other error while routing one record (a bug): the record is kept
-CODES = (BAD_RECORD, BAD_TOPIC, UNDECODABLE_HEARTBEAT, CHUNKED_HEARTBEAT, HEARTBEAT_WITHOUT_SCHEMA,
-         UNEXPECTED)
+CODES = (
+    BAD_RECORD,
+    BAD_TOPIC,
+    UNDECODABLE_HEARTBEAT,
+    CHUNKED_HEARTBEAT,
+    HEARTBEAT_WITHOUT_SCHEMA,
+    UNEXPECTED,
+)
 
 Table = tuple[str, str]
 
@@ -101,10 +107,15 @@ class Router:
 
     @classmethod
     def for_source(cls, ds: str, src: Source) -> Router:
-        return cls(ds=ds, schema_template=src.topics.schema_, dead_letter=src.topics.name("dead_letter", ds),
-                   heartbeat_schema=src.heartbeat.schema_, heartbeat_table=src.heartbeat.table,
-                   mask_tables=tuple(sorted(p for p, columns in src.masking.items() if columns)),
-                   masks_any=bool(src.masking))
+        return cls(
+            ds=ds,
+            schema_template=src.topics.schema_,
+            dead_letter=src.topics.name("dead_letter", ds),
+            heartbeat_schema=src.heartbeat.schema_,
+            heartbeat_table=src.heartbeat.table,
+            mask_tables=tuple(sorted(p for p, columns in src.masking.items() if columns)),
+            masks_any=bool(src.masking),
+        )
 
     def schema_topic_parts(self) -> list[str]:
         """The schema template split around ``{schema}``: ``"{ds}.{schema}"`` -> ``["demo.", ""]``."""
@@ -149,7 +160,7 @@ def route(router: Router, value: Any, key: bytes | str | None = None) -> tuple[R
     """Every destination of one first-level record, in order; any input gives routes, never an error."""
     try:
         return _route(router, value, key)
-    except Exception as e:  # noqa: BLE001 - the last resort: one record must not stop the stage
+    except Exception as e:
         return (router.dead(UNEXPECTED, unexpected(router, e), key_tables(key), decoded=False),)
 
 
@@ -182,7 +193,7 @@ def key_tables(key: bytes | str | None) -> list[Table]:
             return []
     if not isinstance(key, str):
         return []
-    return [(key[:i], key[i + 1:]) for i, c in enumerate(key) if c == "."]
+    return [(key[:i], key[i + 1 :]) for i, c in enumerate(key) if c == "."]
 
 
 def damaged_tables(value: Any) -> list[Table]:
@@ -191,7 +202,7 @@ def damaged_tables(value: Any) -> list[Table]:
     if not isinstance(value, (bytes, bytearray, memoryview)) or len(value) < _PREFIX_LEN:
         return []
     try:
-        header = json.loads(bytes(value[_PREFIX_LEN:_PREFIX_LEN + int.from_bytes(value[4:8], "big")]))
+        header = json.loads(bytes(value[_PREFIX_LEN : _PREFIX_LEN + int.from_bytes(value[4:8], "big")]))
     except (ValueError, RecursionError):
         return []
     if not isinstance(header, dict):
@@ -210,8 +221,11 @@ def event_tables(event: RawEvent, key: bytes | str | None) -> list[Table]:
 
 def is_heartbeat(router: Router, event: RawEvent) -> bool:
     """An insert into the heartbeat table (updates, deletes and DDL of it are ordinary records)."""
-    return (event.kind == "rows" and router.is_heartbeat_table(event.header)
-            and event.header.get("event_type") in WRITE_ROWS_EVENTS)
+    return (
+        event.kind == "rows"
+        and router.is_heartbeat_table(event.header)
+        and event.header.get("event_type") in WRITE_ROWS_EVENTS
+    )
 
 
 def route_heartbeat(router: Router, event: RawEvent, tables: list[Table]) -> tuple[Route, ...]:

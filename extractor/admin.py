@@ -65,7 +65,8 @@ def format_status(info: dict[str, Any]) -> str:
         f"  in ZooKeeper {_short(info['zookeeper'])}; local file {_short(info['local_file'])}",
         f"server end {info['server_end']['file']}:{info['server_end']['pos']} (behind: {behind})",
         f"lag        {info['lag_s']} s since the last committed transaction's time"
-        if info["lag_s"] is not None else "lag        unknown",
+        if info["lag_s"] is not None
+        else "lag        unknown",
     ]
     return "\n".join(lines)
 
@@ -100,8 +101,9 @@ def reset(cfg: DbusConfig, ds: str, to: str, *, full_pull: bool = False, force: 
 def _target(src: Source, to: str) -> Position:
     db = mysql.connect(src.mysql)
     try:
-        return initial_position(src.model_copy(update={"extractor": src.extractor.model_copy(
-            update={"start": to})}), db)
+        return initial_position(
+            src.model_copy(update={"extractor": src.extractor.model_copy(update={"start": to})}), db
+        )
     finally:
         db.close()
 
@@ -111,9 +113,13 @@ def captured_tables(src: Source) -> list[str]:
     wanted = TableFilter(src.capture)
     try:
         with db.cursor() as cur:
-            cur.execute("SELECT table_schema, table_name FROM information_schema.tables "
-                        "WHERE table_type = 'BASE TABLE' ORDER BY 1, 2")
-            return [f"{s}.{t}" for s, t in cur.fetchall() if wanted.allows(s, t) and s != src.heartbeat.schema_]
+            cur.execute(
+                "SELECT table_schema, table_name FROM information_schema.tables "
+                "WHERE table_type = 'BASE TABLE' ORDER BY 1, 2"
+            )
+            return [
+                f"{s}.{t}" for s, t in cur.fetchall() if wanted.allows(s, t) and s != src.heartbeat.schema_
+            ]
     finally:
         db.close()
 
@@ -128,10 +134,21 @@ def request_full_pulls(cfg: DbusConfig, ds: str, src: Source) -> list[str]:
     producer = kafka.producer(cfg.endpoints.kafka)
     for i, name in enumerate(tables):
         schema, table = name.split(".", 1)
-        msg = new_control_message(ControlType.FULL_DATA_INDEPENDENT_PULL_REQ, "dbus-extractor-reset", {
-            "DBUS_DATASOURCE_ID": ds, "SCHEMA_NAME": schema, "TABLE_NAME": table, "PHYSICAL_TABLES": table,
-            "INCREASE_VERSION": "false", "INCREASE_BATCH_NO": "false", "PULL_REMARK": "after extractor reset",
-            "SINK_TYPE": "KAFKA", "resultTopic": src.topics.name("result", ds, schema, table)})
+        msg = new_control_message(
+            ControlType.FULL_DATA_INDEPENDENT_PULL_REQ,
+            "dbus-extractor-reset",
+            {
+                "DBUS_DATASOURCE_ID": ds,
+                "SCHEMA_NAME": schema,
+                "TABLE_NAME": table,
+                "PHYSICAL_TABLES": table,
+                "INCREASE_VERSION": "false",
+                "INCREASE_BATCH_NO": "false",
+                "PULL_REMARK": "after extractor reset",
+                "SINK_TYPE": "KAFKA",
+                "resultTopic": src.topics.name("result", ds, schema, table),
+            },
+        )
         msg = replace(msg, id=msg.id + i)  # ids are epoch ms: keep them unique within one burst
         producer.send(topic, key=control_key(msg).encode(), value=control_to_json(msg).encode())
     producer.flush()

@@ -69,18 +69,40 @@ def start_pos(event: Any) -> int:
 
 
 def _base(source: str, server_id: int, file: str, event: Any, gtid: str) -> dict[str, Any]:
-    return {"source": source, "server_id": server_id, "file": file, "pos": start_pos(event),
-            "next_pos": event.packet.log_pos, "gtid": gtid, "ts": event.timestamp}
+    return {
+        "source": source,
+        "server_id": server_id,
+        "file": file,
+        "pos": start_pos(event),
+        "next_pos": event.packet.log_pos,
+        "gtid": gtid,
+        "ts": event.timestamp,
+    }
 
 
-def raw_rows(source: str, file: str, table_map: Any, rows: Any, gtid: str, crc: bool,
-             flavor: str = "mariadb", types: dict[str, str] | None = None) -> RawEvent:
+def raw_rows(
+    source: str,
+    file: str,
+    table_map: Any,
+    rows: Any,
+    gtid: str,
+    crc: bool,
+    flavor: str = "mariadb",
+    types: dict[str, str] | None = None,
+) -> RawEvent:
     """A ``rows`` record: the rows event with the table map that describes it; ``types`` names the
     columns whose type the binlog cannot tell (INET4/INET6/UUID, see dbuslib.coltypes)."""
     tm = event_bytes(table_map)
-    header = {"kind": "rows", **_base(source, rows.packet.server_id, file, rows, gtid),
-              "schema": table_map.schema, "table": table_map.table, "flavor": flavor,
-              "event_type": rows.packet.event_type, "crc": crc, "tm_len": len(tm)}
+    header = {
+        "kind": "rows",
+        **_base(source, rows.packet.server_id, file, rows, gtid),
+        "schema": table_map.schema,
+        "table": table_map.table,
+        "flavor": flavor,
+        "event_type": rows.packet.event_type,
+        "crc": crc,
+        "tm_len": len(tm),
+    }
     if types:
         header["types"] = dict(types)
     return RawEvent(header=header, body=tm + event_bytes(rows), key=f"{table_map.schema}.{table_map.table}")
@@ -101,8 +123,9 @@ def ddl_target(sql: str, default_schema: str) -> tuple[str, str, str] | None:
         return (verb, _parts(found.group(1))[-1], "*") if found else None
     if noun == "VIEW" or (not noun and verb not in ("RENAME", "TRUNCATE")):
         return None
-    pattern = (_ON_TABLE if "INDEX" in noun else _AFTER_VERB["TRUNCATE"] if verb == "TRUNCATE"
-               else _TABLE_AFTER)
+    pattern = (
+        _ON_TABLE if "INDEX" in noun else _AFTER_VERB["TRUNCATE"] if verb == "TRUNCATE" else _TABLE_AFTER
+    )
     found = pattern.search(sql)
     if not found:
         return verb, default_schema, "*"
@@ -128,10 +151,10 @@ def tokens(sql: str) -> list[Token]:
         elif sql.startswith("/*", i):
             end = sql.find("*/", i + 2)
             end = n if end < 0 else end
-            body = sql[i + 2:end]
+            body = sql[i + 2 : end]
             executable = _EXECUTABLE.match(body)
             if executable:
-                out.extend(tokens(body[executable.end():]))
+                out.extend(tokens(body[executable.end() :]))
             i = end + 2
         elif c == "#" or (sql.startswith("--", i) and (i + 2 == n or sql[i + 2].isspace())):
             end = sql.find("\n", i)
@@ -153,7 +176,7 @@ def _quoted(sql: str, start: int) -> tuple[str, int]:
     while i < n:
         c = sql[i]
         if c == "\\" and q != "`" and i + 1 < n:
-            buf.append(sql[i:i + 2])
+            buf.append(sql[i : i + 2])
             i += 2
         elif c == q and sql.startswith(q + q, i):
             buf.append(q)
@@ -175,7 +198,7 @@ def without_comments(sql: str) -> str:
             end = sql.find("*/", i + 2)
             end = n if end < 0 else end
             executable = _EXECUTABLE.match(sql, i + 2, end)
-            out.append(" " + (without_comments(sql[executable.end():end]) + " " if executable else ""))
+            out.append(" " + (without_comments(sql[executable.end() : end]) + " " if executable else ""))
             i = end + 2
         elif c == "#" or (sql.startswith("--", i) and (i + 2 == n or sql[i + 2].isspace())):
             end = sql.find("\n", i)
@@ -269,7 +292,7 @@ def _row_clause(clause: list[Token]) -> str | None:
     for i, t in enumerate(clause):  # a table option, anywhere among the others: ENGINE [=] BLACKHOLE
         depth += (t == Token("punct", "(")) - (t == Token("punct", ")"))
         if depth == 0 and t.is_word("ENGINE"):
-            rest = clause[i + 1:i + 3]
+            rest = clause[i + 1 : i + 3]
             rest = rest[1:] if rest and rest[0] == Token("punct", "=") else rest
             if rest and rest[0].kind in ("word", "string") and rest[0].text.upper() == "BLACKHOLE":
                 return "ENGINE BLACKHOLE"
@@ -286,8 +309,14 @@ def raw_ddl(source: str, file: str, query: Any, gtid: str) -> RawEvent | None:
     if target is None:
         return None
     verb, ddl_schema, table = target
-    header = {"kind": "ddl", **_base(source, query.packet.server_id, file, query, gtid),
-              "schema": ddl_schema, "table": table, "ddl": verb, "sql": sql}
+    header = {
+        "kind": "ddl",
+        **_base(source, query.packet.server_id, file, query, gtid),
+        "schema": ddl_schema,
+        "table": table,
+        "ddl": verb,
+        "sql": sql,
+    }
     changes = row_changes(sql) if table != "*" else ()
     if changes:
         header.update(removes_rows=True, row_changes=list(changes))

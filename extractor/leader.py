@@ -42,8 +42,16 @@ from dbuslib.errors import EndpointError
 from dbuslib.zk import UNREACHABLE, identity
 from extractor.errors import DeposedError, NotLeaderError
 
-__all__ = ["DeposedError", "Leadership", "NotLeaderError", "bump_epoch", "epoch_at", "identity", "node_path",
-           "read_epoch"]
+__all__ = [
+    "DeposedError",
+    "Leadership",
+    "NotLeaderError",
+    "bump_epoch",
+    "epoch_at",
+    "identity",
+    "node_path",
+    "read_epoch",
+]
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +118,9 @@ class Leadership:
     """Leader election of one source. ``acquire`` blocks until this process leads and returns its epoch;
     ``deposed`` is set when the ZooKeeper session is lost while leading."""
 
-    def __init__(self, zk: KazooClient, root: str, ds: str, identifier: str | None = None,
-                 timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, zk: KazooClient, root: str, ds: str, identifier: str | None = None, timeout_s: float = 10.0
+    ) -> None:
         self.ds = ds
         self.identifier = identifier or identity()
         self.deposed = threading.Event()

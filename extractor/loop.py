@@ -18,9 +18,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from binlog.rawevent import RawEvent
 from dbuslib import kafka, mysql, pygc, zk
 from dbuslib.config import DbusConfig, Source
-from binlog.rawevent import RawEvent
+from dbuslib.zk import identity
 from extractor.errors import DeposedError
 from extractor.leader import Leadership
 from extractor.metrics import ExtractorMetrics
@@ -70,11 +71,16 @@ class Extractor:
     def _lead(self, leadership: Leadership, store: PositionStore, epoch: int) -> None:
         start, flavor = self._check_source(store)
         log.info("%s: reading from %s:%s (gtid %s)", self.ds, start.file or "-", start.pos, start.gtid or "-")
-        kafka.ensure_topics(self.cfg.endpoints.kafka, [self.topic], self.src.topics.partitions,
-                            self.src.topics.replication_factor)
+        kafka.ensure_topics(
+            self.cfg.endpoints.kafka,
+            [self.topic],
+            self.src.topics.partitions,
+            self.src.topics.replication_factor,
+        )
         publisher = Publisher(self.cfg.endpoints.kafka, self.topic, self.src.extractor)
-        reader = BinlogReader(self.ds, self.src, start, heartbeat_s=self.src.extractor.commit_interval_s,
-                              flavor=flavor)
+        reader = BinlogReader(
+            self.ds, self.src, start, heartbeat_s=self.src.extractor.commit_interval_s, flavor=flavor
+        )
         committer = _Committer(store, publisher, self.metrics, epoch, self.src.extractor.commit_interval_s)
         clean = False
         try:
@@ -119,8 +125,14 @@ class Extractor:
 class _Committer:
     """Commits the newest acknowledged boundary at most every ``interval`` seconds."""
 
-    def __init__(self, store: PositionStore, publisher: Publisher, metrics: ExtractorMetrics, epoch: int,
-                 interval: float) -> None:
+    def __init__(
+        self,
+        store: PositionStore,
+        publisher: Publisher,
+        metrics: ExtractorMetrics,
+        epoch: int,
+        interval: float,
+    ) -> None:
         self._store, self._publisher, self._metrics = store, publisher, metrics
         self._epoch, self._interval = epoch, interval
         self._next = time.monotonic() + interval

@@ -60,11 +60,13 @@ def _run_until_stopped(extractor: Extractor, src, ds: str) -> int:
 
 
 def purged_message(ds: str, err: BinlogPurgedError) -> str:
-    return (f"{ds}: {err}\nThe changes between the stored position and the oldest binlog still on the server "
-            f"cannot be read any more. Recover with one of:\n"
-            f"  dbus extractor reset --source {ds} --to earliest --full-pull   # resume at the oldest binlog, "
-            f"full-pull every captured table\n"
-            f"  dbus extractor reset --source {ds} --to current --full-pull    # resume now, full-pull every table")
+    return (
+        f"{ds}: {err}\nThe changes between the stored position and the oldest binlog still on the server "
+        f"cannot be read any more. Recover with one of:\n"
+        f"  dbus extractor reset --source {ds} --to earliest --full-pull   # resume at the oldest binlog, "
+        f"full-pull every captured table\n"
+        f"  dbus extractor reset --source {ds} --to current --full-pull    # resume now, full-pull every table"
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -73,17 +75,21 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     config = argparse.ArgumentParser(add_help=False)  # --config also after the command
     config.add_argument("--config", default=argparse.SUPPRESS, help="configuration file")
-    r = sub.add_parser("run", parents=[config],
-                       help="read the binlog and publish raw events (leads or waits as standby)")
+    r = sub.add_parser(
+        "run", parents=[config], help="read the binlog and publish raw events (leads or waits as standby)"
+    )
     r.add_argument("--source", required=True, help="source name under 'sources'")
     s = sub.add_parser("status", parents=[config], help="leader, epoch, committed position and lag")
     s.add_argument("--source", required=True)
     s.add_argument("--json", action="store_true", help="print JSON")
-    z = sub.add_parser("reset", parents=[config],
-                       help="move the committed position (run it while no extractor runs)")
+    z = sub.add_parser(
+        "reset", parents=[config], help="move the committed position (run it while no extractor runs)"
+    )
     z.add_argument("--source", required=True)
     z.add_argument("--to", required=True, help="current | earliest | FILE:POS | GTID (e.g. 0-1-42)")
-    z.add_argument("--full-pull", action="store_true", help="also request a full pull of every captured table")
+    z.add_argument(
+        "--full-pull", action="store_true", help="also request a full pull of every captured table"
+    )
     z.add_argument("--force", action="store_true", help="even while an extractor leads (it will be deposed)")
     return p
 

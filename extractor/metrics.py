@@ -46,8 +46,15 @@ class ExtractorMetrics:
     def report(self, records: int, bytes_: int, influx: InfluxEndpoint | None) -> Rates:
         r = self.rates(records, bytes_)
         where = f"{self.committed.file}:{self.committed.pos}" if self.committed else "none yet"
-        log.info("%s: %.0f events/s, %.0f records/s, %.0f KB/s, lag %.1fs, committed %s",
-                 self.ds, r.events_per_s, r.records_per_s, r.bytes_per_s / 1024, r.lag_s, where)
+        log.info(
+            "%s: %.0f events/s, %.0f records/s, %.0f KB/s, lag %.1fs, committed %s",
+            self.ds,
+            r.events_per_s,
+            r.records_per_s,
+            r.bytes_per_s / 1024,
+            r.lag_s,
+            where,
+        )
         if influx is not None:
             self._write(r, influx)
         return r
@@ -57,11 +64,18 @@ class ExtractorMetrics:
 
         from dbuslib import influx as ifx
 
-        point = (Point("dbus_extractor").tag("ds", self.ds).field("events_per_s", r.events_per_s)
-                 .field("records_per_s", r.records_per_s).field("bytes_per_s", r.bytes_per_s)
-                 .field("lag_s", r.lag_s))
+        point = (
+            Point("dbus_extractor")
+            .tag("ds", self.ds)
+            .field("events_per_s", r.events_per_s)
+            .field("records_per_s", r.records_per_s)
+            .field("bytes_per_s", r.bytes_per_s)
+            .field("lag_s", r.lag_s)
+        )
         if self.committed:
-            point = point.field("committed_pos", self.committed.pos).field("committed_file", self.committed.file)
+            point = point.field("committed_pos", self.committed.pos).field(
+                "committed_file", self.committed.file
+            )
         try:
             ifx.write(influx, [point])
         except Exception as e:  # metrics must never stop the extractor

@@ -8,9 +8,9 @@ records Kafka has all acknowledged (acks=all): the only position that may be com
 
 from __future__ import annotations
 
+from binlog.rawevent import RawEvent, encode, split
 from dbuslib import kafka
 from dbuslib.config import ExtractorSettings, KafkaEndpoint
-from binlog.rawevent import RawEvent, encode, split
 from extractor.position import Position
 from extractor.tracker import AckTracker, SendFailed
 
@@ -21,8 +21,9 @@ class Publisher:
     def __init__(self, endpoint: KafkaEndpoint, topic: str, settings: ExtractorSettings) -> None:
         self.topic = topic
         self._settings = settings
-        self._producer = kafka.producer(endpoint, max_request_size=settings.max_record_bytes + 65536,
-                                        **settings.producer)
+        self._producer = kafka.producer(
+            endpoint, max_request_size=settings.max_record_bytes + 65536, **settings.producer
+        )
         self._tracker: AckTracker[Position] = AckTracker()
         self.ready: Position | None = None
         self.records = 0
@@ -63,5 +64,6 @@ class Publisher:
             try:
                 oldest.get(timeout=ACK_TIMEOUT_S)
             except Exception as e:  # any send failure: the position must not pass this record
-                raise SendFailed(f"Kafka did not acknowledge a record of {self.topic}: {e!r}") from e
+                msg = f"Kafka did not acknowledge a record of {self.topic}: {e!r}"
+                raise SendFailed(msg) from e
             self.advance()

@@ -30,19 +30,28 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
+from binlog.rawevent import RawEvent
 from dbuslib import mysql
 from dbuslib.coltypes import TypeCache, catalog_lookup, library_columns
 from dbuslib.config import Source
 from dbuslib.errors import EndpointError
-from binlog.rawevent import RawEvent
-from extractor import capture
 from dbuslib.filters import TableFilter
+from extractor import capture
 from extractor.position import Position
 
 log = logging.getLogger(__name__)
 ROWS_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
-EVENTS = [*ROWS_EVENTS, TableMapEvent, XidEvent, QueryEvent, RotateEvent, MariadbGtidEvent, GtidEvent,
-          FormatDescriptionEvent, HeartbeatLogEvent]
+EVENTS = [
+    *ROWS_EVENTS,
+    TableMapEvent,
+    XidEvent,
+    QueryEvent,
+    RotateEvent,
+    MariadbGtidEvent,
+    GtidEvent,
+    FormatDescriptionEvent,
+    HeartbeatLogEvent,
+]
 
 
 @dataclass(frozen=True)
@@ -65,8 +74,12 @@ class ServerSettingsError(EndpointError):
 
 
 # variable -> value DBus needs; a different value would drop or break rows without an error.
-REQUIRED_SETTINGS = {"log_bin": "ON", "binlog_format": "ROW", "binlog_row_image": "FULL",
-                     "binlog_row_metadata": "FULL"}
+REQUIRED_SETTINGS = {
+    "log_bin": "ON",
+    "binlog_format": "ROW",
+    "binlog_row_image": "FULL",
+    "binlog_row_metadata": "FULL",
+}
 FORBIDDEN_SETTINGS = {"log_bin_compress": "ON", "binlog_row_value_options": "PARTIAL_JSON"}
 
 
@@ -74,11 +87,15 @@ def check_server(db: pymysql.Connection) -> str:
     """Raise ServerSettingsError naming each wrong setting; return the flavor, ``mariadb`` or ``mysql``."""
     names = [*REQUIRED_SETTINGS, *FORBIDDEN_SETTINGS]
     with db.cursor() as cur:
-        cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (" + ",".join(["%s"] * len(names)) + ")", names)
+        cur.execute(
+            "SHOW GLOBAL VARIABLES WHERE Variable_name IN (" + ",".join(["%s"] * len(names)) + ")", names
+        )
         have = {k: str(v).upper() for k, v in cur.fetchall()}
         cur.execute("SELECT VERSION()")
         (version,) = cur.fetchone()
-    wrong = [f"{k}={have.get(k, 'unset')} (needs {v})" for k, v in REQUIRED_SETTINGS.items() if have.get(k) != v]
+    wrong = [
+        f"{k}={have.get(k, 'unset')} (needs {v})" for k, v in REQUIRED_SETTINGS.items() if have.get(k) != v
+    ]
     wrong += [f"{k}={v} (must be off)" for k, v in FORBIDDEN_SETTINGS.items() if v in have.get(k, "")]
     if wrong:
         msg = "the source's binlog settings would lose or misread changes: " + "; ".join(wrong)
@@ -136,9 +153,14 @@ class BinlogReader:
         return self._stream.log_file
 
     def __iter__(self) -> Iterator[RawEvent | Boundary | Tick]:
-        handlers = {TableMapEvent: self._table_map, XidEvent: self._boundary, QueryEvent: self._query,
-                    MariadbGtidEvent: self._gtid_event, GtidEvent: self._gtid_event,
-                    HeartbeatLogEvent: lambda e: [Tick()]}
+        handlers = {
+            TableMapEvent: self._table_map,
+            XidEvent: self._boundary,
+            QueryEvent: self._query,
+            MariadbGtidEvent: self._gtid_event,
+            GtidEvent: self._gtid_event,
+            HeartbeatLogEvent: lambda e: [Tick()],
+        }
         for cls in ROWS_EVENTS:
             handlers[cls] = self._rows
         for event in self._fetch():
@@ -169,8 +191,9 @@ class BinlogReader:
         if self._crc is None:
             self._crc = bool(self._stream._BinLogStreamReader__use_checksum)  # set once connected
         types = self._types.types(table_map.schema, table_map.table, library_columns(table_map))
-        return [capture.raw_rows(self.ds, self.file, table_map, event, self._gtid, self._crc, self.flavor,
-                                 types)]
+        return [
+            capture.raw_rows(self.ds, self.file, table_map, event, self._gtid, self._crc, self.flavor, types)
+        ]
 
     def _boundary(self, event: Any) -> list:
         position = Position(file=self.file, pos=event.packet.log_pos, gtid=self._gtid, ts=event.timestamp)

@@ -29,8 +29,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from dbuslib.errors import EndpointError
-from extractor.errors import DeposedError, PositionError, PositionFileError
 from dbuslib.zk import UNREACHABLE
+from extractor.errors import DeposedError, PositionError, PositionFileError
 from extractor.leader import bump_epoch, epoch_at
 from extractor.position import Position
 
@@ -143,14 +143,19 @@ class PositionStore:
             try:
                 remote, self._version = self._read_node()
             except (EndpointError, *UNREACHABLE) as e:
-                log.warning("%s: ZooKeeper unreachable (%r): using the local mirror %s", self._path, e,
-                            self._file)
+                log.warning(
+                    "%s: ZooKeeper unreachable (%r): using the local mirror %s", self._path, e, self._file
+                )
                 self._zk_behind = True
             else:
                 self._zk_behind = local is not None and _newest(local, remote) != remote
                 if self._zk_behind:
-                    log.info("%s: the local mirror %s is ahead (%s); the next commit catches up", self._path,
-                             self._file, local)
+                    log.info(
+                        "%s: the local mirror %s is ahead (%s); the next commit catches up",
+                        self._path,
+                        self._file,
+                        local,
+                    )
         self._last = _newest(local, remote)
         return self._last
 
@@ -187,8 +192,12 @@ class PositionStore:
             self._write_node(p)
         except (EndpointError, *UNREACHABLE) as e:
             if not self._zk_behind:
-                log.warning("%s: ZooKeeper unreachable (%r): positions go to %s until it is back",
-                            self._path, e, self._file)
+                log.warning(
+                    "%s: ZooKeeper unreachable (%r): positions go to %s until it is back",
+                    self._path,
+                    e,
+                    self._file,
+                )
             self._zk_behind = True
             return
         if self._zk_behind:

@@ -60,8 +60,12 @@ def _text(value: object) -> str:
 
 
 _CANON: dict[UmsType, Callable[[object], str]] = {
-    UmsType.INT: _int, UmsType.LONG: _int, UmsType.FLOAT: _float32, UmsType.DOUBLE: _double,
-    UmsType.DECIMAL: _decimal, UmsType.JSONOBJECT: _json,
+    UmsType.INT: _int,
+    UmsType.LONG: _int,
+    UmsType.FLOAT: _float32,
+    UmsType.DOUBLE: _double,
+    UmsType.DECIMAL: _decimal,
+    UmsType.JSONOBJECT: _json,
 }
 
 

@@ -1,8 +1,8 @@
 """What the full puller knows about a source table, read once from information_schema.
 
-    >>> table_info(db, "shop", "orders")  # doctest: +SKIP
-    TableInfo(schema='shop', table='orders', columns=(ColumnSpec(name='id', column_type='int(11)', ...), ...),
-              primary_key=('id',), unique_keys=(('email',),), indexes=(('customer_id', 'created'),), ...)
+>>> table_info(db, "shop", "orders")  # doctest: +SKIP
+TableInfo(schema='shop', table='orders', columns=(ColumnSpec(name='id', column_type='int(11)', ...), ...),
+          primary_key=('id',), unique_keys=(('email',),), indexes=(('customer_id', 'created'),), ...)
 """
 
 from __future__ import annotations

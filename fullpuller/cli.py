@@ -18,18 +18,33 @@ from typing import Any
 
 def add_parsers(sub: Any) -> None:
     fp = sub.add_parser("fullpull", help="full pulls: request one, show progress").add_subparsers(
-        dest="action", required=True)
-    rq = fp.add_parser("request", help="send FULL_DATA_INDEPENDENT_PULL_REQ for a table",
-                       description="Send FULL_DATA_INDEPENDENT_PULL_REQ on <ds>_ctrl and print the request id. "
-                       + __doc__.split("\n\n")[2].replace("\n", " "))
+        dest="action", required=True
+    )
+    rq = fp.add_parser(
+        "request",
+        help="send FULL_DATA_INDEPENDENT_PULL_REQ for a table",
+        description="Send FULL_DATA_INDEPENDENT_PULL_REQ on <ds>_ctrl and print the request id. "
+        + __doc__.split("\n\n")[2].replace("\n", " "),
+    )
     rq.add_argument("--source", required=True, help="source name under 'sources'")
     rq.add_argument("--table", required=True, help="schema.table to pull")
-    rq.add_argument("--split-col", help="split column(s), e.g. id or a,b (default: primary key, unique key, index)")
-    rq.add_argument("--shard-size", type=int, help="rows per shard (default: the source's fullpull.shard_size; -1 one shard)")
+    rq.add_argument(
+        "--split-col", help="split column(s), e.g. id or a,b (default: primary key, unique key, index)"
+    )
+    rq.add_argument(
+        "--shard-size",
+        type=int,
+        help="rows per shard (default: the source's fullpull.shard_size; -1 one shard)",
+    )
     rq.add_argument("--where", help="SQL condition the pulled rows must meet (INPUT_CONDITIONS)")
     rq.add_argument("--result-topic", help="topic to write to (default: the table's result topic)")
-    rq.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
-                    help="wait for acceptance or rejection (0: send and exit)")
+    rq.add_argument(
+        "--wait",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="wait for acceptance or rejection (0: send and exit)",
+    )
     rq.add_argument("--follow", action="store_true", help="show progress until the pull ends")
     rq.set_defaults(handler=request_cli)
 
@@ -78,17 +93,25 @@ def request_cli(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"dbus: FULLPULL_BAD_REQUEST: --table {e}", file=sys.stderr)
         return 2
-    message = request.build(args.source, schema, table, split_col=args.split_col, shard_size=args.shard_size,
-                            where=args.where, result_topic=args.result_topic)
+    message = request.build(
+        args.source,
+        schema,
+        table,
+        split_col=args.split_col,
+        shard_size=args.shard_size,
+        where=args.where,
+        result_topic=args.result_topic,
+    )
     ctrl, callback = src.topics.name("ctrl", args.source), src.topics.name("callback", args.source)
-    kafka.ensure_topics(cfg.endpoints.kafka, [ctrl, callback], src.topics.partitions,
-                        src.topics.replication_factor)
+    kafka.ensure_topics(
+        cfg.endpoints.kafka, [ctrl, callback], src.topics.partitions, src.topics.replication_factor
+    )
     since = kafka.end_offsets(cfg.endpoints.kafka, [callback])
     producer = kafka.producer(cfg.endpoints.kafka, max_block_ms=15_000)
     key, value = request.to_record(message)
     try:
         producer.send(ctrl, key=key, value=value).get(30)
-    except Exception as e:  # noqa: BLE001 - kafka-python raises many types: all mean "not sent"
+    except Exception as e:
         msg = f"could not send {key.decode()} to {ctrl} on {cfg.endpoints.kafka.bootstrap_servers}: {e}"
         raise EndpointError(msg) from e
     finally:
@@ -114,12 +137,18 @@ def request_cli(args: argparse.Namespace) -> int:
                 break
             time.sleep(0.5)
         if accepted is None:
-            print(f"dbus: no answer from the full puller of {args.source} within {args.wait:g}s "
-                  f"(is it running? it reads {ctrl})", file=sys.stderr)
+            print(
+                f"dbus: no answer from the full puller of {args.source} within {args.wait:g}s "
+                f"(is it running? it reads {ctrl})",
+                file=sys.stderr,
+            )
             return 1
-        print(f"{message.id}\taccepted at ums_id {accepted.UmsId}: {accepted.TotalRows} rows in "
-              f"{accepted.TotalCount} shard(s), split by {accepted.SplitCol or 'nothing'}"
-              + (f"; warning: {accepted.Warning}" if accepted.Warning else ""), flush=True)
+        print(
+            f"{message.id}\taccepted at ums_id {accepted.UmsId}: {accepted.TotalRows} rows in "
+            f"{accepted.TotalCount} shard(s), split by {accepted.SplitCol or 'nothing'}"
+            + (f"; warning: {accepted.Warning}" if accepted.Warning else ""),
+            flush=True,
+        )
         if not args.follow:
             return 0
         while True:
@@ -164,16 +193,23 @@ def status_cli(args: argparse.Namespace) -> int:
                 if not pulls:
                     print(f"dbus: no full pull {args.id} for source {args.source}", file=sys.stderr)
                     return 1
-            lines = [f"{p.SeqNo}  {p.Schema}.{p.Table}  batch {p.BatchNo}  v{p.Version}  ums_id {p.UmsId}\n"
-                     f"  {bar(p)}" for p in pulls[: args.limit]]
+            lines = [
+                f"{p.SeqNo}  {p.Schema}.{p.Table}  batch {p.BatchNo}  v{p.Version}  ums_id {p.UmsId}\n"
+                f"  {bar(p)}"
+                for p in pulls[: args.limit]
+            ]
             if args.id is not None and pulls:
                 p = pulls[0]
                 states = store.shards(p)
                 for i, shard in enumerate(p.Shards):
                     st = states.get(i)
-                    lines.append(f"    shard {i}: {st.state if st else 'waiting':8} {st.rows if st else 0:>10} rows"
-                                 f"  [{_bound(shard.get('lower'), '-inf')} .. {_bound(shard.get('upper'), '+inf')})")
-            print("\n".join(lines) if lines else f"no full pulls recorded for source {args.source}", flush=True)
+                    lines.append(
+                        f"    shard {i}: {st.state if st else 'waiting':8} {st.rows if st else 0:>10} rows"
+                        f"  [{_bound(shard.get('lower'), '-inf')} .. {_bound(shard.get('upper'), '+inf')})"
+                    )
+            print(
+                "\n".join(lines) if lines else f"no full pulls recorded for source {args.source}", flush=True
+            )
             if not args.watch or all(p.finished for p in pulls):
                 return 0
             time.sleep(1.0)

@@ -104,7 +104,7 @@ class Puller:
                 self._finish(replace(p, Status=ABORT, ErrorCode=e.code, ErrorMsg=str(e)))
             self.reject(e, req.name)
             return p
-        except Exception as e:  # noqa: BLE001 - a failed pull is reported, and the service goes on
+        except Exception as e:
             log.exception("%s: full pull %s of %s failed", self.ds, req.seqno, req.name)
             err = PullRejected("FULLPULL_FAILED", f"request {req.seqno} ({req.name}): {e}", req.seqno)
             p = p or self.store.get(req.schema, req.table, req.seqno)
@@ -126,7 +126,8 @@ class Puller:
             info = catalog.table_info(db, req.schema, req.table)
             if info is None:
                 msg = f"request {req.seqno}: table {req.name} does not exist in source {self.ds}"
-                raise PullRejected("FULLPULL_UNKNOWN_TABLE", msg, req.seqno)
+                msg_0 = "FULLPULL_UNKNOWN_TABLE"
+                raise PullRejected(msg_0, msg, req.seqno)
             try:
                 split.choose_split(info, req.split_col)
             except split.SplitError as e:
@@ -137,10 +138,19 @@ class Puller:
             ns = Namespace("mysql", self.ds, req.schema, req.table, version.version)
             topic = req.result_topic or self.src.topics.name("result", self.ds, req.schema, req.table)
             now = datetime.now(UTC)
-            p = Progress(req.seqno, req.schema, req.table, StartSecs=time.time(), UmsId=at,
-                         UmsTs=ums_ts(now, ZoneInfo(self.src.ums.timezone)), Version=version.version,
-                         BatchNo=self.meta.next_batch_id(self.ds, req.schema, req.table), Topic=topic,
-                         Namespace=str(ns), Columns=[asdict(c) for c in version.columns])
+            p = Progress(
+                req.seqno,
+                req.schema,
+                req.table,
+                StartSecs=time.time(),
+                UmsId=at,
+                UmsTs=ums_ts(now, ZoneInfo(self.src.ums.timezone)),
+                Version=version.version,
+                BatchNo=self.meta.next_batch_id(self.ds, req.schema, req.table),
+                Topic=topic,
+                Namespace=str(ns),
+                Columns=[asdict(c) for c in version.columns],
+            )
             self.store.create(p)
             self._history(p)
             size = req.shard_size if req.shard_size is not None else self.src.fullpull.shard_size
@@ -150,29 +160,65 @@ class Puller:
                 raise PullRejected(e.code, f"request {req.seqno} ({req.name}): {e}", req.seqno) from None
             except mysql.pymysql.MySQLError as e:
                 msg = f"request {req.seqno} ({req.name}): INPUT_CONDITIONS {req.where!r}: {e.args[-1]}"
-                raise PullRejected("FULLPULL_BAD_REQUEST", msg, req.seqno) from None
+                msg_0 = "FULLPULL_BAD_REQUEST"
+                raise PullRejected(msg_0, msg, req.seqno) from None
         finally:
             db.close()
         if plan.warning:
             log.warning("%s: request %s (%s): %s", self.ds, req.seqno, req.name, plan.warning)
-        shards = [{"where": s.where, "lower": s.lower, "upper": s.upper,
-                   "sql": render.select_sql(info, s.where, req.where)} for s in plan.shards]
-        p = replace(p, Status=PULLING, TotalCount=len(shards), TotalRows=plan.count, Shards=shards,
-                    SplitCol=",".join(plan.columns), SplitSource=plan.source, Warning=plan.warning or "")
-        kafka.ensure_topic_once(self.cfg.endpoints.kafka, topic, self.src.topics.partitions,
-                                self.src.topics.replication_factor)
+        shards = [
+            {
+                "where": s.where,
+                "lower": s.lower,
+                "upper": s.upper,
+                "sql": render.select_sql(info, s.where, req.where),
+            }
+            for s in plan.shards
+        ]
+        p = replace(
+            p,
+            Status=PULLING,
+            TotalCount=len(shards),
+            TotalRows=plan.count,
+            Shards=shards,
+            SplitCol=",".join(plan.columns),
+            SplitSource=plan.source,
+            Warning=plan.warning or "",
+        )
+        kafka.ensure_topic_once(
+            self.cfg.endpoints.kafka, topic, self.src.topics.partitions, self.src.topics.replication_factor
+        )
         request_json = control_json(req.message)
         for i, s in enumerate(plan.shards):
-            split_json = {"splitCol": p.SplitCol, "index": i, "where": s.where, "lowerValue": s.lower,
-                          "upperValue": s.upper, "targetTableName": req.name}
-            value = {"dataChunkSplit": split_json, "dataChunkSplitIndex": i, "fullPull.request.param": request_json}
-            self.producer.send(self.shards_topic, key=req.message.type.value.encode(),
-                               value=dumps_compact(value).encode())
+            split_json = {
+                "splitCol": p.SplitCol,
+                "index": i,
+                "where": s.where,
+                "lowerValue": s.lower,
+                "upperValue": s.upper,
+                "targetTableName": req.name,
+            }
+            value = {
+                "dataChunkSplit": split_json,
+                "dataChunkSplitIndex": i,
+                "fullPull.request.param": request_json,
+            }
+            self.producer.send(
+                self.shards_topic, key=req.message.type.value.encode(), value=dumps_compact(value).encode()
+            )
         self._marker(p, "start")
         self.store.put(p)
         self._history(p)
-        log.info("%s: request %s (%s) accepted at ums_id %s: %d rows in %d shard(s) split by %s", self.ds,
-                 req.seqno, req.name, at, plan.count, len(shards), p.SplitCol or "nothing")
+        log.info(
+            "%s: request %s (%s) accepted at ums_id %s: %d rows in %d shard(s) split by %s",
+            self.ds,
+            req.seqno,
+            req.name,
+            at,
+            plan.count,
+            len(shards),
+            p.SplitCol or "nothing",
+        )
         return p
 
     def _version(self, req: PullRequest, columns: tuple[ColumnSpec, ...], at: int) -> Version:
@@ -192,8 +238,14 @@ class Puller:
     def _pull(self, p: Progress) -> Progress:
         states = self.store.shards(p)
         pending = [i for i in range(p.TotalCount) if states.get(i, ShardState()).state != DONE]
-        log.info("%s: request %s: pulling %d of %d shard(s)%s", self.ds, p.SeqNo, len(pending), p.TotalCount,
-                 f" (resume {p.Resumes}: {p.TotalCount - len(pending)} already done)" if p.Resumes else "")
+        log.info(
+            "%s: request %s: pulling %d of %d shard(s)%s",
+            self.ds,
+            p.SeqNo,
+            len(pending),
+            p.TotalCount,
+            f" (resume {p.Resumes}: {p.TotalCount - len(pending)} already done)" if p.Resumes else "",
+        )
         interval = self.src.fullpull.progress_interval_s
         with ThreadPoolExecutor(self.src.fullpull.parallelism, thread_name_prefix="fullpull") as pool:
             futures = [pool.submit(self._pull_shard, p, i) for i in pending]
@@ -214,19 +266,38 @@ class Puller:
         self._marker(p, "end")
         p = self._finish(replace(self.store.refreshed(p), Status=ENDING))
         self._reply(p)
-        log.info("%s: request %s (%s.%s) ending: %d rows, %d shard(s), %.1f s", self.ds, p.SeqNo, p.Schema,
-                 p.Table, p.FinishedRows, p.TotalCount, p.ConsumeSecs)
+        log.info(
+            "%s: request %s (%s.%s) ending: %d rows, %d shard(s), %.1f s",
+            self.ds,
+            p.SeqNo,
+            p.Schema,
+            p.Table,
+            p.FinishedRows,
+            p.TotalCount,
+            p.ConsumeSecs,
+        )
         return p
 
     def _pull_shard(self, p: Progress, index: int) -> None:
         settings = self.src.fullpull
-        job = ShardJob(config=str(self.cfg.path), ds=self.ds, schema=p.Schema, table=p.Table,
-                       namespace=p.Namespace, columns=p.Columns, batch_id=p.BatchNo, ums_id=p.UmsId,
-                       ums_ts=p.UmsTs, shard=index, sql=p.Shards[index]["sql"],
-                       zk_shard_path=self.store.shard_path(p, index), fetch_rows=settings.fetch_rows,
-                       tuples_per_message=self.src.ums.tuples_per_message,
-                       max_message_bytes=self.src.ums.max_message_bytes,
-                       progress_interval_s=settings.progress_interval_s)
+        job = ShardJob(
+            config=str(self.cfg.path),
+            ds=self.ds,
+            schema=p.Schema,
+            table=p.Table,
+            namespace=p.Namespace,
+            columns=p.Columns,
+            batch_id=p.BatchNo,
+            ums_id=p.UmsId,
+            ums_ts=p.UmsTs,
+            shard=index,
+            sql=p.Shards[index]["sql"],
+            zk_shard_path=self.store.shard_path(p, index),
+            fetch_rows=settings.fetch_rows,
+            tuples_per_message=self.src.ums.tuples_per_message,
+            max_message_bytes=self.src.ums.max_message_bytes,
+            progress_interval_s=settings.progress_interval_s,
+        )
         self.store.report_shard(p, index, ShardState(0, PULLING))
         sc = self.session.sparkContext
         sc.setJobDescription(f"full pull {p.SeqNo} {p.Schema}.{p.Table} shard {index + 1}/{p.TotalCount}")
@@ -238,26 +309,53 @@ class Puller:
     # ------------------------------------------------------------------ edges
 
     def _marker(self, p: Progress, which: str) -> None:
-        schema = data_schema(Namespace.parse(p.Namespace), tuple(ColumnSpec(**c) for c in p.Columns), p.BatchNo,
-                             PROTOCOL)
+        schema = data_schema(
+            Namespace.parse(p.Namespace), tuple(ColumnSpec(**c) for c in p.Columns), p.BatchNo, PROTOCOL
+        )
         value = to_json(UmsMessage.prevalidated(PROTOCOL, schema, ()))
         key = initial_data_key(Namespace.parse(p.Namespace), int(time.time() * 1000))
-        headers = [("ums_key", key.encode()), ("dbus_fullpull", which.encode()), ("dbus_fullpull_id", str(p.SeqNo).encode()),
-                   ("dbus_fullpull_ums_id", p.UmsId.encode())]
+        headers = [
+            ("ums_key", key.encode()),
+            ("dbus_fullpull", which.encode()),
+            ("dbus_fullpull_id", str(p.SeqNo).encode()),
+            ("dbus_fullpull_ums_id", p.UmsId.encode()),
+        ]
         if which == "end":
             headers.append(("dbus_fullpull_rows", str(p.FinishedRows).encode()))
-        self.producer.send(p.Topic, key=f"{p.Schema}.{p.Table}".encode(), value=value.encode(),
-                           headers=headers).get(60)
+        self.producer.send(
+            p.Topic, key=f"{p.Schema}.{p.Table}".encode(), value=value.encode(), headers=headers
+        ).get(60)
 
     def _reply(self, p: Progress) -> None:
         """The FULL_DATA_FINISH_REQ of a finished pull on ``<ds>_callback``."""
         if p.Status == ENDING:
-            self._send(self.callback, reply(p.SeqNo, ENDING, ds=self.ds, table=f"{p.Schema}.{p.Table}",
-                                            ROWS=p.FinishedRows, SHARDS=p.TotalCount, UMS_ID=p.UmsId,
-                                            BATCH_NO=p.BatchNo, VERSION=p.Version, SECONDS=p.ConsumeSecs))
+            self._send(
+                self.callback,
+                reply(
+                    p.SeqNo,
+                    ENDING,
+                    ds=self.ds,
+                    table=f"{p.Schema}.{p.Table}",
+                    ROWS=p.FinishedRows,
+                    SHARDS=p.TotalCount,
+                    UMS_ID=p.UmsId,
+                    BATCH_NO=p.BatchNo,
+                    VERSION=p.Version,
+                    SECONDS=p.ConsumeSecs,
+                ),
+            )
         else:
-            self._send(self.callback, reply(p.SeqNo, ABORT, ds=self.ds, table=f"{p.Schema}.{p.Table}",
-                                            code=p.ErrorCode, error=p.ErrorMsg))
+            self._send(
+                self.callback,
+                reply(
+                    p.SeqNo,
+                    ABORT,
+                    ds=self.ds,
+                    table=f"{p.Schema}.{p.Table}",
+                    code=p.ErrorCode,
+                    error=p.ErrorMsg,
+                ),
+            )
 
     def _finish(self, p: Progress) -> Progress:
         p = replace(p, EndSecs=time.time())
@@ -274,21 +372,44 @@ class Puller:
         from dbuslib import influx
         from fullpuller.progress import rate_and_eta
 
-        point = (Point("dbus_fullpull").tag("ds", self.ds).tag("schema", p.Schema).tag("table", p.Table)
-                 .tag("id", str(p.SeqNo)).field("rows", p.FinishedRows).field("total_rows", p.TotalRows)
-                 .field("shards_done", p.FinishedCount).field("shards_total", p.TotalCount)
-                 .field("rows_per_s", float(rate_and_eta(p)[0])).field("status", p.Status))
+        point = (
+            Point("dbus_fullpull")
+            .tag("ds", self.ds)
+            .tag("schema", p.Schema)
+            .tag("table", p.Table)
+            .tag("id", str(p.SeqNo))
+            .field("rows", p.FinishedRows)
+            .field("total_rows", p.TotalRows)
+            .field("shards_done", p.FinishedCount)
+            .field("shards_total", p.TotalCount)
+            .field("rows_per_s", float(rate_and_eta(p)[0]))
+            .field("status", p.Status)
+        )
         try:
             influx.write(self.cfg.endpoints.influxdb, [point])
-        except Exception as e:  # noqa: BLE001 - metrics must never stop a pull
-            log.warning("%s: could not write full-pull metrics to %s: %s", self.ds, self.cfg.endpoints.influxdb.url, e)
+        except Exception as e:
+            log.warning(
+                "%s: could not write full-pull metrics to %s: %s", self.ds, self.cfg.endpoints.influxdb.url, e
+            )
 
     def _history(self, p: Progress) -> None:
-        self.meta.record_pull({"id": p.SeqNo, "ds": self.ds, "schema_name": p.Schema, "table_name": p.Table,
-                               "batch_id": p.BatchNo, "version": p.Version, "ums_id": int(p.UmsId),
-                               "status": p.Status, "split_col": p.SplitCol, "shards": p.TotalCount,
-                               "total_rows": p.TotalRows, "finished_rows": p.FinishedRows,
-                               "error": p.ErrorMsg or None})
+        self.meta.record_pull(
+            {
+                "id": p.SeqNo,
+                "ds": self.ds,
+                "schema_name": p.Schema,
+                "table_name": p.Table,
+                "batch_id": p.BatchNo,
+                "version": p.Version,
+                "ums_id": int(p.UmsId),
+                "status": p.Status,
+                "split_col": p.SplitCol,
+                "shards": p.TotalCount,
+                "total_rows": p.TotalRows,
+                "finished_rows": p.FinishedRows,
+                "error": p.ErrorMsg or None,
+            }
+        )
 
     def _send(self, topic: str, message: Any) -> None:
         key, value = to_record(message)

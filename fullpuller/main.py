@@ -47,16 +47,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fullpuller: {e.code}: {e}", file=sys.stderr)
         return 2
     ctrl = src.topics.name("ctrl", args.source)
-    kafka.ensure_topics(cfg.endpoints.kafka, [ctrl, src.topics.name("callback", args.source),
-                                              src.topics.name("data_shards", args.source)],
-                        src.topics.partitions, src.topics.replication_factor)
+    kafka.ensure_topics(
+        cfg.endpoints.kafka,
+        [ctrl, src.topics.name("callback", args.source), src.topics.name("data_shards", args.source)],
+        src.topics.partitions,
+        src.topics.replication_factor,
+    )
     session = SparkSession.builder.appName(f"dbus-fullpuller-{args.source}").getOrCreate()
     session.dataSource.register(ShardSource)
     warm = ShardJob.warm_up(str(cfg.path), args.source).to_json()  # the first pull should not pay for it
     session.read.format(ShardSource.name()).option("job", warm).load().count()
     puller = Puller(session, cfg, args.source)
-    consumer = kafka.consumer(cfg.endpoints.kafka, group_id=f"dbus-fullpuller-{args.source}",
-                              enable_auto_commit=False, auto_offset_reset="latest")
+    consumer = kafka.consumer(
+        cfg.endpoints.kafka,
+        group_id=f"dbus-fullpuller-{args.source}",
+        enable_auto_commit=False,
+        auto_offset_reset="latest",
+    )
     parts = [TopicPartition(ctrl, n) for n in sorted(consumer.partitions_for_topic(ctrl) or {0})]
     consumer.assign(parts)
     for tp in parts:

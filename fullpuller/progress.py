@@ -86,8 +86,12 @@ class Progress:
         now = time.time() if now is None else now
         done = sum(1 for s in shards.values() if s.state == DONE)
         end = self.EndSecs if self.finished else now
-        return replace(self, FinishedCount=done, FinishedRows=sum(s.rows for s in shards.values()),
-                       ConsumeSecs=round(max(0.0, end - self.StartSecs), 3) if self.StartSecs else 0.0)
+        return replace(
+            self,
+            FinishedCount=done,
+            FinishedRows=sum(s.rows for s in shards.values()),
+            ConsumeSecs=round(max(0.0, end - self.StartSecs), 3) if self.StartSecs else 0.0,
+        )
 
 
 def rate_and_eta(p: Progress) -> tuple[float, float | None]:
@@ -105,8 +109,10 @@ def bar(p: Progress, width: int = 30) -> str:
     filled = int(round(frac * width))
     rate, eta = rate_and_eta(p)
     eta_text = "-" if eta is None else f"{eta:.0f}s"
-    text = (f"[{'#' * filled}{'-' * (width - filled)}] {frac * 100:3.0f}% {p.FinishedRows}/{p.TotalRows} rows  "
-            f"{p.FinishedCount}/{p.TotalCount} shards  {rate:.0f} rows/s  ETA {eta_text}  {p.Status}")
+    text = (
+        f"[{'#' * filled}{'-' * (width - filled)}] {frac * 100:3.0f}% {p.FinishedRows}/{p.TotalRows} rows  "
+        f"{p.FinishedCount}/{p.TotalCount} shards  {rate:.0f} rows/s  ETA {eta_text}  {p.Status}"
+    )
     if p.ErrorMsg:
         text += f"  {p.ErrorCode}: {p.ErrorMsg}"
     return text

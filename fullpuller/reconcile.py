@@ -50,8 +50,10 @@ SPARK_TYPES = {"int": "int", "long": "long", "float": "double", "double": "doubl
 
 # Tuple values are read as strings: Spark's JSON parser gives a number token as its text (42 -> "42",
 # 1.1 -> "1.1", 1e22 -> "1.0E22"), so int/long/decimal keep every digit and floats cast back exactly.
-_HEADER = ("protocol STRUCT<type: STRING>, schema STRUCT<namespace: STRING, "
-           "fields: ARRAY<STRUCT<name: STRING, type: STRING, encoded: BOOLEAN>>>")
+_HEADER = (
+    "protocol STRUCT<type: STRING>, schema STRUCT<namespace: STRING, "
+    "fields: ARRAY<STRUCT<name: STRING, type: STRING, encoded: BOOLEAN>>>"
+)
 _MESSAGE = _HEADER + ", payload ARRAY<STRUCT<tuple: ARRAY<STRING>>>"
 _SEEN = "__dbus_seen"  # tuples seen per key (not "n": a user column may be called so)
 _UID_ORDER = "__dbus_uid_order"  # ums_uid_ as decimal(38,0): 25 digits do not fit a long
@@ -122,8 +124,9 @@ def merge(tuples: Iterable[tuple[Any, str | int, str | int, str, Any]]) -> dict[
     return {key: row for key, (_, op, row) in best.items() if op not in GONE_OPS}
 
 
-def table_versions(heads: Iterable[tuple[str, Sequence[Any]]], schema: str,
-                   table: str) -> dict[str, tuple[Namespace, tuple[Any, ...]]]:
+def table_versions(
+    heads: Iterable[tuple[str, Sequence[Any]]], schema: str, table: str
+) -> dict[str, tuple[Namespace, tuple[Any, ...]]]:
     """The namespaces of ``schema.table`` among ``(namespace text, fields)`` pairs: text -> parsed, fields.
 
     Unparseable namespaces and other tables are left out. One namespace may come with several field
@@ -162,8 +165,9 @@ def output_columns(field_lists: Iterable[Sequence[Any]]) -> tuple[OutColumn, ...
     return tuple(OutColumn(n, min(types[n]) if len(types[n]) == 1 else "string", encoded[n]) for n in names)
 
 
-def newest(versions: dict[str, tuple[Namespace, tuple[Any, ...]]],
-           fields_seen: Iterable[tuple[str, Sequence[Any]]]) -> tuple[int, list[Sequence[Any]]]:
+def newest(
+    versions: dict[str, tuple[Namespace, tuple[Any, ...]]], fields_seen: Iterable[tuple[str, Sequence[Any]]]
+) -> tuple[int, list[Sequence[Any]]]:
     """The newest version number and every field list seen under it."""
     top = max(ns.version for ns, _ in versions.values())
     return top, [f for text, f in fields_seen if text in versions and versions[text][0].version == top]
@@ -199,8 +203,10 @@ def primary_key_of(cfg: DbusConfig, ds: str, schema: str, table: str) -> tuple[s
         db.close()
     key = info.primary_key if info is not None else ()
     if not key:
-        msg = (f"{ds}: {schema}.{table} has no primary key on the source (or does not exist): "
-               "pass --primary-key col[,col...]")
+        msg = (
+            f"{ds}: {schema}.{table} has no primary key on the source (or does not exist): "
+            "pass --primary-key col[,col...]"
+        )
         raise NoPrimaryKeyError(msg)
     return key
 
@@ -231,12 +237,14 @@ def read_topic(spark: SparkSession, bootstrap: str, topic: str, ending: str) -> 
     the same), chunked records joined (``join_chunks``): one ``value`` column."""
     from dbuslib.spark import kafka_source
 
-    records = (kafka_source(spark.read, bootstrap)
-               .option("subscribe", topic)
-               .option("startingOffsets", "earliest")
-               .option("endingOffsets", ending)
-               .option("includeHeaders", "true")
-               .load())
+    records = (
+        kafka_source(spark.read, bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", ending)
+        .option("includeHeaders", "true")
+        .load()
+    )
     return join_chunks(spark, records)
 
 
@@ -251,8 +259,11 @@ def join_chunks(spark: SparkSession, records: DataFrame) -> DataFrame:
     # a record without headers has null ``headers``, and exists() of null is null
     is_chunk = F.coalesce(F.exists(F.col("headers"), lambda h: h["key"] == CHUNK), F.lit(False))
     whole = records.where(~is_chunk).select("value")
-    parts = records.where(is_chunk).select("partition", "offset", "value", "headers").orderBy("partition",
-                                                                                              "offset")
+    parts = (
+        records.where(is_chunk)
+        .select("partition", "offset", "value", "headers")
+        .orderBy("partition", "offset")
+    )
     joined: list[tuple[bytes]] = []
     assemblers: dict[int, Reassembler] = {}
     for r in parts.toLocalIterator():
@@ -274,10 +285,13 @@ def read_heads(records: DataFrame) -> list[tuple[str, list[dict[str, Any]], int]
     """Distinct (namespace, fields) of the data messages, with their message counts (first pass)."""
     from pyspark.sql import functions as F
 
-    heads = (records.select(F.from_json(F.col("value").cast("string"), _HEADER, JSON_OPTIONS).alias("m"))
-             .where(F.col("m.protocol.type").isin(*DATA_TYPES))
-             .groupBy(F.col("m.schema.namespace").alias("ns"), F.col("m.schema.fields").alias("fields"))
-             .count().collect())
+    heads = (
+        records.select(F.from_json(F.col("value").cast("string"), _HEADER, JSON_OPTIONS).alias("m"))
+        .where(F.col("m.protocol.type").isin(*DATA_TYPES))
+        .groupBy(F.col("m.schema.namespace").alias("ns"), F.col("m.schema.fields").alias("fields"))
+        .count()
+        .collect()
+    )
     return [(r["ns"], [f.asDict() for f in r["fields"] or []], r["count"]) for r in heads]
 
 
@@ -291,12 +305,19 @@ def tuples_of(records: DataFrame, namespaces: list[str], columns: Sequence[OutCo
     wanted = F.col("m.protocol.type").isin(*DATA_TYPES) & F.col("m.schema.namespace").isin(*namespaces)
     positions = [F.array_position(field_names, n).cast("int").alias(f"_p{i}") for i, n in enumerate(names)]
     message = F.from_json(F.col("value").cast("string"), _MESSAGE, JSON_OPTIONS)
-    per_message = (records.select(message.alias("m"))
-                   .where(wanted)
-                   .select(*positions, F.explode("m.payload.tuple").alias("t")))
+    per_message = (
+        records.select(message.alias("m"))
+        .where(wanted)
+        .select(*positions, F.explode("m.payload.tuple").alias("t"))
+    )
     value = [F.get(F.col("t"), F.col(f"_p{i}") - 1) for i in range(len(names))]
-    system = [value[0].cast("long").alias("ums_id_"), value[1].alias("ums_ts_"), value[2].alias("ums_op_"),
-              value[3].alias("ums_uid_"), value[3].cast("decimal(38,0)").alias(_UID_ORDER)]
+    system = [
+        value[0].cast("long").alias("ums_id_"),
+        value[1].alias("ums_ts_"),
+        value[2].alias("ums_op_"),
+        value[3].alias("ums_uid_"),
+        value[3].cast("decimal(38,0)").alias(_UID_ORDER),
+    ]
     user = [_typed(value[4 + i], c) for i, c in enumerate(columns)]
     return per_message.select(*system, *user)
 
@@ -318,16 +339,25 @@ def winners(rows: DataFrame, key: Sequence[str]) -> DataFrame:
     from pyspark.sql import functions as F
 
     keys = [f"__dbus_k{i}" for i in range(len(key))]
-    best = (rows.groupBy(*(rows[k].alias(a) for k, a in zip(key, keys, strict=True)))
-            .agg(F.max(F.struct(rows["ums_id_"], rows[_UID_ORDER])).alias("__dbus_best"),
-                 F.count(F.lit(1)).alias(_SEEN)))
+    best = rows.groupBy(*(rows[k].alias(a) for k, a in zip(key, keys, strict=True))).agg(
+        F.max(F.struct(rows["ums_id_"], rows[_UID_ORDER])).alias("__dbus_best"),
+        F.count(F.lit(1)).alias(_SEEN),
+    )
     same_key = [rows[k].eqNullSafe(best[a]) for k, a in zip(key, keys, strict=True)]
-    won = rows.join(best, [*same_key, rows["ums_id_"] == best["__dbus_best.ums_id_"],
-                           rows[_UID_ORDER] == best[f"__dbus_best.{_UID_ORDER}"]])
+    won = rows.join(
+        best,
+        [
+            *same_key,
+            rows["ums_id_"] == best["__dbus_best.ums_id_"],
+            rows[_UID_ORDER] == best[f"__dbus_best.{_UID_ORDER}"],
+        ],
+    )
     rest = [won[c] for c in rows.columns if c not in ("ums_id_", _UID_ORDER)]
-    return (won.select(*(won[a].alias(k) for k, a in zip(key, keys, strict=True)),
-                       F.struct(won["ums_id_"], won[_UID_ORDER], *rest).alias("w"), won[_SEEN])
-            .dropDuplicates(list(key)))
+    return won.select(
+        *(won[a].alias(k) for k, a in zip(key, keys, strict=True)),
+        F.struct(won["ums_id_"], won[_UID_ORDER], *rest).alias("w"),
+        won[_SEEN],
+    ).dropDuplicates(list(key))
 
 
 def write(snapshot: DataFrame, cfg: DbusConfig, ds: str, out: str, fmt: str, jdbc_table: str | None) -> None:
@@ -341,18 +371,31 @@ def write(snapshot: DataFrame, cfg: DbusConfig, ds: str, out: str, fmt: str, jdb
     conn = cfg.source(ds).mysql
     account = conn.writer or conn
     database, table = jdbc_table.split(".")
-    (snapshot.write.mode("overwrite").format("jdbc")
-     .option("url", f"jdbc:mysql://{conn.host}:{conn.port}/{database}?permitMysqlScheme")
-     .option("driver", "org.mariadb.jdbc.Driver")
-     .option("dbtable", f"`{table}`")
-     .option("user", account.user)
-     .option("password", account.password.get_secret_value())
-     .save())
+    (
+        snapshot.write.mode("overwrite")
+        .format("jdbc")
+        .option("url", f"jdbc:mysql://{conn.host}:{conn.port}/{database}?permitMysqlScheme")
+        .option("driver", "org.mariadb.jdbc.Driver")
+        .option("dbtable", f"`{table}`")
+        .option("user", account.user)
+        .option("password", account.password.get_secret_value())
+        .save()
+    )
 
 
-def run(spark: SparkSession, cfg: DbusConfig, ds: str, schema: str, table: str, out_path: str, *,
-        primary_key: tuple[str, ...] | None = None, fmt: str = "parquet", jdbc_table: str | None = None,
-        topic: str | None = None) -> ReconcileResult:
+def run(
+    spark: SparkSession,
+    cfg: DbusConfig,
+    ds: str,
+    schema: str,
+    table: str,
+    out_path: str,
+    *,
+    primary_key: tuple[str, ...] | None = None,
+    fmt: str = "parquet",
+    jdbc_table: str | None = None,
+    topic: str | None = None,
+) -> ReconcileResult:
     """Reconcile ``schema.table`` of source ``ds`` into ``out_path`` (or ``jdbc_table``)."""
     from pyspark.sql import functions as F
 
@@ -382,19 +425,31 @@ def run(spark: SparkSession, cfg: DbusConfig, ds: str, schema: str, table: str, 
         gone = F.col("w.ums_op_").isin(*GONE_OPS)
         if reset is not None:  # rows that left without a rows event (TRUNCATE, row loss + re-pull)
             gone = gone | (F.col("w.ums_id_") < F.lit(reset))
-        stats = best.agg(F.count(F.when(gone, 1)).alias("gone"), F.count(F.lit(1)).alias("keys"),
-                         F.sum(_SEEN).alias("tuples"), F.max("w.ums_id_").alias("max_id")).first()
+        stats = best.agg(
+            F.count(F.when(gone, 1)).alias("gone"),
+            F.count(F.lit(1)).alias("keys"),
+            F.sum(_SEEN).alias("tuples"),
+            F.max("w.ums_id_").alias("max_id"),
+        ).first()
         out_cols = [F.col(f"w.{c}").alias(c) for c in SYSTEM_COLUMNS] + [
             F.col(f"w.`{c.name}`").alias(c.name, metadata={"ums_type": c.ums_type, "encoded": c.encoded})
-            for c in columns]
+            for c in columns
+        ]
         write(best.where(~gone).select(*out_cols), cfg, ds, out_path, fmt, jdbc_table)
     finally:
         best.unpersist()
     return ReconcileResult(
-        table=f"{schema}.{table}", rows=stats["keys"] - stats["gone"], deletes_applied=stats["gone"],
-        messages_read=sum(n for ns, _, n in heads if ns in versions), tuples_read=int(stats["tuples"] or 0),
-        max_ums_id=stats["max_id"], versions=tuple(sorted({ns.version for ns, _ in versions.values()})),
-        topic=topic, out=jdbc_table if fmt == "jdbc" else out_path, reset_ums_id=reset)
+        table=f"{schema}.{table}",
+        rows=stats["keys"] - stats["gone"],
+        deletes_applied=stats["gone"],
+        messages_read=sum(n for ns, _, n in heads if ns in versions),
+        tuples_read=int(stats["tuples"] or 0),
+        max_ums_id=stats["max_id"],
+        versions=tuple(sorted({ns.version for ns, _ in versions.values()})),
+        topic=topic,
+        out=jdbc_table if fmt == "jdbc" else out_path,
+        reset_ums_id=reset,
+    )
 
 
 # ---------------------------------------------------------------- command line
@@ -433,8 +488,18 @@ def cli(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
         memory = {} if "spark.driver.memory" in cfg.spark.conf else {"spark__driver__memory": DRIVER_MEMORY}
         spark = dspark.session(cfg, f"dbus-reconcile-{args.source}", **memory)
     key = tuple(k.strip() for k in args.primary_key.split(",")) if args.primary_key else None
-    result = run(spark, cfg, args.source, schema, table, args.out, primary_key=key, fmt=args.format,
-                 jdbc_table=args.jdbc_table, topic=args.topic)
+    result = run(
+        spark,
+        cfg,
+        args.source,
+        schema,
+        table,
+        args.out,
+        primary_key=key,
+        fmt=args.format,
+        jdbc_table=args.jdbc_table,
+        topic=args.topic,
+    )
     print(json.dumps(asdict(result)))
     return 0
 

@@ -140,11 +140,14 @@ def select_sql(info: TableInfo, shard_where: str, where: str | None = None) -> s
     """
     segments = _segments(info.columns)
     exprs = [f"{segments[0]} AS t", *(f"{e} AS t{i}" for i, e in enumerate(segments[1:], 1))]
-    exprs += [f"IF(LENGTH({quote_name(c.name)}) > {BIG_BINARY}, {quote_name(c.name)}, NULL) AS b{i}"
-              for i, c in enumerate(c for c in info.columns if c.ums_type is UmsType.BINARY)]
+    exprs += [
+        f"IF(LENGTH({quote_name(c.name)}) > {BIG_BINARY}, {quote_name(c.name)}, NULL) AS b{i}"
+        for i, c in enumerate(c for c in info.columns if c.ums_type is UmsType.BINARY)
+    ]
     condition = f"({shard_where})" + (f" AND ({where})" if where and where.strip() else "")
-    return (f"SELECT {', '.join(exprs)} FROM {quote_name(info.schema)}.{quote_name(info.table)}"
-            f" WHERE {condition}")
+    return (
+        f"SELECT {', '.join(exprs)} FROM {quote_name(info.schema)}.{quote_name(info.table)} WHERE {condition}"
+    )
 
 
 def tuple_text(row: Sequence) -> str:

@@ -38,8 +38,17 @@ from ums.control import (
 from ums.errors import BadControlError
 from ums.pullrequest import FROM, TYPE, build
 
-__all__ = ["FROM", "TYPE", "PullRejected", "PullRequest", "build", "is_request", "parse", "reply",
-           "to_record"]
+__all__ = [
+    "FROM",
+    "TYPE",
+    "PullRejected",
+    "PullRequest",
+    "build",
+    "is_request",
+    "parse",
+    "reply",
+    "to_record",
+]
 
 FINISH = ControlType.FULL_DATA_FINISH_REQ
 SINKS = ("KAFKA",)
@@ -92,69 +101,98 @@ def parse(value: bytes | None, ds: str) -> PullRequest:
     try:
         message = from_json(value)
     except BadControlError as e:
-        raise PullRejected("FULLPULL_BAD_REQUEST", f"not a control message: {e}", _seqno_of(value)) from None
+        msg = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(msg, f"not a control message: {e}", _seqno_of(value)) from None
     if message.type is not TYPE:
         msg = f"control message {message.id}: type {message.type.value} is not {TYPE.value}"
-        raise PullRejected("FULLPULL_BAD_REQUEST", msg, message.id)
+        msg_0 = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(msg_0, msg, message.id)
     p = message.payload
     seqno = _int_field(p, "SEQNO", message.id, default=message.id)
     if not 0 < seqno <= MAX_ID:
         msg = f"request {message.id}: payload.SEQNO {seqno}: must be a positive integer of at most 64 bits"
-        raise PullRejected("FULLPULL_BAD_REQUEST", msg, message.id)
+        msg_0 = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(msg_0, msg, message.id)
 
     def need(name: str) -> str:
         text = _text(p, name, seqno)
         if not text:
-            raise PullRejected("FULLPULL_BAD_REQUEST", f"request {seqno}: payload.{name} is missing", seqno)
+            msg_0 = "FULLPULL_BAD_REQUEST"
+            raise PullRejected(msg_0, f"request {seqno}: payload.{name} is missing", seqno)
         return text
 
     source = _text(p, "DBUS_DATASOURCE_ID", seqno)
     if source and source != ds and not (source.isascii() and source.isdigit()):  # the keeper's numeric id
         msg = f"request {seqno}: payload.DBUS_DATASOURCE_ID {show(source)} is not this source ({ds!r})"
-        raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
+        msg_0 = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(msg_0, msg, seqno)
     for required in ("SCHEMA_NAME", "TABLE_NAME"):
         need(required)
     schema, table = _name(p, "SCHEMA_NAME", seqno), _name(p, "TABLE_NAME", seqno)
     physical = _text(p, "PHYSICAL_TABLES", seqno)
     if physical and physical != table.strip():
-        msg = (f"request {seqno}: payload.PHYSICAL_TABLES {show(physical)}: only the table itself "
-               f"({show(table)}) is supported")
-        raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
+        msg = (
+            f"request {seqno}: payload.PHYSICAL_TABLES {show(physical)}: only the table itself "
+            f"({show(table)}) is supported"
+        )
+        msg_0 = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(msg_0, msg, seqno)
     sink = _text(p, "SINK_TYPE", seqno) or "KAFKA"
     if sink not in SINKS:
         msg = f"request {seqno}: payload.SINK_TYPE {show(sink)} is not supported (use KAFKA)"
-        raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
+        msg_0 = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(msg_0, msg, seqno)
     size = _int_field(p, "SPLIT_SHARD_SIZE", seqno, default=None)
     if size is not None and size != -1 and size < 1:
         msg = f"request {seqno}: payload.SPLIT_SHARD_SIZE {size}: must be a positive row count or -1 (one shard)"
-        raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
+        msg_0 = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(msg_0, msg, seqno)
     split_col = _text(p, "SPLIT_COL", seqno) or None
     for column in (split_col or "").split(","):
         if split_col and (problem := identifier_problem(column.strip())):
-            msg = (f"request {seqno}: payload.SPLIT_COL {show(split_col)}: column {show(column.strip())} "
-                   f"{problem}")
-            raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
+            msg = (
+                f"request {seqno}: payload.SPLIT_COL {show(split_col)}: column {show(column.strip())} "
+                f"{problem}"
+            )
+            msg_0 = "FULLPULL_BAD_REQUEST"
+            raise PullRejected(msg_0, msg, seqno)
     topic = _text(p, "resultTopic", seqno) or None
     if topic is not None and (problem := topic_problem(topic)):
         msg = f"request {seqno}: payload.resultTopic {show(topic)} is not a Kafka topic name: {problem}"
-        raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
-    return PullRequest(seqno, ds, schema, table, split_col, size, _text(p, "INPUT_CONDITIONS", seqno) or None,
-                       topic, message)
+        msg_0 = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(msg_0, msg, seqno)
+    return PullRequest(
+        seqno, ds, schema, table, split_col, size, _text(p, "INPUT_CONDITIONS", seqno) or None, topic, message
+    )
 
 
-def reply(seqno: int | None, status: str, *, ds: str, table: str = "", code: str = "", error: str = "",
-          **fields: Any) -> ControlMessage:
+def reply(
+    seqno: int | None,
+    status: str,
+    *,
+    ds: str,
+    table: str = "",
+    code: str = "",
+    error: str = "",
+    **fields: Any,
+) -> ControlMessage:
     """The ``FULL_DATA_FINISH_REQ`` sent to ``<ds>_callback``: ``STATUS`` ending (done) or abort (rejected
     or failed, with ``ERROR_CODE``/``ERROR_MSG``); ``SEQNO`` names the request ("" when unknown)."""
-    payload = {"SEQNO": "" if seqno is None else str(seqno), "DBUS_DATASOURCE_ID": ds, "TABLE": _clean(table),
-               "STATUS": status, "ERROR_CODE": code, "ERROR_MSG": _clean(error, MAX_ERROR_CHARS),
-               **{k: _clean(str(v)) for k, v in fields.items()}}
+    payload = {
+        "SEQNO": "" if seqno is None else str(seqno),
+        "DBUS_DATASOURCE_ID": ds,
+        "TABLE": _clean(table),
+        "STATUS": status,
+        "ERROR_CODE": code,
+        "ERROR_MSG": _clean(error, MAX_ERROR_CHARS),
+        **{k: _clean(str(v)) for k, v in fields.items()},
+    }
     return new_control_message(FINISH, "dbus-fullpuller", payload)
 
 
 def _clean(text: str, limit: int = 400) -> str:
     """Text a reply can carry: cut to ``limit`` characters, anything not UTF-8-encodable escaped."""
-    text = text if len(text) <= limit else f"{text[:limit - 3]}..."
+    text = text if len(text) <= limit else f"{text[: limit - 3]}..."
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
@@ -164,7 +202,8 @@ def _text(payload: dict[str, Any], name: str, seqno: int) -> str:
         return ""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         msg = f"request {seqno}: payload.{name} must be a string, got {type(value).__name__}"
-        raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
+        msg_0 = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(msg_0, msg, seqno)
     return str(value).strip()
 
 
@@ -175,7 +214,8 @@ def _name(payload: dict[str, Any], name: str, seqno: int) -> str:
     problem = identifier_problem(text)
     if problem is not None:
         msg = f"request {seqno}: payload.{name} {show(value)} is not a MariaDB name: it {problem}"
-        raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
+        msg_0 = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(msg_0, msg, seqno)
     return text
 
 
@@ -185,11 +225,13 @@ def _int_field(payload: dict[str, Any], name: str, seqno: int, default: int | No
         return default
     if not _INTEGER.fullmatch(text):
         msg = f"request {seqno}: payload.{name} {show(text)} is not an integer of at most 64 bits"
-        raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
+        msg_0 = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(msg_0, msg, seqno)
     value = int(text)
     if not -MAX_ID - 1 <= value <= MAX_ID:
         msg = f"request {seqno}: payload.{name} {show(text)} is not an integer of at most 64 bits"
-        raise PullRejected("FULLPULL_BAD_REQUEST", msg, seqno)
+        msg_0 = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(msg_0, msg, seqno)
     return value
 
 

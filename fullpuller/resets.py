@@ -68,12 +68,21 @@ def pulls_ended(spark: SparkSession, bootstrap: str, topic: str, ending: str) ->
 
     from dbuslib.spark import kafka_source
 
-    records = (kafka_source(spark.read, bootstrap).option("subscribe", topic)
-               .option("startingOffsets", "earliest").option("endingOffsets", ending)
-               .option("includeHeaders", "true").load())
+    records = (
+        kafka_source(spark.read, bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", ending)
+        .option("includeHeaders", "true")
+        .load()
+    )
     key, value = END_MARKER
-    is_end = F.coalesce(F.exists(F.col("headers"), lambda h: (h["key"] == key)
-                                 & (h["value"].cast("string") == value.decode())), F.lit(False))
+    is_end = F.coalesce(
+        F.exists(
+            F.col("headers"), lambda h: (h["key"] == key) & (h["value"].cast("string") == value.decode())
+        ),
+        F.lit(False),
+    )
     found: dict[int, int] = {}
     for r in records.where(is_end).select("headers").collect():
         headers = {h["key"]: bytes(h["value"] or b"").decode("utf-8", "replace") for h in r["headers"]}
@@ -84,8 +93,9 @@ def pulls_ended(spark: SparkSession, bootstrap: str, topic: str, ending: str) ->
     return found
 
 
-def table_reset(spark: SparkSession, cfg: DbusConfig, ds: str, schema: str, table: str, topic: str,
-                ending: str) -> int | None:
+def table_reset(
+    spark: SparkSession, cfg: DbusConfig, ds: str, schema: str, table: str, topic: str, ending: str
+) -> int | None:
     """The reset point of ``schema.table`` (its versions from the meta store, its ended pulls from the
     topic, read only when a version has reason ``row_loss``)."""
     from dbuslib.metastore import MetaStore

@@ -69,22 +69,32 @@ def on_record(rec: ControlRecord, ds: str, serve: Callable[[PullRequest], object
         req = parse(rec.value, ds)
     except PullRejected as e:
         return Outcome(after, reply=refusal(rec, ds, e.code, str(e), e.seqno))
-    except Exception as e:  # noqa: BLE001 - a bug in parsing: the record is answered all the same
+    except Exception as e:
         log.exception("%s: %s: the record could not be read", ds, rec.where)
         return Outcome(after, reply=refusal(rec, ds, "FULLPULL_FAILED", f"{type(e).__name__}: {e}", None))
     log.info("%s: request %s: %s (%s)", ds, req.seqno, req.name, rec.where)
     try:
         serve(req)
-    except Exception as e:  # noqa: BLE001 - Puller.handle answers what it expects; anything else is here
+    except Exception as e:
         log.exception("%s: request %s (%s) failed outside the pull", ds, req.seqno, req.name)
         text = f"request {req.seqno} ({req.name}): {type(e).__name__}: {e}"
         return Outcome(after, req, refusal(rec, ds, "FULLPULL_FAILED", text, req.seqno, req.name))
     return Outcome(after, req)
 
 
-def refusal(rec: ControlRecord, ds: str, code: str, reason: str, seqno: int | None,
-            table: str = "") -> ControlMessage:
+def refusal(
+    rec: ControlRecord, ds: str, code: str, reason: str, seqno: int | None, table: str = ""
+) -> ControlMessage:
     """The ``abort`` reply to a record, naming its coordinates."""
     log.warning("%s: %s: %s: %s", ds, rec.where, code, reason[:2000])
-    return reply(seqno, ABORT, ds=ds, table=table, code=code, error=f"{rec.where}: {reason}",
-                 TOPIC=rec.topic, PARTITION=rec.partition, OFFSET=rec.offset)
+    return reply(
+        seqno,
+        ABORT,
+        ds=ds,
+        table=table,
+        code=code,
+        error=f"{rec.where}: {reason}",
+        TOPIC=rec.topic,
+        PARTITION=rec.partition,
+        OFFSET=rec.offset,
+    )

@@ -111,7 +111,9 @@ def read_shard(job: ShardJob) -> Iterator[tuple[bytes, bytes, list[tuple[str, by
             for stmt in render.SESSION_SQL:
                 cur.execute(stmt)
             cur.execute(job.sql)
-            size = max(job.tuples_per_message, job.fetch_rows // job.tuples_per_message * job.tuples_per_message)
+            size = max(
+                job.tuples_per_message, job.fetch_rows // job.tuples_per_message * job.tuples_per_message
+            )
             # long binary values come raw in trailing columns b0, b1, ... (render.splice_binaries)
             names = [d[0].decode() if isinstance(d[0], bytes) else d[0] for d in cur.description]
             k = sum(1 for n in names if n[:1] == "b" and n[1:].isdigit())
@@ -119,13 +121,15 @@ def read_shard(job: ShardJob) -> Iterator[tuple[bytes, bytes, list[tuple[str, by
                 rows = cur.fetchmany(size)
                 if not rows:
                     break
-                raws = [r[len(r) - k:] for r in rows] if k else None
+                raws = [r[len(r) - k :] for r in rows] if k else None
                 rows = [r[: len(r) - k] for r in rows] if k else rows
                 if len(rows[0]) == 1:
                     texts = [r[0] for r in rows]
                 else:  # FLOAT columns come raw: Python writes their shortest float32 repr (render.py)
-                    texts = [render.tuple_text([v.decode() if isinstance(v, bytes) else v for v in r]).encode()
-                             for r in rows]
+                    texts = [
+                        render.tuple_text([v.decode() if isinstance(v, bytes) else v for v in r]).encode()
+                        for r in rows
+                    ]
                 if raws is not None:
                     texts = [render.splice_binaries(t, b) for t, b in zip(texts, raws, strict=True)]
                 yield from writer.messages(texts)
@@ -138,8 +142,9 @@ def read_shard(job: ShardJob) -> Iterator[tuple[bytes, bytes, list[tuple[str, by
 class MessageWriter:
     """Tuple texts -> (key, value) messages of one shard (pure, given the job)."""
 
-    def __init__(self, job: ShardJob, prefix: bytes, mask: Any = None,
-                 max_record_bytes: int = 16_777_216) -> None:
+    def __init__(
+        self, job: ShardJob, prefix: bytes, mask: Any = None, max_record_bytes: int = 16_777_216
+    ) -> None:
         from ums.namespace import Namespace
 
         self.job = job
@@ -177,7 +182,7 @@ class MessageWriter:
         if self.mask is not None:
             return self._masked(texts, start)
         head = self.head
-        return [b"%s%09d\",%s]}" % (head, start + i, t) for i, t in enumerate(texts)]
+        return [b'%s%09d",%s]}' % (head, start + i, t) for i, t in enumerate(texts)]
 
     def messages(self, texts: list[bytes]) -> Iterator[tuple[bytes, bytes, list[tuple[str, bytes]]]]:
         """Messages of ``texts``: record key ``<schema>.<table>`` (the appender's: one table, one partition),
@@ -188,8 +193,9 @@ class MessageWriter:
 
         headers = [("ums_key", initial_data_key(self.namespace, int(time.time() * 1000)).encode())]
         fits = chunks.limit(self.max_record_bytes)
-        for value in messages(self.prefix, self.tuples(texts), self.job.tuples_per_message,
-                              self.job.max_message_bytes):
+        for value in messages(
+            self.prefix, self.tuples(texts), self.job.tuples_per_message, self.job.max_message_bytes
+        ):
             if len(value) <= fits:
                 yield self.key, value, headers
                 continue

@@ -38,10 +38,12 @@ DEFAULT_SHARD_SIZE = 100000
 NO_SPLIT = -1
 ALL_ROWS = "1 = 1"
 
-_INT = frozenset({"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year", "bool", "boolean",
-                  "serial"})
+_INT = frozenset(
+    {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year", "bool", "boolean", "serial"}
+)
 _KINDS = {
-    **dict.fromkeys(_INT, "int"), "bit": "bit",
+    **dict.fromkeys(_INT, "int"),
+    "bit": "bit",
     **dict.fromkeys(("decimal", "numeric", "dec", "fixed"), "decimal"),
     **dict.fromkeys(("float", "double", "real"), "float"),
     **dict.fromkeys(("date", "datetime", "timestamp", "time"), "temporal"),
@@ -104,6 +106,7 @@ class KeyRange:
 
 # ---- pure planning -------------------------------------------------------------------------------------
 
+
 def choose_split(info: TableInfo, requested: str | None) -> tuple[tuple[str, ...], str, str | None]:
     """(split columns, where they come from, warning) for a table and the request's SPLIT_COL."""
     if requested is not None and requested.strip():
@@ -116,7 +119,11 @@ def choose_split(info: TableInfo, requested: str | None) -> tuple[tuple[str, ...
     firsts = [k[:1] for k in info.indexes if k and _splittable(info, k[:1])]
     if firsts:
         return firsts[0], "index", None
-    return (), "none", f"{info.schema}.{info.table}: no primary key, unique key or index to split on: one shard"
+    return (
+        (),
+        "none",
+        f"{info.schema}.{info.table}: no primary key, unique key or index to split on: one shard",
+    )
 
 
 def _requested(info: TableInfo, requested: str) -> tuple[str, ...]:
@@ -125,14 +132,17 @@ def _requested(info: TableInfo, requested: str) -> tuple[str, ...]:
         column = info.column(name)
         if column is None:
             msg = f"{info.schema}.{info.table}: split column {name!r} is not a column of the table"
-            raise SplitError("FULLPULL_BAD_SPLIT_COL", msg)
+            msg_0 = "FULLPULL_BAD_SPLIT_COL"
+            raise SplitError(msg_0, msg)
         if kind_of(column) is None:
             msg = f"{info.schema}.{info.table}: cannot split on {column.name!r} of type {column.column_type}"
-            raise SplitError("FULLPULL_BAD_SPLIT_COL", msg)
+            msg_0 = "FULLPULL_BAD_SPLIT_COL"
+            raise SplitError(msg_0, msg)
         names.append(column.name)
     if len(set(names)) != len(names):
         msg = f"{info.schema}.{info.table}: split column listed twice in {requested!r}"
-        raise SplitError("FULLPULL_BAD_SPLIT_COL", msg)
+        msg_0 = "FULLPULL_BAD_SPLIT_COL"
+        raise SplitError(msg_0, msg)
     return tuple(names)
 
 
@@ -186,8 +196,9 @@ def in_range(key: tuple[Any, ...], key_range: KeyRange) -> bool:
         return key_range.nulls
     if key_range.nulls:
         return False
-    return ((key_range.lower is None or key >= key_range.lower)
-            and (key_range.upper is None or key < key_range.upper))
+    return (key_range.lower is None or key >= key_range.lower) and (
+        key_range.upper is None or key < key_range.upper
+    )
 
 
 def range_sql(columns: Sequence[str], key_range: KeyRange, nullable: bool) -> str:
@@ -225,8 +236,10 @@ def shards_for(columns: Sequence[str], ranges: Sequence[KeyRange], nullable: boo
         return (Shard(0, ALL_ROWS, None, None),)
     if nullable:
         ranges = [*ranges, KeyRange(nulls=True)]
-    return tuple(Shard(i, range_sql(columns, r, nullable), _show(r.lower, r.nulls), _show(r.upper, r.nulls))
-                 for i, r in enumerate(ranges))
+    return tuple(
+        Shard(i, range_sql(columns, r, nullable), _show(r.lower, r.nulls), _show(r.upper, r.nulls))
+        for i, r in enumerate(ranges)
+    )
 
 
 def _show(key: tuple[Literal, ...] | None, nulls: bool) -> str | None:
@@ -238,6 +251,7 @@ def _show(key: tuple[Literal, ...] | None, nulls: bool) -> str | None:
 
 
 # ---- literals: values as the boundary queries return them -> SQL --------------------------------------
+
 
 def literal(column: ColumnSpec, value: Any, collation: tuple[str, str] | None = None) -> Literal:
     """A key value read by ``value_sql`` -> a SQL literal; refuses anything that is not plainly a value."""
@@ -257,13 +271,15 @@ def literal(column: ColumnSpec, value: Any, collation: tuple[str, str] | None = 
         shown = value.decode("utf-8", "replace") if charset.startswith("utf8") else f"0x{value.hex()}"
         return Literal(f"_{charset} X'{value.hex()}' COLLATE {coll}", shown)
     msg = f"column {column.name!r} ({column.column_type}): unexpected key value {value!r:.80}"
-    raise SplitError("FULLPULL_BAD_SPLIT_COL", msg)
+    msg_0 = "FULLPULL_BAD_SPLIT_COL"
+    raise SplitError(msg_0, msg)
 
 
 def _int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         msg = f"expected an integer key, got {value!r:.80}"
-        raise SplitError("FULLPULL_BAD_SPLIT_COL", msg)
+        msg_0 = "FULLPULL_BAD_SPLIT_COL"
+        raise SplitError(msg_0, msg)
     return value
 
 
@@ -283,39 +299,63 @@ def value_sql(column: ColumnSpec) -> str:
     """What the boundary query selects for a key column, in the form ``literal`` takes."""
     name = quote_name(column.name)
     return {
-        "int": name, "bit": f"CAST({name} AS UNSIGNED)", "enum": f"({name} + 0)",
-        "decimal": f"CAST({name} AS CHAR)", "float": f"CAST({name} AS DOUBLE)",
-        "temporal": f"CAST({name} AS CHAR)", "binary": name, "string": f"CAST({name} AS BINARY)",
+        "int": name,
+        "bit": f"CAST({name} AS UNSIGNED)",
+        "enum": f"({name} + 0)",
+        "decimal": f"CAST({name} AS CHAR)",
+        "float": f"CAST({name} AS DOUBLE)",
+        "temporal": f"CAST({name} AS CHAR)",
+        "binary": name,
+        "string": f"CAST({name} AS BINARY)",
     }[kind_of(column)]
 
 
 # ---- the edge: two queries ---------------------------------------------------------------------------
 
-def plan(db, info: TableInfo, *, split_col: str | None = None, shard_size: int = DEFAULT_SHARD_SIZE,
-         where: str | None = None) -> SplitPlan:
+
+def plan(
+    db,
+    info: TableInfo,
+    *,
+    split_col: str | None = None,
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    where: str | None = None,
+) -> SplitPlan:
     """Count the rows, pick the split column and cut the table into shards.
 
     TIMESTAMP bounds are wall-clock text in the session time zone: run this on a connection that ran
     ``fullpuller.render.SESSION_SQL`` (UTC), as the pulling connections do.
     """
-    if isinstance(shard_size, bool) or not isinstance(shard_size, int) or (shard_size < 1
-                                                                          and shard_size != NO_SPLIT):
+    if (
+        isinstance(shard_size, bool)
+        or not isinstance(shard_size, int)
+        or (shard_size < 1 and shard_size != NO_SPLIT)
+    ):
         msg = f"{info.schema}.{info.table}: shard size must be -1 or a positive integer, got {shard_size!r}"
-        raise SplitError("FULLPULL_BAD_REQUEST", msg)
+        msg_0 = "FULLPULL_BAD_REQUEST"
+        raise SplitError(msg_0, msg)
     names, source, warning = choose_split(info, split_col)
     count = _count(db, info, where)
     shards = shard_count(count, shard_size)
     if not names or shards == 1 or count == 0:
-        return SplitPlan(names if shard_size != NO_SPLIT else (), source if shard_size != NO_SPLIT else "none",
-                         count, (Shard(0, ALL_ROWS, None, None),), warning)
+        return SplitPlan(
+            names if shard_size != NO_SPLIT else (),
+            source if shard_size != NO_SPLIT else "none",
+            count,
+            (Shard(0, ALL_ROWS, None, None),),
+            warning,
+        )
     columns = [info.column(n) for n in names]
     nullable = any(c.nullable for c in columns)
     ranges = _ranges(db, info, columns, where, shards, shard_size)
-    return SplitPlan(names, source, count, shards_for([key_sql(c) for c in columns], ranges, nullable), warning)
+    return SplitPlan(
+        names, source, count, shards_for([key_sql(c) for c in columns], ranges, nullable), warning
+    )
 
 
-def _ranges(db, info: TableInfo, columns: list[ColumnSpec], where: str | None, shards: int,
-            shard_size: int) -> list[KeyRange]:
+def _ranges(
+    db, info: TableInfo, columns: list[ColumnSpec], where: str | None, shards: int, shard_size: int
+) -> list[KeyRange]:
     if len(columns) == 1 and kind_of(columns[0]) in ("int", "bit"):
         lo, hi = _min_max(db, info, columns[0], where)
         if lo is None:
@@ -323,14 +363,17 @@ def _ranges(db, info: TableInfo, columns: list[ColumnSpec], where: str | None, s
         ranges = integer_ranges(_int(lo), _int(hi), shards)
         return [_as_literals(columns, r) for r in ranges]
     rows = _boundaries(db, info, columns, where, shard_size)
-    keys = [tuple(literal(c, v, info.collation(c.name)) for c, v in zip(columns, row, strict=True))
-            for row in rows]
+    keys = [
+        tuple(literal(c, v, info.collation(c.name)) for c, v in zip(columns, row, strict=True))
+        for row in rows
+    ]
     return boundary_ranges(keys)
 
 
 def _as_literals(columns: list[ColumnSpec], key_range: KeyRange) -> KeyRange:
     def convert(key):
         return None if key is None else tuple(literal(c, v) for c, v in zip(columns, key, strict=True))
+
     return KeyRange(convert(key_range.lower), convert(key_range.upper), key_range.nulls)
 
 
@@ -356,15 +399,18 @@ def _min_max(db, info: TableInfo, column: ColumnSpec, where: str | None) -> tupl
         return cur.fetchone()
 
 
-def _boundaries(db, info: TableInfo, columns: list[ColumnSpec], where: str | None,
-                shard_size: int) -> list[tuple[Any, ...]]:
+def _boundaries(
+    db, info: TableInfo, columns: list[ColumnSpec], where: str | None, shard_size: int
+) -> list[tuple[Any, ...]]:
     """Every ``shard_size``-th key in key order (the 1st, the (n+1)th...), in one index scan."""
     keys = ", ".join(key_sql(c) for c in columns)
     values = ", ".join(f"{value_sql(c)} AS k{i}" for i, c in enumerate(columns))
     outer = ", ".join(f"k{i}" for i in range(len(columns)))
     not_null = [f"{quote_name(c.name)} IS NOT NULL" for c in columns if c.nullable]
-    sql = (f"SELECT {outer} FROM (SELECT {values}, ROW_NUMBER() OVER (ORDER BY {keys}) AS rn"
-           f" FROM {_table(info)}{_filter(where, not_null)}) AS x WHERE rn % {shard_size} = 1 ORDER BY rn")
+    sql = (
+        f"SELECT {outer} FROM (SELECT {values}, ROW_NUMBER() OVER (ORDER BY {keys}) AS rn"
+        f" FROM {_table(info)}{_filter(where, not_null)}) AS x WHERE rn % {shard_size} = 1 ORDER BY rn"
+    )
     with db.cursor() as cur:
         cur.execute(sql)
         return [tuple(row) for row in cur.fetchall()]

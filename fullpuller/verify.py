@@ -68,13 +68,23 @@ class Comparison:
 
     @property
     def equal(self) -> bool:
-        return not (self.missing_count or self.extra_count or self.different_count
-                    or self.only_in_source or self.only_in_snapshot)
+        return not (
+            self.missing_count
+            or self.extra_count
+            or self.different_count
+            or self.only_in_source
+            or self.only_in_snapshot
+        )
 
 
-def compare(snapshot: Iterable[Pair], source: Iterable[Pair], limit: int = 20,
-            only_in_source: Sequence[str] = (), only_in_snapshot: Sequence[str] = (),
-            key_names: Sequence[str] = ()) -> Comparison:
+def compare(
+    snapshot: Iterable[Pair],
+    source: Iterable[Pair],
+    limit: int = 20,
+    only_in_source: Sequence[str] = (),
+    only_in_snapshot: Sequence[str] = (),
+    key_names: Sequence[str] = (),
+) -> Comparison:
     """Compare ``(key, digest)`` pairs: the snapshot's are held in memory (16 bytes and the key per row),
     the source's are streamed against them."""
     held: dict[Key, bytes] = {}
@@ -93,9 +103,19 @@ def compare(snapshot: Iterable[Pair], source: Iterable[Pair], limit: int = 20,
             if len(found[kind]) < limit:
                 found[kind].append(key)
     extra = list(held)
-    return Comparison(source_rows, snapshot_rows, tuple(found["missing"]), tuple(extra[:limit]),
-                      tuple(found["different"]), counts["missing"], len(extra), counts["different"],
-                      tuple(only_in_source), tuple(only_in_snapshot), tuple(key_names))
+    return Comparison(
+        source_rows,
+        snapshot_rows,
+        tuple(found["missing"]),
+        tuple(extra[:limit]),
+        tuple(found["different"]),
+        counts["missing"],
+        len(extra),
+        counts["different"],
+        tuple(only_in_source),
+        tuple(only_in_snapshot),
+        tuple(key_names),
+    )
 
 
 def show_key(names: Sequence[str], key: Key) -> str:
@@ -107,18 +127,25 @@ def report(c: Comparison, table: str) -> list[str]:
     """The lines ``dbus verify`` prints: columns, then keys of each kind, then the counts."""
     lines = []
     if c.only_in_source or c.only_in_snapshot:
-        lines.append(f"columns only in source: {list(c.only_in_source)}, "
-                     f"only in snapshot: {list(c.only_in_snapshot)}")
-    for label, keys, count in (("missing in snapshot", c.missing, c.missing_count),
-                               ("extra in snapshot", c.extra, c.extra_count),
-                               ("different", c.different, c.different_count)):
+        lines.append(
+            f"columns only in source: {list(c.only_in_source)}, only in snapshot: {list(c.only_in_snapshot)}"
+        )
+    for label, keys, count in (
+        ("missing in snapshot", c.missing, c.missing_count),
+        ("extra in snapshot", c.extra, c.extra_count),
+        ("different", c.different, c.different_count),
+    ):
         lines += [f"{label}: {show_key(c.key_names, k)}" for k in keys]
         if count > len(keys):
             lines.append(f"{label}: ... and {count - len(keys)} more")
-    counts = (f"{c.missing_count} missing in snapshot, {c.extra_count} extra in snapshot, "
-              f"{c.different_count} different")
-    lines.append(f"{table}: {c.source_rows} source rows, {c.snapshot_rows} snapshot rows: "
-                 + ("equal, 0 differences" if c.equal else counts))
+    counts = (
+        f"{c.missing_count} missing in snapshot, {c.extra_count} extra in snapshot, "
+        f"{c.different_count} different"
+    )
+    lines.append(
+        f"{table}: {c.source_rows} source rows, {c.snapshot_rows} snapshot rows: "
+        + ("equal, 0 differences" if c.equal else counts)
+    )
     return lines
 
 
@@ -147,8 +174,9 @@ class Layout:
             yield tuple(values[i] for i in self.key), digest(values)
 
 
-def layout(columns: Sequence[ColumnSpec], primary_key: Sequence[str], schema: str, table: str,
-           mask_plan: Any = None) -> tuple[Layout, Any]:
+def layout(
+    columns: Sequence[ColumnSpec], primary_key: Sequence[str], schema: str, table: str, mask_plan: Any = None
+) -> tuple[Layout, Any]:
     """The compared layout of a table and its ``TableMask`` (None when nothing is masked)."""
     carried = tuple(columns[i] for i in user_columns(columns))
     fields = tuple(field_for(c) for c in carried)
@@ -159,8 +187,12 @@ def layout(columns: Sequence[ColumnSpec], primary_key: Sequence[str], schema: st
     if not primary_key or missing:
         msg = f"{schema}.{table}: primary key {list(primary_key)} is not among the columns {names}"
         raise VerifyError(msg)
-    return Layout(carried, tuple(f.type for f in out_fields), tuple(names.index(k) for k in primary_key),
-                  mask is not None), mask
+    return Layout(
+        carried,
+        tuple(f.type for f in out_fields),
+        tuple(names.index(k) for k in primary_key),
+        mask is not None,
+    ), mask
 
 
 def _bit(value: object) -> object:
@@ -268,8 +300,17 @@ def snapshot_pairs(path: str, lay: Layout) -> tuple[Iterator[Pair], tuple[str, .
     return lay.pairs(rows()), only_source, only_snapshot
 
 
-def verify(cfg: DbusConfig, ds: str, schema: str, table: str, snapshot: str, *, limit: int = 20,
-           shard_size: int = 100_000, workers: int = 2) -> Comparison:
+def verify(
+    cfg: DbusConfig,
+    ds: str,
+    schema: str,
+    table: str,
+    snapshot: str,
+    *,
+    limit: int = 20,
+    shard_size: int = 100_000,
+    workers: int = 2,
+) -> Comparison:
     """Compare the snapshot at ``snapshot`` with the live ``schema.table`` of source ``ds``."""
     from dbuslib import mysql
     from fullpuller import catalog, split
@@ -312,7 +353,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def cli(args: argparse.Namespace) -> int:
     """Print the differences; 0 when equal, 1 otherwise. DbusError propagates to the caller."""
     from dbuslib.config import load_config
-
     from ums.names import split_table
 
     try:
@@ -321,8 +361,16 @@ def cli(args: argparse.Namespace) -> int:
         print(f"verify: --table {e}", file=sys.stderr)
         return 2
     cfg = load_config(args.config)
-    result = verify(cfg, args.source, parts[0], parts[1], args.snapshot, limit=args.limit,
-                    shard_size=args.shard_size, workers=args.workers)
+    result = verify(
+        cfg,
+        args.source,
+        parts[0],
+        parts[1],
+        args.snapshot,
+        limit=args.limit,
+        shard_size=args.shard_size,
+        workers=args.workers,
+    )
     for line in report(result, args.table):
         print(line)
     return 0 if result.equal else 1

@@ -50,11 +50,29 @@ def iso_utc(ms: int) -> str:
 def body(note: Notification) -> dict[str, Any]:
     """The webhook's JSON body (see the module docstring)."""
     a = note.alert
-    out = {"event": note.event, "ds": a.ds, "schema": a.schema, "table": a.table, "kind": a.kind,
-           "since": iso_utc(a.since_ms), "age_s": a.age_s, "latency_s": a.latency_s, "message": a.message}
+    out = {
+        "event": note.event,
+        "ds": a.ds,
+        "schema": a.schema,
+        "table": a.table,
+        "kind": a.kind,
+        "since": iso_utc(a.since_ms),
+        "age_s": a.age_s,
+        "latency_s": a.latency_s,
+        "message": a.message,
+    }
     if a.kind == "dead_letter":  # schema and table hold the stage and the code (heartbeat.deadletters)
-        out.update({"stage": a.schema, "code": a.table, "count": a.count, "topic": a.topic,
-                    "partition": a.partition, "offset": a.offset, "origin": a.origin})
+        out.update(
+            {
+                "stage": a.schema,
+                "code": a.table,
+                "count": a.count,
+                "topic": a.topic,
+                "partition": a.partition,
+                "offset": a.offset,
+                "origin": a.origin,
+            }
+        )
     return out
 
 
@@ -89,10 +107,11 @@ class WebhookChannel:
 
     def send(self, note: Notification) -> None:
         data = json.dumps(body(note)).encode()
-        request = urllib.request.Request(self.url, data=data, method="POST",
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.url, data=data, method="POST", headers={"Content-Type": "application/json"}
+        )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310 - configured URL
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 response.read()
         except (urllib.error.URLError, OSError, ValueError) as e:  # HTTPError is a URLError
             msg = f"webhook {self.url}: {note.event} {note.alert.key} not delivered: {e}"

@@ -22,15 +22,22 @@ log = logging.getLogger(__name__)
 
 def add_parsers(sub: Any) -> None:
     hb = sub.add_parser("heartbeat", help="heartbeat writer and monitor: run | monitor").add_subparsers(
-        dest="action", required=True)
+        dest="action", required=True
+    )
     config = argparse.ArgumentParser(add_help=False)  # --config also after the command
     config.add_argument("--config", default=argparse.SUPPRESS, help="configuration file")
-    rn = hb.add_parser("run", parents=[config], help="write heartbeat rows at the source (one writer leads per "
-                       "source, others wait) and run the monitor")
+    rn = hb.add_parser(
+        "run",
+        parents=[config],
+        help="write heartbeat rows at the source (one writer leads per "
+        "source, others wait) and run the monitor",
+    )
     rn.add_argument("--source", required=True, help="source name under 'sources'")
     rn.add_argument("--no-monitor", action="store_true", help="write heartbeats only, no alerts")
     rn.set_defaults(handler=run_cli)
-    mn = hb.add_parser("monitor", parents=[config], help="alert on stale or slow tables (log, webhook, email)")
+    mn = hb.add_parser(
+        "monitor", parents=[config], help="alert on stale or slow tables (log, webhook, email)"
+    )
     mn.add_argument("--source", required=True, help="source name under 'sources'")
     mn.set_defaults(handler=monitor_cli)
 

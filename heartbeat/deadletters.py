@@ -71,8 +71,11 @@ class Letter:
 
     def coordinates(self, dlq_topic: str) -> str:
         """``demo.shop partition 0 offset 42 (shop.orders), in demo.dlq partition 0 offset 17``."""
-        where = (f"{self.topic} partition {self.partition} offset {self.offset}" if self.topic
-                 else "original record unknown")
+        where = (
+            f"{self.topic} partition {self.partition} offset {self.offset}"
+            if self.topic
+            else "original record unknown"
+        )
         table = f" ({self.origin})" if self.origin else ""
         return f"{where}{table}, in {dlq_topic} partition {self.dlq_partition} offset {self.dlq_offset}"
 
@@ -104,8 +107,14 @@ def _doc(value: bytes | None) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def parse(value: bytes | None, key: bytes | None = None, *, dlq_partition: int = -1, dlq_offset: int = -1,
-          at_ms: int = 0) -> Letter:
+def parse(
+    value: bytes | None,
+    key: bytes | None = None,
+    *,
+    dlq_partition: int = -1,
+    dlq_offset: int = -1,
+    at_ms: int = 0,
+) -> Letter:
     """The letter a DLQ record holds (see the module docstring); never raises."""
     doc = _doc(value)
     code = doc.get("code", doc.get("reason")) if doc is not None else None
@@ -118,8 +127,18 @@ def parse(value: bytes | None, key: bytes | None = None, *, dlq_partition: int =
     if schema is None:
         schema, table = _table(key)
     topic = doc.get("topic") if isinstance(doc.get("topic"), str) else ""
-    return Letter(_name(doc.get("stage"), default_stage), _name(code, UNREADABLE), schema, table, topic,
-                  _int(doc.get("partition")), _int(doc.get("offset")), dlq_partition, dlq_offset, at_ms)
+    return Letter(
+        _name(doc.get("stage"), default_stage),
+        _name(code, UNREADABLE),
+        schema,
+        table,
+        topic,
+        _int(doc.get("partition")),
+        _int(doc.get("offset")),
+        dlq_partition,
+        dlq_offset,
+        at_ms,
+    )
 
 
 @dataclass(frozen=True)
@@ -168,13 +187,21 @@ def points(ds: str, tallies: Mapping[tuple, Tally], at_ms: int) -> list[Point]:
         p = Point(MEASUREMENT).tag("ds", ds).tag("stage", stage).tag("code", code)
         if schema is not None:
             p = p.tag("schema", schema).tag("table", table)
-        out.append(p.field("count", t.count).field("topic", n.topic).field("partition", n.partition)
-                   .field("offset", n.offset).field("dlq_partition", n.dlq_partition)
-                   .field("dlq_offset", n.dlq_offset).field("newest_ms", n.at_ms).time(at_ms * 1_000_000))
+        out.append(
+            p.field("count", t.count)
+            .field("topic", n.topic)
+            .field("partition", n.partition)
+            .field("offset", n.offset)
+            .field("dlq_partition", n.dlq_partition)
+            .field("dlq_offset", n.dlq_offset)
+            .field("newest_ms", n.at_ms)
+            .time(at_ms * 1_000_000)
+        )
     return out
 
 
 # ----------------------------------------------------------------------------------------- incidents
+
 
 @dataclass(frozen=True)
 class Rules:
@@ -191,15 +218,34 @@ def _coords(alert: Alert, n: Letter) -> Alert:
 
 
 def _opened(ds: str, stage: str, code: str, t: Tally, now_ms: int, rules: Rules, dlq_topic: str) -> Alert:
-    msg = (f"{ds}: {t.count} dead letter(s) {code} from the {stage} in the last {rules.interval_s:g} s "
-           f"(threshold {rules.threshold}); newest: {t.newest.coordinates(dlq_topic)}")
-    a = Alert(ds=ds, schema=stage, table=code, kind=KIND, since_ms=now_ms, notified_ms=None, age_s=None,
-              latency_s=None, message=msg, count=t.count, last_ms=now_ms)
+    msg = (
+        f"{ds}: {t.count} dead letter(s) {code} from the {stage} in the last {rules.interval_s:g} s "
+        f"(threshold {rules.threshold}); newest: {t.newest.coordinates(dlq_topic)}"
+    )
+    a = Alert(
+        ds=ds,
+        schema=stage,
+        table=code,
+        kind=KIND,
+        since_ms=now_ms,
+        notified_ms=None,
+        age_s=None,
+        latency_s=None,
+        message=msg,
+        count=t.count,
+        last_ms=now_ms,
+    )
     return _coords(a, t.newest)
 
 
-def evaluate(ds: str, alerts: Mapping[str, Alert], tallies: Mapping[tuple, Tally], now_ms: int, rules: Rules,
-             dlq_topic: str) -> tuple[list[Alert], list[Notification]]:
+def evaluate(
+    ds: str,
+    alerts: Mapping[str, Alert],
+    tallies: Mapping[tuple, Tally],
+    now_ms: int,
+    rules: Rules,
+    dlq_topic: str,
+) -> tuple[list[Alert], list[Notification]]:
     """Open dead-letter incidents (``alerts``, other kinds are ignored) and this check's tallies -> the open
     incidents that got more letters (updated: count, ``last_ms``, newest coordinates) and the notices: an
     "alert" per (stage, code) whose letters in this check exceed the threshold, a "recovery" per incident
@@ -219,13 +265,16 @@ def evaluate(ds: str, alerts: Mapping[str, Alert], tallies: Mapping[tuple, Tally
             continue
         last = a.last_ms if a.last_ms is not None else a.since_ms
         if now_ms - last >= rules.quiet_s * 1000:
-            msg = (f"{ds}: no {a.table} dead letter from the {a.schema} for {(now_ms - last) / 1000:.0f} s "
-                   f"({a.count or 0} since the incident opened)")
+            msg = (
+                f"{ds}: no {a.table} dead letter from the {a.schema} for {(now_ms - last) / 1000:.0f} s "
+                f"({a.count or 0} since the incident opened)"
+            )
             notes.append(Notification("recovery", replace(a, message=msg), now_ms))
     return updated, notes
 
 
 # ------------------------------------------------------------------------------------------ Kafka edge
+
 
 def group_id(ds: str) -> str:
     """The monitor's consumer group on ``<ds>.dlq``: its committed offsets are what was counted."""
@@ -240,8 +289,14 @@ class DlqReader:
     waits more than ``budget_s`` here); ``commit()`` after they were counted, ``rewind()`` when they could
     not be (they are read again)."""
 
-    def __init__(self, cfg: Any, ds: str, *, budget_s: float | None = None,
-                 stopping: Callable[[], bool] = lambda: False) -> None:
+    def __init__(
+        self,
+        cfg: Any,
+        ds: str,
+        *,
+        budget_s: float | None = None,
+        stopping: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.cfg, self.ds, self.stopping = cfg, ds, stopping
         self.topic = cfg.source(ds).topics.name("dead_letter", ds)
         interval = cfg.source(ds).heartbeat.check_interval_s
@@ -255,9 +310,14 @@ class DlqReader:
 
             interval_ms = int(self.cfg.source(self.ds).heartbeat.check_interval_s * 1000)
             self._consumer = kafka.consumer(
-                self.cfg.endpoints.kafka, self.topic, group_id=group_id(self.ds), enable_auto_commit=False,
-                auto_offset_reset="earliest", client_id=f"dbus-heartbeat-dlq-{self.ds}",
-                max_poll_interval_ms=max(300_000, 3 * interval_ms))
+                self.cfg.endpoints.kafka,
+                self.topic,
+                group_id=group_id(self.ds),
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                client_id=f"dbus-heartbeat-dlq-{self.ds}",
+                max_poll_interval_ms=max(300_000, 3 * interval_ms),
+            )
         return self._consumer
 
     def read(self) -> list[Letter] | None:
@@ -271,8 +331,11 @@ class DlqReader:
         while not c.assignment():
             self._take(c.poll(timeout_ms=200, max_records=MAX_PER_CHECK), letters)
             if (time.monotonic() > deadline or self.stopping()) and not c.assignment():
-                log.info("%s: no partition of %s assigned yet (joining, or another monitor holds them)",
-                         self.ds, self.topic)
+                log.info(
+                    "%s: no partition of %s assigned yet (joining, or another monitor holds them)",
+                    self.ds,
+                    self.topic,
+                )
                 return None
         end = c.end_offsets(list(c.assignment()))
         while len(letters) < MAX_PER_CHECK and time.monotonic() < deadline + self.budget_s:
@@ -286,8 +349,11 @@ class DlqReader:
         for tp, records in batch.items():
             for r in records:
                 self._first.setdefault(tp, r.offset)
-                letters.append(parse(r.value, r.key, dlq_partition=r.partition, dlq_offset=r.offset,
-                                     at_ms=int(r.timestamp)))
+                letters.append(
+                    parse(
+                        r.value, r.key, dlq_partition=r.partition, dlq_offset=r.offset, at_ms=int(r.timestamp)
+                    )
+                )
 
     def commit(self) -> None:
         if self._consumer is not None and self._consumer.assignment():

@@ -77,14 +77,23 @@ class Alert:
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> Alert:
         """From the stored JSON; KeyError/TypeError when a field is missing or wrong."""
-        return cls(ds=str(doc["ds"]), schema=str(doc["schema"]), table=str(doc["table"]), kind=str(doc["kind"]),
-                   since_ms=int(doc["since_ms"]),
-                   notified_ms=None if doc.get("notified_ms") is None else int(doc["notified_ms"]),
-                   age_s=_float_or_none(doc.get("age_s")), latency_s=_float_or_none(doc.get("latency_s")),
-                   message=str(doc.get("message", "")), count=_int_or_none(doc.get("count")),
-                   last_ms=_int_or_none(doc.get("last_ms")), topic=_str_or_none(doc.get("topic")),
-                   partition=_int_or_none(doc.get("partition")), offset=_int_or_none(doc.get("offset")),
-                   origin=_str_or_none(doc.get("origin")))
+        return cls(
+            ds=str(doc["ds"]),
+            schema=str(doc["schema"]),
+            table=str(doc["table"]),
+            kind=str(doc["kind"]),
+            since_ms=int(doc["since_ms"]),
+            notified_ms=None if doc.get("notified_ms") is None else int(doc["notified_ms"]),
+            age_s=_float_or_none(doc.get("age_s")),
+            latency_s=_float_or_none(doc.get("latency_s")),
+            message=str(doc.get("message", "")),
+            count=_int_or_none(doc.get("count")),
+            last_ms=_int_or_none(doc.get("last_ms")),
+            topic=_str_or_none(doc.get("topic")),
+            partition=_int_or_none(doc.get("partition")),
+            offset=_int_or_none(doc.get("offset")),
+            origin=_str_or_none(doc.get("origin")),
+        )
 
 
 _DEAD_LETTER_FIELDS = frozenset({"count", "last_ms", "topic", "partition", "offset", "origin"})
@@ -146,8 +155,17 @@ def _message(ds: str, kind: Kind, obs: Observation, age_s: float, th: Thresholds
 def _open(ds: str, kind: Kind, obs: Observation, now_ms: int, started_ms: int, th: Thresholds) -> Alert:
     age = _age_s(obs, now_ms, started_ms)
     since = obs.last_ms if obs.last_ms is not None else started_ms
-    return Alert(ds=ds, schema=obs.schema, table=obs.table, kind=kind, since_ms=since, notified_ms=None,
-                 age_s=round(age, 3), latency_s=obs.latency_s, message=_message(ds, kind, obs, age, th))
+    return Alert(
+        ds=ds,
+        schema=obs.schema,
+        table=obs.table,
+        kind=kind,
+        since_ms=since,
+        notified_ms=None,
+        age_s=round(age, 3),
+        latency_s=obs.latency_s,
+        message=_message(ds, kind, obs, age, th),
+    )
 
 
 def _recovered(alert: Alert, obs: Observation | None, now_ms: int) -> Alert:
@@ -156,13 +174,22 @@ def _recovered(alert: Alert, obs: Observation | None, now_ms: int) -> Alert:
         return replace(alert, message=f"{alert.ds}: {alert.schema}.{alert.table}: no longer monitored")
     age = None if obs.last_ms is None else round((now_ms - obs.last_ms) / 1000, 3)
     what = "heartbeats again" if alert.kind == "stale" else "latency back within the threshold"
-    return replace(alert, age_s=age, latency_s=obs.latency_s,
-                   message=f"{alert.ds}: {alert.schema}.{alert.table}: {what} ({alert.kind} since "
-                           f"{alert.since_ms} ms)")
+    return replace(
+        alert,
+        age_s=age,
+        latency_s=obs.latency_s,
+        message=f"{alert.ds}: {alert.schema}.{alert.table}: {what} ({alert.kind} since {alert.since_ms} ms)",
+    )
 
 
-def evaluate(ds: str, alerts: Mapping[str, Alert], observations: Iterable[Observation], now_ms: int,
-             started_ms: int, th: Thresholds) -> tuple[dict[str, Alert], list[Notification]]:
+def evaluate(
+    ds: str,
+    alerts: Mapping[str, Alert],
+    observations: Iterable[Observation],
+    now_ms: int,
+    started_ms: int,
+    th: Thresholds,
+) -> tuple[dict[str, Alert], list[Notification]]:
     """The open alerts after this check, and what to notify: an "alert" for each incident that opens, a
     "recovery" for each that clears (also for an alert of a table no longer monitored)."""
     current = {k: a for k, a in alerts.items() if a.kind in KINDS}  # other kinds have their own evaluation

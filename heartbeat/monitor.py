@@ -31,8 +31,8 @@ from datetime import datetime
 from typing import Any
 
 from influxdb_client import Point
-from kazoo.client import KazooClient
 from kafka.errors import KafkaError
+from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
 from dbuslib import influx, mysql, zk
@@ -61,8 +61,10 @@ def last_points_query(ds: str, lookback_s: float) -> str:
     (InfluxQL, as the dashboards use: a Flux ``filter |> last()`` on InfluxDB 1.8 was seen returning
     nothing to a live monitor while the same points were visible to other queries.)"""
     ds_lit = ds.replace("\\", "\\\\").replace("'", "\\'")
-    return (f'SELECT last("latency_ms") FROM "{MEASUREMENT}" WHERE "ds" = \'{ds_lit}\' '
-            f'AND time > now() - {int(lookback_s)}s GROUP BY "schema", "table"')
+    return (
+        f'SELECT last("latency_ms") FROM "{MEASUREMENT}" WHERE "ds" = \'{ds_lit}\' '
+        f'AND time > now() - {int(lookback_s)}s GROUP BY "schema", "table"'
+    )
 
 
 def records_of(series: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -71,7 +73,9 @@ def records_of(series: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for s in series:
         tags = s.get("tags") or {}
         for t, value in s.get("values") or []:
-            out.append({"schema": tags.get("schema"), "table": tags.get("table"), "_time": t, "_value": value})
+            out.append(
+                {"schema": tags.get("schema"), "table": tags.get("table"), "_time": t, "_value": value}
+            )
     return out
 
 
@@ -79,7 +83,9 @@ def _ms(t: Any) -> int:
     return int(t.timestamp() * 1000) if isinstance(t, datetime) else int(t)
 
 
-def observations(records: Iterable[Mapping[str, Any]], tables: Iterable[tuple[str, str]]) -> list[Observation]:
+def observations(
+    records: Iterable[Mapping[str, Any]], tables: Iterable[tuple[str, str]]
+) -> list[Observation]:
     """One Observation per monitored table from the query's records (a table may have several series:
     the newest point wins; tables with no point get an empty Observation)."""
     last: dict[tuple[str, str], tuple[int, float | None]] = {}
@@ -98,8 +104,15 @@ def observations(records: Iterable[Mapping[str, Any]], tables: Iterable[tuple[st
 
 def alert_point(note: Notification) -> Point:
     a = note.alert
-    p = (Point(ALERT_MEASUREMENT).tag("ds", a.ds).tag("schema", a.schema).tag("table", a.table).tag("kind", a.kind)
-         .field("state", "open" if note.event == "alert" else "recovered").time(note.at_ms * 1_000_000))
+    p = (
+        Point(ALERT_MEASUREMENT)
+        .tag("ds", a.ds)
+        .tag("schema", a.schema)
+        .tag("table", a.table)
+        .tag("kind", a.kind)
+        .field("state", "open" if note.event == "alert" else "recovered")
+        .time(note.at_ms * 1_000_000)
+    )
     if a.age_s is not None:
         p = p.field("age_s", float(a.age_s))
     if a.latency_s is not None:
@@ -160,16 +173,24 @@ class AlertStore:
 class Monitor:
     """``run()`` until ``stop()``; ``check()`` does one check and returns the notices it opened or cleared."""
 
-    def __init__(self, cfg: DbusConfig, ds: str, *, client: KazooClient | None = None,
-                 chans: list[Channel] | None = None, clock: Callable[[], float] = time.time,
-                 list_tables: Callable[[], list[tuple[str, str]]] | None = None,
-                 dlq: deadletters.DlqReader | None = None) -> None:
+    def __init__(
+        self,
+        cfg: DbusConfig,
+        ds: str,
+        *,
+        client: KazooClient | None = None,
+        chans: list[Channel] | None = None,
+        clock: Callable[[], float] = time.time,
+        list_tables: Callable[[], list[tuple[str, str]]] | None = None,
+        dlq: deadletters.DlqReader | None = None,
+    ) -> None:
         self.cfg, self.ds = cfg, ds
         self.src = cfg.source(ds)
         hb = self.src.heartbeat
         self.thresholds = Thresholds(hb.timeout_s, hb.latency_alert_s)
-        self.dl_rules = deadletters.Rules(hb.dead_letter_threshold, hb.dead_letter_quiet_s,
-                                          hb.check_interval_s)
+        self.dl_rules = deadletters.Rules(
+            hb.dead_letter_threshold, hb.dead_letter_quiet_s, hb.check_interval_s
+        )
         self.stop_event = threading.Event()
         self.dlq = dlq or deadletters.DlqReader(cfg, ds, stopping=self.stop_event.is_set)
         self.channels = chans if chans is not None else channels(hb)
@@ -191,7 +212,7 @@ class Monitor:
     def close(self) -> None:
         try:
             self.dlq.close()
-        except Exception as e:  # noqa: BLE001 - closing must not hide the ZooKeeper close
+        except Exception as e:
             log.warning("%s: closing the dead-letter consumer: %r", self.ds, e)
         if self._own_client:
             self._zk.stop()
@@ -265,7 +286,7 @@ class Monitor:
             return self._count_dead_letters()
         except (DbusError, KafkaError, *ZK_ERRORS) as e:
             log.warning("%s: dead letters not counted this check: %r", self.ds, e)
-        except Exception:  # noqa: BLE001 - counting dead letters must never stop the heartbeat verdicts
+        except Exception:
             log.exception("%s: dead letters not counted this check; the consumer starts over", self.ds)
             self.dlq.close()  # the next check reads on from the committed offsets
         return []
@@ -301,7 +322,7 @@ class Monitor:
             return
         try:
             influx.write(self.cfg.endpoints.influxdb, [alert_point(n) for n in notes])
-        except Exception as e:  # noqa: BLE001 - the alert itself matters more than its point
+        except Exception as e:
             log.warning("%s: %d dbus_alert point(s) not written: %s", self.ds, len(notes), e)
 
     def _deliver(self, note: Notification, pending: set[str]) -> None:
@@ -313,7 +334,7 @@ class Monitor:
                 pending.discard(channel.name)
             except ChannelError as e:
                 log.warning("%s; trying again at the next check", e)
-            except Exception as e:  # noqa: BLE001 - a channel must never stop the monitor
+            except Exception as e:
                 log.exception("%s: channel %s failed on %s (%r)", self.ds, channel.name, note.alert.key, e)
         if pending:
             self.outbox.append((note, pending))

@@ -26,12 +26,12 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import CancelledError, KazooException
 from kazoo.protocol.states import KazooState
 
+from binlog import heartbeat as hbt
 from dbuslib import mysql, zk
 from dbuslib.config import DbusConfig
 from dbuslib.errors import EndpointError
 from dbuslib.retry import RetryPolicy
 from dbuslib.zk import UNREACHABLE, identity
-from binlog import heartbeat as hbt
 
 log = logging.getLogger(__name__)
 REFRESH_EVERY = 10  # intervals between two listings of the monitored tables
@@ -75,8 +75,15 @@ class HeartbeatWriter:
 
     ``emits`` counts the batches written by this process; ``leading`` is set while it leads."""
 
-    def __init__(self, cfg: DbusConfig, ds: str, *, client: KazooClient | None = None,
-                 identifier: str | None = None, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        cfg: DbusConfig,
+        ds: str,
+        *,
+        client: KazooClient | None = None,
+        identifier: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.cfg, self.ds = cfg, ds
         self.src = cfg.source(ds)
         self.identifier = identifier or identity()
@@ -125,8 +132,10 @@ class HeartbeatWriter:
     def _acquire(self) -> bool:
         """Wait as a standby until this process leads; False when stopped or ZooKeeper failed (retry)."""
         since = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        self._lock = self._zk.Lock(leader_path(self.cfg.endpoints.zookeeper.root, self.ds),
-                                   json.dumps({"id": self.identifier, "since": since}))
+        self._lock = self._zk.Lock(
+            leader_path(self.cfg.endpoints.zookeeper.root, self.ds),
+            json.dumps({"id": self.identifier, "since": since}),
+        )
         if self.stop_event.is_set():
             return False
         try:
@@ -161,8 +170,11 @@ class HeartbeatWriter:
         self._intervals_since_listing = REFRESH_EVERY
         while not self.stop_event.is_set():
             if self._lost.is_set():
-                log.error("%s: ZooKeeper session lost: heartbeat writer %s no longer leads", self.ds,
-                          self.identifier)
+                log.error(
+                    "%s: ZooKeeper session lost: heartbeat writer %s no longer leads",
+                    self.ds,
+                    self.identifier,
+                )
                 return
             if self._zk.state == KazooState.CONNECTED:
                 self.write_once()

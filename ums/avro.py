@@ -46,10 +46,18 @@ from ums.types import UmsType
 AVRO_NAMESPACE = "dbus.ums"
 _LONG = {"type": "bytes", "logicalType": "decimal", "precision": 20, "scale": 0}
 _AVRO_TYPES: dict[UmsType, Any] = {
-    UmsType.LONG: _LONG, UmsType.INT: "int", UmsType.BOOLEAN: "boolean",
-    UmsType.FLOAT: "double", UmsType.DOUBLE: "double", UmsType.BINARY: "bytes",
-    UmsType.DECIMAL: "string", UmsType.DATE: "string", UmsType.DATETIME: "string",
-    UmsType.STRING: "string", UmsType.JSONOBJECT: "string", UmsType.RAW: "string",
+    UmsType.LONG: _LONG,
+    UmsType.INT: "int",
+    UmsType.BOOLEAN: "boolean",
+    UmsType.FLOAT: "double",
+    UmsType.DOUBLE: "double",
+    UmsType.BINARY: "bytes",
+    UmsType.DECIMAL: "string",
+    UmsType.DATE: "string",
+    UmsType.DATETIME: "string",
+    UmsType.STRING: "string",
+    UmsType.JSONOBJECT: "string",
+    UmsType.RAW: "string",
 }
 _TO_AVRO: dict[UmsType, Callable[[Any], Any]] = {
     UmsType.LONG: lambda v: Decimal(int(v)),
@@ -84,8 +92,10 @@ def encode_avro(msg: UmsMessage) -> bytes:
     parsed = _parsed(_schema_text(str(schema.namespace), schema.fields))
     names = _avro_names(schema.fields)
     record = {
-        "protocol": msg.protocol.value, "version": msg.version,
-        "namespace": str(schema.namespace), "batchId": schema.batch_id,
+        "protocol": msg.protocol.value,
+        "version": msg.version,
+        "namespace": str(schema.namespace),
+        "batchId": schema.batch_id,
         "payload": [_to_record(schema.fields, names, row) for row in msg.payload],
     }
     out = io.BytesIO()
@@ -127,11 +137,16 @@ def _schema_text(namespace: str, fields: tuple[UmsField, ...]) -> str:
     """The Avro schema as canonical JSON text; cached per (namespace, fields)."""
     tuple_record = {"type": "record", "name": "Tuple", "fields": _tuple_fields(fields)}
     schema = {
-        "type": "record", "name": record_name(namespace), "namespace": AVRO_NAMESPACE,
-        "doc": f"UMS 1.3 messages of {namespace}", "ums_namespace": namespace,
+        "type": "record",
+        "name": record_name(namespace),
+        "namespace": AVRO_NAMESPACE,
+        "doc": f"UMS 1.3 messages of {namespace}",
+        "ums_namespace": namespace,
         "fields": [
-            {"name": "protocol", "type": "string"}, {"name": "version", "type": "string"},
-            {"name": "namespace", "type": "string"}, {"name": "batchId", "type": "long"},
+            {"name": "protocol", "type": "string"},
+            {"name": "version", "type": "string"},
+            {"name": "namespace", "type": "string"},
+            {"name": "batchId", "type": "long"},
             {"name": "payload", "type": {"type": "array", "items": tuple_record}},
         ],
     }
@@ -145,8 +160,13 @@ def _tuple_fields(fields: tuple[UmsField, ...]) -> list[dict[str, Any]]:
 
 def _avro_field(field: UmsField, name: str) -> dict[str, Any]:
     base = _AVRO_TYPES[field.type]
-    return {"name": name, "type": ["null", base] if field.nullable else base,
-            "ums_name": field.name, "ums_type": field.type.value, "ums_encoded": field.encoded}
+    return {
+        "name": name,
+        "type": ["null", base] if field.nullable else base,
+        "ums_name": field.name,
+        "ums_type": field.type.value,
+        "ums_encoded": field.encoded,
+    }
 
 
 @lru_cache(maxsize=1024)
@@ -169,8 +189,10 @@ def _ums_fields(schema_dict: dict[str, Any]) -> tuple[UmsField, ...]:
     try:
         payload = next(f for f in schema_dict["fields"] if f["name"] == "payload")
         items = payload["type"]["items"]["fields"]
-        return tuple(UmsField(f["ums_name"], UmsType(f["ums_type"]),
-                              isinstance(f["type"], list), f["ums_encoded"]) for f in items)
+        return tuple(
+            UmsField(f["ums_name"], UmsType(f["ums_type"]), isinstance(f["type"], list), f["ums_encoded"])
+            for f in items
+        )
     except (KeyError, TypeError, ValueError, StopIteration) as err:
         msg = f"Avro schema {schema_dict.get('name')!r}: no UMS tuple fields ({err!r})"
         raise BadAvroError(msg) from err

@@ -1,11 +1,11 @@
 """Build UMS messages from decoded rows (spec 1.13 A, C, D) and cut them to size.
 
-    >>> ns = Namespace("mysql", "demo", "shop", "orders", 3)
-    >>> cols = (ColumnSpec("id", "bigint(20) unsigned", False),)
-    >>> row = DataRow("1030000012345678", "2024-01-02 03:04:05.000", Op.INSERT,
-    ...               "1030000012345678000000", (7,))
-    >>> build_data_message(ns, cols, [row]).payload
-    (('1030000012345678', '2024-01-02 03:04:05.000', 'i', '1030000012345678000000', '7'),)
+>>> ns = Namespace("mysql", "demo", "shop", "orders", 3)
+>>> cols = (ColumnSpec("id", "bigint(20) unsigned", False),)
+>>> row = DataRow("1030000012345678", "2024-01-02 03:04:05.000", Op.INSERT,
+...               "1030000012345678000000", (7,))
+>>> build_data_message(ns, cols, [row]).payload
+(('1030000012345678', '2024-01-02 03:04:05.000', 'i', '1030000012345678000000', '7'),)
 """
 
 from __future__ import annotations
@@ -52,8 +52,12 @@ def user_columns(columns: Sequence[ColumnSpec]) -> tuple[int, ...]:
     return tuple(i for i, c in enumerate(columns) if c.name not in SYSTEM_NAMES)
 
 
-def data_schema(namespace: Namespace, columns: Sequence[ColumnSpec], batch_id: int = 0,
-                protocol: ProtocolType = ProtocolType.DATA_INCREMENT_DATA) -> UmsSchema:
+def data_schema(
+    namespace: Namespace,
+    columns: Sequence[ColumnSpec],
+    batch_id: int = 0,
+    protocol: ProtocolType = ProtocolType.DATA_INCREMENT_DATA,
+) -> UmsSchema:
     """System fields of ``protocol`` followed by one field per carried column."""
     users = tuple(field_for(columns[i]) for i in user_columns(columns))
     return UmsSchema(namespace, SYSTEM_FIELDS[protocol] + users, batch_id)
@@ -68,28 +72,37 @@ def data_tuple(columns: Sequence[ColumnSpec], row: DataRow, where: str = "row") 
     return (row.ums_id, row.ums_ts, row.op.value, row.ums_uid, *users)
 
 
-def build_data_message(namespace: Namespace, columns: Sequence[ColumnSpec], rows: Sequence[DataRow],
-                       batch_id: int = 0,
-                       protocol: ProtocolType = ProtocolType.DATA_INCREMENT_DATA) -> UmsMessage:
+def build_data_message(
+    namespace: Namespace,
+    columns: Sequence[ColumnSpec],
+    rows: Sequence[DataRow],
+    batch_id: int = 0,
+    protocol: ProtocolType = ProtocolType.DATA_INCREMENT_DATA,
+) -> UmsMessage:
     """One message holding all ``rows`` (use ``build_data_messages`` to respect size limits)."""
     schema = data_schema(namespace, columns, batch_id, protocol)
     payload = tuple(data_tuple(columns, row, f"rows[{i}]") for i, row in enumerate(rows))
     return UmsMessage(protocol, schema, payload)
 
 
-def build_data_messages(namespace: Namespace, columns: Sequence[ColumnSpec], rows: Sequence[DataRow],
-                        batch_id: int = 0,
-                        protocol: ProtocolType = ProtocolType.DATA_INCREMENT_DATA,
-                        max_tuples: int = DEFAULT_MAX_TUPLES,
-                        max_bytes: int = DEFAULT_MAX_BYTES) -> list[UmsMessage]:
+def build_data_messages(
+    namespace: Namespace,
+    columns: Sequence[ColumnSpec],
+    rows: Sequence[DataRow],
+    batch_id: int = 0,
+    protocol: ProtocolType = ProtocolType.DATA_INCREMENT_DATA,
+    max_tuples: int = DEFAULT_MAX_TUPLES,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> list[UmsMessage]:
     """Messages of at most ``max_tuples`` tuples and ``max_bytes`` payload bytes, rows in order."""
     schema = data_schema(namespace, columns, batch_id, protocol)
     tuples = [data_tuple(columns, row, f"rows[{i}]") for i, row in enumerate(rows)]
     return [UmsMessage(protocol, schema, chunk) for chunk in split_tuples(tuples, max_tuples, max_bytes)]
 
 
-def split_tuples(tuples: Iterable[Tuple], max_tuples: int = DEFAULT_MAX_TUPLES,
-                 max_bytes: int = DEFAULT_MAX_BYTES) -> list[tuple[Tuple, ...]]:
+def split_tuples(
+    tuples: Iterable[Tuple], max_tuples: int = DEFAULT_MAX_TUPLES, max_bytes: int = DEFAULT_MAX_BYTES
+) -> list[tuple[Tuple, ...]]:
     """Cut tuples into chunks by count and by JSON payload bytes, keeping order.
 
     A single tuple larger than ``max_bytes`` gets a chunk of its own: nothing is dropped.
@@ -117,8 +130,7 @@ def tuple_bytes(row: Tuple) -> int:
     return len(dumps_compact(list(row)).encode("utf-8")) + len('{"tuple":},')
 
 
-def build_heartbeat_message(namespace: Namespace, ums_id: str, ums_ts: str,
-                            batch_id: int = 0) -> UmsMessage:
+def build_heartbeat_message(namespace: Namespace, ums_id: str, ums_ts: str, batch_id: int = 0) -> UmsMessage:
     """``data_increment_heartbeat``: one tuple ``[ums_id_, ums_ts_]`` (spec 1.13 C)."""
     protocol = ProtocolType.DATA_INCREMENT_HEARTBEAT
     schema = UmsSchema(namespace, SYSTEM_FIELDS[protocol], batch_id)

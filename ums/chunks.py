@@ -67,8 +67,13 @@ def split(value: bytes, max_bytes: int) -> list[tuple[bytes, Headers]]:
     digest = hashlib.sha256(value).hexdigest().encode("ascii")
     view = memoryview(value)
     count = -(-len(value) // step)
-    return [(bytes(view[i * step:(i + 1) * step]),
-             ((CHUNK, f"{i}/{count}".encode("ascii")), (CHUNK_ID, digest))) for i in range(count)]
+    return [
+        (
+            bytes(view[i * step : (i + 1) * step]),
+            ((CHUNK, f"{i}/{count}".encode("ascii")), (CHUNK_ID, digest)),
+        )
+        for i in range(count)
+    ]
 
 
 def chunk_of(headers: Headers | list | None) -> Chunk | None:
@@ -115,8 +120,10 @@ class Reassembler:
             parts.clear()
         elif len(parts) != chunk.index:
             del self._parts[chunk.id]
-            msg = (f"{where or 'record'}: chunk {chunk.index}/{chunk.count} of {chunk.id[:12]} arrived after "
-                   f"{len(parts)} chunk(s)")
+            msg = (
+                f"{where or 'record'}: chunk {chunk.index}/{chunk.count} of {chunk.id[:12]} arrived after "
+                f"{len(parts)} chunk(s)"
+            )
             raise BadChunkError(msg)
         parts.append(bytes(value))
         if chunk.index + 1 < chunk.count:
@@ -124,7 +131,9 @@ class Reassembler:
         whole = b"".join(parts)
         del self._parts[chunk.id]
         if hashlib.sha256(whole).hexdigest() != chunk.id:
-            msg = (f"{where or 'record'}: the {chunk.count} chunks of {chunk.id[:12]} do not join to their "
-                   "SHA-256")
+            msg = (
+                f"{where or 'record'}: the {chunk.count} chunks of {chunk.id[:12]} do not join to their "
+                "SHA-256"
+            )
             raise BadChunkError(msg)
         return whole

@@ -86,9 +86,14 @@ class ControlMessage:
             _fail(f"project of {self.type.value} {self.id}: must be an object")
 
 
-def new_control_message(control_type: ControlType, from_: str, payload: dict[str, Any],
-                        now: datetime | None = None, tz: tzinfo = UTC,
-                        project: dict[str, Any] | None = None) -> ControlMessage:
+def new_control_message(
+    control_type: ControlType,
+    from_: str,
+    payload: dict[str, Any],
+    now: datetime | None = None,
+    tz: tzinfo = UTC,
+    project: dict[str, Any] | None = None,
+) -> ControlMessage:
     """A message stamped ``now`` (aware; default: the current time): id = epoch ms."""
     moment = now if now is not None else datetime.now(UTC)
     return ControlMessage(epoch_ms(moment), control_type, ums_ts(moment, tz), from_, payload, project)
@@ -101,9 +106,13 @@ def control_key(message: ControlMessage) -> str:
 
 def to_json(message: ControlMessage) -> str:
     """Compact JSON in the order id, type, timestamp, from, payload[, project]."""
-    obj: dict[str, Any] = {"id": message.id, "type": message.type.value,
-                           "timestamp": message.timestamp, "from": message.from_,
-                           "payload": message.payload}
+    obj: dict[str, Any] = {
+        "id": message.id,
+        "type": message.type.value,
+        "timestamp": message.timestamp,
+        "from": message.from_,
+        "payload": message.payload,
+    }
     if message.project is not None:
         obj["project"] = message.project
     return dumps_compact(obj)
@@ -124,8 +133,14 @@ def from_json(text: str | bytes | None) -> ControlMessage:
     missing = [k for k in ("id", "type", "timestamp", "from", "payload") if k not in obj]
     if missing:
         _fail(f"control message {show(obj.get('id'))}: missing {', '.join(missing)}")
-    return ControlMessage(obj["id"], _control_type(obj["type"], obj["id"]), obj["timestamp"],
-                          obj["from"], obj["payload"], obj.get("project"))
+    return ControlMessage(
+        obj["id"],
+        _control_type(obj["type"], obj["id"]),
+        obj["timestamp"],
+        obj["from"],
+        obj["payload"],
+        obj.get("project"),
+    )
 
 
 def peek(text: str | bytes | None) -> tuple[int | None, str | None]:
@@ -170,7 +185,7 @@ def identifier_problem(name: object) -> str | None:
 def show(value: object, limit: int = 80) -> str:
     """``repr(value)`` cut to ``limit`` characters: a hostile value never makes an error message large."""
     text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit - 3]}..."
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def _json_kind(value: object) -> str:

@@ -1,7 +1,7 @@
 """UMS JSON values -> Python values, and the wire checks that keep messages valid.
 
-    >>> decode_value(UmsType.DECIMAL, "-12.500")
-    Decimal('-12.500')
+>>> decode_value(UmsType.DECIMAL, "-12.500")
+Decimal('-12.500')
 """
 
 from __future__ import annotations
@@ -148,5 +148,3 @@ def check_wire_value(ums_type: UmsType, value: JsonValue) -> str | None:
     except (TypeError, ValueError, InvalidOperation, binascii.Error) as err:
         return f"{show(value)} is not a {ums_type.value} value: {err}"
     return None
-
-

@@ -79,7 +79,9 @@ def loads(text: str | bytes, error: type[Exception], where: str, limits: JsonLim
         number = functools.partial(_number, limit=limits.max_number_chars)
         obj = json.loads(text, parse_int=number, parse_float=number, parse_constant=_constant)
     except UnicodeDecodeError as err:
-        msg = f"{where}: not UTF-8: byte {err.start} ({err.object[err.start:err.start + 1]!r}): {err.reason}"
+        msg = (
+            f"{where}: not UTF-8: byte {err.start} ({err.object[err.start : err.start + 1]!r}): {err.reason}"
+        )
         raise error(msg) from None
     except json.JSONDecodeError as err:
         msg = f"{where}: not JSON: {err}"
@@ -134,8 +136,10 @@ def _strict_problem(obj: object, limits: JsonLimits) -> str | None:
         if isinstance(value, dict):
             if not all(_is_text(key) for key in value):
                 return f"{where}: a key with a lone surrogate escape (not Unicode text)"
-            children = [(item, f"{path}.{_clip(key)}" if path else _clip(key), depth + 1)
-                        for key, item in value.items()]
+            children = [
+                (item, f"{path}.{_clip(key)}" if path else _clip(key), depth + 1)
+                for key, item in value.items()
+            ]
             stack.extend(reversed(children))  # popped in document order: the first problem is named
         elif isinstance(value, list):
             stack.extend(reversed([(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]))
@@ -193,8 +197,12 @@ def _field(obj: object, path: str) -> UmsField:
 
 
 def _field_dict(field: UmsField) -> dict[str, Any]:
-    return {"name": field.name, "type": field.type.value, "nullable": field.nullable,
-            "encoded": field.encoded}
+    return {
+        "name": field.name,
+        "type": field.type.value,
+        "nullable": field.nullable,
+        "encoded": field.encoded,
+    }
 
 
 def _tuple(obj: object, path: str) -> tuple[Any, ...]:

@@ -21,8 +21,9 @@ def data_key(protocol: ProtocolType, namespace: Namespace, ums_ts_epoch_ms: int,
     return f"{protocol.value}.{namespace}.{_ms(ums_ts_epoch_ms)}|{_ds(ds_name)}.{PLACEHOLDER}"
 
 
-def heartbeat_key(namespace: Namespace, packet_time_ms: int, tx_time_ms: int, table_status: str,
-                  ds_name: str) -> str:
+def heartbeat_key(
+    namespace: Namespace, packet_time_ms: int, tx_time_ms: int, table_status: str, ds_name: str
+) -> str:
     """``data_increment_heartbeat.<ns>.<time>|<txTime>|<status>|<dsName>.wh_placeholder``."""
     status = _ds(table_status)
     head = f"{ProtocolType.DATA_INCREMENT_HEARTBEAT.value}.{namespace}"

@@ -67,9 +67,18 @@ _STRINGS = frozenset({_T.STRING, _T.RAW})
 
 # The value a masked column gets for the ``default`` rule and on every fallback, by *output* type.
 DEFAULTS: Mapping[UmsType, JsonValue] = {
-    _T.STRING: "*", _T.RAW: "*", _T.JSONOBJECT: '"*"', _T.BINARY: "Kg==",  # Base64 of "*"
-    _T.INT: 0, _T.LONG: "0", _T.DECIMAL: "0", _T.FLOAT: 0.0, _T.DOUBLE: 0.0, _T.BOOLEAN: False,
-    _T.DATE: "1970-01-01", _T.DATETIME: "1970-01-01 00:00:00.000",
+    _T.STRING: "*",
+    _T.RAW: "*",
+    _T.JSONOBJECT: '"*"',
+    _T.BINARY: "Kg==",  # Base64 of "*"
+    _T.INT: 0,
+    _T.LONG: "0",
+    _T.DECIMAL: "0",
+    _T.FLOAT: 0.0,
+    _T.DOUBLE: 0.0,
+    _T.BOOLEAN: False,
+    _T.DATE: "1970-01-01",
+    _T.DATETIME: "1970-01-01 00:00:00.000",
 }
 
 
@@ -138,10 +147,9 @@ class ColumnMask:
                 msg = "result is not a valid masked value"
                 raise ValueError(msg)
             return out
-        except Exception:  # noqa: BLE001 - the contract: never crash, never leak (spec 4.2)
+        except Exception:
             self.errors[self.name] += 1
             return DEFAULTS[self.out_type]
-
 
     def _leaks(self, out: JsonValue, value: JsonValue) -> bool:
         """A hiding rule gave back its input (as value or as text) rather than the default."""
@@ -182,8 +190,9 @@ class _Rule:
         rule = self.rule
         out_type, encode = _BUILDERS[rule.type](self, in_type)
         salt = rule.salt.get_secret_value() if rule.salt is not None else ""
-        return ColumnMask(name, rule.type, self.pattern, in_type, out_type, rule.salt_field, encode, salt,
-                          errors)
+        return ColumnMask(
+            name, rule.type, self.pattern, in_type, out_type, rule.salt_field, encode, salt, errors
+        )
 
 
 def _build_default(r: _Rule, t: UmsType) -> tuple[UmsType, Callable]:

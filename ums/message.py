@@ -122,13 +122,18 @@ class UmsMessage:
     version: str = UMS_VERSION
 
     @classmethod
-    def prevalidated(cls, protocol: ProtocolType, schema: UmsSchema,
-                     payload: tuple[tuple[JsonValue, ...], ...]) -> UmsMessage:
+    def prevalidated(
+        cls, protocol: ProtocolType, schema: UmsSchema, payload: tuple[tuple[JsonValue, ...], ...]
+    ) -> UmsMessage:
         """A message whose tuples are already in wire form (``encode_column`` output), built without
         re-checking every value: the appender's hot path. Everything else should use the constructor."""
         message = object.__new__(cls)
-        for name, value in (("protocol", protocol), ("schema", schema), ("payload", payload),
-                            ("version", UMS_VERSION)):
+        for name, value in (
+            ("protocol", protocol),
+            ("schema", schema),
+            ("payload", payload),
+            ("version", UMS_VERSION),
+        ):
             object.__setattr__(message, name, value)
         return message
 
@@ -159,8 +164,10 @@ def _check_system_fields(protocol: ProtocolType, schema: UmsSchema) -> None:
     for index, expected in enumerate(fixed):
         actual = schema.fields[index] if index < len(schema.fields) else None
         if actual != expected:
-            _fail(f"schema.fields[{index}] of {schema.namespace}: {protocol.value} needs "
-                  f"{_describe(expected)}, got {_describe(actual)}")
+            _fail(
+                f"schema.fields[{index}] of {schema.namespace}: {protocol.value} needs "
+                f"{_describe(expected)}, got {_describe(actual)}"
+            )
     if protocol not in ALLOWED_OPS and len(schema.fields) != len(fixed):
         _fail(f"schema.fields of {schema.namespace}: {protocol.value} carries no user columns")
 
@@ -175,8 +182,10 @@ def _check_tuple(msg: UmsMessage, index: int, row: object) -> None:
         _check_value(f"payload[{index}].tuple[{position}] ({field.name})", field, value)
     ops = ALLOWED_OPS.get(msg.protocol)
     if ops is not None and row[2] not in ops:
-        _fail(f"payload[{index}].tuple[2] (ums_op_): {row[2]!r} is not one of {sorted(ops)}"
-              f" for {msg.protocol.value}")
+        _fail(
+            f"payload[{index}].tuple[2] (ums_op_): {row[2]!r} is not one of {sorted(ops)}"
+            f" for {msg.protocol.value}"
+        )
 
 
 def _check_value(path: str, field: UmsField, value: JsonValue) -> None:

@@ -35,6 +35,7 @@ def split_table(text: str) -> tuple[str, str]:
 
 def quote_table(schema: str, table: str) -> str:
     """The text ``split_table`` gives back as ``(schema, table)``: names quoted only when needed."""
+
     def q(name: str, first: bool) -> str:
         plain = name and not name.startswith("`") and (("." not in name) if first else True)
         return name if plain else "`" + name.replace("`", "``") + "`"

@@ -21,20 +21,46 @@ REPULL_FROM = "dbus-appender"
 TYPE = ControlType.FULL_DATA_INDEPENDENT_PULL_REQ
 
 
-def build(ds: str, schema: str, table: str, *, split_col: str | None = None, shard_size: int | None = None,
-          where: str | None = None, result_topic: str | None = None, remark: str = "",
-          seqno: int | None = None, from_: str = FROM, now: datetime | None = None) -> ControlMessage:
+def build(
+    ds: str,
+    schema: str,
+    table: str,
+    *,
+    split_col: str | None = None,
+    shard_size: int | None = None,
+    where: str | None = None,
+    result_topic: str | None = None,
+    remark: str = "",
+    seqno: int | None = None,
+    from_: str = FROM,
+    now: datetime | None = None,
+) -> ControlMessage:
     """A request; ``SEQNO`` and the message id are ``seqno``, by default the message's time (epoch ms),
     stamped ``now`` (aware; default: the current time)."""
     moment = now if now is not None else datetime.now(UTC)
     ident = epoch_ms(moment) if seqno is None else seqno
-    payload = {"DBUS_DATASOURCE_ID": ds, "SCHEMA_NAME": schema, "TABLE_NAME": table, "PHYSICAL_TABLES": table,
-               "INCREASE_VERSION": "false", "INCREASE_BATCH_NO": "true", "SEQNO": str(ident),
-               "SPLIT_COL": split_col or "",
-               "SPLIT_SHARD_SIZE": "" if shard_size is None else str(shard_size),
-               "SPLIT_SHARD_STYLE": "", "INPUT_CONDITIONS": where or "", "PULL_REMARK": remark,
-               "SPLIT_BOUNDING_QUERY": "", "PULL_TARGET_COLS": "", "SCN_NO": "", "SINK_TYPE": "KAFKA",
-               "resultTopic": result_topic or "", "POS": "", "OP_TS": "", "OGG_OP_TS": ""}
+    payload = {
+        "DBUS_DATASOURCE_ID": ds,
+        "SCHEMA_NAME": schema,
+        "TABLE_NAME": table,
+        "PHYSICAL_TABLES": table,
+        "INCREASE_VERSION": "false",
+        "INCREASE_BATCH_NO": "true",
+        "SEQNO": str(ident),
+        "SPLIT_COL": split_col or "",
+        "SPLIT_SHARD_SIZE": "" if shard_size is None else str(shard_size),
+        "SPLIT_SHARD_STYLE": "",
+        "INPUT_CONDITIONS": where or "",
+        "PULL_REMARK": remark,
+        "SPLIT_BOUNDING_QUERY": "",
+        "PULL_TARGET_COLS": "",
+        "SCN_NO": "",
+        "SINK_TYPE": "KAFKA",
+        "resultTopic": result_topic or "",
+        "POS": "",
+        "OP_TS": "",
+        "OGG_OP_TS": "",
+    }
     return ControlMessage(ident, TYPE, ums_ts(moment), from_, payload)
 
 

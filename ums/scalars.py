@@ -1,7 +1,7 @@
 """Scalar helpers shared by the UMS value encoder and decoder: ranges, TIME text, float32.
 
-    >>> format_time(-timedelta(hours=30, seconds=1))
-    '-30:00:01'
+>>> format_time(-timedelta(hours=30, seconds=1))
+'-30:00:01'
 """
 
 from __future__ import annotations
@@ -41,8 +41,12 @@ def parse_time(text: str) -> timedelta:
         msg = f"TIME {text!r}: expected [-]HH:MM:SS[.ffffff]"
         raise BadValueError(msg)
     sign, hours, minutes, seconds, frac = match.groups()
-    size = timedelta(hours=int(hours), minutes=int(minutes), seconds=int(seconds),
-                     microseconds=int((frac or "").ljust(6, "0")))
+    size = timedelta(
+        hours=int(hours),
+        minutes=int(minutes),
+        seconds=int(seconds),
+        microseconds=int((frac or "").ljust(6, "0")),
+    )
     return -size if sign else size
 
 

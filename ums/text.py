@@ -19,8 +19,12 @@ ENDING = b"]}"
 _prefixes: dict[tuple[Namespace, tuple[ColumnSpec, ...], int, ProtocolType], bytes] = {}
 
 
-def message_prefix(ns: Namespace, columns: tuple[ColumnSpec, ...], batch_id: int = 0,
-                   protocol: ProtocolType = ProtocolType.DATA_INCREMENT_DATA) -> bytes:
+def message_prefix(
+    ns: Namespace,
+    columns: tuple[ColumnSpec, ...],
+    batch_id: int = 0,
+    protocol: ProtocolType = ProtocolType.DATA_INCREMENT_DATA,
+) -> bytes:
     """``{"protocol":...,"schema":...,"payload":[`` of a data message, cached per namespace/columns."""
     key = (ns, columns, batch_id, protocol)
     prefix = _prefixes.get(key)

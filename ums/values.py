@@ -59,8 +59,9 @@ class ValueFormat:
 PLAIN = ValueFormat()
 
 
-def encode_value(ums_type: UmsType, value: object, fmt: ValueFormat = PLAIN,
-                 field: str = "value") -> JsonValue:
+def encode_value(
+    ums_type: UmsType, value: object, fmt: ValueFormat = PLAIN, field: str = "value"
+) -> JsonValue:
     """Python value -> UMS JSON value; ``field`` names the column in errors.
 
     >>> encode_value(UmsType.LONG, 2**64 - 1)
@@ -169,5 +170,3 @@ _ENCODERS: dict[UmsType, Callable[[object, ValueFormat], JsonValue]] = {
     UmsType.BOOLEAN: _boolean,
     UmsType.RAW: _raw,
 }
-
-

@@ -23,15 +23,22 @@ class TruthEvent:
 def binlog_truth(src: Source, start: Position, database: str, server_id: int) -> list[TruthEvent]:
     """Every rows event of ``database`` from ``start`` to the binlog's end now, in binlog order."""
     stream = BinLogStreamReader(
-        connection_settings=mysql.connection_settings(src.mysql), server_id=server_id,
-        log_file=start.file, log_pos=start.pos, resume_stream=True, blocking=False,
-        only_schemas=[database], only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+        connection_settings=mysql.connection_settings(src.mysql),
+        server_id=server_id,
+        log_file=start.file,
+        log_pos=start.pos,
+        resume_stream=True,
+        blocking=False,
+        only_schemas=[database],
+        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
         enable_logging=False,
     )
     out = []
     try:
         for e in stream:
-            out.append(TruthEvent(e.table, stream.log_file, e.packet.log_pos - e.packet.event_size, len(e.rows)))
+            out.append(
+                TruthEvent(e.table, stream.log_file, e.packet.log_pos - e.packet.event_size, len(e.rows))
+            )
     finally:
         stream.close()
     return out

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import yaml
 
+from binlog.rawevent import RawEvent, Reassembler, decode
 from dbuslib import kafka, mysql, zk
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
-from binlog.rawevent import RawEvent, Reassembler, decode
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -58,14 +58,23 @@ class ExtractorEnv:
         log = path.open("wb")
         proc = subprocess.Popen(
             [sys.executable, "-m", "extractor", "--config", str(self.cfg_path), "run", "--source", self.ds],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         self.procs.append(proc)
         return proc
 
     def run_cli(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "extractor", "--config", str(self.cfg_path), *args],
-                              cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "extractor", "--config", str(self.cfg_path), *args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
 
     def stop_all(self) -> None:
         for p in self.procs:
@@ -80,8 +89,14 @@ class ExtractorEnv:
 
     def records(self, done: Callable[[list[Record]], bool], timeout: float = 120) -> list[Record]:
         """Consume the topic from the start until ``done(records)`` holds; fails after ``timeout`` s."""
-        consumer = kafka.consumer(self.cfg.endpoints.kafka, self.topic, auto_offset_reset="earliest",
-                                  enable_auto_commit=False, group_id=None, consumer_timeout_ms=1000)
+        consumer = kafka.consumer(
+            self.cfg.endpoints.kafka,
+            self.topic,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            group_id=None,
+            consumer_timeout_ms=1000,
+        )
         got: list[Record] = []
         deadline = time.monotonic() + timeout
         try:
@@ -119,8 +134,15 @@ def make_env(tmp_path: Path, database: str, **extractor: object) -> ExtractorEnv
     # A replica id of its own: MariaDB drops a replica connection when another one with the same id
     # connects, and tests (and the demo) run extractors side by side.
     demo["mysql"]["server_id"] = random.randint(100_000, 899_999)
-    demo["extractor"].update({"start": f"{start.file}:{start.pos}", "commit_interval_s": 0.2,
-                              "state_dir": str(tmp_path / "state"), "metrics_interval_s": 2, **extractor})
+    demo["extractor"].update(
+        {
+            "start": f"{start.file}:{start.pos}",
+            "commit_interval_s": 0.2,
+            "state_dir": str(tmp_path / "state"),
+            "metrics_interval_s": 2,
+            **extractor,
+        }
+    )
     raw["sources"] = {ds: demo}
     raw["endpoints"]["zookeeper"]["timeout_s"] = 4  # the shortest session ZooKeeper grants: fast failover
     raw["spark"]["jars_file"] = str(base.resolve(base.spark.jars_file))
@@ -138,7 +160,7 @@ def cleanup(env: ExtractorEnv) -> None:
     client = zk.client(env.cfg.endpoints.zookeeper)
     try:
         client.delete(zk.path(env.cfg.endpoints.zookeeper, "Extractor", env.ds), recursive=True)
-    except Exception:  # noqa: BLE001 - nothing to clean is fine
+    except Exception:
         pass
     finally:
         client.stop()

@@ -20,8 +20,8 @@ from typing import Any
 from extractor_env import REPO, ExtractorEnv
 from pipeline_env import cleanup_pipeline, make_pipeline_env
 
-from dbuslib import kafka, mysql, zk
 from cli.stages import Stages
+from dbuslib import kafka, mysql, zk
 from fullpuller.progress import Progress, ProgressStore
 
 DBUS = [sys.executable, "-m", "cli.main"]
@@ -32,8 +32,14 @@ def run_dbus(cfg_path: Path | str, *args: str, timeout: float = 900) -> subproce
     import os
 
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    return subprocess.run([*DBUS, "--config", str(cfg_path), *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [*DBUS, "--config", str(cfg_path), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 @dataclass
@@ -67,10 +73,21 @@ class FullPullEnv:
     def dbus(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
         return run_dbus(self.env.cfg_path, *args, timeout=timeout)
 
-    def request(self, table: str, *args: str, wait: float = 120) -> tuple[int | None, subprocess.CompletedProcess]:
+    def request(
+        self, table: str, *args: str, wait: float = 120
+    ) -> tuple[int | None, subprocess.CompletedProcess]:
         """``dbus fullpull request`` of ``<database>.<table>``: (request id or None, the process)."""
-        out = self.dbus("fullpull", "request", "--source", self.ds, "--table", f"{self.database}.{table}",
-                        "--wait", str(wait), *args)
+        out = self.dbus(
+            "fullpull",
+            "request",
+            "--source",
+            self.ds,
+            "--table",
+            f"{self.database}.{table}",
+            "--wait",
+            str(wait),
+            *args,
+        )
         first = out.stdout.split("\t", 1)[0].strip()
         return (int(first) if first.isdigit() else None), out
 
@@ -146,7 +163,7 @@ def cleanup_fullpull(fp: FullPullEnv) -> None:
     client = zk.client(fp.cfg.endpoints.zookeeper)
     try:
         client.delete(zk.path(fp.cfg.endpoints.zookeeper, "FullPuller", fp.ds), recursive=True)
-    except Exception:  # noqa: BLE001 - nothing to clean is fine
+    except Exception:
         pass
     finally:
         client.stop()

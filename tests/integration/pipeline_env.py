@@ -27,16 +27,17 @@ from typing import Any
 import yaml
 from extractor_env import REPO, ExtractorEnv, cleanup, make_env
 
+from cli.stages import group_members, stop_group
 from dbuslib import kafka, mysql, topics
 from dbuslib import spark as dspark
 from dbuslib.config import load_config
-from cli.stages import group_members, stop_group
-
 
 # ---------------------------------------------------------------- environment
 
-def make_pipeline_env(tmp_path: Path, database: str, partitions: int = 1,
-                      **extractor: object) -> ExtractorEnv:
+
+def make_pipeline_env(
+    tmp_path: Path, database: str, partitions: int = 1, **extractor: object
+) -> ExtractorEnv:
     """An extractor env whose source uses ``partitions`` partitions per topic; every topic is created."""
     env = make_env(tmp_path, database, **extractor)
     raw = yaml.safe_load(env.cfg_path.read_text())
@@ -98,13 +99,30 @@ class SparkStage:
         self.log = self.env.logs / f"{self.name}-{self.runs}.log"
         self.runs += 1
         submit = Path(sys.executable).with_name("spark-submit")
-        cmd = [str(submit), *dspark.submit_args(self.env.cfg), str(REPO / self.name / "main.py"),
-               "--config", str(self.env.cfg_path), "--source", self.env.ds, *self.args]
+        cmd = [
+            str(submit),
+            *dspark.submit_args(self.env.cfg),
+            str(REPO / self.name / "main.py"),
+            "--config",
+            str(self.env.cfg_path),
+            "--source",
+            self.env.ds,
+            *self.args,
+        ]
         out = self.log.open("wb")
-        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
-                                     start_new_session=True,
-                                     env={**os.environ, "PYSPARK_PYTHON": sys.executable,
-                                          "PYSPARK_DRIVER_PYTHON": sys.executable, "PYTHONUNBUFFERED": "1"})
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={
+                **os.environ,
+                "PYSPARK_PYTHON": sys.executable,
+                "PYSPARK_DRIVER_PYTHON": sys.executable,
+                "PYTHONUNBUFFERED": "1",
+            },
+        )
         out.close()
         return self
 
@@ -137,8 +155,14 @@ class SparkStage:
     def driver_pid(self) -> int | None:
         """The Python driver (``<stage>/main.py``, a child of the spark-submit JVM), if it runs."""
         script = f"{self.name}/main.py"
-        return next((pid for pid, cmd in self.members().items() if script in cmd and "java" not in
-                     cmd.split(" ", 1)[0]), None)
+        return next(
+            (
+                pid
+                for pid, cmd in self.members().items()
+                if script in cmd and "java" not in cmd.split(" ", 1)[0]
+            ),
+            None,
+        )
 
     def jvm_pid(self) -> int | None:
         """The spark-submit JVM (the driver's parent), if it runs."""
@@ -165,8 +189,6 @@ class SparkStage:
             time.sleep(0.2)
 
 
-
-
 def dispatcher_stage(env: ExtractorEnv) -> SparkStage:
     return SparkStage("dispatcher", env, ("--max-offsets-per-trigger", "20000"))
 
@@ -179,8 +201,17 @@ def run_dispatcher_now(env: ExtractorEnv, max_offsets: int = 100_000) -> None:
     """The dispatcher in this process (the session's Spark), ``--available-now``."""
     from dispatcher import main as dispatcher_main
 
-    code = dispatcher_main.main(["--config", str(env.cfg_path), "--source", env.ds, "--available-now",
-                                 "--max-offsets-per-trigger", str(max_offsets)])
+    code = dispatcher_main.main(
+        [
+            "--config",
+            str(env.cfg_path),
+            "--source",
+            env.ds,
+            "--available-now",
+            "--max-offsets-per-trigger",
+            str(max_offsets),
+        ]
+    )
     assert code == 0
 
 
@@ -201,6 +232,7 @@ def run_appender_now(spark, cfg_path: Path, ds: str, checkpoint: Path) -> None:
 
 
 # ---------------------------------------------------------------- source truth
+
 
 @dataclass(frozen=True)
 class Change:
@@ -227,9 +259,16 @@ def binlog_changes(env: ExtractorEnv, database: str) -> list[Change]:
     src = env.cfg.source(env.ds)
     file, pos = src.extractor.start.rsplit(":", 1)
     stream = BinLogStreamReader(
-        connection_settings=mysql.connection_settings(src.mysql), server_id=random.randint(900_000, 990_000),
-        log_file=file, log_pos=int(pos), resume_stream=True, blocking=False, only_schemas=[database],
-        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent], enable_logging=False)
+        connection_settings=mysql.connection_settings(src.mysql),
+        server_id=random.randint(900_000, 990_000),
+        log_file=file,
+        log_pos=int(pos),
+        resume_stream=True,
+        blocking=False,
+        only_schemas=[database],
+        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+        enable_logging=False,
+    )
     out = []
     try:
         for e in stream:
@@ -245,6 +284,7 @@ def binlog_changes(env: ExtractorEnv, database: str) -> list[Change]:
 
 
 # ---------------------------------------------------------------- UMS output
+
 
 @dataclass(frozen=True)
 class Out:
@@ -306,8 +346,9 @@ class UmsTail:
     def __init__(self, endpoint, topic: str) -> None:
         from kafka import TopicPartition
 
-        self.consumer = kafka.consumer(endpoint, enable_auto_commit=False, group_id=None,
-                                       consumer_timeout_ms=1000)
+        self.consumer = kafka.consumer(
+            endpoint, enable_auto_commit=False, group_id=None, consumer_timeout_ms=1000
+        )
         parts = [TopicPartition(topic, p) for p in sorted(self.consumer.partitions_for_topic(topic) or ())]
         assert parts, f"{topic} does not exist"
         self.consumer.assign(parts)
@@ -329,8 +370,14 @@ class UmsTail:
                     m = json.loads(r.value)
                     fields = tuple((f["name"], f["type"]) for f in m["schema"]["fields"])
                     for p in m["payload"]:
-                        o = Out(tp.partition, r.offset, m["protocol"]["type"], m["schema"]["namespace"],
-                                fields, tuple(p["tuple"]))
+                        o = Out(
+                            tp.partition,
+                            r.offset,
+                            m["protocol"]["type"],
+                            m["schema"]["namespace"],
+                            fields,
+                            tuple(p["tuple"]),
+                        )
                         self.out.append(o)
                         if o.kind == "data_increment_data":
                             self.uids.add(o.uid)

@@ -33,7 +33,9 @@ def workload(db, transactions: int, rows_per_txn: int) -> int:
     with db.cursor() as cur:
         for t in range(transactions):
             cur.execute("BEGIN")
-            values = ",".join(f"({t},'{'x' * (t % 20)}',{t}.5,NOW(3),'note {t}')" for _ in range(rows_per_txn))
+            values = ",".join(
+                f"({t},'{'x' * (t % 20)}',{t}.5,NOW(3),'note {t}')" for _ in range(rows_per_txn)
+            )
             cur.execute(f"INSERT INTO orders (k, a, b, c, d) VALUES {values}")
             cur.execute("INSERT INTO audit (k, what) VALUES (%s, 'batch')", (t,))
             cur.execute("UPDATE orders SET a = 'updated' WHERE k = %s AND id %% 5 = 0", (t,))
@@ -46,8 +48,10 @@ def workload(db, transactions: int, rows_per_txn: int) -> int:
 
 def create_tables(db) -> None:
     with db.cursor() as cur:
-        cur.execute("CREATE TABLE orders (id BIGINT AUTO_INCREMENT PRIMARY KEY, k INT, a VARCHAR(32), "
-                    "b DECIMAL(10,2), c DATETIME(3), d TEXT, KEY (k))")
+        cur.execute(
+            "CREATE TABLE orders (id BIGINT AUTO_INCREMENT PRIMARY KEY, k INT, a VARCHAR(32), "
+            "b DECIMAL(10,2), c DATETIME(3), d TEXT, KEY (k))"
+        )
         cur.execute("CREATE TABLE audit (id BIGINT AUTO_INCREMENT PRIMARY KEY, k INT, what VARCHAR(16))")
 
 
@@ -129,10 +133,14 @@ def test_kill_9_five_times_loses_nothing(extractor_env, writer_db):
     records = env.records(covered(truth), timeout=240)
     events_again, rows_again = check_no_loss_and_order(env, truth, records)
     rows = sum(e.rows for e in truth)
-    print(f"\nkill -9 x{kills}: {made['n']} row changes in {len(truth)} rows events; duplicates: "
-          f"{events_again} rows events ({rows_again} row changes) sent more than once")
+    print(
+        f"\nkill -9 x{kills}: {made['n']} row changes in {len(truth)} rows events; duplicates: "
+        f"{events_again} rows events ({rows_again} row changes) sent more than once"
+    )
     assert rows == made["n"] >= 200_000
-    secret = re.compile(r"passw(or)?d\W{1,4}" + re.escape(env.cfg.source(env.ds).mysql.password.get_secret_value()))
+    secret = re.compile(
+        r"passw(or)?d\W{1,4}" + re.escape(env.cfg.source(env.ds).mysql.password.get_secret_value())
+    )
     leaked = [p.name for p in env.log_paths if secret.search(p.read_text())]
     assert not leaked, f"the MySQL password appears in {leaked}"
 
@@ -189,7 +197,9 @@ def test_zookeeper_outage_keeps_extracting_and_catches_up(extractor_env, writer_
         env.records(covered(truth), timeout=60)  # still extracting with ZooKeeper down
         deadline = time.monotonic() + 30
         while local.read_text() == before:
-            assert time.monotonic() < deadline, "the local position file did not move while ZooKeeper was down"
+            assert time.monotonic() < deadline, (
+                "the local position file did not move while ZooKeeper was down"
+            )
             time.sleep(0.2)
     finally:
         subprocess.run([*stack, "up", "zookeeper"], check=True)

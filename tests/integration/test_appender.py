@@ -19,8 +19,14 @@ def env(extractor_env):
 
 
 def consume(endpoint, topic, n, timeout_ms=20_000):
-    consumer = kafka.consumer(endpoint, topic, auto_offset_reset="earliest", enable_auto_commit=False,
-                              group_id=None, consumer_timeout_ms=timeout_ms)
+    consumer = kafka.consumer(
+        endpoint,
+        topic,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+        consumer_timeout_ms=timeout_ms,
+    )
     got = []
     for m in consumer:
         got.append(m)

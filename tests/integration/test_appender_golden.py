@@ -22,8 +22,17 @@ import yaml
 from extractor_env import ExtractorEnv
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
-from test_rowdecode_types import COLUMNS, CREATE, MAX_ROW, MIN_ROW, NULL_ROW, ODD_ROW, TRANSACTIONS, \
-    as_decoded, multi_row_insert
+from test_rowdecode_types import (
+    COLUMNS,
+    CREATE,
+    MAX_ROW,
+    MIN_ROW,
+    NULL_ROW,
+    ODD_ROW,
+    TRANSACTIONS,
+    as_decoded,
+    multi_row_insert,
+)
 
 from appender import job
 from appender.output import SCHEMA_HEADER, SchemaCache, decode, fingerprint
@@ -85,12 +94,19 @@ def binlog_events(source, start: mysql.BinlogPosition, database: str) -> list[Bi
     stream = BinLogStreamReader(
         connection_settings=mysql.connection_settings(source.mysql),
         server_id=source.mysql.server_id + 1000 + uuid.uuid4().int % 50000,
-        log_file=start.file, log_pos=start.pos, resume_stream=True, blocking=False, only_schemas=[database],
-        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent], enable_logging=False,
+        log_file=start.file,
+        log_pos=start.pos,
+        resume_stream=True,
+        blocking=False,
+        only_schemas=[database],
+        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+        enable_logging=False,
     )
     try:
-        return [BinlogEvent(stream.log_file, e.packet.log_pos - e.packet.event_size, e.timestamp, len(e.rows))
-                for e in stream]
+        return [
+            BinlogEvent(stream.log_file, e.packet.log_pos - e.packet.event_size, e.timestamp, len(e.rows))
+            for e in stream
+        ]
     finally:
         stream.close()
 
@@ -103,26 +119,42 @@ def expected_messages(steps: list[Step], events: list[BinlogEvent], namespace: s
     """One message per rows event (the workload stays under the size limits), as plain JSON values."""
     tuples = [(s.op, row) for s in steps for row in s.rows]
     assert sum(e.rows for e in events) == len(tuples)
-    fields = [("ums_id_", UmsType.LONG, False), ("ums_ts_", UmsType.DATETIME, False),
-              ("ums_op_", UmsType.STRING, False), ("ums_uid_", UmsType.STRING, False)]
+    fields = [
+        ("ums_id_", UmsType.LONG, False),
+        ("ums_ts_", UmsType.DATETIME, False),
+        ("ums_op_", UmsType.STRING, False),
+        ("ums_uid_", UmsType.STRING, False),
+    ]
     fields += [(n, ums_type, n not in NOT_NULL) for n, _, _, ums_type in COLUMNS]
     out, at = [], 0
     for e in events:
         pos_id = int(e.file.rsplit(".", 1)[1]) * 10**13 + e.pos
         ts = datetime.fromtimestamp(e.ts, UTC).strftime("%Y-%m-%d %H:%M:%S") + ".000"
         payload = []
-        for t, (op, row) in enumerate(tuples[at:at + e.rows]):
+        for t, (op, row) in enumerate(tuples[at : at + e.rows]):
             values = [wire(spec, row[spec.name]) for spec in SPECS]
             payload.append((str(pos_id), ts, op, str(pos_id * 10**6 + t), *values))
         at += e.rows
-        out.append({"namespace": namespace, "fields": [UmsField(n, t, nl) for n, t, nl in fields],
-                    "payload": payload, "ts_ms": e.ts * 1000})
+        out.append(
+            {
+                "namespace": namespace,
+                "fields": [UmsField(n, t, nl) for n, t, nl in fields],
+                "payload": payload,
+                "ts_ms": e.ts * 1000,
+            }
+        )
     return out
 
 
 def consume_all(endpoint, topic: str, n: int, timeout_ms: int = 20_000) -> list:
-    consumer = kafka.consumer(endpoint, topic, auto_offset_reset="earliest", enable_auto_commit=False,
-                              group_id=None, consumer_timeout_ms=timeout_ms)
+    consumer = kafka.consumer(
+        endpoint,
+        topic,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+        consumer_timeout_ms=timeout_ms,
+    )
     got = []
     try:
         for m in consumer:
@@ -162,7 +194,10 @@ def test_every_type_through_extractor_and_appender_json_and_avro(spark, env, wri
     db, name = writer_db
     cfg_avro = avro_config(env)
     src, src_avro = env.cfg.source(env.ds), cfg_avro.source(env.ds)
-    result, result_avro = src.topics.name("result", env.ds, name), src_avro.topics.name("result", env.ds, name)
+    result, result_avro = (
+        src.topics.name("result", env.ds, name),
+        src_avro.topics.name("result", env.ds, name),
+    )
     dlq = src.topics.name("dead_letter", env.ds)
     kafka.ensure_topics(env.cfg.endpoints.kafka, [env.topic, result, result_avro, dlq])
     store = MetaStore(env.cfg.endpoints.meta_store.url.get_secret_value())
@@ -180,8 +215,9 @@ def test_every_type_through_extractor_and_appender_json_and_avro(spark, env, wri
         expected = expected_messages(steps, events, namespace)
 
         env.spawn()
-        env.records(lambda r: sum(x.event.kind == "rows" for x in env.whole_events(r)) >= len(events),
-                    timeout=120)
+        env.records(
+            lambda r: sum(x.event.kind == "rows" for x in env.whole_events(r)) >= len(events), timeout=120
+        )
         run_appender(spark, env.cfg, env.ds, env.topic, str(tmp_path / "ckpt-json"))
         run_appender(spark, cfg_avro, env.ds, env.topic, str(tmp_path / "ckpt-avro"))
 
@@ -193,8 +229,11 @@ def test_every_type_through_extractor_and_appender_json_and_avro(spark, env, wri
             assert (str(m.schema.namespace), m.schema.batch_id) == (namespace, 0), n
             assert list(m.schema.fields) == want["fields"], n
             for k, (got_t, want_t) in enumerate(zip(m.payload, want["payload"], strict=True)):
-                bad = [(f.name, g, w) for f, g, w in zip(m.schema.fields, got_t, want_t, strict=True)
-                       if g != w or type(g) is not type(w)]
+                bad = [
+                    (f.name, g, w)
+                    for f, g, w in zip(m.schema.fields, got_t, want_t, strict=True)
+                    if g != w or type(g) is not type(w)
+                ]
                 assert bad == [], f"message {n} tuple {k}: {str(bad)[:400]}"
             assert len(m.payload) == len(want["payload"]), n
             assert r.key == f"{name}.every_type".encode()
@@ -208,16 +247,19 @@ def test_every_type_through_extractor_and_appender_json_and_avro(spark, env, wri
         assert len(fps) == 1, "one schema per namespace version"
         [stored] = store.avro_schemas(namespace)
         assert (stored.fingerprint, fingerprint(stored.schema_json)) == (fps.pop(), stored.fingerprint)
-        assert all(dict(r.headers)["ums_key"] == dict(j.headers)["ums_key"]
-                   for r, j in zip(avro_records, records, strict=True))
+        assert all(
+            dict(r.headers)["ums_key"] == dict(j.headers)["ums_key"]
+            for r, j in zip(avro_records, records, strict=True)
+        )
         assert all(len(r.value) < len(j.value) for r, j in zip(avro_records, records, strict=True))
         assert consume_all(env.cfg.endpoints.kafka, dlq, 1, timeout_ms=3000) == []
     finally:
         kafka.delete_topics(env.cfg.endpoints.kafka, [result, result_avro, dlq])
         with store.engine.begin() as conn:
             conn.exec_driver_sql("DELETE FROM dbus_meta_version WHERE ds = %s", (env.ds,))
-            conn.exec_driver_sql("DELETE FROM dbus_meta_avro_schema WHERE namespace LIKE %s",
-                                 (f"mysql.{env.ds}.%",))
+            conn.exec_driver_sql(
+                "DELETE FROM dbus_meta_avro_schema WHERE namespace LIKE %s", (f"mysql.{env.ds}.%",)
+            )
         store.dispose()
 
 

@@ -24,8 +24,14 @@ import urllib.request
 
 import pytest
 import yaml
-from pipeline_env import (appender_stage, cleanup_pipeline, dispatcher_stage, make_pipeline_env, read_records,
-                          wait_until)
+from pipeline_env import (
+    appender_stage,
+    cleanup_pipeline,
+    dispatcher_stage,
+    make_pipeline_env,
+    read_records,
+    wait_until,
+)
 
 from dbuslib import influx, kafka, topics
 from dbuslib.config import load_config
@@ -45,24 +51,37 @@ def heartbeat_source(env, hb_schema: str) -> None:
     env.cfg_path.write_text(yaml.safe_dump(raw))
     env.cfg = load_config(env.cfg_path)
     s = env.cfg.source(env.ds)
-    kafka.ensure_topics(env.cfg.endpoints.kafka, topics.source_topics(env.ds, s), partitions=s.topics.partitions)
+    kafka.ensure_topics(
+        env.cfg.endpoints.kafka, topics.source_topics(env.ds, s), partitions=s.topics.partitions
+    )
 
 
 def packet(ds: str, schema: str, table: str, time_ms: int) -> str:
-    return json.dumps({"node": f"/DBus/HeartBeat/Monitor/{ds}/{schema}/{table}/0", "time": time_ms,
-                       "type": "checkpoint", "txTime": time_ms - 5}, separators=(",", ":"))
+    return json.dumps(
+        {
+            "node": f"/DBus/HeartBeat/Monitor/{ds}/{schema}/{table}/0",
+            "time": time_ms,
+            "type": "checkpoint",
+            "txTime": time_ms - 5,
+        },
+        separators=(",", ":"),
+    )
 
 
 def beat(cur, hb_schema: str, *rows: tuple) -> None:
-    cur.execute(f"INSERT INTO `{hb_schema}`.{HB_TABLE} (DS_NAME, SCHEMA_NAME, TABLE_NAME, PACKET, CREATE_TIME, "
-                "UPDATE_TIME) VALUES " + ",".join(["(%s, %s, %s, %s, NOW(), NOW())"] * len(rows)),
-                [v for row in rows for v in row])
+    cur.execute(
+        f"INSERT INTO `{hb_schema}`.{HB_TABLE} (DS_NAME, SCHEMA_NAME, TABLE_NAME, PACKET, CREATE_TIME, "
+        "UPDATE_TIME) VALUES " + ",".join(["(%s, %s, %s, %s, NOW(), NOW())"] * len(rows)),
+        [v for row in rows for v in row],
+    )
 
 
 def flux(cfg, measurement: str, ds: str) -> list[dict]:
-    return influx.query(cfg.endpoints.influxdb,
-                        f'from(bucket:"{cfg.endpoints.influxdb.bucket}") |> range(start:-1h) '
-                        f'|> filter(fn:(r) => r._measurement == "{measurement}" and r.ds == "{ds}")')
+    return influx.query(
+        cfg.endpoints.influxdb,
+        f'from(bucket:"{cfg.endpoints.influxdb.bucket}") |> range(start:-1h) '
+        f'|> filter(fn:(r) => r._measurement == "{measurement}" and r.ds == "{ds}")',
+    )
 
 
 def drop_series(cfg, ds: str) -> None:
@@ -70,7 +89,9 @@ def drop_series(cfg, ds: str) -> None:
     db = cfg.endpoints.influxdb.bucket.split("/")[0]
     q = f"DROP SERIES FROM /^dbus_/ WHERE \"ds\" = '{ds}'"
     body = urllib.parse.urlencode({"db": db, "q": q}).encode()
-    urllib.request.urlopen(urllib.request.Request(f"{cfg.endpoints.influxdb.url}/query", data=body), timeout=10)
+    urllib.request.urlopen(
+        urllib.request.Request(f"{cfg.endpoints.influxdb.url}/query", data=body), timeout=10
+    )
 
 
 def test_heartbeats_reach_the_result_topic_influxdb_and_the_dead_letter_topic(writer_db, tmp_path, kafka_up):
@@ -86,9 +107,11 @@ def test_heartbeats_reach_the_result_topic_influxdb_and_the_dead_letter_topic(wr
             cur.execute("CREATE TABLE orders (id INT PRIMARY KEY, v INT NOT NULL)")
             cur.execute("CREATE TABLE quiet (id INT PRIMARY KEY)")
             cur.execute(f"CREATE DATABASE `{hb_schema}`")
-            cur.execute(f"CREATE TABLE `{hb_schema}`.{HB_TABLE} (ID bigint auto_increment PRIMARY KEY, "
-                        "DS_NAME varchar(64), SCHEMA_NAME varchar(64), TABLE_NAME varchar(64), PACKET varchar(256), "
-                        "CREATE_TIME datetime, UPDATE_TIME datetime)")
+            cur.execute(
+                f"CREATE TABLE `{hb_schema}`.{HB_TABLE} (ID bigint auto_increment PRIMARY KEY, "
+                "DS_NAME varchar(64), SCHEMA_NAME varchar(64), TABLE_NAME varchar(64), PACKET varchar(256), "
+                "CREATE_TIME datetime, UPDATE_TIME datetime)"
+            )
         env.spawn()
         dispatcher.start()
         appender.start()
@@ -96,28 +119,43 @@ def test_heartbeats_reach_the_result_topic_influxdb_and_the_dead_letter_topic(wr
             cur.execute("INSERT INTO orders VALUES (1, 0), (2, 0), (3, 0)")
             cur.execute("UPDATE orders SET v = 1 WHERE id IN (1, 2)")
             sent_ms = int(time.time() * 1000)
-            beat(cur, hb_schema, (env.ds, name, "orders", packet(env.ds, name, "orders", sent_ms)),
-                 (env.ds, name, "quiet", packet(env.ds, name, "quiet", sent_ms)))
+            beat(
+                cur,
+                hb_schema,
+                (env.ds, name, "orders", packet(env.ds, name, "orders", sent_ms)),
+                (env.ds, name, "quiet", packet(env.ds, name, "quiet", sent_ms)),
+            )
             beat(cur, hb_schema, (env.ds, name, "orders", "{not json"))
             beat(cur, hb_schema, (env.ds, name, "nosuch", packet(env.ds, name, "nosuch", sent_ms)))
             cur.execute(f"DELETE FROM `{hb_schema}`.{HB_TABLE} WHERE ID < 2")  # the writer's purge: nothing
 
         def heartbeats():
             out = [(r, json.loads(r[3])) for r in read_records(kafka_up, result)]
-            return out if sum(m["protocol"]["type"] == "data_increment_heartbeat" for _, m in out) >= 2 else None
+            return (
+                out if sum(m["protocol"]["type"] == "data_increment_heartbeat" for _, m in out) >= 2 else None
+            )
 
         out = wait_until(heartbeats, 240, f"two heartbeats in {result}", alive=(dispatcher, appender))
         kinds = [(m["protocol"]["type"], m["schema"]["namespace"].split(".")[3]) for _, m in out]
-        assert kinds == [("data_increment_data", "orders")] * 2 + [("data_increment_heartbeat", "orders"),
-                                                                    ("data_increment_heartbeat", "quiet")]
+        assert kinds == [("data_increment_data", "orders")] * 2 + [
+            ("data_increment_heartbeat", "orders"),
+            ("data_increment_heartbeat", "quiet"),
+        ]
         (partition, _, key, _), hb = out[2]
         assert key == f"{name}.orders".encode() and partition == out[0][0][0]
         assert hb["schema"]["namespace"] == f"mysql.{env.ds}.{name}.orders.0.0.0"
         assert [f["name"] for f in hb["schema"]["fields"]] == ["ums_id_", "ums_ts_"]
-        assert int(hb["payload"][0]["tuple"][0]) > int(out[1][1]["payload"][0]["tuple"][0])  # after the update
+        assert int(hb["payload"][0]["tuple"][0]) > int(
+            out[1][1]["payload"][0]["tuple"][0]
+        )  # after the update
         headers = dict(read_records_headers(kafka_up, result)[2])
-        assert headers["ums_key"] == (f"data_increment_heartbeat.mysql.{env.ds}.{name}.orders.0.0.0."
-                                      f"{sent_ms}|{sent_ms - 5}|ok|{env.ds}.wh_placeholder").encode()
+        assert (
+            headers["ums_key"]
+            == (
+                f"data_increment_heartbeat.mysql.{env.ds}.{name}.orders.0.0.0."
+                f"{sent_ms}|{sent_ms - 5}|ok|{env.ds}.wh_placeholder"
+            ).encode()
+        )
         assert out[3][1]["schema"]["namespace"] == f"mysql.{env.ds}.{name}.quiet.0.0.0"
 
         def letters():
@@ -133,15 +171,20 @@ def test_heartbeats_reach_the_result_topic_influxdb_and_the_dead_letter_topic(wr
             rows = flux(env.cfg, "dbus_heartbeat", env.ds)
             return rows if {r["table"] for r in rows} >= {"orders", "quiet"} else None
 
-        figures = {(r["table"], r["_field"]): r["_value"] for r in wait_until(points, 60, "dbus_heartbeat points")}
+        figures = {
+            (r["table"], r["_field"]): r["_value"] for r in wait_until(points, 60, "dbus_heartbeat points")
+        }
         print(f"\nheartbeat figures: {figures}")
         assert figures[("orders", "rows")] == 5 and figures[("quiet", "rows")] == 0  # 3 inserts, 2 updates
-        assert 0 < figures[("orders", "latency_ms")] < 240_000 and isinstance(figures[("orders", "latency_ms")],
-                                                                              float)
+        assert 0 < figures[("orders", "latency_ms")] < 240_000 and isinstance(
+            figures[("orders", "latency_ms")], float
+        )
         assert figures[("orders", "packet_ms")] == sent_ms and figures[("orders", "tx_ms")] == sent_ms - 5
         bad = flux(env.cfg, "dbus_heartbeat_bad", env.ds)
-        assert {r["reason"]: r["_value"] for r in bad} == {"APPENDER_BAD_HEARTBEAT": 1,
-                                                           "APPENDER_HEARTBEAT_UNKNOWN_TABLE": 1}
+        assert {r["reason"]: r["_value"] for r in bad} == {
+            "APPENDER_BAD_HEARTBEAT": 1,
+            "APPENDER_HEARTBEAT_UNKNOWN_TABLE": 1,
+        }
 
         def stages():
             rows = flux(env.cfg, "dbus_stage", env.ds)

@@ -36,8 +36,14 @@ def wait_end(endpoint, topic: str, at_least: int, timeout: float = 120) -> int:
 
 
 def read_all(endpoint, topic: str) -> list:
-    consumer = kafka.consumer(endpoint, topic, auto_offset_reset="earliest", enable_auto_commit=False,
-                              group_id=None, consumer_timeout_ms=5000)
+    consumer = kafka.consumer(
+        endpoint,
+        topic,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+        consumer_timeout_ms=5000,
+    )
     try:
         return list(consumer)
     finally:
@@ -79,7 +85,10 @@ def test_poison_records_become_dead_letters_and_rows_around_them_arrive(spark, e
     rows = sorted((m["schema"]["namespace"], t["tuple"][-1]) for m in messages for t in m["payload"])
     orders, dotted = f"mysql.{env.ds}.{name}.orders.0.0.0", f"mysql.{env.ds}.{name}.t%2Edot.0.0.0"
     assert rows == [(orders, "a"), (orders, "b"), (dotted, "x"), (dotted, "y")]
-    assert {m.key for m in read_all(endpoint, result)} == {f"{name}.orders".encode(), f"{name}.t.dot".encode()}
+    assert {m.key for m in read_all(endpoint, result)} == {
+        f"{name}.orders".encode(),
+        f"{name}.t.dot".encode(),
+    }
 
     letters = [DeadLetter.from_json(m.value) for m in read_all(endpoint, dlq)]
     assert sorted((d.topic, d.partition, d.offset) for d in letters) == [(env.topic, 0, o) for o in offsets]

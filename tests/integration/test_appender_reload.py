@@ -18,8 +18,8 @@ import yaml
 from extractor_env import REPO, cleanup, make_env
 
 from appender import rules
-from dbuslib import kafka, spark, zk
 from cli.main import main as dbus
+from dbuslib import kafka, spark, zk
 from dbuslib.config import load_config
 
 pytestmark = pytest.mark.integration
@@ -50,8 +50,10 @@ def env(tmp_path, writer_db, kafka_up):
     yield e
     cleanup(e)
     src = e.cfg.source(e.ds)
-    kafka.delete_topics(e.cfg.endpoints.kafka, [src.topics.name(k, e.ds, db) for k in
-                                                ("result", "ctrl", "dead_letter", "data_shards", "callback")])
+    kafka.delete_topics(
+        e.cfg.endpoints.kafka,
+        [src.topics.name(k, e.ds, db) for k in ("result", "ctrl", "dead_letter", "data_shards", "callback")],
+    )
     client = zk.client(e.cfg.endpoints.zookeeper)
     try:
         client.delete(zk.path(e.cfg.endpoints.zookeeper, "Appender", e.ds), recursive=True)
@@ -63,10 +65,21 @@ def env(tmp_path, writer_db, kafka_up):
 def _submit(env) -> subprocess.Popen:
     log = (env.logs / "appender.log").open("wb")
     return subprocess.Popen(
-        [str(Path(sys.executable).parent / "spark-submit"), *spark.submit_args(env.cfg),
-         str(REPO / "appender" / "main.py"), "--config", str(env.cfg_path), "--source", env.ds],
-        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONUNBUFFERED": "1"})
+        [
+            str(Path(sys.executable).parent / "spark-submit"),
+            *spark.submit_args(env.cfg),
+            str(REPO / "appender" / "main.py"),
+            "--config",
+            str(env.cfg_path),
+            "--source",
+            env.ds,
+        ],
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONUNBUFFERED": "1"},
+    )
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -91,8 +104,14 @@ def _generation(env) -> int:
 
 def _rows_by_id(env, topic: str, want: set[int], proc, timeout: float = 240) -> tuple[dict, list[bytes]]:
     """Consume ``topic`` from the start until every id in ``want`` was seen: ({id: (phone, field)}, raw)."""
-    consumer = kafka.consumer(env.cfg.endpoints.kafka, topic, auto_offset_reset="earliest",
-                              enable_auto_commit=False, group_id=None, consumer_timeout_ms=1000)
+    consumer = kafka.consumer(
+        env.cfg.endpoints.kafka,
+        topic,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+        consumer_timeout_ms=1000,
+    )
     seen, raw = {}, []
     deadline = time.monotonic() + timeout
     try:
@@ -113,8 +132,14 @@ def _rows_by_id(env, topic: str, want: set[int], proc, timeout: float = 240) -> 
 
 
 def _everything(env, topic: str) -> list[bytes]:
-    consumer = kafka.consumer(env.cfg.endpoints.kafka, topic, auto_offset_reset="earliest",
-                              enable_auto_commit=False, group_id=None, consumer_timeout_ms=3000)
+    consumer = kafka.consumer(
+        env.cfg.endpoints.kafka,
+        topic,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+        consumer_timeout_ms=3000,
+    )
     try:
         return [m.value for m in consumer]
     finally:
@@ -129,17 +154,23 @@ def _poison_the_control_topic(env) -> tuple[int, list[str]]:
 
     key = b"APPENDER_RELOAD_CONFIG"
     ctrl = env.cfg.source(env.ds).topics.name("ctrl", env.ds)
-    good = json.loads(to_json(new_control_message(ControlType.APPENDER_RELOAD_CONFIG, "pytest",
-                                                  {"ds": env.ds})))
+    good = json.loads(
+        to_json(new_control_message(ControlType.APPENDER_RELOAD_CONFIG, "pytest", {"ds": env.ds}))
+    )
     last = good["id"] + 1
     huge = json.dumps({**good, "id": last, "payload": {"ds": env.ds, "n": 0}}).encode()
-    records = [(key, None), (None, b"\x00 no key"), (key, b"\xff\xfe garbage"), (key, b"[1, 2]"),
-               (key, json.dumps({**good, "payload": ["ds"]}).encode()),
-               (key, json.dumps({**good, "id": "12"}).encode()),
-               (key, b'{"id": ' + b"7" * 4400 + b"}"),
-               (key, b'{"pad": "' + b"x" * 2_000_000 + b'"}'),
-               (b"FULL_DATA_INDEPENDENT_PULL_REQ", None),
-               (key, huge.replace(b'"n": 0', b'"n": ' + b"9" * 5000))]
+    records = [
+        (key, None),
+        (None, b"\x00 no key"),
+        (key, b"\xff\xfe garbage"),
+        (key, b"[1, 2]"),
+        (key, json.dumps({**good, "payload": ["ds"]}).encode()),
+        (key, json.dumps({**good, "id": "12"}).encode()),
+        (key, b'{"id": ' + b"7" * 4400 + b"}"),
+        (key, b'{"pad": "' + b"x" * 2_000_000 + b'"}'),
+        (b"FULL_DATA_INDEPENDENT_PULL_REQ", None),
+        (key, huge.replace(b'"n": 0', b'"n": ' + b"9" * 5000)),
+    ]
     producer = kafka.producer(env.cfg.endpoints.kafka)
     try:
         metas = [producer.send(ctrl, key=k, value=v).get(30) for k, v in records]
@@ -188,8 +219,9 @@ def test_reload_changes_a_rule_live(env, writer_db):
         assert dbus(["--config", str(env.cfg_path), "reload", "--source", env.ds]) == 2
         env.cfg_path.write_text(good)
 
-        _rewrite(env.cfg_path, lambda s: s["masking"][f"{name}.people"].update(
-            phone={"type": "md5", "salt": "s1"}))
+        _rewrite(
+            env.cfg_path, lambda s: s["masking"][f"{name}.people"].update(phone={"type": "md5", "salt": "s1"})
+        )
         started = time.monotonic()
         assert dbus(["--config", str(env.cfg_path), "reload", "--source", env.ds, "--wait", "60"]) == 0
         assert _generation(env) == first + 1
@@ -198,19 +230,26 @@ def test_reload_changes_a_rule_live(env, writer_db):
         seen, _ = _rows_by_id(env, result, {1, 2}, proc)
         print(f"reload -> new rule seen in {time.monotonic() - started:.1f}s")
         assert seen[1][0] == "REDACTED", "messages already written are not rewritten"
-        assert seen[2][0] == hashlib.md5(f"{CLEAR[1]}s1".encode()).hexdigest()  # noqa: S324 - the rule under test
+        assert seen[2][0] == hashlib.md5(f"{CLEAR[1]}s1".encode()).hexdigest()
         assert (seen[2][1]["type"], seen[2][1]["encoded"]) == ("string", True)
 
         # The appender itself refuses a file that went bad after the CLI checked it: the rules stay.
         from ums.control import ControlType, control_key, new_control_message, to_json
 
         good_md5 = env.cfg_path.read_text()
-        _rewrite(env.cfg_path, lambda s: s["masking"][f"{name}.people"].update(
-            phone={"type": "default"}, ums_id_={"type": "default"}))
+        _rewrite(
+            env.cfg_path,
+            lambda s: s["masking"][f"{name}.people"].update(
+                phone={"type": "default"}, ums_id_={"type": "default"}
+            ),
+        )
         message = new_control_message(ControlType.APPENDER_RELOAD_CONFIG, "pytest", {"ds": env.ds})
         producer = kafka.producer(env.cfg.endpoints.kafka)
-        producer.send(src.topics.name("ctrl", env.ds), key=control_key(message).encode(),
-                      value=to_json(message).encode()).get(30)
+        producer.send(
+            src.topics.name("ctrl", env.ds),
+            key=control_key(message).encode(),
+            value=to_json(message).encode(),
+        ).get(30)
         producer.close()
         client = zk.client(env.cfg.endpoints.zookeeper)
         try:
@@ -227,7 +266,7 @@ def test_reload_changes_a_rule_live(env, writer_db):
         with db.cursor() as cur:
             cur.execute(f"INSERT INTO people VALUES (3, '{CLEAR[2]}')")
         seen, _ = _rows_by_id(env, result, {1, 2, 3}, proc)
-        assert seen[3][0] == hashlib.md5(f"{CLEAR[2]}s1".encode()).hexdigest()  # noqa: S324
+        assert seen[3][0] == hashlib.md5(f"{CLEAR[2]}s1".encode()).hexdigest()
 
         # Poison control records (issue 12): none stops the listener; a later `dbus reload` is applied.
         env.cfg_path.write_text(good_md5)
@@ -239,13 +278,17 @@ def test_reload_changes_a_rule_live(env, writer_db):
         assert _generation(env) == first + 2
         log = (env.logs / "appender.log").read_text(errors="replace")
         assert "could not be handled" not in log, log[-3000:]
-        assert [w for w in where if f": {w}: " not in log] == [], "each poison record is logged, by coordinates"
+        assert [w for w in where if f": {w}: " not in log] == [], (
+            "each poison record is logged, by coordinates"
+        )
 
         assert proc.poll() is None, "the appender never restarted"
         log = (env.logs / "appender.log").read_text(errors="replace")
         assert log.count("published at start-up") == 1, log[-3000:]
         for topic in (result, dlq):
             for value in _everything(env, topic):
-                assert not any(c.encode() in value for c in CLEAR), f"a clear value in {topic}: {value[:300]!r}"
+                assert not any(c.encode() in value for c in CLEAR), (
+                    f"a clear value in {topic}: {value[:300]!r}"
+                )
     finally:
         _stop(proc)

@@ -46,21 +46,25 @@ def panel_queries() -> list[tuple[str, str]]:
 
 
 def rule_queries() -> list[tuple[str, str]]:
-    return [(r["uid"], q["model"]["query"]) for r in _rules() for q in r["data"]
-            if q["datasourceUid"] == DS_UID]
+    return [
+        (r["uid"], q["model"]["query"]) for r in _rules() for q in r["data"] if q["datasourceUid"] == DS_UID
+    ]
 
 
 # ------------------------------------------------------------------------------ files (no server)
 
+
 def test_provisioning_files_parse_and_agree_on_the_datasource():
     ds = yaml.safe_load(DATASOURCES.read_text())["datasources"]
     assert [(d["uid"], d["type"], d["jsonData"]["version"], d["jsonData"]["dbName"]) for d in ds] == [
-        (DS_UID, "influxdb", "InfluxQL", "dbus")]
+        (DS_UID, "influxdb", "InfluxQL", "dbus")
+    ]
     provider = yaml.safe_load(PROVIDERS.read_text())["providers"][0]
     assert provider["options"]["path"].endswith("conf/grafana/dashboards")
     d = _dashboard()
-    uids = {p["datasource"]["uid"] for p in d["panels"]} | {t["datasource"]["uid"] for p in d["panels"]
-                                                            for t in p["targets"]}
+    uids = {p["datasource"]["uid"] for p in d["panels"]} | {
+        t["datasource"]["uid"] for p in d["panels"] for t in p["targets"]
+    }
     assert uids == {DS_UID}
     assert {q["datasourceUid"] for r in _rules() for q in r["data"]} == {DS_UID, "__expr__"}
 
@@ -74,11 +78,17 @@ def test_every_panel_has_an_influxql_query_filtered_by_ds():
             assert t["rawQuery"] is True and t["query"].startswith("SELECT "), (p["title"], t)
             assert "\"ds\" = '$ds'" in t["query"] and "$timeFilter" in t["query"], (p["title"], t["query"])
     titles = " | ".join(p["title"] for p in d["panels"])
-    for wanted in ["Heartbeat latency", "Rows since the previous heartbeat", "Rows/s per stage",
-                   "Extractor lag",
-                   "Kafka lag per stage", "Full-pull progress", "Open alerts",
-                   "Dead letters per stage and code",
-                   "Dead letters: count and newest coordinates"]:
+    for wanted in [
+        "Heartbeat latency",
+        "Rows since the previous heartbeat",
+        "Rows/s per stage",
+        "Extractor lag",
+        "Kafka lag per stage",
+        "Full-pull progress",
+        "Open alerts",
+        "Dead letters per stage and code",
+        "Dead letters: count and newest coordinates",
+    ]:
         assert wanted in titles
 
 
@@ -101,14 +111,22 @@ def _threshold(rule: dict[str, Any]) -> tuple[str, float]:
 
 # ----------------------------------------------------------------------- Grafana's macros, InfluxQL
 
+
 def render(query: str, ds: str, from_ms: int | None, to_ms: int | None, interval: str = INTERVAL) -> str:
     """Substitute the macros as Grafana's InfluxDB datasource does. ``from_ms`` None: a relative range
     (``now-6h`` to ``now``) gives ``time >= now() - 6h``; an absolute one gives
     ``time >= Xms and time <= Yms``."""
-    time_filter = ("time >= now() - 6h" if from_ms is None else f"time >= {from_ms}ms and time <= {to_ms}ms")
+    time_filter = "time >= now() - 6h" if from_ms is None else f"time >= {from_ms}ms and time <= {to_ms}ms"
     seconds = int(interval[:-1]) * {"s": 1, "m": 60, "h": 3600}[interval[-1]]
-    values = {"timeFilter": time_filter, "__interval_ms": str(seconds * 1000), "__interval": interval,
-              "interval": interval, "ds": ds, "__from": str(from_ms or 0), "__to": str(to_ms or 0)}
+    values = {
+        "timeFilter": time_filter,
+        "__interval_ms": str(seconds * 1000),
+        "__interval": interval,
+        "interval": interval,
+        "ds": ds,
+        "__from": str(from_ms or 0),
+        "__to": str(to_ms or 0),
+    }
     macro = r"\$\{(\w+)\}|\[\[(\w+)\]\]|\$(\w+)"
     out = re.sub(macro, lambda m: values[next(g for g in m.groups() if g)], query)
     assert not re.search(r"\$\w|\$\{|\[\[", out), f"a macro is left in {out}"
@@ -157,37 +175,109 @@ def samples(now_s: float) -> dict[str, list[tuple[dict[str, str], dict[str, Any]
     quiet_t = int(now_s - 15 * 60) * 1000
     hb = {"schema": "shop"}
     return {
-        "dbus_extractor": [({}, {"events_per_s": 50.0, "records_per_s": 812.0, "bytes_per_s": 102400.0,
-                                 "lag_s": 1.25, "committed_pos": 1234,
-                                 "committed_file": "mariadb-bin.000003"}, t)],
-        "dbus_stage": [({"stage": "dispatcher"}, {"input_rows": 600, "rows_per_s": 640.5, "batch_ms": 210.0,
-                                                  "lag_records": 12}, t),
-                       ({"stage": "appender"}, {"input_rows": 500, "rows_per_s": 500.0, "batch_ms": 120.0,
-                                                "lag_records": 7}, t)],
+        "dbus_extractor": [
+            (
+                {},
+                {
+                    "events_per_s": 50.0,
+                    "records_per_s": 812.0,
+                    "bytes_per_s": 102400.0,
+                    "lag_s": 1.25,
+                    "committed_pos": 1234,
+                    "committed_file": "mariadb-bin.000003",
+                },
+                t,
+            )
+        ],
+        "dbus_stage": [
+            (
+                {"stage": "dispatcher"},
+                {"input_rows": 600, "rows_per_s": 640.5, "batch_ms": 210.0, "lag_records": 12},
+                t,
+            ),
+            (
+                {"stage": "appender"},
+                {"input_rows": 500, "rows_per_s": 500.0, "batch_ms": 120.0, "lag_records": 7},
+                t,
+            ),
+        ],
         "dbus_heartbeat": [
-            ({**hb, "table": "orders"}, {"latency_ms": 1234.5, "rows": 120, "packet_ms": t - 1234,
-                                         "tx_ms": t - 1234}, t),
-            ({**hb, "table": "slow"}, {"latency_ms": 400000.0, "rows": 3, "packet_ms": t - 400000,
-                                       "tx_ms": t - 400000}, t),
-            ({**hb, "table": "quiet"}, {"latency_ms": 800.0, "rows": 0, "packet_ms": quiet_t - 800,
-                                        "tx_ms": quiet_t - 800}, quiet_t)],
+            (
+                {**hb, "table": "orders"},
+                {"latency_ms": 1234.5, "rows": 120, "packet_ms": t - 1234, "tx_ms": t - 1234},
+                t,
+            ),
+            (
+                {**hb, "table": "slow"},
+                {"latency_ms": 400000.0, "rows": 3, "packet_ms": t - 400000, "tx_ms": t - 400000},
+                t,
+            ),
+            (
+                {**hb, "table": "quiet"},
+                {"latency_ms": 800.0, "rows": 0, "packet_ms": quiet_t - 800, "tx_ms": quiet_t - 800},
+                quiet_t,
+            ),
+        ],
         "dbus_alert": [
             ({**hb, "table": "slow", "kind": "latency"}, {"state": "open", "latency_s": 400.0}, t - 60_000),
             ({**hb, "table": "slow", "kind": "latency"}, {"state": "recovered", "latency_s": 1.5}, t),
-            ({**hb, "table": "quiet", "kind": "stale"}, {"state": "open", "age_s": 900.0}, t)],
+            ({**hb, "table": "quiet", "kind": "stale"}, {"state": "open", "age_s": 900.0}, t),
+        ],
         "dbus_dead_letter": [
-            ({"stage": "appender", "code": "RAW_UNDECODABLE", **hb, "table": "orders"},
-             {"count": 2, "topic": "x.shop", "partition": 0, "offset": 41, "dlq_partition": 0,
-              "dlq_offset": 16, "newest_ms": t - 61_000}, t - 60_000),
-            ({"stage": "appender", "code": "RAW_UNDECODABLE", **hb, "table": "orders"},
-             {"count": 1, "topic": "x.shop", "partition": 0, "offset": 42, "dlq_partition": 0,
-              "dlq_offset": 17, "newest_ms": t - 1000}, t),
-            ({"stage": "dispatcher", "code": "RAW_BAD_RECORD"},
-             {"count": 1, "topic": "x", "partition": 1, "offset": 7, "dlq_partition": 1, "dlq_offset": 3,
-              "newest_ms": t - 600_000}, t - 600_000)],
-        "dbus_fullpull": [({**hb, "table": "orders", "id": ORDERS_PULL},
-                           {"rows": 412000, "total_rows": 1000000, "shards_done": 4, "shards_total": 10,
-                            "rows_per_s": 51234.0, "status": "pulling"}, t)],
+            (
+                {"stage": "appender", "code": "RAW_UNDECODABLE", **hb, "table": "orders"},
+                {
+                    "count": 2,
+                    "topic": "x.shop",
+                    "partition": 0,
+                    "offset": 41,
+                    "dlq_partition": 0,
+                    "dlq_offset": 16,
+                    "newest_ms": t - 61_000,
+                },
+                t - 60_000,
+            ),
+            (
+                {"stage": "appender", "code": "RAW_UNDECODABLE", **hb, "table": "orders"},
+                {
+                    "count": 1,
+                    "topic": "x.shop",
+                    "partition": 0,
+                    "offset": 42,
+                    "dlq_partition": 0,
+                    "dlq_offset": 17,
+                    "newest_ms": t - 1000,
+                },
+                t,
+            ),
+            (
+                {"stage": "dispatcher", "code": "RAW_BAD_RECORD"},
+                {
+                    "count": 1,
+                    "topic": "x",
+                    "partition": 1,
+                    "offset": 7,
+                    "dlq_partition": 1,
+                    "dlq_offset": 3,
+                    "newest_ms": t - 600_000,
+                },
+                t - 600_000,
+            ),
+        ],
+        "dbus_fullpull": [
+            (
+                {**hb, "table": "orders", "id": ORDERS_PULL},
+                {
+                    "rows": 412000,
+                    "total_rows": 1000000,
+                    "shards_done": 4,
+                    "shards_total": 10,
+                    "rows_per_s": 51234.0,
+                    "status": "pulling",
+                },
+                t,
+            )
+        ],
     }
 
 
@@ -205,8 +295,10 @@ EXPECTED: dict[str, dict[str, list[list[Any]]]] = {
     "8A": {f"{ORDERS_PULL}/shop/orders": [[412000, 1000000, 4, 10, 51234.0, "pulling"]]},
     "9A": {"stale/shop/quiet": [["open", 900.0, None]]},
     "10A": {"RAW_UNDECODABLE/appender": [[2], [1]], "RAW_BAD_RECORD/dispatcher": [[1]]},
-    "11A": {"RAW_UNDECODABLE/shop/appender/orders": [[3, "x.shop", 0, 42, 0, 17]],
-            "RAW_BAD_RECORD//dispatcher/": [[1, "x", 1, 7, 1, 3]]},
+    "11A": {
+        "RAW_UNDECODABLE/shop/appender/orders": [[3, "x.shop", 0, 42, 0, 17]],
+        "RAW_BAD_RECORD//dispatcher/": [[1, "x", 1, 7, 1, 3]],
+    },
 }
 RULE_EXPECTED: dict[str, tuple[dict[str, list[list[Any]]], set[str]]] = {
     # uid -> (figures for this ds, tables the rule fires for)
@@ -227,8 +319,12 @@ def as_server_type(measurement: str, name: str, value: Any, server: dict[str, st
     kind = server.get(name)
     if kind is None or isinstance(value, str):
         return value
-    if (measurement, name) in {("dbus_heartbeat", "latency_ms"), ("dbus_heartbeat", "rows"),
-                               ("dbus_dead_letter", "count"), ("dbus_dead_letter", "offset")}:
+    if (measurement, name) in {
+        ("dbus_heartbeat", "latency_ms"),
+        ("dbus_heartbeat", "rows"),
+        ("dbus_dead_letter", "count"),
+        ("dbus_dead_letter", "offset"),
+    }:
         want = "float" if name == "latency_ms" else "integer"
         assert kind == want, f"{measurement}.{name} is {kind} on the server; the contract says {want}"
     return float(value) if kind == "float" else int(value)
@@ -256,7 +352,7 @@ def sample_ds(cfg):
     influx.write(cfg.endpoints.influxdb, points)
     yield ds
     for measurement in written:
-        influxql(cfg, f"DROP SERIES FROM \"{measurement}\" WHERE \"ds\" = '{ds}'")
+        influxql(cfg, f'DROP SERIES FROM "{measurement}" WHERE "ds" = \'{ds}\'')
 
 
 def _time_ranges() -> list[tuple[int | None, int | None]]:
@@ -273,8 +369,10 @@ def test_dashboard_query_returns_the_sample(cfg, sample_ds, qid, query):
             assert [sample_ds] in [[v[1]] for s in series for v in s["values"]], q
             continue
         got = figures(series)
-        got = {k: [[round(v, 4) if isinstance(v, float) else v for v in row] for row in rows]
-               for k, rows in got.items()}
+        got = {
+            k: [[round(v, 4) if isinstance(v, float) else v for v in row] for row in rows]
+            for k, rows in got.items()
+        }
         assert got == EXPECTED[qid], f"{q}\nreturned {got}"
 
 
@@ -299,4 +397,3 @@ def test_alert_rule_query_returns_the_sample_and_fires_for_the_right_table(cfg, 
     expected, firing = RULE_EXPECTED[uid]
     assert got == expected, f"{query}\nreturned {got}"
     assert _fires(rule, {k: rows[-1][0] for k, rows in got.items()}) == firing
-

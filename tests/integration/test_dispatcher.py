@@ -19,10 +19,10 @@ import pytest
 import yaml
 
 from binlog import rawevent
+from binlog.rawevent import RawEvent
 from dbuslib import kafka
 from dbuslib.config import DEFAULT_CONFIG
 from dbuslib.deadletter import DeadLetter
-from binlog.rawevent import RawEvent
 from dispatcher import main as dispatcher_main
 from dispatcher.routing import BAD_RECORD, CHUNKED_HEARTBEAT, Router, route
 
@@ -38,9 +38,20 @@ CONTRACT = set(json.loads(DeadLetter("c", "e", "t", 0, 0, None, None, "s").to_js
 
 
 def rows_record(schema: str, table: str, seq: int, body: bytes = b"tm-and-rows") -> bytes:
-    h = {"kind": "rows", "source": "t", "server_id": 1, "file": "mariadb-bin.000001", "pos": seq,
-         "next_pos": seq + 1, "ts": 1795356395, "schema": schema, "table": table, "event_type": 30,
-         "crc": True, "tm_len": 3}
+    h = {
+        "kind": "rows",
+        "source": "t",
+        "server_id": 1,
+        "file": "mariadb-bin.000001",
+        "pos": seq,
+        "next_pos": seq + 1,
+        "ts": 1795356395,
+        "schema": schema,
+        "table": table,
+        "event_type": 30,
+        "crc": True,
+        "tm_len": 3,
+    }
     return rawevent.encode(RawEvent(header=h, body=body + seq.to_bytes(4, "big")))
 
 
@@ -51,9 +62,19 @@ def workload(start: int, n: int) -> list[tuple[bytes, bytes]]:
     for i in range(start, start + n):
         schema, table = tables[i % len(tables)]
         out.append((f"{schema}.{table}".encode(), rows_record(schema, table, i)))
-    ddl = RawEvent(header={"kind": "ddl", "file": "f.000001", "pos": start, "next_pos": 1, "ts": 1,
-                           "schema": "crm", "table": "leads", "sql": "ALTER TABLE leads ADD c INT",
-                           "ddl": "ALTER"})
+    ddl = RawEvent(
+        header={
+            "kind": "ddl",
+            "file": "f.000001",
+            "pos": start,
+            "next_pos": 1,
+            "ts": 1,
+            "schema": "crm",
+            "table": "leads",
+            "sql": "ALTER TABLE leads ADD c INT",
+            "ddl": "ALTER",
+        }
+    )
     out.insert(n // 2, (b"crm.leads", rawevent.encode(ddl)))
     big = rawevent.decode(rows_record("shop", "orders", start + n, body=bytes(range(256)) * 40))
     out += [(b"shop.orders", rawevent.encode(c)) for c in rawevent.split(big, 2000)]
@@ -62,8 +83,10 @@ def workload(start: int, n: int) -> list[tuple[bytes, bytes]]:
     out += [(hb_key, v) for v in heartbeats]
     chunked_hb = rawevent.split(rawevent.decode(captured.HEARTBEAT_THREE), 400)
     out += [(hb_key, rawevent.encode(c)) for c in chunked_hb]
-    out += [(b"shop.orders", b"not a raw event " + str(start).encode()),
-            (None, b"DBR\x01\x00\x00\x00\x05{bad")]
+    out += [
+        (b"shop.orders", b"not a raw event " + str(start).encode()),
+        (None, b"DBR\x01\x00\x00\x00\x05{bad"),
+    ]
     return out
 
 
@@ -126,8 +149,9 @@ def dispatcher_env(tmp_path, kafka_up, spark):
 
 
 def run_dispatcher(path: Path, ds: str) -> None:
-    code = dispatcher_main.main(["--config", str(path), "--source", ds, "--available-now",
-                                 "--max-offsets-per-trigger", "40"])
+    code = dispatcher_main.main(
+        ["--config", str(path), "--source", ds, "--available-now", "--max-offsets-per-trigger", "40"]
+    )
     assert code == 0
 
 
@@ -202,8 +226,12 @@ def test_poison_records_become_dead_letters_with_coordinates_and_the_dispatcher_
             producer.flush()
             good += ok
             n = len(good)
-            wait_until(lambda n=n: len(read_all(endpoint, schema_topic)) >= n, 300,
-                       f"round {round_}: good records in {schema_topic}", alive=[stage])
+            wait_until(
+                lambda n=n: len(read_all(endpoint, schema_topic)) >= n,
+                300,
+                f"round {round_}: good records in {schema_topic}",
+                alive=[stage],
+            )
         producer.close()
         wait_until(lambda: len(read_all(endpoint, dlq)) >= len(bad), 120, "dead letters", alive=[stage])
         assert [v for _, _, v in read_all(endpoint, schema_topic)] == good, "the good ones, in order, once"

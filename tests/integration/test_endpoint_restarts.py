@@ -28,8 +28,17 @@ import pymysql
 import pytest
 import yaml
 from extractor_env import REPO
-from pipeline_env import (UmsTail, appender_stage, binlog_changes, cleanup_pipeline, dispatcher_stage,
-                          make_pipeline_env, read_records, read_ums, wait_until)
+from pipeline_env import (
+    UmsTail,
+    appender_stage,
+    binlog_changes,
+    cleanup_pipeline,
+    dispatcher_stage,
+    make_pipeline_env,
+    read_records,
+    read_ums,
+    wait_until,
+)
 
 from dbuslib import mysql
 from dbuslib.config import load_config
@@ -44,8 +53,12 @@ APPENDER_RECORDS_PER_BATCH = 10  # a slow appender: the burst before the MariaDB
 
 
 def stack(command: str, *servers: str) -> None:
-    subprocess.run(["bash", str(REPO / "stack" / "stack.sh"), command, *servers], check=True, timeout=300,
-                   env={**os.environ, "DOWN_S": str(DOWN_S)})
+    subprocess.run(
+        ["bash", str(REPO / "stack" / "stack.sh"), command, *servers],
+        check=True,
+        timeout=300,
+        env={**os.environ, "DOWN_S": str(DOWN_S)},
+    )
 
 
 class ResilientWriter(threading.Thread):
@@ -64,7 +77,7 @@ class ResilientWriter(threading.Thread):
         while True:
             try:
                 return mysql.connect(self.conn, self.database, as_writer=True, connect_timeout=3)
-            except Exception:  # noqa: BLE001 - the server is restarting
+            except Exception:
                 self.errors += 1
                 time.sleep(0.5)
 
@@ -90,14 +103,14 @@ class ResilientWriter(threading.Thread):
                     self.errors += 1
                     try:
                         db.close()
-                    except Exception:  # noqa: BLE001 - a dead connection
+                    except Exception:
                         pass
                     db = self.connect()
                     live = self.live_rows(db)  # the cut transaction may or may not have committed
                     next_id = Counter({t: max(max(live[t], default=0) + 1, next_id[t]) for t in TABLES})
                 time.sleep(0.2)  # ~50 row changes/s
             db.close()
-        except Exception as e:  # noqa: BLE001 - reported by the test
+        except Exception as e:
             self.error = e
 
     def transaction(self, db, n: int, live: dict[str, list[int]], next_id: Counter) -> None:
@@ -108,13 +121,16 @@ class ResilientWriter(threading.Thread):
             for t in TABLES:
                 ids = list(range(next_id[t], next_id[t] + rng.randint(1, 3)))
                 next_id[t] += len(ids)
-                cur.execute(f"INSERT INTO {t} VALUES " + ",".join(
-                    f"({i},0,'row {i} of txn {n}',{i}.5,{i * 1000003})" for i in ids))
+                cur.execute(
+                    f"INSERT INTO {t} VALUES "
+                    + ",".join(f"({i},0,'row {i} of txn {n}',{i}.5,{i * 1000003})" for i in ids)
+                )
                 after[t] += ids
                 made += len(ids)
                 touched = rng.sample(after[t], min(2, len(after[t])))
-                cur.execute(f"UPDATE {t} SET v = v + 1, s = 'upd {n}' WHERE id IN "
-                            f"({','.join(map(str, touched))})")
+                cur.execute(
+                    f"UPDATE {t} SET v = v + 1, s = 'upd {n}' WHERE id IN ({','.join(map(str, touched))})"
+                )
                 made += cur.rowcount
                 if rng.random() < 0.3:
                     gone = after[t].pop(rng.randrange(len(after[t])))
@@ -132,8 +148,9 @@ def burst(env, db, rows: int = 50_000) -> None:
     micro-batch, is still working through it when the restart begins: its meta store calls meet the
     outage."""
     with db.cursor() as cur:
-        cur.execute(f"INSERT INTO audit SELECT 10000000 + seq, 0, 'burst', seq / 100, seq "
-                    f"FROM seq_1_to_{rows}")
+        cur.execute(
+            f"INSERT INTO audit SELECT 10000000 + seq, 0, 'burst', seq / 100, seq FROM seq_1_to_{rows}"
+        )
     end = mysql.binlog_end(db)
 
     def read_past() -> bool:
@@ -141,8 +158,9 @@ def burst(env, db, rows: int = 50_000) -> None:
         p = Position.from_json(path.read_bytes(), str(path)) if path.exists() else None
         return p is not None and (p.file, p.pos) >= (end.file, end.pos)
 
-    wait_until(read_past, 120, f"the extractor's position past the burst at {end.file}:{end.pos}",
-               interval=0.2)
+    wait_until(
+        read_past, 120, f"the extractor's position past the burst at {end.file}:{end.pos}", interval=0.2
+    )
 
 
 @pytest.mark.timeout(1200)
@@ -165,8 +183,10 @@ def test_mariadb_zookeeper_and_kafka_restarts_cost_latency_not_a_stage(writer_db
     try:
         with db.cursor() as cur:
             for t in TABLES:
-                cur.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(40), "
-                            f"amt DECIMAL(12,2), n BIGINT)")
+                cur.execute(
+                    f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(40), "
+                    f"amt DECIMAL(12,2), n BIGINT)"
+                )
         extractor = env.spawn()
         dispatcher.start()
         appender.start()
@@ -177,7 +197,7 @@ def test_mariadb_zookeeper_and_kafka_restarts_cost_latency_not_a_stage(writer_db
         def uids() -> int:
             try:
                 seen[0] = len(tail.poll().uids)
-            except Exception:  # noqa: BLE001 - the test's own consumer during the Kafka restart
+            except Exception:
                 pass
             return seen[0]
 
@@ -193,30 +213,45 @@ def test_mariadb_zookeeper_and_kafka_restarts_cost_latency_not_a_stage(writer_db
         wait_until(lambda: uids() > 0, 180, "first UMS output", alive=stages)
         for server in SERVERS:
             before = uids()
-            wait_until(lambda: uids() > before, 120, f"output flowing before the {server} restart",
-                       interval=1, alive=stages)
+            wait_until(
+                lambda: uids() > before,
+                120,
+                f"output flowing before the {server} restart",
+                interval=1,
+                alive=stages,
+            )
             if server == "mariadb":
                 burst(env, db)  # the appender still converts it while MariaDB is down
             began = time.monotonic()
             stack("restart", server)
             took = time.monotonic() - began
-            print(f"\n{time.monotonic() - t0:.0f}s: {server} restarted (down {DOWN_S}s, back healthy after "
-                  f"{took:.0f}s); {uids()} uids out, {writer.changes} changes written")
+            print(
+                f"\n{time.monotonic() - t0:.0f}s: {server} restarted (down {DOWN_S}s, back healthy after "
+                f"{took:.0f}s); {uids()} uids out, {writer.changes} changes written"
+            )
             assert took < 45, f"{server} took {took:.0f}s to stop and start again: no transient outage"
             all_running()
             after = uids()
-            wait_until(lambda: uids() > after, 240, f"output flowing again after the {server} restart",
-                       interval=1, alive=stages)
-            print(f"{time.monotonic() - t0:.0f}s: output flows again after the {server} restart "
-                  f"({time.monotonic() - began:.0f}s after it began)")
+            wait_until(
+                lambda: uids() > after,
+                240,
+                f"output flowing again after the {server} restart",
+                interval=1,
+                alive=stages,
+            )
+            print(
+                f"{time.monotonic() - t0:.0f}s: output flows again after the {server} restart "
+                f"({time.monotonic() - began:.0f}s after it began)"
+            )
             assert writer.is_alive() and writer.error is None, writer.error
         writer.stop.set()
         writer.join(180)
         assert writer.error is None, writer.error
         truth = binlog_changes(env, name)
         assert len(truth) >= 2000
-        wait_until(lambda: uids() >= len(truth), 300, f"{len(truth)} changes in {result}", interval=4,
-                   alive=stages)
+        wait_until(
+            lambda: uids() >= len(truth), 300, f"{len(truth)} changes in {result}", interval=4, alive=stages
+        )
         all_running()
 
         out = [o for o in read_ums(kafka_up, result) if o.kind == "data_increment_data"]
@@ -232,15 +267,20 @@ def test_mariadb_zookeeper_and_kafka_restarts_cost_latency_not_a_stage(writer_db
         assert not extra, f"{sum(extra.values())} output tuples that are no source change: {list(extra)[:3]}"
         assert len(by_uid) == len(truth)
         assert read_records(kafka_up, dlq) == [], "no dead letters"
-        print(f"restarts of {', '.join(SERVERS)}: {len(truth)} row changes, {len(out)} tuples out, "
-              f"{len(out) - len(by_uid)} duplicates, writer rode {writer.errors} interruptions; "
-              f"{time.monotonic() - t0:.0f}s")
+        print(
+            f"restarts of {', '.join(SERVERS)}: {len(truth)} row changes, {len(out)} tuples out, "
+            f"{len(out) - len(by_uid)} duplicates, writer rode {writer.errors} interruptions; "
+            f"{time.monotonic() - t0:.0f}s"
+        )
         for log in [*env.log_paths, dispatcher.log, appender.log]:
             retried = [line for line in log.read_text(errors="replace").splitlines() if "retrying in" in line]
             shown = (f"  {r[:200]}" for r in retried[:3])
             print(f"{log.name}: {len(retried)} retries logged", *shown, sep="\n")
-        met = [line for line in appender.log.read_text(errors="replace").splitlines()
-               if "meta store" in line and "retrying in" in line]
+        met = [
+            line
+            for line in appender.log.read_text(errors="replace").splitlines()
+            if "meta store" in line and "retrying in" in line
+        ]
         assert met, "the appender never met the MariaDB outage: the burst was converted before it"
     finally:
         writer.stop.set()

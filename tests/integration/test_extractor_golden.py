@@ -9,8 +9,18 @@ from typing import Any
 
 import pytest
 from extractor_env import cleanup, make_env
-from test_rowdecode_types import CREATE, MAX_ROW, MIN_ROW, NULL_ROW, ODD_ROW, TRANSACTIONS, compare, \
-    multi_row_insert, replay, run
+from test_rowdecode_types import (
+    CREATE,
+    MAX_ROW,
+    MIN_ROW,
+    NULL_ROW,
+    ODD_ROW,
+    TRANSACTIONS,
+    compare,
+    multi_row_insert,
+    replay,
+    run,
+)
 
 from binlog.rows import decode_rows
 

@@ -32,8 +32,12 @@ def wait_until(condition, timeout: float, what: str) -> None:
 
 
 def stack(command: str) -> None:
-    subprocess.run(["bash", str(REPO / "stack" / "stack.sh"), command, "zookeeper"], check=True, timeout=120,
-                   capture_output=True)
+    subprocess.run(
+        ["bash", str(REPO / "stack" / "stack.sh"), command, "zookeeper"],
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
 
 
 @pytest.fixture

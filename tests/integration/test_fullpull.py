@@ -45,8 +45,10 @@ def expected_tuples(fp, table: str) -> Counter:
             rows = cur.fetchall()
     finally:
         reader.close()
-    return Counter(json.dumps([encode_column(c, as_decoded(c, v)) for c, v in zip(info.columns, row)])
-                   for row in rows)
+    return Counter(
+        json.dumps([encode_column(c, as_decoded(c, v)) for c, v in zip(info.columns, row, strict=False)])
+        for row in rows
+    )
 
 
 def check_pull(fp, table: str, seqno: int, rows: int) -> list[tuple]:
@@ -65,10 +67,12 @@ def check_pull(fp, table: str, seqno: int, rows: int) -> list[tuple]:
 
 
 def test_a_pull_writes_every_row_once_between_markers(fp):
-    fp.sql("CREATE TABLE orders (id INT PRIMARY KEY, customer VARCHAR(40), amount DECIMAL(10,2), "
-           "created DATETIME(3))",
-           "INSERT INTO orders SELECT seq, CONCAT('c', seq % 97), seq / 7, "
-           "TIMESTAMP('2024-01-02 03:04:05.123') + INTERVAL seq SECOND FROM seq_1_to_2500")
+    fp.sql(
+        "CREATE TABLE orders (id INT PRIMARY KEY, customer VARCHAR(40), amount DECIMAL(10,2), "
+        "created DATETIME(3))",
+        "INSERT INTO orders SELECT seq, CONCAT('c', seq % 97), seq / 7, "
+        "TIMESTAMP('2024-01-02 03:04:05.123') + INTERVAL seq SECOND FROM seq_1_to_2500",
+    )
     seqno, out = fp.request("orders", "--shard-size", "1000")
     assert out.returncode == 0, out.stderr
     assert "accepted at ums_id" in out.stdout and "2500 rows in 3 shard(s), split by id" in out.stdout
@@ -77,23 +81,40 @@ def test_a_pull_writes_every_row_once_between_markers(fp):
     assert status.returncode == 0 and "ending" in status.stdout and "3/3 shards" in status.stdout, status
     from dbuslib import influx
 
-    points = influx.query(fp.cfg.endpoints.influxdb,
-                          f'from(bucket:"{fp.cfg.endpoints.influxdb.bucket}") |> range(start:-1h) '
-                          f'|> filter(fn:(r) => r._measurement == "dbus_fullpull" and r.ds == "{fp.ds}" '
-                          f'and r.id == "{seqno}" and r._field == "rows")')
+    points = influx.query(
+        fp.cfg.endpoints.influxdb,
+        f'from(bucket:"{fp.cfg.endpoints.influxdb.bucket}") |> range(start:-1h) '
+        f'|> filter(fn:(r) => r._measurement == "dbus_fullpull" and r.ds == "{fp.ds}" '
+        f'and r.id == "{seqno}" and r._field == "rows")',
+    )
     assert points and max(p["_value"] for p in points) == 2500  # the last point: every row
 
 
-@pytest.mark.parametrize(("name", "ddl", "fill", "split"), [
-    ("composite_pk", "a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b)",
-     "SELECT seq % 7, CONCAT('k', seq), seq FROM seq_1_to_900", "a,b"),
-    ("string_pk", "k VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci PRIMARY KEY, v INT",
-     "SELECT CONCAT(IF(seq % 3, 'é', 'Z'), LPAD(seq, 5, '0')), seq FROM seq_1_to_700", "k"),
-    ("no_pk", "v INT, w VARCHAR(10)", "SELECT seq % 50, CONCAT('w', seq) FROM seq_1_to_300", ""),
-    ("empty", "id BIGINT PRIMARY KEY, v INT", "", "id"),
-    ("json_blob", "id INT PRIMARY KEY, doc JSON, data BLOB",
-     "SELECT seq, JSON_OBJECT('n', seq, 's', CONCAT('é\"', seq)), UNHEX(SHA2(seq, 256)) FROM seq_1_to_400", "id"),
-])
+@pytest.mark.parametrize(
+    ("name", "ddl", "fill", "split"),
+    [
+        (
+            "composite_pk",
+            "a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b)",
+            "SELECT seq % 7, CONCAT('k', seq), seq FROM seq_1_to_900",
+            "a,b",
+        ),
+        (
+            "string_pk",
+            "k VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci PRIMARY KEY, v INT",
+            "SELECT CONCAT(IF(seq % 3, 'é', 'Z'), LPAD(seq, 5, '0')), seq FROM seq_1_to_700",
+            "k",
+        ),
+        ("no_pk", "v INT, w VARCHAR(10)", "SELECT seq % 50, CONCAT('w', seq) FROM seq_1_to_300", ""),
+        ("empty", "id BIGINT PRIMARY KEY, v INT", "", "id"),
+        (
+            "json_blob",
+            "id INT PRIMARY KEY, doc JSON, data BLOB",
+            "SELECT seq, JSON_OBJECT('n', seq, 's', CONCAT('é\"', seq)), UNHEX(SHA2(seq, 256)) FROM seq_1_to_400",
+            "id",
+        ),
+    ],
+)
 def test_key_shapes_and_column_types_pull_correctly(fp, name, ddl, fill, split):
     fp.sql(f"CREATE TABLE {name} ({ddl})", *([f"INSERT INTO {name} {fill}"] if fill else []))
     seqno, out = fp.request(name, "--shard-size", "250")
@@ -112,12 +133,18 @@ def test_masked_columns_are_masked_in_the_pull(fp):
     import yaml
 
     conf = yaml.safe_load(fp.env.cfg_path.read_text())  # the shard readers reload the changed file
-    conf["sources"][fp.ds]["masking"] = {f"{fp.database}.cards": {"card": {"type": "md5", "salt": "s1"},
-                                                                   "holder": {"type": "truncate", "length": 2}}}
+    conf["sources"][fp.ds]["masking"] = {
+        f"{fp.database}.cards": {
+            "card": {"type": "md5", "salt": "s1"},
+            "holder": {"type": "truncate", "length": 2},
+        }
+    }
     fp.env.cfg_path.write_text(yaml.safe_dump(conf))
-    fp.sql("CREATE TABLE cards (id INT PRIMARY KEY, card VARCHAR(19), holder VARCHAR(30))",
-           "INSERT INTO cards SELECT seq, CONCAT('4111-0000-0000-', LPAD(seq, 4, '0')), CONCAT('Holder', seq) "
-           "FROM seq_1_to_300")
+    fp.sql(
+        "CREATE TABLE cards (id INT PRIMARY KEY, card VARCHAR(19), holder VARCHAR(30))",
+        "INSERT INTO cards SELECT seq, CONCAT('4111-0000-0000-', LPAD(seq, 4, '0')), CONCAT('Holder', seq) "
+        "FROM seq_1_to_300",
+    )
     seqno, out = fp.request("cards")
     assert out.returncode == 0, out.stderr
     assert fp.wait_finished("cards", seqno).Status == "ending"
@@ -131,7 +158,9 @@ def test_masked_columns_are_masked_in_the_pull(fp):
 
 
 def test_bad_requests_get_an_error_reply_and_the_service_goes_on(fp):
-    fp.sql("CREATE TABLE good (id INT PRIMARY KEY, v INT)", "INSERT INTO good SELECT seq, seq FROM seq_1_to_50")
+    fp.sql(
+        "CREATE TABLE good (id INT PRIMARY KEY, v INT)", "INSERT INTO good SELECT seq, seq FROM seq_1_to_50"
+    )
     seqno, out = fp.request("no_such_table")
     assert out.returncode == 2 and "FULLPULL_UNKNOWN_TABLE" in out.stderr and "no_such_table" in out.stderr
     seqno, out = fp.request("good", "--split-col", "nope")
@@ -148,22 +177,45 @@ def test_bad_requests_get_an_error_reply_and_the_service_goes_on(fp):
     huge = _value(pullrequest.build(fp.ds, fp.database, "good", seqno=base + 3))
     poison = {  # name: (value, seqno in the reply, code, words of the reason)
         "truncated": (b'{"id": 77, "type": "FULL_DATA_', "", "FULLPULL_BAD_REQUEST", "not JSON"),
-        "unknown type": (b'{"id": 78, "type": "NO_SUCH_TYPE", "timestamp": "t", "from": "f", '
-                         b'"payload": {"a": 1}}', "78", "FULLPULL_BAD_REQUEST",
-                         "unknown type 'NO_SUCH_TYPE'"),
+        "unknown type": (
+            b'{"id": 78, "type": "NO_SUCH_TYPE", "timestamp": "t", "from": "f", "payload": {"a": 1}}',
+            "78",
+            "FULLPULL_BAD_REQUEST",
+            "unknown type 'NO_SUCH_TYPE'",
+        ),
         "null": (None, "", "FULLPULL_BAD_REQUEST", "the record has no value (null)"),
         "garbage": (b"\x00\xff\xfe garbage", "", "FULLPULL_BAD_REQUEST", "not UTF-8"),
         "array": (b"[1, 2, 3]", "", "FULLPULL_BAD_REQUEST", "expected a JSON object, got an array"),
-        "huge number": (huge[:-2] + b',"X":' + b"9" * 5000 + b"}}", str(base + 3), "FULLPULL_BAD_REQUEST",
-                        "payload.X: a number of 5000 characters (at most 64)"),
-        "huge id": (b'{"id": ' + b"1" * 4400 + b"}", "", "FULLPULL_BAD_REQUEST",
-                    "id: a number of 4400 characters"),
-        "2 MB": (b'{"id": 5, "pad": "' + b"x" * 2_000_000 + b'"}', "", "FULLPULL_BAD_REQUEST",
-                 "over the 1048576 a control message may have"),
-        ".. table": (_value(pullrequest.build(fp.ds, fp.database, "..", seqno=base + 4)), str(base + 4),
-                     "FULLPULL_UNKNOWN_TABLE", f"table {fp.database}... does not exist"),
-        ".. schema": (_value(pullrequest.build(fp.ds, "..", "good", seqno=base + 5)), str(base + 5),
-                      "FULLPULL_UNKNOWN_TABLE", "table ...good does not exist"),
+        "huge number": (
+            huge[:-2] + b',"X":' + b"9" * 5000 + b"}}",
+            str(base + 3),
+            "FULLPULL_BAD_REQUEST",
+            "payload.X: a number of 5000 characters (at most 64)",
+        ),
+        "huge id": (
+            b'{"id": ' + b"1" * 4400 + b"}",
+            "",
+            "FULLPULL_BAD_REQUEST",
+            "id: a number of 4400 characters",
+        ),
+        "2 MB": (
+            b'{"id": 5, "pad": "' + b"x" * 2_000_000 + b'"}',
+            "",
+            "FULLPULL_BAD_REQUEST",
+            "over the 1048576 a control message may have",
+        ),
+        ".. table": (
+            _value(pullrequest.build(fp.ds, fp.database, "..", seqno=base + 4)),
+            str(base + 4),
+            "FULLPULL_UNKNOWN_TABLE",
+            f"table {fp.database}... does not exist",
+        ),
+        ".. schema": (
+            _value(pullrequest.build(fp.ds, "..", "good", seqno=base + 5)),
+            str(base + 5),
+            "FULLPULL_UNKNOWN_TABLE",
+            "table ...good does not exist",
+        ),
     }
     log_start = len(fp.stages.log("fullpuller").read_bytes())
     producer = kafka.producer(fp.cfg.endpoints.kafka)
@@ -173,8 +225,12 @@ def test_bad_requests_get_an_error_reply_and_the_service_goes_on(fp):
         for n, name in enumerate(poison):
             offsets[name] = _send(producer, ctrl, key, poison[name][0])
             if n == len(poison) // 2:
-                offsets["good between"] = _send(producer, ctrl, key, _value(
-                    pullrequest.build(fp.ds, fp.database, "good", seqno=good_between)))
+                offsets["good between"] = _send(
+                    producer,
+                    ctrl,
+                    key,
+                    _value(pullrequest.build(fp.ds, fp.database, "good", seqno=good_between)),
+                )
     finally:
         producer.close()
     check_pull(fp, "good", good_before, 50)
@@ -190,8 +246,9 @@ def test_bad_requests_get_an_error_reply_and_the_service_goes_on(fp):
         assert time.monotonic() < deadline, f"no answer to {missing}: {replies}"
         time.sleep(0.5)
     for name, (_, seqno, code, words) in poison.items():
-        [reply] = [r for r in replies if r.get("OFFSET") == str(offsets[name])
-                   or (seqno and r["SEQNO"] == seqno)]
+        [reply] = [
+            r for r in replies if r.get("OFFSET") == str(offsets[name]) or (seqno and r["SEQNO"] == seqno)
+        ]
         assert (reply["STATUS"], reply["SEQNO"], reply["ERROR_CODE"]) == ("abort", seqno, code), (name, reply)
         assert words in reply["ERROR_MSG"], (name, reply)
         if code == "FULLPULL_BAD_REQUEST":  # refused unread: named by its coordinates
@@ -219,8 +276,10 @@ def _send(producer, topic: str, key: bytes, value: bytes | None) -> int:
 def test_kill_9_mid_pull_resumes_and_repulls_only_unfinished_shards(tmp_path, source):
     fp = make_fullpull_env(tmp_path, source)
     try:
-        fp.sql("CREATE TABLE big (id INT PRIMARY KEY, a VARCHAR(40), b BIGINT, c DECIMAL(12,3))",
-               "INSERT INTO big SELECT seq, REPEAT('x', seq % 40), seq * 1000, seq / 3 FROM seq_1_to_150000")
+        fp.sql(
+            "CREATE TABLE big (id INT PRIMARY KEY, a VARCHAR(40), b BIGINT, c DECIMAL(12,3))",
+            "INSERT INTO big SELECT seq, REPEAT('x', seq % 40), seq * 1000, seq / 3 FROM seq_1_to_150000",
+        )
         raw = fp.env.cfg_path.read_text()  # one shard at a time: the kill lands between shards' ends
         import yaml
 
@@ -251,11 +310,15 @@ def test_kill_9_mid_pull_resumes_and_repulls_only_unfinished_shards(tmp_path, so
             store.zk.stop()
             store.zk.close()
         repulled = final.TotalCount - done_before
-        print(f"\nkill -9 after {done_before} of {final.TotalCount} shards done: the restart re-pulled "
-              f"{repulled} shard(s) (resumes: {final.Resumes})")
+        print(
+            f"\nkill -9 after {done_before} of {final.TotalCount} shards done: the restart re-pulled "
+            f"{repulled} shard(s) (resumes: {final.Resumes})"
+        )
         assert final.Status == "ending" and final.Resumes == 1
         log = fp.stages.log("fullpuller").read_text()
-        assert f"pulling {repulled} of {final.TotalCount} shard(s) (resume 1: {done_before} already done)" in log
+        assert (
+            f"pulling {repulled} of {final.TotalCount} shard(s) (resume 1: {done_before} already done)" in log
+        )
         tuples, markers, _ = fp.pulled("big", seqno)
         assert markers[0] == "start" and markers[-1] == "end"
         ids = Counter(t[4] for t in tuples)
@@ -268,7 +331,9 @@ def test_kill_9_mid_pull_resumes_and_repulls_only_unfinished_shards(tmp_path, so
         snapshot = tmp_path / "snapshot"
         out = fp.dbus("reconcile", "--source", fp.ds, "--table", f"{fp.database}.big", "--out", str(snapshot))
         assert out.returncode == 0, out.stdout + out.stderr
-        out = fp.dbus("verify", "--source", fp.ds, "--table", f"{fp.database}.big", "--snapshot", str(snapshot))
+        out = fp.dbus(
+            "verify", "--source", fp.ds, "--table", f"{fp.database}.big", "--snapshot", str(snapshot)
+        )
         print(out.stdout.strip())
         assert out.returncode == 0 and "equal, 0 differences" in out.stdout, out.stdout + out.stderr
     finally:
@@ -276,18 +341,23 @@ def test_kill_9_mid_pull_resumes_and_repulls_only_unfinished_shards(tmp_path, so
 
 
 def test_a_table_named_with_a_dot_is_pulled_reconciled_and_verified(fp, tmp_path):
-    fp.sql("CREATE TABLE `t.dot` (id INT PRIMARY KEY, v VARCHAR(10))",
-           "INSERT INTO `t.dot` SELECT seq, CONCAT('v', seq) FROM seq_1_to_600")
+    fp.sql(
+        "CREATE TABLE `t.dot` (id INT PRIMARY KEY, v VARCHAR(10))",
+        "INSERT INTO `t.dot` SELECT seq, CONCAT('v', seq) FROM seq_1_to_600",
+    )
     seqno, out = fp.request("t.dot", "--shard-size", "250")
     assert out.returncode == 0, out.stderr
     check_pull(fp, "t.dot", seqno, 600)
-    namespaces = {json.loads(r.value)["schema"]["namespace"]  # the topic is the schema's: other tables too
-                  for r in kafka.read_range(fp.cfg.endpoints.kafka, [fp.result_topic("t.dot")])
-                  if r.key == f"{fp.database}.t.dot".encode()}
+    namespaces = {
+        json.loads(r.value)["schema"]["namespace"]  # the topic is the schema's: other tables too
+        for r in kafka.read_range(fp.cfg.endpoints.kafka, [fp.result_topic("t.dot")])
+        if r.key == f"{fp.database}.t.dot".encode()
+    }
     assert namespaces == {f"mysql.{fp.ds}.{fp.database}.t%2Edot.0.0.0"}  # docs/ums.md#namespace
     snapshot = tmp_path / "snapshot"
     out = fp.dbus("reconcile", "--source", fp.ds, "--table", f"{fp.database}.t.dot", "--out", str(snapshot))
     assert out.returncode == 0, out.stdout + out.stderr
     out = fp.dbus("verify", "--source", fp.ds, "--table", f"{fp.database}.t.dot", "--snapshot", str(snapshot))
     assert out.returncode == 0 and "600 source rows, 600 snapshot rows: equal, 0 differences" in out.stdout, (
-        out.stdout + out.stderr)
+        out.stdout + out.stderr
+    )

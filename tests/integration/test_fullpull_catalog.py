@@ -19,13 +19,19 @@ pytestmark = pytest.mark.integration
 def test_columns_keys_and_indexes_come_from_information_schema(writer_db):
     db, name = writer_db
     with db.cursor() as cur:
-        cur.execute("CREATE TABLE t (b VARCHAR(5) NOT NULL, a INT NOT NULL, c DATETIME(3), d CHAR(2) CHARACTER SET"
-                    " latin1, e INT, PRIMARY KEY (b, a), UNIQUE KEY u2 (e, d), UNIQUE KEY u1 (d),"
-                    " KEY k (c, e)) DEFAULT CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci")
+        cur.execute(
+            "CREATE TABLE t (b VARCHAR(5) NOT NULL, a INT NOT NULL, c DATETIME(3), d CHAR(2) CHARACTER SET"
+            " latin1, e INT, PRIMARY KEY (b, a), UNIQUE KEY u2 (e, d), UNIQUE KEY u1 (d),"
+            " KEY k (c, e)) DEFAULT CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci"
+        )
     info = table_info(db, name, "t")
-    assert info.columns == (ColumnSpec("b", "varchar(5)", False), ColumnSpec("a", "int(11)", False),
-                            ColumnSpec("c", "datetime(3)", True), ColumnSpec("d", "char(2)", True),
-                            ColumnSpec("e", "int(11)", True))
+    assert info.columns == (
+        ColumnSpec("b", "varchar(5)", False),
+        ColumnSpec("a", "int(11)", False),
+        ColumnSpec("c", "datetime(3)", True),
+        ColumnSpec("d", "char(2)", True),
+        ColumnSpec("e", "int(11)", True),
+    )
     assert info.primary_key == ("b", "a")
     assert info.unique_keys == (("d",), ("e", "d"))
     assert info.indexes == (("c", "e"),)
@@ -44,6 +50,7 @@ def test_table_without_keys_and_missing_table(writer_db):
 
 
 # ---- fullpuller.split.plan on MariaDB: every row lands in exactly one shard ---------------------------
+
 
 def setup(db, ddl: str, rows: list[tuple]) -> None:
     with db.cursor() as cur:
@@ -105,8 +112,11 @@ def test_negative_ints_in_a_nullable_index_get_a_null_shard(writer_db):
 
 def test_decimal_key_is_cut_at_boundary_rows(writer_db):
     db, name = writer_db
-    setup(db, "CREATE TABLE t (d DECIMAL(20,5) PRIMARY KEY)",
-          [(Decimal(i) / 7,) for i in range(-60, 60)] + [(Decimal("-999999999999999.99999"),)])
+    setup(
+        db,
+        "CREATE TABLE t (d DECIMAL(20,5) PRIMARY KEY)",
+        [(Decimal(i) / 7,) for i in range(-60, 60)] + [(Decimal("-999999999999999.99999"),)],
+    )
     result = check(db, name, shard_size=13)
     assert len(result.shards) == 10 and result.shards[1].lower.startswith("-")
 
@@ -115,8 +125,12 @@ def test_case_insensitive_varchar_with_non_ascii(writer_db):
     db, name = writer_db
     words = ["a", "A", "á", "b", "B ", "é", "E", "e", "z😀", "Z😀", "", " ", "ß", "ss", "x'y", "\\", "ñ", "N"]
     rows = [(i, w, w.upper().replace("😀", "?")) for i, w in enumerate(words * 3)] + [(100, None, None)]
-    setup(db, "CREATE TABLE t (i INT, s VARCHAR(10) COLLATE utf8mb4_general_ci, l VARCHAR(10) CHARACTER SET"
-          " latin1, KEY (s), KEY (l)) DEFAULT CHARSET=utf8mb4", rows)
+    setup(
+        db,
+        "CREATE TABLE t (i INT, s VARCHAR(10) COLLATE utf8mb4_general_ci, l VARCHAR(10) CHARACTER SET"
+        " latin1, KEY (s), KEY (l)) DEFAULT CHARSET=utf8mb4",
+        rows,
+    )
     result = check(db, name, split_col="s", shard_size=4)
     assert "COLLATE utf8mb4_general_ci" in result.shards[1].where
     assert len(result.shards) > 5
@@ -128,8 +142,11 @@ def test_case_insensitive_varchar_with_non_ascii(writer_db):
 def test_binary_and_varbinary_keys(writer_db):
     db, name = writer_db
     blobs = [b"", b"\x00", b"\x00\x00", b"'", b"\xff", b"\xff\xff\xff", b"a", b"A", b"\x80abc", b"\\"]
-    setup(db, "CREATE TABLE t (vb VARBINARY(8) PRIMARY KEY, bn BINARY(4), KEY (bn))",
-          [(b, b[:4]) for b in blobs])
+    setup(
+        db,
+        "CREATE TABLE t (vb VARBINARY(8) PRIMARY KEY, bn BINARY(4), KEY (bn))",
+        [(b, b[:4]) for b in blobs],
+    )
     assert check(db, name, shard_size=3).source == "primary"
     assert len(check(db, name, split_col="bn", shard_size=2).shards) > 3
 
@@ -137,8 +154,12 @@ def test_binary_and_varbinary_keys(writer_db):
 def test_composite_int_varchar_primary_key(writer_db):
     db, name = writer_db
     rows = [(i % 5, w, i) for i, w in enumerate(["a", "b", "é", "Z", "", "x y", "a b", "c"] * 5)]
-    setup(db, "CREATE TABLE t (a INT, b VARCHAR(5), v INT, PRIMARY KEY (a, b))"
-          " DEFAULT CHARSET=utf8mb4 COLLATE utf8mb4_bin", list({r[:2]: r for r in rows}.values()))
+    setup(
+        db,
+        "CREATE TABLE t (a INT, b VARCHAR(5), v INT, PRIMARY KEY (a, b))"
+        " DEFAULT CHARSET=utf8mb4 COLLATE utf8mb4_bin",
+        list({r[:2]: r for r in rows}.values()),
+    )
     result = check(db, name, shard_size=4)
     assert (result.columns, len(result.shards)) == (("a", "b"), 10)
     assert " OR (`a` = " in result.shards[3].where
@@ -154,10 +175,16 @@ def test_composite_requested_with_nullable_columns(writer_db):
 
 def test_datetime_and_enum_keys(writer_db):
     db, name = writer_db
-    rows = [(i, f"2024-01-{1 + i % 28:02d} 00:00:{i % 60:02d}.{i:06d}", ["small", "medium", "large"][i % 3])
-            for i in range(50)]
-    setup(db, "CREATE TABLE t (id INT PRIMARY KEY, d DATETIME(6), e ENUM('small','medium','large'),"
-          " KEY (d), KEY (e))", rows)
+    rows = [
+        (i, f"2024-01-{1 + i % 28:02d} 00:00:{i % 60:02d}.{i:06d}", ["small", "medium", "large"][i % 3])
+        for i in range(50)
+    ]
+    setup(
+        db,
+        "CREATE TABLE t (id INT PRIMARY KEY, d DATETIME(6), e ENUM('small','medium','large'),"
+        " KEY (d), KEY (e))",
+        rows,
+    )
     assert len(check(db, name, split_col="d", shard_size=6).shards) == 10
     assert len(check(db, name, split_col="e", shard_size=10).shards) == 4  # 3 values, plus NULLs
 

@@ -20,16 +20,20 @@ import pytest
 from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus
 from pipeline_env import make_pipeline_env
 
-from dbuslib import kafka, mysql
 from cli.stages import Stages
+from dbuslib import kafka, mysql
 
 pytestmark = pytest.mark.integration
 ROWS = int(os.environ.get("FULLPULL_LIVE_ROWS", "1000000"))
-DDL = ("CREATE TABLE live (id INT PRIMARY KEY, customer VARCHAR(40) NOT NULL, amount DECIMAL(12,2), "
-       "status ENUM('new','paid','shipped'), note TEXT, placed DATETIME(3), score DOUBLE)")
-FILL = ("INSERT INTO live SELECT seq, CONCAT('customer ', seq % 9973), (seq % 100000) / 100, "
-        "ELT(1 + seq % 3, 'new', 'paid', 'shipped'), IF(seq % 10 = 0, NULL, CONCAT('n', seq)), "
-        "TIMESTAMP('2024-01-02 03:04:05.123') + INTERVAL seq SECOND, seq / 7 FROM seq_1_to_{n}")
+DDL = (
+    "CREATE TABLE live (id INT PRIMARY KEY, customer VARCHAR(40) NOT NULL, amount DECIMAL(12,2), "
+    "status ENUM('new','paid','shipped'), note TEXT, placed DATETIME(3), score DOUBLE)"
+)
+FILL = (
+    "INSERT INTO live SELECT seq, CONCAT('customer ', seq % 9973), (seq % 100000) / 100, "
+    "ELT(1 + seq % 3, 'new', 'paid', 'shipped'), IF(seq % 10 = 0, NULL, CONCAT('n', seq)), "
+    "TIMESTAMP('2024-01-02 03:04:05.123') + INTERVAL seq SECOND, seq / 7 FROM seq_1_to_{n}"
+)
 
 
 class Workload(threading.Thread):
@@ -50,25 +54,40 @@ class Workload(threading.Thread):
                 while not self.stop_flag.is_set():
                     op = rnd.choice(("insert", "update", "update", "delete"))
                     if op == "insert":
-                        cur.execute("INSERT INTO live VALUES (%s, %s, %s, 'new', %s, NOW(3), %s)",
-                                    (self.next_id, f"live {self.next_id}", rnd.randint(1, 10**6) / 100,
-                                     "inserted", rnd.random()))
+                        cur.execute(
+                            "INSERT INTO live VALUES (%s, %s, %s, 'new', %s, NOW(3), %s)",
+                            (
+                                self.next_id,
+                                f"live {self.next_id}",
+                                rnd.randint(1, 10**6) / 100,
+                                "inserted",
+                                rnd.random(),
+                            ),
+                        )
                         self.next_id += 1
                     elif op == "update":
-                        cur.execute("UPDATE live SET amount = %s, status = 'paid', note = %s WHERE id = %s",
-                                    (rnd.randint(1, 10**6) / 100, f"upd é {rnd.random()}", rnd.randint(1, self.next_id)))
+                        cur.execute(
+                            "UPDATE live SET amount = %s, status = 'paid', note = %s WHERE id = %s",
+                            (
+                                rnd.randint(1, 10**6) / 100,
+                                f"upd é {rnd.random()}",
+                                rnd.randint(1, self.next_id),
+                            ),
+                        )
                     else:
                         cur.execute("DELETE FROM live WHERE id = %s", (rnd.randint(1, self.next_id),))
                     self.counts[op] += 1
                     time.sleep(0.002)
-        except BaseException as e:  # noqa: BLE001 - reported by the test
+        except BaseException as e:
             self.error = e
 
 
 def _wait_for_row(cfg, topic: str, marker: str, timeout: float) -> None:
     """Until a tuple holding ``marker`` is in ``topic`` (the appender has caught up to it)."""
     deadline = time.monotonic() + timeout
-    consumer = kafka.consumer(cfg.endpoints.kafka, topic, auto_offset_reset="earliest", enable_auto_commit=False)
+    consumer = kafka.consumer(
+        cfg.endpoints.kafka, topic, auto_offset_reset="earliest", enable_auto_commit=False
+    )
     try:
         while time.monotonic() < deadline:
             for records in consumer.poll(timeout_ms=500).values():
@@ -76,7 +95,8 @@ def _wait_for_row(cfg, topic: str, marker: str, timeout: float) -> None:
                     return
     finally:
         consumer.close()
-    raise AssertionError(f"{marker!r} did not reach {topic} in {timeout:.0f}s")
+    msg = f"{marker!r} did not reach {topic} in {timeout:.0f}s"
+    raise AssertionError(msg)
 
 
 def test_a_full_pull_under_live_writes_reconciles_to_an_exact_copy(tmp_path, source):
@@ -97,13 +117,26 @@ def test_a_full_pull_under_live_writes_reconciles_to_an_exact_copy(tmp_path, sou
         workload.start()
         time.sleep(2)
         producer = kafka.producer(env.cfg.endpoints.kafka)  # bad requests first: they must disturb nothing
-        producer.send(env.cfg.source(env.ds).topics.name("ctrl", env.ds), key=b"FULL_DATA_INDEPENDENT_PULL_REQ",
-                      value=b"{not json").get(30)
+        producer.send(
+            env.cfg.source(env.ds).topics.name("ctrl", env.ds),
+            key=b"FULL_DATA_INDEPENDENT_PULL_REQ",
+            value=b"{not json",
+        ).get(30)
         producer.close()
         out = run_dbus(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", f"{database}.nope")
         assert out.returncode == 2 and "FULLPULL_UNKNOWN_TABLE" in out.stderr, out.stdout + out.stderr
-        out = run_dbus(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", f"{database}.live",
-                    "--follow", "--wait", "300")
+        out = run_dbus(
+            env.cfg_path,
+            "fullpull",
+            "request",
+            "--source",
+            env.ds,
+            "--table",
+            f"{database}.live",
+            "--follow",
+            "--wait",
+            "300",
+        )
         assert out.returncode == 0, out.stdout + out.stderr
         print(out.stdout.splitlines()[-1])
         time.sleep(2)  # writes go on after the pull
@@ -119,20 +152,44 @@ def test_a_full_pull_under_live_writes_reconciles_to_an_exact_copy(tmp_path, sou
         for stage in ("fullpuller", "appender", "dispatcher", "extractor"):  # free the cores for the checks
             stages.stop(stage)
         snapshot = tmp_path / "snapshot"
-        out = run_dbus(env.cfg_path, "reconcile", "--source", env.ds, "--table", f"{database}.live",
-                    "--out", str(snapshot))
+        out = run_dbus(
+            env.cfg_path,
+            "reconcile",
+            "--source",
+            env.ds,
+            "--table",
+            f"{database}.live",
+            "--out",
+            str(snapshot),
+        )
         assert out.returncode == 0, out.stdout + out.stderr
         result = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"reconcile: {result}")
-        out = run_dbus(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.live",
-                    "--snapshot", str(snapshot))
+        out = run_dbus(
+            env.cfg_path,
+            "verify",
+            "--source",
+            env.ds,
+            "--table",
+            f"{database}.live",
+            "--snapshot",
+            str(snapshot),
+        )
         print(out.stdout)
         assert out.returncode == 0, out.stdout + out.stderr
         assert "equal, 0 differences" in out.stdout, out.stdout
         with writer.cursor() as cur:
             cur.execute("UPDATE live SET note = 'changed after' WHERE id = (SELECT MAX(id) FROM live)")
-        out = run_dbus(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.live",
-                    "--snapshot", str(snapshot))
+        out = run_dbus(
+            env.cfg_path,
+            "verify",
+            "--source",
+            env.ds,
+            "--table",
+            f"{database}.live",
+            "--snapshot",
+            str(snapshot),
+        )
         assert out.returncode == 1, out.stdout + out.stderr
     finally:
         workload.stop_flag.set()

@@ -15,15 +15,31 @@ import pyarrow.parquet as pq
 
 from dbuslib import kafka
 from fullpuller import reconcile, verify
-from ums import (ColumnSpec, DataRow, Namespace, Op, ProtocolType, build_data_messages,
-                 build_heartbeat_message, build_termination_message, data_key, initial_data_key, to_json,
-                 ums_uid)
+from ums import (
+    ColumnSpec,
+    DataRow,
+    Namespace,
+    Op,
+    ProtocolType,
+    build_data_messages,
+    build_heartbeat_message,
+    build_termination_message,
+    data_key,
+    initial_data_key,
+    to_json,
+    ums_uid,
+)
 
-V0 = (ColumnSpec("id", "bigint(20) unsigned", False), ColumnSpec("customer", "varchar(40)"),
-      ColumnSpec("amount", "decimal(10,2)"))
+V0 = (
+    ColumnSpec("id", "bigint(20) unsigned", False),
+    ColumnSpec("customer", "varchar(40)"),
+    ColumnSpec("amount", "decimal(10,2)"),
+)
 V1 = V0 + (ColumnSpec("price", "float"), ColumnSpec("paid_at", "datetime(3)"))
-DDL = ("CREATE TABLE orders (id BIGINT UNSIGNED PRIMARY KEY, customer VARCHAR(40), amount DECIMAL(10,2), "
-       "price FLOAT, paid_at DATETIME(3))")
+DDL = (
+    "CREATE TABLE orders (id BIGINT UNSIGNED PRIMARY KEY, customer VARCHAR(40), amount DECIMAL(10,2), "
+    "price FLOAT, paid_at DATETIME(3))"
+)
 TS = "2024-01-02 03:04:05.000"
 
 
@@ -57,14 +73,20 @@ class Writer:
         at = str(self.next_id)
         self.next_id += 137
         tuples = [DataRow(at, TS, Op.INSERT, str(int(at) * 10**6 + i), r) for i, r in enumerate(rows)]
-        for m in build_data_messages(self.ns, V1, tuples, batch_id=1, protocol=ProtocolType.DATA_INITIAL_DATA,
-                                     max_tuples=50):
+        for m in build_data_messages(
+            self.ns, V1, tuples, batch_id=1, protocol=ProtocolType.DATA_INITIAL_DATA, max_tuples=50
+        ):
             self.messages.append((initial_data_key(self.ns, 1704164645000), to_json(m)))
 
 
 def _row(i: int, rng: random.Random) -> tuple:
-    return (i, f"cust-{rng.randrange(1000)}", Decimal(rng.randrange(100000)) / 100,
-            rng.choice([1.1, 0.5, None]), datetime(2024, 1, 2, 3, 4, 5, rng.randrange(1000) * 1000))
+    return (
+        i,
+        f"cust-{rng.randrange(1000)}",
+        Decimal(rng.randrange(100000)) / 100,
+        rng.choice([1.1, 0.5, None]),
+        datetime(2024, 1, 2, 3, 4, 5, rng.randrange(1000) * 1000),
+    )
 
 
 def test_reconcile_then_verify(spark, cfg, writer_db, new_topic, tmp_path):
@@ -115,14 +137,25 @@ def test_reconcile_then_verify(spark, cfg, writer_db, new_topic, tmp_path):
     some = next(iter(table))
     assert Decimal(got[some]["amount"]) == table[some][2]
 
-    jdbc = reconcile.run(spark, cfg, "demo", name, "orders", "", fmt="jdbc", jdbc_table=f"{name}.snapshot",
-                         topic=topic)
+    jdbc = reconcile.run(
+        spark, cfg, "demo", name, "orders", "", fmt="jdbc", jdbc_table=f"{name}.snapshot", topic=topic
+    )
     with db.cursor() as cur:
         cur.execute("SELECT id, customer FROM snapshot")
-        assert (jdbc.rows, dict(cur.fetchall())) == (len(table), {r["id"]: r["customer"] for r in got.values()})
+        assert (jdbc.rows, dict(cur.fetchall())) == (
+            len(table),
+            {r["id"]: r["customer"] for r in got.values()},
+        )
 
-    args = argparse.Namespace(config=str(cfg.path), source="demo", table=f"{name}.orders", snapshot=out,
-                              limit=20, shard_size=100, workers=2)
+    args = argparse.Namespace(
+        config=str(cfg.path),
+        source="demo",
+        table=f"{name}.orders",
+        snapshot=out,
+        limit=20,
+        shard_size=100,
+        workers=2,
+    )
     assert verify.cli(args) == 0
 
     changed = sorted(table)[len(table) // 2]

@@ -20,11 +20,26 @@ import pymysql
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_rowdecode_types import COLUMNS, CREATE, MAX_ROW, MIN_ROW, NULL_ROW, ODD_ROW, as_decoded, multi_row_insert
+from test_rowdecode_types import (
+    COLUMNS,
+    CREATE,
+    MAX_ROW,
+    MIN_ROW,
+    NULL_ROW,
+    ODD_ROW,
+    as_decoded,
+    multi_row_insert,
+)
 
 from fullpuller.catalog import table_info
-from fullpuller.render import (SESSION_SQL, binary_columns, python_columns, select_sql, splice_binaries,
-                               tuple_text)
+from fullpuller.render import (
+    SESSION_SQL,
+    binary_columns,
+    python_columns,
+    select_sql,
+    splice_binaries,
+    tuple_text,
+)
 from ums.types import ColumnSpec
 from ums.values import encode_column
 
@@ -54,20 +69,30 @@ def rendered(db, info, where: str = "1 = 1") -> dict[int, list]:
 
 def reference(db, info) -> dict[int, list]:
     """ums.values of what pymysql SELECTs (FLOAT read exactly as a DOUBLE, as the binlog has it)."""
-    exprs = ", ".join(f"CAST(`{c.name}` AS DOUBLE)" if c.name in python_columns(info.columns) else f"`{c.name}`"
-                      for c in info.columns)
+    exprs = ", ".join(
+        f"CAST(`{c.name}` AS DOUBLE)" if c.name in python_columns(info.columns) else f"`{c.name}`"
+        for c in info.columns
+    )
     with db.cursor() as cur:
         cur.execute(f"SELECT {exprs} FROM every_type ORDER BY id")
         rows = cur.fetchall()
-    return {row[0]: [json.loads(json.dumps(encode_column(c, as_decoded(c, v))))
-                     for c, v in zip(info.columns, row, strict=True)] for row in rows}
+    return {
+        row[0]: [
+            json.loads(json.dumps(encode_column(c, as_decoded(c, v))))
+            for c, v in zip(info.columns, row, strict=True)
+        ]
+        for row in rows
+    }
 
 
 def differences(got: dict[int, list], want: dict[int, list], columns) -> list[str]:
     assert sorted(got) == sorted(want)
-    return [f"id={key} {c.name}: rendered {g!r:.80} ums.values {w!r:.80}"
-            for key in want for c, g, w in zip(columns, got[key], want[key], strict=True)
-            if g != w or type(g) is not type(w) and not isinstance(w, float)]
+    return [
+        f"id={key} {c.name}: rendered {g!r:.80} ums.values {w!r:.80}"
+        for key in want
+        for c, g, w in zip(columns, got[key], want[key], strict=True)
+        if g != w or type(g) is not type(w) and not isinstance(w, float)
+    ]
 
 
 def test_every_type_renders_as_ums_values(writer_db):
@@ -99,7 +124,7 @@ def test_float_columns_are_spliced_in_python_and_other_tables_are_one_column(wri
         cur.execute(select_sql(table_info(db, name, "plain"), "1 = 1"))
         plain = cur.fetchall()
     assert python_columns(info.columns) == ("a", "c", "d")
-    assert rows == ['1,0.1,"x",null,3.4028235e+38', '2,null,null,-1e-45,0.0']
+    assert rows == ['1,0.1,"x",null,3.4028235e+38', "2,null,null,-1e-45,0.0"]
     assert plain == (('1,"x"',),)
 
 
@@ -109,7 +134,7 @@ def test_json_columns_render_compact_json_text(writer_db):
     MariaDB's JSON_COMPACT and json.dumps may escape differently."""
     db, name = writer_db
     session(db)
-    docs = ['{"k": [1, 2.5, null, true, "😀"], "n": {"x": -1}}', "[]", '"a\\"b"', "{\"e\": \"\\u00e9\\n\"}"]
+    docs = ['{"k": [1, 2.5, null, true, "😀"], "n": {"x": -1}}', "[]", '"a\\"b"', '{"e": "\\u00e9\\n"}']
     with db.cursor() as cur:
         cur.execute("CREATE TABLE j (id INT PRIMARY KEY, js JSON)")
         cur.executemany("INSERT INTO j VALUES (%s, %s)", list(enumerate(docs)))
@@ -133,29 +158,48 @@ def _float32(bits: int) -> float:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(doubles=st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=40),
-       floats=st.lists(st.integers(0, 2**32 - 1).map(_float32).filter(math.isfinite), min_size=40, max_size=40),
-       decimals=st.lists(st.decimals(min_value=-10**8, max_value=10**8, places=2).map(lambda d: d + 0), min_size=40, max_size=40),
-       texts=st.lists(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20),
-                      min_size=40, max_size=40),
-       blobs=st.lists(st.binary(max_size=120), min_size=40, max_size=40))
+@given(
+    doubles=st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=40),
+    floats=st.lists(st.integers(0, 2**32 - 1).map(_float32).filter(math.isfinite), min_size=40, max_size=40),
+    decimals=st.lists(
+        st.decimals(min_value=-(10**8), max_value=10**8, places=2).map(lambda d: d + 0),
+        min_size=40,
+        max_size=40,
+    ),
+    texts=st.lists(
+        st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20),
+        min_size=40,
+        max_size=40,
+    ),
+    blobs=st.lists(st.binary(max_size=120), min_size=40, max_size=40),
+)
 def test_random_values_render_exactly(writer_db, doubles, floats, decimals, texts, blobs):
     db, name = writer_db
     session(db)
     with db.cursor() as cur:
-        cur.execute("CREATE TABLE IF NOT EXISTS r (id INT PRIMARY KEY, db DOUBLE, fl FLOAT, de DECIMAL(12,2),"
-                    " vc VARCHAR(40), tx TEXT CHARACTER SET latin1, vb VARBINARY(200)) DEFAULT CHARSET=utf8mb4")
+        cur.execute(
+            "CREATE TABLE IF NOT EXISTS r (id INT PRIMARY KEY, db DOUBLE, fl FLOAT, de DECIMAL(12,2),"
+            " vc VARCHAR(40), tx TEXT CHARACTER SET latin1, vb VARBINARY(200)) DEFAULT CHARSET=utf8mb4"
+        )
         cur.execute("DELETE FROM r")
-        rows = [(i, d, f, dec, t, latin1(t), b)
-                for i, (d, f, dec, t, b) in enumerate(zip(doubles * 40, floats, decimals, texts, blobs))]
-        cur.executemany("INSERT INTO r VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                        [(i, repr(d), repr(f), dec, t, lt, b) for i, d, f, dec, t, lt, b in rows])
+        rows = [
+            (i, d, f, dec, t, latin1(t), b)
+            for i, (d, f, dec, t, b) in enumerate(
+                zip(doubles * 40, floats, decimals, texts, blobs, strict=False)
+            )
+        ]
+        cur.executemany(
+            "INSERT INTO r VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            [(i, repr(d), repr(f), dec, t, lt, b) for i, d, f, dec, t, lt, b in rows],
+        )
     info = table_info(db, name, "r")
     with db.cursor() as cur:
         cur.execute(select_sql(info, "1 = 1") + " ORDER BY id")
         got = [json.loads("[" + row_text(info, r) + "]") for r in cur.fetchall()]
-    want = [[json.loads(json.dumps(encode_column(c, v))) for c, v in zip(info.columns, row, strict=True)]
-            for row in rows]
+    want = [
+        [json.loads(json.dumps(encode_column(c, v))) for c, v in zip(info.columns, row, strict=True)]
+        for row in rows
+    ]
     assert got == want
     assert all(isinstance(Decimal(g[3]), Decimal) and g[3] == w[3] for g, w in zip(got, want, strict=True))
 
@@ -165,11 +209,15 @@ def test_rendering_speed_200k_rows(writer_db, capsys):
     db, name = writer_db
     session(db)
     with db.cursor() as cur:
-        cur.execute("CREATE TABLE speed (id INT PRIMARY KEY, a BIGINT, b VARCHAR(40), c DECIMAL(12,2),"
-                    " d DATETIME(3), e DOUBLE, f VARBINARY(16))")
-        cur.execute("INSERT INTO speed SELECT seq, seq * 1000003, CONCAT('name ', seq, ' é'), seq / 7,"
-                    " '2024-01-01' + INTERVAL seq SECOND, seq / 3, UNHEX(MD5(seq))"
-                    " FROM seq_1_to_200000")
+        cur.execute(
+            "CREATE TABLE speed (id INT PRIMARY KEY, a BIGINT, b VARCHAR(40), c DECIMAL(12,2),"
+            " d DATETIME(3), e DOUBLE, f VARBINARY(16))"
+        )
+        cur.execute(
+            "INSERT INTO speed SELECT seq, seq * 1000003, CONCAT('name ', seq, ' é'), seq / 7,"
+            " '2024-01-01' + INTERVAL seq SECOND, seq / 3, UNHEX(MD5(seq))"
+            " FROM seq_1_to_200000"
+        )
     info = table_info(db, name, "speed")
     with db.cursor(pymysql.cursors.SSCursor) as cur:
         start = time.perf_counter()
@@ -184,11 +232,13 @@ def test_rendering_speed_200k_rows(writer_db, capsys):
 # ---------------------------------------------------------------- INET4 / INET6 / UUID end to end
 
 INET_DDL = "CREATE TABLE hosts (id INT PRIMARY KEY, a INET4, b INET6, c UUID, d BINARY(16), note VARCHAR(20))"
-INET_FILL = ("INSERT INTO hosts SELECT seq,"
-             " CAST(UNHEX(LPAD(HEX(seq * 2654435761 % 4294967296), 8, '0')) AS INET4),"
-             " CAST(UNHEX(CONCAT(IF(seq % 3 = 0, REPEAT('0', 20), CONCAT('2001', LPAD(HEX(seq), 16, '0'))),"
-             " IF(seq % 3 = 0, 'ffff', ''), LPAD(HEX(seq), 8, '0'), IF(seq % 3 = 0, '', '0000'))) AS INET6),"
-             " IF(seq % 7 = 0, NULL, UUID()), UNHEX(MD5(seq)), CONCAT('n', seq) FROM seq_1_to_{n}")
+INET_FILL = (
+    "INSERT INTO hosts SELECT seq,"
+    " CAST(UNHEX(LPAD(HEX(seq * 2654435761 % 4294967296), 8, '0')) AS INET4),"
+    " CAST(UNHEX(CONCAT(IF(seq % 3 = 0, REPEAT('0', 20), CONCAT('2001', LPAD(HEX(seq), 16, '0'))),"
+    " IF(seq % 3 = 0, 'ffff', ''), LPAD(HEX(seq), 8, '0'), IF(seq % 3 = 0, '', '0000'))) AS INET6),"
+    " IF(seq % 7 = 0, NULL, UUID()), UNHEX(MD5(seq)), CONCAT('n', seq) FROM seq_1_to_{n}"
+)
 
 
 def _cli(cfg_path, *args: str, timeout: float = 600):
@@ -199,8 +249,14 @@ def _cli(cfg_path, *args: str, timeout: float = 600):
     from extractor_env import REPO
 
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    return subprocess.run([sys.executable, "-m", "cli.main", "--config", str(cfg_path), *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", "--config", str(cfg_path), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(tmp_path, source):
@@ -215,8 +271,8 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
     from pipeline_env import make_pipeline_env
     from test_fullpull_live import _wait_for_row
 
-    from dbuslib import kafka, mysql
     from cli.stages import Stages
+    from dbuslib import kafka, mysql
 
     database = f"dbus_test_{uuidlib.uuid4().hex[:12]}"
     writer = mysql.connect(source.mysql, as_writer=True)
@@ -238,25 +294,42 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
             stages.start(stage)
         stages.wait_ready("extractor", "dispatcher", "appender", "fullpuller")
         with writer.cursor() as cur:  # increments before the pull
-            cur.execute("UPDATE hosts SET b = '2001:db8::ff00:42:8329',"
-                        " c = '123e4567-e89b-12d3-a456-426655440000' WHERE id = 1")
-            cur.execute("UPDATE hosts SET a = '10.1.2.3', b = '::ffff:1.2.3.4', c = NULL"
-                        " WHERE id BETWEEN 10 AND 60")
-            cur.execute("INSERT INTO hosts VALUES (5001, '0.0.0.0', '::',"
-                        " '00000000-0000-0000-0000-000000000000', x'00', 'zeros'),"
-                        " (5002, NULL, '1::1:1:1:1:1:1', UUID(), NULL, 'one zero group')")
+            cur.execute(
+                "UPDATE hosts SET b = '2001:db8::ff00:42:8329',"
+                " c = '123e4567-e89b-12d3-a456-426655440000' WHERE id = 1"
+            )
+            cur.execute(
+                "UPDATE hosts SET a = '10.1.2.3', b = '::ffff:1.2.3.4', c = NULL WHERE id BETWEEN 10 AND 60"
+            )
+            cur.execute(
+                "INSERT INTO hosts VALUES (5001, '0.0.0.0', '::',"
+                " '00000000-0000-0000-0000-000000000000', x'00', 'zeros'),"
+                " (5002, NULL, '1::1:1:1:1:1:1', UUID(), NULL, 'one zero group')"
+            )
             cur.execute("DELETE FROM hosts WHERE id BETWEEN 100 AND 120")
             cur.execute("UPDATE tokens SET ip = '::1' WHERE hits BETWEEN 1 AND 20")
             cur.execute("DELETE FROM tokens WHERE hits BETWEEN 21 AND 30")
         for name in (table, f"{database}.tokens"):
-            out = _cli(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", name, "--follow",
-                       "--wait", "300")
+            out = _cli(
+                env.cfg_path,
+                "fullpull",
+                "request",
+                "--source",
+                env.ds,
+                "--table",
+                name,
+                "--follow",
+                "--wait",
+                "300",
+            )
             assert out.returncode == 0, out.stdout + out.stderr
         with writer.cursor() as cur:  # increments after the pull
-            cur.execute("UPDATE hosts SET b = 'fe80::1', a = '192.168.0.1', c = UUID()"
-                        " WHERE id IN (2, 3, 5001)")
-            cur.execute("INSERT INTO hosts VALUES (5003, '1.2.3.4', '::1.2.3.4', UUID(), x'ff',"
-                        " 'v4 compatible')")
+            cur.execute(
+                "UPDATE hosts SET b = 'fe80::1', a = '192.168.0.1', c = UUID() WHERE id IN (2, 3, 5001)"
+            )
+            cur.execute(
+                "INSERT INTO hosts VALUES (5003, '1.2.3.4', '::1.2.3.4', UUID(), x'ff', 'v4 compatible')"
+            )
             cur.execute("INSERT INTO tokens VALUES (UUID(), '1::1:1:1:1:1:1', 9999)")
             cur.execute("UPDATE tokens SET hits = -hits WHERE hits BETWEEN 31 AND 40")
             cur.execute("UPDATE tokens SET ip = 'fe80::d4a1' WHERE hits = 41")  # the tokens' drain marker
@@ -268,19 +341,26 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
             stages.stop(stage)
 
         messages = [json.loads(r.value) for r in kafka.read_range(env.cfg.endpoints.kafka, [topic])]
-        messages = [m for m in messages if m["schema"]["namespace"].split(".")[3] == "hosts"]  # topic per schema
+        messages = [
+            m for m in messages if m["schema"]["namespace"].split(".")[3] == "hosts"
+        ]  # topic per schema
         kinds = {m["protocol"]["type"] for m in messages}
         assert {"data_increment_data", "data_initial_data"} <= kinds
         for m in messages:
             if m["protocol"]["type"] in ("data_increment_data", "data_initial_data"):
                 types = {f["name"]: f["type"] for f in m["schema"]["fields"]}
                 assert (types["a"], types["b"], types["c"], types["d"]) == ("string",) * 3 + ("binary",), m
-        increments = [t["tuple"] for m in messages if m["protocol"]["type"] == "data_increment_data"
-                      for t in m["payload"]]
+        increments = [
+            t["tuple"]
+            for m in messages
+            if m["protocol"]["type"] == "data_increment_data"
+            for t in m["payload"]
+        ]
         pair = ["2001:db8::ff00:42:8329", "123e4567-e89b-12d3-a456-426655440000"]
         assert pair in [t[6:8] for t in increments]
-        assert ["0.0.0.0", "::", "00000000-0000-0000-0000-000000000000", "AAAAAAAAAAAAAAAAAAAAAA=="] in \
-            [t[5:9] for t in increments]
+        assert ["0.0.0.0", "::", "00000000-0000-0000-0000-000000000000", "AAAAAAAAAAAAAAAAAAAAAA=="] in [
+            t[5:9] for t in increments
+        ]
         assert "1::1:1:1:1:1:1" in [t[6] for t in increments]
 
         snapshot = tmp_path / "snapshot"
@@ -291,11 +371,27 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
         assert out.returncode == 0, out.stdout + out.stderr
         assert "equal, 0 differences" in out.stdout, out.stdout
         snapshot_tokens = tmp_path / "snapshot-tokens"
-        out = _cli(env.cfg_path, "reconcile", "--source", env.ds, "--table", f"{database}.tokens", "--out",
-                   str(snapshot_tokens))
+        out = _cli(
+            env.cfg_path,
+            "reconcile",
+            "--source",
+            env.ds,
+            "--table",
+            f"{database}.tokens",
+            "--out",
+            str(snapshot_tokens),
+        )
         assert out.returncode == 0, out.stdout + out.stderr
-        out = _cli(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.tokens", "--snapshot",
-                   str(snapshot_tokens))
+        out = _cli(
+            env.cfg_path,
+            "verify",
+            "--source",
+            env.ds,
+            "--table",
+            f"{database}.tokens",
+            "--snapshot",
+            str(snapshot_tokens),
+        )
         print(out.stdout)
         assert out.returncode == 0 and "equal, 0 differences" in out.stdout, out.stdout + out.stderr
         with writer.cursor() as cur:

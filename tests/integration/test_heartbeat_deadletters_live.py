@@ -27,8 +27,14 @@ QUIET_S = 5
 def dlq_env(tmp_path, writer_db, receivers):  # noqa: F811 - the fixture
     _, database = writer_db
     http_port, hooks, _, _ = receivers
-    ds, cfg = heartbeat_config(tmp_path, database, check_interval_s=1, dead_letter_quiet_s=QUIET_S,
-                               webhook_url=f"http://127.0.0.1:{http_port}/alerts", webhook_timeout_s=5)
+    ds, cfg = heartbeat_config(
+        tmp_path,
+        database,
+        check_interval_s=1,
+        dead_letter_quiet_s=QUIET_S,
+        webhook_url=f"http://127.0.0.1:{http_port}/alerts",
+        webhook_timeout_s=5,
+    )
     topic = cfg.source(ds).topics.name("dead_letter", ds)
     kafka.ensure_topics(cfg.endpoints.kafka, [topic], partitions=2)
     client = zk.client(cfg.endpoints.zookeeper)
@@ -42,12 +48,12 @@ def dlq_env(tmp_path, writer_db, receivers):  # noqa: F811 - the fixture
         admin = kafka.admin(cfg.endpoints.kafka)
         try:
             admin.delete_groups([deadletters.group_id(ds)])
-        except Exception:  # noqa: BLE001 - a group the broker already forgot is fine
+        except Exception:
             pass
         finally:
             admin.close()
         for measurement in (deadletters.MEASUREMENT, "dbus_alert"):
-            influxql(cfg, f"DROP SERIES FROM \"{measurement}\" WHERE \"ds\" = '{ds}'")
+            influxql(cfg, f'DROP SERIES FROM "{measurement}" WHERE "ds" = \'{ds}\'')
 
 
 def produce(cfg, topic: str, records: list[tuple[int, bytes | None, bytes | None]]) -> None:
@@ -61,13 +67,28 @@ def produce(cfg, topic: str, records: list[tuple[int, bytes | None, bytes | None
 
 
 def appender_letter(ds: str, table: str, offset: int) -> bytes:
-    return DeadLetter("RAW_UNDECODABLE", f"shop.{table} at f:1: bad", f"{ds}.shop", 0, offset,
-                      f"shop.{table}".encode(), b"raw", "appender").to_json().encode()
+    return (
+        DeadLetter(
+            "RAW_UNDECODABLE",
+            f"shop.{table} at f:1: bad",
+            f"{ds}.shop",
+            0,
+            offset,
+            f"shop.{table}".encode(),
+            b"raw",
+            "appender",
+        )
+        .to_json()
+        .encode()
+    )
 
 
 def sums(cfg, ds: str) -> dict[str, int]:
-    series = influxql(cfg, f'SELECT sum("count") FROM "{deadletters.MEASUREMENT}" WHERE "ds" = \'{ds}\' '
-                           f'GROUP BY "stage", "code"')
+    series = influxql(
+        cfg,
+        f'SELECT sum("count") FROM "{deadletters.MEASUREMENT}" WHERE "ds" = \'{ds}\' '
+        f'GROUP BY "stage", "code"',
+    )
     return {f"{s['tags']['stage']}/{s['tags']['code']}": s["values"][0][1] for s in series}
 
 
@@ -81,39 +102,70 @@ def checks_until(monitor: Monitor, done) -> list:
 
 def test_dead_letters_are_counted_once_alerted_shown_and_cleared(dlq_env):
     ds, cfg, topic, client, hooks = dlq_env
-    dispatcher_letter = {"reason": "RAW_BAD_RECORD", "error": "bad magic", "topic": ds, "partition": 0,
-                         "offset": 7, "key": None, "value_base64": "Z2FyYmFnZQ=="}
-    produce(cfg, topic, [(0, b"shop.orders", appender_letter(ds, "orders", 41)),
-                         (1, b"shop.items", appender_letter(ds, "items", 42)),
-                         (0, None, json.dumps(dispatcher_letter).encode()),
-                         (1, None, b"\x00garbage"),
-                         (1, b"shop.orders", None)])
+    dispatcher_letter = {
+        "reason": "RAW_BAD_RECORD",
+        "error": "bad magic",
+        "topic": ds,
+        "partition": 0,
+        "offset": 7,
+        "key": None,
+        "value_base64": "Z2FyYmFnZQ==",
+    }
+    produce(
+        cfg,
+        topic,
+        [
+            (0, b"shop.orders", appender_letter(ds, "orders", 41)),
+            (1, b"shop.items", appender_letter(ds, "items", 42)),
+            (0, None, json.dumps(dispatcher_letter).encode()),
+            (1, None, b"\x00garbage"),
+            (1, b"shop.orders", None),
+        ],
+    )
     monitor = Monitor(cfg, ds, client=client, list_tables=lambda: [])
     try:
         notes = checks_until(monitor, lambda notes: notes)  # the first checks may still be joining
     finally:
         monitor.close()
-    keys = {f"appender.RAW_UNDECODABLE.{deadletters.KIND}", f"dispatcher.RAW_BAD_RECORD.{deadletters.KIND}",
-            f"unknown.{deadletters.UNREADABLE}.{deadletters.KIND}"}
+    keys = {
+        f"appender.RAW_UNDECODABLE.{deadletters.KIND}",
+        f"dispatcher.RAW_BAD_RECORD.{deadletters.KIND}",
+        f"unknown.{deadletters.UNREADABLE}.{deadletters.KIND}",
+    }
     assert {(n.event, n.alert.key) for n in notes} == {("alert", k) for k in keys}
-    assert sums(cfg, ds) == {"appender/RAW_UNDECODABLE": 2, "dispatcher/RAW_BAD_RECORD": 1,
-                             "unknown/DLQ_UNREADABLE": 2}
+    assert sums(cfg, ds) == {
+        "appender/RAW_UNDECODABLE": 2,
+        "dispatcher/RAW_BAD_RECORD": 1,
+        "unknown/DLQ_UNREADABLE": 2,
+    }
 
     wait_until(lambda: len(hooks) == 3, 10, "three dead-letter alerts at the webhook")
     hook = next(h for h in hooks if h["code"] == "RAW_UNDECODABLE")
     assert (hook["event"], hook["kind"], hook["stage"], hook["count"]) == (
-        "alert", "dead_letter", "appender", 2)
-    assert (hook["topic"], hook["partition"], hook["offset"], hook["origin"]) == (f"{ds}.shop", 0, 42,
-                                                                                  "shop.items")
+        "alert",
+        "dead_letter",
+        "appender",
+        2,
+    )
+    assert (hook["topic"], hook["partition"], hook["offset"], hook["origin"]) == (
+        f"{ds}.shop",
+        0,
+        42,
+        "shop.items",
+    )
     assert f"in {topic} partition 1 offset 0" in hook["message"]
     assert set(client.get_children(alerts_path(cfg.endpoints.zookeeper.root, ds))) == keys
 
     snap = status.collect(cfg, ds)
-    got = {(d.stage, d.code): (d.count, d.origin, d.topic, d.offset, d.dlq_partition, d.dlq_offset)
-           for d in snap.dead_letters}
-    assert got == {("appender", "RAW_UNDECODABLE"): (2, "shop.items", f"{ds}.shop", 42, 1, 0),
-                   ("dispatcher", "RAW_BAD_RECORD"): (1, "", ds, 7, 0, 1),
-                   ("unknown", "DLQ_UNREADABLE"): (2, "shop.orders", "", -1, 1, 2)}
+    got = {
+        (d.stage, d.code): (d.count, d.origin, d.topic, d.offset, d.dlq_partition, d.dlq_offset)
+        for d in snap.dead_letters
+    }
+    assert got == {
+        ("appender", "RAW_UNDECODABLE"): (2, "shop.items", f"{ds}.shop", 42, 1, 0),
+        ("dispatcher", "RAW_BAD_RECORD"): (1, "", ds, 7, 0, 1),
+        ("unknown", "DLQ_UNREADABLE"): (2, "shop.orders", "", -1, 1, 2),
+    }
     screen = status.render(snap)
     assert f"RAW_UNDECODABLE        2   {ds}.shop partition 0 offset 42 (shop.items), in {topic}" in screen
 
@@ -126,11 +178,18 @@ def test_dead_letters_are_counted_once_alerted_shown_and_cleared(dlq_env):
     finally:
         again.close()
     assert {(n.event, n.alert.key) for n in notes} == {
-        ("recovery", k) for k in keys if not k.startswith("appender.")}
-    assert sums(cfg, ds) == {"appender/RAW_UNDECODABLE": 3, "dispatcher/RAW_BAD_RECORD": 1,
-                             "unknown/DLQ_UNREADABLE": 2}
-    open_ = json.loads(client.get(f"{alerts_path(cfg.endpoints.zookeeper.root, ds)}/"
-                                  f"appender.RAW_UNDECODABLE.{deadletters.KIND}")[0])
+        ("recovery", k) for k in keys if not k.startswith("appender.")
+    }
+    assert sums(cfg, ds) == {
+        "appender/RAW_UNDECODABLE": 3,
+        "dispatcher/RAW_BAD_RECORD": 1,
+        "unknown/DLQ_UNREADABLE": 2,
+    }
+    open_ = json.loads(
+        client.get(
+            f"{alerts_path(cfg.endpoints.zookeeper.root, ds)}/appender.RAW_UNDECODABLE.{deadletters.KIND}"
+        )[0]
+    )
     assert (open_["count"], open_["offset"], open_["origin"]) == (3, 43, "shop.orders")
     wait_until(lambda: len(hooks) == 5, 10, "two recoveries at the webhook")
     assert sorted(h["code"] for h in hooks[3:]) == ["DLQ_UNREADABLE", "RAW_BAD_RECORD"]

@@ -28,9 +28,9 @@ import yaml
 from extractor_env import REPO
 from pipeline_env import cleanup_pipeline, make_pipeline_env
 
+from cli.stages import Stages
 from dbuslib import influx, kafka, zk
 from dbuslib.config import load_config
-from cli.stages import Stages
 
 pytestmark = pytest.mark.integration
 INTERVAL_S, CHECK_S, TIMEOUT_S = 2.0, 1.0, 10.0
@@ -43,13 +43,13 @@ class Receiver(HTTPServer):
         self.bodies: list[tuple[float, dict]] = []
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(handler) -> None:  # noqa: N805 - the server is `self` of the outer class
+            def do_POST(handler) -> None:
                 body = handler.rfile.read(int(handler.headers.get("Content-Length", 0)))
                 self.bodies.append((time.time(), json.loads(body)))
                 handler.send_response(200)
                 handler.end_headers()
 
-            def log_message(handler, *args) -> None:  # noqa: N805
+            def log_message(handler, *args) -> None:
                 pass
 
         super().__init__(("127.0.0.1", 0), Handler)
@@ -61,10 +61,12 @@ class Receiver(HTTPServer):
 
 def last_heartbeats(cfg, ds: str) -> dict[str, dict[str, float]]:
     """The newest dbus_heartbeat fields per table, read straight from InfluxDB."""
-    rows = influx.query(cfg.endpoints.influxdb,
-                        f'from(bucket:"{cfg.endpoints.influxdb.bucket}") |> range(start:-1h) '
-                        f'|> filter(fn:(r) => r._measurement == "dbus_heartbeat" and r.ds == "{ds}") '
-                        '|> group(columns:["table","_field"]) |> last()')
+    rows = influx.query(
+        cfg.endpoints.influxdb,
+        f'from(bucket:"{cfg.endpoints.influxdb.bucket}") |> range(start:-1h) '
+        f'|> filter(fn:(r) => r._measurement == "dbus_heartbeat" and r.ds == "{ds}") '
+        '|> group(columns:["table","_field"]) |> last()',
+    )
     out: dict[str, dict[str, float]] = {}
     for r in rows:
         out.setdefault(r["table"], {})[r["_field"]] = r["_value"]
@@ -89,7 +91,8 @@ def wait_until(check, timeout: float, what: str, stages: Stages, step: float = 0
         if got:
             return got
         time.sleep(step)
-    raise AssertionError(f"{what}: not within {timeout:.0f}s")
+    msg = f"{what}: not within {timeout:.0f}s"
+    raise AssertionError(msg)
 
 
 def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
@@ -103,9 +106,14 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
     hb_schema = f"{database}_hb"  # the heartbeat table's own schema, as `dbus` is in production
     raw["sources"][env.ds]["capture"]["include"].append(f"{hb_schema}.db_heartbeat_monitor")
     raw["sources"][env.ds]["heartbeat"] = {
-        "schema": hb_schema, "table": "db_heartbeat_monitor", "interval_s": INTERVAL_S,
-        "check_interval_s": CHECK_S, "timeout_s": TIMEOUT_S, "latency_alert_s": 120,
-        "webhook_url": f"http://127.0.0.1:{hook.server_port}/dbus"}
+        "schema": hb_schema,
+        "table": "db_heartbeat_monitor",
+        "interval_s": INTERVAL_S,
+        "check_interval_s": CHECK_S,
+        "timeout_s": TIMEOUT_S,
+        "latency_alert_s": 120,
+        "webhook_url": f"http://127.0.0.1:{hook.server_port}/dbus",
+    }
     env.cfg_path.write_text(yaml.safe_dump(raw))
     env.cfg = cfg = load_config(env.cfg_path)
     stages = Stages(cfg, env.ds, tmp_path / "stage-logs")
@@ -118,28 +126,52 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
             for i in range(20):
                 cur.execute(f"INSERT INTO `{database}`.busy VALUES ({i}, {i})")
         result = cfg.source(ds).topics.name("result", ds, database, "busy")
-        wait_until(lambda: sum(r.value.count(b'{"tuple":') for r in kafka.read_range(cfg.endpoints.kafka, [result]))
-                   >= 20, 180, "the first rows through the path", stages)
+        wait_until(
+            lambda: (
+                sum(r.value.count(b'{"tuple":') for r in kafka.read_range(cfg.endpoints.kafka, [result]))
+                >= 20
+            ),
+            180,
+            "the first rows through the path",
+            stages,
+        )
         # the monitor starts once the path runs: its first micro-batches take longer than the test's 10 s
         # threshold (the default threshold is 600 s)
         stages.start("heartbeat")
         t_hb = time.time()
 
         # 1. latency per table within two intervals of the packet time
-        wait_until(lambda: {"busy", "quiet"} <= set(last_heartbeats(cfg, ds)), 120, "first heartbeats", stages)
+        wait_until(
+            lambda: {"busy", "quiet"} <= set(last_heartbeats(cfg, ds)), 120, "first heartbeats", stages
+        )
         since_ms = time.time() * 1000
-        fresh = wait_until(lambda: (h := last_heartbeats(cfg, ds)) and all(
-            h.get(t, {}).get("packet_ms", 0) >= since_ms for t in ("busy", "quiet")) and h,
-            4 * INTERVAL_S, "heartbeats newer than the check's start", stages, step=0.2)
+        fresh = wait_until(
+            lambda: (
+                (h := last_heartbeats(cfg, ds))
+                and all(h.get(t, {}).get("packet_ms", 0) >= since_ms for t in ("busy", "quiet"))
+                and h
+            ),
+            4 * INTERVAL_S,
+            "heartbeats newer than the check's start",
+            stages,
+            step=0.2,
+        )
         arrived_ms = time.time() * 1000
         for table in ("busy", "quiet"):
             assert arrived_ms - fresh[table]["packet_ms"] <= 2 * INTERVAL_S * 1000, fresh[table]
             assert fresh[table]["latency_ms"] <= 2 * INTERVAL_S * 1000, fresh[table]
         print(f"\nlatency per table: { {t: round(fresh[t]['latency_ms']) for t in ('busy', 'quiet')} } ms")
-        from test_dashboards import influxql, panel_queries, render  # the dashboard's queries, as Grafana runs them
+        from test_dashboards import (
+            influxql,
+            panel_queries,
+            render,
+        )  # the dashboard's queries, as Grafana runs them
 
-        answered = {title: influxql(cfg, render(q, ds, None, None))
-                    for title, q in panel_queries() if "dbus_heartbeat" in q and "latency_ms" in q}
+        answered = {
+            title: influxql(cfg, render(q, ds, None, None))
+            for title, q in panel_queries()
+            if "dbus_heartbeat" in q and "latency_ms" in q
+        }
         assert answered, "no heartbeat latency panel in conf/grafana/dashboards/dbus.json"
         for title, series in answered.items():
             tables = {tag for s in series for tag in (s.get("tags") or {}).values()}
@@ -156,8 +188,23 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
         stages.stop("heartbeat")
         time.sleep(2 * INTERVAL_S)
         measured = last_heartbeats(cfg, ds)
-        out = subprocess.run([sys.executable, "-m", "cli.main", "--config", str(env.cfg_path), "status",
-                              "--source", ds, "--json"], cwd=REPO, capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "cli.main",
+                "--config",
+                str(env.cfg_path),
+                "status",
+                "--source",
+                ds,
+                "--json",
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert out.returncode == 0, out.stderr
         status = json.loads(out.stdout)
         by_table = {(h["schema"], h["table"]): h for h in status["heartbeats"]}
@@ -170,19 +217,27 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
         assert status["alerts"] == []
 
         # 4. stop the appender: one alert per table within threshold + one interval; restart: one recovery
-        assert hook.bodies == [], [(round(t - t_hb, 1), b["event"], b["table"], b["kind"], b.get("message")) for t, b in hook.bodies]  # a healthy path raised nothing so far
+        assert hook.bodies == [], [
+            (round(t - t_hb, 1), b["event"], b["table"], b["kind"], b.get("message")) for t, b in hook.bodies
+        ]  # a healthy path raised nothing so far
         stages.start("heartbeat")
         time.sleep(2 * INTERVAL_S)
         stopped = time.time()
         stages.stop("appender")
-        alerts = wait_until(lambda: len(hook.events("alert")) >= 2 and hook.events("alert"),
-                            TIMEOUT_S + 60, "webhook alerts", stages)
+        alerts = wait_until(
+            lambda: len(hook.events("alert")) >= 2 and hook.events("alert"),
+            TIMEOUT_S + 60,
+            "webhook alerts",
+            stages,
+        )
         assert all(at >= stopped for at, _ in alerts)
         for at, body in alerts:
             assert body["kind"] == "stale" and body["ds"] == ds
             assert at - stopped <= TIMEOUT_S + INTERVAL_S + CHECK_S + 2, (at - stopped, body)
-        print(f"alerts {sorted(b['table'] for _, b in alerts)} after "
-              f"{max(t for t, _ in alerts) - stopped:.1f}s (threshold {TIMEOUT_S:.0f}s)")
+        print(
+            f"alerts {sorted(b['table'] for _, b in alerts)} after "
+            f"{max(t for t, _ in alerts) - stopped:.1f}s (threshold {TIMEOUT_S:.0f}s)"
+        )
         time.sleep(3 * CHECK_S)
         assert len(hook.events("alert")) == 2  # one per incident: no repeats while it lasts
         stages.start("appender")

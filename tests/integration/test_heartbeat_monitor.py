@@ -12,16 +12,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from influxdb_client import Point
+from test_heartbeat_writer import heartbeat_config, wait_until
 
 from dbuslib import influx, zk
 from heartbeat.monitor import Monitor, alerts_path
-from test_heartbeat_writer import heartbeat_config, wait_until
 
 
 class Webhook(BaseHTTPRequestHandler):
     received: list[dict]
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         length = int(self.headers["Content-Length"])
         self.received.append(json.loads(self.rfile.read(length)))
         self.send_response(204)
@@ -74,10 +74,20 @@ def receivers():
 def beat(cfg, ds: str, schema: str, table: str, latency_ms: float) -> None:
     """A dbus_heartbeat point as the appender writes it, stamped now."""
     now_ms = int(time.time() * 1000)
-    influx.write(cfg.endpoints.influxdb, [
-        Point("dbus_heartbeat").tag("ds", ds).tag("schema", schema).tag("table", table)
-        .field("latency_ms", float(latency_ms)).field("rows", 0).field("packet_ms", now_ms - int(latency_ms))
-        .field("tx_ms", now_ms - int(latency_ms)).time(now_ms * 1_000_000)])
+    influx.write(
+        cfg.endpoints.influxdb,
+        [
+            Point("dbus_heartbeat")
+            .tag("ds", ds)
+            .tag("schema", schema)
+            .tag("table", table)
+            .field("latency_ms", float(latency_ms))
+            .field("rows", 0)
+            .field("packet_ms", now_ms - int(latency_ms))
+            .field("tx_ms", now_ms - int(latency_ms))
+            .time(now_ms * 1_000_000)
+        ],
+    )
 
 
 def test_one_alert_then_one_recovery_by_log_webhook_and_email(tmp_path, writer_db, receivers):
@@ -85,11 +95,22 @@ def test_one_alert_then_one_recovery_by_log_webhook_and_email(tmp_path, writer_d
     with db.cursor() as cur:
         cur.execute("CREATE TABLE t1 (id int PRIMARY KEY)")
     http_port, hooks, smtp_port, mails = receivers
-    ds, cfg = heartbeat_config(tmp_path, database, interval_s=1, check_interval_s=1, timeout_s=3,
-                               latency_alert_s=60, webhook_url=f"http://127.0.0.1:{http_port}/alerts",
-                               webhook_timeout_s=5,
-                               smtp={"host": "127.0.0.1", "port": smtp_port, "from_addr": "dbus@localhost",
-                                     "to_addrs": ["ops@localhost"]})
+    ds, cfg = heartbeat_config(
+        tmp_path,
+        database,
+        interval_s=1,
+        check_interval_s=1,
+        timeout_s=3,
+        latency_alert_s=60,
+        webhook_url=f"http://127.0.0.1:{http_port}/alerts",
+        webhook_timeout_s=5,
+        smtp={
+            "host": "127.0.0.1",
+            "port": smtp_port,
+            "from_addr": "dbus@localhost",
+            "to_addrs": ["ops@localhost"],
+        },
+    )
     client = zk.client(cfg.endpoints.zookeeper)
     beat(cfg, ds, database, "t1", 40.0)
     monitor = Monitor(cfg, ds, client=client)
@@ -120,12 +141,16 @@ def test_one_alert_then_one_recovery_by_log_webhook_and_email(tmp_path, writer_d
         wait_until(lambda: len(mails) == 2, 10, "the recovery email")
         assert message_from_bytes(mails[1])["Subject"] == f"[DBus RECOVERED] {ds} {database}.t1 stale"
         assert not client.exists(node)
-        points = influx.query(cfg.endpoints.influxdb,
-                              f'from(bucket:"{cfg.endpoints.influxdb.bucket}") |> range(start:-10m) '
-                              f'|> filter(fn:(r) => r._measurement == "dbus_alert" and r.ds == "{ds}" '
-                              f'and r._field == "state")')
+        points = influx.query(
+            cfg.endpoints.influxdb,
+            f'from(bucket:"{cfg.endpoints.influxdb.bucket}") |> range(start:-10m) '
+            f'|> filter(fn:(r) => r._measurement == "dbus_alert" and r.ds == "{ds}" '
+            f'and r._field == "state")',
+        )
         assert [(p["table"], p["kind"], p["_value"]) for p in sorted(points, key=lambda p: p["_time"])] == [
-            ("t1", "stale", "open"), ("t1", "stale", "recovered")]
+            ("t1", "stale", "open"),
+            ("t1", "stale", "recovered"),
+        ]
     finally:
         monitor.stop()
         thread.join(15)

@@ -11,9 +11,9 @@ import pytest
 import yaml
 from kazoo.client import KazooClient
 
+from binlog import heartbeat as hbt
 from dbuslib import zk
 from dbuslib.config import load_config
-from binlog import heartbeat as hbt
 from heartbeat.writer import HeartbeatWriter
 
 HB_TABLE = "db_heartbeat_monitor"
@@ -69,14 +69,17 @@ def wait_until(cond, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            msg = f"timed out after {timeout}s waiting for {what}"
+            raise AssertionError(msg)
         time.sleep(0.1)
 
 
 def rows(db, database: str) -> list[tuple]:
     with db.cursor() as cur:
-        cur.execute(f"SELECT ID, DS_NAME, SCHEMA_NAME, TABLE_NAME, PACKET, CREATE_TIME FROM `{database}`.{HB_TABLE} "
-                    "ORDER BY ID")
+        cur.execute(
+            f"SELECT ID, DS_NAME, SCHEMA_NAME, TABLE_NAME, PACKET, CREATE_TIME FROM `{database}`.{HB_TABLE} "
+            "ORDER BY ID"
+        )
         return list(cur.fetchall())
 
 

@@ -15,8 +15,14 @@ def test_produce_then_consume_keeps_keys_and_order(kafka_up, new_topic):
     producer.flush()
     producer.close()
 
-    consumer = kafka.consumer(kafka_up, topic, auto_offset_reset="earliest", consumer_timeout_ms=10_000,
-                              enable_auto_commit=False, group_id=None)
+    consumer = kafka.consumer(
+        kafka_up,
+        topic,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10_000,
+        enable_auto_commit=False,
+        group_id=None,
+    )
     got = []
     for record in consumer:
         got.append((record.key, record.value))

@@ -27,9 +27,9 @@ import yaml
 from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus
 from pipeline_env import make_pipeline_env
 
+from cli.stages import Stages
 from dbuslib import kafka, mysql
 from dbuslib.config import load_config
-from cli.stages import Stages
 from fullpuller import reconcile, verify
 from ums import ColumnSpec, DataRow, Namespace, Op, ProtocolType, build_data_messages, to_json, ums_uid
 from ums.chunks import CHUNK, Reassembler, split
@@ -50,8 +50,10 @@ def _blob(i: int, size: int) -> bytes:
 
 def _insert(db, i: int, size: int | None) -> None:
     with db.cursor() as cur:
-        cur.execute("INSERT INTO files VALUES (%s, %s, %s)",
-                    (i, f"file {i}", None if size is None else _blob(i, size)))
+        cur.execute(
+            "INSERT INTO files VALUES (%s, %s, %s)",
+            (i, f"file {i}", None if size is None else _blob(i, size)),
+        )
 
 
 def read_tuples(cfg, topic: str, protocol: str = "data_increment_data") -> tuple[list[dict], dict[int, int]]:
@@ -133,8 +135,18 @@ def test_1_5_and_30_mb_blobs_are_delivered_and_a_pull_reconciles_to_the_source(t
 
         stages.start("fullpuller")
         stages.wait_ready("fullpuller")
-        out = run_dbus(env.cfg_path, "fullpull", "request", "--source", env.ds, "--table", f"{database}.files",
-                    "--follow", "--wait", "600")
+        out = run_dbus(
+            env.cfg_path,
+            "fullpull",
+            "request",
+            "--source",
+            env.ds,
+            "--table",
+            f"{database}.files",
+            "--follow",
+            "--wait",
+            "600",
+        )
         assert out.returncode == 0, out.stdout + out.stderr
         pulled, chunked = read_tuples(env.cfg, topic, "data_initial_data")
         assert sorted(int(t["id"]) for t in pulled) == [1, 2, 3, 4, 5, 6]
@@ -145,32 +157,60 @@ def test_1_5_and_30_mb_blobs_are_delivered_and_a_pull_reconciles_to_the_source(t
             stages.stop(stage)
 
         snapshot = tmp_path / "snapshot"
-        out = run_dbus(env.cfg_path, "reconcile", "--source", env.ds, "--table", f"{database}.files",
-                    "--out", str(snapshot))
+        out = run_dbus(
+            env.cfg_path,
+            "reconcile",
+            "--source",
+            env.ds,
+            "--table",
+            f"{database}.files",
+            "--out",
+            str(snapshot),
+        )
         assert out.returncode == 0, out.stdout + out.stderr
         print(f"reconcile: {out.stdout.strip().splitlines()[-1]}")
-        out = run_dbus(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.files",
-                    "--snapshot", str(snapshot))
+        out = run_dbus(
+            env.cfg_path,
+            "verify",
+            "--source",
+            env.ds,
+            "--table",
+            f"{database}.files",
+            "--snapshot",
+            str(snapshot),
+        )
         print(out.stdout)
         assert out.returncode == 0 and "equal, 0 differences" in out.stdout, out.stdout + out.stderr
         with writer.cursor() as cur:  # verify can fail: one byte of the 30 MB value changed at the source
             cur.execute("UPDATE files SET data = CONCAT(LEFT(data, LENGTH(data) - 1), 'x') WHERE id = 3")
-        out = run_dbus(env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.files",
-                    "--snapshot", str(snapshot))
+        out = run_dbus(
+            env.cfg_path,
+            "verify",
+            "--source",
+            env.ds,
+            "--table",
+            f"{database}.files",
+            "--snapshot",
+            str(snapshot),
+        )
         assert out.returncode == 1, out.stdout + out.stderr
     finally:
         cleanup_fullpull(FullPullEnv(env, writer, stages))
 
 
-def test_reconcile_joins_chunked_records_and_verify_finds_no_difference(spark, cfg, writer_db, new_topic,
-                                                                        tmp_path):
+def test_reconcile_joins_chunked_records_and_verify_finds_no_difference(
+    spark, cfg, writer_db, new_topic, tmp_path
+):
     """In process: UMS records written the way the appender writes them (the large one as chunks, another
     record between its chunks) -> reconcile -> verify, 0 differences."""
     db, name = writer_db
     with db.cursor() as cur:
         cur.execute(DDL)
-    columns = (ColumnSpec("id", "int(11)", False), ColumnSpec("name", "varchar(40)", False),
-               ColumnSpec("data", "longblob"))
+    columns = (
+        ColumnSpec("id", "int(11)", False),
+        ColumnSpec("name", "varchar(40)", False),
+        ColumnSpec("data", "longblob"),
+    )
     ns = Namespace("mysql", "demo", name, "files", 0)
     limit = 1 << 20  # a 1 MiB record limit: the 2 MB row's message is chunked
     records = []
@@ -196,6 +236,13 @@ def test_reconcile_joins_chunked_records_and_verify_finds_no_difference(spark, c
     assert result.rows == 3 and result.messages_read == 3
     snap = {r["id"]: r for r in pq.read_table(out).to_pylist()}
     assert base64.b64decode(snap[2]["data"]) == _blob(2, 2 * MB)
-    args = argparse.Namespace(config=str(cfg.path), source="demo", table=f"{name}.files", snapshot=out,
-                              limit=20, shard_size=100, workers=1)
+    args = argparse.Namespace(
+        config=str(cfg.path),
+        source="demo",
+        table=f"{name}.files",
+        snapshot=out,
+        limit=20,
+        shard_size=100,
+        workers=1,
+    )
     assert verify.cli(args) == 0

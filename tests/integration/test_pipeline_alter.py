@@ -20,8 +20,15 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from pipeline_env import (binlog_changes, cleanup_pipeline, make_pipeline_env, read_ums, run_appender_now,
-                          run_dispatcher_now, variant_config)
+from pipeline_env import (
+    binlog_changes,
+    cleanup_pipeline,
+    make_pipeline_env,
+    read_ums,
+    run_appender_now,
+    run_dispatcher_now,
+    variant_config,
+)
 
 from dbuslib.metastore import MetaStore
 
@@ -31,27 +38,51 @@ TERM, DATA = "data_increment_termination", "data_increment_data"
 
 # (statements, user fields (name, UMS type) of the rows written after them, version of those rows)
 STEPS = [
-    (["CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(20), b INT, n INT)",
-      "INSERT INTO t VALUES (1, 'one', 10, 100), (2, 'two', 20, 200), (3, 'three', 30, 300)",
-      "UPDATE t SET a = 'uno' WHERE id = 1"],
-     [("id", "int"), ("a", "string"), ("b", "int"), ("n", "int")], 0),
-    (["ALTER TABLE t ADD COLUMN c VARCHAR(10)",
-      "INSERT INTO t VALUES (4, 'four', 40, 400, 'c4'), (5, 'five', 50, 500, NULL)",
-      "DELETE FROM t WHERE id = 2"],
-     [("id", "int"), ("a", "string"), ("b", "int"), ("n", "int"), ("c", "string")], 1),
-    (["ALTER TABLE t DROP COLUMN b",
-      "INSERT INTO t VALUES (6, 'six', 600, 'c6')",
-      "UPDATE t SET c = 'c4b' WHERE id = 4"],
-     [("id", "int"), ("a", "string"), ("n", "int"), ("c", "string")], 2),
-    (["ALTER TABLE t MODIFY n BIGINT",
-      "INSERT INTO t VALUES (7, 'seven', 7000000000, 'c7')"],
-     [("id", "int"), ("a", "string"), ("n", "long"), ("c", "string")], 3),
-    (["ALTER TABLE t MODIFY a VARCHAR(40)",  # string -> string: compatible, the version stays
-      "INSERT INTO t VALUES (8, 'eight, a longer value than twenty', 8, 'c8')"],
-     [("id", "int"), ("a", "string"), ("n", "long"), ("c", "string")], 3),
-    (["TRUNCATE TABLE t",
-      "INSERT INTO t VALUES (9, 'nine', 9, 'c9')"],
-     [("id", "int"), ("a", "string"), ("n", "long"), ("c", "string")], 4),
+    (
+        [
+            "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(20), b INT, n INT)",
+            "INSERT INTO t VALUES (1, 'one', 10, 100), (2, 'two', 20, 200), (3, 'three', 30, 300)",
+            "UPDATE t SET a = 'uno' WHERE id = 1",
+        ],
+        [("id", "int"), ("a", "string"), ("b", "int"), ("n", "int")],
+        0,
+    ),
+    (
+        [
+            "ALTER TABLE t ADD COLUMN c VARCHAR(10)",
+            "INSERT INTO t VALUES (4, 'four', 40, 400, 'c4'), (5, 'five', 50, 500, NULL)",
+            "DELETE FROM t WHERE id = 2",
+        ],
+        [("id", "int"), ("a", "string"), ("b", "int"), ("n", "int"), ("c", "string")],
+        1,
+    ),
+    (
+        [
+            "ALTER TABLE t DROP COLUMN b",
+            "INSERT INTO t VALUES (6, 'six', 600, 'c6')",
+            "UPDATE t SET c = 'c4b' WHERE id = 4",
+        ],
+        [("id", "int"), ("a", "string"), ("n", "int"), ("c", "string")],
+        2,
+    ),
+    (
+        ["ALTER TABLE t MODIFY n BIGINT", "INSERT INTO t VALUES (7, 'seven', 7000000000, 'c7')"],
+        [("id", "int"), ("a", "string"), ("n", "long"), ("c", "string")],
+        3,
+    ),
+    (
+        [
+            "ALTER TABLE t MODIFY a VARCHAR(40)",  # string -> string: compatible, the version stays
+            "INSERT INTO t VALUES (8, 'eight, a longer value than twenty', 8, 'c8')",
+        ],
+        [("id", "int"), ("a", "string"), ("n", "long"), ("c", "string")],
+        3,
+    ),
+    (
+        ["TRUNCATE TABLE t", "INSERT INTO t VALUES (9, 'nine', 9, 'c9')"],
+        [("id", "int"), ("a", "string"), ("n", "long"), ("c", "string")],
+        4,
+    ),
 ]
 
 
@@ -74,8 +105,13 @@ def test_alter_bumps_versions_and_a_replay_keeps_them(spark, writer_db, tmp_path
         db.commit()
         truth = binlog_changes(env, name)
         assert len(truth) == 12
-        env.records(lambda rs: sum(r.event.kind == "rows" for r in rs) >= 9
-                    and any(r.event.header.get("ddl") == "TRUNCATE" for r in rs), timeout=90)
+        env.records(
+            lambda rs: (
+                sum(r.event.kind == "rows" for r in rs) >= 9
+                and any(r.event.header.get("ddl") == "TRUNCATE" for r in rs)
+            ),
+            timeout=90,
+        )
         run_dispatcher_now(env)
         run_appender_now(spark, env.cfg_path, env.ds, tmp_path / "appender-ckpt")
 
@@ -83,9 +119,17 @@ def test_alter_bumps_versions_and_a_replay_keeps_them(spark, writer_db, tmp_path
         namespace = f"mysql.{env.ds}.{name}.t"
         assert {o.namespace.rsplit(".", 3)[0] for o in out} == {namespace}
         assert all(o.namespace.endswith(".0.0") for o in out)
-        assert runs(out) == [(DATA, 0), (TERM, 0), (DATA, 1), (TERM, 1), (DATA, 2), (TERM, 2), (DATA, 3),
-                             (TERM, 3), (DATA, 4)], \
-            "versions bump, each ended by a termination right before the next"
+        assert runs(out) == [
+            (DATA, 0),
+            (TERM, 0),
+            (DATA, 1),
+            (TERM, 1),
+            (DATA, 2),
+            (TERM, 2),
+            (DATA, 3),
+            (TERM, 3),
+            (DATA, 4),
+        ], "versions bump, each ended by a termination right before the next"
         data = [o for o in out if o.kind == DATA]
         assert [o.content() for o in data] == [c.content() for c in truth], "values as in the binlog"
         expected_layout = []
@@ -103,7 +147,12 @@ def test_alter_bumps_versions_and_a_replay_keeps_them(spark, writer_db, tmp_path
         finally:
             store.dispose()
         assert [(v.version, v.reason.value) for v in history] == [
-            (0, "first"), (1, "columns"), (2, "columns"), (3, "columns"), (4, "truncate")]
+            (0, "first"),
+            (1, "columns"),
+            (2, "columns"),
+            (3, "columns"),
+            (4, "truncate"),
+        ]
         first_of = {v: next(o.ums_id for o in data if o.version == v) for v in range(4)}
         assert [v.since for v in history[:4]] == [first_of[v] for v in range(4)], "starts at its rows"
         first_after_truncate = next(o.ums_id for o in data if o.version == 4)
@@ -115,8 +164,10 @@ def test_alter_bumps_versions_and_a_replay_keeps_them(spark, writer_db, tmp_path
         replayed = [o for o in read_ums(kafka_up, f"{env.ds}.{name}.replay") if o.table == "t"]
         again = [(o.namespace, o.fields, o.tuple_) for o in replayed if o.kind == DATA]
         assert again == [(o.namespace, o.fields, o.tuple_) for o in data], "the replay gives the old versions"
-        print(f"\nreplay: {len(again)} tuples as before; terminations replayed: "
-              f"{[o.version for o in replayed if o.kind == TERM]} (first run: {[o.version for o in terms]})")
+        print(
+            f"\nreplay: {len(again)} tuples as before; terminations replayed: "
+            f"{[o.version for o in replayed if o.kind == TERM]} (first run: {[o.version for o in terms]})"
+        )
     finally:
         cleanup_pipeline(env)
 

@@ -24,8 +24,18 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
-from pipeline_env import (UmsTail, appender_stage, binlog_changes, cleanup_pipeline, dispatcher_stage,
-                          make_pipeline_env, read_records, read_ums, run_dispatcher_now, wait_until)
+from pipeline_env import (
+    UmsTail,
+    appender_stage,
+    binlog_changes,
+    cleanup_pipeline,
+    dispatcher_stage,
+    make_pipeline_env,
+    read_records,
+    read_ums,
+    run_dispatcher_now,
+    wait_until,
+)
 
 from binlog import rawevent
 from dbuslib import kafka
@@ -39,8 +49,10 @@ TABLES = ("orders", "items", "audit")
 def create_tables(db) -> None:
     with db.cursor() as cur:
         for t in TABLES:
-            cur.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(40), "
-                        f"amt DECIMAL(12,2), n BIGINT)")
+            cur.execute(
+                f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(40), "
+                f"amt DECIMAL(12,2), n BIGINT)"
+            )
 
 
 class Writer(threading.Thread):
@@ -64,8 +76,10 @@ class Writer(threading.Thread):
                     for t in TABLES:
                         ids = list(range(next_id[t], next_id[t] + rng.randint(1, 3)))
                         next_id[t] += len(ids)
-                        cur.execute(f"INSERT INTO {t} VALUES " + ",".join(
-                            f"({i},0,'row {i} of txn {n}',{i}.5,{i * 1000003})" for i in ids))
+                        cur.execute(
+                            f"INSERT INTO {t} VALUES "
+                            + ",".join(f"({i},0,'row {i} of txn {n}',{i}.5,{i * 1000003})" for i in ids)
+                        )
                         live[t] += ids
                         self.changes += len(ids)
                         touched = rng.sample(live[t], min(2, len(live[t])))
@@ -78,7 +92,7 @@ class Writer(threading.Thread):
                             self.changes += cur.rowcount
                     cur.execute("COMMIT")
                     time.sleep(0.2)  # ~50 row changes/s: a few thousand over the test
-        except Exception as e:  # noqa: BLE001 - reported by the test
+        except Exception as e:
             self.error = e
 
 
@@ -107,19 +121,28 @@ def test_kill_9_dispatcher_and_appender_loses_nothing(writer_db, tmp_path, kafka
         time.sleep(random.uniform(1, 4))
         dispatcher.kill()
         killed_at = uids()
-        print(f"\n{time.monotonic() - t0:.0f}s: dispatcher killed ({killed_at} uids out, "
-              f"{writer.changes} changes written)")
+        print(
+            f"\n{time.monotonic() - t0:.0f}s: dispatcher killed ({killed_at} uids out, "
+            f"{writer.changes} changes written)"
+        )
         time.sleep(2)
         dispatcher.start()
         # The new dispatcher routes records; then crash the appender while it writes (the output grows).
-        wait_until(lambda: re.search(r'"numInputRows" : [1-9]', dispatcher.log.read_text(errors="replace")), 120,
-                   "the restarted dispatcher routes records", alive=(dispatcher, appender))
+        wait_until(
+            lambda: re.search(r'"numInputRows" : [1-9]', dispatcher.log.read_text(errors="replace")),
+            120,
+            "the restarted dispatcher routes records",
+            alive=(dispatcher, appender),
+        )
         before = uids()
-        wait_until(lambda: uids() > before, 120, "the appender writes", interval=0.2,
-                   alive=(dispatcher, appender))
+        wait_until(
+            lambda: uids() > before, 120, "the appender writes", interval=0.2, alive=(dispatcher, appender)
+        )
         appender.kill()
-        print(f"{time.monotonic() - t0:.0f}s: appender killed ({uids()} uids out, "
-              f"{writer.changes} changes written)")
+        print(
+            f"{time.monotonic() - t0:.0f}s: appender killed ({uids()} uids out, "
+            f"{writer.changes} changes written)"
+        )
         assert writer.is_alive() and writer.error is None, "the kills must happen while the workload runs"
         appender.start()
         time.sleep(5)
@@ -128,8 +151,13 @@ def test_kill_9_dispatcher_and_appender_loses_nothing(writer_db, tmp_path, kafka
         assert writer.error is None, writer.error
         truth = binlog_changes(env, name)
         assert len(truth) == writer.changes >= 3000
-        wait_until(lambda: uids() >= len(truth), 180, f"{len(truth)} changes in {result}",
-                   interval=4, alive=(dispatcher, appender))
+        wait_until(
+            lambda: uids() >= len(truth),
+            180,
+            f"{len(truth)} changes in {result}",
+            interval=4,
+            alive=(dispatcher, appender),
+        )
         print(f"{time.monotonic() - t0:.0f}s: caught up")
         for s in (dispatcher, appender):
             s.keep_up()
@@ -148,8 +176,10 @@ def test_kill_9_dispatcher_and_appender_loses_nothing(writer_db, tmp_path, kafka
         assert not extra, f"{sum(extra.values())} output tuples that are no source change: {list(extra)[:3]}"
         assert len(by_uid) == len(truth)
         assert read_records(kafka_up, dlq) == [], "no dead letters"
-        print(f"kill -9 dispatcher x1, appender x1: {len(truth)} row changes, {len(out)} tuples out; "
-              f"duplicates: {duplicates} tuples written more than once; {time.monotonic() - t0:.0f}s")
+        print(
+            f"kill -9 dispatcher x1, appender x1: {len(truth)} row changes, {len(out)} tuples out; "
+            f"duplicates: {duplicates} tuples written more than once; {time.monotonic() - t0:.0f}s"
+        )
     finally:
         writer.stop.set()
         if tail is not None:
@@ -158,9 +188,20 @@ def test_kill_9_dispatcher_and_appender_loses_nothing(writer_db, tmp_path, kafka
 
 
 def rows_record(schema: str, table: str, seq: int) -> bytes:
-    h = {"kind": "rows", "source": "t", "server_id": 1, "file": "mariadb-bin.000001", "pos": seq,
-         "next_pos": seq + 1, "ts": 1795356395, "schema": schema, "table": table, "event_type": 30,
-         "crc": True, "tm_len": 3}
+    h = {
+        "kind": "rows",
+        "source": "t",
+        "server_id": 1,
+        "file": "mariadb-bin.000001",
+        "pos": seq,
+        "next_pos": seq + 1,
+        "ts": 1795356395,
+        "schema": schema,
+        "table": table,
+        "event_type": 30,
+        "crc": True,
+        "tm_len": 3,
+    }
     return rawevent.encode(rawevent.RawEvent(header=h, body=b"rows" + seq.to_bytes(4, "big")))
 
 

@@ -20,8 +20,14 @@ import uuid
 
 import pytest
 import yaml
-from pipeline_env import (cleanup_pipeline, ds_topics, make_pipeline_env, read_ums, run_appender_now,
-                          run_dispatcher_now)
+from pipeline_env import (
+    cleanup_pipeline,
+    ds_topics,
+    make_pipeline_env,
+    read_ums,
+    run_appender_now,
+    run_dispatcher_now,
+)
 
 from binlog import rawevent
 from dbuslib import kafka, mysql
@@ -63,13 +69,18 @@ def shoep_db(source):
     db.close()
 
 
-def test_masked_columns_of_a_non_ascii_schema_reach_no_topic_but_raw_and_schema(spark, shoep_db, tmp_path,
-                                                                                 kafka_up):
+def test_masked_columns_of_a_non_ascii_schema_reach_no_topic_but_raw_and_schema(
+    spark, shoep_db, tmp_path, kafka_up
+):
     db, name = shoep_db
     env = make_pipeline_env(tmp_path, name)
     raw = yaml.safe_load(env.cfg_path.read_text())
-    raw["sources"][env.ds]["masking"] = {f"{name}.customers": {"phone": {"type": "replace", "value": "N/A"},
-                                                               "email": {"type": "sha256", "salt": "pepper"}}}
+    raw["sources"][env.ds]["masking"] = {
+        f"{name}.customers": {
+            "phone": {"type": "replace", "value": "N/A"},
+            "email": {"type": "sha256", "salt": "pepper"},
+        }
+    }
     env.cfg_path.write_text(yaml.safe_dump(raw))
     env.cfg = load_config(env.cfg_path)
     src = env.cfg.source(env.ds)
@@ -79,8 +90,10 @@ def test_masked_columns_of_a_non_ascii_schema_reach_no_topic_but_raw_and_schema(
     clear = clear_values(tag)
     try:
         with db.cursor() as cur:
-            cur.execute("CREATE TABLE customers (id INT PRIMARY KEY, name VARCHAR(32), phone VARCHAR(32), "
-                        "email VARCHAR(64))")
+            cur.execute(
+                "CREATE TABLE customers (id INT PRIMARY KEY, name VARCHAR(32), phone VARCHAR(32), "
+                "email VARCHAR(64))"
+            )
             cur.execute("CREATE TABLE orders (id INT PRIMARY KEY, customer INT, note VARCHAR(32))")
         env.spawn()
         with db.cursor() as cur:
@@ -89,10 +102,17 @@ def test_masked_columns_of_a_non_ascii_schema_reach_no_topic_but_raw_and_schema(
                 cur.execute("INSERT INTO orders VALUES (%s, %s, %s)", (i, i, f"order {i}"))
             db.commit()
         key = f"{name}.customers".encode()
-        env.records(lambda rs: sum(r.event.kind == "rows" and r.event.header["table"] == "orders"
-                                   for r in rs) >= ROWS, timeout=180)
-        originals = [r for r in kafka.read_range(kafka_up, [env.ds])
-                     if r.key == key and rawevent.decode(r.value).kind == "rows"]  # not the CREATE TABLE
+        env.records(
+            lambda rs: (
+                sum(r.event.kind == "rows" and r.event.header["table"] == "orders" for r in rs) >= ROWS
+            ),
+            timeout=180,
+        )
+        originals = [
+            r
+            for r in kafka.read_range(kafka_up, [env.ds])
+            if r.key == key and rawevent.decode(r.value).kind == "rows"
+        ]  # not the CREATE TABLE
         assert len(originals) == ROWS
         value = originals[-1].value
         assert clear[-1][1].encode() in value  # the raw record holds the clear value: the grep can fail
@@ -122,13 +142,16 @@ def test_masked_columns_of_a_non_ascii_schema_reach_no_topic_but_raw_and_schema(
                 continue
             for record in kafka.read_range(kafka_up, [topic]):
                 seen = everything_in(record)
-                leaks += [(topic, record.offset, v) for _, p, e in clear for v in (p, e)
-                          if v.encode() in seen]
+                leaks += [
+                    (topic, record.offset, v) for _, p, e in clear for v in (p, e) if v.encode() in seen
+                ]
         assert not leaks, f"clear values of masked columns outside {env.ds} and {schema_topic}: {leaks[:5]}"
 
         dlq = src.topics.name("dead_letter", env.ds)
-        letters = {(d.stage, d.topic, d.offset): d for d in
-                   (DeadLetter.from_json(r.value) for r in kafka.read_range(kafka_up, [dlq]))}
+        letters = {
+            (d.stage, d.topic, d.offset): d
+            for d in (DeadLetter.from_json(r.value) for r in kafka.read_range(kafka_up, [dlq]))
+        }
         cut = letters[("dispatcher", env.ds, damaged["header cut"].offset)]
         assert (cut.value, cut.withheld, cut.key) == (None, UNVERIFIED, key)
         junk = letters[("dispatcher", env.ds, damaged["keyless garbage"].offset)]

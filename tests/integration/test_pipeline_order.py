@@ -16,8 +16,14 @@ from collections import Counter, defaultdict
 
 import pytest
 from binlog_truth import binlog_truth
-from pipeline_env import (binlog_changes, cleanup_pipeline, make_pipeline_env, read_ums, run_appender_now,
-                          run_dispatcher_now)
+from pipeline_env import (
+    binlog_changes,
+    cleanup_pipeline,
+    make_pipeline_env,
+    read_ums,
+    run_appender_now,
+    run_dispatcher_now,
+)
 
 from extractor.position import Position
 
@@ -29,8 +35,9 @@ TABLES = [f"t{i}" for i in range(6)]
 def create_tables(db) -> None:
     with db.cursor() as cur:
         for t in TABLES:
-            cur.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(32), "
-                        "amt DECIMAL(10,2))")
+            cur.execute(
+                f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(32), amt DECIMAL(10,2))"
+            )
 
 
 def workload(db, rng: random.Random, live: dict[str, set[int]], next_id: dict[str, int], txns: int) -> int:
@@ -63,11 +70,19 @@ def workload(db, rng: random.Random, live: dict[str, set[int]], next_id: dict[st
 
 
 def wait_extracted(env, name: str) -> list:
-    truth = binlog_truth(env.cfg.source(env.ds), Position.parse(env.cfg.source(env.ds).extractor.start), name,
-                         server_id=random.randint(91_000, 99_000))
+    truth = binlog_truth(
+        env.cfg.source(env.ds),
+        Position.parse(env.cfg.source(env.ds).extractor.start),
+        name,
+        server_id=random.randint(91_000, 99_000),
+    )
     wanted = {(e.file, e.pos) for e in truth}
-    return env.records(lambda rs: wanted <= {(r.event.header["file"], r.event.header["pos"])
-                                      for r in rs if r.event.kind == "rows"}, timeout=90)
+    return env.records(
+        lambda rs: (
+            wanted <= {(r.event.header["file"], r.event.header["pos"]) for r in rs if r.event.kind == "rows"}
+        ),
+        timeout=90,
+    )
 
 
 def test_per_key_order_on_multi_partition_topics(spark, writer_db, tmp_path, kafka_up):
@@ -96,8 +111,10 @@ def test_per_key_order_on_multi_partition_topics(spark, writer_db, tmp_path, kaf
         assert len(truth) == made >= 3000
         out = [o for o in read_ums(kafka_up, result) if o.kind == "data_increment_data"]
         result_partitions = {o.partition for o in out}
-        print(f"{made} row changes over {len(TABLES)} tables; raw topic partitions {sorted(raw_partitions)}, "
-              f"result partitions used {sorted(result_partitions)}")
+        print(
+            f"{made} row changes over {len(TABLES)} tables; raw topic partitions {sorted(raw_partitions)}, "
+            f"result partitions used {sorted(result_partitions)}"
+        )
         assert len(raw_partitions) > 1 and len(result_partitions) > 1, "tables spread over partitions"
 
         # Per key, in the order a consumer sees it, ums_id_ (and ums_uid_) never go back.

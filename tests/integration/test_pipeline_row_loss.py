@@ -26,15 +26,17 @@ import pytest
 from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus
 from pipeline_env import make_pipeline_env, read_ums, wait_until
 
+from cli.stages import Stages
 from dbuslib import kafka, mysql
 from dbuslib.config import load_config
 from dbuslib.metastore import MetaStore, Reason
-from cli.stages import Stages
 
 pytestmark = pytest.mark.integration
-DDL = ("CREATE TABLE t (id INT NOT NULL, note VARCHAR(40), amount DECIMAL(10,2), PRIMARY KEY (id)) "
-       "PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (1000), PARTITION p1 VALUES LESS THAN (2000), "
-       "PARTITION p2 VALUES LESS THAN MAXVALUE)")
+DDL = (
+    "CREATE TABLE t (id INT NOT NULL, note VARCHAR(40), amount DECIMAL(10,2), PRIMARY KEY (id)) "
+    "PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (1000), PARTITION p1 VALUES LESS THAN (2000), "
+    "PARTITION p2 VALUES LESS THAN MAXVALUE)"
+)
 FILL = 1500  # ids 1..1500 before the stages start: p0 full, p1 half
 TERM, DATA, INITIAL = "data_increment_termination", "data_increment_data", "data_initial_data"
 
@@ -61,15 +63,17 @@ class Workload(threading.Thread):
                         cur.execute("INSERT INTO t VALUES (%s, 'new', %s)", (self.next_id, rnd.random()))
                         self.next_id += 1
                     elif op == "update":
-                        cur.execute("UPDATE t SET note = %s, amount = %s WHERE id = %s",
-                                    (f"upd {rnd.random()}", rnd.random() * 100, rnd.randint(1, self.next_id)))
+                        cur.execute(
+                            "UPDATE t SET note = %s, amount = %s WHERE id = %s",
+                            (f"upd {rnd.random()}", rnd.random() * 100, rnd.randint(1, self.next_id)),
+                        )
                     elif op == "delete":
                         cur.execute("DELETE FROM t WHERE id = %s", (rnd.randint(1, self.next_id),))
                     else:
                         cur.execute("INSERT IGNORE INTO t VALUES (%s, 'low', 1)", (rnd.randint(1, 999),))
                     self.counts[op] += 1
                     time.sleep(0.01)
-        except BaseException as e:  # noqa: BLE001 - reported by the test
+        except BaseException as e:
             self.error = e
 
 
@@ -141,8 +145,9 @@ def test_truncate_partition_mid_stream_is_signalled_re_pulled_and_reconciles(tmp
         with writer.cursor() as cur:  # the last change; one partition, so everything before it arrived too
             cur.execute("UPDATE t SET note = 'drain-marker' WHERE id = (SELECT MAX(id) FROM t)")
         writer.commit()
-        wait_until(lambda: _has(cfg, result, b"drain-marker"), 600, "the drain marker in the result topic",
-                   alive=())
+        wait_until(
+            lambda: _has(cfg, result, b"drain-marker"), 600, "the drain marker in the result topic", alive=()
+        )
         stages.check_alive()
 
         # consumers see the termination and the new version, at the DDL's position
@@ -151,7 +156,9 @@ def test_truncate_partition_mid_stream_is_signalled_re_pulled_and_reconciles(tmp
         runs = [k for i, k in enumerate(increments) if i == 0 or increments[i - 1] != k]
         assert runs == [(DATA, 0), (TERM, 0), (DATA, 1)], runs
         assert [(v.version, v.reason) for v in _history(cfg, env.ds, database)] == [
-            (0, Reason.FIRST), (1, Reason.ROW_LOSS)]
+            (0, Reason.FIRST),
+            (1, Reason.ROW_LOSS),
+        ]
         assert max(o.ums_id for o in out if o.kind == DATA and o.version == 0) < version.since
         assert min(o.ums_id for o in out if o.kind == DATA and o.version == 1) > version.since
         pulled = [o for o in out if o.kind == INITIAL]
@@ -164,8 +171,9 @@ def test_truncate_partition_mid_stream_is_signalled_re_pulled_and_reconciles(tmp
             live = {row[0] for row in cur.fetchall()}
         last: dict[int, tuple[tuple[int, int], str]] = {}
         for o in out:
-            if o.kind in (DATA, INITIAL) and (int(o.tuple_[4]) not in last
-                                              or (o.ums_id, int(o.uid)) > last[int(o.tuple_[4])][0]):
+            if o.kind in (DATA, INITIAL) and (
+                int(o.tuple_[4]) not in last or (o.ums_id, int(o.uid)) > last[int(o.tuple_[4])][0]
+            ):
                 last[int(o.tuple_[4])] = ((o.ums_id, int(o.uid)), o.op)
         stale = [k for k, (order, op) in last.items() if op not in ("d", "b") and k not in live]
         assert stale and all(k < 1000 and last[k][0][0] < version.since for k in stale), stale
@@ -175,7 +183,10 @@ def test_truncate_partition_mid_stream_is_signalled_re_pulled_and_reconciles(tmp
         assert len(requests) == 1, requests
         message = json.loads(requests[0].value)
         assert (message["from"], message["payload"]["SEQNO"], message["payload"]["TABLE_NAME"]) == (
-            "dbus-appender", str(version.since), "t")
+            "dbus-appender",
+            str(version.since),
+            "t",
+        )
 
         # the same request again, as a replayed micro-batch writes it: answered again, nothing pulled
         producer = kafka.producer(cfg.endpoints.kafka)
@@ -183,11 +194,13 @@ def test_truncate_partition_mid_stream_is_signalled_re_pulled_and_reconciles(tmp
         producer.close()
 
         def replies():
-            return [json.loads(r.value)["payload"] for r in _records(cfg, callback)
-                    if json.loads(r.value)["payload"].get("SEQNO") == str(version.since)]
+            return [
+                json.loads(r.value)["payload"]
+                for r in _records(cfg, callback)
+                if json.loads(r.value)["payload"].get("SEQNO") == str(version.since)
+            ]
 
-        answers = wait_until(lambda: len(replies()) >= 2 and replies(), 300, "the second reply",
-                             alive=())
+        answers = wait_until(lambda: len(replies()) >= 2 and replies(), 300, "the second reply", alive=())
         assert [a["STATUS"] for a in answers] == ["ending", "ending"]
         starts = [r for r in _records(cfg, result) if ("dbus_fullpull", b"start") in (r.headers or [])]
         assert len(starts) == 1, "one pull"
@@ -195,14 +208,16 @@ def test_truncate_partition_mid_stream_is_signalled_re_pulled_and_reconciles(tmp
         for stage in ("fullpuller", "appender", "dispatcher", "extractor"):  # free the cores for the checks
             stages.stop(stage)
         snapshot = tmp_path / "snapshot"
-        done = run_dbus(cfg.path, "reconcile", "--source", env.ds, "--table", f"{database}.t", "--out",
-                     str(snapshot))
+        done = run_dbus(
+            cfg.path, "reconcile", "--source", env.ds, "--table", f"{database}.t", "--out", str(snapshot)
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         summary = json.loads(done.stdout.strip().splitlines()[-1])
         print(f"reconcile: {summary}")
         assert summary["reset_ums_id"] == int(pull.UmsId)
-        checked = run_dbus(cfg.path, "verify", "--source", env.ds, "--table", f"{database}.t", "--snapshot",
-                        str(snapshot))
+        checked = run_dbus(
+            cfg.path, "verify", "--source", env.ds, "--table", f"{database}.t", "--snapshot", str(snapshot)
+        )
         print(checked.stdout)
         assert checked.returncode == 0, checked.stdout + checked.stderr
         assert "equal, 0 differences" in checked.stdout, checked.stdout

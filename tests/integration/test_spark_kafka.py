@@ -12,8 +12,14 @@ def _produce(endpoint, topic, records):
 
 
 def _consume(endpoint, topic, n):
-    consumer = kafka.consumer(endpoint, topic, auto_offset_reset="earliest", consumer_timeout_ms=15_000,
-                              enable_auto_commit=False, group_id=None)
+    consumer = kafka.consumer(
+        endpoint,
+        topic,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=15_000,
+        enable_auto_commit=False,
+        group_id=None,
+    )
     got = []
     for record in consumer:
         got.append((record.key, record.value))

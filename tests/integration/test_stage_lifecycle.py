@@ -21,9 +21,9 @@ import pytest
 from pipeline_env import SparkStage, cleanup_pipeline, make_pipeline_env, wait_until
 
 from cli import demo
+from cli.stages import REPO, Stages, processes_naming
 from dbuslib import kafka
 from dbuslib import spark as dspark
-from cli.stages import REPO, Stages, processes_naming
 
 STOP_S = 30  # acceptance item 7: every stage is gone within 30 s
 READY_S = 600  # a Spark start-up while other tests load both cores
@@ -43,8 +43,13 @@ def ready_text(stage: SparkStage) -> str:
 
 def started(stage: SparkStage) -> SparkStage:
     stage.start()
-    wait_until(lambda: ready_text(stage) in stage.log.read_text(errors="replace"), READY_S,
-               f"{stage.name} ready", interval=0.5, alive=(stage,))
+    wait_until(
+        lambda: ready_text(stage) in stage.log.read_text(errors="replace"),
+        READY_S,
+        f"{stage.name} ready",
+        interval=0.5,
+        alive=(stage,),
+    )
     return stage
 
 
@@ -75,8 +80,10 @@ def test_sigterm_to_the_driver_stops_the_spark_stage_with_exit_0(env, name):
         code = stage.proc.wait(STOP_S)  # spark-submit ends with its driver, with the driver's exit code
         assert code == 0, stage.tail()
         wait_gone([driver, *stage.members()], name)
-        print(f"{name}: SIGTERM to the driver -> every process gone in {time.monotonic() - t0:.1f} s, "
-              f"exit {code}")
+        print(
+            f"{name}: SIGTERM to the driver -> every process gone in {time.monotonic() - t0:.1f} s, "
+            f"exit {code}"
+        )
         assert f"{name}: {env.ds}: stopping (SIGTERM)" in stage.log.read_text(errors="replace")
     finally:
         stage.kill()
@@ -93,8 +100,10 @@ def test_sigterm_to_the_process_group_leaves_no_process(env, name):
         code = stage.proc.wait(STOP_S)
         assert code in (0, 143), stage.tail()  # 143: the JVM ended on the signal before its driver did
         wait_gone(members, name)
-        print(f"{name}: SIGTERM to the group -> every process gone in {time.monotonic() - t0:.1f} s, "
-              f"spark-submit exit {code}")
+        print(
+            f"{name}: SIGTERM to the group -> every process gone in {time.monotonic() - t0:.1f} s, "
+            f"spark-submit exit {code}"
+        )
         log = stage.log.read_text(errors="replace")
         assert f"{name}: {env.ds}: stopping (SIGTERM)" in log
         assert "STAGE_STOP_TIMEOUT" not in log
@@ -117,8 +126,9 @@ def test_the_driver_exits_when_its_jvm_is_killed(env, name):
         stage.kill()
 
 
-@pytest.mark.parametrize(("name", "code"), [("dispatcher", "DISPATCH_FAILED"),
-                                            ("appender", "APPENDER_FAILED")])
+@pytest.mark.parametrize(
+    ("name", "code"), [("dispatcher", "DISPATCH_FAILED"), ("appender", "APPENDER_FAILED")]
+)
 def test_a_failed_query_prints_its_code_and_exits_1(env, name, code):
     """The query's offset log folder is replaced by a file: the next micro-batch cannot record its offsets."""
     stage = started(SparkStage(name, env))
@@ -175,10 +185,21 @@ def test_the_fullpull_benchmark_leaves_no_process(tmp_path, kafka_up):
     """``python -m bench fullpull`` (small), its temporary folder under the test's: nothing names it after."""
     bench_tmp = tmp_path / "bench"
     bench_tmp.mkdir()
-    sizes = {"BENCH_FULLPULL_ROWS": "20000", "BENCH_FULLPULL_WARMUP_ROWS": "2000",
-             "BENCH_FULLPULL_BASELINE_ROWS": "1000", "TMPDIR": str(bench_tmp)}
-    out = subprocess.run([sys.executable, "-m", "bench", "fullpull"], cwd=REPO, env={**os.environ, **sizes},
-                         capture_output=True, text=True, timeout=1200, check=False)
+    sizes = {
+        "BENCH_FULLPULL_ROWS": "20000",
+        "BENCH_FULLPULL_WARMUP_ROWS": "2000",
+        "BENCH_FULLPULL_BASELINE_ROWS": "1000",
+        "TMPDIR": str(bench_tmp),
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "bench", "fullpull"],
+        cwd=REPO,
+        env={**os.environ, **sizes},
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "BENCH fullpull_rows_per_s" in out.stdout
     assert processes_naming(str(bench_tmp)) == {}

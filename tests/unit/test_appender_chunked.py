@@ -15,8 +15,9 @@ def test_records_within_the_limit_are_the_same_objects():
 
 
 def test_a_record_above_the_limit_becomes_chunks_with_its_topic_key_and_headers():
-    big = OutRecord("demo.shop.result", b"shop.files", bytes(range(256)) * 1000,
-                    (("ums_key", b"data_increment"),))
+    big = OutRecord(
+        "demo.shop.result", b"shop.files", bytes(range(256)) * 1000, (("ums_key", b"data_increment"),)
+    )
     small = OutRecord("demo.shop.result", b"shop.other", b"{}", ())
     out = list(chunked([small, big, small], LIMIT))
     parts = out[1:-1]

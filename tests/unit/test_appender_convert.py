@@ -29,7 +29,7 @@ def test_update_optionally_emits_the_before_image_first(before_image, ops):
     decoded = rows("u", ({"id": 1, "total": Decimal("1.00")}, {"id": 1, "total": Decimal("2.00")}))
     got = list(data_rows(HEADER, decoded, ConvertSettings("demo", before_update_image=before_image)))
     assert [r.op.value for r in got] == ops
-    assert [r.values[1] for r in got] == [Decimal("1.00"), Decimal("2.00")][-len(ops):]
+    assert [r.values[1] for r in got] == [Decimal("1.00"), Decimal("2.00")][-len(ops) :]
     assert len({r.ums_uid for r in got}) == len(got)
 
 
@@ -46,9 +46,12 @@ def test_messages_are_cut_and_keyed_by_table():
     assert str(messages[0].schema.namespace) == "mysql.demo.shop.orders.3.0.0"
     assert record_key(messages[0]) == "shop.orders"
     assert original_key(messages[0], HEADER, "demo") == (
-        "data_increment_data.mysql.demo.shop.orders.3.0.0.1795356844000|demo.wh_placeholder")
-    assert '"tuple":["1030000012345678","2026-11-22 14:14:04.000","i","1030000012345678000000","0",null]' \
+        "data_increment_data.mysql.demo.shop.orders.3.0.0.1795356844000|demo.wh_placeholder"
+    )
+    assert (
+        '"tuple":["1030000012345678","2026-11-22 14:14:04.000","i","1030000012345678000000","0",null]'
         in to_json(messages[0])
+    )
 
 
 @pytest.mark.parametrize("before_image", [False, True])

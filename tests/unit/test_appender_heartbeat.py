@@ -16,8 +16,18 @@ from test_dispatcher_routing import CREATE_TABLE, HEARTBEAT_DELETE, HEARTBEAT_ON
 from test_rowdecode import INSERT, UPDATE, sealed
 
 from appender.convert import ConvertSettings
-from appender.heartbeat import (BAD_HEARTBEAT, UNKNOWN_TABLE, BadHeartbeat, Beat, HeartbeatTable, Packet,
-                                bad_point, heartbeat_of, owner, parse_packet)
+from appender.heartbeat import (
+    BAD_HEARTBEAT,
+    UNKNOWN_TABLE,
+    BadHeartbeat,
+    Beat,
+    HeartbeatTable,
+    Packet,
+    bad_point,
+    heartbeat_of,
+    owner,
+    parse_packet,
+)
 from appender.process import InRecord, Outputs, PartitionProcessor
 from binlog import rawevent
 from dbuslib.deadletter import DeadLetter
@@ -34,12 +44,20 @@ _DATETIME = bytes.fromhex("99bb6cf000")  # CREATE_TIME / UPDATE_TIME as captured
 
 
 def packet(time_ms: int = NOW - 1500, tx_ms: int | None = None, **extra: object) -> str:
-    return json.dumps({"node": f"/DBus/HeartBeat/Monitor/demo/{DATA}/orders/0", "time": time_ms,
-                       "type": "checkpoint", "txTime": time_ms if tx_ms is None else tx_ms, **extra})
+    return json.dumps(
+        {
+            "node": f"/DBus/HeartBeat/Monitor/demo/{DATA}/orders/0",
+            "time": time_ms,
+            "type": "checkpoint",
+            "txTime": time_ms if tx_ms is None else tx_ms,
+            **extra,
+        }
+    )
 
 
 def heartbeat(*rows: tuple, pos: int = 25208496) -> bytes:
     """A heartbeat insert record with ``rows`` of (DS_NAME, SCHEMA_NAME, TABLE_NAME, PACKET), None = NULL."""
+
     def varchar(v: str) -> bytes:
         b = v.encode()
         return struct.pack("<H", len(b)) + b
@@ -47,8 +65,12 @@ def heartbeat(*rows: tuple, pos: int = 25208496) -> bytes:
     body = b""
     for n, row in enumerate(rows, start=1):
         nulls = 0x80 | sum(1 << i for i, v in enumerate(row, start=1) if v is None)
-        body += (bytes([nulls]) + struct.pack("<q", n) + b"".join(varchar(v) for v in row if v is not None)
-                 + _DATETIME * 2)
+        body += (
+            bytes([nulls])
+            + struct.pack("<q", n)
+            + b"".join(varchar(v) for v in row if v is not None)
+            + _DATETIME * 2
+        )
     event = sealed(_ROWS[:29] + body + b"\0\0\0\0")  # header, table id, flags, width, columns bitmap
     return rawevent.encode(replace(BASE, header={**BASE.header, "pos": pos}, body=_TM + event))
 
@@ -65,7 +87,9 @@ def processor(stored=None, known=None):
         history=lambda s, t: list(stored.get((s, t), [])),
         persist=lambda s, t, v: stored.setdefault((s, t), []).append(v) or v,
         heartbeat=HeartbeatTable(HB_SCHEMA, HB_TABLE, lambda schema: f"demo.{schema}"),
-        known_table=known, clock=lambda: NOW), stored
+        known_table=known,
+        clock=lambda: NOW,
+    ), stored
 
 
 def run(p, *values, topic=TOPIC):
@@ -79,44 +103,66 @@ def letters(out):
 # ---------------------------------------------------------------- packets and rows (pure)
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ('{"node":"/n","time":1795356395000,"type":"checkpoint","txTime":1795356394000}',
-     Packet(1795356395000, 1795356394000, "checkpoint", "/n")),
-    ('{"time":5}', Packet(5, 5)),  # txTime defaults to time
-    (b'{"time":5,"txTime":7}', Packet(5, 7)),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            '{"node":"/n","time":1795356395000,"type":"checkpoint","txTime":1795356394000}',
+            Packet(1795356395000, 1795356394000, "checkpoint", "/n"),
+        ),
+        ('{"time":5}', Packet(5, 5)),  # txTime defaults to time
+        (b'{"time":5,"txTime":7}', Packet(5, 7)),
+    ],
+)
 def test_packets_parse(text, expected):
     assert parse_packet(text) == expected
 
 
-@pytest.mark.parametrize(("text", "fragment"), [
-    ("garbage", "not JSON"), ("", "not JSON"), ("[1, 2]", "JSON list"), ('{"txTime": 5}', "no 'time'"),
-    ('{"time": -1}', "'time' is not epoch"), ('{"time": "5"}', "'time' is not epoch"),
-    ('{"time": true}', "'time' is not epoch"), ('{"time": 5, "txTime": 1.5}', "'txTime' is not epoch"),
-    (None, "NoneType"),
-])
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("garbage", "not JSON"),
+        ("", "not JSON"),
+        ("[1, 2]", "JSON list"),
+        ('{"txTime": 5}', "no 'time'"),
+        ('{"time": -1}', "'time' is not epoch"),
+        ('{"time": "5"}', "'time' is not epoch"),
+        ('{"time": true}', "'time' is not epoch"),
+        ('{"time": 5, "txTime": 1.5}', "'txTime' is not epoch"),
+        (None, "NoneType"),
+    ],
+)
 def test_garbage_packets_are_bad_heartbeats(text, fragment):
     with pytest.raises(BadHeartbeat, match=fragment) as e:
         parse_packet(text)
     assert e.value.code == BAD_HEARTBEAT
 
 
-@pytest.mark.parametrize("image", [
-    {"DS_NAME": "demo", "SCHEMA_NAME": "", "TABLE_NAME": "orders", "PACKET": '{"time": 1}'},
-    {"DS_NAME": "demo", "SCHEMA_NAME": "shop", "TABLE_NAME": None, "PACKET": '{"time": 1}'},
-    {"DS_NAME": "", "SCHEMA_NAME": "shop", "TABLE_NAME": "orders", "PACKET": '{"time": 1}'},
-    {"DS_NAME": "demo", "SCHEMA_NAME": "shop", "TABLE_NAME": " ", "PACKET": '{"time": 1}'},
-])
+@pytest.mark.parametrize(
+    "image",
+    [
+        {"DS_NAME": "demo", "SCHEMA_NAME": "", "TABLE_NAME": "orders", "PACKET": '{"time": 1}'},
+        {"DS_NAME": "demo", "SCHEMA_NAME": "shop", "TABLE_NAME": None, "PACKET": '{"time": 1}'},
+        {"DS_NAME": "", "SCHEMA_NAME": "shop", "TABLE_NAME": "orders", "PACKET": '{"time": 1}'},
+        {"DS_NAME": "demo", "SCHEMA_NAME": "shop", "TABLE_NAME": " ", "PACKET": '{"time": 1}'},
+    ],
+)
 def test_rows_with_empty_names_are_bad_heartbeats(image):
     with pytest.raises(BadHeartbeat) as e:
         heartbeat_of(image)
     assert e.value.code == BAD_HEARTBEAT
 
 
-@pytest.mark.parametrize(("ds", "schema", "mine"), [
-    ("demo", "shop", True), ("other", "shop", False), ("demo", "crm", False),
-    (None, "shop", True), ("demo", "", True),  # empty names are ours to dead-letter
-])
+@pytest.mark.parametrize(
+    ("ds", "schema", "mine"),
+    [
+        ("demo", "shop", True),
+        ("other", "shop", False),
+        ("demo", "crm", False),
+        (None, "shop", True),
+        ("demo", "", True),  # empty names are ours to dead-letter
+    ],
+)
 def test_a_row_belongs_to_this_source_and_this_topic(ds, schema, mine):
     hb = HeartbeatTable(HB_SCHEMA, HB_TABLE, lambda s: f"demo.{s}")
     assert owner({"DS_NAME": ds, "SCHEMA_NAME": schema}, "demo", "demo.shop", hb) is mine
@@ -126,9 +172,11 @@ def test_a_beat_is_a_dbus_heartbeat_point_at_the_packet_time():
     beat = Beat("demo", "shop", "orders", 812.5, 17, 1795356395000, 1795356394000)
     assert beat.to_point().to_line_protocol() == (
         "dbus_heartbeat,ds=demo,schema=shop,table=orders latency_ms=812.5,packet_ms=1795356395000i,rows=17i,"
-        "tx_ms=1795356394000i 1795356395000")
+        "tx_ms=1795356394000i 1795356395000"
+    )
     assert bad_point("demo", BAD_HEARTBEAT, 2, 5).to_line_protocol() == (
-        "dbus_heartbeat_bad,ds=demo,reason=APPENDER_BAD_HEARTBEAT count=2i 5")
+        "dbus_heartbeat_bad,ds=demo,reason=APPENDER_BAD_HEARTBEAT count=2i 5"
+    )
 
 
 # ---------------------------------------------------------------- the processor
@@ -145,19 +193,33 @@ def test_a_heartbeat_follows_its_tables_data_on_the_result_topic():
     assert [f.name for f in hb.schema.fields] == ["ums_id_", "ums_ts_"]
     header = BASE.header
     assert hb.payload == ((ums_id(header["file"], 25208496), "2026-11-22 14:55:30.000"),)
-    assert dict(out[-1].headers)["ums_key"] == (
-        f"data_increment_heartbeat.mysql.demo.{DATA}.orders.0.0.0.{NOW - 1500}|{NOW - 2000}|ok|demo"
-        ".wh_placeholder").encode()
+    assert (
+        dict(out[-1].headers)["ums_key"]
+        == (
+            f"data_increment_heartbeat.mysql.demo.{DATA}.orders.0.0.0.{NOW - 1500}|{NOW - 2000}|ok|demo"
+            ".wh_placeholder"
+        ).encode()
+    )
     assert p.beats == [Beat("demo", DATA, "orders", 1500.0, 3, NOW - 1500, NOW - 2000)]  # 2 inserts, 1 update
     assert (HB_SCHEMA, HB_TABLE) not in stored  # the heartbeat table gets no versions
 
 
 def test_rows_count_from_the_previous_heartbeat_and_per_table():
     p, _ = processor()
-    run(p, INSERT, heartbeat(beat_row()), heartbeat(beat_row(), beat_row("customers")), UPDATE,
-        heartbeat(beat_row()))
-    assert [(b.table, b.rows) for b in p.beats] == [("orders", 2), ("orders", 0), ("customers", 0),
-                                                    ("orders", 1)]
+    run(
+        p,
+        INSERT,
+        heartbeat(beat_row()),
+        heartbeat(beat_row(), beat_row("customers")),
+        UPDATE,
+        heartbeat(beat_row()),
+    )
+    assert [(b.table, b.rows) for b in p.beats] == [
+        ("orders", 2),
+        ("orders", 0),
+        ("customers", 0),
+        ("orders", 1),
+    ]
 
 
 def test_the_counter_is_shared_through_counts():
@@ -173,8 +235,11 @@ def test_the_counter_is_shared_through_counts():
 
 def test_the_namespace_is_the_version_valid_at_the_heartbeat():
     at = int(ums_id(BASE.header["file"], 25208496))
-    versions = [Version(0, 1, (), Reason.FIRST), Version(1, at - 10, (), Reason.COLUMNS),
-                Version(2, at + 10, (), Reason.COLUMNS)]
+    versions = [
+        Version(0, 1, (), Reason.FIRST),
+        Version(1, at - 10, (), Reason.COLUMNS),
+        Version(2, at + 10, (), Reason.COLUMNS),
+    ]
     p, _ = processor({(DATA, "orders"): versions})
     out = run(p, heartbeat(beat_row()))
     assert str(from_json(out[0].value).schema.namespace).endswith(".orders.1.0.0")
@@ -182,7 +247,7 @@ def test_the_namespace_is_the_version_valid_at_the_heartbeat():
 
 def test_rows_rendered_by_the_jvm_do_not_matter_for_heartbeats():
     p, _ = processor()
-    out = list(p.process(InRecord(TOPIC, 0, 0, b"k", heartbeat(beat_row())), rendered=b"1,\"demo\""))
+    out = list(p.process(InRecord(TOPIC, 0, 0, b"k", heartbeat(beat_row())), rendered=b'1,"demo"'))
     assert [from_json(o.value).protocol.value for o in out] == ["data_increment_heartbeat"]
 
 
@@ -214,10 +279,21 @@ def test_a_table_with_versions_is_known_without_asking():
 
 def test_a_multi_row_insert_keeps_the_rows_of_this_topic_and_this_source():
     p, _ = processor()
-    out = run(p, heartbeat(beat_row("a"), ("demo", "crm", "leads", packet()), ("other", DATA, "b", packet()),
-                           ("demo", DATA, "", packet()), beat_row("c", time_ms=NOW - 10)))
+    out = run(
+        p,
+        heartbeat(
+            beat_row("a"),
+            ("demo", "crm", "leads", packet()),
+            ("other", DATA, "b", packet()),
+            ("demo", DATA, "", packet()),
+            beat_row("c", time_ms=NOW - 10),
+        ),
+    )
     assert [(o.topic, json.loads(o.value).get("code")) for o in out] == [
-        (f"demo.{DATA}.result", None), ("demo.dlq", BAD_HEARTBEAT), (f"demo.{DATA}.result", None)]
+        (f"demo.{DATA}.result", None),
+        ("demo.dlq", BAD_HEARTBEAT),
+        (f"demo.{DATA}.result", None),
+    ]
     assert "TABLE_NAME is empty" in letters(out)[0].error
     assert [(b.table, b.latency_ms) for b in p.beats] == [("a", 1500.0), ("c", 10.0)]
 

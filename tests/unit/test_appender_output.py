@@ -8,18 +8,45 @@ from decimal import Decimal
 
 import pytest
 
-from appender.output import (SCHEMA_HEADER, MessageEncoder, SchemaCache, decode, encode_record, fingerprint,
-                             schema_text)
-from ums import (ColumnSpec, DataRow, Namespace, Op, avro_schema, build_data_message,
-                 build_termination_message, from_json, to_json)
+from appender.output import (
+    SCHEMA_HEADER,
+    MessageEncoder,
+    SchemaCache,
+    decode,
+    encode_record,
+    fingerprint,
+    schema_text,
+)
+from ums import (
+    ColumnSpec,
+    DataRow,
+    Namespace,
+    Op,
+    avro_schema,
+    build_data_message,
+    build_termination_message,
+    from_json,
+    to_json,
+)
 
 NS = Namespace("mysql", "demo", "shop", "orders", 3)
 TS = "2024-01-02 03:04:05.000"
-COLUMNS = (ColumnSpec("id", "bigint(20) unsigned", False), ColumnSpec("amount", "decimal(65,30)"),
-           ColumnSpec("photo", "longblob"), ColumnSpec("order-no", "varchar(20)"))
-ROWS = [DataRow("1030000012345678", TS, Op.INSERT, "1030000012345678000000",
-                (2**64 - 1, Decimal("1.50"), b"\x00\xff", "A-1")),
-        DataRow("1030000012345678", TS, Op.DELETE, "1030000012345678000001", (0, None, None, None))]
+COLUMNS = (
+    ColumnSpec("id", "bigint(20) unsigned", False),
+    ColumnSpec("amount", "decimal(65,30)"),
+    ColumnSpec("photo", "longblob"),
+    ColumnSpec("order-no", "varchar(20)"),
+)
+ROWS = [
+    DataRow(
+        "1030000012345678",
+        TS,
+        Op.INSERT,
+        "1030000012345678000000",
+        (2**64 - 1, Decimal("1.50"), b"\x00\xff", "A-1"),
+    ),
+    DataRow("1030000012345678", TS, Op.DELETE, "1030000012345678000001", (0, None, None, None)),
+]
 
 
 @dataclass

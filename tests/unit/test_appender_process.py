@@ -83,8 +83,14 @@ def test_masked_columns_never_leave_in_clear():
     from ums.masking import compile_rules
 
     p, _ = processor()
-    p.mask_plan = compile_rules({"dbus_unit_rowdecode.orders": {
-        "note": MaskRule(type="sha256", salt="s"), "region": MaskRule(type="default")}})
+    p.mask_plan = compile_rules(
+        {
+            "dbus_unit_rowdecode.orders": {
+                "note": MaskRule(type="sha256", salt="s"),
+                "region": MaskRule(type="default"),
+            }
+        }
+    )
     out = run(p, INSERT)
     message = json.loads(out[0].value)
     fields = {f["name"]: f for f in message["schema"]["fields"]}
@@ -99,8 +105,11 @@ def test_dead_letters_withhold_the_bytes_of_masked_tables():
 
     p, _ = processor()
     p.mask_plan = compile_rules({"dbus_unit_rowdecode.orders": {"note": MaskRule(type="default")}})
-    out = [o for i, v in enumerate([INSERT[:-30], b"garbage"])
-           for o in p.process(InRecord("t", 0, i, b"dbus_unit_rowdecode.orders" if i == 0 else None, v))]
+    out = [
+        o
+        for i, v in enumerate([INSERT[:-30], b"garbage"])
+        for o in p.process(InRecord("t", 0, i, b"dbus_unit_rowdecode.orders" if i == 0 else None, v))
+    ]
     letters = [DeadLetter.from_json(o.value) for o in out]
     assert [(d.value, bool(d.withheld)) for d in letters] == [(None, True), (None, True)]
     assert letters[0].offset == 0 and letters[1].offset == 1  # still pointing at the originals
@@ -125,25 +134,33 @@ def test_masked_tables_ignore_the_jvm_text():
 
     p, _ = processor()
     p.mask_plan = compile_rules({"dbus_unit_rowdecode.orders": {"note": MaskRule(type="sha256", salt="s")}})
-    out = list(p.process(InRecord("t", 0, 0, b"k", INSERT), rendered=b"1,\"h\xc3\xa9llo\""))
+    out = list(p.process(InRecord("t", 0, 0, b"k", INSERT), rendered=b'1,"h\xc3\xa9llo"'))
     assert "héllo" not in out[0].value.decode() and json.loads(out[0].value)["payload"]
 
 
 def test_a_schema_change_sends_a_meta_sync_warning_on_the_global_control_topic():
-    from ums.control import ControlType, from_json as control_from_json
+    from ums.control import ControlType
+    from ums.control import from_json as control_from_json
 
     older = Version(0, 1, (), Reason.FIRST)
     p, _ = processor({("dbus_unit_rowdecode", "orders"): [older]})
     p.outputs = replace(p.outputs, global_control_topic="global_ctrl_topic")
     out = run(p, INSERT)
-    assert [o.topic for o in out] == ["demo.dbus_unit_rowdecode.result", "global_ctrl_topic",
-                                      "demo.dbus_unit_rowdecode.result"]
+    assert [o.topic for o in out] == [
+        "demo.dbus_unit_rowdecode.result",
+        "global_ctrl_topic",
+        "demo.dbus_unit_rowdecode.result",
+    ]
     warning = control_from_json(out[1].value)
     assert warning.type is ControlType.G_META_SYNC_WARNING and warning.from_ == "dbus-appender"
     assert out[1].key == b"G_META_SYNC_WARNING"
     payload = warning.payload
     assert (payload["datasource"], payload["schema"], payload["table"], payload["version"]) == (
-        "demo", "dbus_unit_rowdecode", "orders", 1)
+        "demo",
+        "dbus_unit_rowdecode",
+        "orders",
+        1,
+    )
     assert payload["before"] == [] and "id" in [c["name"] for c in payload["after"]]
     assert payload["compare-result"]["added"] == [c["name"] for c in payload["after"]]
     assert payload["compare-result"]["reason"] == "columns" and payload["tableId"] > 0

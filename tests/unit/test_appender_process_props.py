@@ -41,12 +41,33 @@ def processor(mask: bool = False, history=None) -> PartitionProcessor:
 
 def header_json() -> st.SearchStrategy:
     scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=20))
-    values = st.recursive(scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c,
-                                                                                        max_size=3), max_leaves=8)
-    keys = st.sampled_from(["kind", "file", "pos", "next_pos", "ts", "schema", "table", "event_type", "crc",
-                            "tm_len", "sql", "ddl", "chunk", "gtid"])
+    values = st.recursive(
+        scalars,
+        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
+        max_leaves=8,
+    )
+    keys = st.sampled_from(
+        [
+            "kind",
+            "file",
+            "pos",
+            "next_pos",
+            "ts",
+            "schema",
+            "table",
+            "event_type",
+            "crc",
+            "tm_len",
+            "sql",
+            "ddl",
+            "chunk",
+            "gtid",
+        ]
+    )
     kinds = st.sampled_from(["rows", "ddl", "other"])
-    return st.builds(lambda base, kind: {**base, "kind": kind}, st.dictionaries(keys, values, max_size=14), kinds)
+    return st.builds(
+        lambda base, kind: {**base, "kind": kind}, st.dictionaries(keys, values, max_size=14), kinds
+    )
 
 
 def with_header(header: dict, body: bytes) -> bytes:
@@ -69,7 +90,9 @@ def damaged_real(draw) -> bytes:
     if how == "version":
         return bytes(value[:3]) + bytes([draw(st.integers(0, 255))]) + bytes(value[4:])
     if how == "chunk":
-        return with_header({**event.header, "chunk": draw(st.lists(st.integers(-2, 5), max_size=3))}, event.body)
+        return with_header(
+            {**event.header, "chunk": draw(st.lists(st.integers(-2, 5), max_size=3))}, event.body
+        )
     return with_header({**event.header, **draw(header_json())}, event.body)
 
 
@@ -94,7 +117,9 @@ def check(out, rec: InRecord) -> None:
         assert (letter.topic, letter.partition, letter.offset) == (rec.topic, rec.partition, rec.offset)
         assert letter.code and letter.stage == "appender"
     if any(d.code.startswith("RAW_") or d.code == RECORD_FAILED for d in letters):
-        assert len(out) == 1  # a record that failed gives its dead letter alone (a bad heartbeat row does not)
+        assert (
+            len(out) == 1
+        )  # a record that failed gives its dead letter alone (a bad heartbeat row does not)
     for o in out:
         assert isinstance(o.value, bytes) and isinstance(o.key, bytes) and o.topic
 
@@ -121,8 +146,9 @@ def test_masked_sources_never_put_record_bytes_in_a_dead_letter_they_cannot_attr
 
 def test_a_null_value_is_a_dead_letter_and_the_next_record_still_converts():
     p = processor()
-    out = list(p.process(InRecord("demo.s", 0, 0, None, None))) + list(p.process(InRecord("demo.s", 0, 1, b"k",
-                                                                                          INSERT)))
+    out = list(p.process(InRecord("demo.s", 0, 0, None, None))) + list(
+        p.process(InRecord("demo.s", 0, 1, b"k", INSERT))
+    )
     letter = DeadLetter.from_json(out[0].value)
     assert (letter.code, letter.offset, letter.value) == ("RAW_BAD_RECORD", 0, None)
     assert "null value" in letter.error
@@ -138,7 +164,8 @@ def test_a_forged_table_name_that_disagrees_with_the_table_map_is_a_dead_letter(
 
 def test_an_unforeseen_error_is_a_dead_letter_naming_it():
     def broken(schema, table):
-        raise KeyError("boom")
+        msg = "boom"
+        raise KeyError(msg)
 
     out = list(processor(history=broken).process(InRecord("demo.s", 0, 3, b"k", INSERT)))
     letter = DeadLetter.from_json(out[0].value)
@@ -147,7 +174,8 @@ def test_an_unforeseen_error_is_a_dead_letter_naming_it():
 
 def test_an_unreachable_meta_store_stops_the_task_instead_of_dead_lettering_everything():
     def down(schema, table):
-        raise EndpointError("meta store 127.0.0.1:13306: gone")
+        msg = "meta store 127.0.0.1:13306: gone"
+        raise EndpointError(msg)
 
     with pytest.raises(EndpointError):
         list(processor(history=down).process(InRecord("demo.s", 0, 0, b"k", INSERT)))

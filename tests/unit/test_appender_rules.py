@@ -17,14 +17,18 @@ from ums import UmsField, UmsType
 from ums.control import ControlType, new_control_message, to_json
 
 MASKING = {
-    "shop.customers": {"phone": MaskRule(type="regex", pattern=r"(\d{3})\d+", replacement=r"\1****"),
-                       "email": MaskRule(type="sha256", salt="pepper")},
+    "shop.customers": {
+        "phone": MaskRule(type="regex", pattern=r"(\d{3})\d+", replacement=r"\1****"),
+        "email": MaskRule(type="sha256", salt="pepper"),
+    },
     "shop.*": {"note": MaskRule(type="replace", value="N/A")},
 }
 
 
 def test_snapshot_round_trip_keeps_rules_and_salts():
-    snap = next_snapshot(None, "demo", MASKING, "/x/dbus.yaml", 42, now=datetime(2024, 1, 2, 3, 4, 5, 123000, UTC))
+    snap = next_snapshot(
+        None, "demo", MASKING, "/x/dbus.yaml", 42, now=datetime(2024, 1, 2, 3, 4, 5, 123000, UTC)
+    )
     back = RulesSnapshot.from_json(snap.to_json())
     assert back == snap
     assert (back.generation, back.request_id, back.loaded_at) == (1, 42, "2024-01-02 03:04:05.123")
@@ -46,15 +50,21 @@ def test_generation_grows_by_one():
     assert (first.generation, second.generation, second.request_id) == (1, 2, 7)
 
 
-@pytest.mark.parametrize(("data", "needle"), [
-    (b"not json", "not JSON"),
-    (b"[]", "JSON object"),
-    (b'{"format": 2, "generation": 1}', "format 2"),
-    (b'{"format": 1, "generation": 0}', "generation 0"),
-    (b'{"format": 1, "generation": true}', "generation True"),
-    (b'{"format": 1, "generation": 1, "masking": {"a.b": {"c": {"type": "rot13"}}}}', "masking.a.b.c.type"),
-    (b'{"format": 1, "generation": 1, "masking": {"a.b": {"ums_id_": {"type": "default"}}}}', "ums_id_"),
-])
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        (b"not json", "not JSON"),
+        (b"[]", "JSON object"),
+        (b'{"format": 2, "generation": 1}', "format 2"),
+        (b'{"format": 1, "generation": 0}', "generation 0"),
+        (b'{"format": 1, "generation": true}', "generation True"),
+        (
+            b'{"format": 1, "generation": 1, "masking": {"a.b": {"c": {"type": "rot13"}}}}',
+            "masking.a.b.c.type",
+        ),
+        (b'{"format": 1, "generation": 1, "masking": {"a.b": {"ums_id_": {"type": "default"}}}}', "ums_id_"),
+    ],
+)
 def test_bad_snapshots_are_rejected_with_the_reason(data, needle):
     with pytest.raises(RulesError, match="rules") as e:
         RulesSnapshot.from_json(data, "/DBus/Appender/demo/rules")
@@ -174,7 +184,8 @@ def test_current_plan_reads_the_node_else_the_file(tmp_path, monkeypatch):
     assert rules.current_plan(cfg, "demo")[1] is plan, "compiled once per generation"
 
     def broken(_path):
-        raise ConnectionError("down")
+        msg = "down"
+        raise ConnectionError(msg)
 
     monkeypatch.setattr(fake, "get_async", broken)
     assert rules.current_plan(cfg, "demo")[1] is plan, "ZooKeeper down: the last plan of this worker"
@@ -189,7 +200,8 @@ def test_dbus_reload_with_a_bad_file_sends_nothing(tmp_path, monkeypatch, capsys
     from dbuslib import kafka
 
     def no_kafka(*a, **k):
-        raise AssertionError("nothing may be sent")
+        msg = "nothing may be sent"
+        raise AssertionError(msg)
 
     monkeypatch.setattr(kafka, "producer", no_kafka)
     bad = _config(tmp_path, {"shop.t": {"c": {"type": "regex", "pattern": "(a)", "replacement": r"\2"}}})
@@ -221,7 +233,8 @@ def listener(tmp_path_factory):
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=10)
+    max_leaves=10,
+)
 
 
 def _reload_with(key: str, value) -> bytes:
@@ -232,9 +245,12 @@ def _reload_with(key: str, value) -> bytes:
 
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(value=st.none() | st.binary(max_size=200) | st.builds(_reload_with, st.sampled_from(
-    ["id", "type", "timestamp", "from", "payload"]), json_values),
-    key=st.none() | st.sampled_from([RELOAD_KEY, b"FULL_DATA_INDEPENDENT_PULL_REQ", b"\xff"]))
+@given(
+    value=st.none()
+    | st.binary(max_size=200)
+    | st.builds(_reload_with, st.sampled_from(["id", "type", "timestamp", "from", "payload"]), json_values),
+    key=st.none() | st.sampled_from([RELOAD_KEY, b"FULL_DATA_INDEPENDENT_PULL_REQ", b"\xff"]),
+)
 def test_handle_never_raises_and_answers_only_reloads(listener, value, key):
     from unittest import mock
 
@@ -246,8 +262,16 @@ def test_handle_never_raises_and_answers_only_reloads(listener, value, key):
         assert reply["code"] in ("UMS_BAD_CONTROL", "CONFIG_INVALID", rules.RELOAD_FAILED)
 
 
-@pytest.mark.parametrize("value", [None, b"garbage", b'{"id": 9, "type": "APPENDER_RELOAD_CONFIG", "n": '
-                                   + b"1" * 5000 + b"}", b"[" * 100_000, b'{"id": 9, "payload": []}'])
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        b"garbage",
+        b'{"id": 9, "type": "APPENDER_RELOAD_CONFIG", "n": ' + b"1" * 5000 + b"}",
+        b"[" * 100_000,
+        b'{"id": 9, "payload": []}',
+    ],
+)
 def test_a_poison_reload_is_rejected_with_the_reason_and_a_later_one_applies(listener, value):
     reply = listener.handle(value, RELOAD_KEY, "demo_ctrl[0]@7")
     assert reply["status"] == "rejected" and reply["code"] == "UMS_BAD_CONTROL"
@@ -268,7 +292,8 @@ def test_garbage_that_is_not_a_reload_is_ignored(listener):
 
 def test_a_zookeeper_failure_rejects_the_reload_and_the_listener_goes_on(listener, monkeypatch):
     def down(*a, **k):
-        raise ConnectionError("ZooKeeper gone")
+        msg_0 = "ZooKeeper gone"
+        raise ConnectionError(msg_0)
 
     monkeypatch.setattr(rules, "publish", down)
     msg = new_control_message(ControlType.APPENDER_RELOAD_CONFIG, "test", {"ds": "demo"})
@@ -281,7 +306,9 @@ def test_a_failing_poll_is_retried_and_later_records_are_handled(listener, monke
     from types import SimpleNamespace
 
     good = new_control_message(ControlType.APPENDER_RELOAD_CONFIG, "test", {"ds": "demo"})
-    rec = SimpleNamespace(topic="demo_ctrl", partition=0, offset=5, key=RELOAD_KEY, value=to_json(good).encode())
+    rec = SimpleNamespace(
+        topic="demo_ctrl", partition=0, offset=5, key=RELOAD_KEY, value=to_json(good).encode()
+    )
     seen = []
 
     class Consumer:
@@ -290,10 +317,15 @@ def test_a_failing_poll_is_retried_and_later_records_are_handled(listener, monke
         def poll(self, timeout_ms):
             Consumer.calls += 1
             if Consumer.calls == 1:
-                raise OSError("broker gone")
+                msg = "broker gone"
+                raise OSError(msg)
             if Consumer.calls == 2:
-                return {"tp": [SimpleNamespace(topic="demo_ctrl", partition=0, offset=4, key=RELOAD_KEY,
-                                               value=None), rec]}
+                return {
+                    "tp": [
+                        SimpleNamespace(topic="demo_ctrl", partition=0, offset=4, key=RELOAD_KEY, value=None),
+                        rec,
+                    ]
+                }
             listener.stopping.set()
             return {}
 

@@ -16,7 +16,13 @@ from ums.encoding import dumps_compact
 def rendered_lines(event) -> list[bytes]:
     """What the JVM decoder writes (tests/unit/test_jvm_rows.py holds it to this)."""
     r = decode_fast(event, ums=True)
-    images = r.after if r.op == "i" else r.before if r.op == "d" else [x for p in zip(r.before, r.after) for x in p]
+    images = (
+        r.after
+        if r.op == "i"
+        else r.before
+        if r.op == "d"
+        else [x for p in zip(r.before, r.after, strict=False) for x in p]
+    )
     return [",".join(dumps_compact(v) for v in row).encode() for row in images]
 
 
@@ -25,8 +31,13 @@ def rendered_lines(event) -> list[bytes]:
 @pytest.mark.parametrize("index", range(len(RECORDS)))
 def test_text_path_equals_the_python_path(index, before_image, max_tuples, max_bytes):
     event = rawevent.decode(RECORDS[index])
-    settings = ConvertSettings(ds="demo", timezone="Asia/Shanghai", before_update_image=before_image,
-                               max_tuples=max_tuples, max_bytes=max_bytes)
+    settings = ConvertSettings(
+        ds="demo",
+        timezone="Asia/Shanghai",
+        before_update_image=before_image,
+        max_tuples=max_tuples,
+        max_bytes=max_bytes,
+    )
     rows = decode_fast(event, ums=True)
     expected = [to_json(m).encode() for m in to_ums_fast(event.header, rows, 3, settings)]
 
@@ -45,8 +56,10 @@ def test_table_of_names_the_table_without_decoding_rows():
 
 
 @pytest.mark.parametrize("before_image", [False, True])
-@pytest.mark.parametrize(("max_tuples", "max_bytes"), [(500, 1_000_000), (2, 1_000_000), (3, 1_000_000),
-                                                       (500, 300), (1, 1), (500, 2000)])
+@pytest.mark.parametrize(
+    ("max_tuples", "max_bytes"),
+    [(500, 1_000_000), (2, 1_000_000), (3, 1_000_000), (500, 300), (1, 1), (500, 2000)],
+)
 @pytest.mark.parametrize("index", range(len(RECORDS)))
 def test_one_join_per_event_gives_the_same_messages(index, before_image, max_tuples, max_bytes):
     from appender.textpath import event_messages
@@ -56,8 +69,13 @@ def test_one_join_per_event_gives_the_same_messages(index, before_image, max_tup
     prefix = message_prefix(Namespace("mysql", "demo", shape.schema, shape.table, 0), shape.columns)
     op = decode_fast(event).op
     lines = rendered_lines(event)
-    expected = messages(prefix, tuple_texts(event.header, op, lines, "UTC", before_image), max_tuples, max_bytes)
-    assert event_messages(prefix, event.header, op, lines, "UTC", before_image, max_tuples, max_bytes) == expected
+    expected = messages(
+        prefix, tuple_texts(event.header, op, lines, "UTC", before_image), max_tuples, max_bytes
+    )
+    assert (
+        event_messages(prefix, event.header, op, lines, "UTC", before_image, max_tuples, max_bytes)
+        == expected
+    )
 
 
 def test_one_join_per_event_for_many_rows():

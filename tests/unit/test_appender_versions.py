@@ -57,7 +57,12 @@ def test_compare_names_added_dropped_and_retyped_columns():
     old = (ColumnSpec("id", "int"), ColumnSpec("a", "varchar(10)"), ColumnSpec("b", "int"))
     new = (ColumnSpec("id", "bigint"), ColumnSpec("a", "varchar(20)"), ColumnSpec("c", "date"))
     assert compare(old, new) == {
-        "compatible": False, "added": ["c"], "dropped": ["b"],
-        "changed": [{"name": "id", "before": "int", "after": "bigint"},
-                    {"name": "a", "before": "varchar(10)", "after": "varchar(20)"}]}
+        "compatible": False,
+        "added": ["c"],
+        "dropped": ["b"],
+        "changed": [
+            {"name": "id", "before": "int", "after": "bigint"},
+            {"name": "a", "before": "varchar(10)", "after": "varchar(20)"},
+        ],
+    }
     assert compare(old, old)["compatible"] is True

@@ -8,22 +8,35 @@ from dbuslib.coltypes import TypeCache, candidates, catalog_lookup, types_of
 from dbuslib.errors import EndpointError
 
 STRING, VARCHAR, BLOB = 254, 15, 252
-COLUMNS = [("id", 3, None, 0), ("a", STRING, "binary", 4), ("b", STRING, "binary", 16),
-           ("c", STRING, "binary", 16), ("d", STRING, "binary", 8), ("e", STRING, "utf8mb4", 16),
-           ("f", VARCHAR, "binary", 16), ("g", BLOB, "binary", 16)]
+COLUMNS = [
+    ("id", 3, None, 0),
+    ("a", STRING, "binary", 4),
+    ("b", STRING, "binary", 16),
+    ("c", STRING, "binary", 16),
+    ("d", STRING, "binary", 8),
+    ("e", STRING, "utf8mb4", 16),
+    ("f", VARCHAR, "binary", 16),
+    ("g", BLOB, "binary", 16),
+]
 
 
 def test_only_binary_4_and_16_columns_are_candidates():
     assert candidates(COLUMNS) == (("a", 4), ("b", 16), ("c", 16))
 
 
-@pytest.mark.parametrize(("catalog", "want"), [
-    ([("a", "inet4"), ("b", "inet6"), ("c", "uuid")], {"a": "inet4", "b": "inet6", "c": "uuid"}),
-    ([("a", "INET4"), ("b", "UUID")], {"a": "inet4", "b": "uuid"}),
-    ([("a", "inet6"), ("b", "inet4")], {}),  # the catalog's type is stored in another length: not this column
-    ([("e", "uuid"), ("zz", "inet6")], {}),  # not a candidate / not in the table map
-    ([], {}),
-])
+@pytest.mark.parametrize(
+    ("catalog", "want"),
+    [
+        ([("a", "inet4"), ("b", "inet6"), ("c", "uuid")], {"a": "inet4", "b": "inet6", "c": "uuid"}),
+        ([("a", "INET4"), ("b", "UUID")], {"a": "inet4", "b": "uuid"}),
+        (
+            [("a", "inet6"), ("b", "inet4")],
+            {},
+        ),  # the catalog's type is stored in another length: not this column
+        ([("e", "uuid"), ("zz", "inet6")], {}),  # not a candidate / not in the table map
+        ([], {}),
+    ],
+)
 def test_types_keep_catalog_types_stored_as_the_binlog_column(catalog, want):
     assert types_of(candidates(COLUMNS), catalog) == want
 
@@ -62,7 +75,8 @@ class _Cursor:
 
     def execute(self, sql, args):
         if self.conn.broken:
-            raise OSError("server has gone away")
+            msg = "server has gone away"
+            raise OSError(msg)
         self.conn.queries.append(args)
 
     def fetchall(self):

@@ -54,12 +54,24 @@ def _set(*keys_and_value):
     ("mutate", "expected"),
     [
         (_set("sources", "demo", "mysql", "port", 70000), "sources.demo.mysql.port"),
-        (_set("sources", "demo", "mysql", "prot", 1), "sources.demo.mysql.prot: Extra inputs are not permitted"),
+        (
+            _set("sources", "demo", "mysql", "prot", 1),
+            "sources.demo.mysql.prot: Extra inputs are not permitted",
+        ),
         (_set("sources", "demo", "capture", "include", ["shop"]), "sources.demo.capture.include"),
         (_set("sources", "demo", "topics", "raw", "{ds}.{tabel}"), "unknown placeholder(s) ['tabel']"),
         (_set("sources", "demo", "masking", "shop.customers", "phone", {"type": "regex"}), "needs pattern"),
-        (_set("sources", "demo", "masking", "shop.customers", "phone",
-              {"type": "regex", "pattern": "(", "replacement": ""}), "not a valid regex"),
+        (
+            _set(
+                "sources",
+                "demo",
+                "masking",
+                "shop.customers",
+                "phone",
+                {"type": "regex", "pattern": "(", "replacement": ""},
+            ),
+            "not a valid regex",
+        ),
         (_set("sources", "demo", "masking", "shop.customers", "phone", {"type": "rot13"}), "phone.type"),
         (_set("sources", "demo", "heartbeat", "interval_s", 0.5), "sources.demo.heartbeat.interval_s"),
         (_set("endpoints", "zookeeper", "root", "DBus/"), "endpoints.zookeeper.root"),

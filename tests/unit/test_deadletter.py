@@ -9,7 +9,9 @@ from dbuslib.deadletter import MAX_VALUE_BYTES, DeadLetter
 
 
 def letter(value, withheld=""):
-    return DeadLetter("RAW_BAD_RECORD", "bad", "demo.shop", 1, 42, b"shop.orders", value, "appender", withheld)
+    return DeadLetter(
+        "RAW_BAD_RECORD", "bad", "demo.shop", 1, 42, b"shop.orders", value, "appender", withheld
+    )
 
 
 def test_a_record_above_the_limit_is_withheld_with_its_size_and_keeps_its_coordinates():
@@ -32,5 +34,14 @@ def test_round_trip(value, key):
     d = DeadLetter("C", "e", "t", 0, 1, key, value, "dispatcher")
     back = DeadLetter.from_json(d.to_json())
     assert back.value == value and back.offset == 1 and back.stage == "dispatcher"
-    assert set(json.loads(d.to_json())) == {"code", "error", "stage", "topic", "partition", "offset", "key",
-                                             "value_base64", "withheld"}
+    assert set(json.loads(d.to_json())) == {
+        "code",
+        "error",
+        "stage",
+        "topic",
+        "partition",
+        "offset",
+        "key",
+        "value_base64",
+        "withheld",
+    }

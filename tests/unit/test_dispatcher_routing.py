@@ -20,9 +20,9 @@ from dataclasses import replace
 import pytest
 
 from binlog import rawevent
+from binlog.rawevent import RawEvent
 from dbuslib.config import Source
 from dbuslib.deadletter import TABLE_MASKED, UNATTRIBUTED, UNVERIFIED
-from binlog.rawevent import RawEvent
 from dispatcher import job
 from dispatcher.routing import (
     BAD_RECORD,
@@ -95,21 +95,48 @@ HEARTBEAT_DELETE = bytes.fromhex(
 )
 
 HB_DB = "dbus_unit_dispatcher"
-ROUTER = Router(ds="demo", schema_template="{ds}.{schema}", dead_letter="demo.dlq", heartbeat_schema=HB_DB,
-                heartbeat_table="db_heartbeat_monitor")
+ROUTER = Router(
+    ds="demo",
+    schema_template="{ds}.{schema}",
+    dead_letter="demo.dlq",
+    heartbeat_schema=HB_DB,
+    heartbeat_table="db_heartbeat_monitor",
+)
 DLQ = "demo.dlq"
 
 
 def rows_record(schema: str = "shop", table: str = "orders", **header: object) -> bytes:
-    h = {"kind": "rows", "source": "demo", "server_id": 1, "file": "mariadb-bin.000001", "pos": 4,
-         "next_pos": 90, "ts": 1795356395, "schema": schema, "table": table, "event_type": 23, "crc": True,
-         "tm_len": 3, **header}
+    h = {
+        "kind": "rows",
+        "source": "demo",
+        "server_id": 1,
+        "file": "mariadb-bin.000001",
+        "pos": 4,
+        "next_pos": 90,
+        "ts": 1795356395,
+        "schema": schema,
+        "table": table,
+        "event_type": 23,
+        "crc": True,
+        "tm_len": 3,
+        **header,
+    }
     return rawevent.encode(RawEvent(header=h, body=b"tm-rows-event"))
 
 
 def ddl_record(schema: str = "shop") -> bytes:
-    h = {"kind": "ddl", "source": "demo", "file": "mariadb-bin.000001", "pos": 4, "next_pos": 90, "ts": 1,
-         "schema": schema, "table": "", "sql": "CREATE TABLE t (id int)", "ddl": "CREATE"}
+    h = {
+        "kind": "ddl",
+        "source": "demo",
+        "file": "mariadb-bin.000001",
+        "pos": 4,
+        "next_pos": 90,
+        "ts": 1,
+        "schema": schema,
+        "table": "",
+        "sql": "CREATE TABLE t (id int)",
+        "ddl": "CREATE",
+    }
     return rawevent.encode(RawEvent(header=h))
 
 
@@ -121,17 +148,20 @@ def codes(routes: tuple[Route, ...]) -> list[str | None]:
     return [r.code for r in routes]
 
 
-@pytest.mark.parametrize(("value", "topic"), [
-    (rows_record("shop", "orders"), "demo.shop"),
-    (rows_record("crm", "leads"), "demo.crm"),
-    (ddl_record("shop"), "demo.shop"),
-    (rows_record(HB_DB, "other_table"), f"demo.{HB_DB}"),
-    (HEARTBEAT_DELETE, f"demo.{HB_DB}"),  # the heartbeat's purge is no heartbeat
-    (CREATE_TABLE, f"demo.{HB_DB}"),  # nor is DDL of the heartbeat table
-    (rows_record("shöp", "orders"), "demo.sh_x00f6p"),  # escaped: dbuslib.topics.escape
-    (ddl_record("shop$prod"), "demo.shop_x0024prod"),
-    (rows_record("é" * 40), "demo." + "_x00e9" * 40),
-])
+@pytest.mark.parametrize(
+    ("value", "topic"),
+    [
+        (rows_record("shop", "orders"), "demo.shop"),
+        (rows_record("crm", "leads"), "demo.crm"),
+        (ddl_record("shop"), "demo.shop"),
+        (rows_record(HB_DB, "other_table"), f"demo.{HB_DB}"),
+        (HEARTBEAT_DELETE, f"demo.{HB_DB}"),  # the heartbeat's purge is no heartbeat
+        (CREATE_TABLE, f"demo.{HB_DB}"),  # nor is DDL of the heartbeat table
+        (rows_record("shöp", "orders"), "demo.sh_x00f6p"),  # escaped: dbuslib.topics.escape
+        (ddl_record("shop$prod"), "demo.shop_x0024prod"),
+        (rows_record("é" * 40), "demo." + "_x00e9" * 40),
+    ],
+)
 def test_ordinary_records_go_to_their_schema_topic(value, topic):
     assert route(ROUTER, value) == (Route(topic),)
 
@@ -175,21 +205,24 @@ def _flip_body_byte(value: bytes) -> bytes:
     return value[:-30] + bytes([value[-30] ^ 0xFF]) + value[-29:]
 
 
-@pytest.mark.parametrize(("value", "code", "fragment"), [
-    (None, BAD_RECORD, "null value"),
-    (b"", BAD_RECORD, "shorter than"),
-    (b"garbage that is no raw event", BAD_RECORD, "bad magic"),
-    (b"DBR\x02\x00\x00\x00\x02{}", BAD_RECORD, "version 2"),
-    (b"DBR\x01\x00\x00\x01\x00{}", BAD_RECORD, "truncated"),
-    (b"DBR\x01\x00\x00\x00\x05{nope", BAD_RECORD, "not JSON"),
-    (rawevent.encode(RawEvent(header={"kind": "rows", "schema": "shop"})), BAD_RECORD, "lacks"),
-    (rawevent.encode(RawEvent(header={"kind": "insert", "schema": "shop"})), BAD_RECORD, "kind"),
-    (ddl_record(""), BAD_TOPIC, "empty schema"),
-    (rows_record("s" * 250), BAD_TOPIC, "more than 249"),
-    (rows_record("é" * 41), BAD_TOPIC, "251 characters, more than 249"),
-    (_flip_body_byte(HEARTBEAT_ONE), UNDECODABLE_HEARTBEAT, "db_heartbeat_monitor"),
-    (rows_record(HB_DB, "db_heartbeat_monitor"), UNDECODABLE_HEARTBEAT, "db_heartbeat_monitor"),
-])
+@pytest.mark.parametrize(
+    ("value", "code", "fragment"),
+    [
+        (None, BAD_RECORD, "null value"),
+        (b"", BAD_RECORD, "shorter than"),
+        (b"garbage that is no raw event", BAD_RECORD, "bad magic"),
+        (b"DBR\x02\x00\x00\x00\x02{}", BAD_RECORD, "version 2"),
+        (b"DBR\x01\x00\x00\x01\x00{}", BAD_RECORD, "truncated"),
+        (b"DBR\x01\x00\x00\x00\x05{nope", BAD_RECORD, "not JSON"),
+        (rawevent.encode(RawEvent(header={"kind": "rows", "schema": "shop"})), BAD_RECORD, "lacks"),
+        (rawevent.encode(RawEvent(header={"kind": "insert", "schema": "shop"})), BAD_RECORD, "kind"),
+        (ddl_record(""), BAD_TOPIC, "empty schema"),
+        (rows_record("s" * 250), BAD_TOPIC, "more than 249"),
+        (rows_record("é" * 41), BAD_TOPIC, "251 characters, more than 249"),
+        (_flip_body_byte(HEARTBEAT_ONE), UNDECODABLE_HEARTBEAT, "db_heartbeat_monitor"),
+        (rows_record(HB_DB, "db_heartbeat_monitor"), UNDECODABLE_HEARTBEAT, "db_heartbeat_monitor"),
+    ],
+)
 def test_malformed_records_go_to_the_dead_letter_topic_with_a_code(value, code, fragment):
     (r,) = route(ROUTER, value)
     assert (r.topic, r.code, r.withheld) == (DLQ, code, "")
@@ -222,9 +255,12 @@ def test_router_comes_from_the_source_config_and_pickles():
 
 
 def test_router_knows_the_masked_tables_of_the_source():
-    src = Source.model_validate({"mysql": {"host": "h", "user": "u", "password": "p", "server_id": 1},
-                                 "masking": {"shop.customers": {"phone": {"type": "default"}},
-                                             "crm.*": {}}})
+    src = Source.model_validate(
+        {
+            "mysql": {"host": "h", "user": "u", "password": "p", "server_id": 1},
+            "masking": {"shop.customers": {"phone": {"type": "default"}}, "crm.*": {}},
+        }
+    )
     router = Router.for_source("demo", src)
     assert (router.mask_tables, router.masks_any) == (("shop.customers",), True)
     assert router.table_masked("shop", "customers") and not router.table_masked("crm", "leads")
@@ -233,18 +269,21 @@ def test_router_knows_the_masked_tables_of_the_source():
 MASKED = replace(ROUTER, mask_tables=("shop.customers", "shöp*.*"), masks_any=True)
 
 
-@pytest.mark.parametrize(("value", "key", "withheld"), [
-    (b"garbage", b"shop.customers", UNVERIFIED),  # did not decode: whatever table the key names
-    (b"garbage", b"shop.orders", UNVERIFIED),  # an unmasked one too: the key may be wrong
-    (b"garbage", None, UNATTRIBUTED),  # no key: which table it is cannot be told
-    (b"garbage", b"\xff\xfe", UNATTRIBUTED),  # nor from a key that is not UTF-8
-    (b"garbage", b"nodot", UNATTRIBUTED),
-    (None, b"shop.customers", UNVERIFIED),
-    (b"DBR\x01\x00\x00\x01\x00{}", "shöp.t.dot", UNVERIFIED),  # truncated
-    (rows_record("shop", "customers", tm_len="x"), None, UNVERIFIED),  # a header that parses names it
-    (ddl_record("s" * 250), b"s.t", ""),  # decoded: a bad topic of an unmasked table
-    (rows_record("shöp" * 60, "t"), None, TABLE_MASKED),  # decoded: the header's table (a bad topic)
-])
+@pytest.mark.parametrize(
+    ("value", "key", "withheld"),
+    [
+        (b"garbage", b"shop.customers", UNVERIFIED),  # did not decode: whatever table the key names
+        (b"garbage", b"shop.orders", UNVERIFIED),  # an unmasked one too: the key may be wrong
+        (b"garbage", None, UNATTRIBUTED),  # no key: which table it is cannot be told
+        (b"garbage", b"\xff\xfe", UNATTRIBUTED),  # nor from a key that is not UTF-8
+        (b"garbage", b"nodot", UNATTRIBUTED),
+        (None, b"shop.customers", UNVERIFIED),
+        (b"DBR\x01\x00\x00\x01\x00{}", "shöp.t.dot", UNVERIFIED),  # truncated
+        (rows_record("shop", "customers", tm_len="x"), None, UNVERIFIED),  # a header that parses names it
+        (ddl_record("s" * 250), b"s.t", ""),  # decoded: a bad topic of an unmasked table
+        (rows_record("shöp" * 60, "t"), None, TABLE_MASKED),  # decoded: the header's table (a bad topic)
+    ],
+)
 def test_dead_letters_withhold_the_value_where_masked_columns_could_leak(value, key, withheld):
     (r,) = route(MASKED, value, key)
     assert (r.topic, r.withheld) == (DLQ, withheld)
@@ -255,7 +294,8 @@ def test_an_unexpected_error_becomes_a_dead_letter(monkeypatch):
     from dispatcher import routing
 
     def broken(*_):
-        raise IndexError("boom")
+        msg = "boom"
+        raise IndexError(msg)
 
     monkeypatch.setattr(routing, "is_heartbeat", broken)
     (r,) = route(MASKED, rows_record("shop", "customers"), b"shop.customers")
@@ -270,7 +310,8 @@ def test_the_udf_body_returns_routes_with_the_key_text_of_dead_letters():
     out = job._python_routes(MASKED, made.append, None, None, b"shop.customers")
     assert out == [(DLQ, BAD_RECORD, out[0][2], UNVERIFIED, "shop.customers")]
     assert job._python_routes(MASKED, made.append, "demo.shop", None, b"shop.orders") == [
-        ("demo.shop", None, None, None, None)]
+        ("demo.shop", None, None, None, None)
+    ]
     assert made == [DLQ, "demo.shop"]
 
 
@@ -287,7 +328,9 @@ class _Down(Exception):
 def _failing(topic_error: type[Exception]):
     def ensure(topic: str) -> None:
         if topic != DLQ:
-            raise RuntimeError(f"could not create {topic}") from topic_error("InvalidTopicException")
+            msg = f"could not create {topic}"
+            raise RuntimeError(msg) from topic_error("InvalidTopicException")
+
     return ensure
 
 

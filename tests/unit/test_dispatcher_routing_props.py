@@ -14,18 +14,22 @@ from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_dispatcher_routing import HB_DB, HEARTBEAT_ONE, HEARTBEAT_THREE, rows_record
 
 from binlog import rawevent
-from dbuslib.deadletter import TABLE_MASKED, UNATTRIBUTED, UNVERIFIED
 from binlog.rawevent import RawEvent
+from dbuslib.deadletter import TABLE_MASKED, UNATTRIBUTED, UNVERIFIED
 from dbuslib.topics import topic_problem
 from dispatcher import job
 from dispatcher.routing import BAD_RECORD, CODES, UNEXPECTED, Route, Router, route
 
-from test_dispatcher_routing import HB_DB, HEARTBEAT_ONE, HEARTBEAT_THREE, rows_record
-
-ROUTER = Router(ds="demo", schema_template="{ds}.{schema}", dead_letter="demo.dlq", heartbeat_schema=HB_DB,
-                heartbeat_table="db_heartbeat_monitor")
+ROUTER = Router(
+    ds="demo",
+    schema_template="{ds}.{schema}",
+    dead_letter="demo.dlq",
+    heartbeat_schema=HB_DB,
+    heartbeat_table="db_heartbeat_monitor",
+)
 MASKED = replace(ROUTER, mask_tables=("shop.customers",), masks_any=True)
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -34,13 +38,38 @@ keys = st.one_of(st.none(), st.binary(max_size=60), names.map(str.encode))
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=12)
-header_keys = st.sampled_from(["kind", "schema", "table", "file", "pos", "next_pos", "ts", "event_type",
-                               "crc", "tm_len", "chunk", "sql", "ddl", "gtid"])
-headers = st.dictionaries(header_keys, json_values | st.sampled_from(["rows", "ddl", "shop", "customers"]),
-                          max_size=10)
-valid = st.sampled_from([HEARTBEAT_ONE, HEARTBEAT_THREE, rows_record("shop", "customers"),
-                         rows_record("shöp", "orders"), rows_record(HB_DB, "db_heartbeat_monitor")])
+    max_leaves=12,
+)
+header_keys = st.sampled_from(
+    [
+        "kind",
+        "schema",
+        "table",
+        "file",
+        "pos",
+        "next_pos",
+        "ts",
+        "event_type",
+        "crc",
+        "tm_len",
+        "chunk",
+        "sql",
+        "ddl",
+        "gtid",
+    ]
+)
+headers = st.dictionaries(
+    header_keys, json_values | st.sampled_from(["rows", "ddl", "shop", "customers"]), max_size=10
+)
+valid = st.sampled_from(
+    [
+        HEARTBEAT_ONE,
+        HEARTBEAT_THREE,
+        rows_record("shop", "customers"),
+        rows_record("shöp", "orders"),
+        rows_record(HB_DB, "db_heartbeat_monitor"),
+    ]
+)
 
 
 @st.composite
@@ -57,7 +86,7 @@ def records(draw) -> bytes | None:
         return value[: draw(st.integers(0, len(value) - 1))]
     if kind == "flip":
         i = draw(st.integers(0, len(value) - 1))
-        return value[:i] + bytes([value[i] ^ draw(st.integers(1, 255))]) + value[i + 1:]
+        return value[:i] + bytes([value[i] ^ draw(st.integers(1, 255))]) + value[i + 1 :]
     if kind == "header":
         header = draw(headers)
         text = json.dumps(header).encode() if draw(st.booleans()) else draw(st.binary(max_size=80))
@@ -114,8 +143,22 @@ def test_a_damaged_record_of_a_masked_table_is_always_withheld(cut, key):
 @SETTINGS
 @given(schema=names.filter(bool), table=names.filter(bool))
 def test_any_schema_name_gets_a_legal_topic_or_a_dead_letter(schema, table):
-    value = rawevent.encode(RawEvent(header={"kind": "rows", "file": "f.1", "pos": 4, "next_pos": 9, "ts": 1,
-                                             "schema": schema, "table": table, "event_type": 30, "crc": True,
-                                             "tm_len": 2}, body=b"tm-rows"))
+    value = rawevent.encode(
+        RawEvent(
+            header={
+                "kind": "rows",
+                "file": "f.1",
+                "pos": 4,
+                "next_pos": 9,
+                "ts": 1,
+                "schema": schema,
+                "table": table,
+                "event_type": 30,
+                "crc": True,
+                "tm_len": 2,
+            },
+            body=b"tm-rows",
+        )
+    )
     (r,) = route(ROUTER, value, f"{schema}.{table}".encode())
     assert r.dead == (len(ROUTER.schema_topic(schema)) > 249)

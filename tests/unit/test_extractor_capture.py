@@ -56,14 +56,20 @@ from extractor.capture import raw_ddl, row_changes, without_comments  # noqa: E4
         ("TRUNCATE TABLE t", ("TRUNCATE TABLE",)),
         ("TRUNCATE t", ("TRUNCATE TABLE",)),
         # several clauses, options and names in any spelling
-        ("/* by hand */ ALTER ONLINE IGNORE TABLE IF EXISTS `shop`.`t.dot` NOWAIT ADD COLUMN x INT, "
-         "TRUNCATE PARTITION p0,p1, DROP PARTITION p2", ("TRUNCATE PARTITION", "DROP PARTITION")),
+        (
+            "/* by hand */ ALTER ONLINE IGNORE TABLE IF EXISTS `shop`.`t.dot` NOWAIT ADD COLUMN x INT, "
+            "TRUNCATE PARTITION p0,p1, DROP PARTITION p2",
+            ("TRUNCATE PARTITION", "DROP PARTITION"),
+        ),
         ("ALTER TABLE t WAIT 10 DROP COLUMN c, DROP PARTITION p0", ("DROP PARTITION",)),
         ("/*!50100 ALTER TABLE t TRUNCATE PARTITION p0 */", ("TRUNCATE PARTITION",)),
         ("/*M!100500 ALTER TABLE t DROP PARTITION p0 */", ("DROP PARTITION",)),
         # rows stay
-        ("ALTER TABLE t REORGANIZE PARTITION p0 INTO (PARTITION a VALUES LESS THAN (5), "
-         "PARTITION b VALUES LESS THAN (10))", ()),
+        (
+            "ALTER TABLE t REORGANIZE PARTITION p0 INTO (PARTITION a VALUES LESS THAN (5), "
+            "PARTITION b VALUES LESS THAN (10))",
+            (),
+        ),
         ("ALTER TABLE t COALESCE PARTITION 2", ()),
         ("ALTER TABLE t ADD PARTITION (PARTITION p9 VALUES LESS THAN MAXVALUE)", ()),
         ("ALTER TABLE t REBUILD PARTITION p0", ()),
@@ -79,7 +85,7 @@ from extractor.capture import raw_ddl, row_changes, without_comments  # noqa: E4
         ("ALTER TABLE t # , DROP PARTITION p0\n COALESCE PARTITION 2", ()),
         ("ALTER TABLE t COMMENT 'a, TRUNCATE PARTITION p0'", ()),
         ("ALTER TABLE t COMMENT 'it''s, DROP PARTITION p0'", ()),
-        ("ALTER TABLE t COMMENT \"x\\\", DROP PARTITION p0\"", ()),
+        ('ALTER TABLE t COMMENT "x\\", DROP PARTITION p0"', ()),
         ("ALTER TABLE `truncate partition` ADD PARTITION (PARTITION p9 VALUES LESS THAN (9))", ()),
         ("ALTER TABLE t ADD COLUMN `drop` INT, ADD COLUMN `partition` INT", ()),
         ("ALTER TABLE t ADD PARTITION (PARTITION p9 VALUES LESS THAN (9) ENGINE=BLACKHOLE)", ()),
@@ -116,16 +122,28 @@ def test_ddl_target_reads_through_comments_and_quoted_names(sql, expected):
 
 # A generated ALTER TABLE: clauses that keep rows, clauses that remove them, in random case, joined
 # by commas with random comments and blanks around the tokens.
-_KEEP = ["ADD COLUMN c INT", "DROP COLUMN c", "ADD PARTITION (PARTITION p9 VALUES LESS THAN (9))",
-         "COALESCE PARTITION 2", "REBUILD PARTITION p0", "ANALYZE PARTITION ALL", "ENGINE=InnoDB",
-         "REORGANIZE PARTITION p0 INTO (PARTITION a VALUES LESS THAN (5), PARTITION b VALUES LESS THAN (9))",
-         "COMMENT 'TRUNCATE PARTITION p0, DROP PARTITION p1'", "ADD INDEX `drop partition` (c)"]
-_LOSE = {"TRUNCATE PARTITION p0, p1": "TRUNCATE PARTITION", "DROP PARTITION p2": "DROP PARTITION",
-         "EXCHANGE PARTITION p3 WITH TABLE `other`.`x`": "EXCHANGE PARTITION",
-         "TRUNCATE PARTITION ALL": "TRUNCATE PARTITION",
-         "CONVERT PARTITION p4 TO TABLE y": "CONVERT PARTITION"}
-_GAP = st.sampled_from([" ", "  ", "\n", " /* DROP PARTITION p0 */ ", " -- TRUNCATE PARTITION p\n",
-                        "\t#, DROP PARTITION x\n"])
+_KEEP = [
+    "ADD COLUMN c INT",
+    "DROP COLUMN c",
+    "ADD PARTITION (PARTITION p9 VALUES LESS THAN (9))",
+    "COALESCE PARTITION 2",
+    "REBUILD PARTITION p0",
+    "ANALYZE PARTITION ALL",
+    "ENGINE=InnoDB",
+    "REORGANIZE PARTITION p0 INTO (PARTITION a VALUES LESS THAN (5), PARTITION b VALUES LESS THAN (9))",
+    "COMMENT 'TRUNCATE PARTITION p0, DROP PARTITION p1'",
+    "ADD INDEX `drop partition` (c)",
+]
+_LOSE = {
+    "TRUNCATE PARTITION p0, p1": "TRUNCATE PARTITION",
+    "DROP PARTITION p2": "DROP PARTITION",
+    "EXCHANGE PARTITION p3 WITH TABLE `other`.`x`": "EXCHANGE PARTITION",
+    "TRUNCATE PARTITION ALL": "TRUNCATE PARTITION",
+    "CONVERT PARTITION p4 TO TABLE y": "CONVERT PARTITION",
+}
+_GAP = st.sampled_from(
+    [" ", "  ", "\n", " /* DROP PARTITION p0 */ ", " -- TRUNCATE PARTITION p\n", "\t#, DROP PARTITION x\n"]
+)
 
 
 def _case(text: str, flips: list[bool]) -> str:
@@ -137,12 +155,17 @@ def _case(text: str, flips: list[bool]) -> str:
     return "".join(out)
 
 
-@given(st.lists(st.sampled_from(_KEEP + list(_LOSE)), min_size=1, max_size=6), _GAP, _GAP,
-       st.sampled_from(["", "ONLINE ", "IGNORE ", "ONLINE IGNORE "]),
-       st.sampled_from(["t", "`t`", "shop.t", "`shop`.`t.dot`", "`a``b`"]),
-       st.lists(st.booleans(), min_size=1, max_size=7))
-def test_generated_alters_are_flagged_exactly_when_a_clause_removes_rows(clauses, gap, gap2, opts, name,
-                                                                          flips):
+@given(
+    st.lists(st.sampled_from(_KEEP + list(_LOSE)), min_size=1, max_size=6),
+    _GAP,
+    _GAP,
+    st.sampled_from(["", "ONLINE ", "IGNORE ", "ONLINE IGNORE "]),
+    st.sampled_from(["t", "`t`", "shop.t", "`shop`.`t.dot`", "`a``b`"]),
+    st.lists(st.booleans(), min_size=1, max_size=7),
+)
+def test_generated_alters_are_flagged_exactly_when_a_clause_removes_rows(
+    clauses, gap, gap2, opts, name, flips
+):
     sql = _case(f"ALTER {opts}TABLE{gap}{name}{gap2}" + f",{gap}".join(clauses), flips)
     expected = tuple(dict.fromkeys(_LOSE[c] for c in clauses if c in _LOSE))
     assert row_changes(sql) == expected

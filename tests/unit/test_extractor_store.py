@@ -54,12 +54,19 @@ def test_failed_write_leaves_the_old_file_and_no_temp(path, monkeypatch, broken)
     assert os.listdir(path.parent) == [path.name]
 
 
-@pytest.mark.parametrize(("committed", "later", "error"), [
-    (P2, P1, PositionError),  # behind the last commit
-    (P1, Position("mariadb-bin.000003", 399, epoch=2), PositionError),
-    (P1, Position("", 0, gtid="0-1-50", epoch=2), PositionError),  # GTID-only positions are never committed
-    (P1, Position("mariadb-bin.000009", 4, epoch=1), DeposedError),  # older epoch
-])
+@pytest.mark.parametrize(
+    ("committed", "later", "error"),
+    [
+        (P2, P1, PositionError),  # behind the last commit
+        (P1, Position("mariadb-bin.000003", 399, epoch=2), PositionError),
+        (
+            P1,
+            Position("", 0, gtid="0-1-50", epoch=2),
+            PositionError,
+        ),  # GTID-only positions are never committed
+        (P1, Position("mariadb-bin.000009", 4, epoch=1), DeposedError),  # older epoch
+    ],
+)
 def test_commit_refuses(path, committed, later, error):
     s = file_store(path)
     s.commit(committed)
@@ -98,14 +105,17 @@ def test_reset_to_a_gtid_then_commit_a_file_position(path):
     assert s.read_file() == Position("mariadb-bin.000001", 90, "0-1-43", epoch=1)
 
 
-@pytest.mark.parametrize(("local", "remote", "newest"), [
-    (P2, P1, P2),  # written while ZooKeeper was down
-    (P1, P2, P2),
-    (Position("mariadb-bin.000009", 4, epoch=1), P1, P1),  # an older leader's file loses
-    (None, P1, P1),
-    (P1, None, P1),
-    (None, None, None),
-])
+@pytest.mark.parametrize(
+    ("local", "remote", "newest"),
+    [
+        (P2, P1, P2),  # written while ZooKeeper was down
+        (P1, P2, P2),
+        (Position("mariadb-bin.000009", 4, epoch=1), P1, P1),  # an older leader's file loses
+        (None, P1, P1),
+        (P1, None, P1),
+        (None, None, None),
+    ],
+)
 def test_newest_by_epoch_then_sort_key(local, remote, newest):
     assert store_module._newest(local, remote) == newest
 

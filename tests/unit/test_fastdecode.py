@@ -25,9 +25,8 @@ from dataclasses import replace
 
 import pytest
 
-from binlog import rawevent
+from binlog import fastdecode, rawevent
 from binlog import rows as rowdecode
-from binlog import fastdecode
 from binlog.rows import RowDecodeError
 from ums.values import encode_column
 
@@ -364,8 +363,9 @@ def test_values_equal_rowdecode(event):
     for got, want in zip(fastdecode.as_decoded_rows(fast).rows, expected.rows, strict=True):
         for image, other in ((got.before, want.before), (got.after, want.after)):  # same types, same scale
             if image is not None:
-                assert [(type(v), str(v)) for v in image.values()] == \
-                    [(type(v), str(v)) for v in other.values()]
+                assert [(type(v), str(v)) for v in image.values()] == [
+                    (type(v), str(v)) for v in other.values()
+                ]
 
 
 @pytest.mark.parametrize("event", EVENTS, ids=IDS)
@@ -373,10 +373,16 @@ def test_ums_values_equal_encode_column_of_rowdecode(event):
     expected = rowdecode.decode_rows(event)
     fast = fastdecode.decode_fast(event, ums=True)
     images = [(r.before, r.after) for r in expected.rows]
-    want_before = [tuple(encode_column(c, b[c.name]) for c in expected.columns) for b, _ in images] \
-        if expected.op != "i" else None
-    want_after = [tuple(encode_column(c, a[c.name]) for c in expected.columns) for _, a in images] \
-        if expected.op != "d" else None
+    want_before = (
+        [tuple(encode_column(c, b[c.name]) for c in expected.columns) for b, _ in images]
+        if expected.op != "i"
+        else None
+    )
+    want_after = (
+        [tuple(encode_column(c, a[c.name]) for c in expected.columns) for _, a in images]
+        if expected.op != "d"
+        else None
+    )
     assert (fast.before, fast.after) == (want_before, want_after)
 
 
@@ -391,8 +397,9 @@ def test_covers_inserts_updates_deletes_nulls_and_zero_dates():
 
 def test_layout_merges_fixed_runs_and_falls_back_for_uncommon_types():
     fastdecode.decode_fast(EVENTS[0])
-    table = rowdecode._cached_table(str(EVENTS[0].header["file"]), EVENTS[0].table_map_bytes(), True,
-                                    rowdecode._Control("mariadb"))
+    table = rowdecode._cached_table(
+        str(EVENTS[0].header["file"]), EVENTS[0].table_map_bytes(), True, rowdecode._Control("mariadb")
+    )
     source = fastdecode._layout(table).read.source
     assert "v0, v1, v2, v3, v4, = " in source  # INT, TINYINT..SMALLINT UNSIGNED: one unpack
     assert "_R" in source  # ENUM/SET/BIT/TIME/YEAR/JSON through rowdecode's readers
@@ -431,11 +438,23 @@ def test_a_bad_checksum_raises():
 
 
 INET_AFTER = [  # SELECT of the inserted rows: INET4/INET6/UUID as text, BINARY(n) as Base64
-    (1, "1.2.3.4", "2001:db8::ff00:42:8329", "123e4567-e89b-12d3-a456-426655440000",
-     "ABEiM0RVZneImaq7zN3u/w==", "AQIDBA=="),
+    (
+        1,
+        "1.2.3.4",
+        "2001:db8::ff00:42:8329",
+        "123e4567-e89b-12d3-a456-426655440000",
+        "ABEiM0RVZneImaq7zN3u/w==",
+        "AQIDBA==",
+    ),
     (2, "0.0.0.0", "::", "00000000-0000-0000-0000-000000000000", "AAAAAAAAAAAAAAAAAAAAAA==", "AAAAAA=="),
-    (3, "255.255.255.255", "::ffff:1.2.3.4", "ffffffff-ffff-ffff-ffff-ffffffffffff",
-     "/wAAAAAAAAAAAAAAAAAAAA==", "/wAAAA=="),
+    (
+        3,
+        "255.255.255.255",
+        "::ffff:1.2.3.4",
+        "ffffffff-ffff-ffff-ffff-ffffffffffff",
+        "/wAAAAAAAAAAAAAAAAAAAA==",
+        "/wAAAA==",
+    ),
     (4, None, None, None, None, None),
     (5, "10.0.0.0", "::1.2.3.4", "6ccd780c-baba-1026-9564-5b8c656024db", None, None),
     (6, "0.0.0.1", "1:0:1::", "f47ac10b-58cc-4372-a567-0e02b2c3d479", None, None),
@@ -445,13 +464,28 @@ INET_AFTER = [  # SELECT of the inserted rows: INET4/INET6/UUID as text, BINARY(
 def test_inet_and_uuid_columns_are_text_as_select_prints_them():
     insert, update, delete = (rawevent.decode(r) for r in INET_RECORDS)
     fast = fastdecode.decode_fast(insert, ums=True)
-    assert [c.column_type for c in fast.columns] == ["int", "inet4", "inet6", "uuid", "binary(16)",
-                                                     "binary(4)"]
-    assert [c.ums_type.value for c in fast.columns] == ["int", "string", "string", "string", "binary",
-                                                        "binary"]
+    assert [c.column_type for c in fast.columns] == [
+        "int",
+        "inet4",
+        "inet6",
+        "uuid",
+        "binary(16)",
+        "binary(4)",
+    ]
+    assert [c.ums_type.value for c in fast.columns] == [
+        "int",
+        "string",
+        "string",
+        "string",
+        "binary",
+        "binary",
+    ]
     assert fast.after == INET_AFTER
-    assert fastdecode.decode_fast(update, ums=True).after[0][1:4] == \
-        ("192.168.0.1", "fe80::1", "00000000-0000-0000-0000-000000000001")
+    assert fastdecode.decode_fast(update, ums=True).after[0][1:4] == (
+        "192.168.0.1",
+        "fe80::1",
+        "00000000-0000-0000-0000-000000000001",
+    )
     assert fastdecode.decode_fast(delete, ums=True).before == [INET_AFTER[2]]
 
 
@@ -464,8 +498,9 @@ def test_without_types_in_the_header_inet_and_uuid_stay_bytes():
     assert fastdecode.as_decoded_rows(fastdecode.decode_fast(bare)) == decoded
 
 
-@pytest.mark.parametrize("types", [{"d": "inet4"}, {"e": "inet6"}, {"id": "uuid"}, {"f": "uuid"},
-                                   {"a": "json"}])
+@pytest.mark.parametrize(
+    "types", [{"d": "inet4"}, {"e": "inet6"}, {"id": "uuid"}, {"f": "uuid"}, {"a": "json"}]
+)
 def test_a_type_that_does_not_fit_the_binlog_column_changes_nothing(types):
     insert = rawevent.decode(INET_RECORDS[0])
     bare = rowdecode.decode_rows(replace(insert, header={**insert.header, "types": {}}))

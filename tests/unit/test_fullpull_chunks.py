@@ -12,18 +12,33 @@ LIMIT = 4 * HEADROOM
 
 
 def _job() -> ShardJob:
-    return ShardJob(config="c", ds="demo", schema="shop", table="t", namespace="mysql.demo.shop.t.0.0.0",
-                    columns=[{"name": "id", "column_type": "int(11)", "nullable": False},
-                             {"name": "data", "column_type": "longblob", "nullable": True}],
-                    batch_id=1, ums_id="1030000012345678", ums_ts="2024-01-02 03:04:05.123", shard=0, sql="",
-                    zk_shard_path="/x", fetch_rows=10, tuples_per_message=100, max_message_bytes=1024,
-                    progress_interval_s=1.0)
+    return ShardJob(
+        config="c",
+        ds="demo",
+        schema="shop",
+        table="t",
+        namespace="mysql.demo.shop.t.0.0.0",
+        columns=[
+            {"name": "id", "column_type": "int(11)", "nullable": False},
+            {"name": "data", "column_type": "longblob", "nullable": True},
+        ],
+        batch_id=1,
+        ums_id="1030000012345678",
+        ums_ts="2024-01-02 03:04:05.123",
+        shard=0,
+        sql="",
+        zk_shard_path="/x",
+        fetch_rows=10,
+        tuples_per_message=100,
+        max_message_bytes=1024,
+        progress_interval_s=1.0,
+    )
 
 
 def test_a_huge_row_is_chunked_and_the_rows_around_it_are_not():
     writer = MessageWriter.for_job(_job(), {}, LIMIT)
     huge = "A" * (2 * LIMIT)  # the message: 3 chunks of LIMIT - HEADROOM bytes
-    texts = [b'1,"AA=="', f'2,"{huge}"'.encode(), b'3,null']
+    texts = [b'1,"AA=="', f'2,"{huge}"'.encode(), b"3,null"]
     out = list(writer.messages(texts))  # one row per message (1024 payload bytes); the 2nd in 3 chunks
     assert len(out) == 1 + 3 + 1
     assert all(key == b"shop.t" and len(value) <= LIMIT - HEADROOM for key, value, _ in out)

@@ -57,8 +57,11 @@ def histories(draw):
                 state[key] = value
         events.append((ums_id, changes))
         states.append(dict(state))
-    tuples = [(key, str(at), str(at * 10**6 + i), op, value)
-              for at, changes in events for i, (key, op, value) in enumerate(changes)]
+    tuples = [
+        (key, str(at), str(at * 10**6 + i), op, value)
+        for at, changes in events
+        for i, (key, op, value) in enumerate(changes)
+    ]
     # Full pull: accepted at the binlog end after event k-1, so its ums_id_ lies strictly between the ids
     # of events k-1 and k (ids step by >= 2); each key is read at its own moment t >= k (after event t-1),
     # and every pulled row carries the pull's ums_id_.
@@ -92,12 +95,15 @@ def test_uid_breaks_a_tie_as_a_number():
     assert order_key("5", "5000010") > order_key("5", "5000009")
 
 
-@pytest.mark.parametrize(("ops", "expected"), [
-    ([("i", 1), ("d", 2)], {}),                      # deleted
-    ([("i", 1), ("d", 2), ("i", 3)], {1: "v3"}),      # re-inserted after the delete
-    ([("b", 1)], {}),                                 # before image whose update moved the row away
-    ([("b", 1), ("u", 1)], {1: "v1"}),                # same event: the u (greater uid) wins
-])
+@pytest.mark.parametrize(
+    ("ops", "expected"),
+    [
+        ([("i", 1), ("d", 2)], {}),  # deleted
+        ([("i", 1), ("d", 2), ("i", 3)], {1: "v3"}),  # re-inserted after the delete
+        ([("b", 1)], {}),  # before image whose update moved the row away
+        ([("b", 1), ("u", 1)], {1: "v1"}),  # same event: the u (greater uid) wins
+    ],
+)
 def test_delete_and_reinsert(ops, expected):
     tuples = [(1, str(at), str(at * 10**6 + i), op, f"v{at}") for i, (op, at) in enumerate(ops)]
     assert merge(tuples) == expected
@@ -112,15 +118,22 @@ def _fields(*names_types, encoded=()):
 def test_versions_of_the_table_only_and_the_newest_fields():
     v0 = _fields(("id", "long"), ("name", "string"))
     v1 = _fields(("id", "long"), ("name", "string"), ("amount", "decimal"))
-    heads = [("mysql.demo.shop.orders.0.0.0", v0), ("mysql.demo.shop.orders.1.0.0", v1),
-             ("mysql.demo.shop.items.3.0.0", v0), ("not a namespace", v0)]
+    heads = [
+        ("mysql.demo.shop.orders.0.0.0", v0),
+        ("mysql.demo.shop.orders.1.0.0", v1),
+        ("mysql.demo.shop.items.3.0.0", v0),
+        ("not a namespace", v0),
+    ]
     versions = table_versions(heads, "shop", "orders")
     assert {ns.version for ns, _ in versions.values()} == {0, 1}
     assert versions["mysql.demo.shop.orders.1.0.0"][0] == Namespace("mysql", "demo", "shop", "orders", 1)
     top, lists = newest(versions, heads)
     assert top == 1
-    assert output_columns(lists) == (OutColumn("id", "long"), OutColumn("name", "string"),
-                                     OutColumn("amount", "decimal"))
+    assert output_columns(lists) == (
+        OutColumn("id", "long"),
+        OutColumn("name", "string"),
+        OutColumn("amount", "decimal"),
+    )
 
 
 def test_a_column_masked_differently_within_a_version_becomes_string():
@@ -129,10 +142,20 @@ def test_a_column_masked_differently_within_a_version_becomes_string():
     assert output_columns([clear, masked]) == (OutColumn("id", "int"), OutColumn("phone", "string", True))
 
 
-@pytest.mark.parametrize(("ums_type", "spark_type"), [
-    ("int", "int"), ("long", "long"), ("float", "double"), ("double", "double"), ("boolean", "boolean"),
-    ("decimal", "string"), ("datetime", "string"), ("jsonobject", "string"), ("binary", "string"),
-])
+@pytest.mark.parametrize(
+    ("ums_type", "spark_type"),
+    [
+        ("int", "int"),
+        ("long", "long"),
+        ("float", "double"),
+        ("double", "double"),
+        ("boolean", "boolean"),
+        ("decimal", "string"),
+        ("datetime", "string"),
+        ("jsonobject", "string"),
+        ("binary", "string"),
+    ],
+)
 def test_spark_types_only_where_the_cast_is_exact(ums_type, spark_type):
     assert OutColumn("c", ums_type).spark_type == spark_type
 

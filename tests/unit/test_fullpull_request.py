@@ -28,48 +28,92 @@ def test_a_built_request_round_trips_with_the_originals_payload_keys():
     key, value = request.to_record(m)
     assert key == b"FULL_DATA_INDEPENDENT_PULL_REQ" and request.is_request(key)
     payload = json.loads(value)["payload"]
-    for name in ("DBUS_DATASOURCE_ID", "SCHEMA_NAME", "TABLE_NAME", "PHYSICAL_TABLES", "SEQNO", "SPLIT_COL",
-                 "SPLIT_SHARD_SIZE", "SPLIT_SHARD_STYLE", "INPUT_CONDITIONS", "SINK_TYPE", "resultTopic",
-                 "INCREASE_VERSION", "INCREASE_BATCH_NO", "POS", "OP_TS"):
+    for name in (
+        "DBUS_DATASOURCE_ID",
+        "SCHEMA_NAME",
+        "TABLE_NAME",
+        "PHYSICAL_TABLES",
+        "SEQNO",
+        "SPLIT_COL",
+        "SPLIT_SHARD_SIZE",
+        "SPLIT_SHARD_STYLE",
+        "INPUT_CONDITIONS",
+        "SINK_TYPE",
+        "resultTopic",
+        "INCREASE_VERSION",
+        "INCREASE_BATCH_NO",
+        "POS",
+        "OP_TS",
+    ):
         assert isinstance(payload[name], str), name
     req = request.parse(value, "demo")
     assert (req.seqno, req.schema, req.table, req.split_col, req.shard_size, req.where) == (
-        m.id, "shop", "orders", "id", 5000, "id > 3")
+        m.id,
+        "shop",
+        "orders",
+        "id",
+        5000,
+        "id > 3",
+    )
     assert req.result_topic is None and req.name == "shop.orders"
 
 
 def test_a_keeper_style_request_is_accepted():
-    value = json.dumps({"id": 1704164645123, "type": "FULL_DATA_INDEPENDENT_PULL_REQ",
-                        "timestamp": "2024-01-02 03:04:05.123", "from": "full-pull-request-from-project",
-                        "payload": {"SCHEMA_NAME": "shop", "TABLE_NAME": "orders", "SEQNO": 1704164645123,
-                                    "SPLIT_SHARD_SIZE": "-1", "resultTopic": "x.y", "PULL_REMARK": ""},
-                        "project": {"id": 1, "name": "p"}}).encode()
+    value = json.dumps(
+        {
+            "id": 1704164645123,
+            "type": "FULL_DATA_INDEPENDENT_PULL_REQ",
+            "timestamp": "2024-01-02 03:04:05.123",
+            "from": "full-pull-request-from-project",
+            "payload": {
+                "SCHEMA_NAME": "shop",
+                "TABLE_NAME": "orders",
+                "SEQNO": 1704164645123,
+                "SPLIT_SHARD_SIZE": "-1",
+                "resultTopic": "x.y",
+                "PULL_REMARK": "",
+            },
+            "project": {"id": 1, "name": "p"},
+        }
+    ).encode()
     req = request.parse(value, "demo")
     assert (req.seqno, req.shard_size, req.result_topic) == (1704164645123, -1, "x.y")
 
 
-@pytest.mark.parametrize(("value", "needle", "seqno"), [
-    (b"{not json", "not a control message", None),
-    (b'{"id": 7, "type": "FULL_DATA_BOGUS", "timestamp": "t", "from": "f", "payload": {"a": 1}}',
-     "unknown type", 7),
-    (b'{"id": 8, "type": "APPENDER_RELOAD_CONFIG", "timestamp": "t", "from": "f", "payload": {"a": 1}}',
-     "is not FULL_DATA_INDEPENDENT_PULL_REQ", 8),
-])
+@pytest.mark.parametrize(
+    ("value", "needle", "seqno"),
+    [
+        (b"{not json", "not a control message", None),
+        (
+            b'{"id": 7, "type": "FULL_DATA_BOGUS", "timestamp": "t", "from": "f", "payload": {"a": 1}}',
+            "unknown type",
+            7,
+        ),
+        (
+            b'{"id": 8, "type": "APPENDER_RELOAD_CONFIG", "timestamp": "t", "from": "f", "payload": {"a": 1}}',
+            "is not FULL_DATA_INDEPENDENT_PULL_REQ",
+            8,
+        ),
+    ],
+)
 def test_malformed_records_and_unknown_types_are_rejected_with_a_reason(value, needle, seqno):
     with pytest.raises(PullRejected) as e:
         request.parse(value, "demo")
     assert e.value.code == "FULLPULL_BAD_REQUEST" and needle in str(e.value) and e.value.seqno == seqno
 
 
-@pytest.mark.parametrize(("change", "needle"), [
-    ({"TABLE_NAME": ""}, "payload.TABLE_NAME is missing"),
-    ({"SPLIT_SHARD_SIZE": "0"}, "SPLIT_SHARD_SIZE 0"),
-    ({"SPLIT_SHARD_SIZE": "many"}, "is not an integer"),
-    ({"SINK_TYPE": "HDFS"}, "SINK_TYPE 'HDFS' is not supported"),
-    ({"DBUS_DATASOURCE_ID": "other"}, "is not this source"),
-    ({"PHYSICAL_TABLES": "orders_1;orders_2"}, "only the table itself"),
-    ({"SPLIT_COL": ["id"]}, "payload.SPLIT_COL must be a string"),
-])
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"TABLE_NAME": ""}, "payload.TABLE_NAME is missing"),
+        ({"SPLIT_SHARD_SIZE": "0"}, "SPLIT_SHARD_SIZE 0"),
+        ({"SPLIT_SHARD_SIZE": "many"}, "is not an integer"),
+        ({"SINK_TYPE": "HDFS"}, "SINK_TYPE 'HDFS' is not supported"),
+        ({"DBUS_DATASOURCE_ID": "other"}, "is not this source"),
+        ({"PHYSICAL_TABLES": "orders_1;orders_2"}, "only the table itself"),
+        ({"SPLIT_COL": ["id"]}, "payload.SPLIT_COL must be a string"),
+    ],
+)
 def test_invalid_fields_are_named(change, needle):
     m = request.build("demo", "shop", "orders")
     obj = json.loads(_value(m))
@@ -103,7 +147,10 @@ def test_progress_counts_rate_eta_and_bar():
     text = bar(p, width=10)
     assert text.startswith("[####------]  40% 400/1000 rows  1/4 shards  40 rows/s  ETA 15s  pulling")
     assert Progress.from_bytes(p.to_bytes()) == p
-    assert Progress.from_bytes(json.dumps({"SeqNo": 1, "Schema": "s", "Table": "t", "Later": 1}).encode()).SeqNo == 1
+    assert (
+        Progress.from_bytes(json.dumps({"SeqNo": 1, "Schema": "s", "Table": "t", "Later": 1}).encode()).SeqNo
+        == 1
+    )
 
 
 def test_a_finished_pull_has_no_eta_and_a_full_bar():
@@ -115,20 +162,41 @@ def test_a_finished_pull_has_no_eta_and_a_full_bar():
 
 # ---------------------------------------------------------------- shard messages
 
-COLUMNS = (ColumnSpec("id", "int", False), ColumnSpec("name", "varchar(20)"), ColumnSpec("card", "varchar(20)"))
+COLUMNS = (
+    ColumnSpec("id", "int", False),
+    ColumnSpec("name", "varchar(20)"),
+    ColumnSpec("card", "varchar(20)"),
+)
 
 
 def _job(**kw) -> ShardJob:
-    base = dict(config="c", ds="demo", schema="shop", table="t", namespace="mysql.demo.shop.t.2.0.0",
-                columns=[{"name": c.name, "column_type": c.column_type, "nullable": c.nullable} for c in COLUMNS],
-                batch_id=3, ums_id="1030000012345678", ums_ts="2024-01-02 03:04:05.123", shard=7, sql="",
-                zk_shard_path="/x", fetch_rows=10, tuples_per_message=2, max_message_bytes=1_000_000,
-                progress_interval_s=1.0)
+    base = dict(
+        config="c",
+        ds="demo",
+        schema="shop",
+        table="t",
+        namespace="mysql.demo.shop.t.2.0.0",
+        columns=[{"name": c.name, "column_type": c.column_type, "nullable": c.nullable} for c in COLUMNS],
+        batch_id=3,
+        ums_id="1030000012345678",
+        ums_ts="2024-01-02 03:04:05.123",
+        shard=7,
+        sql="",
+        zk_shard_path="/x",
+        fetch_rows=10,
+        tuples_per_message=2,
+        max_message_bytes=1_000_000,
+        progress_interval_s=1.0,
+    )
     return ShardJob(**{**base, **kw})
 
 
-@given(st.lists(st.tuples(st.integers(-2**31, 2**31 - 1), st.text(max_size=5) | st.none(), st.text(max_size=5)),
-                max_size=9))
+@given(
+    st.lists(
+        st.tuples(st.integers(-(2**31), 2**31 - 1), st.text(max_size=5) | st.none(), st.text(max_size=5)),
+        max_size=9,
+    )
+)
 def test_shard_messages_are_valid_ums_with_every_row_once(rows):
     job = _job()
     writer = MessageWriter.for_job(job, {})
@@ -137,7 +205,9 @@ def test_shard_messages_are_valid_ums_with_every_row_once(rows):
     tuples = []
     for key, value, headers in out:
         assert key == b"shop.t"
-        assert headers[0][0] == "ums_key" and headers[0][1].startswith(b"data_initial_data.mysql.demo.shop.t.2.0.0.")
+        assert headers[0][0] == "ums_key" and headers[0][1].startswith(
+            b"data_initial_data.mysql.demo.shop.t.2.0.0."
+        )
         m = from_json(value)
         assert m.protocol is ProtocolType.DATA_INITIAL_DATA and m.schema.batch_id == 3
         assert str(m.schema.namespace) == "mysql.demo.shop.t.2.0.0" and 1 <= len(m.payload) <= 2
@@ -152,7 +222,7 @@ def test_masked_columns_never_leave_the_writer_in_clear():
     job = _job()
     masking = {"shop.t": {"card": MaskRule(type="md5")}}
     writer = MessageWriter.for_job(job, masking)
-    (key, value, _), = writer.messages([b'1,"ann","4111-1111"'])
+    ((key, value, _),) = writer.messages([b'1,"ann","4111-1111"'])
     assert b"4111-1111" not in value
     m = from_json(value)
     card = next(f for f in m.schema.fields if f.name == "card")
@@ -165,9 +235,20 @@ def test_masked_columns_never_leave_the_writer_in_clear():
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=12)
-FIELDS = ("SEQNO", "DBUS_DATASOURCE_ID", "SCHEMA_NAME", "TABLE_NAME", "PHYSICAL_TABLES", "SINK_TYPE",
-          "SPLIT_COL", "SPLIT_SHARD_SIZE", "INPUT_CONDITIONS", "resultTopic")
+    max_leaves=12,
+)
+FIELDS = (
+    "SEQNO",
+    "DBUS_DATASOURCE_ID",
+    "SCHEMA_NAME",
+    "TABLE_NAME",
+    "PHYSICAL_TABLES",
+    "SINK_TYPE",
+    "SPLIT_COL",
+    "SPLIT_SHARD_SIZE",
+    "INPUT_CONDITIONS",
+    "resultTopic",
+)
 
 
 def _parsed(value):
@@ -195,19 +276,22 @@ def test_parse_of_any_payload_is_a_request_or_a_refusal(change):
         assert identifier_problem(out.schema) is None and identifier_problem(out.table) is None
 
 
-@pytest.mark.parametrize(("change", "needle"), [
-    ({"TABLE_NAME": "x" * 65}, "payload.TABLE_NAME 'xxxxxxxx"),
-    ({"TABLE_NAME": "t "}, "ends with a space"),
-    ({"SCHEMA_NAME": "s\x00"}, "contains a NUL"),
-    ({"SCHEMA_NAME": "\U0001f600"}, "contains U+1F600"),
-    ({"SEQNO": "9" * 5000}, "payload.SEQNO '99999"),
-    ({"SEQNO": "-4"}, "payload.SEQNO -4: must be a positive integer"),
-    ({"SEQNO": "\u0661\u0662"}, "is not an integer"),
-    ({"SPLIT_SHARD_SIZE": "99999999999999999999"}, "is not an integer of at most 64 bits"),
-    ({"SPLIT_COL": "id,,x"}, "column '' is empty"),
-    ({"resultTopic": ".."}, "payload.resultTopic '..' is not a Kafka topic name"),
-    ({"resultTopic": "a b"}, "is not a Kafka topic name"),
-])
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"TABLE_NAME": "x" * 65}, "payload.TABLE_NAME 'xxxxxxxx"),
+        ({"TABLE_NAME": "t "}, "ends with a space"),
+        ({"SCHEMA_NAME": "s\x00"}, "contains a NUL"),
+        ({"SCHEMA_NAME": "\U0001f600"}, "contains U+1F600"),
+        ({"SEQNO": "9" * 5000}, "payload.SEQNO '99999"),
+        ({"SEQNO": "-4"}, "payload.SEQNO -4: must be a positive integer"),
+        ({"SEQNO": "\u0661\u0662"}, "is not an integer"),
+        ({"SPLIT_SHARD_SIZE": "99999999999999999999"}, "is not an integer of at most 64 bits"),
+        ({"SPLIT_COL": "id,,x"}, "column '' is empty"),
+        ({"resultTopic": ".."}, "payload.resultTopic '..' is not a Kafka topic name"),
+        ({"resultTopic": "a b"}, "is not a Kafka topic name"),
+    ],
+)
 def test_names_and_numbers_are_checked_and_named(change, needle):
     obj = json.loads(_value(request.build("demo", "shop", "orders")))
     obj["payload"].update(change)
@@ -216,7 +300,9 @@ def test_names_and_numbers_are_checked_and_named(change, needle):
     assert e.value.code == "FULLPULL_BAD_REQUEST" and needle in str(e.value) and len(str(e.value)) < 400
 
 
-@pytest.mark.parametrize(("schema", "table"), [("..", ".."), (".", "t.dot"), ("a/b", " lead"), ("shöp", "日本")])
+@pytest.mark.parametrize(
+    ("schema", "table"), [("..", ".."), (".", "t.dot"), ("a/b", " lead"), ("shöp", "日本")]
+)
 def test_legal_mariadb_names_are_accepted_as_they_are(schema, table):
     req = request.parse(_value(request.build("demo", schema, table)), "demo")
     assert (req.schema, req.table) == (schema, table)
@@ -227,7 +313,9 @@ def test_a_huge_number_elsewhere_still_names_the_request():
     bad = value[:-2] + b',"X":' + b"1" * 5000 + b"}}"
     with pytest.raises(PullRejected) as e:
         request.parse(bad, "demo")
-    assert e.value.seqno == json.loads(value)["id"] and "payload.X: a number of 5000 characters" in str(e.value)
+    assert e.value.seqno == json.loads(value)["id"] and "payload.X: a number of 5000 characters" in str(
+        e.value
+    )
 
 
 def test_a_reply_is_always_a_small_encodable_record():

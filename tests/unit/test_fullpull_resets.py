@@ -37,8 +37,13 @@ def test_without_the_reset_a_dropped_partition_comes_back():
 _STEP = st.tuples(st.sampled_from(["w", "d"]), st.integers(0, 12))
 
 
-@given(st.lists(_STEP, max_size=30), st.lists(st.integers(0, 12), max_size=8), st.lists(_STEP, max_size=10),
-       st.lists(_STEP, max_size=20), st.randoms())
+@given(
+    st.lists(_STEP, max_size=30),
+    st.lists(st.integers(0, 12), max_size=8),
+    st.lists(_STEP, max_size=10),
+    st.lists(_STEP, max_size=20),
+    st.randoms(),
+)
 def test_row_loss_then_a_re_pull_reconciles_to_the_final_table(before, lost, between, after, rnd):
     table: dict[int, str] = {}
     tuples = []

@@ -27,7 +27,8 @@ def served(into: list):
 
 
 def broken(req):
-    raise RuntimeError("kazoo said no")
+    msg = "kazoo said no"
+    raise RuntimeError(msg)
 
 
 def check_reply(out, code: str, offset: int = 17) -> dict:
@@ -41,8 +42,12 @@ def check_reply(out, code: str, offset: int = 17) -> dict:
     return payload
 
 
-@given(st.none() | st.binary(max_size=200), st.none() | st.sampled_from([KEY, b"FULL_DATA_X", b"OTHER", b""]),
-       st.integers(0, 2**40), st.booleans())
+@given(
+    st.none() | st.binary(max_size=200),
+    st.none() | st.sampled_from([KEY, b"FULL_DATA_X", b"OTHER", b""]),
+    st.integers(0, 2**40),
+    st.booleans(),
+)
 def test_any_record_is_committed_past_and_answered_unless_served_or_not_ours(value, key, offset, fails):
     seen: list = []
     out = on_record(record(value, key, offset), "demo", broken if fails else served(seen))
@@ -53,18 +58,31 @@ def test_any_record_is_committed_past_and_answered_unless_served_or_not_ours(val
         check_reply(out, "FULLPULL_BAD_REQUEST" if out.request is None else "FULLPULL_FAILED", offset)
 
 
-@pytest.mark.parametrize(("value", "needle", "seqno"), [
-    (None, "the record has no value (null)", ""),
-    (b"\xc3\x28garbage", "not UTF-8", ""),
-    (b"not json", "not JSON", ""),
-    (b"[1, 2, 3]", "expected a JSON object, got an array", ""),
-    (GOOD[:-2] + b',"N":' + b"7" * 5000 + b"}}", "payload.N: a number of 5000 characters", json.loads(GOOD)["id"]),
-    (GOOD.replace(b"FULL_DATA_INDEPENDENT_PULL_REQ", b"FULL_DATA_NOPE"), "unknown type 'FULL_DATA_NOPE'",
-     json.loads(GOOD)["id"]),
-    (b'{"pad": "' + b"x" * 2_000_000 + b'"}', "2000011 bytes, over the 1048576", ""),
-    (GOOD.replace(b'"TABLE_NAME":"orders"', b'"TABLE_NAME":"' + b"t" * 70 + b'"'), "has 70 characters",
-     json.loads(GOOD)["id"]),
-])
+@pytest.mark.parametrize(
+    ("value", "needle", "seqno"),
+    [
+        (None, "the record has no value (null)", ""),
+        (b"\xc3\x28garbage", "not UTF-8", ""),
+        (b"not json", "not JSON", ""),
+        (b"[1, 2, 3]", "expected a JSON object, got an array", ""),
+        (
+            GOOD[:-2] + b',"N":' + b"7" * 5000 + b"}}",
+            "payload.N: a number of 5000 characters",
+            json.loads(GOOD)["id"],
+        ),
+        (
+            GOOD.replace(b"FULL_DATA_INDEPENDENT_PULL_REQ", b"FULL_DATA_NOPE"),
+            "unknown type 'FULL_DATA_NOPE'",
+            json.loads(GOOD)["id"],
+        ),
+        (b'{"pad": "' + b"x" * 2_000_000 + b'"}', "2000011 bytes, over the 1048576", ""),
+        (
+            GOOD.replace(b'"TABLE_NAME":"orders"', b'"TABLE_NAME":"' + b"t" * 70 + b'"'),
+            "has 70 characters",
+            json.loads(GOOD)["id"],
+        ),
+    ],
+)
 def test_poison_records_are_answered_with_the_reason(value, needle, seqno):
     seen: list = []
     out = on_record(record(value), "demo", served(seen))
@@ -95,7 +113,8 @@ def test_a_failure_outside_the_pull_is_answered_failed_and_committed_past():
 
 def test_a_bug_in_parsing_is_answered_too(monkeypatch):
     def bug(value, ds):
-        raise KeyError("oops")
+        msg = "oops"
+        raise KeyError(msg)
 
     monkeypatch.setattr(service, "parse", bug)
     payload = check_reply(on_record(record(GOOD), "demo", served([])), "FULLPULL_FAILED")
@@ -125,5 +144,7 @@ def test_other_stages_records_are_not_touched():
 
 def test_pull_rejected_carries_the_code_into_the_reply():
     rec = record(b"x")
-    r = service.refusal(rec, "demo", "FULLPULL_BAD_REQUEST", str(PullRejected("FULLPULL_BAD_REQUEST", "why")), 5)
+    r = service.refusal(
+        rec, "demo", "FULLPULL_BAD_REQUEST", str(PullRejected("FULLPULL_BAD_REQUEST", "why")), 5
+    )
     assert r.payload["SEQNO"] == "5" and r.payload["ERROR_MSG"] == "demo_ctrl[0]@17: why"

@@ -23,22 +23,30 @@ from fullpuller.split import (
 )
 from ums.types import ColumnSpec
 
-COLS = (ColumnSpec("id", "int(11)", False), ColumnSpec("email", "varchar(40)", True),
-        ColumnSpec("code", "char(4)", False), ColumnSpec("n", "int(11)", True), ColumnSpec("g", "point", True))
+COLS = (
+    ColumnSpec("id", "int(11)", False),
+    ColumnSpec("email", "varchar(40)", True),
+    ColumnSpec("code", "char(4)", False),
+    ColumnSpec("n", "int(11)", True),
+    ColumnSpec("g", "point", True),
+)
 
 
 def table(pk=(), unique=(), indexes=()) -> TableInfo:
     return TableInfo("s", "t", COLS, pk, unique, indexes)
 
 
-@pytest.mark.parametrize(("info", "requested", "expected"), [
-    (table(pk=("id",)), None, (("id",), "primary", None)),
-    (table(pk=("id",)), "EMAIL, n", (("email", "n"), "request", None)),
-    (table(unique=(("email",), ("code",))), None, (("code",), "unique", None)),  # NOT NULL first
-    (table(unique=(("email",),)), None, (("email",), "unique", None)),
-    (table(indexes=(("n", "code"),)), None, (("n",), "index", None)),
-    (table(pk=("g",), indexes=(("g",), ("code",))), None, (("code",), "index", None)),  # POINT: skipped
-])
+@pytest.mark.parametrize(
+    ("info", "requested", "expected"),
+    [
+        (table(pk=("id",)), None, (("id",), "primary", None)),
+        (table(pk=("id",)), "EMAIL, n", (("email", "n"), "request", None)),
+        (table(unique=(("email",), ("code",))), None, (("code",), "unique", None)),  # NOT NULL first
+        (table(unique=(("email",),)), None, (("email",), "unique", None)),
+        (table(indexes=(("n", "code"),)), None, (("n",), "index", None)),
+        (table(pk=("g",), indexes=(("g",), ("code",))), None, (("code",), "index", None)),  # POINT: skipped
+    ],
+)
 def test_choose_split_takes_request_then_primary_then_unique_then_index(info, requested, expected):
     assert choose_split(info, requested) == expected
 
@@ -90,8 +98,11 @@ def test_integer_ranges_are_equal_width(lo, shards):
 KEYS = st.tuples(st.integers(-5, 5), st.text("ab", max_size=3))
 
 
-@given(st.lists(KEYS, max_size=60), st.integers(1, 10), st.lists(st.one_of(KEYS, st.tuples(st.none(), st.text())),
-                                                                  max_size=10))
+@given(
+    st.lists(KEYS, max_size=60),
+    st.integers(1, 10),
+    st.lists(st.one_of(KEYS, st.tuples(st.none(), st.text())), max_size=10),
+)
 def test_boundary_ranges_put_every_key_in_exactly_one_range(keys, size, others):
     ordered = sorted(keys)
     ranges = boundary_ranges(ordered[::size])
@@ -107,12 +118,15 @@ def test_boundary_ranges_drop_duplicate_cuts():
 L = Literal
 
 
-@pytest.mark.parametrize(("key_range", "nullable", "sql"), [
-    (KeyRange(None, (L("5", "5"),)), False, "`a` < 5"),
-    (KeyRange((L("5", "5"),), (L("9", "9"),)), True, "`a` IS NOT NULL AND `a` >= 5 AND `a` < 9"),
-    (KeyRange(nulls=True), True, "`a` IS NULL"),
-    (KeyRange(), False, "1 = 1"),
-])
+@pytest.mark.parametrize(
+    ("key_range", "nullable", "sql"),
+    [
+        (KeyRange(None, (L("5", "5"),)), False, "`a` < 5"),
+        (KeyRange((L("5", "5"),), (L("9", "9"),)), True, "`a` IS NOT NULL AND `a` >= 5 AND `a` < 9"),
+        (KeyRange(nulls=True), True, "`a` IS NULL"),
+        (KeyRange(), False, "1 = 1"),
+    ],
+)
 def test_range_sql_single_column(key_range, nullable, sql):
     assert range_sql(["`a`"], key_range, nullable) == sql
 
@@ -120,7 +134,8 @@ def test_range_sql_single_column(key_range, nullable, sql):
 def test_range_sql_composite_is_expanded_for_the_index():
     key = (L("1", "1"), L("'x'", "x"), L("2", "2"))
     assert range_sql(["`a`", "`b`", "`c`"], KeyRange(key, None), False) == (
-        "(`a` > 1 OR (`a` = 1 AND `b` > 'x') OR (`a` = 1 AND `b` = 'x' AND `c` >= 2))")
+        "(`a` > 1 OR (`a` = 1 AND `b` > 'x') OR (`a` = 1 AND `b` = 'x' AND `c` >= 2))"
+    )
     assert range_sql(["`a`", "`b`"], KeyRange(None, key[:2]), False) == "(`a` < 1 OR (`a` = 1 AND `b` < 'x'))"
     assert range_sql(["`a`", "`b`"], KeyRange(nulls=True), True) == "(`a` IS NULL OR `b` IS NULL)"
 
@@ -136,14 +151,17 @@ def test_shards_are_numbered_with_readable_bounds_and_a_null_shard():
     assert [s.where for s in shards_for(["`a`"], [KeyRange()], nullable=True)] == ["1 = 1"]
 
 
-@pytest.mark.parametrize(("column", "value", "sql"), [
-    (ColumnSpec("a", "bigint(20) unsigned"), 2**64 - 1, "18446744073709551615"),
-    (ColumnSpec("a", "decimal(10,2)"), "-1.50", "-1.50"),
-    (ColumnSpec("a", "double"), 1e16, "1e+16"),
-    (ColumnSpec("a", "datetime(6)"), "2024-01-02 03:04:05.000001", "'2024-01-02 03:04:05.000001'"),
-    (ColumnSpec("a", "time"), "-838:59:59", "'-838:59:59'"),
-    (ColumnSpec("a", "varbinary(4)"), b"\x00'", "X'0027'"),
-])
+@pytest.mark.parametrize(
+    ("column", "value", "sql"),
+    [
+        (ColumnSpec("a", "bigint(20) unsigned"), 2**64 - 1, "18446744073709551615"),
+        (ColumnSpec("a", "decimal(10,2)"), "-1.50", "-1.50"),
+        (ColumnSpec("a", "double"), 1e16, "1e+16"),
+        (ColumnSpec("a", "datetime(6)"), "2024-01-02 03:04:05.000001", "'2024-01-02 03:04:05.000001'"),
+        (ColumnSpec("a", "time"), "-838:59:59", "'-838:59:59'"),
+        (ColumnSpec("a", "varbinary(4)"), b"\x00'", "X'0027'"),
+    ],
+)
 def test_literals_hold_only_the_value(column, value, sql):
     assert literal(column, value).sql == sql
 
@@ -153,10 +171,16 @@ def test_string_literal_is_hex_with_charset_and_collation():
     assert (lit.sql, lit.text) == ("_utf8mb4 X'c3a927' COLLATE utf8mb4_general_ci", "é'")
 
 
-@pytest.mark.parametrize(("column", "value"), [
-    (ColumnSpec("a", "datetime"), "2024-01-01' OR '1"), (ColumnSpec("a", "decimal(5,1)"), "1; DROP"),
-    (ColumnSpec("a", "int"), "1"), (ColumnSpec("a", "int"), True), (ColumnSpec("a", "point"), b"x"),
-])
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        (ColumnSpec("a", "datetime"), "2024-01-01' OR '1"),
+        (ColumnSpec("a", "decimal(5,1)"), "1; DROP"),
+        (ColumnSpec("a", "int"), "1"),
+        (ColumnSpec("a", "int"), True),
+        (ColumnSpec("a", "point"), b"x"),
+    ],
+)
 def test_literals_refuse_anything_but_a_plain_value(column, value):
     with pytest.raises(SplitError):
         literal(column, value)

@@ -17,27 +17,33 @@ from ums.types import ColumnSpec, UmsType
 T = UmsType
 
 
-@pytest.mark.parametrize(("ums_type", "a", "b"), [
-    (T.INT, 42, "42"),
-    (T.LONG, "18446744073709551615", 18446744073709551615),
-    (T.FLOAT, 1.1, 1.100000023841858),        # a FLOAT column: equal at 32-bit precision
-    (T.DOUBLE, 1e22, "1.0E22"),                # Spark's JSON text of 1e22
-    (T.DOUBLE, -0.0, 0.0),
-    (T.DECIMAL, "19.90", "19.9"),
-    (T.DECIMAL, "0.000", "0"),
-    (T.JSONOBJECT, '{"b":1,"a":[1,null]}', '{"a": [1, null], "b": 1}'),
-])
+@pytest.mark.parametrize(
+    ("ums_type", "a", "b"),
+    [
+        (T.INT, 42, "42"),
+        (T.LONG, "18446744073709551615", 18446744073709551615),
+        (T.FLOAT, 1.1, 1.100000023841858),  # a FLOAT column: equal at 32-bit precision
+        (T.DOUBLE, 1e22, "1.0E22"),  # Spark's JSON text of 1e22
+        (T.DOUBLE, -0.0, 0.0),
+        (T.DECIMAL, "19.90", "19.9"),
+        (T.DECIMAL, "0.000", "0"),
+        (T.JSONOBJECT, '{"b":1,"a":[1,null]}', '{"a": [1, null], "b": 1}'),
+    ],
+)
 def test_equal_by_type(ums_type, a, b):
     assert canonical(ums_type, a) == canonical(ums_type, b)
 
 
-@pytest.mark.parametrize(("ums_type", "a", "b"), [
-    (T.DOUBLE, 1.1, 1.100000023841858),        # a DOUBLE column keeps 64 bits
-    (T.STRING, "19.90", "19.9"),               # text compares as text
-    (T.DATETIME, "2024-01-02 03:04:05", "2024-01-02 03:04:05.000"),
-    (T.INT, 0, None),                           # NULL is not 0
-    (T.STRING, "", None),                       # nor the empty string
-])
+@pytest.mark.parametrize(
+    ("ums_type", "a", "b"),
+    [
+        (T.DOUBLE, 1.1, 1.100000023841858),  # a DOUBLE column keeps 64 bits
+        (T.STRING, "19.90", "19.9"),  # text compares as text
+        (T.DATETIME, "2024-01-02 03:04:05", "2024-01-02 03:04:05.000"),
+        (T.INT, 0, None),  # NULL is not 0
+        (T.STRING, "", None),  # nor the empty string
+    ],
+)
 def test_different_by_type(ums_type, a, b):
     assert canonical(ums_type, a) != canonical(ums_type, b)
 
@@ -51,10 +57,16 @@ def test_digest_does_not_confuse_column_boundaries():
     assert digest(("ab", "")) != digest(("a", "b"))
 
 
-COLUMNS = (ColumnSpec("id", "bigint(20) unsigned", False), ColumnSpec("price", "float"),
-           ColumnSpec("amount", "decimal(10,2)"), ColumnSpec("at", "datetime(3)"),
-           ColumnSpec("flags", "bit(3)"),
-           ColumnSpec("doc", "json"), ColumnSpec("took", "time"), ColumnSpec("phone", "varchar(20)"))
+COLUMNS = (
+    ColumnSpec("id", "bigint(20) unsigned", False),
+    ColumnSpec("price", "float"),
+    ColumnSpec("amount", "decimal(10,2)"),
+    ColumnSpec("at", "datetime(3)"),
+    ColumnSpec("flags", "bit(3)"),
+    ColumnSpec("doc", "json"),
+    ColumnSpec("took", "time"),
+    ColumnSpec("phone", "varchar(20)"),
+)
 
 
 def test_a_source_row_and_its_snapshot_row_hash_the_same():
@@ -62,19 +74,36 @@ def test_a_source_row_and_its_snapshot_row_hash_the_same():
     assert mask is None
     render = source_renderer(lay.columns)
     # as pymysql gives it ...
-    source = (7, 1.1, Decimal("19.90"), datetime(2024, 1, 2, 3, 4, 5, 250000), b"\x05", '{"k": [1, null]}',
-              timedelta(hours=51), "555")
+    source = (
+        7,
+        1.1,
+        Decimal("19.90"),
+        datetime(2024, 1, 2, 3, 4, 5, 250000),
+        b"\x05",
+        '{"k": [1, null]}',
+        timedelta(hours=51),
+        "555",
+    )
     # ... and as reconcile writes it (long and float typed, the rest UMS text)
-    snapshot = (7, 1.100000023841858, "19.90", "2024-01-02 03:04:05.250", "5", '{"k":[1,null]}', "51:00:00",
-                "555")
+    snapshot = (
+        7,
+        1.100000023841858,
+        "19.90",
+        "2024-01-02 03:04:05.250",
+        "5",
+        '{"k":[1,null]}',
+        "51:00:00",
+        "555",
+    )
     [(key_a, hash_a)] = lay.pairs([render(source)])
     [(key_b, hash_b)] = lay.pairs([snapshot])
     assert (key_a, hash_a) == (key_b, hash_b) == ((("7",), hash_a))
 
 
 def test_masked_columns_are_masked_on_the_source_side_before_comparing():
-    rules = {"shop.*": {"phone": MaskRule(type="sha256", salt=SecretStr("s")),
-                        "amount": MaskRule(type="default")}}
+    rules = {
+        "shop.*": {"phone": MaskRule(type="sha256", salt=SecretStr("s")), "amount": MaskRule(type="default")}
+    }
     lay, mask = layout(COLUMNS, ("id",), "shop", "orders", compile_rules(rules))
     assert mask is not None and lay.masked
     assert lay.types[1:3] == (T.FLOAT, T.DECIMAL) and lay.types[-1] is T.STRING
@@ -104,8 +133,11 @@ def test_compare_finds_each_kind_of_difference():
     assert (c.missing_count, c.extra_count, c.different_count) == (1, 1, 1)
     assert (c.source_rows, c.snapshot_rows, c.equal) == (4, 4, False)
     assert report(c, "shop.t") == [
-        "missing in snapshot: id=3", "extra in snapshot: id=5", "different: id=2",
-        "shop.t: 4 source rows, 4 snapshot rows: 1 missing in snapshot, 1 extra in snapshot, 1 different"]
+        "missing in snapshot: id=3",
+        "extra in snapshot: id=5",
+        "different: id=2",
+        "shop.t: 4 source rows, 4 snapshot rows: 1 missing in snapshot, 1 extra in snapshot, 1 different",
+    ]
 
 
 def test_compare_equal_and_order_does_not_matter():

@@ -7,17 +7,37 @@ from dbuslib.config import HeartbeatSettings
 from heartbeat.channels import ChannelError, LogChannel, SmtpChannel, WebhookChannel, body, channels, email
 from heartbeat.incidents import Alert, Notification
 
-ALERT = Alert(ds="demo", schema="shop", table="orders", kind="stale", since_ms=1714564800000, notified_ms=None,
-              age_s=610.0, latency_s=1.2, message="demo: shop.orders: no heartbeat for 610 s (timeout 600 s)")
-SMTP = {"host": "127.0.0.1", "port": 2525, "from_addr": "dbus@example.org", "to_addrs": ["ops@example.org",
-                                                                                            "dba@example.org"]}
+ALERT = Alert(
+    ds="demo",
+    schema="shop",
+    table="orders",
+    kind="stale",
+    since_ms=1714564800000,
+    notified_ms=None,
+    age_s=610.0,
+    latency_s=1.2,
+    message="demo: shop.orders: no heartbeat for 610 s (timeout 600 s)",
+)
+SMTP = {
+    "host": "127.0.0.1",
+    "port": 2525,
+    "from_addr": "dbus@example.org",
+    "to_addrs": ["ops@example.org", "dba@example.org"],
+}
 
 
 def test_webhook_body():
     assert body(Notification("alert", ALERT, 1714565410000)) == {
-        "event": "alert", "ds": "demo", "schema": "shop", "table": "orders", "kind": "stale",
-        "since": "2024-05-01T12:00:00+00:00", "age_s": 610.0, "latency_s": 1.2,
-        "message": "demo: shop.orders: no heartbeat for 610 s (timeout 600 s)"}
+        "event": "alert",
+        "ds": "demo",
+        "schema": "shop",
+        "table": "orders",
+        "kind": "stale",
+        "since": "2024-05-01T12:00:00+00:00",
+        "age_s": 610.0,
+        "latency_s": 1.2,
+        "message": "demo: shop.orders: no heartbeat for 610 s (timeout 600 s)",
+    }
 
 
 def test_email_names_event_table_and_kind():
@@ -26,7 +46,7 @@ def test_email_names_event_table_and_kind():
     assert msg["To"] == "ops@example.org, dba@example.org"
     text = msg.get_content()
     assert text.startswith(ALERT.message)
-    assert json.loads(text[len(ALERT.message):])["event"] == "recovery"
+    assert json.loads(text[len(ALERT.message) :])["event"] == "recovery"
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,9 @@ def test_commands(argv, handler, config, no_monitor):
     assert getattr(args, "no_monitor", None) == no_monitor
 
 
-@pytest.mark.parametrize("argv", [["heartbeat"], ["heartbeat", "run"], ["heartbeat", "monitor", "--no-monitor"]])
+@pytest.mark.parametrize(
+    "argv", [["heartbeat"], ["heartbeat", "run"], ["heartbeat", "monitor", "--no-monitor"]]
+)
 def test_bad_usage_exits_2(argv):
     with pytest.raises(SystemExit) as e:
         parser().parse_args(argv)

@@ -10,7 +10,9 @@ T0 = 1_700_000_000_000
 TABLES = [("shop", "orders"), ("shop", "items"), ("crm", "users")]
 
 # one check: seconds since the previous one, and per table a new point's latency (s) or None (no new point)
-STEP = st.tuples(st.integers(1, 400), st.lists(st.one_of(st.none(), st.floats(0, 1000)), min_size=3, max_size=3))
+STEP = st.tuples(
+    st.integers(1, 400), st.lists(st.one_of(st.none(), st.floats(0, 1000)), min_size=3, max_size=3)
+)
 
 
 def run(steps, alerts=None, started=T0):
@@ -19,7 +21,7 @@ def run(steps, alerts=None, started=T0):
     history = []
     for dt, points in steps:
         now += dt * 1000
-        for t, latency in zip(TABLES, points):
+        for t, latency in zip(TABLES, points, strict=False):
             if latency is not None:
                 last[t] = (now - 500, latency)  # the point was written half a second ago
         obs = [Observation(s, t, *last.get((s, t), (None, None))) for s, t in TABLES]
@@ -36,9 +38,11 @@ def expected_states(history, started=T0):
         for o in obs:
             age = (now - (o.last_ms if o.last_ms is not None else started)) / 1000
             states[alert_key(o.schema, o.table, "stale")] = (
-                "bad" if age > TH.timeout_s else ("good" if o.last_ms is not None else "none"))
+                "bad" if age > TH.timeout_s else ("good" if o.last_ms is not None else "none")
+            )
             states[alert_key(o.schema, o.table, "latency")] = (
-                "none" if o.latency_s is None else ("bad" if o.latency_s > TH.latency_alert_s else "good"))
+                "none" if o.latency_s is None else ("bad" if o.latency_s > TH.latency_alert_s else "good")
+            )
         out.append(states)
     return out
 
@@ -47,7 +51,7 @@ def expected_states(history, started=T0):
 def test_one_alert_per_incident_and_one_recovery(steps):
     history, final = run(steps)
     is_open: dict[str, bool] = defaultdict(bool)
-    for (_, _, notes), states in zip(history, expected_states(history)):
+    for (_, _, notes), states in zip(history, expected_states(history), strict=False):
         got = {(n.alert.key, n.event) for n in notes}
         assert len(got) == len(notes)  # at most one notice per key and check
         want = set()
@@ -94,7 +98,8 @@ def test_a_restart_with_the_stored_alerts_neither_repeats_nor_forgets(steps, cut
         second_alerts, n = evaluate("demo", second_alerts, obs, t, T0, TH)
         notes.append(n)
     assert [[(x.alert.key, x.event) for x in n] for n in notes] == [
-        [(x.alert.key, x.event) for x in n] for _, _, n in whole[cut:]]
+        [(x.alert.key, x.event) for x in n] for _, _, n in whole[cut:]
+    ]
     assert set(second_alerts) == set(final)
 
 
@@ -104,9 +109,16 @@ def test_stale_alert_content():
     (note,) = notes
     assert note.event == "alert"
     assert alerts["shop.orders.stale"].to_dict() == {
-        "ds": "demo", "schema": "shop", "table": "orders", "kind": "stale", "since_ms": T0 - 610_000,
-        "notified_ms": None, "age_s": 610.0, "latency_s": 1.5,
-        "message": "demo: shop.orders: no heartbeat for 610 s (timeout 600 s)"}
+        "ds": "demo",
+        "schema": "shop",
+        "table": "orders",
+        "kind": "stale",
+        "since_ms": T0 - 610_000,
+        "notified_ms": None,
+        "age_s": 610.0,
+        "latency_s": 1.5,
+        "message": "demo: shop.orders: no heartbeat for 610 s (timeout 600 s)",
+    }
 
 
 def test_never_seen_table_counts_from_the_start():
@@ -128,8 +140,11 @@ def test_latency_alert_and_recovery():
     slow = [Observation("shop", "orders", T0, 301.0)]
     alerts, notes = evaluate("demo", {}, slow, T0 + 1000, T0, TH)
     assert [(n.event, n.alert.kind, n.alert.message) for n in notes] == [
-        ("alert", "latency", "demo: shop.orders: end-to-end latency 301.0 s (threshold 300 s)")]
-    alerts, notes = evaluate("demo", alerts, [Observation("shop", "orders", T0 + 2000, 2.0)], T0 + 3000, T0, TH)
+        ("alert", "latency", "demo: shop.orders: end-to-end latency 301.0 s (threshold 300 s)")
+    ]
+    alerts, notes = evaluate(
+        "demo", alerts, [Observation("shop", "orders", T0 + 2000, 2.0)], T0 + 3000, T0, TH
+    )
     assert [(n.event, n.alert.kind, n.alert.latency_s) for n in notes] == [("recovery", "latency", 2.0)]
     assert alerts == {}
 
@@ -137,5 +152,7 @@ def test_latency_alert_and_recovery():
 def test_alert_of_a_table_no_longer_monitored_is_recovered():
     alerts, _ = evaluate("demo", {}, [Observation("shop", "gone")], T0 + 601_000, T0, TH)
     alerts, notes = evaluate("demo", alerts, [], T0 + 602_000, T0, TH)
-    assert [(n.event, n.alert.message) for n in notes] == [("recovery", "demo: shop.gone: no longer monitored")]
+    assert [(n.event, n.alert.message) for n in notes] == [
+        ("recovery", "demo: shop.gone: no longer monitored")
+    ]
     assert alerts == {}

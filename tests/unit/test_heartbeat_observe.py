@@ -21,13 +21,20 @@ def at(ms):
 def test_the_query_takes_the_last_latency_of_each_table_of_the_source():
     assert hbm.last_points_query("demo", 86400) == (
         'SELECT last("latency_ms") FROM "dbus_heartbeat" WHERE "ds" = \'demo\' AND time > now() - 86400s '
-        'GROUP BY "schema", "table"')
+        'GROUP BY "schema", "table"'
+    )
     assert "'it\\'s'" in hbm.last_points_query("it's", 1)
 
 
 def test_influxql_series_become_records():
-    series = [{"name": "dbus_heartbeat", "tags": {"schema": "shop", "table": "orders"},
-               "columns": ["time", "last"], "values": [[1700, 12.5]]}]
+    series = [
+        {
+            "name": "dbus_heartbeat",
+            "tags": {"schema": "shop", "table": "orders"},
+            "columns": ["time", "last"],
+            "values": [[1700, 12.5]],
+        }
+    ]
     assert hbm.records_of(series) == [{"schema": "shop", "table": "orders", "_time": 1700, "_value": 12.5}]
 
 
@@ -39,14 +46,17 @@ def test_observations_take_the_newest_point_per_table():
         {"schema": "crm", "table": "other", "_time": at(T0), "_value": 1.0},  # not monitored
     ]
     assert hbm.observations(records, [("shop", "orders"), ("shop", "quiet")]) == [
-        Observation("shop", "orders", T0 + 1000, 2.5), Observation("shop", "quiet", None, None)]
+        Observation("shop", "orders", T0 + 1000, 2.5),
+        Observation("shop", "quiet", None, None),
+    ]
 
 
 def test_alert_point():
     a = Alert("demo", "shop", "orders", "stale", T0, None, 610.0, None, "m")
     p = hbm.alert_point(Notification("alert", a, T0))
     assert p.to_line_protocol() == (
-        f'dbus_alert,ds=demo,kind=stale,schema=shop,table=orders age_s=610,state="open" {T0 * 1_000_000}')
+        f'dbus_alert,ds=demo,kind=stale,schema=shop,table=orders age_s=610,state="open" {T0 * 1_000_000}'
+    )
 
 
 class FakeZk:
@@ -129,16 +139,33 @@ class FakeDlq:
 def env(monkeypatch):
     points: list[dict] = []
     written: list = []
-    monkeypatch.setattr(hbm.influx, "influxql", lambda ep, q: [
-        {"tags": {"schema": p["schema"], "table": p["table"]}, "values": [[hbm._ms(p["_time"]), p["_value"]]]}
-        for p in points])
-    monkeypatch.setattr(hbm.influx, "write", lambda ep, pts: written.extend(p.to_line_protocol() for p in pts))
+    monkeypatch.setattr(
+        hbm.influx,
+        "influxql",
+        lambda ep, q: [
+            {
+                "tags": {"schema": p["schema"], "table": p["table"]},
+                "values": [[hbm._ms(p["_time"]), p["_value"]]],
+            }
+            for p in points
+        ],
+    )
+    monkeypatch.setattr(
+        hbm.influx, "write", lambda ep, pts: written.extend(p.to_line_protocol() for p in pts)
+    )
     cfg = load_config()
     zk, clock = FakeZk(), Clock(T0)
 
     def make(*chans, dlq=None):
-        return hbm.Monitor(cfg, "demo", client=zk, chans=list(chans), clock=clock,
-                           list_tables=lambda: [("shop", "orders")], dlq=dlq or FakeDlq())
+        return hbm.Monitor(
+            cfg,
+            "demo",
+            client=zk,
+            chans=list(chans),
+            clock=clock,
+            list_tables=lambda: [("shop", "orders")],
+            dlq=dlq or FakeDlq(),
+        )
 
     return make, zk, clock, points, written
 
@@ -208,7 +235,8 @@ def test_influx_down_skips_the_check(env, monkeypatch):
     make, *_ = env
 
     def boom(ep, q):
-        raise hbm.EndpointError("the time-series server at http://x did not answer an InfluxQL query: refused")
+        msg = "the time-series server at http://x did not answer an InfluxQL query: refused"
+        raise hbm.EndpointError(msg)
 
     monkeypatch.setattr(hbm.influx, "influxql", boom)
     with pytest.raises(hbm.EndpointError, match="did not answer"):
@@ -239,8 +267,10 @@ def test_dead_letters_are_written_committed_alerted_once_and_cleared(env):
     points.append({"schema": "shop", "table": "orders", "_time": at(clock.ms + 600_000), "_value": 10.0})
     clock.ms += 600_000
     assert [(n.event, n.alert.key) for n in mon.check()] == [("recovery", key)]
-    assert hook.sent == [("alert", "appender.RAW_UNDECODABLE.dead_letter"),
-                         ("recovery", "appender.RAW_UNDECODABLE.dead_letter")]
+    assert hook.sent == [
+        ("alert", "appender.RAW_UNDECODABLE.dead_letter"),
+        ("recovery", "appender.RAW_UNDECODABLE.dead_letter"),
+    ]
 
 
 def test_dead_letters_not_stored_are_read_again_and_the_heartbeats_still_checked(env, monkeypatch):
@@ -249,7 +279,8 @@ def test_dead_letters_not_stored_are_read_again_and_the_heartbeats_still_checked
     mon = make(FakeChannel("webhook"), dlq=dlq)
 
     def refused(ep, pts):
-        raise hbm.EndpointError("the time-series server at http://x does not answer /ping")
+        msg = "the time-series server at http://x does not answer /ping"
+        raise hbm.EndpointError(msg)
 
     monkeypatch.setattr(hbm.influx, "write", refused)
     dlq.pending = [_letter()]

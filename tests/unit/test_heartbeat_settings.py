@@ -28,6 +28,14 @@ def test_bad_values_name_the_key(settings, key):
 
 
 def test_smtp_password_is_secret():
-    hb = HeartbeatSettings(smtp={"host": "h", "from_addr": "a@b", "to_addrs": ["c@d"], "user": "u",
-                                 "password": "hunter2", "starttls": True})
+    hb = HeartbeatSettings(
+        smtp={
+            "host": "h",
+            "from_addr": "a@b",
+            "to_addrs": ["c@d"],
+            "user": "u",
+            "password": "hunter2",
+            "starttls": True,
+        }
+    )
     assert "hunter2" not in repr(hb) and hb.smtp.password.get_secret_value() == "hunter2"

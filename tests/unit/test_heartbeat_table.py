@@ -4,25 +4,37 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbuslib.config import Capture, HeartbeatSettings, Source
 from binlog import heartbeat as hbt
+from dbuslib.config import Capture, HeartbeatSettings, Source
 from heartbeat.writer import heartbeat_rows
 
-NAMES = st.text(alphabet=st.characters(whitelist_categories=("Ll", "Lu", "Nd"), whitelist_characters="_-$"),
-                min_size=1, max_size=40)
+NAMES = st.text(
+    alphabet=st.characters(whitelist_categories=("Ll", "Lu", "Nd"), whitelist_characters="_-$"),
+    min_size=1,
+    max_size=40,
+)
 
 
 def test_packet_is_the_original_compact_json_in_key_order():
     text = hbt.build_packet("demo", "shop", "orders", 1714564800123, 1714564800100)
-    assert text == ('{"node":"/DBus/HeartBeat/Monitor/demo/shop/orders/0","time":1714564800123,'
-                    '"type":"checkpoint","txTime":1714564800100}')
+    assert text == (
+        '{"node":"/DBus/HeartBeat/Monitor/demo/shop/orders/0","time":1714564800123,'
+        '"type":"checkpoint","txTime":1714564800100}'
+    )
 
 
 @given(ds=NAMES, schema=NAMES, table=NAMES, time_ms=st.integers(0, 2**53), tx_ms=st.integers(0, 2**53))
 def test_packet_parses_back(ds, schema, table, time_ms, tx_ms):
     p = hbt.parse_packet(hbt.build_packet(ds, schema, table, time_ms, tx_ms))
     assert (p.ds, p.schema, p.table, p.partition, p.time_ms, p.tx_time_ms, p.type) == (
-        ds, schema, table, 0, time_ms, tx_ms, "checkpoint")
+        ds,
+        schema,
+        table,
+        0,
+        time_ms,
+        tx_ms,
+        "checkpoint",
+    )
     assert p.node == hbt.node(ds, schema, table)
 
 
@@ -64,23 +76,35 @@ def test_heartbeat_packet_type_is_accepted():
 def test_ddl_has_the_original_columns_and_configured_names():
     ddl = hbt.create_table_sql(HeartbeatSettings(schema="hb", table="beats"))
     assert ddl.startswith("CREATE TABLE IF NOT EXISTS `hb`.`beats` (")
-    for column in ("`ID` bigint NOT NULL AUTO_INCREMENT", "`DS_NAME` varchar(64)", "`SCHEMA_NAME` varchar(64)",
-                   "`TABLE_NAME` varchar(64)", "`PACKET` varchar(256)", "`CREATE_TIME` datetime",
-                   "`UPDATE_TIME` datetime", "PRIMARY KEY (`ID`)"):
+    for column in (
+        "`ID` bigint NOT NULL AUTO_INCREMENT",
+        "`DS_NAME` varchar(64)",
+        "`SCHEMA_NAME` varchar(64)",
+        "`TABLE_NAME` varchar(64)",
+        "`PACKET` varchar(256)",
+        "`CREATE_TIME` datetime",
+        "`UPDATE_TIME` datetime",
+        "PRIMARY KEY (`ID`)",
+    ):
         assert column in ddl
     assert hbt.create_database_sql(HeartbeatSettings(schema="a`b")) == "CREATE DATABASE IF NOT EXISTS `a``b`"
 
 
 def test_insert_has_one_values_group_per_row():
     sql = hbt.insert_sql(HeartbeatSettings(), 3)
-    assert sql.startswith("INSERT INTO `dbus`.`db_heartbeat_monitor` (DS_NAME, SCHEMA_NAME, TABLE_NAME, PACKET,")
+    assert sql.startswith(
+        "INSERT INTO `dbus`.`db_heartbeat_monitor` (DS_NAME, SCHEMA_NAME, TABLE_NAME, PACKET,"
+    )
     assert sql.count("(%s, %s, %s, %s, NOW(), NOW())") == 3
     with pytest.raises(ValueError):
         hbt.insert_sql(HeartbeatSettings(), 0)
 
 
 def test_purge_keeps_the_newest_10000():
-    assert hbt.purge_sql(HeartbeatSettings()) == "DELETE FROM `dbus`.`db_heartbeat_monitor` WHERE ID < %s - 10000"
+    assert (
+        hbt.purge_sql(HeartbeatSettings())
+        == "DELETE FROM `dbus`.`db_heartbeat_monitor` WHERE ID < %s - 10000"
+    )
 
 
 def test_rows_carry_source_table_and_packet():
@@ -90,24 +114,43 @@ def test_rows_carry_source_table_and_packet():
 
 
 def _source(include, exclude=(), **hb):
-    return Source(mysql={"host": "h", "user": "u", "password": "p", "server_id": 1},
-                  capture=Capture(include=include, exclude=exclude), heartbeat=HeartbeatSettings(**hb))
+    return Source(
+        mysql={"host": "h", "user": "u", "password": "p", "server_id": 1},
+        capture=Capture(include=include, exclude=exclude),
+        heartbeat=HeartbeatSettings(**hb),
+    )
 
 
 @pytest.mark.parametrize(
     ("include", "exclude", "meta_db", "tables", "monitored"),
     [
-        (("shop.*", "dbus.db_heartbeat_monitor"), ("shop.tmp_*",), "dbus",
-         [("shop", "orders"), ("shop", "tmp_x"), ("dbus", "db_heartbeat_monitor"), ("crm", "users")],
-         [("shop", "orders")]),
-        (("*.*",), (), "meta", [("meta", "t_table_version"), ("mysql", "user"), ("sys", "x"), ("a", "b"),
-                                ("dbus", "db_heartbeat_monitor"), ("dbus", "other")],
-         [("a", "b"), ("dbus", "other")]),
+        (
+            ("shop.*", "dbus.db_heartbeat_monitor"),
+            ("shop.tmp_*",),
+            "dbus",
+            [("shop", "orders"), ("shop", "tmp_x"), ("dbus", "db_heartbeat_monitor"), ("crm", "users")],
+            [("shop", "orders")],
+        ),
+        (
+            ("*.*",),
+            (),
+            "meta",
+            [
+                ("meta", "t_table_version"),
+                ("mysql", "user"),
+                ("sys", "x"),
+                ("a", "b"),
+                ("dbus", "db_heartbeat_monitor"),
+                ("dbus", "other"),
+            ],
+            [("a", "b"), ("dbus", "other")],
+        ),
         (("*.*",), ("a.*",), None, [("a", "b"), ("c", "d"), ("c", "d")], [("c", "d")]),
     ],
 )
-def test_monitored_tables_are_captured_ones_less_heartbeat_and_meta_store(include, exclude, meta_db, tables,
-                                                                          monitored):
+def test_monitored_tables_are_captured_ones_less_heartbeat_and_meta_store(
+    include, exclude, meta_db, tables, monitored
+):
     assert hbt.MonitoredTables(_source(include, exclude), meta_db).select(tables) == monitored
 
 
@@ -116,8 +159,13 @@ def test_configured_heartbeat_table_is_not_monitored():
     assert m.select([("x", "hb"), ("x", "t")]) == [("x", "t")]
 
 
-@pytest.mark.parametrize(("url", "db"), [("mysql+pymysql://dbus:dbus@127.0.0.1:13306/dbus", "dbus"),
-                                          ("sqlite:///tmp/meta.db", "tmp/meta.db"),
-                                          ("mysql+pymysql://u:p@h:1", None)])
+@pytest.mark.parametrize(
+    ("url", "db"),
+    [
+        ("mysql+pymysql://dbus:dbus@127.0.0.1:13306/dbus", "dbus"),
+        ("sqlite:///tmp/meta.db", "tmp/meta.db"),
+        ("mysql+pymysql://u:p@h:1", None),
+    ],
+)
 def test_meta_store_database_from_url(url, db):
     assert hbt.meta_store_database(url) == db

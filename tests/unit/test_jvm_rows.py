@@ -31,10 +31,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from test_fastdecode import RECORDS
 
 from binlog import rawevent
 from binlog.fastdecode import decode_fast
-from test_fastdecode import RECORDS
 from ums.encoding import dumps_compact
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,8 +54,13 @@ def jar() -> Path:
 def run_jvm(jar: Path, records: list[bytes], *flags: str) -> list[bytes | tuple[None, str]]:
     """RowsMain over ``records``: bytes per record, or (None, why) for a null."""
     data = b"".join(struct.pack(">I", len(r)) + r for r in records)
-    out = subprocess.run(["java", "-cp", str(jar), "dbus.jvm.RowsMain", "--why", *flags], input=data,
-                         capture_output=True, check=True, timeout=300).stdout
+    out = subprocess.run(
+        ["java", "-cp", str(jar), "dbus.jvm.RowsMain", "--why", *flags],
+        input=data,
+        capture_output=True,
+        check=True,
+        timeout=300,
+    ).stdout
     results: list[bytes | tuple[None, str]] = []
     o = 0
     while o < len(out):
@@ -90,7 +95,7 @@ def expected(value: bytes) -> bytes:
 def expected_or_none(value: bytes) -> bytes | None:
     try:
         return expected(value)
-    except Exception:  # noqa: BLE001 - Python refuses it: the JVM must say null
+    except Exception:
         return None
 
 
@@ -131,9 +136,30 @@ def test_every_supported_column_value_is_exact_in_lenient_mode(jar):
     assert {n for t, n in compared if t == "every_type"} == every
 
 
-COMMON = {"bigint", "int", "smallint", "tinyint", "mediumint", "decimal", "varchar", "char", "datetime",
-          "timestamp", "date", "time", "year", "blob", "text", "varbinary", "binary", "float", "double", "enum",
-          "set", "bit"}
+COMMON = {
+    "bigint",
+    "int",
+    "smallint",
+    "tinyint",
+    "mediumint",
+    "decimal",
+    "varchar",
+    "char",
+    "datetime",
+    "timestamp",
+    "date",
+    "time",
+    "year",
+    "blob",
+    "text",
+    "varbinary",
+    "binary",
+    "float",
+    "double",
+    "enum",
+    "set",
+    "bit",
+}
 
 
 def test_common_types_take_the_fast_path(jar):
@@ -142,15 +168,26 @@ def test_common_types_take_the_fast_path(jar):
     for value, got in zip(RECORDS, run_jvm(jar, RECORDS), strict=True):
         r, _ = images(value)
         assert not isinstance(got, tuple), f"{r.table} {r.op}: null ({got[1]})"
-        seen |= {c.column_type.split("(")[0].split()[0].removeprefix("tiny").removeprefix("medium")
-                 .removeprefix("long") for c in r.columns}
+        seen |= {
+            c.column_type.split("(")[0]
+            .split()[0]
+            .removeprefix("tiny")
+            .removeprefix("medium")
+            .removeprefix("long")
+            for c in r.columns
+        }
     assert seen >= COMMON - {"tinyint", "mediumint"} | {"int"}, COMMON - seen
 
 
 def _framed_repr(jar: Path, items: list[bytes]) -> list[str]:
     data = b"".join(struct.pack(">I", len(b)) + b for b in items)
-    out = subprocess.run(["java", "-cp", str(jar), "dbus.jvm.RowsMain", "--repr"], input=data,
-                         capture_output=True, check=True, timeout=300).stdout
+    out = subprocess.run(
+        ["java", "-cp", str(jar), "dbus.jvm.RowsMain", "--repr"],
+        input=data,
+        capture_output=True,
+        check=True,
+        timeout=300,
+    ).stdout
     return out.decode().split("\n")[: len(items)]
 
 
@@ -160,8 +197,24 @@ def test_float_and_double_print_as_python_repr(jar):
     from ums.scalars import float32_repr
 
     rng = random.Random(1122)
-    doubles = [1.0, -0.0, 0.0, 5e-324, 2.0**-1022, 1e16, 1e15, 0.0001, 0.00001, 1125899906842624.25,
-               1125899906842624.75, 2.0**60, 2.0**-30, 1.7976931348623157e308, 0.1, 1 / 3]
+    doubles = [
+        1.0,
+        -0.0,
+        0.0,
+        5e-324,
+        2.0**-1022,
+        1e16,
+        1e15,
+        0.0001,
+        0.00001,
+        1125899906842624.25,
+        1125899906842624.75,
+        2.0**60,
+        2.0**-30,
+        1.7976931348623157e308,
+        0.1,
+        1 / 3,
+    ]
     for _ in range(20000):
         k = rng.random()
         if k < 0.5:
@@ -296,16 +349,22 @@ def test_inet6_uuid_and_inet4_texts_equal_python_for_random_values(jar):
     values = []
     for n in range(600):
         raw = _inet6_value(rng)
-        value = _with_rows_event(INET_RECORDS[0], lambda rows, raw=raw: rows.__setitem__(
-            slice(bytes(rows).index(INET6_AT) + 1, bytes(rows).index(INET6_AT) + 17), raw))
+        value = _with_rows_event(
+            INET_RECORDS[0],
+            lambda rows, raw=raw: rows.__setitem__(
+                slice(bytes(rows).index(INET6_AT) + 1, bytes(rows).index(INET6_AT) + 17), raw
+            ),
+        )
         types = [{"a": "inet4", "b": "inet6", "c": "uuid"}, {"b": "uuid", "e": "inet4"}][n % 2]
         values.append(_with_header(value, types=types))
     got = run_jvm(jar, values)
     assert [(v.hex(), g) for v, g in zip(values, got, strict=True) if g != expected(v)] == []
 
 
-@pytest.mark.parametrize("types", [{}, None, {"d": "inet4"}, {"e": "inet6"}, {"b": "uuid", "c": "inet6"},
-                                   {"a": "INET4"}, {"zz": "uuid"}])
+@pytest.mark.parametrize(
+    "types",
+    [{}, None, {"d": "inet4"}, {"e": "inet6"}, {"b": "uuid", "c": "inet6"}, {"a": "INET4"}, {"zz": "uuid"}],
+)
 def test_types_headers_decode_as_python_does(jar, types):
     from test_fastdecode import INET_RECORDS
 

@@ -17,8 +17,10 @@ def test_the_default_limit_is_the_local_brokers_message_max_bytes():
     assert KafkaEndpoint(bootstrap_servers="x").max_message_bytes == int(props["message.max.bytes"])
 
 
-@pytest.mark.parametrize(("configured", "broker", "ok"),
-                         [(100, 100, True), (99, 100, True), (101, 100, False), (10**9, None, True)])
+@pytest.mark.parametrize(
+    ("configured", "broker", "ok"),
+    [(100, 100, True), (99, 100, True), (101, 100, False), (10**9, None, True)],
+)
 def test_a_limit_above_the_brokers_names_both_keys(configured, broker, ok):
     problem = kafka.limit_problem(configured, broker, "127.0.0.1:19092")
     assert (problem is None) == ok
@@ -36,7 +38,8 @@ def test_a_limit_above_the_brokers_is_refused_before_any_producer(monkeypatch):
 
 def test_topics_are_created_with_the_limit():
     assert kafka.topic_configs(KafkaEndpoint(bootstrap_servers="x", max_message_bytes=70_000)) == {
-        "max.message.bytes": "70000"}
+        "max.message.bytes": "70000"
+    }
 
 
 class _Writer:
@@ -64,8 +67,10 @@ def test_a_raw_record_limit_that_the_topics_would_refuse_fails_at_load(tmp_path)
     from dbuslib.errors import ConfigError
 
     path = tmp_path / "dbus.yaml"
-    path.write_text('endpoints: {kafka: {bootstrap_servers: "x:1", max_message_bytes: 1000000}, '
-                    'zookeeper: {hosts: "x:2"}, influxdb: {url: "http://x"}, meta_store: {url: "sqlite://"}}\n'
-                    "sources: {demo: {mysql: {host: h, user: u, password: p, server_id: 1}}}\n")
+    path.write_text(
+        'endpoints: {kafka: {bootstrap_servers: "x:1", max_message_bytes: 1000000}, '
+        'zookeeper: {hosts: "x:2"}, influxdb: {url: "http://x"}, meta_store: {url: "sqlite://"}}\n'
+        "sources: {demo: {mysql: {host: h, user: u, password: p, server_id: 1}}}\n"
+    )
     with pytest.raises(ConfigError, match=r"sources.demo.extractor.max_record_bytes .*max_message_bytes"):
         load_config(path)

@@ -13,16 +13,25 @@ from py4j.protocol import Py4JNetworkError
 from pyspark.errors import StreamingQueryException
 
 from dbuslib import lifecycle
-from dbuslib.lifecycle import EXIT_CONFIG_GONE, EXIT_FAILED, EXIT_JVM_GONE, EXIT_STOPPED, Lifecycle, first_line
+from dbuslib.lifecycle import (
+    EXIT_CONFIG_GONE,
+    EXIT_FAILED,
+    EXIT_JVM_GONE,
+    EXIT_STOPPED,
+    Lifecycle,
+    first_line,
+)
 
 
 class FakeQuery:
     """awaitTermination returns False ``runs`` times, then ends as told."""
 
-    def __init__(self, runs: int = 0, error: BaseException | None = None, raises: BaseException | None = None):
+    def __init__(
+        self, runs: int = 0, error: BaseException | None = None, raises: BaseException | None = None
+    ):
         self.runs, self.error, self.raises, self.stopped = runs, error, raises, False
 
-    def awaitTermination(self, timeout: float) -> bool:  # noqa: N802 - PySpark's name
+    def awaitTermination(self, timeout: float) -> bool:
         if self.raises is not None:
             raise self.raises
         if self.stopped:
@@ -51,12 +60,17 @@ def test_a_query_that_ends_cleanly_exits_0():
 
 
 def test_a_failed_query_prints_its_code_and_the_first_line_and_exits_1(capsys):
-    error = StreamingQueryException(message="[STREAM_FAILED] Query [id = 1] terminated with exception: boom\n"
-                                            "=== Streaming Query ===\nlots more")
+    error = StreamingQueryException(
+        message="[STREAM_FAILED] Query [id = 1] terminated with exception: boom\n"
+        "=== Streaming Query ===\nlots more"
+    )
     with Lifecycle("appender", "demo", watch_jvm=False) as life:
         assert life.await_query(FakeQuery(raises=error), "APPENDER_FAILED") == EXIT_FAILED
     err = capsys.readouterr().err
-    assert "appender: APPENDER_FAILED: demo: [STREAM_FAILED] Query [id = 1] terminated with exception: boom\n" in err
+    assert (
+        "appender: APPENDER_FAILED: demo: [STREAM_FAILED] Query [id = 1] terminated with exception: boom\n"
+        in err
+    )
     assert "Streaming Query" not in err
 
 
@@ -97,8 +111,9 @@ def test_interrupt_raises_keyboard_interrupt_once_and_runs_the_stop_callbacks():
 
 def test_a_jvm_gone_under_a_running_query_exits_5(capsys):
     with Lifecycle("appender", "demo", watch_jvm=False) as life:
-        code = life.await_query(FakeQuery(raises=Py4JNetworkError("Answer from Java side is empty")),
-                                "APPENDER_FAILED")
+        code = life.await_query(
+            FakeQuery(raises=Py4JNetworkError("Answer from Java side is empty")), "APPENDER_FAILED"
+        )
     assert code == EXIT_JVM_GONE
     assert "appender: STAGE_JVM_GONE: demo: Answer from Java side is empty" in capsys.readouterr().err
 
@@ -138,16 +153,19 @@ def test_any_other_error_of_the_query_is_its_failure(capsys):
 
 def test_a_refused_connection_to_the_gateway_is_the_jvm_gone(capsys):
     with Lifecycle("dispatcher", "demo", watch_jvm=False) as life:
-        code = life.await_query(FakeQuery(raises=ConnectionRefusedError(111, "Connection refused")),
-                                "DISPATCH_FAILED")
+        code = life.await_query(
+            FakeQuery(raises=ConnectionRefusedError(111, "Connection refused")), "DISPATCH_FAILED"
+        )
     assert code == EXIT_JVM_GONE
     assert "DISPATCH_FAILED" not in capsys.readouterr().err
 
 
 def test_a_query_whose_task_ran_out_of_retries_exits_3_with_that_code(capsys):
-    error = StreamingQueryException(message="[STREAM_FAILED] Query [id = 1] terminated with exception: Job "
-                                            "aborted ... dbuslib.retry.RetriesExhausted: ENDPOINT_RETRIES_"
-                                            "EXHAUSTED: meta store history: 12 attempts in 60.1 s")
+    error = StreamingQueryException(
+        message="[STREAM_FAILED] Query [id = 1] terminated with exception: Job "
+        "aborted ... dbuslib.retry.RetriesExhausted: ENDPOINT_RETRIES_"
+        "EXHAUSTED: meta store history: 12 attempts in 60.1 s"
+    )
     with Lifecycle("appender", "demo", watch_jvm=False) as life:
         assert life.await_query(FakeQuery(raises=error), "APPENDER_FAILED") == 3
     assert "appender: ENDPOINT_RETRIES_EXHAUSTED: demo: [STREAM_FAILED]" in capsys.readouterr().err

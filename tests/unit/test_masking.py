@@ -46,9 +46,17 @@ def md5(text):
 # ---------------------------------------------------------------- rule x type tables
 
 DEFAULT_CASES = [
-    (T.STRING, "alice", "*"), (T.RAW, "x", "*"), (T.JSONOBJECT, '{"a":1}', '"*"'), (T.BINARY, "AAE=", "Kg=="),
-    (T.INT, 42, 0), (T.LONG, "42", "0"), (T.DECIMAL, "12.50", "0"), (T.FLOAT, 1.5, 0.0),
-    (T.DOUBLE, 2.5, 0.0), (T.BOOLEAN, True, False), (T.DATE, "2024-05-06", "1970-01-01"),
+    (T.STRING, "alice", "*"),
+    (T.RAW, "x", "*"),
+    (T.JSONOBJECT, '{"a":1}', '"*"'),
+    (T.BINARY, "AAE=", "Kg=="),
+    (T.INT, 42, 0),
+    (T.LONG, "42", "0"),
+    (T.DECIMAL, "12.50", "0"),
+    (T.FLOAT, 1.5, 0.0),
+    (T.DOUBLE, 2.5, 0.0),
+    (T.BOOLEAN, True, False),
+    (T.DATE, "2024-05-06", "1970-01-01"),
     (T.DATETIME, "2024-05-06 07:08:09.000", "1970-01-01 00:00:00.000"),
 ]
 
@@ -61,14 +69,23 @@ def test_default_gives_the_type_default_and_keeps_the_type(ums_type, clear, mask
 
 
 REPLACE_CASES = [  # literal, column type -> value, field type
-    ("0", T.INT, 0, T.INT), ("-7", T.INT, -7, T.INT), ("secret", T.INT, "secret", T.STRING),
-    ("99999999999", T.INT, "99999999999", T.STRING), ("123", T.LONG, "123", T.LONG),
-    ("1.5", T.LONG, "1.5", T.STRING), ("1.50", T.DECIMAL, "1.50", T.DECIMAL),
-    ("1.5", T.DOUBLE, 1.5, T.DOUBLE), ("nan", T.FLOAT, "nan", T.STRING),
-    ("true", T.BOOLEAN, True, T.BOOLEAN), ("yes", T.BOOLEAN, "yes", T.STRING),
-    ("2000-01-01", T.DATE, "2000-01-01", T.DATE), ("soon", T.DATE, "soon", T.STRING),
-    ("2000-01-01 00:00:00", T.DATETIME, "2000-01-01 00:00:00", T.DATETIME), ("x", T.STRING, "x", T.STRING),
-    ('{"k":0}', T.JSONOBJECT, '{"k":0}', T.JSONOBJECT), ("x", T.JSONOBJECT, "x", T.STRING),
+    ("0", T.INT, 0, T.INT),
+    ("-7", T.INT, -7, T.INT),
+    ("secret", T.INT, "secret", T.STRING),
+    ("99999999999", T.INT, "99999999999", T.STRING),
+    ("123", T.LONG, "123", T.LONG),
+    ("1.5", T.LONG, "1.5", T.STRING),
+    ("1.50", T.DECIMAL, "1.50", T.DECIMAL),
+    ("1.5", T.DOUBLE, 1.5, T.DOUBLE),
+    ("nan", T.FLOAT, "nan", T.STRING),
+    ("true", T.BOOLEAN, True, T.BOOLEAN),
+    ("yes", T.BOOLEAN, "yes", T.STRING),
+    ("2000-01-01", T.DATE, "2000-01-01", T.DATE),
+    ("soon", T.DATE, "soon", T.STRING),
+    ("2000-01-01 00:00:00", T.DATETIME, "2000-01-01 00:00:00", T.DATETIME),
+    ("x", T.STRING, "x", T.STRING),
+    ('{"k":0}', T.JSONOBJECT, '{"k":0}', T.JSONOBJECT),
+    ("x", T.JSONOBJECT, "x", T.STRING),
     ("*", T.BINARY, "Kg==", T.BINARY),
 ]
 
@@ -82,9 +99,14 @@ def test_replace_converts_the_literal_or_turns_the_column_into_string(literal, u
 
 
 HASH_CASES = [  # column type, clear wire value, hashed text
-    (T.STRING, "alice@example.com", "alice@example.com"), (T.LONG, "42", "42"), (T.INT, 42, "42"),
-    (T.DECIMAL, "-1.50", "-1.50"), (T.DOUBLE, 1.5, "1.5"), (T.DATE, "2024-05-06", "2024-05-06"),
-    (T.BOOLEAN, True, "true"), (T.BINARY, "AAE=", "AAE="),
+    (T.STRING, "alice@example.com", "alice@example.com"),
+    (T.LONG, "42", "42"),
+    (T.INT, 42, "42"),
+    (T.DECIMAL, "-1.50", "-1.50"),
+    (T.DOUBLE, 1.5, "1.5"),
+    (T.DATE, "2024-05-06", "2024-05-06"),
+    (T.BOOLEAN, True, "true"),
+    (T.BINARY, "AAE=", "AAE="),
 ]
 
 
@@ -132,9 +154,12 @@ def test_regex_that_gives_back_its_input_falls_back_to_default():
 
 
 TRUNCATE_CASES = [
-    (T.STRING, "abcdef", 3, "abc", T.STRING), (T.STRING, "ab", 3, "ab", T.STRING),
-    (T.STRING, "héllo", 2, "hé", T.STRING), (T.LONG, "123456", 2, "12", T.STRING),
-    (T.INT, 123456, 2, "12", T.STRING), (T.STRING, "abc", 0, "", T.STRING),
+    (T.STRING, "abcdef", 3, "abc", T.STRING),
+    (T.STRING, "ab", 3, "ab", T.STRING),
+    (T.STRING, "héllo", 2, "hé", T.STRING),
+    (T.LONG, "123456", 2, "12", T.STRING),
+    (T.INT, 123456, 2, "12", T.STRING),
+    (T.STRING, "abc", 0, "", T.STRING),
 ]
 
 
@@ -144,10 +169,18 @@ def test_truncate_keeps_the_first_characters(ums_type, clear, length, masked, ou
     assert (value, field.type, field.encoded) == (masked, out_type, True)
 
 
-@pytest.mark.parametrize("r", [
-    rule("default"), rule("replace", value="x"), rule("md5"), rule("sha256", salt="s"), rule("murmur3"),
-    rule("regex", pattern=".*", replacement="x"), rule("truncate", length=1),
-])
+@pytest.mark.parametrize(
+    "r",
+    [
+        rule("default"),
+        rule("replace", value="x"),
+        rule("md5"),
+        rule("sha256", salt="s"),
+        rule("murmur3"),
+        rule("regex", pattern=".*", replacement="x"),
+        rule("truncate", length=1),
+    ],
+)
 @pytest.mark.parametrize("ums_type", [T.STRING, T.LONG, T.INT, T.DATE])
 def test_null_stays_null(r, ums_type):
     field, value, mask = mask_one(r, ums_type, None)
@@ -162,8 +195,7 @@ def fields_of(*names_types):
 
 
 def test_salt_field_uses_the_clear_value_of_the_other_column_even_when_it_is_masked():
-    plan = compile_rules({"shop.customers": {
-        "email": rule("md5", salt_field="id"), "id": rule("default")}})
+    plan = compile_rules({"shop.customers": {"email": rule("md5", salt_field="id"), "id": rule("default")}})
     mask = plan.for_table("shop", "customers", fields_of(("id", T.LONG), ("email", T.STRING)))
     assert mask.apply_row((*SYS_VALUES, "42", "a@b.c"))[-2:] == ("0", md5("a@b.c42"))
     assert mask.apply_row((*SYS_VALUES, None, "a@b.c"))[-1] == md5("a@b.c")  # NULL salt = no salt
@@ -210,15 +242,18 @@ RULES = {
 }
 
 
-@pytest.mark.parametrize(("schema", "table", "column", "winner"), [
-    ("shop", "customers", "phone", "shop.customers"),  # literal beats every glob
-    ("shop", "customers", "email", "*.customers"),  # literal table beats literal schema
-    ("shop", "customers", "name", "*.customers"),
-    ("shop", "customers", "ssn", "*.*"),  # columns merge over every matching pattern
-    ("shop", "orders", "email", "shop.*"),
-    ("hr", "customers", "email", "*.customers"),
-    ("hr", "staff", "email", None),
-])
+@pytest.mark.parametrize(
+    ("schema", "table", "column", "winner"),
+    [
+        ("shop", "customers", "phone", "shop.customers"),  # literal beats every glob
+        ("shop", "customers", "email", "*.customers"),  # literal table beats literal schema
+        ("shop", "customers", "name", "*.customers"),
+        ("shop", "customers", "ssn", "*.*"),  # columns merge over every matching pattern
+        ("shop", "orders", "email", "shop.*"),
+        ("hr", "customers", "email", "*.customers"),
+        ("hr", "staff", "email", None),
+    ],
+)
 def test_most_specific_pattern_wins_per_column(schema, table, column, winner):
     rules = compile_rules(RULES).rules_for(schema, table)
     assert (rules.source_of(column) if rules else None) == winner
@@ -247,10 +282,13 @@ def test_system_fields_are_never_masked():
         compile_rules({"shop.t": {"ums_id_": rule("default")}})
 
 
-@pytest.mark.parametrize(("r", "text"), [
-    (rule("regex", pattern="(a)", replacement=r"\2"), r"masking.s.t.c: .*invalid group reference 2"),
-    (rule("md5", salt_field="c"), "masking.s.t.c: salt_field cannot be the masked column itself"),
-])
+@pytest.mark.parametrize(
+    ("r", "text"),
+    [
+        (rule("regex", pattern="(a)", replacement=r"\2"), r"masking.s.t.c: .*invalid group reference 2"),
+        (rule("md5", salt_field="c"), "masking.s.t.c: salt_field cannot be the masked column itself"),
+    ],
+)
 def test_bad_rules_fail_at_compile_naming_the_key(r, text):
     with pytest.raises(MaskError, match=text):
         compile_rules({"s.t": {"c": r}})
@@ -281,11 +319,17 @@ def test_columns_one_at_a_time_equal_apply_row_and_the_mask_pickles():
 # ---------------------------------------------------------------- properties
 
 ALL_RULES = [
-    rule("default"), rule("replace", value="masked"), rule("replace", value="0"), rule("md5"),
-    rule("md5", salt="s"), rule("sha256", salt_field="other"), rule("murmur3", salt="s"),
+    rule("default"),
+    rule("replace", value="masked"),
+    rule("replace", value="0"),
+    rule("md5"),
+    rule("md5", salt="s"),
+    rule("sha256", salt_field="other"),
+    rule("murmur3", salt="s"),
     rule("regex", pattern=r"(.)(.*)", replacement=r"\1***"),
     rule("regex", pattern=r"(.*)", replacement=r"\1"),
-    rule("regex", pattern=r"\d+", replacement="#"), rule("truncate", length=3),
+    rule("regex", pattern=r"\d+", replacement="#"),
+    rule("truncate", length=3),
 ]
 VALUES = {
     T.STRING: st.none() | st.text(max_size=12),

@@ -15,8 +15,15 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from dbuslib.config import load_config
 from dbuslib.errors import ConfigError, EndpointError
-from dbuslib.retry import (MYSQL_CONNECTION_ERRORS, RetriesExhausted, RetryPolicy, call, gave_up_in, retrying,
-                           transient)
+from dbuslib.retry import (
+    MYSQL_CONNECTION_ERRORS,
+    RetriesExhausted,
+    RetryPolicy,
+    call,
+    gave_up_in,
+    retrying,
+    transient,
+)
 
 
 class FlakyEndpoint:
@@ -50,30 +57,42 @@ LOST = pymysql.err.OperationalError(2013, "Lost connection to server during quer
 POLICY = RetryPolicy(budget_s=60.0, initial_backoff_s=0.2, max_backoff_s=5.0)
 
 
-@pytest.mark.parametrize("err", [
-    LOST,
-    pymysql.err.OperationalError(2003, "Can't connect to MySQL server on '127.0.0.1'"),
-    pymysql.err.InterfaceError(0, ""),
-    OperationalError("SELECT 1", {}, pymysql.err.OperationalError(2006, "MySQL server has gone away")),
-    ConnectionLoss(), SessionExpiredError(),
-    KafkaConnectionError("broker down"),
-    urllib.error.URLError("refused"), ConnectionRefusedError(), TimeoutError(),
-    EndpointError("ZooKeeper at 127.0.0.1:12181 did not answer within 4s"),
-])
+@pytest.mark.parametrize(
+    "err",
+    [
+        LOST,
+        pymysql.err.OperationalError(2003, "Can't connect to MySQL server on '127.0.0.1'"),
+        pymysql.err.InterfaceError(0, ""),
+        OperationalError("SELECT 1", {}, pymysql.err.OperationalError(2006, "MySQL server has gone away")),
+        ConnectionLoss(),
+        SessionExpiredError(),
+        KafkaConnectionError("broker down"),
+        urllib.error.URLError("refused"),
+        ConnectionRefusedError(),
+        TimeoutError(),
+        EndpointError("ZooKeeper at 127.0.0.1:12181 did not answer within 4s"),
+    ],
+)
 def test_endpoint_failures_are_transient(err):
     assert transient(err)
 
 
-@pytest.mark.parametrize("err", [
-    pymysql.err.OperationalError(1045, "Access denied for user 'dbus'"),
-    pymysql.err.ProgrammingError(1064, "You have an error in your SQL syntax"),
-    OperationalError("SELECT 1", {}, pymysql.err.OperationalError(1054, "Unknown column 'x'")),
-    IntegrityError("INSERT", {}, pymysql.err.IntegrityError(1062, "Duplicate entry")),
-    ProgrammingError("SELECT", {}, pymysql.err.ProgrammingError(1146, "Table doesn't exist")),
-    NoNodeError(), TopicAuthorizationFailedError(), ValueError("bad"), KeyError("k"),
-    ConfigError("conf/dbus.yaml: endpoints.retry.budget_s: bad"),
-    RetriesExhausted("meta store: history: still failing"),
-])
+@pytest.mark.parametrize(
+    "err",
+    [
+        pymysql.err.OperationalError(1045, "Access denied for user 'dbus'"),
+        pymysql.err.ProgrammingError(1064, "You have an error in your SQL syntax"),
+        OperationalError("SELECT 1", {}, pymysql.err.OperationalError(1054, "Unknown column 'x'")),
+        IntegrityError("INSERT", {}, pymysql.err.IntegrityError(1062, "Duplicate entry")),
+        ProgrammingError("SELECT", {}, pymysql.err.ProgrammingError(1146, "Table doesn't exist")),
+        NoNodeError(),
+        TopicAuthorizationFailedError(),
+        ValueError("bad"),
+        KeyError("k"),
+        ConfigError("conf/dbus.yaml: endpoints.retry.budget_s: bad"),
+        RetriesExhausted("meta store: history: still failing"),
+    ],
+)
 def test_other_errors_are_not_retried(err):
     assert not transient(err)
     flaky = FlakyEndpoint(1, err)
@@ -107,8 +126,13 @@ def test_budget_exhausted_raises_the_documented_code_and_exit_code():
     clock = FakeClock()
     flaky = FlakyEndpoint(10**6, LOST)
     with pytest.raises(RetriesExhausted) as info:
-        call(RetryPolicy(budget_s=10), "meta store at 127.0.0.1:13306: history", flaky, sleep=clock.sleep,
-             clock=clock)
+        call(
+            RetryPolicy(budget_s=10),
+            "meta store at 127.0.0.1:13306: history",
+            flaky,
+            sleep=clock.sleep,
+            clock=clock,
+        )
     err = info.value
     assert (err.code, err.exit_code, err.retriable) == ("ENDPOINT_RETRIES_EXHAUSTED", 3, False)
     assert isinstance(err, EndpointError)
@@ -152,9 +176,11 @@ def test_the_policy_comes_from_endpoints_retry(tmp_path):
 
 
 def test_a_wrapped_give_up_is_recognised():
-    worker = ('org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n'
-              '  File "appender/job.py", line 90, in process_batches\n'
-              'dbuslib.retry.RetriesExhausted: meta store at 127.0.0.1:13306: history: still failing')
+    worker = (
+        "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+        '  File "appender/job.py", line 90, in process_batches\n'
+        "dbuslib.retry.RetriesExhausted: meta store at 127.0.0.1:13306: history: still failing"
+    )
     assert gave_up_in(RetriesExhausted("x")) and gave_up_in(worker)
     assert not gave_up_in(EndpointError("Kafka at 127.0.0.1:19092 is not reachable"))
     assert not gave_up_in("TypeError: object of type 'NoneType' has no len()")

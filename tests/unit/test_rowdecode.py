@@ -67,16 +67,35 @@ DELETE = bytes.fromhex(
     "0000000000010008ffbcffffffff02757300bdc3614f"
 )
 
-ROW_1 = {"id": 1, "region": "eu", "note": "héllo 😀", "amount": Decimal("12.50"),
-         "at": datetime(2024, 1, 2, 3, 4, 5, 678000),  # noqa: DTZ001 - DATETIME is a naive wall clock
-         "ts": datetime(2024, 1, 2, 3, 4, 5, 1, tzinfo=UTC), "tags": {"a", "c"}, "flag": 0b1010}
-ROW_MAX = {"id": 4294967295, "region": "us", "note": None, "amount": None, "at": None, "ts": None,
-           "tags": set(), "flag": None}
+ROW_1 = {
+    "id": 1,
+    "region": "eu",
+    "note": "héllo 😀",
+    "amount": Decimal("12.50"),
+    "at": datetime(2024, 1, 2, 3, 4, 5, 678000),  # noqa: DTZ001 - DATETIME is a naive wall clock
+    "ts": datetime(2024, 1, 2, 3, 4, 5, 1, tzinfo=UTC),
+    "tags": {"a", "c"},
+    "flag": 0b1010,
+}
+ROW_MAX = {
+    "id": 4294967295,
+    "region": "us",
+    "note": None,
+    "amount": None,
+    "at": None,
+    "ts": None,
+    "tags": set(),
+    "flag": None,
+}
 COLUMNS = (
-    ColumnSpec("id", "int unsigned", False), ColumnSpec("region", "char(2)", False),
-    ColumnSpec("note", "varchar(20)", True), ColumnSpec("amount", "decimal(10,2)", True),
-    ColumnSpec("at", "datetime(3)", True), ColumnSpec("ts", "timestamp(6)", True),
-    ColumnSpec("tags", "set('a','b','c')", True), ColumnSpec("flag", "bit(4)", True),
+    ColumnSpec("id", "int unsigned", False),
+    ColumnSpec("region", "char(2)", False),
+    ColumnSpec("note", "varchar(20)", True),
+    ColumnSpec("amount", "decimal(10,2)", True),
+    ColumnSpec("at", "datetime(3)", True),
+    ColumnSpec("ts", "timestamp(6)", True),
+    ColumnSpec("tags", "set('a','b','c')", True),
+    ColumnSpec("flag", "bit(4)", True),
 )
 
 
@@ -105,14 +124,18 @@ def without_crc(event: RawEvent) -> RawEvent:
 # ---------------------------------------------------------------- decoding
 
 
-@pytest.mark.parametrize(("value", "op", "rows"), [
-    (INSERT, "i", (RowImage(None, ROW_1), RowImage(None, ROW_MAX))),
-    (UPDATE, "u", (RowImage(ROW_1, {**ROW_1, "amount": Decimal("-0.01"), "tags": {"b"}}),)),
-    (DELETE, "d", (RowImage(ROW_MAX, None),)),
-])
+@pytest.mark.parametrize(
+    ("value", "op", "rows"),
+    [
+        (INSERT, "i", (RowImage(None, ROW_1), RowImage(None, ROW_MAX))),
+        (UPDATE, "u", (RowImage(ROW_1, {**ROW_1, "amount": Decimal("-0.01"), "tags": {"b"}}),)),
+        (DELETE, "d", (RowImage(ROW_MAX, None),)),
+    ],
+)
 def test_captured_records_decode_to_the_rows_written(value, op, rows):
-    assert decode_rows(record(value)) == DecodedRows("dbus_unit_rowdecode", "orders", op, COLUMNS,
-                                                     ("region", "id"), rows)
+    assert decode_rows(record(value)) == DecodedRows(
+        "dbus_unit_rowdecode", "orders", op, COLUMNS, ("region", "id"), rows
+    )
 
 
 def test_decimal_keeps_the_column_scale():
@@ -127,9 +150,16 @@ def test_primary_key_follows_key_order_not_column_order():
 
 def test_column_types_map_to_ums_types():
     types = {c.name: ums_type_for(c.column_type) for c in decode_rows(record(INSERT)).columns}
-    assert types == {"id": UmsType.LONG, "region": UmsType.STRING, "note": UmsType.STRING,
-                     "amount": UmsType.DECIMAL, "at": UmsType.DATETIME, "ts": UmsType.DATETIME,
-                     "tags": UmsType.STRING, "flag": UmsType.INT}
+    assert types == {
+        "id": UmsType.LONG,
+        "region": UmsType.STRING,
+        "note": UmsType.STRING,
+        "amount": UmsType.DECIMAL,
+        "at": UmsType.DATETIME,
+        "ts": UmsType.DATETIME,
+        "tags": UmsType.STRING,
+        "flag": UmsType.INT,
+    }
 
 
 def test_records_without_checksums_decode_the_same():
@@ -161,17 +191,34 @@ def test_columns_left_out_of_a_minimal_row_image_are_left_out_of_the_row():
 # A MySQL 8 table ``app.docs (id INT NOT NULL PRIMARY KEY, doc JSON)``, built by hand: binary JSON,
 # v2 rows event, no checksums, a MySQL GTID.
 MYSQL_TABLE_MAP = (
-    b"\x42\x00\x00\x00\x00\x00\x01\x00" + b"\x03app\x00" + b"\x04docs\x00"
-    + b"\x02" + b"\x03\xf5" + b"\x01\x04" + b"\x02"  # columns: INT, JSON (4-byte length); doc nullable
-    + b"\x01\x01\x00" + b"\x04\x07\x02id\x03doc" + b"\x08\x01\x00"  # signedness, names, primary key
+    b"\x42\x00\x00\x00\x00\x00\x01\x00"
+    + b"\x03app\x00"
+    + b"\x04docs\x00"
+    + b"\x02"
+    + b"\x03\xf5"
+    + b"\x01\x04"
+    + b"\x02"  # columns: INT, JSON (4-byte length); doc nullable
+    + b"\x01\x01\x00"
+    + b"\x04\x07\x02id\x03doc"
+    + b"\x08\x01\x00"  # signedness, names, primary key
 )
-JSON_OBJECT = b"\x00" + bytes.fromhex("01001600" "0b000100" "020c00" "6b" "02000a00" "050100" "040100")
+JSON_OBJECT = b"\x00" + bytes.fromhex("010016000b000100020c006b02000a00050100040100")
 JSON_STRING = b"\x0c\x04" + "😀".encode()
 MYSQL_ROWS = (
-    b"\x42\x00\x00\x00\x00\x00\x01\x00" + b"\x02\x00" + b"\x02" + b"\x03"
-    + b"\x00" + struct.pack("<i", 7) + struct.pack("<I", len(JSON_OBJECT)) + JSON_OBJECT
-    + b"\x00" + struct.pack("<i", 8) + struct.pack("<I", len(JSON_STRING)) + JSON_STRING
-    + b"\x02" + struct.pack("<i", 9)
+    b"\x42\x00\x00\x00\x00\x00\x01\x00"
+    + b"\x02\x00"
+    + b"\x02"
+    + b"\x03"
+    + b"\x00"
+    + struct.pack("<i", 7)
+    + struct.pack("<I", len(JSON_OBJECT))
+    + JSON_OBJECT
+    + b"\x00"
+    + struct.pack("<i", 8)
+    + struct.pack("<I", len(JSON_STRING))
+    + JSON_STRING
+    + b"\x02"
+    + struct.pack("<i", 9)
 )
 
 
@@ -181,24 +228,40 @@ def mysql_event(type_code: int, body: bytes) -> bytes:
 
 def test_mysql_binary_json_decodes_to_python_values():
     tm, rows = mysql_event(19, MYSQL_TABLE_MAP), mysql_event(30, MYSQL_ROWS)
-    header = {"kind": "rows", "file": "binlog.000001", "pos": 4, "next_pos": 100, "ts": 1700000000,
-              "gtid": "3e11fa47-71ca-11e1-9e33-c80aa9429562:23", "schema": "app", "table": "docs",
-              "event_type": 30, "crc": False, "tm_len": len(tm)}
+    header = {
+        "kind": "rows",
+        "file": "binlog.000001",
+        "pos": 4,
+        "next_pos": 100,
+        "ts": 1700000000,
+        "gtid": "3e11fa47-71ca-11e1-9e33-c80aa9429562:23",
+        "schema": "app",
+        "table": "docs",
+        "event_type": 30,
+        "crc": False,
+        "tm_len": len(tm),
+    }
     decoded = decode_rows(RawEvent(header, tm + rows))
     assert decoded.columns == (ColumnSpec("id", "int", False), ColumnSpec("doc", "json", True))
     assert ums_type_for(decoded.columns[1].column_type) is UmsType.JSONOBJECT
     assert decoded.primary_key == ("id",)
-    assert [r.after for r in decoded.rows] == [{"id": 7, "doc": {"k": [1, True]}}, {"id": 8, "doc": "😀"},
-                                               {"id": 9, "doc": None}]
+    assert [r.after for r in decoded.rows] == [
+        {"id": 7, "doc": {"k": [1, True]}},
+        {"id": 8, "doc": "😀"},
+        {"id": 9, "doc": None},
+    ]
 
 
-@pytest.mark.parametrize(("header", "flavor"), [
-    ({"flavor": "mysql", "gtid": "0-1-2", "event_type": 23}, "mysql"),
-    ({"gtid": "0-1-2", "event_type": 30}, "mariadb"),
-    ({"gtid": "3e11fa47-71ca-11e1-9e33-c80aa9429562:23", "event_type": 23}, "mysql"),
-    ({"gtid": "", "event_type": 23}, "mariadb"),
-    ({"gtid": "", "event_type": 30}, "mysql"),
-])
+@pytest.mark.parametrize(
+    ("header", "flavor"),
+    [
+        ({"flavor": "mysql", "gtid": "0-1-2", "event_type": 23}, "mysql"),
+        ({"gtid": "0-1-2", "event_type": 30}, "mariadb"),
+        ({"gtid": "3e11fa47-71ca-11e1-9e33-c80aa9429562:23", "event_type": 23}, "mysql"),
+        ({"gtid": "", "event_type": 23}, "mariadb"),
+        ({"gtid": "", "event_type": 30}, "mysql"),
+    ],
+)
 def test_server_flavor_comes_from_the_header_gtid_or_event_version(header, flavor):
     assert rowdecode._flavor(header) == flavor
 
@@ -292,14 +355,16 @@ def test_rows_cut_short_inside_a_row_are_undecodable():
 def test_a_row_running_into_the_checksum_is_undecodable():
     event = record(DELETE)  # one more byte: a null bitmap whose row's INT would be read from the CRC32
     rows = event.rows_event_bytes()
-    assert_undecodable(with_events(event, event.table_map_bytes(), sealed(rows[:-4] + b"\xfe" + rows[-4:])),
-                       "rows event: 2 rows took 24 bytes of a 20-byte body")
+    assert_undecodable(
+        with_events(event, event.table_map_bytes(), sealed(rows[:-4] + b"\xfe" + rows[-4:])),
+        "rows event: 2 rows took 24 bytes of a 20-byte body",
+    )
 
 
 def test_table_map_without_column_names_asks_for_full_metadata():
     event = record(INSERT)
     tm = event.table_map_bytes()
-    minimal = sealed(tm[: tm.index(b"\x01\x01\x80") ] + tm[-4:])  # cut at the first optional-metadata field
+    minimal = sealed(tm[: tm.index(b"\x01\x01\x80")] + tm[-4:])  # cut at the first optional-metadata field
     rowdecode._TABLES.clear()
     assert_undecodable(with_events(event, minimal, event.rows_event_bytes()), "binlog_row_metadata=FULL")
 
@@ -379,13 +444,16 @@ def test_inet6_text_is_what_mariadb_selects(hex_value, text):
 def test_inet4_and_uuid_texts():
     assert rowdecode.inet4_text(b"\x01\x02\x03\x04") == "1.2.3.4"
     assert rowdecode.inet4_text(b"\xff\xff\xff\x00") == "255.255.255.0"
-    assert rowdecode.uuid_text(bytes.fromhex("123e4567e89b12d3a456426655440000")) == \
-        "123e4567-e89b-12d3-a456-426655440000"
+    assert (
+        rowdecode.uuid_text(bytes.fromhex("123e4567e89b12d3a456426655440000"))
+        == "123e4567-e89b-12d3-a456-426655440000"
+    )
     assert rowdecode.uuid_text(bytes(16)) == "00000000-0000-0000-0000-000000000000"
 
 
-@pytest.mark.parametrize(("func", "size"), [(rowdecode.inet4_text, 4), (rowdecode.inet6_text, 16),
-                                            (rowdecode.uuid_text, 16)])
+@pytest.mark.parametrize(
+    ("func", "size"), [(rowdecode.inet4_text, 4), (rowdecode.inet6_text, 16), (rowdecode.uuid_text, 16)]
+)
 def test_texts_refuse_values_of_another_length(func, size):
     with pytest.raises(ValueError, match=f"expected {size}"):
         func(bytes(size + 1))
@@ -402,8 +470,12 @@ def test_inet6_text_reads_back_as_the_same_address(words):
     text = rowdecode.inet6_text(value)
     assert ipaddress.IPv6Address(text).packed == value
     assert text == text.lower() and ":::" not in text and text.count("::") <= 1
-    runs = [(i, j - i) for i in range(8) for j in range(i + 1, 9)
-            if all(w == 0 for w in words[i:j]) and (i == 0 or words[i - 1]) and (j == 8 or words[j])]
+    runs = [
+        (i, j - i)
+        for i in range(8)
+        for j in range(i + 1, 9)
+        if all(w == 0 for w in words[i:j]) and (i == 0 or words[i - 1]) and (j == 8 or words[j])
+    ]
     longest = max(runs, key=lambda r: (r[1], -r[0]), default=None)  # the first longest run
     if longest is None:
         assert "::" not in text and len(text.split(":")) == 8

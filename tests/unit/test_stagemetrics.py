@@ -14,39 +14,69 @@ from dbuslib.stagemetrics import PointWriter, idle_point, lag_records, stage_poi
 
 # The shape of StreamingQueryProgress.json of the appender's Kafka -> Kafka query (Spark 4.2).
 PROGRESS = {
-    "id": "5d0b6a50-4a0e-4a4c-9d43-3b0a2f7d8f11", "runId": "0c3d9a8e-1f7b-4b59-8f0e-2a6e1c1d0b22",
-    "name": "appender_demo", "timestamp": "2026-01-02T03:04:05.678Z", "batchId": 12, "batchDuration": 485,
-    "numInputRows": 20000, "inputRowsPerSecond": 39000.1, "processedRowsPerSecond": 41234.5,
-    "durationMs": {"addBatch": 410, "getBatch": 0, "latestOffset": 3, "queryPlanning": 12,
-                   "triggerExecution": 485, "walCommit": 30},
+    "id": "5d0b6a50-4a0e-4a4c-9d43-3b0a2f7d8f11",
+    "runId": "0c3d9a8e-1f7b-4b59-8f0e-2a6e1c1d0b22",
+    "name": "appender_demo",
+    "timestamp": "2026-01-02T03:04:05.678Z",
+    "batchId": 12,
+    "batchDuration": 485,
+    "numInputRows": 20000,
+    "inputRowsPerSecond": 39000.1,
+    "processedRowsPerSecond": 41234.5,
+    "durationMs": {
+        "addBatch": 410,
+        "getBatch": 0,
+        "latestOffset": 3,
+        "queryPlanning": 12,
+        "triggerExecution": 485,
+        "walCommit": 30,
+    },
     "stateOperators": [],
     "sources": [
-        {"description": "KafkaV2[Subscribe[demo.shop]]", "startOffset": {"demo.shop": {"0": 100}},
-         "endOffset": {"demo.shop": {"0": 20100}}, "latestOffset": {"demo.shop": {"0": 21300}},
-         "numInputRows": 20000, "inputRowsPerSecond": 39000.1, "processedRowsPerSecond": 41234.5,
-         "metrics": {"avgOffsetsBehindLatest": "1200.0", "maxOffsetsBehindLatest": "1200",
-                     "minOffsetsBehindLatest": "1200"}},
-        {"description": "KafkaV2[Subscribe[demo.crm]]", "numInputRows": 0,
-         "metrics": {"maxOffsetsBehindLatest": "34"}},
+        {
+            "description": "KafkaV2[Subscribe[demo.shop]]",
+            "startOffset": {"demo.shop": {"0": 100}},
+            "endOffset": {"demo.shop": {"0": 20100}},
+            "latestOffset": {"demo.shop": {"0": 21300}},
+            "numInputRows": 20000,
+            "inputRowsPerSecond": 39000.1,
+            "processedRowsPerSecond": 41234.5,
+            "metrics": {
+                "avgOffsetsBehindLatest": "1200.0",
+                "maxOffsetsBehindLatest": "1200",
+                "minOffsetsBehindLatest": "1200",
+            },
+        },
+        {
+            "description": "KafkaV2[Subscribe[demo.crm]]",
+            "numInputRows": 0,
+            "metrics": {"maxOffsetsBehindLatest": "34"},
+        },
     ],
-    "sink": {"description": "org.apache.spark.sql.kafka010.KafkaSourceProvider$KafkaTable@1",
-             "numOutputRows": -1},
+    "sink": {
+        "description": "org.apache.spark.sql.kafka010.KafkaSourceProvider$KafkaTable@1",
+        "numOutputRows": -1,
+    },
 }
 
 
 def test_a_progress_becomes_a_dbus_stage_point():
     assert stage_point(PROGRESS, "demo", "appender").to_line_protocol() == (
         "dbus_stage,ds=demo,stage=appender batch_ms=485,input_rows=20000i,lag_records=1234i,"
-        "rows_per_s=41234.5 1767323045678")
+        "rows_per_s=41234.5 1767323045678"
+    )
 
 
-@pytest.mark.parametrize(("change", "fields"), [
-    ({"processedRowsPerSecond": None}, "rows_per_s=0 "),  # a float (no i suffix)
-    ({"processedRowsPerSecond": float("nan")}, "rows_per_s=0 "),
-    ({"durationMs": {}}, "batch_ms=0,"),
-    ({"sources": [{"metrics": {}}, {}]}, "lag_records=0i"),
-    ({"sources": [{"metrics": {"maxOffsetsBehindLatest": "n/a"}}]}, "lag_records=0i"),
-])
+@pytest.mark.parametrize(
+    ("change", "fields"),
+    [
+        ({"processedRowsPerSecond": None}, "rows_per_s=0 "),  # a float (no i suffix)
+        ({"processedRowsPerSecond": float("nan")}, "rows_per_s=0 "),
+        ({"durationMs": {}}, "batch_ms=0,"),
+        ({"sources": [{"metrics": {}}, {}]}, "lag_records=0i"),
+        ({"sources": [{"metrics": {"maxOffsetsBehindLatest": "n/a"}}]}, "lag_records=0i"),
+    ],
+)
 def test_missing_figures_are_zero(change, fields):
     progress = {**PROGRESS, **change}
     progress = {k: v for k, v in progress.items() if v is not None}
@@ -59,8 +89,10 @@ def test_lag_is_summed_over_the_sources():
 
 def test_an_idle_trigger_is_a_point_of_zeros():
     line = idle_point("2026-01-02T03:04:05.678Z", "demo", "dispatcher").to_line_protocol()
-    assert line == ("dbus_stage,ds=demo,stage=dispatcher batch_ms=0,input_rows=0i,lag_records=0i,"
-                    "rows_per_s=0 1767323045678")  # 0 with no i: a float
+    assert line == (
+        "dbus_stage,ds=demo,stage=dispatcher batch_ms=0,input_rows=0i,lag_records=0i,"
+        "rows_per_s=0 1767323045678"
+    )  # 0 with no i: a float
 
 
 class Sink:
@@ -84,7 +116,9 @@ def test_the_watcher_writes_each_batch_once_then_idle_points_and_never_raises(mo
     assert watcher.poll() == 2
     assert watcher.poll() == 0  # nothing new: an idle point
     query.recentProgress = None
-    query.recentProgress = type("Broken", (), {"__iter__": lambda self: (_ for _ in ()).throw(RuntimeError())})()
+    query.recentProgress = type(
+        "Broken", (), {"__iter__": lambda self: (_ for _ in ()).throw(RuntimeError())}
+    )()
     assert watcher.poll() == 0
     fields = [p.to_line_protocol().split(" ")[1].split(",")[1] for p in sink.points]
     assert fields[:2] == ["input_rows=20000i", "input_rows=20000i"] and fields[2] == "input_rows=0i"
@@ -101,7 +135,8 @@ def test_a_dead_server_costs_the_writer_a_log_line_not_the_caller(monkeypatch):
 
     def failing(endpoint, points):
         calls.append(len(points))
-        raise OSError("connection refused")
+        msg = "connection refused"
+        raise OSError(msg)
 
     monkeypatch.setattr("dbuslib.influx.write", failing)
     writer = PointWriter(InfluxEndpoint(url="http://127.0.0.1:9"))

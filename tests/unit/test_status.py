@@ -37,35 +37,73 @@ def _t(age_s: float) -> datetime:
 
 def _full() -> Snapshot:
     return Snapshot(
-        source="demo", taken_at=NOW, window_s=600,
-        extractor=ExtractorStatus(leader="db1:4242", epoch=7, committed_file="mariadb-bin.000003",
-                                  committed_pos=1234, committed_gtid="0-1-42", behind_bytes=0,
-                                  position_lag_s=0.8, lag_s=1.25, metrics_age_s=4.0),
-        stages=(StageRate("extractor", 812.0, None, None, 4.0),
-                StageRate("dispatcher", 640.5, 12, 210.0, 2.0),
-                StageRate("appender")),
-        heartbeats=(TableHeartbeat("shop", "orders", 1234.5, 120, 32.0),
-                    TableHeartbeat("shop", "customers", 900.0, 0, 700.0)),
-        fullpulls=(FullPullStatus(1704164645123, "shop", "orders", "pulling", 412000, 1000000, 4, 10, 51234.0,
-                                  "[############------------------]  41% 412000/1000000 rows  4/10 shards"),),
-        alerts=(OpenAlert("shop", "customers", "stale", since_ms=1714556900000, age_s=700.0,
-                          message="no heartbeat for 700 s"),),
+        source="demo",
+        taken_at=NOW,
+        window_s=600,
+        extractor=ExtractorStatus(
+            leader="db1:4242",
+            epoch=7,
+            committed_file="mariadb-bin.000003",
+            committed_pos=1234,
+            committed_gtid="0-1-42",
+            behind_bytes=0,
+            position_lag_s=0.8,
+            lag_s=1.25,
+            metrics_age_s=4.0,
+        ),
+        stages=(
+            StageRate("extractor", 812.0, None, None, 4.0),
+            StageRate("dispatcher", 640.5, 12, 210.0, 2.0),
+            StageRate("appender"),
+        ),
+        heartbeats=(
+            TableHeartbeat("shop", "orders", 1234.5, 120, 32.0),
+            TableHeartbeat("shop", "customers", 900.0, 0, 700.0),
+        ),
+        fullpulls=(
+            FullPullStatus(
+                1704164645123,
+                "shop",
+                "orders",
+                "pulling",
+                412000,
+                1000000,
+                4,
+                10,
+                51234.0,
+                "[############------------------]  41% 412000/1000000 rows  4/10 shards",
+            ),
+        ),
+        alerts=(
+            OpenAlert(
+                "shop",
+                "customers",
+                "stale",
+                since_ms=1714556900000,
+                age_s=700.0,
+                message="no heartbeat for 700 s",
+            ),
+        ),
     )
 
 
 def test_render_shows_every_figure():
     screen = render(_full())
-    for expected in ["source demo at 2024-05-01 10:00:00 UTC", "leader     db1:4242", "epoch      7",
-                     "committed  mariadb-bin.000003:1234 gtid 0-1-42, 0 bytes behind the server",
-                     "lag        1.2 s (metrics 4 s ago)",
-                     "extractor     812.0           -          -   4 s ago  (records/s)",
-                     "dispatcher    640.5          12        210   2 s ago",
-                     "appender   no data in the last 10 minutes",
-                     "shop.orders       1.234 s        120   32 s ago",
-                     "shop.customers    0.900 s          0   12 min ago",
-                     "1704164645123  shop.orders", "41% 412000/1000000 rows",
-                     "shop.customers stale since 2024-05-01 09:48:20 UTC (age 700.0 s): "
-                     "no heartbeat for 700 s"]:
+    for expected in [
+        "source demo at 2024-05-01 10:00:00 UTC",
+        "leader     db1:4242",
+        "epoch      7",
+        "committed  mariadb-bin.000003:1234 gtid 0-1-42, 0 bytes behind the server",
+        "lag        1.2 s (metrics 4 s ago)",
+        "extractor     812.0           -          -   4 s ago  (records/s)",
+        "dispatcher    640.5          12        210   2 s ago",
+        "appender   no data in the last 10 minutes",
+        "shop.orders       1.234 s        120   32 s ago",
+        "shop.customers    0.900 s          0   12 min ago",
+        "1704164645123  shop.orders",
+        "41% 412000/1000000 rows",
+        "shop.customers stale since 2024-05-01 09:48:20 UTC (age 700.0 s): no heartbeat for 700 s",
+    ]:
         assert expected in screen, f"{expected!r} not in\n{screen}"
     assert "could not read" not in screen
 
@@ -83,8 +121,13 @@ def test_render_of_an_idle_source_says_so():
 
 
 def test_render_falls_back_to_the_position_lag_and_lists_errors():
-    snap = Snapshot("demo", NOW, 600, extractor=ExtractorStatus(position_lag_s=3.5),
-                    errors=("dbus_stage: ENDPOINT_UNREACHABLE: no answer",))
+    snap = Snapshot(
+        "demo",
+        NOW,
+        600,
+        extractor=ExtractorStatus(position_lag_s=3.5),
+        errors=("dbus_stage: ENDPOINT_UNREACHABLE: no answer",),
+    )
     screen = render(snap)
     assert "lag        3.5 s since the committed transaction (no metrics)" in screen
     assert screen.endswith("could not read:\n  dbus_stage: ENDPOINT_UNREACHABLE: no answer")
@@ -94,8 +137,13 @@ def test_snapshot_json_round_trips_the_figures():
     obj = json.loads(_full().to_json())
     assert obj["extractor"]["committed_pos"] == 1234
     assert [s["stage"] for s in obj["stages"]] == ["extractor", "dispatcher", "appender"]
-    assert obj["heartbeats"][0] == {"schema": "shop", "table": "orders", "latency_ms": 1234.5, "rows": 120,
-                                    "age_s": 32.0}
+    assert obj["heartbeats"][0] == {
+        "schema": "shop",
+        "table": "orders",
+        "latency_ms": 1234.5,
+        "rows": 120,
+        "age_s": 32.0,
+    }
     assert obj["alerts"][0]["kind"] == "stale"
 
 
@@ -104,40 +152,63 @@ def _rec(field: str, value, age_s: float, **tags):
 
 
 def test_latest_points_folds_fields_per_key_keeping_the_newest_series():
-    records = [_rec("latency_ms", 12.5, 5, schema="shop", table="orders"),
-               _rec("rows", 3, 5, schema="shop", table="orders"),
-               _rec("latency_ms", 99.0, 50, schema="shop", table="items", host="old"),
-               _rec("latency_ms", 7.0, 10, schema="shop", table="items", host="new")]
+    records = [
+        _rec("latency_ms", 12.5, 5, schema="shop", table="orders"),
+        _rec("rows", 3, 5, schema="shop", table="orders"),
+        _rec("latency_ms", 99.0, 50, schema="shop", table="items", host="old"),
+        _rec("latency_ms", 7.0, 10, schema="shop", table="items", host="new"),
+    ]
     points = latest_points(records, ("schema", "table"))
     assert points[("shop", "orders")] == {"_time": _t(5), "latency_ms": 12.5, "rows": 3}
     assert points[("shop", "items")] == {"_time": _t(10), "latency_ms": 7.0}
 
 
 def test_heartbeats_are_sorted_with_ages():
-    points = latest_points([_rec("latency_ms", 5.0, 30, schema="s", table="b"),
-                            _rec("rows", 4, 30, schema="s", table="b"),
-                            _rec("latency_ms", 6.0, 3, schema="s", table="a")], ("schema", "table"))
-    assert heartbeats(points, NOW) == (TableHeartbeat("s", "a", 6.0, None, 3.0),
-                                       TableHeartbeat("s", "b", 5.0, 4, 30.0))
+    points = latest_points(
+        [
+            _rec("latency_ms", 5.0, 30, schema="s", table="b"),
+            _rec("rows", 4, 30, schema="s", table="b"),
+            _rec("latency_ms", 6.0, 3, schema="s", table="a"),
+        ],
+        ("schema", "table"),
+    )
+    assert heartbeats(points, NOW) == (
+        TableHeartbeat("s", "a", 6.0, None, 3.0),
+        TableHeartbeat("s", "b", 5.0, 4, 30.0),
+    )
 
 
 def test_stage_rates_cover_every_stage_in_pipeline_order():
     ext = {"_time": _t(4), "records_per_s": 812.0, "lag_s": 1.0}
     stages = {("appender",): {"_time": _t(2), "rows_per_s": 500.0, "lag_records": 7, "batch_ms": 120}}
-    assert stage_rates(ext, stages, NOW) == (StageRate("extractor", 812.0, None, None, 4.0),
-                                             StageRate("dispatcher"),
-                                             StageRate("appender", 500.0, 7, 120.0, 2.0))
+    assert stage_rates(ext, stages, NOW) == (
+        StageRate("extractor", 812.0, None, None, 4.0),
+        StageRate("dispatcher"),
+        StageRate("appender", 500.0, 7, 120.0, 2.0),
+    )
 
 
-@pytest.mark.parametrize(("data", "name", "expected"), [
-    (b'{"ds":"demo","schema":"shop","table":"order.items","kind":"latency","since_ms":5,"latency_s":400.5,'
-     b'"message":"slow"}', "shop.order.items.latency",
-     OpenAlert("shop", "order.items", "latency", 5, None, 400.5, "slow")),
-    (b"", "shop.orders.stale", OpenAlert("shop", "orders", "stale",
-                                         message="unreadable alert node 'shop.orders.stale'")),
-    (b"not json", "shop.orders.stale", OpenAlert("shop", "orders", "stale",
-                                                 message="unreadable alert node 'shop.orders.stale'")),
-])
+@pytest.mark.parametrize(
+    ("data", "name", "expected"),
+    [
+        (
+            b'{"ds":"demo","schema":"shop","table":"order.items","kind":"latency","since_ms":5,"latency_s":400.5,'
+            b'"message":"slow"}',
+            "shop.order.items.latency",
+            OpenAlert("shop", "order.items", "latency", 5, None, 400.5, "slow"),
+        ),
+        (
+            b"",
+            "shop.orders.stale",
+            OpenAlert("shop", "orders", "stale", message="unreadable alert node 'shop.orders.stale'"),
+        ),
+        (
+            b"not json",
+            "shop.orders.stale",
+            OpenAlert("shop", "orders", "stale", message="unreadable alert node 'shop.orders.stale'"),
+        ),
+    ],
+)
 def test_alert_from_node(data, name, expected):
     assert alert_from_node(data, name) == expected
 
@@ -148,8 +219,12 @@ def test_status_command_is_registered_with_its_options():
     add_parsers(p.add_subparsers(dest="command"))
     args = p.parse_args(["status", "--source", "demo", "--json", "--window", "0.5"])
     assert (args.handler, args.source, args.json, args.window) == (cli, "demo", True, 0.5)
-    assert render(Snapshot("demo", NOW, 30, stages=(StageRate("appender"),))).count(
-        "no data in the last 0.5 minutes") == 1
+    assert (
+        render(Snapshot("demo", NOW, 30, stages=(StageRate("appender"),))).count(
+            "no data in the last 0.5 minutes"
+        )
+        == 1
+    )
 
 
 # ---------------------------------------------------------------------------------- dead letters
@@ -160,46 +235,83 @@ COLUMNS = ["time", "count", "topic", "partition", "offset", "dlq_partition", "dl
 
 def series(stage, code, schema, table, count, offset, newest_s):
     tags = {"stage": stage, "code": code, "schema": schema, "table": table}
-    return {"name": "dbus_dead_letter", "tags": tags,
-            "columns": COLUMNS,
-            "values": [[0, count, "demo.shop" if schema else "", 0, offset, 1, offset + 100,
-                        int(newest_s * 1000)]]}
+    return {
+        "name": "dbus_dead_letter",
+        "tags": tags,
+        "columns": COLUMNS,
+        "values": [
+            [0, count, "demo.shop" if schema else "", 0, offset, 1, offset + 100, int(newest_s * 1000)]
+        ],
+    }
 
 
 def test_counts_are_summed_over_tables_and_the_newest_coordinates_kept():
-    got = dead_letters([series("appender", "RAW_UNDECODABLE", "shop", "orders", 2, 42, DL_NOW - 60),
-                        series("appender", "RAW_UNDECODABLE", "shop", "items", 3, 7, DL_NOW - 30),
-                        series("dispatcher", "RAW_BAD_RECORD", "", "", 1, -1, DL_NOW - 600)],
-                       DL_NOW, "demo.dlq")
+    got = dead_letters(
+        [
+            series("appender", "RAW_UNDECODABLE", "shop", "orders", 2, 42, DL_NOW - 60),
+            series("appender", "RAW_UNDECODABLE", "shop", "items", 3, 7, DL_NOW - 30),
+            series("dispatcher", "RAW_BAD_RECORD", "", "", 1, -1, DL_NOW - 600),
+        ],
+        DL_NOW,
+        "demo.dlq",
+    )
     assert got == (
-        DeadLetterCount("appender", "RAW_UNDECODABLE", 5, "shop.items", "demo.shop", 0, 7, "demo.dlq", 1, 107,
-                        30.0),
-        DeadLetterCount("dispatcher", "RAW_BAD_RECORD", 1, "", "", 0, -1, "demo.dlq", 1, 99, 600.0))
+        DeadLetterCount(
+            "appender", "RAW_UNDECODABLE", 5, "shop.items", "demo.shop", 0, 7, "demo.dlq", 1, 107, 30.0
+        ),
+        DeadLetterCount("dispatcher", "RAW_BAD_RECORD", 1, "", "", 0, -1, "demo.dlq", 1, 99, 600.0),
+    )
 
 
-@given(st.lists(st.tuples(st.sampled_from(["appender", "dispatcher"]), st.sampled_from(["A", "B"]),
-                          st.sampled_from(["orders", "items", ""]), st.integers(0, 1000),
-                          st.integers(0, 10_000)), max_size=12))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["appender", "dispatcher"]),
+            st.sampled_from(["A", "B"]),
+            st.sampled_from(["orders", "items", ""]),
+            st.integers(0, 1000),
+            st.integers(0, 10_000),
+        ),
+        max_size=12,
+    )
+)
 def test_fold_keeps_every_count(rows):
-    got = dead_letters([series(s, c, "shop" if t else "", t, n, 1, DL_NOW - age) for s, c, t, n, age in rows],
-                       DL_NOW, "demo.dlq")
+    got = dead_letters(
+        [series(s, c, "shop" if t else "", t, n, 1, DL_NOW - age) for s, c, t, n, age in rows],
+        DL_NOW,
+        "demo.dlq",
+    )
     assert sum(d.count for d in got) == sum(n for *_, n, _ in rows)
     assert [(d.stage, d.code) for d in got] == sorted({(s, c) for s, c, _, n, _ in rows if n})
 
 
 def test_the_screen_and_the_json_show_the_dead_letters():
-    d = DeadLetterCount("appender", "RAW_UNDECODABLE", 1234, "shop.orders", "demo.shop", 0, 42, "demo.dlq", 0,
-                        17, 95.0)
+    d = DeadLetterCount(
+        "appender", "RAW_UNDECODABLE", 1234, "shop.orders", "demo.shop", 0, 42, "demo.dlq", 0, 17, 95.0
+    )
     snap = Snapshot("demo", DL_NOW, 600, dead_letters=(d,))
     screen = render(snap)
-    assert ("dead letters   stage     code               count   newest (last hour)\n"
-            "               appender  RAW_UNDECODABLE    1,234   "
-            "demo.shop partition 0 offset 42 (shop.orders), "
-            "in demo.dlq partition 0 offset 17, 95 s ago") in screen
-    assert json.loads(snap.to_json())["dead_letters"] == [{
-        "stage": "appender", "code": "RAW_UNDECODABLE", "count": 1234, "origin": "shop.orders",
-        "topic": "demo.shop", "partition": 0, "offset": 42, "dlq_topic": "demo.dlq", "dlq_partition": 0,
-        "dlq_offset": 17, "age_s": 95.0}]
+    assert (
+        "dead letters   stage     code               count   newest (last hour)\n"
+        "               appender  RAW_UNDECODABLE    1,234   "
+        "demo.shop partition 0 offset 42 (shop.orders), "
+        "in demo.dlq partition 0 offset 17, 95 s ago"
+    ) in screen
+    assert json.loads(snap.to_json())["dead_letters"] == [
+        {
+            "stage": "appender",
+            "code": "RAW_UNDECODABLE",
+            "count": 1234,
+            "origin": "shop.orders",
+            "topic": "demo.shop",
+            "partition": 0,
+            "offset": 42,
+            "dlq_topic": "demo.dlq",
+            "dlq_partition": 0,
+            "dlq_offset": 17,
+            "age_s": 95.0,
+        }
+    ]
     assert "dead letters   none in the last 60 minutes" in render(Snapshot("demo", DL_NOW, 600))
 
 

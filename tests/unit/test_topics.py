@@ -28,14 +28,22 @@ def test_literal_schemas_skip_globs_and_heartbeat_schema():
 def test_source_topics_follow_the_original_names():
     src = load_config().source("demo")
     assert source_topics("demo", src) == [
-        "demo", "demo_ctrl", "demo.dlq", "demo_data_shards", "demo_callback", "global_ctrl_topic", "demo.shop",
+        "demo",
+        "demo_ctrl",
+        "demo.dlq",
+        "demo_data_shards",
+        "demo_callback",
+        "global_ctrl_topic",
+        "demo.shop",
         "demo.shop.result",
     ]
 
 
 def test_per_table_result_topics_are_not_created_ahead():
     src = load_config().source("demo")
-    per_table = src.model_copy(update={"topics": src.topics.model_copy(update={"result": "{ds}.{schema}.{table}"})})
+    per_table = src.model_copy(
+        update={"topics": src.topics.model_copy(update={"result": "{ds}.{schema}.{table}"})}
+    )
     names = source_topics("demo", per_table)
     assert "demo.shop" in names and not any("None" in n or n.startswith("demo.shop.") for n in names)
     assert per_table.topics.name("result", "demo", "shop", "orders") == "demo.shop.orders"
@@ -47,10 +55,18 @@ LEGAL = st.text(alphabet="abcXYZ019._-", max_size=60)
 SPELLS_ESCAPE = re.compile(r"_x[0-9a-f]{4}|_X[0-9a-f]{6}")
 
 
-@pytest.mark.parametrize(("name", "escaped"), [
-    ("shop", "shop"), ("shöp_12", "sh_x00f6p_12"), ("my shop$", "my_x0020shop_x0024"), ("t😀", "t_X01f600"),
-    ("t.dot", "t.dot"), ("", ""), ("数据", "_x6570_x636e"),
-])
+@pytest.mark.parametrize(
+    ("name", "escaped"),
+    [
+        ("shop", "shop"),
+        ("shöp_12", "sh_x00f6p_12"),
+        ("my shop$", "my_x0020shop_x0024"),
+        ("t😀", "t_X01f600"),
+        ("t.dot", "t.dot"),
+        ("", ""),
+        ("数据", "_x6570_x636e"),
+    ],
+)
 def test_escape_by_example(name, escaped):
     assert escape(name) == escaped and unescape(escaped) == name
 
@@ -72,15 +88,26 @@ def test_escaped_names_are_legal_and_reversible(name):
 def test_every_topic_name_goes_through_the_escaping(schema, table):
     src = load_config().source("demo")
     per_table = src.topics.model_copy(update={"result": "{ds}.{schema}.{table}"})
-    assert src.topics.name("schema", "demo", schema) == render("{ds}.{schema}", "demo", schema) == (
-        "demo." + escape(schema))
+    assert (
+        src.topics.name("schema", "demo", schema)
+        == render("{ds}.{schema}", "demo", schema)
+        == ("demo." + escape(schema))
+    )
     assert per_table.name("result", "demo", schema, table) == f"demo.{escape(schema)}.{escape(table)}"
 
 
-@pytest.mark.parametrize(("topic", "problem"), [
-    ("demo.shop", None), ("", "empty"), (".", "reserved"), ("..", "reserved"), ("a" * 249, None),
-    ("a" * 250, "250 characters, more than 249"), ("demo.shöp", "not in [A-Za-z0-9._-]"),
-])
+@pytest.mark.parametrize(
+    ("topic", "problem"),
+    [
+        ("demo.shop", None),
+        ("", "empty"),
+        (".", "reserved"),
+        ("..", "reserved"),
+        ("a" * 249, None),
+        ("a" * 250, "250 characters, more than 249"),
+        ("demo.shöp", "not in [A-Za-z0-9._-]"),
+    ],
+)
 def test_topic_problem_follows_kafkas_rule(topic, problem):
     got = topic_problem(topic)
     assert (got is None) if problem is None else (problem in got)

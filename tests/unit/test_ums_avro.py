@@ -18,11 +18,19 @@ from ums.types import ColumnSpec, UmsType
 NS = Namespace("mysql", "demo", "shop", "orders", 3)
 TS = "2024-01-02 03:04:05.000"
 COLUMNS = (
-    ColumnSpec("id", "bigint(20) unsigned", False), ColumnSpec("amount", "decimal(65,30)"),
-    ColumnSpec("photo", "longblob"), ColumnSpec("order-no", "varchar(20)"), ColumnSpec("名字", "text"),
+    ColumnSpec("id", "bigint(20) unsigned", False),
+    ColumnSpec("amount", "decimal(65,30)"),
+    ColumnSpec("photo", "longblob"),
+    ColumnSpec("order-no", "varchar(20)"),
+    ColumnSpec("名字", "text"),
 )
-ROW = DataRow("1030000012345678", TS, Op.INSERT, "1030000012345678000000",
-              (2**64 - 1, Decimal("1.5"), b"\x00\xff", "A-1", "😀"))
+ROW = DataRow(
+    "1030000012345678",
+    TS,
+    Op.INSERT,
+    "1030000012345678000000",
+    (2**64 - 1, Decimal("1.5"), b"\x00\xff", "A-1", "😀"),
+)
 
 
 def tuple_fields(schema):
@@ -41,10 +49,17 @@ def test_schema_is_derived_from_the_ums_fields():
     assert types["ums_ts_"] == "string"
 
 
-@pytest.mark.parametrize(("name", "index", "expected"), [
-    ("id", 4, "id"), ("_x9", 1, "_x9"), ("order-no", 7, "_7_order_no"), ("名字", 8, "_8___"),
-    ("9lives", 2, "_2_9lives"), ("", 3, "_3_"),
-])
+@pytest.mark.parametrize(
+    ("name", "index", "expected"),
+    [
+        ("id", 4, "id"),
+        ("_x9", 1, "_x9"),
+        ("order-no", 7, "_7_order_no"),
+        ("名字", 8, "_8___"),
+        ("9lives", 2, "_2_9lives"),
+        ("", 3, "_3_"),
+    ],
+)
 def test_field_names_avro_rejects_are_sanitised_and_indexed(name, index, expected):
     assert avro_field_name(name, index) == expected
 
@@ -61,8 +76,9 @@ def test_round_trip_keeps_unsigned_bigint_blob_and_unicode_names():
 
 def test_other_avro_readers_see_plain_avro():
     msg = build_data_message(NS, COLUMNS, [ROW])
-    record = fastavro.schemaless_reader(io.BytesIO(encode_avro(msg)),
-                                        fastavro.parse_schema(avro_schema(msg.schema)))
+    record = fastavro.schemaless_reader(
+        io.BytesIO(encode_avro(msg)), fastavro.parse_schema(avro_schema(msg.schema))
+    )
     assert record["payload"][0]["id"] == Decimal(2**64 - 1)
     assert record["payload"][0]["photo"] == b"\x00\xff"
     assert record["payload"][0]["_7_order_no"] == "A-1"
@@ -74,17 +90,23 @@ def test_avro_round_trip_gives_an_equal_message(msg):
 
 
 def test_colliding_sanitised_names_are_refused():
-    fields = (*build_heartbeat_message(NS, "1", TS).schema.fields, UmsField("_3_a_b", UmsType.INT, True),
-              UmsField("a-b", UmsType.INT, True))
+    fields = (
+        *build_heartbeat_message(NS, "1", TS).schema.fields,
+        UmsField("_3_a_b", UmsType.INT, True),
+        UmsField("a-b", UmsType.INT, True),
+    )
     with pytest.raises(BadAvroError, match="collide"):
         avro_schema(UmsSchema(NS, fields))
 
 
-@pytest.mark.parametrize(("data", "schema_change"), [
-    (b"", None),
-    (b"\x02", None),
-    (None, "drop_ums_type"),
-])
+@pytest.mark.parametrize(
+    ("data", "schema_change"),
+    [
+        (b"", None),
+        (b"\x02", None),
+        (None, "drop_ums_type"),
+    ],
+)
 def test_bad_avro_input_raises_bad_avro(data, schema_change):
     msg = build_heartbeat_message(NS, "1", TS)
     schema = avro_schema(msg.schema)

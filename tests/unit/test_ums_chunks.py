@@ -44,7 +44,7 @@ def test_whole_and_chunked_records_of_one_partition_come_back_in_order(values):
 def test_records_of_other_keys_may_come_between_the_chunks_of_one():
     big, other = b"a" * (3 * SMALL), b"b" * (2 * SMALL)
     a, b = split(big, SMALL), split(other, SMALL)
-    stream = [x for pair in zip(a, b) for x in pair] + a[len(b):] + [(b"small", ())]
+    stream = [x for pair in zip(a, b, strict=False) for x in pair] + a[len(b) :] + [(b"small", ())]
     r = Reassembler()
     got = [out for part, h in stream if (out := r.push(part, h)) is not None]
     assert got == [other, big, b"small"]
@@ -77,8 +77,15 @@ def test_a_join_that_does_not_match_its_digest_is_refused():
         r.push(b"tampered", parts[-1][1])
 
 
-@pytest.mark.parametrize("headers", [[(CHUNK, b"3/3"), (CHUNK_ID, b"0" * 64)], [(CHUNK, b"x/2")],
-                                     [(CHUNK, b"0/2")], [(CHUNK, b"0/2"), (CHUNK_ID, b"short")]])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [(CHUNK, b"3/3"), (CHUNK_ID, b"0" * 64)],
+        [(CHUNK, b"x/2")],
+        [(CHUNK, b"0/2")],
+        [(CHUNK, b"0/2"), (CHUNK_ID, b"short")],
+    ],
+)
 def test_bad_chunk_headers_are_refused_with_the_header_named(headers):
     with pytest.raises(BadChunkError, match="ums_chunk"):
         chunk_of(headers)

@@ -21,8 +21,9 @@ from ums.control import (
 from ums.errors import BadControlError, BadTimestampError
 
 NOW = datetime(2024, 1, 2, 3, 4, 5, 123000, tzinfo=UTC)
-RELOAD = ('{"id":1,"type":"APPENDER_RELOAD_CONFIG","timestamp":"t","from":"dbus-web",'
-          '"payload":{"dsName":"demo"}}')
+RELOAD = (
+    '{"id":1,"type":"APPENDER_RELOAD_CONFIG","timestamp":"t","from":"dbus-web","payload":{"dsName":"demo"}}'
+)
 
 
 def test_new_message_takes_id_and_timestamp_from_now():
@@ -52,23 +53,27 @@ def test_naive_now_is_refused():
 
 
 def test_project_is_written_only_when_present():
-    msg = ControlMessage(5, ControlType.FULL_DATA_INDEPENDENT_PULL_REQ, "t", "p", {"SEQNO": "5"},
-                         {"id": 1, "name": "proj"})
+    msg = ControlMessage(
+        5, ControlType.FULL_DATA_INDEPENDENT_PULL_REQ, "t", "p", {"SEQNO": "5"}, {"id": 1, "name": "proj"}
+    )
     assert to_json(msg).endswith('"payload":{"SEQNO":"5"},"project":{"id":1,"name":"proj"}}')
     assert from_json(to_json(msg)) == msg
 
 
-@pytest.mark.parametrize(("key", "value", "error"), [
-    ("id", 0, "id 0: must be a positive int"),
-    ("id", "12", "id '12'"),
-    ("type", "NO_SUCH_TYPE", "unknown type 'NO_SUCH_TYPE'"),
-    ("type", "appender_reload_config", "unknown type"),
-    ("from", "", "from '' of APPENDER_RELOAD_CONFIG 1: must be non-empty"),
-    ("timestamp", None, "timestamp None"),
-    ("payload", {}, "payload of APPENDER_RELOAD_CONFIG 1: must be a non-empty object"),
-    ("payload", "x", "payload of"),
-    ("project", [], "project of"),
-])
+@pytest.mark.parametrize(
+    ("key", "value", "error"),
+    [
+        ("id", 0, "id 0: must be a positive int"),
+        ("id", "12", "id '12'"),
+        ("type", "NO_SUCH_TYPE", "unknown type 'NO_SUCH_TYPE'"),
+        ("type", "appender_reload_config", "unknown type"),
+        ("from", "", "from '' of APPENDER_RELOAD_CONFIG 1: must be non-empty"),
+        ("timestamp", None, "timestamp None"),
+        ("payload", {}, "payload of APPENDER_RELOAD_CONFIG 1: must be a non-empty object"),
+        ("payload", "x", "payload of"),
+        ("project", [], "project of"),
+    ],
+)
 def test_keeper_validation_rejects_bad_messages(key, value, error):
     obj = {**json.loads(RELOAD), key: value}
     with pytest.raises(BadControlError, match=error) as info:
@@ -93,15 +98,26 @@ def test_non_objects_are_rejected(text):
 def test_all_original_control_types_and_full_puller_keys_exist():
     names = {t.value for t in ControlType}
     assert len(names) == 27
-    assert {"FULL_DATA_INDEPENDENT_PULL_REQ", "FULL_DATA_PULL_RELOAD_CONF", "FULL_DATA_FINISH_REQ",
-            "ROUTER_TOPOLOGY_TABLE_STOP", "SINKER_DRAG_BACK_RUN_AGAIN"} <= names
+    assert {
+        "FULL_DATA_INDEPENDENT_PULL_REQ",
+        "FULL_DATA_PULL_RELOAD_CONF",
+        "FULL_DATA_FINISH_REQ",
+        "ROUTER_TOPOLOGY_TABLE_STOP",
+        "SINKER_DRAG_BACK_RUN_AGAIN",
+    } <= names
 
 
 payloads = st.dictionaries(st.text(min_size=1), st.text() | st.integers() | st.booleans(), min_size=1)
 
 
-@given(st.integers(1, 2**62), st.sampled_from(ControlType), st.text(min_size=1), st.text(min_size=1),
-       payloads, st.none() | payloads)
+@given(
+    st.integers(1, 2**62),
+    st.sampled_from(ControlType),
+    st.text(min_size=1),
+    st.text(min_size=1),
+    payloads,
+    st.none() | payloads,
+)
 def test_json_round_trip(message_id, control_type, timestamp, sender, payload, project):
     msg = ControlMessage(message_id, control_type, timestamp, sender, payload, project)
     assert from_json(to_json(msg)) == msg
@@ -112,9 +128,15 @@ def test_json_round_trip(message_id, control_type, timestamp, sender, payload, p
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=20)
-ENVELOPE = {"id": 5, "type": "FULL_DATA_INDEPENDENT_PULL_REQ", "timestamp": "t", "from": "f",
-            "payload": {"SCHEMA_NAME": "shop", "TABLE_NAME": "orders"}}
+    max_leaves=20,
+)
+ENVELOPE = {
+    "id": 5,
+    "type": "FULL_DATA_INDEPENDENT_PULL_REQ",
+    "timestamp": "t",
+    "from": "f",
+    "payload": {"SCHEMA_NAME": "shop", "TABLE_NAME": "orders"},
+}
 
 
 def _outcome(value) -> ControlMessage | BadControlError:
@@ -149,27 +171,37 @@ def test_truncated_and_mangled_records_give_bad_control(noise, cut):
     assert isinstance(_outcome(good[:cut] + noise), ControlMessage | BadControlError)
 
 
-@pytest.mark.parametrize(("value", "needle"), [
-    (None, "the record has no value (null)"),
-    (b"", "not JSON"),
-    (b"\xff\xfe{}", "not UTF-8: byte 0"),
-    (b"[1, 2]", "expected a JSON object, got an array"),
-    (b'"text"', "got a string"),
-    (b"null", "got null"),
-    (b"7" * 5000, "the top level: a number of 5000 characters (at most 64)"),
-    (b'{"id": 1, "payload": {"SEQNO": ' + b"9" * 4301 + b"}}", "payload.SEQNO: a number of 4301 characters"),
-    (b'{"id": 1, "x": [1e999]}', "x[0]: number 1e999 overflows"),
-    (b'{"id": NaN}', "NaN is not a JSON number"),
-    (b'{"id": -Infinity}', "Infinity is not a JSON number"),
-    (b'{"a": "\\ud800"}', "a: a string with a lone surrogate escape"),
-    (b'{"\\udfff": 1}', "a key with a lone surrogate escape"),
-    (b"[" * 40 + b"]" * 40, "nested deeper than 32 levels"),
-    (b"[" * 200_000, "nested too deeply"),
-    (b'{"id": 1, "type": "X", "timestamp": "t", "from": "f", "payload": {"a": 1}, "pad": "'
-     + b"x" * 1_048_576 + b'"}', "bytes, over the 1048576 a control message may have"),
-    (json.dumps({**ENVELOPE, "id": 2**63}).encode(), "must be a positive int of at most 64 bits"),
-    (json.dumps({**ENVELOPE, "type": ["x" * 1000]}).encode(), "unknown type ['xxxx"),
-])
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [
+        (None, "the record has no value (null)"),
+        (b"", "not JSON"),
+        (b"\xff\xfe{}", "not UTF-8: byte 0"),
+        (b"[1, 2]", "expected a JSON object, got an array"),
+        (b'"text"', "got a string"),
+        (b"null", "got null"),
+        (b"7" * 5000, "the top level: a number of 5000 characters (at most 64)"),
+        (
+            b'{"id": 1, "payload": {"SEQNO": ' + b"9" * 4301 + b"}}",
+            "payload.SEQNO: a number of 4301 characters",
+        ),
+        (b'{"id": 1, "x": [1e999]}', "x[0]: number 1e999 overflows"),
+        (b'{"id": NaN}', "NaN is not a JSON number"),
+        (b'{"id": -Infinity}', "Infinity is not a JSON number"),
+        (b'{"a": "\\ud800"}', "a: a string with a lone surrogate escape"),
+        (b'{"\\udfff": 1}', "a key with a lone surrogate escape"),
+        (b"[" * 40 + b"]" * 40, "nested deeper than 32 levels"),
+        (b"[" * 200_000, "nested too deeply"),
+        (
+            b'{"id": 1, "type": "X", "timestamp": "t", "from": "f", "payload": {"a": 1}, "pad": "'
+            + b"x" * 1_048_576
+            + b'"}',
+            "bytes, over the 1048576 a control message may have",
+        ),
+        (json.dumps({**ENVELOPE, "id": 2**63}).encode(), "must be a positive int of at most 64 bits"),
+        (json.dumps({**ENVELOPE, "type": ["x" * 1000]}).encode(), "unknown type ['xxxx"),
+    ],
+)
 def test_bad_records_are_refused_naming_the_field(value, needle):
     with pytest.raises(BadControlError) as e:
         from_json(value)
@@ -181,25 +213,46 @@ def test_a_maximal_id_and_numbers_up_to_the_limit_are_accepted():
     assert msg.id == 2**63 - 1 and msg.payload["n"] == int("9" * 64)
 
 
-@pytest.mark.parametrize(("value", "claims"), [
-    (b'{"id": 12, "type": "APPENDER_RELOAD_CONFIG", "n": ' + b"1" * 5000 + b"}", (12, "APPENDER_RELOAD_CONFIG")),
-    (b'{"id": "12", "type": 3}', (None, None)),
-    (b'{"id": 0}', (None, None)),
-    (b"[" * 100_000, (None, None)),
-    (b"\xff", (None, None)),
-    (None, (None, None)),
-])
+@pytest.mark.parametrize(
+    ("value", "claims"),
+    [
+        (
+            b'{"id": 12, "type": "APPENDER_RELOAD_CONFIG", "n": ' + b"1" * 5000 + b"}",
+            (12, "APPENDER_RELOAD_CONFIG"),
+        ),
+        (b'{"id": "12", "type": 3}', (None, None)),
+        (b'{"id": 0}', (None, None)),
+        (b"[" * 100_000, (None, None)),
+        (b"\xff", (None, None)),
+        (None, (None, None)),
+    ],
+)
 def test_peek_says_what_a_refused_record_claims_to_be(value, claims):
     assert peek(value) == claims
 
 
-@pytest.mark.parametrize(("name", "problem"), [
-    ("orders", None), ("t.dot", None), ("..", None), (".", None), (" lead", None), ("é" * 64, None),
-    ("a/b", None), ("\uffff", None),
-    ("", "is empty"), ("x" * 65, "has 65 characters"), ("a\x00b", "contains a NUL"),
-    ("trail ", "ends with a space"), ("t\U0001f600", "contains U+1F600"), ("\ud800", "contains U+D800"),
-    (7, "must be a string, got a number"), (None, "got null"), (["t"], "got an array"),
-])
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("orders", None),
+        ("t.dot", None),
+        ("..", None),
+        (".", None),
+        (" lead", None),
+        ("é" * 64, None),
+        ("a/b", None),
+        ("\uffff", None),
+        ("", "is empty"),
+        ("x" * 65, "has 65 characters"),
+        ("a\x00b", "contains a NUL"),
+        ("trail ", "ends with a space"),
+        ("t\U0001f600", "contains U+1F600"),
+        ("\ud800", "contains U+D800"),
+        (7, "must be a string, got a number"),
+        (None, "got null"),
+        (["t"], "got an array"),
+    ],
+)
 def test_identifiers_follow_mariadb(name, problem):
     found = identifier_problem(name)
     assert (found is None) if problem is None else (problem in found)

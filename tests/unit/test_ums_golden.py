@@ -27,9 +27,14 @@ FILES = sorted(GOLDEN.glob("*.json"))
 
 
 def test_there_are_golden_files():
-    assert {p.name for p in FILES} >= {"a_increment.json", "b_desensitized.json", "c_heartbeat.json",
-                                       "d_termination.json", "control_full_pull_request.json",
-                                       "built_from_python.json"}
+    assert {p.name for p in FILES} >= {
+        "a_increment.json",
+        "b_desensitized.json",
+        "c_heartbeat.json",
+        "d_termination.json",
+        "control_full_pull_request.json",
+        "built_from_python.json",
+    }
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -64,13 +69,27 @@ COLUMNS = (
     ColumnSpec("ref", "char(36)"),
 )
 VALUES = (
-    2**64 - 1, -(2**31), 2**32 - 1,
+    2**64 - 1,
+    -(2**31),
+    2**32 - 1,
     Decimal("12345678901234567890123456789012345.123456789012345678901234567890"),
-    struct.unpack("<f", struct.pack("<f", 1.1))[0], 0.1,
-    date(1999, 12, 31), wall(2024, 1, 2, 3, 4, 5, 123456), wall(2024, 1, 2, 3, 4, 5, 120000),
-    wall(2024, 1, 2, 3, 4, 5), -timedelta(hours=838, minutes=59, seconds=59), 2024, 1, 2**64 - 1,
-    "paid", {"blue", "red"}, {"k": [1, "é", None, True]}, "déjà vu 😀", b"\x89PNG\r\n\x1a\n",
-    b"\x00\x00\x00\x00\x01\x01\x00\x00\x00" + struct.pack("<dd", 1.0, 2.0), None,
+    struct.unpack("<f", struct.pack("<f", 1.1))[0],
+    0.1,
+    date(1999, 12, 31),
+    wall(2024, 1, 2, 3, 4, 5, 123456),
+    wall(2024, 1, 2, 3, 4, 5, 120000),
+    wall(2024, 1, 2, 3, 4, 5),
+    -timedelta(hours=838, minutes=59, seconds=59),
+    2024,
+    1,
+    2**64 - 1,
+    "paid",
+    {"blue", "red"},
+    {"k": [1, "é", None, True]},
+    "déjà vu 😀",
+    b"\x89PNG\r\n\x1a\n",
+    b"\x00\x00\x00\x00\x01\x01\x00\x00\x00" + struct.pack("<dd", 1.0, 2.0),
+    None,
 )
 
 
@@ -80,9 +99,11 @@ def python_built_message():
     ts = ums_ts_ms(1704164645000)
     first, second = ums_id("mysql-bin.000103", 12345678), ums_id("mysql-bin.000103", 12349000)
     old_values = (VALUES[0], 0, *VALUES[2:])
-    rows = [DataRow(first, ts, Op.INSERT, ums_uid(first, 0), old_values),
-            DataRow(second, ts, Op.BEFORE, ums_uid(second, 0), old_values),
-            DataRow(second, ts, Op.UPDATE, ums_uid(second, 1), VALUES)]
+    rows = [
+        DataRow(first, ts, Op.INSERT, ums_uid(first, 0), old_values),
+        DataRow(second, ts, Op.BEFORE, ums_uid(second, 0), old_values),
+        DataRow(second, ts, Op.UPDATE, ums_uid(second, 1), VALUES),
+    ]
     [message] = build_data_messages(namespace, COLUMNS, rows)
     return message
 

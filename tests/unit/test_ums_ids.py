@@ -10,41 +10,50 @@ from ums.ids import LONG_MAX, parse_ums_id, parse_ums_uid, ums_id, ums_uid
 MAX_FILE = LONG_MAX // 10**13 - 1
 
 
-@pytest.mark.parametrize(("binlog_file", "offset", "compensation", "expected"), [
-    ("mysql-bin.000103", 12345678, 0, "1030000012345678"),
-    ("mysql-bin.000011", 986886300, 0, "110000986886300"),
-    ("mysql-bin.000001", 4, 0, "10000000000004"),
-    ("mysql-bin.000000", 0, 0, "0"),
-    ("host.with.dots-bin.000007", 120, 0, "70000000000120"),
-    ("mysql-bin.000002", 154, 1000, "10020000000000154"),
-    ("mysql-bin.000103", 10**13 - 1, 0, "1039999999999999"),
-])
+@pytest.mark.parametrize(
+    ("binlog_file", "offset", "compensation", "expected"),
+    [
+        ("mysql-bin.000103", 12345678, 0, "1030000012345678"),
+        ("mysql-bin.000011", 986886300, 0, "110000986886300"),
+        ("mysql-bin.000001", 4, 0, "10000000000004"),
+        ("mysql-bin.000000", 0, 0, "0"),
+        ("host.with.dots-bin.000007", 120, 0, "70000000000120"),
+        ("mysql-bin.000002", 154, 1000, "10020000000000154"),
+        ("mysql-bin.000103", 10**13 - 1, 0, "1039999999999999"),
+    ],
+)
 def test_ums_id_is_file_number_times_10_13_plus_offset(binlog_file, offset, compensation, expected):
     assert ums_id(binlog_file, offset, compensation) == expected
 
 
-@pytest.mark.parametrize(("binlog_file", "offset", "compensation"), [
-    ("mysql-bin.000103", 10**13, 0),
-    ("mysql-bin.000103", -1, 0),
-    ("mysql-bin", 4, 0),
-    ("mysql-bin.", 4, 0),
-    ("mysql-bin.00a1", 4, 0),
-    ("mysql-bin.000003", 4, -4),
-    ("mysql-bin.999999", 4, 0),
-    ("mysql-bin.000003", True, 0),
-])
+@pytest.mark.parametrize(
+    ("binlog_file", "offset", "compensation"),
+    [
+        ("mysql-bin.000103", 10**13, 0),
+        ("mysql-bin.000103", -1, 0),
+        ("mysql-bin", 4, 0),
+        ("mysql-bin.", 4, 0),
+        ("mysql-bin.00a1", 4, 0),
+        ("mysql-bin.000003", 4, -4),
+        ("mysql-bin.999999", 4, 0),
+        ("mysql-bin.000003", True, 0),
+    ],
+)
 def test_bad_coordinates_raise_naming_the_file(binlog_file, offset, compensation):
     with pytest.raises(BadPositionError, match=binlog_file.replace(".", r"\.")) as info:
         ums_id(binlog_file, offset, compensation)
     assert info.value.code == "UMS_BAD_POSITION"
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("1030000012345678", (103, 12345678)),
-    ("110000986886300", (11, 986886300)),
-    (1030000012345678, (103, 12345678)),
-    ("0", (0, 0)),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1030000012345678", (103, 12345678)),
+        ("110000986886300", (11, 986886300)),
+        (1030000012345678, (103, 12345678)),
+        ("0", (0, 0)),
+    ],
+)
 def test_parse_ums_id(text, expected):
     assert parse_ums_id(text) == expected
 
@@ -55,11 +64,14 @@ def test_parse_ums_id_rejects_non_canonical_text(text):
         parse_ums_id(text)
 
 
-@pytest.mark.parametrize(("uid_base", "row_index", "expected"), [
-    ("1030000012345678", 0, "1030000012345678000000"),
-    ("1030000012345678", 2, "1030000012345678000002"),
-    (7, 999_999, "7999999"),
-])
+@pytest.mark.parametrize(
+    ("uid_base", "row_index", "expected"),
+    [
+        ("1030000012345678", 0, "1030000012345678000000"),
+        ("1030000012345678", 2, "1030000012345678000002"),
+        (7, 999_999, "7999999"),
+    ],
+)
 def test_ums_uid_is_id_times_10_6_plus_row_index(uid_base, row_index, expected):
     assert ums_uid(uid_base, row_index) == expected
     assert parse_ums_uid(expected) == (str(uid_base), row_index)

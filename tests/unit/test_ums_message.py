@@ -54,12 +54,17 @@ def test_data_message_json_is_the_original_envelope():
     )
 
 
-@pytest.mark.parametrize(("msg", "names"), [
-    (build_heartbeat_message(NS, ID, TS), ("ums_id_", "ums_ts_")),
-    (build_termination_message(NS, TS), ("ums_ts_",)),
-    (build_data_message(NS, COLUMNS, [row()], protocol=ProtocolType.DATA_INITIAL_DATA),
-     ("ums_id_", "ums_ts_", "ums_op_", "ums_uid_", "id", "amount")),
-])
+@pytest.mark.parametrize(
+    ("msg", "names"),
+    [
+        (build_heartbeat_message(NS, ID, TS), ("ums_id_", "ums_ts_")),
+        (build_termination_message(NS, TS), ("ums_ts_",)),
+        (
+            build_data_message(NS, COLUMNS, [row()], protocol=ProtocolType.DATA_INITIAL_DATA),
+            ("ums_id_", "ums_ts_", "ums_op_", "ums_uid_", "id", "amount"),
+        ),
+    ],
+)
 def test_each_protocol_has_its_fixed_fields(msg, names):
     assert msg.schema.names == names
 
@@ -71,10 +76,13 @@ def test_user_columns_named_like_system_fields_are_skipped_as_in_the_original():
     assert msg.payload[0][4:] == ("1", None)
 
 
-@pytest.mark.parametrize(("values", "error"), [
-    ((1, 1.5), r"amount: cannot encode 1\.5 as decimal"),
-    ((1,), r"rows\[0\]: 1 values for 2 columns"),
-])
+@pytest.mark.parametrize(
+    ("values", "error"),
+    [
+        ((1, 1.5), r"amount: cannot encode 1\.5 as decimal"),
+        ((1,), r"rows\[0\]: 1 values for 2 columns"),
+    ],
+)
 def test_build_errors_name_the_row_or_column(values, error):
     with pytest.raises(BadValueError, match=error):
         build_data_message(NS, COLUMNS, [row(values=values)])
@@ -90,25 +98,32 @@ def set_in(obj, path, value):
         obj[last] = value
 
 
-@pytest.mark.parametrize(("path", "value", "error"), [
-    (("payload", 1, "tuple"), ["1", TS, "d", "1", "7"], r"payload\[1\]\.tuple: 5 values for 6 fields"),
-    (("payload", 0, "tuple", 4), None, r"payload\[0\]\.tuple\[4\] \(id\): null in a non-nullable field"),
-    (("payload", 0, "tuple", 4), 7, r"payload\[0\]\.tuple\[4\] \(id\): 7 is not a long value"),
-    (("payload", 0, "tuple", 0), "0025", r"tuple\[0\] \(ums_id_\): '0025' is not a long"),
-    (("payload", 0, "tuple", 2), "x", r"tuple\[2\] \(ums_op_\): 'x' is not one of \['b', 'd', 'i', 'u'\]"),
-    (("payload", 0, "tuple", 5), 9.9, r"tuple\[5\] \(amount\): 9\.9 is not a decimal value"),
-    (("payload", 0), ["1"], r"payload\[0\]: expected a JSON object, got list"),
-    (("payload", 0, "tuple"), KeyError, r"payload\[0\]: missing key 'tuple'"),
-    (("payload",), [], r"payload of mysql\.demo\.shop\.orders\.3\.0\.0: must be a non-empty"),
-    (("schema", "fields", 5, "type"), "money", r"schema\.fields\[5\]\.type: unknown value 'money'"),
-    (("schema", "fields", 0, "type"), "string", r"schema\.fields\[0\] of .*needs ums_id_ long"),
-    (("schema", "fields", 5, "name"), "id", r"duplicate field 'id'"),
-    (("schema", "namespace"), "mysql.demo.orders", r"schema\.namespace: .*7 dot-separated parts"),
-    (("schema", "batchId"), -1, r"schema\.batchId of .*: -1 is not a non-negative int"),
-    (("schema", "fields"), KeyError, r"schema: missing key 'fields'"),
-    (("protocol", "type"), "data_increment_nothing", r"protocol\.type: unknown value"),
-    (("protocol", "version"), "1.2", r"protocol\.version '1\.2': only 1\.3 is supported"),
-])
+@pytest.mark.parametrize(
+    ("path", "value", "error"),
+    [
+        (("payload", 1, "tuple"), ["1", TS, "d", "1", "7"], r"payload\[1\]\.tuple: 5 values for 6 fields"),
+        (("payload", 0, "tuple", 4), None, r"payload\[0\]\.tuple\[4\] \(id\): null in a non-nullable field"),
+        (("payload", 0, "tuple", 4), 7, r"payload\[0\]\.tuple\[4\] \(id\): 7 is not a long value"),
+        (("payload", 0, "tuple", 0), "0025", r"tuple\[0\] \(ums_id_\): '0025' is not a long"),
+        (
+            ("payload", 0, "tuple", 2),
+            "x",
+            r"tuple\[2\] \(ums_op_\): 'x' is not one of \['b', 'd', 'i', 'u'\]",
+        ),
+        (("payload", 0, "tuple", 5), 9.9, r"tuple\[5\] \(amount\): 9\.9 is not a decimal value"),
+        (("payload", 0), ["1"], r"payload\[0\]: expected a JSON object, got list"),
+        (("payload", 0, "tuple"), KeyError, r"payload\[0\]: missing key 'tuple'"),
+        (("payload",), [], r"payload of mysql\.demo\.shop\.orders\.3\.0\.0: must be a non-empty"),
+        (("schema", "fields", 5, "type"), "money", r"schema\.fields\[5\]\.type: unknown value 'money'"),
+        (("schema", "fields", 0, "type"), "string", r"schema\.fields\[0\] of .*needs ums_id_ long"),
+        (("schema", "fields", 5, "name"), "id", r"duplicate field 'id'"),
+        (("schema", "namespace"), "mysql.demo.orders", r"schema\.namespace: .*7 dot-separated parts"),
+        (("schema", "batchId"), -1, r"schema\.batchId of .*: -1 is not a non-negative int"),
+        (("schema", "fields"), KeyError, r"schema: missing key 'fields'"),
+        (("protocol", "type"), "data_increment_nothing", r"protocol\.type: unknown value"),
+        (("protocol", "version"), "1.2", r"protocol\.version '1\.2': only 1\.3 is supported"),
+    ],
+)
 def test_from_json_names_the_path_of_the_problem(path, value, error):
     obj = valid_dict()
     set_in(obj, path, value)
@@ -152,13 +167,16 @@ def tuples(n, size=1):
     return [(str(i), "x" * size) for i in range(n)]
 
 
-@pytest.mark.parametrize(("count", "size", "max_tuples", "max_bytes", "lengths"), [
-    (12, 1, 5, 10**6, [5, 5, 2]),
-    (5, 1, 5, 10**6, [5]),
-    (0, 1, 5, 10**6, []),
-    (4, 100, 100, 250, [2, 2]),
-    (3, 1000, 100, 250, [1, 1, 1]),
-])
+@pytest.mark.parametrize(
+    ("count", "size", "max_tuples", "max_bytes", "lengths"),
+    [
+        (12, 1, 5, 10**6, [5, 5, 2]),
+        (5, 1, 5, 10**6, [5]),
+        (0, 1, 5, 10**6, []),
+        (4, 100, 100, 250, [2, 2]),
+        (3, 1000, 100, 250, [1, 1, 1]),
+    ],
+)
 def test_split_tuples_by_count_and_bytes_keeps_order(count, size, max_tuples, max_bytes, lengths):
     chunks = split_tuples(tuples(count, size), max_tuples, max_bytes)
     assert [len(c) for c in chunks] == lengths
@@ -183,15 +201,24 @@ def test_build_data_messages_share_one_schema_and_keep_every_row():
     assert [t[3] for m in msgs for t in m.payload] == [r.ums_uid for r in rows]
 
 
-@pytest.mark.parametrize(("key", "expected"), [
-    (data_key(ProtocolType.DATA_INCREMENT_DATA, NS, 1704164645000, "demo"),
-     "data_increment_data.mysql.demo.shop.orders.3.0.0.1704164645000|demo.wh_placeholder"),
-    (heartbeat_key(NS, 1704164645000, 1704164640000, "ok", "demo"),
-     "data_increment_heartbeat.mysql.demo.shop.orders.3.0.0.1704164645000|1704164640000|ok|demo"
-     ".wh_placeholder"),
-    (initial_data_key(NS, 1704164645000),
-     "data_initial_data.mysql.demo.shop.orders.3.0.0.1704164645000.wh_placeholder"),
-])
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        (
+            data_key(ProtocolType.DATA_INCREMENT_DATA, NS, 1704164645000, "demo"),
+            "data_increment_data.mysql.demo.shop.orders.3.0.0.1704164645000|demo.wh_placeholder",
+        ),
+        (
+            heartbeat_key(NS, 1704164645000, 1704164640000, "ok", "demo"),
+            "data_increment_heartbeat.mysql.demo.shop.orders.3.0.0.1704164645000|1704164640000|ok|demo"
+            ".wh_placeholder",
+        ),
+        (
+            initial_data_key(NS, 1704164645000),
+            "data_initial_data.mysql.demo.shop.orders.3.0.0.1704164645000.wh_placeholder",
+        ),
+    ],
+)
 def test_kafka_keys_follow_the_original(key, expected):
     assert key == expected
 

@@ -7,14 +7,17 @@ from hypothesis import strategies as st
 from ums.names import quote_table, split_table
 
 
-@pytest.mark.parametrize(("text", "parts"), [
-    ("shop.orders", ("shop", "orders")),
-    ("shop.t.dot", ("shop", "t.dot")),
-    ("shop.`t.dot`", ("shop", "t.dot")),
-    ("`my.db`.`t.dot`", ("my.db", "t.dot")),
-    ("`a``b`.c", ("a`b", "c")),
-    ("shöp.ordres", ("shöp", "ordres")),
-])
+@pytest.mark.parametrize(
+    ("text", "parts"),
+    [
+        ("shop.orders", ("shop", "orders")),
+        ("shop.t.dot", ("shop", "t.dot")),
+        ("shop.`t.dot`", ("shop", "t.dot")),
+        ("`my.db`.`t.dot`", ("my.db", "t.dot")),
+        ("`a``b`.c", ("a`b", "c")),
+        ("shöp.ordres", ("shöp", "ordres")),
+    ],
+)
 def test_split(text, parts):
     assert split_table(text) == parts
 

@@ -34,8 +34,9 @@ json_values = st.recursive(
     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=5), kids, max_size=3),
     max_leaves=6,
 )
-decimals_65_30 = st.builds(lambda n, s: Decimal(f"{n}E-{s}"), st.integers(-(10**65) + 1, 10**65 - 1),
-                           st.integers(0, 30))
+decimals_65_30 = st.builds(
+    lambda n, s: Decimal(f"{n}E-{s}"), st.integers(-(10**65) + 1, 10**65 - 1), st.integers(0, 30)
+)
 PYTHON_VALUES = {
     UmsType.INT: st.integers(INT_MIN, INT_MAX),
     UmsType.LONG: st.integers(LONG_MIN, LONG_MAX),
@@ -52,17 +53,21 @@ PYTHON_VALUES = {
 }
 
 name_part = st.text("abcdefghijklmnopqrstuvwxyz0123456789_!*", min_size=1, max_size=8)
-namespaces = st.builds(Namespace, name_part, name_part, name_part, name_part, st.integers(0, 999),
-                       st.just("0"), name_part)
+namespaces = st.builds(
+    Namespace, name_part, name_part, name_part, name_part, st.integers(0, 999), st.just("0"), name_part
+)
 column_names = st.text(min_size=1, max_size=10).filter(lambda n: n not in SYSTEM_NAMES)
 user_fields = st.lists(
     st.builds(UmsField, column_names, st.sampled_from(UmsType), st.booleans(), st.booleans()),
-    max_size=8, unique_by=lambda f: f.name,
+    max_size=8,
+    unique_by=lambda f: f.name,
 )
-timestamps = st.datetimes(min_value=wall(1970, 1, 1), max_value=wall(2100, 1, 1),
-                          timezones=st.just(UTC)).map(ums_ts)
-positions = st.builds(lambda f, o: ums_id(f"mysql-bin.{f:06d}", o), st.integers(0, 999_999 // 2),
-                      st.integers(0, 10**13 - 1))
+timestamps = st.datetimes(min_value=wall(1970, 1, 1), max_value=wall(2100, 1, 1), timezones=st.just(UTC)).map(
+    ums_ts
+)
+positions = st.builds(
+    lambda f, o: ums_id(f"mysql-bin.{f:06d}", o), st.integers(0, 999_999 // 2), st.integers(0, 10**13 - 1)
+)
 
 
 @st.composite
@@ -77,9 +82,12 @@ def wire_values(draw, field):
 def system_values(draw, protocol, index):
     """ums_id_, ums_ts_, ums_op_, ums_uid_ as the protocol's fixed fields need them."""
     position, ts = draw(positions), draw(timestamps)
-    values = {"ums_id_": position, "ums_ts_": ts,
-              "ums_op_": draw(st.sampled_from(sorted(ALLOWED_OPS.get(protocol, {"i"})))),
-              "ums_uid_": ums_uid(position, index)}
+    values = {
+        "ums_id_": position,
+        "ums_ts_": ts,
+        "ums_op_": draw(st.sampled_from(sorted(ALLOWED_OPS.get(protocol, {"i"})))),
+        "ums_uid_": ums_uid(position, index),
+    }
     return tuple(values[f.name] for f in SYSTEM_FIELDS[protocol])
 
 
@@ -89,8 +97,10 @@ def messages(draw):
     protocol = draw(st.sampled_from(ProtocolType))
     users = tuple(draw(user_fields)) if protocol in ALLOWED_OPS else ()
     schema = UmsSchema(draw(namespaces), SYSTEM_FIELDS[protocol] + users, draw(st.integers(0, 2**40)))
-    rows = [draw(system_values(protocol, i)) + tuple(draw(wire_values(f)) for f in users)
-            for i in range(draw(st.integers(1, 4)))]
+    rows = [
+        draw(system_values(protocol, i)) + tuple(draw(wire_values(f)) for f in users)
+        for i in range(draw(st.integers(1, 4)))
+    ]
     return UmsMessage(protocol, schema, tuple(rows))
 
 

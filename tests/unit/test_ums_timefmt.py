@@ -13,13 +13,16 @@ from ums.timefmt import epoch_ms, from_epoch_ms, parse_ums_ts, ums_ts, ums_ts_ms
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 
 
-@pytest.mark.parametrize(("epoch_millis", "tz", "expected"), [
-    (0, UTC, "1970-01-01 00:00:00.000"),
-    (1704164645123, UTC, "2024-01-02 03:04:05.123"),
-    (1704164645123, SHANGHAI, "2024-01-02 11:04:05.123"),
-    (1503566352000, SHANGHAI, "2017-08-24 17:19:12.000"),
-    (-1, UTC, "1969-12-31 23:59:59.999"),
-])
+@pytest.mark.parametrize(
+    ("epoch_millis", "tz", "expected"),
+    [
+        (0, UTC, "1970-01-01 00:00:00.000"),
+        (1704164645123, UTC, "2024-01-02 03:04:05.123"),
+        (1704164645123, SHANGHAI, "2024-01-02 11:04:05.123"),
+        (1503566352000, SHANGHAI, "2017-08-24 17:19:12.000"),
+        (-1, UTC, "1969-12-31 23:59:59.999"),
+    ],
+)
 def test_ums_ts_ms_formats_in_the_given_zone(epoch_millis, tz, expected):
     assert ums_ts_ms(epoch_millis, tz) == expected
 
@@ -41,10 +44,17 @@ def test_naive_or_non_datetime_moments_are_refused(bad):
         ums_ts(bad)
 
 
-@pytest.mark.parametrize("text", [
-    "2024-01-02 03:04:05", "2024-01-02T03:04:05.000", "2024-13-02 03:04:05.000", "", None,
-    "2024-01-02 03:04:05.1234",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2024-01-02 03:04:05",
+        "2024-01-02T03:04:05.000",
+        "2024-13-02 03:04:05.000",
+        "",
+        None,
+        "2024-01-02 03:04:05.1234",
+    ],
+)
 def test_parse_rejects_other_formats_naming_the_text(text):
     with pytest.raises(BadTimestampError, match="ums_ts"):
         parse_ums_ts(text)

@@ -18,21 +18,44 @@ CFG = ZooKeeperEndpoint(hosts="127.0.0.1:12181")
 def zk_refuses(c: str) -> bool:
     """ZooKeeper's PathUtils.validatePath, per UTF-16 unit as Java sees it."""
     units = [c] if ord(c) <= 0xFFFF else ["\ud800"]  # a pair of surrogates
-    return any(u == "\x00" or "\x00" < u <= "\x1f" or "\x7f" <= u <= "\x9f" or "\ud800" <= u <= "\uf8ff"
-               or u >= "\ufff0" for u in units)
+    return any(
+        u == "\x00"
+        or "\x00" < u <= "\x1f"
+        or "\x7f" <= u <= "\x9f"
+        or "\ud800" <= u <= "\uf8ff"
+        or u >= "\ufff0"
+        for u in units
+    )
 
 
-@pytest.mark.parametrize("parts", [("FullPuller", "demo"), ("Appender", "demo", "rules"),
-                                   ("HeartBeat", "demo", "alerts", "shop.quiet.stale"),
-                                   ("FullPuller", "demo", "t.dot", "shöp", "日本", "a b", "$x-y_z")])
+@pytest.mark.parametrize(
+    "parts",
+    [
+        ("FullPuller", "demo"),
+        ("Appender", "demo", "rules"),
+        ("HeartBeat", "demo", "alerts", "shop.quiet.stale"),
+        ("FullPuller", "demo", "t.dot", "shöp", "日本", "a b", "$x-y_z"),
+    ],
+)
 def test_ordinary_names_give_todays_paths_byte_for_byte(parts):
     assert zk.path(CFG, *parts) == "/".join(["/DBus", *parts])
 
 
-@pytest.mark.parametrize(("name", "escaped"), [
-    ("..", "%2E%2E"), (".", "%2E"), ("a/b", "a%2Fb"), ("../x", "..%2Fx"), ("50%", "50%25"), ("a\x00", "a%00"),
-    ("t\x7f", "t%7F"), ("\ue000", "%EE%80%80"), ("\U0001f600", "%F0%9F%98%80"), ("...", "..."),
-])
+@pytest.mark.parametrize(
+    ("name", "escaped"),
+    [
+        ("..", "%2E%2E"),
+        (".", "%2E"),
+        ("a/b", "a%2Fb"),
+        ("../x", "..%2Fx"),
+        ("50%", "50%25"),
+        ("a\x00", "a%00"),
+        ("t\x7f", "t%7F"),
+        ("\ue000", "%EE%80%80"),
+        ("\U0001f600", "%F0%9F%98%80"),
+        ("...", "..."),
+    ],
+)
 def test_names_that_would_break_a_path_are_escaped(name, escaped):
     assert zk.escape(name) == escaped and zk.unescape(escaped) == name
     assert normpath(zk.path(CFG, "FullPuller", name)) == f"/DBus/FullPuller/{escaped}"  # kazoo takes it
@@ -71,18 +94,22 @@ class ChildrenZk:
     def get_children(self, path):
         from kazoo.exceptions import NoNodeError
 
-        found = {p[len(path) + 1:].split("/")[0] for p in self.nodes if p.startswith(path + "/")}
+        found = {p[len(path) + 1 :].split("/")[0] for p in self.nodes if p.startswith(path + "/")}
         if not found and path not in self.nodes:
             raise NoNodeError
         return sorted(found)
 
 
-@pytest.mark.parametrize(("schema", "table"), [("shop", "orders"), ("..", ".."), ("a/b", "t.dot"), ("%", " x")])
+@pytest.mark.parametrize(
+    ("schema", "table"), [("shop", "orders"), ("..", ".."), ("a/b", "t.dot"), ("%", " x")]
+)
 def test_progress_nodes_escape_names_and_list_them_back(schema, table):
     root = zk.path(CFG, "FullPuller", "demo")
     store = ProgressStore(None, root)
     node = store.node(schema, table, 42)
-    assert node == f"/DBus/FullPuller/demo/{zk.escape(schema)}/{zk.escape(table)}/42" and normpath(node) == node
+    assert (
+        node == f"/DBus/FullPuller/demo/{zk.escape(schema)}/{zk.escape(table)}/42" and normpath(node) == node
+    )
     store.zk = ChildrenZk({node: Progress(42, schema, table).to_bytes()})
     assert store.get(schema, table, 42) == Progress(42, schema, table)
     [found] = store.all()
