@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-integration bench venv stack-up stack-down stack-status clean-stack
+.PHONY: demo test test-unit test-integration lint bench venv stack-up stack-down stack-status clean-stack
 
 demo: stack-up
 	$(VENV)/bin/dbus demo
@@ -18,6 +18,12 @@ test-unit: venv
 
 test-integration: stack-up
 	$(PY) -m pytest tests/integration
+
+# ruff (rules and format) over the tree, mypy over the floors below the stages (config in pyproject.toml).
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 bench: stack-up
 	$(PY) -m bench
