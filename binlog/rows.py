@@ -853,7 +853,20 @@ def decode_rows(event: RawEvent) -> DecodedRows:
         raise RowDecodeError(msg, event) from err
 
 
-def _decode(event: RawEvent) -> DecodedRows:
+def table_of(event: RawEvent) -> DecodedRows:
+    """The table and op of a ``rows`` record, its table map checked as ``decode_rows`` checks it (and
+    cached), without decoding any row (``rows`` is empty): what the appender needs when the JVM decoded
+    the rows. RowDecodeError as ``decode_rows`` raises it."""
+    try:
+        return _decode(event, with_rows=False)
+    except RowDecodeError:
+        raise
+    except Exception as err:
+        msg = f"{_where(event)}: table map does not decode: {err}"
+        raise RowDecodeError(msg, event) from err
+
+
+def _decode(event: RawEvent, with_rows: bool = True) -> DecodedRows:
     header = event.header
     if event.kind != "rows" or event.chunk is not None:
         msg = f"{_where(event)}: not a whole rows record (kind {event.kind!r}, chunk {event.chunk})"
@@ -869,6 +882,9 @@ def _decode(event: RawEvent) -> DecodedRows:
     if (table.schema, table.table) != (header["schema"], header["table"]):
         msg = f"{_where(event)}: the table map describes {table.schema}.{table.table}"
         raise RowDecodeError(msg, event)
+    if not with_rows:
+        op, _ = _ROWS_EVENTS[header["event_type"]]
+        return DecodedRows(table.schema, table.table, op, table.columns, table.primary_key, ())
     op, rows = _read_rows(rows_data, crc, control, table)
     return DecodedRows(table.schema, table.table, op, table.columns, table.primary_key, rows)
 
