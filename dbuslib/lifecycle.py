@@ -37,14 +37,29 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-# Exit codes of the stages (docs/errors.md#exit-codes-of-dbus-and-the-stages).
-EXIT_STOPPED = 0
-EXIT_FAILED = 1
-EXIT_CONFIG = 2
-EXIT_UNREACHABLE = 3
-EXIT_DEPOSED = 4
-EXIT_JVM_GONE = 5
-EXIT_CONFIG_GONE = 6
+# Exit codes of the stages: their one home is dbuslib/errors.py (docs/errors.md).
+from dbuslib.errors import (
+    EXIT_CONFIG,
+    EXIT_CONFIG_GONE,
+    EXIT_DEPOSED,
+    EXIT_FAILED,
+    EXIT_JVM_GONE,
+    EXIT_STOPPED,
+    EXIT_UNREACHABLE,
+)
+
+__all__ = [
+    "EXIT_CONFIG",
+    "EXIT_CONFIG_GONE",
+    "EXIT_DEPOSED",
+    "EXIT_FAILED",
+    "EXIT_JVM_GONE",
+    "EXIT_STOPPED",
+    "EXIT_UNREACHABLE",
+    "Lifecycle",
+    "first_line",
+    "spark_submit_parent",
+]
 
 CHECK_S = 1.0  # watchdog period, and how long awaitTermination blocks between two looks at ``stopping``
 CONFIG_GONE_S = 5.0  # a configuration file replaced by delete + write is not "gone"
@@ -261,7 +276,7 @@ class Lifecycle:
 
             if gave_up_in(error):  # an endpoint stayed down past endpoints.retry.budget_s in a task
                 self.say(f"{self.stage}: {RetriesExhausted.code}: {self.ds}: {first_line(error)}")
-                return RetriesExhausted.exit_code
+                return EXIT_UNREACHABLE
             self.say(f"{self.stage}: {failed_code}: {self.ds}: {first_line(error)}")
             return EXIT_FAILED
         return self.code
