@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from dbuslib.errors import DbusError
 from dbuslib.topics import topic_problem
 from ums.control import (
     MAX_ID,
@@ -56,7 +57,7 @@ MAX_ERROR_CHARS = 2000  # ERROR_MSG of a reply is cut there: a reply is always a
 _INTEGER = re.compile(r"-?[0-9]{1,19}")  # ASCII digits that fit a Java long (int() takes any Unicode digit)
 
 
-class PullRejected(Exception):
+class PullRejected(DbusError):
     """A request that cannot be served; ``code`` names the reason (docs/errors.md), ``seqno`` the request
     when known (a record that is not JSON has none)."""
 
