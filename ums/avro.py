@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 
@@ -108,7 +108,8 @@ def decode_avro(data: bytes, schema_dict: dict[str, Any]) -> UmsMessage:
     text = json.dumps(schema_dict, sort_keys=True)
     fields = _ums_fields(schema_dict)
     try:
-        record = fastavro.schemaless_reader(io.BytesIO(data), _parsed(text))
+        # A record schema reads as a dict; fastavro types the result as any Avro value.
+        record = cast(dict[str, Any], fastavro.schemaless_reader(io.BytesIO(data), _parsed(text)))
         protocol = ProtocolType(record["protocol"])
     except (ValueError, TypeError, KeyError, EOFError, IndexError) as err:
         msg = f"Avro record of {schema_dict.get('name')!r}: {err}"

@@ -20,6 +20,7 @@ import functools
 import json
 import math
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, NoReturn
 
 from ums.errors import BadMessageError, UmsError
@@ -210,7 +211,7 @@ def _tuple(obj: object, path: str) -> tuple[Any, ...]:
     return tuple(values)
 
 
-def _enum(kind: type, value: object, path: str) -> Any:
+def _enum(kind: type[Enum], value: object, path: str) -> Any:
     try:
         return kind(value)
     except ValueError:

@@ -105,7 +105,7 @@ def _regex(pattern: re.Pattern[str], replacement: str, value: JsonValue, salt: s
     return match.expand(replacement) if match else DEFAULTS[_T.STRING]
 
 
-def _truncate(length: int, value: JsonValue, salt: str) -> str:
+def _truncate(length: int | None, value: JsonValue, salt: str) -> str:
     return wire_text(value)[:length]
 
 
@@ -214,7 +214,8 @@ def _build_murmur3(r: _Rule, t: UmsType) -> tuple[UmsType, Callable]:
 
 
 def _build_regex(r: _Rule, t: UmsType) -> tuple[UmsType, Callable]:
-    return _T.STRING, partial(_regex, r.regex, r.rule.replacement)
+    assert r.regex is not None, "_compile_rule compiles the pattern of every regex rule"
+    return _T.STRING, partial(_regex, r.regex, r.rule.replacement or "")
 
 
 def _build_truncate(r: _Rule, t: UmsType) -> tuple[UmsType, Callable]:

@@ -69,11 +69,14 @@ class Namespace:
             msg = f"namespace {text!r}: version {version!r} is not a non-negative int"
             raise BadNamespaceError(msg)
         names = [unescape_part(p) for p in parts]
-        return cls(*names[:4], int(version), *names[5:])
+        return cls(names[0], names[1], names[2], names[3], int(version), names[5], names[6])
 
 
 def escape_part(name: str) -> str:
-    """A name as one part of a namespace text (or of a key built from it): ``%`` -> ``%25``, ``.`` -> ``%2E``."""
+    """A name as one part of a namespace text (or of a key built from it).
+
+    ``%`` -> ``%25``, ``.`` -> ``%2E``.
+    """
     if "%" not in name and "." not in name:
         return name
     return name.replace("%", "%25").replace(".", "%2E")
