@@ -81,8 +81,10 @@ def _is_int(value: object) -> bool:
 def _canonical_int(value: str | int, what: str, limit: int) -> int:
     """A non-negative int given as an int or a canonical decimal string (no sign, no leading 0)."""
     text = str(value) if _is_int(value) else value
-    canonical = isinstance(text, str) and text.isascii() and text.isdigit()
-    if not canonical or (len(text) > 1 and text[0] == "0") or int(text) > limit:
+    canonical = (
+        isinstance(text, str) and text.isascii() and text.isdigit() and (len(text) == 1 or text[0] != "0")
+    )
+    if not canonical or int(text) > limit:
         msg = f"{what} {value!r}: expected a decimal integer in 0..{limit}"
         raise BadPositionError(msg)
     return int(text)
