@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from dbuslib import zk
+from dbuslib import zk, zkpaths
 from dbuslib.config import DbusConfig, MaskRule, load_config
 from dbuslib.errors import ConfigError, DbusError, EndpointError
 from ums.masking import MaskError, MaskPlan, compile_rules
@@ -63,12 +63,12 @@ RELOAD_KEY = b"APPENDER_RELOAD_CONFIG"
 
 def node_path(cfg: DbusConfig, ds: str) -> str:
     """``<root>/Appender/<ds>/rules``: the rules the appender of ``ds`` applies now."""
-    return zk.path(cfg.endpoints.zookeeper, "Appender", ds, "rules")
+    return zkpaths.appender_rules(cfg.endpoints.zookeeper.root, ds)
 
 
 def reply_path(cfg: DbusConfig, ds: str) -> str:
     """``<root>/Appender/<ds>/reload``: the answer to the last reload request (applied or rejected)."""
-    return zk.path(cfg.endpoints.zookeeper, "Appender", ds, "reload")
+    return zkpaths.appender_reload(cfg.endpoints.zookeeper.root, ds)
 
 
 @dataclass(frozen=True)
@@ -305,7 +305,8 @@ def current_plan(cfg: DbusConfig, ds: str) -> tuple[int, MaskPlan]:
                     "ZooKeeper did not answer (%s); keeping rules generation %d", e, _STATE.last[ds][0]
                 )
                 return _STATE.last[ds]
-            msg = f"cannot read the appender rules {path} from ZooKeeper at {cfg.endpoints.zookeeper.hosts}: {e}"
+            hosts = cfg.endpoints.zookeeper.hosts
+            msg = f"cannot read the appender rules {path} from ZooKeeper at {hosts}: {e}"
             raise EndpointError(msg) from e
         if data is None:
             key = (

@@ -1,6 +1,6 @@
 """One active extractor per source: a ZooKeeper lock, an epoch counter and a ``deposed`` flag.
 
-Nodes of one source (``root`` is ``endpoints.zookeeper.root``, "/DBus" by default)::
+Nodes of one source (``root`` is ``endpoints.zookeeper.root``, "/DBus" by default; built by dbuslib.zkpaths)::
 
     <root>/Extractor/<ds>/leader      kazoo Lock: one ephemeral sequential child per contender, lowest leads;
                                       the leader's child holds
@@ -38,6 +38,7 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
+from dbuslib import zkpaths
 from dbuslib.errors import EndpointError
 from dbuslib.zk import UNREACHABLE, identity
 from extractor.errors import DeposedError, NotLeaderError
@@ -49,18 +50,12 @@ __all__ = [
     "bump_epoch",
     "epoch_at",
     "identity",
-    "node_path",
     "read_epoch",
 ]
 
 log = logging.getLogger(__name__)
 
 _LOCK_MARK = "__lock__"  # kazoo Lock child names: <uuid>__lock__<10-digit sequence>
-
-
-def node_path(root: str, ds: str, name: str) -> str:
-    """``<root>/Extractor/<ds>/<name>``: name is 'leader', 'epoch' or 'position'."""
-    return f"{root}/Extractor/{ds}/{name}"
 
 
 def _epoch_of(data: bytes, path: str) -> int:
@@ -95,7 +90,7 @@ def epoch_at(zk: KazooClient, epoch_path: str, timeout_s: float = 10.0) -> int:
 
 def read_epoch(zk: KazooClient, root: str, ds: str, timeout_s: float = 10.0) -> int:
     """The last epoch taken for ``ds`` (0 when none was)."""
-    return epoch_at(zk, node_path(root, ds, "epoch"), timeout_s)
+    return epoch_at(zk, zkpaths.extractor_epoch(root, ds), timeout_s)
 
 
 def bump_epoch(zk: KazooClient, epoch_path: str, timeout_s: float = 10.0) -> int:
@@ -126,8 +121,8 @@ class Leadership:
         self.deposed = threading.Event()
         self.epoch = 0
         self._zk, self._timeout = zk, timeout_s
-        self._leader_path = node_path(root, ds, "leader")
-        self._epoch_path = node_path(root, ds, "epoch")
+        self._leader_path = zkpaths.extractor_leader(root, ds)
+        self._epoch_path = zkpaths.extractor_epoch(root, ds)
         self._lock_node: str | None = None
 
     def acquire(self, timeout: float | None = None) -> int:

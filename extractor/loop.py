@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from binlog.rawevent import RawEvent
-from dbuslib import kafka, mysql, pygc, zk
+from dbuslib import kafka, mysql, pygc, zk, zkpaths
 from dbuslib.config import DbusConfig, Source
 from dbuslib.zk import identity
 from extractor.errors import DeposedError
@@ -38,7 +38,7 @@ def position_file(cfg: DbusConfig, src: Source, ds: str) -> Path:
 
 
 def position_store(cfg: DbusConfig, ds: str, client) -> PositionStore:
-    path = zk.path(cfg.endpoints.zookeeper, "Extractor", ds, "position")
+    path = zkpaths.extractor_position(cfg.endpoints.zookeeper.root, ds)
     return PositionStore(client, path, position_file(cfg, cfg.source(ds), ds))
 
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import logging
 import os
-import posixpath
 from dataclasses import replace
 from pathlib import Path
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from dbuslib import zkpaths
 from dbuslib.errors import EndpointError
 from dbuslib.zk import UNREACHABLE
 from extractor.errors import DeposedError, PositionError, PositionFileError
@@ -84,7 +84,7 @@ class PositionStore:
 
     def __init__(self, zk: KazooClient | None, zk_path: str, file_path: Path, timeout_s: float = 5.0) -> None:
         self._zk, self._path, self._file, self._timeout = zk, zk_path, Path(file_path), timeout_s
-        self._epoch_path = posixpath.join(posixpath.dirname(zk_path), "epoch")
+        self._epoch_path = zkpaths.epoch_beside(zk_path)
         self._version: int | None = None  # of the node, as last read or written; None = not read yet
         self._node_epoch = 0  # highest epoch seen on the node
         self._last: Position | None = None  # last committed or loaded: commits never go behind it

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from dbuslib import kafka, mysql, spark, zk
+from dbuslib import kafka, mysql, spark, zk, zkpaths
 from dbuslib.config import DbusConfig
 from dbuslib.metastore import MetaStore, Reason, Version, compatible, version_at
 from dbuslib.retry import RetryPolicy
@@ -66,7 +66,7 @@ class Puller:
         self.src = self.cfg.source(self.ds)
         self.retry = RetryPolicy.of(self.cfg)  # a restart of ZooKeeper or MariaDB at start costs latency
         self.zk = zk.client(self.cfg.endpoints.zookeeper, retry=self.retry)
-        self.store = ProgressStore(self.zk, zk.path(self.cfg.endpoints.zookeeper, "FullPuller", self.ds))
+        self.store = ProgressStore(self.zk, zkpaths.fullpuller(self.cfg.endpoints.zookeeper.root, self.ds))
         self.meta = MetaStore(self.cfg.endpoints.meta_store.url.get_secret_value(), retry=self.retry)
         self.meta.create_schema()
         self.producer = kafka.producer(self.cfg.endpoints.kafka, acks="all")

@@ -25,7 +25,8 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from dbuslib.zk import escape, unescape
+from dbuslib import zkpaths
+from dbuslib.zk import unescape
 
 SPLITTING, PULLING, ENDING, ABORT = "splitting", "pulling", "ending", "abort"
 DONE = "done"  # a shard's state once all its messages are acknowledged
@@ -119,14 +120,14 @@ def bar(p: Progress, width: int = 30) -> str:
 
 
 class ProgressStore:
-    """The ZooKeeper edge of one source's pulls (``root`` = ``<zk root>/FullPuller/<ds>``)."""
+    """The ZooKeeper edge of one source's pulls (``root`` = ``dbuslib.zkpaths.fullpuller(<zk root>, ds)``)."""
 
     def __init__(self, zk: KazooClient, root: str) -> None:
         self.zk = zk
         self.root = root
 
     def node(self, schema: str, table: str, seqno: int) -> str:
-        return f"{self.root}/{escape(schema)}/{escape(table)}/{seqno}"
+        return zkpaths.pull(self.root, schema, table, seqno)
 
     def create(self, p: Progress) -> None:
         try:
@@ -145,7 +146,7 @@ class ProgressStore:
         self.zk.set(self.node(p.Schema, p.Table, p.SeqNo), p.to_bytes())
 
     def shard_path(self, p: Progress, index: int) -> str:
-        return f"{self.node(p.Schema, p.Table, p.SeqNo)}/shards/{index}"
+        return zkpaths.pull_shard(self.root, p.Schema, p.Table, p.SeqNo, index)
 
     def report_shard(self, p: Progress, index: int, state: ShardState) -> None:
         path = self.shard_path(p, index)
@@ -159,7 +160,7 @@ class ProgressStore:
                 self.zk.set(path, data)
 
     def shards(self, p: Progress) -> dict[int, ShardState]:
-        base = f"{self.node(p.Schema, p.Table, p.SeqNo)}/shards"
+        base = zkpaths.pull_shards(self.root, p.Schema, p.Table, p.SeqNo)
         try:
             children = self.zk.get_children(base)
         except NoNodeError:

@@ -35,7 +35,7 @@ from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
-from dbuslib import influx, mysql, zk
+from dbuslib import influx, mysql, zk, zkpaths
 from dbuslib.config import DbusConfig, InfluxEndpoint
 from dbuslib.errors import DbusError, EndpointError
 from dbuslib.retry import RetryPolicy
@@ -53,7 +53,7 @@ ZK_ERRORS = (*UNREACHABLE, KazooException)
 
 
 def alerts_path(root: str, ds: str) -> str:
-    return f"{root}/HeartBeat/{ds}/alerts"
+    return zkpaths.heartbeat_alerts(root, ds)
 
 
 def last_points_query(ds: str, lookback_s: float) -> str:

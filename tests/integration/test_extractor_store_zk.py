@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from dbuslib import zk
+from dbuslib import zk, zkpaths
 from extractor.errors import DeposedError, PositionError
-from extractor.leader import Leadership, node_path, read_epoch
+from extractor.leader import Leadership, read_epoch
 from extractor.position import Position
 from extractor.store import PositionStore, read_file
 
@@ -51,7 +51,7 @@ def ds(zk_cfg):
     yield name
     cleaner = zk.client(zk_cfg)
     try:
-        cleaner.delete(node_path(zk_cfg.root, name, "").rstrip("/"), recursive=True)
+        cleaner.delete(zkpaths.extractor(zk_cfg.root, name), recursive=True)
     finally:
         cleaner.stop()
         cleaner.close()
@@ -73,11 +73,11 @@ def clients(zk_cfg):
 
 
 def store(client, zk_cfg, ds, tmp_path, name="host") -> PositionStore:
-    return PositionStore(client, node_path(zk_cfg.root, ds, "position"), tmp_path / name / f"{ds}.json")
+    return PositionStore(client, zkpaths.extractor_position(zk_cfg.root, ds), tmp_path / name / f"{ds}.json")
 
 
 def node(client, zk_cfg, ds) -> Position:
-    data, _ = client.get(node_path(zk_cfg.root, ds, "position"))
+    data, _ = client.get(zkpaths.extractor_position(zk_cfg.root, ds))
     return Position.from_json(data)
 
 
@@ -89,7 +89,7 @@ def acquire_in_thread(leadership: Leadership, timeout: float) -> tuple[threading
 
 
 def contenders(client, zk_cfg, ds) -> int:
-    return len(client.get_children(node_path(zk_cfg.root, ds, "leader")))
+    return len(client.get_children(zkpaths.extractor_leader(zk_cfg.root, ds)))
 
 
 def expire_session(client: KazooClient, hosts: str) -> None:
@@ -160,7 +160,7 @@ def test_own_write_with_a_lost_reply_is_adopted(clients, zk_cfg, ds, tmp_path):
     s.commit(Position("mariadb-bin.000001", 100, epoch=3))
     # the same epoch wrote the node once more behind the store's back, as when a reply is lost
     behind_its_back = Position("mariadb-bin.000001", 150, epoch=3).to_json().encode()
-    client.set(node_path(zk_cfg.root, ds, "position"), behind_its_back)
+    client.set(zkpaths.extractor_position(zk_cfg.root, ds), behind_its_back)
     s.commit(Position("mariadb-bin.000001", 200, epoch=3))
     assert node(client, zk_cfg, ds) == Position("mariadb-bin.000001", 200, epoch=3)
 

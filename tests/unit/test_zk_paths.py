@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kazoo.protocol.paths import normpath
 
-from dbuslib import zk
+from dbuslib import zk, zkpaths
 from dbuslib.config import ZooKeeperEndpoint
 from fullpuller.progress import Progress, ProgressStore
 
@@ -114,3 +114,50 @@ def test_progress_nodes_escape_names_and_list_them_back(schema, table):
     assert store.get(schema, table, 42) == Progress(42, schema, table)
     [found] = store.all()
     assert (found.SeqNo, found.Schema, found.Table) == (42, schema, table)
+
+
+def test_every_node_dbus_uses_keeps_its_path_for_an_ordinary_name():
+    """dbuslib/zkpaths.py: the paths a deployed ZooKeeper tree already has, byte for byte."""
+    r = "/DBus"
+    pulls, alerts = zkpaths.fullpuller(r, "demo"), zkpaths.heartbeat_alerts(r, "demo")
+    assert {
+        "extractor": zkpaths.extractor(r, "demo"),
+        "leader": zkpaths.extractor_leader(r, "demo"),
+        "epoch": zkpaths.extractor_epoch(r, "demo"),
+        "position": zkpaths.extractor_position(r, "demo"),
+        "beside": zkpaths.epoch_beside("/DBus/Extractor/demo/position"),
+        "rules": zkpaths.appender_rules(r, "demo"),
+        "reload": zkpaths.appender_reload(r, "demo"),
+        "pulls": pulls,
+        "pull": zkpaths.pull(pulls, "shop", "orders", 1704164645123),
+        "shards": zkpaths.pull_shards(pulls, "shop", "orders", 1704164645123),
+        "shard": zkpaths.pull_shard(pulls, "shop", "orders", 1704164645123, 0),
+        "hb_leader": zkpaths.heartbeat_leader(r, "demo"),
+        "alerts": alerts,
+        "alert": zkpaths.alert(alerts, "shop.orders.stale"),
+    } == {
+        "extractor": "/DBus/Extractor/demo",
+        "leader": "/DBus/Extractor/demo/leader",
+        "epoch": "/DBus/Extractor/demo/epoch",
+        "position": "/DBus/Extractor/demo/position",
+        "beside": "/DBus/Extractor/demo/epoch",
+        "rules": "/DBus/Appender/demo/rules",
+        "reload": "/DBus/Appender/demo/reload",
+        "pulls": "/DBus/FullPuller/demo",
+        "pull": "/DBus/FullPuller/demo/shop/orders/1704164645123",
+        "shards": "/DBus/FullPuller/demo/shop/orders/1704164645123/shards",
+        "shard": "/DBus/FullPuller/demo/shop/orders/1704164645123/shards/0",
+        "hb_leader": "/DBus/HeartBeat/demo/leader",
+        "alerts": "/DBus/HeartBeat/demo/alerts",
+        "alert": "/DBus/HeartBeat/demo/alerts/shop.orders.stale",
+    }
+
+
+def test_the_stages_build_their_nodes_with_zkpaths():
+    cfg = CFG.model_copy(update={"root": "/other"})
+    assert zkpaths.extractor_position(cfg.root, "d.s") == "/other/Extractor/d.s/position"
+    assert zkpaths.heartbeat_leader("/DBus", "a/b") == "/DBus/HeartBeat/a%2Fb/leader"
+    assert (
+        ProgressStore(None, zkpaths.fullpuller("/DBus", "demo")).shard_path(Progress(7, "..", "t"), 3)
+        == "/DBus/FullPuller/demo/%2E%2E/t/7/shards/3"
+    )
