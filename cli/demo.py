@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cli.stages import Stages
-from dbuslib import influx, kafka, mysql, topics, zk
+from dbuslib import influx, kafka, mysql, topics, zk, zkpaths
 from dbuslib.config import DbusConfig, Source
 from ums import ums_id
 
@@ -312,7 +312,7 @@ def _workload_and_pull(cfg: DbusConfig, ds: str, stages: Stages) -> int:
     client = zk.client(cfg.endpoints.zookeeper)
     from fullpuller.progress import ProgressStore
 
-    store = ProgressStore(client, zk.path(cfg.endpoints.zookeeper, "FullPuller", ds))
+    store = ProgressStore(client, zkpaths.fullpuller(cfg.endpoints.zookeeper.root, ds))
     try:
         deadline = time.monotonic() + 600
         while True:
@@ -380,7 +380,7 @@ def _resume_or_reset(cfg: DbusConfig, ds: str) -> str:
 
 def _checks(cfg: DbusConfig, ds: str) -> str:
     client = zk.client(cfg.endpoints.zookeeper)
-    node = zk.path(cfg.endpoints.zookeeper, "Extractor", ds)
+    node = zkpaths.extractor(cfg.endpoints.zookeeper.root, ds)
     children = client.get_children(node) if client.exists(node) else []
     client.stop()
     client.close()
