@@ -67,7 +67,8 @@ class DeadLetter:
     withheld: str = ""
 
     def to_json(self) -> str:
-        big = self.value is not None and not self.withheld and len(self.value) > MAX_VALUE_BYTES
+        size = len(self.value) if self.value is not None else 0
+        big = not self.withheld and size > MAX_VALUE_BYTES
         return json.dumps(
             {
                 "code": self.code,
@@ -80,7 +81,7 @@ class DeadLetter:
                 "value_base64": base64.b64encode(self.value).decode()
                 if self.value is not None and not big
                 else None,
-                "withheld": (too_big(len(self.value)) if big else self.withheld) or None,
+                "withheld": (too_big(size) if big else self.withheld) or None,
             },
             ensure_ascii=False,
         )
