@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import Enum
 
 from sqlalchemy import (
@@ -224,16 +224,11 @@ class MetaStore:
     def add_avro_schema(self, namespace: str, fingerprint: str, schema_json: str) -> AvroSchemaRow:
         """Store an Avro schema once; a concurrent or repeated insert of the same fingerprint returns the
         stored row (race-safe, as ``add``). A fingerprint already stored with another text is an error."""
-        row = {
-            "namespace": namespace,
-            "fingerprint": fingerprint,
-            "schema_json": schema_json,
-            "created_ms": int(time.time() * 1000),
-        }
+        row = AvroSchemaRow(namespace, fingerprint, schema_json, int(time.time() * 1000))
         try:
             with self.engine.begin() as conn:
-                conn.execute(meta_avro_schema.insert().values(**row))
-            return AvroSchemaRow(**row)
+                conn.execute(meta_avro_schema.insert().values(**asdict(row)))
+            return row
         except IntegrityError:
             stored = self.avro_schema(fingerprint)
             if stored is None:
