@@ -147,6 +147,7 @@ def call(
     in the log and in RetriesExhausted (e.g. ``"meta store: history of shop.orders"``)."""
 
     def note(state: RetryCallState) -> None:
+        assert state.outcome is not None, "tenacity calls before_sleep after an attempt, with its outcome"
         err = state.outcome.exception()
         log.warning(
             "%s failed (%s: %s); attempt %d, retrying in %.1fs",
