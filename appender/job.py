@@ -254,9 +254,9 @@ def _worker_state(config_path: str, ds: str) -> _WorkerState:
     state = _workers.get((config_path, ds))
     if state is None:
         from appender.convert import ConvertSettings
-        from appender.heartbeat import HeartbeatTable
         from appender.output import MessageEncoder
         from appender.process import Outputs
+        from binlog.heartbeat import HeartbeatTable
         from dbuslib.metastore import MetaStore
         from dbuslib.retry import RetryPolicy
 

@@ -29,20 +29,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from appender.convert import ConvertSettings, masked, original_key, record_key, to_ums_fast
-from appender.heartbeat import (
-    TABLE_STATUS,
-    UNKNOWN_TABLE,
-    BadHeartbeat,
-    Beat,
-    Heartbeat,
-    HeartbeatTable,
-    heartbeat_of,
-    measure,
-    owner,
-)
+from appender.heartbeat import TABLE_STATUS, UNKNOWN_TABLE, Beat, measure
 from appender.textpath import event_messages, message_prefix
 from appender.versions import Change, Version, compare, on_rows, on_truncate, version_at
 from binlog.fastdecode import decode_fast, rows_op, table_of
+from binlog.heartbeat import BadHeartbeat, Heartbeat, HeartbeatTable, heartbeat_of, owner
 from binlog.rawevent import RawEvent, RawEventError, Reassembler, decode
 from binlog.rows import RowDecodeError, decode_rows
 from dbuslib.deadletter import DeadLetter, withheld_reason
@@ -211,7 +202,7 @@ class PartitionProcessor:
     def _heartbeats(self, rec: InRecord, event: RawEvent) -> Iterator[OutRecord]:
         """A record of the heartbeat table: per row of this topic's schema, its heartbeat message (or a
         dead letter) and a Beat in ``self.beats``. Not an insert (the writer's purge, DDL): nothing."""
-        if event.kind != "rows" or not self.heartbeat.is_insert(event.header):
+        if not self.heartbeat.inserted(event.header):
             return
         at = int(ums_id(event.header["file"], event.header["pos"]))
         where = f"heartbeat at {event.header['file']}:{event.header['pos']}"

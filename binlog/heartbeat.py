@@ -1,61 +1,93 @@
-"""The heartbeat table at the source, its rows' packet, and which tables get heartbeats (pure).
+"""The heartbeat table at the source: its DDL, its rows' PACKET (built once, parsed once) and what a
+heartbeat insert is (pure). The writer (heartbeat/writer.py), the dispatcher and the appender all read
+this one contract.
 
 The table is the original's (spec section 2.7), ``dbus.db_heartbeat_monitor`` by default
-(``heartbeat.schema`` / ``heartbeat.table``). One row per monitored table and interval; its PACKET::
+(``heartbeat.schema`` / ``heartbeat.table``). One row per monitored table and interval, by example::
 
-    {"node":"/DBus/HeartBeat/Monitor/demo/shop/orders/0","time":1714564800123,"type":"checkpoint",
-     "txTime":1714564800100}
+    {"ID": 42, "DS_NAME": "demo", "SCHEMA_NAME": "shop", "TABLE_NAME": "orders",
+     "PACKET": "{\"node\":\"/DBus/HeartBeat/Monitor/demo/shop/orders/0\",\"time\":1714564800123,
+                 \"type\":\"checkpoint\",\"txTime\":1714564800100}", "CREATE_TIME": ..., "UPDATE_TIME": ...}
 
 ``time`` is when the row was emitted and ``txTime`` when its batch started, both epoch milliseconds; the
 last path element of ``node`` is the source partition (always 0 for MySQL). Every beat is a checkpoint,
 as with the original's default ``checkPointPerHeartBeatCnt`` of 1.
+
+The parser is lenient, as the original's readers are: ``node`` and ``type`` are optional and ``txTime``
+defaults to ``time``. A row that cannot be used raises ``BadHeartbeat``, whose ``code`` is the dead-letter
+code the appender writes.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dbuslib.config import HeartbeatSettings, Source
+from dbuslib.config import HeartbeatSettings
 from dbuslib.errors import DbusError
-from dbuslib.filters import TableFilter
 
 NODE_PREFIX = "/DBus/HeartBeat/Monitor"
-PACKET_TYPES = ("checkpoint", "heartbeat")
 PACKET_MAX = 256  # PACKET is varchar(256)
-PURGE_EVERY = 1000  # emits between purges (the original's)
-PURGE_KEEP = 10_000  # rows kept by a purge: delete where ID < max(ID) - PURGE_KEEP
-SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
-
-LIST_TABLES_SQL = (
-    "SELECT table_schema, table_name FROM information_schema.tables "
-    "WHERE table_type = 'BASE TABLE' ORDER BY 1, 2"
-)
+WRITE_ROWS_EVENTS = frozenset({23, 30})  # WRITE_ROWS_EVENT_V1 (MariaDB), WRITE_ROWS_EVENT_V2 (MySQL)
+MEASUREMENT = "dbus_heartbeat"  # InfluxDB: one point per heartbeat measured at the appender
+LOOKBACK_S = 86_400  # how far back readers look for a table's last heartbeat point (one day)
+BAD_HEARTBEAT = "APPENDER_BAD_HEARTBEAT"  # PACKET not a JSON object with epoch-ms ``time``; a name empty
 
 
-class PacketError(DbusError):
-    """A heartbeat row's PACKET is not the JSON the writer builds; the message names the field."""
+class BadHeartbeat(DbusError, ValueError):
+    """A heartbeat row that cannot be used; ``code`` is its dead-letter code (``BAD_HEARTBEAT`` unless
+    the caller names another), the message names the column or PACKET field, never the text."""
 
-    code = "HEARTBEAT_BAD_PACKET"
+    code = BAD_HEARTBEAT
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True)
 class Packet:
-    """A parsed PACKET; ``time_ms`` is the emit time, ``tx_time_ms`` the batch start (epoch ms)."""
+    """The PACKET column: ``time_ms`` (emit, epoch ms), ``tx_ms`` (the writer's batch start, epoch ms),
+    and ``type``/``node`` when the writer gave them as strings."""
+
+    time_ms: int
+    tx_ms: int
+    type: str | None = None
+    node: str | None = None
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """One heartbeat row, validated."""
 
     ds: str
     schema: str
     table: str
-    partition: int
-    time_ms: int
-    type: str
-    tx_time_ms: int
+    packet: Packet
 
-    @property
-    def node(self) -> str:
-        return node(self.ds, self.schema, self.table, self.partition)
+
+def is_insert(header: Mapping[str, Any]) -> bool:
+    """Whether a raw event header is a rows event of inserts (the writer's; its purge is a delete)."""
+    return header.get("kind") == "rows" and header.get("event_type") in WRITE_ROWS_EVENTS
+
+
+@dataclass(frozen=True)
+class HeartbeatTable:
+    """Where heartbeats are written at the source, and the input topic of a schema (``topics.schema``)."""
+
+    schema: str
+    table: str
+    schema_topic: Callable[[str], str]  # "shop" -> "demo.shop"
+
+    def holds(self, header: Mapping[str, Any]) -> bool:
+        """Whether the event is of the heartbeat table (an insert, its purge or a DDL)."""
+        return header.get("schema") == self.schema and header.get("table") == self.table
+
+    def inserted(self, header: Mapping[str, Any]) -> bool:
+        """Whether the event is a heartbeat insert (what the dispatcher and the appender act on)."""
+        return self.holds(header) and is_insert(header)
 
 
 def _q(name: str) -> str:
@@ -100,16 +132,6 @@ def insert_sql(hb: HeartbeatSettings, rows: int) -> str:
     )
 
 
-def max_id_sql(hb: HeartbeatSettings) -> str:
-    return f"SELECT MAX(ID) FROM {qualified(hb)}"
-
-
-def purge_sql(hb: HeartbeatSettings) -> str:
-    """Delete rows older than the newest ``PURGE_KEEP``; parameter: MAX(ID) read just before (MySQL cannot
-    select from the table it deletes from in one statement)."""
-    return f"DELETE FROM {qualified(hb)} WHERE ID < %s - {PURGE_KEEP}"
-
-
 def node(ds: str, schema: str, table: str, partition: int = 0) -> str:
     return f"{NODE_PREFIX}/{ds}/{schema}/{table}/{partition}"
 
@@ -129,78 +151,49 @@ def build_packet(
     return text
 
 
-def _field(doc: dict[str, Any], name: str, kind: type, text: str) -> Any:
-    value = doc.get(name)
-    if not isinstance(value, kind) or isinstance(value, bool):
-        msg = f"heartbeat packet field {name!r}: expected {kind.__name__}, got {value!r} in {text[:300]!r}"
-        raise PacketError(msg)
+def parse_packet(text: Any) -> Packet:
+    """``{"node": ..., "time": <ms>, "type": ..., "txTime": <ms>}`` -> Packet; ``txTime`` defaults to
+    ``time``. Raises BadHeartbeat (APPENDER_BAD_HEARTBEAT) naming what is wrong, never the text."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if not isinstance(text, str):
+        raise BadHeartbeat(BAD_HEARTBEAT, f"PACKET is {type(text).__name__}, not JSON text")
+    try:
+        d = json.loads(text)
+    except ValueError as e:
+        raise BadHeartbeat(BAD_HEARTBEAT, f"PACKET is not JSON ({e.msg} at {e.pos})") from None
+    if not isinstance(d, dict):
+        raise BadHeartbeat(BAD_HEARTBEAT, f"PACKET is a JSON {type(d).__name__}, not an object")
+    time_ms = _epoch_ms(d.get("time"), "time")
+    tx_ms = _epoch_ms(d.get("txTime", time_ms), "txTime")
+    kind, path = (v if isinstance(v, str) else None for v in (d.get("type"), d.get("node")))
+    return Packet(time_ms, tx_ms, kind, path)
+
+
+def _epoch_ms(value: Any, name: str) -> int:
+    if value is None:
+        raise BadHeartbeat(BAD_HEARTBEAT, f"PACKET has no {name!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BadHeartbeat(BAD_HEARTBEAT, f"PACKET {name!r} is not epoch milliseconds")
     return value
 
 
-def parse_packet(text: str | bytes) -> Packet:
-    """Parse a PACKET; PacketError naming the field when it is not one the writer builds."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    try:
-        doc = json.loads(text)
-    except (TypeError, ValueError) as e:
-        msg = f"heartbeat packet is not JSON ({e}): {str(text)[:300]!r}"
-        raise PacketError(msg) from None
-    if not isinstance(doc, dict):
-        msg = f"heartbeat packet is not a JSON object: {text[:300]!r}"
-        raise PacketError(msg)
-    path = _field(doc, "node", str, text)
-    parts = path.split("/")
-    # "", "DBus", "HeartBeat", "Monitor", ds, schema, table, partition
-    if (
-        not path.startswith(NODE_PREFIX + "/")
-        or len(parts) != 8
-        or not all(parts[4:7])
-        or not parts[7].isdigit()
-    ):
-        msg = f"heartbeat packet field 'node': expected {NODE_PREFIX}/<ds>/<schema>/<table>/<partition>, got {path!r}"
-        raise PacketError(msg)
-    type_ = _field(doc, "type", str, text)
-    if type_ not in PACKET_TYPES:
-        msg = f"heartbeat packet field 'type': expected one of {list(PACKET_TYPES)}, got {type_!r}"
-        raise PacketError(msg)
-    return Packet(
-        ds=parts[4],
-        schema=parts[5],
-        table=parts[6],
-        partition=int(parts[7]),
-        time_ms=_field(doc, "time", int, text),
-        type=type_,
-        tx_time_ms=_field(doc, "txTime", int, text),
-    )
+def owner(image: Mapping[str, Any], ds: str, topic: str, hb: HeartbeatTable) -> bool:
+    """Whether the row is this appender's to handle on ``topic``: not another source's (a non-empty
+    DS_NAME other than ``ds``) and not another schema's (a non-empty SCHEMA_NAME whose topic is not
+    ``topic``). Rows with empty names are ours: they are dead-lettered where they arrive."""
+    row_ds, schema = image.get("DS_NAME"), image.get("SCHEMA_NAME")
+    if isinstance(row_ds, str) and row_ds and row_ds != ds:
+        return False
+    return not (isinstance(schema, str) and schema and hb.schema_topic(schema) != topic)
 
 
-def meta_store_database(url: str) -> str | None:
-    """The database named by the meta store's SQLAlchemy URL (``.../dbus`` -> ``dbus``), None if none."""
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).database or None
-
-
-class MonitoredTables:
-    """Which tables get heartbeats: those the source captures (``capture.include`` minus ``exclude``), less
-    the heartbeat table itself, the meta store's database and the server's system schemas.
-
-    ``select([("shop", "orders"), ("dbus", "db_heartbeat_monitor")])`` -> ``[("shop", "orders")]``
-    """
-
-    def __init__(self, src: Source, meta_store_db: str | None = None) -> None:
-        self._filter = TableFilter(src.capture)
-        self._heartbeat = (src.heartbeat.schema_, src.heartbeat.table)
-        self._skip_schemas = SYSTEM_SCHEMAS | ({meta_store_db} if meta_store_db else set())
-
-    def allows(self, schema: str, table: str) -> bool:
-        return (
-            (schema, table) != self._heartbeat
-            and schema not in self._skip_schemas
-            and self._filter.allows(schema, table)
-        )
-
-    def select(self, tables: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-        """The monitored ones among ``tables``, sorted, without duplicates."""
-        return sorted({(s, t) for s, t in tables if self.allows(s, t)})
+def heartbeat_of(image: Mapping[str, Any]) -> Heartbeat:
+    """The validated heartbeat of one row image (column names as in spec 2.7); BadHeartbeat otherwise."""
+    names = []
+    for column in ("DS_NAME", "SCHEMA_NAME", "TABLE_NAME"):
+        value = image.get(column)
+        if not isinstance(value, str) or not value.strip():
+            raise BadHeartbeat(BAD_HEARTBEAT, f"{column} is {'NULL' if value is None else 'empty'}")
+        names.append(value)
+    return Heartbeat(*names, parse_packet(image.get("PACKET")))

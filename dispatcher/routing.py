@@ -43,6 +43,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from binlog.heartbeat import HeartbeatTable
 from binlog.rawevent import RawEvent, RawEventError, decode
 from dbuslib.config import Source
 from dbuslib.deadletter import withheld_reason
@@ -50,8 +51,6 @@ from dbuslib.topics import TOPIC_NAME, render, topic_problem
 
 __all__ = ["TOPIC_NAME", "Route", "Router", "route", "unexpected"]
 
-# Binlog type codes of inserts: WRITE_ROWS_EVENT_V1 (MariaDB) and WRITE_ROWS_EVENT_V2 (MySQL).
-WRITE_ROWS_EVENTS = frozenset({23, 30})
 SCHEMA_COLUMN = "SCHEMA_NAME"
 _SENTINEL = "\x00"
 _PREFIX_LEN = 8  # b"DBR", version, u32 header length (binlog.rawevent)
@@ -124,8 +123,10 @@ class Router:
     def schema_topic(self, schema: str) -> str:
         return render(self.schema_template, self.ds, schema)
 
-    def is_heartbeat_table(self, header: dict[str, Any]) -> bool:
-        return header.get("schema") == self.heartbeat_schema and header.get("table") == self.heartbeat_table
+    @property
+    def heartbeat(self) -> HeartbeatTable:
+        """The source's heartbeat table (binlog.heartbeat: what a heartbeat insert is)."""
+        return HeartbeatTable(self.heartbeat_schema, self.heartbeat_table, self.schema_topic)
 
     def table_masked(self, schema: str, table: str) -> bool:
         """Whether a masking glob matches ``schema.table`` (ums.masking's rule: fnmatch per part, case
@@ -221,11 +222,7 @@ def event_tables(event: RawEvent, key: bytes | str | None) -> list[Table]:
 
 def is_heartbeat(router: Router, event: RawEvent) -> bool:
     """An insert into the heartbeat table (updates, deletes and DDL of it are ordinary records)."""
-    return (
-        event.kind == "rows"
-        and router.is_heartbeat_table(event.header)
-        and event.header.get("event_type") in WRITE_ROWS_EVENTS
-    )
+    return router.heartbeat.inserted(event.header)
 
 
 def route_heartbeat(router: Router, event: RawEvent, tables: list[Table]) -> tuple[Route, ...]:

@@ -18,7 +18,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 
 import pymysql
@@ -27,32 +27,82 @@ from kazoo.exceptions import CancelledError, KazooException
 from kazoo.protocol.states import KazooState
 
 from binlog import heartbeat as hbt
-from dbuslib import mysql, zk
-from dbuslib.config import DbusConfig
+from dbuslib import mysql, zk, zkpaths
+from dbuslib.config import DbusConfig, HeartbeatSettings, Source
 from dbuslib.errors import EndpointError
+from dbuslib.filters import TableFilter
 from dbuslib.retry import RetryPolicy
 from dbuslib.zk import UNREACHABLE, identity
 
 log = logging.getLogger(__name__)
 REFRESH_EVERY = 10  # intervals between two listings of the monitored tables
 MYSQL_ERRORS = (pymysql.err.MySQLError, EndpointError)
+PURGE_EVERY = 1000  # emits between purges (the original's)
+PURGE_KEEP = 10_000  # rows kept by a purge: delete where ID < max(ID) - PURGE_KEEP
+SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
+
+LIST_TABLES_SQL = (
+    "SELECT table_schema, table_name FROM information_schema.tables "
+    "WHERE table_type = 'BASE TABLE' ORDER BY 1, 2"
+)
+
+
+def max_id_sql(hb: HeartbeatSettings) -> str:
+    return f"SELECT MAX(ID) FROM {hbt.qualified(hb)}"
+
+
+def purge_sql(hb: HeartbeatSettings) -> str:
+    """Delete rows older than the newest ``PURGE_KEEP``; parameter: MAX(ID) read just before (MySQL cannot
+    select from the table it deletes from in one statement)."""
+    return f"DELETE FROM {hbt.qualified(hb)} WHERE ID < %s - {PURGE_KEEP}"
+
+
+def meta_store_database(url: str) -> str | None:
+    """The database named by the meta store's SQLAlchemy URL (``.../dbus`` -> ``dbus``), None if none."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).database or None
+
+
+class MonitoredTables:
+    """Which tables get heartbeats: those the source captures (``capture.include`` minus ``exclude``), less
+    the heartbeat table itself, the meta store's database and the server's system schemas.
+
+    ``select([("shop", "orders"), ("dbus", "db_heartbeat_monitor")])`` -> ``[("shop", "orders")]``
+    """
+
+    def __init__(self, src: Source, meta_store_db: str | None = None) -> None:
+        self._filter = TableFilter(src.capture)
+        self._heartbeat = (src.heartbeat.schema_, src.heartbeat.table)
+        self._skip_schemas = SYSTEM_SCHEMAS | ({meta_store_db} if meta_store_db else set())
+
+    def allows(self, schema: str, table: str) -> bool:
+        return (
+            (schema, table) != self._heartbeat
+            and schema not in self._skip_schemas
+            and self._filter.allows(schema, table)
+        )
+
+    def select(self, tables: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The monitored ones among ``tables``, sorted, without duplicates."""
+        return sorted({(s, t) for s, t in tables if self.allows(s, t)})
 
 
 def leader_path(root: str, ds: str) -> str:
-    return f"{root}/HeartBeat/{ds}/leader"
+    return zkpaths.heartbeat_leader(root, ds)
 
 
 def list_tables(db: pymysql.Connection) -> list[tuple[str, str]]:
     """Every base table of the server, as (schema, table)."""
     with db.cursor() as cur:
-        cur.execute(hbt.LIST_TABLES_SQL)
+        cur.execute(LIST_TABLES_SQL)
         return [(s, t) for s, t in cur.fetchall()]
 
 
 def monitored_tables(cfg: DbusConfig, ds: str, db: pymysql.Connection) -> list[tuple[str, str]]:
-    """The source's monitored tables as they exist now (see binlog.heartbeat.MonitoredTables)."""
-    meta_db = hbt.meta_store_database(cfg.endpoints.meta_store.url.get_secret_value())
-    return hbt.MonitoredTables(cfg.source(ds), meta_db).select(list_tables(db))
+    """The source's monitored tables as they exist now (see MonitoredTables)."""
+    meta_db = meta_store_database(cfg.endpoints.meta_store.url.get_secret_value())
+    return MonitoredTables(cfg.source(ds), meta_db).select(list_tables(db))
 
 
 def ensure_table(db: pymysql.Connection, cfg: DbusConfig, ds: str) -> None:
@@ -219,7 +269,7 @@ class HeartbeatWriter:
             with db.cursor() as cur:
                 cur.execute(hbt.insert_sql(self.src.heartbeat, len(rows)), [v for row in rows for v in row])
             self.emits += 1
-            if self.emits % hbt.PURGE_EVERY == 0:
+            if self.emits % PURGE_EVERY == 0:
                 self._purge(db)
             return len(rows)
         except MYSQL_ERRORS as e:
@@ -230,8 +280,8 @@ class HeartbeatWriter:
     def _purge(self, db: pymysql.Connection) -> None:
         hb = self.src.heartbeat
         with db.cursor() as cur:
-            cur.execute(hbt.max_id_sql(hb))
+            cur.execute(max_id_sql(hb))
             (max_id,) = cur.fetchone()
             if max_id is not None:
-                deleted = cur.execute(hbt.purge_sql(hb), (max_id,))
+                deleted = cur.execute(purge_sql(hb), (max_id,))
                 log.info("%s: purged %d old heartbeat rows", self.ds, deleted)

@@ -87,7 +87,7 @@ def batches(db, database: str) -> dict[int, list[str]]:
     """Tables per batch (packet txTime)."""
     out: dict[int, list[str]] = {}
     for _, _, _, table, packet, _ in rows(db, database):
-        out.setdefault(hbt.parse_packet(packet).tx_time_ms, []).append(table)
+        out.setdefault(hbt.parse_packet(packet).tx_ms, []).append(table)
     return out
 
 
@@ -104,8 +104,8 @@ def test_writer_creates_the_table_and_writes_one_row_per_table_per_interval(hb_e
     assert all(sorted(tables) == ["t1", "t2"] for tables in per_batch.values()), per_batch
     assert 4 <= len(per_batch) <= elapsed + 2  # about one batch a second
     packet = hbt.parse_packet(all_rows[0][4])
-    assert (packet.ds, packet.schema, packet.table, packet.type) == (ds, database, "t1", "checkpoint")
-    assert packet.time_ms >= packet.tx_time_ms
+    assert (packet.node, packet.type) == (hbt.node(ds, database, "t1"), "checkpoint")
+    assert packet.time_ms >= packet.tx_ms
 
 
 def test_a_new_table_is_monitored_after_the_listing_refresh(hb_env):

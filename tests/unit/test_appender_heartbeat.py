@@ -16,20 +16,18 @@ from test_dispatcher_routing import CREATE_TABLE, HEARTBEAT_DELETE, HEARTBEAT_ON
 from test_rowdecode import INSERT, UPDATE, sealed
 
 from appender.convert import ConvertSettings
-from appender.heartbeat import (
+from appender.heartbeat import UNKNOWN_TABLE, Beat, bad_point
+from appender.process import InRecord, Outputs, PartitionProcessor
+from binlog import rawevent
+from binlog.heartbeat import (
     BAD_HEARTBEAT,
-    UNKNOWN_TABLE,
     BadHeartbeat,
-    Beat,
     HeartbeatTable,
     Packet,
-    bad_point,
     heartbeat_of,
     owner,
     parse_packet,
 )
-from appender.process import InRecord, Outputs, PartitionProcessor
-from binlog import rawevent
 from dbuslib.deadletter import DeadLetter
 from dbuslib.metastore import Reason, Version
 from ums import from_json, ums_id
