@@ -1,13 +1,13 @@
-"""Full-pull requests: ``FULL_DATA_INDEPENDENT_PULL_REQ`` on ``<ds>_ctrl`` (spec 2.2), built and checked (pure).
+"""Full-pull requests: ``FULL_DATA_INDEPENDENT_PULL_REQ`` on ``<ds>_ctrl`` (spec 2.2), checked (pure).
 
-The payload has the original's keys, all strings, so a request the original's keeper would send is
-accepted too::
+``build`` is the one builder, ``ums.control.full_pull_request``. The payload has the original's keys, all
+strings, so a request the original's keeper would send is accepted too::
 
     {"id":1704164645123,"type":"FULL_DATA_INDEPENDENT_PULL_REQ","timestamp":"2024-01-02 03:04:05.123",
      "from":"dbus-cli-fullpull","payload":{"DBUS_DATASOURCE_ID":"demo","SCHEMA_NAME":"shop",
      "TABLE_NAME":"orders","PHYSICAL_TABLES":"orders","SEQNO":"1704164645123","SPLIT_COL":"",
      "SPLIT_SHARD_SIZE":"100000","SPLIT_SHARD_STYLE":"","INPUT_CONDITIONS":"","SINK_TYPE":"KAFKA",
-     "resultTopic":"demo.shop.result","INCREASE_VERSION":"false","INCREASE_BATCH_NO":"true",...}}
+     "resultTopic":"demo.shop.result","INCREASE_VERSION":"false","INCREASE_BATCH_NO":"false",...}}
 
 ``parse`` turns a control record into a ``PullRequest`` or raises ``PullRejected`` with a code from
 docs/errors.md (FULLPULL_BAD_REQUEST for a null, oversized, non-UTF-8 or malformed record, an unknown
@@ -36,8 +36,9 @@ from ums.control import (
     show,
     to_json,
 )
+from ums.control import PULL_REQUEST_FROM as FROM
+from ums.control import full_pull_request as build
 from ums.errors import BadControlError
-from ums.pullrequest import FROM, TYPE, build
 
 __all__ = [
     "FROM",
@@ -51,6 +52,7 @@ __all__ = [
     "to_record",
 ]
 
+TYPE = ControlType.FULL_DATA_INDEPENDENT_PULL_REQ
 FINISH = ControlType.FULL_DATA_FINISH_REQ
 SINKS = ("KAFKA",)
 MAX_ERROR_CHARS = 2000  # ERROR_MSG of a reply is cut there: a reply is always a small record
@@ -145,7 +147,10 @@ def parse(value: bytes | None, ds: str) -> PullRequest:
         raise PullRejected(msg_0, msg, seqno)
     size = _int_field(p, "SPLIT_SHARD_SIZE", seqno, default=None)
     if size is not None and size != -1 and size < 1:
-        msg = f"request {seqno}: payload.SPLIT_SHARD_SIZE {size}: must be a positive row count or -1 (one shard)"
+        msg = (
+            f"request {seqno}: payload.SPLIT_SHARD_SIZE {size}: must be a positive row count or -1 "
+            "(one shard)"
+        )
         msg_0 = "FULLPULL_BAD_REQUEST"
         raise PullRejected(msg_0, msg, seqno)
     split_col = _text(p, "SPLIT_COL", seqno) or None

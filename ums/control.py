@@ -99,6 +99,60 @@ def new_control_message(
     return ControlMessage(epoch_ms(moment), control_type, ums_ts(moment, tz), from_, payload, project)
 
 
+PULL_REQUEST_FROM = "dbus-cli-fullpull"  # ``from`` of a request by default (the CLI's)
+
+
+def full_pull_request(
+    ds: str,
+    schema: str,
+    table: str,
+    *,
+    split_col: str | None = None,
+    shard_size: int | None = None,
+    where: str | None = None,
+    result_topic: str | None = None,
+    remark: str = "",
+    seqno: int | None = None,
+    from_: str = PULL_REQUEST_FROM,
+    now: datetime | None = None,
+) -> ControlMessage:
+    """The one ``FULL_DATA_INDEPENDENT_PULL_REQ`` every sender builds (``dbus fullpull``, the extractor's
+    reset, the appender's re-pull, the demo), with the original keeper's payload keys, all strings::
+
+        {"DBUS_DATASOURCE_ID":"demo","SCHEMA_NAME":"shop","TABLE_NAME":"orders","PHYSICAL_TABLES":"orders",
+         "INCREASE_VERSION":"false","INCREASE_BATCH_NO":"false","SEQNO":"1704164645123","SPLIT_COL":"",...}
+
+    ``SEQNO`` and the message id are ``seqno``, by default the message's time (epoch ms), stamped ``now``
+    (aware; default: the current time). ``INCREASE_VERSION`` and ``INCREASE_BATCH_NO`` are "false", as the
+    original keeper sends an independent pull (``FullPullService.buildPayload``); the full puller ignores
+    both (docs/fullpull.md)."""
+    moment = now if now is not None else datetime.now(UTC)
+    ident = epoch_ms(moment) if seqno is None else seqno
+    payload = {
+        "DBUS_DATASOURCE_ID": ds,
+        "SCHEMA_NAME": schema,
+        "TABLE_NAME": table,
+        "PHYSICAL_TABLES": table,
+        "INCREASE_VERSION": "false",
+        "INCREASE_BATCH_NO": "false",
+        "SEQNO": str(ident),
+        "SPLIT_COL": split_col or "",
+        "SPLIT_SHARD_SIZE": "" if shard_size is None else str(shard_size),
+        "SPLIT_SHARD_STYLE": "",
+        "INPUT_CONDITIONS": where or "",
+        "PULL_REMARK": remark,
+        "SPLIT_BOUNDING_QUERY": "",
+        "PULL_TARGET_COLS": "",
+        "SCN_NO": "",
+        "SINK_TYPE": "KAFKA",
+        "resultTopic": result_topic or "",
+        "POS": "",
+        "OP_TS": "",
+        "OGG_OP_TS": "",
+    }
+    return ControlMessage(ident, ControlType.FULL_DATA_INDEPENDENT_PULL_REQ, ums_ts(moment), from_, payload)
+
+
 def control_key(message: ControlMessage) -> str:
     """Kafka record key: the type name, e.g. ``FULL_DATA_INDEPENDENT_PULL_REQ``."""
     return message.type.value

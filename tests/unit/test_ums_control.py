@@ -13,6 +13,7 @@ from ums.control import (
     ControlType,
     control_key,
     from_json,
+    full_pull_request,
     identifier_problem,
     new_control_message,
     peek,
@@ -256,3 +257,20 @@ def test_peek_says_what_a_refused_record_claims_to_be(value, claims):
 def test_identifiers_follow_mariadb(name, problem):
     found = identifier_problem(name)
     assert (found is None) if problem is None else (problem in found)
+
+
+def test_the_one_full_pull_request_has_the_original_keepers_payload():
+    """ums.control.full_pull_request: what `dbus fullpull`, the extractor's reset, the appender's re-pull
+    and the demo send; INCREASE_* "false" and SEQNO = id, as the original keeper's independent pull."""
+    m = full_pull_request("demo", "shop", "orders", now=NOW)
+    assert to_json(m) == (
+        '{"id":1704164645123,"type":"FULL_DATA_INDEPENDENT_PULL_REQ","timestamp":"2024-01-02 03:04:05.123",'
+        '"from":"dbus-cli-fullpull","payload":{"DBUS_DATASOURCE_ID":"demo","SCHEMA_NAME":"shop",'
+        '"TABLE_NAME":"orders","PHYSICAL_TABLES":"orders","INCREASE_VERSION":"false",'
+        '"INCREASE_BATCH_NO":"false","SEQNO":"1704164645123","SPLIT_COL":"","SPLIT_SHARD_SIZE":"",'
+        '"SPLIT_SHARD_STYLE":"","INPUT_CONDITIONS":"","PULL_REMARK":"","SPLIT_BOUNDING_QUERY":"",'
+        '"PULL_TARGET_COLS":"","SCN_NO":"","SINK_TYPE":"KAFKA","resultTopic":"","POS":"","OP_TS":"",'
+        '"OGG_OP_TS":""}}'
+    )
+    again = full_pull_request("demo", "shop", "orders", seqno=7, from_="dbus-extractor-reset", now=NOW)
+    assert (again.id, again.payload["SEQNO"], again.from_) == (7, "7", "dbus-extractor-reset")
