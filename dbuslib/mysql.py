@@ -85,7 +85,8 @@ def snapshot_position(db: pymysql.Connection) -> BinlogPosition:
     """The binlog position of a consistent snapshot taken now: every transaction before it is visible to
     any read that starts later. (``binlog_end`` may name a transaction the engine has not made visible
     yet: MariaDB writes the binlog before the storage engine commits.) Reads MariaDB's
-    ``binlog_snapshot_file``/``binlog_snapshot_position`` inside START TRANSACTION WITH CONSISTENT SNAPSHOT."""
+    ``binlog_snapshot_file``/``binlog_snapshot_position`` inside START TRANSACTION WITH CONSISTENT
+    SNAPSHOT."""
     with db.cursor() as cur:
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         try:

@@ -3,18 +3,16 @@
 The extractor and the Python workers of the Spark stages import a great deal once (pyspark, pyarrow,
 SQLAlchemy, pydantic, kafka-python: several hundred thousand objects) and then allocate short-lived
 containers per record (lists, tuples, dicts, dataclasses). With CPython's default thresholds
-(700, 10, 10) the collector keeps walking the imported objects again: in a ``perf`` profile of the e2e
-bench, cyclic collection (``gc_collect_main``, ``visit_reachable``, ``visit_decref``, ...) was 46% of
-the Spark Python workers' CPU and 4.5% of the extractor's.
+(700, 10, 10) the collector keeps walking the imported objects again (measured: docs/performance.md).
 
 ``settle()`` is called once a process has made its long-lived state: it collects once, moves every
 object alive then to the permanent generation (``gc.freeze``: never walked again) and raises the
 thresholds so that young objects are collected every ``THRESHOLDS[0]`` allocations instead of 700.
 Reference cycles are still collected; they are only looked for less often. A Spark Python worker keeps
 making long-lived objects in its first tasks (lazy imports, SQLAlchemy's statement cache, the meta
-store's connection pool: about 53,000 objects seen after the first task), and PySpark's daemon runs a
-full ``gc.collect()`` after every task of a reused worker, which walked them each time (35-41 ms per
-task, measured): the workers therefore settle again after each of their first ``SETTLES`` tasks. Code
+store's connection pool), and PySpark's daemon runs a full ``gc.collect()`` after every task of a reused
+worker, which walked them each time: the workers therefore settle again after each of their first
+``SETTLES`` tasks. Code
 that runs per record (a UDF) passes its task's id, so that it settles once per task, not on its first
 records.
 """
@@ -34,8 +32,8 @@ def settle(thresholds: tuple[int, int, int] | None = THRESHOLDS, task: Any = Non
     """Collect, freeze what the process holds now and set ``thresholds`` (None: keep CPython's); done
     at most ``SETTLES`` times per process (later calls return at once, so a per-task caller may call it
     freely), and once per ``task`` when one is given (a per-record caller). A process whose garbage
-    cycles can hold large buffers keeps the default thresholds: with (50000, 20, 100) the extractor's
-    peak RSS for a 1 GB transaction went from 86.2 to 180.8 MB."""
+    cycles can hold large buffers (the extractor) keeps the default thresholds: raised ones let such
+    buffers pile up between collections (measured: docs/performance.md)."""
     global _settled, _task
     if _settled >= SETTLES or (task is not None and task == _task):
         return

@@ -30,12 +30,12 @@ def jars(cfg: DbusConfig) -> list[str]:
 
 
 # Settings every DBus Spark stage gets unless ``spark.conf`` says otherwise. Checkpoints are local
-# folders (``spark.checkpoint_root``); Spark's default FileContext-based checkpoint manager asks the local
-# file system for each file's link status, which Hadoop does by forking ``readlink`` (about 8 processes
-# per micro-batch per query, seen in a Java Flight Recording of the e2e bench); the FileSystem-based
-# manager renames with one call and forks nothing.
+# folders (``spark.checkpoint_root``): Spark's default checkpoint manager makes Hadoop fork ``readlink``
+# for each file, the FileSystem-based one forks nothing (measured: docs/performance.md).
 DEFAULT_CONF = {
-    "spark.sql.streaming.checkpointFileManagerClass": "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
+    "spark.sql.streaming.checkpointFileManagerClass": (
+        "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+    ),
 }
 
 
@@ -90,8 +90,8 @@ def with_trigger(
     return writer
 
 
-# Kafka sink producer settings for DBus's stages (the kafka-clients defaults send 16 kB batches, one per
-# UMS message of ~25 kB: measured 3.4-3.7 s -> 2.4-2.7 s to write 500k rows of UMS, docs/appender.md).
+# Kafka sink producer settings for DBus's stages: the kafka-clients defaults send 16 kB batches, one per
+# UMS message of ~25 kB (measured: docs/performance.md).
 KAFKA_SINK_OPTIONS = {
     "kafka.acks": "all",
     "kafka.batch.size": "1048576",
@@ -123,13 +123,10 @@ def kafka_sink(writer: Any, kafka: KafkaEndpoint | str) -> Any:
     return writer
 
 
-# Kafka source consumer settings. A task reads a known offset range; when its cached consumer still has
-# a fetch in flight from the previous micro-batch (asked at the end of the data then), the broker holds
-# that fetch for fetch.max.wait.ms (kafka-clients default 500 ms) before the consumer can ask again: every
-# micro-batch of the dispatcher and the appender waited up to 0.5 s for nothing (task logs: 30 records
-# took 520-580 ms in the JVM, of which the Python side used 20-50 ms). 10 ms: e2e 86.5k -> 116.3k-140.1k
-# rows/s, p99 1.6 s -> 0.72-0.92 s (make bench, docs/appender.md). Consumers only fetch inside tasks, so an
-# idle query does not poll any more often.
+# Kafka source consumer settings. A task's cached consumer may still have a fetch in flight from the
+# previous micro-batch, which the broker holds for fetch.max.wait.ms (default 500 ms) before the consumer
+# can ask for the new range; consumers only fetch inside tasks, so 10 ms makes no idle polling
+# (measured: docs/performance.md).
 KAFKA_SOURCE_OPTIONS = {"kafka.fetch.max.wait.ms": "10"}
 
 
