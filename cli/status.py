@@ -24,7 +24,8 @@ monitor), the running full pulls (``<root>/FullPuller/<ds>``) and the heartbeat 
 A part whose server cannot be reached is reported in ``errors`` and the rest is still shown; the exit
 code is then 1 (0 otherwise). Rates are those of the newest point within ``--window`` minutes; older
 than that a stage reads "no data in the last N minutes". Heartbeats are looked up over the last
-``HEARTBEAT_LOOKBACK_S`` so that a table that went quiet still shows how old its last heartbeat is.
+a day (``binlog.heartbeat.LOOKBACK_S``) so that a table that went quiet still shows how old its last
+heartbeat is.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from binlog import heartbeat as hbt
+
 STAGES = ("extractor", "dispatcher", "appender")
 DESCRIPTION = (
     "Read the extractor's leader, epoch and committed position from ZooKeeper, the newest "
@@ -44,7 +47,6 @@ DESCRIPTION = (
     "one screen (or --json). Exit 1 "
     "when a part could not be read (it is named), 0 otherwise."
 )
-HEARTBEAT_LOOKBACK_S = 86_400
 DEAD_LETTER_WINDOW_S = 3600
 
 
@@ -547,9 +549,9 @@ class _Collector:
         ext = self.attempt("dbus_extractor", lambda: self.influx_last("dbus_extractor", (), window), {})
         stages = self.attempt("dbus_stage", lambda: self.influx_last("dbus_stage", ("stage",), window), {})
         beats = self.attempt(
-            "dbus_heartbeat",
+            hbt.MEASUREMENT,
             lambda: self.influx_last(
-                "dbus_heartbeat", ("schema", "table"), max(HEARTBEAT_LOOKBACK_S, self.window_s)
+                hbt.MEASUREMENT, ("schema", "table"), max(hbt.LOOKBACK_S, self.window_s)
             ),
             {},
         )

@@ -35,6 +35,7 @@ from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
+from binlog.heartbeat import LOOKBACK_S, MEASUREMENT
 from dbuslib import influx, mysql, zk, zkpaths
 from dbuslib.config import DbusConfig, InfluxEndpoint
 from dbuslib.errors import DbusError, EndpointError
@@ -46,9 +47,7 @@ from heartbeat.incidents import Alert, Notification, Observation, Thresholds, ev
 from heartbeat.writer import MYSQL_ERRORS, REFRESH_EVERY, monitored_tables
 
 log = logging.getLogger(__name__)
-MEASUREMENT = "dbus_heartbeat"
 ALERT_MEASUREMENT = "dbus_alert"
-LOOKBACK_S = 86_400  # how far back the last point of a table is looked for (at least 2 x timeout_s)
 ZK_ERRORS = (*UNREACHABLE, KazooException)
 
 
