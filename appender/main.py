@@ -1,76 +1,111 @@
 """The appender: per-schema topics -> UMS 1.3 result topics, dead letters to ``<ds>.dlq``.
 
 Usage: spark-submit $(dbus spark args) appender/main.py --config conf/dbus.yaml --source demo
+           [--schema SCHEMA ...]
 
 It reads the ``<ds>.<schema>`` topic of every schema named in ``capture.include`` (or ``--schema``),
-creates the result and dead-letter topics it writes, and runs until stopped; a restart resumes from its
-checkpoint (``<checkpoint_root>/appender/<ds>``). Its masking rules are reloaded without a restart by
-``dbus reload --source <ds>`` (``APPENDER_RELOAD_CONFIG`` on ``<ds>_ctrl``; see appender/rules.py).
-Exit codes: 0 stopped (SIGTERM/SIGINT), 2 bad configuration, 1 the query failed (``appender:
-APPENDER_FAILED: <ds>: <error>``), 5 its Spark JVM died, 6 its configuration file was removed
-(dbuslib/lifecycle.py, docs/errors.md).
+creates the meta-store tables and the result and dead-letter topics it writes, and runs until stopped; a
+restart resumes from its checkpoint (``<checkpoint_root>/appender/<ds>``). Its masking rules are reloaded
+without a restart by ``dbus reload --source <ds>`` (``APPENDER_RELOAD_CONFIG`` on ``<ds>_ctrl``; see
+appender/rules.py and appender/commands.py).
+
+Exit codes (``dbuslib.errors.exit_code``): 0 stopped (SIGTERM/SIGINT), 2 bad configuration, 3 the meta
+store or Kafka unreachable at start for longer than ``endpoints.retry.budget_s``
+(``ENDPOINT_RETRIES_EXHAUSTED``), 1 the query failed (``appender: APPENDER_FAILED: <ds>: <error>``), 5 its
+Spark JVM died, 6 its configuration file was removed (dbuslib/lifecycle.py, docs/errors.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # a file run by spark-submit: packages come from the repo, not this folder
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from dbuslib.errors import DbusError, report
+from dbuslib.logs import setup_logging
+
+log = logging.getLogger(__name__)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="appender", description=__doc__.splitlines()[0])
-    p.add_argument("--config", required=True)
-    p.add_argument("--source", required=True)
-    p.add_argument("--schema", action="append", help="schema to read (repeatable; default: capture.include)")
-    args = p.parse_args(argv)
-
-    from pyspark.sql import SparkSession
-
-    from appender import job
-    from dbuslib import kafka, spark, topics
-    from dbuslib.config import load_config
-    from dbuslib.errors import DbusError
-    from dbuslib.metastore import MetaStore
-
-    try:
-        cfg = load_config(args.config)
-        src = cfg.source(args.source)
-    except DbusError as e:
-        print(f"appender: {e.code}: {e}", file=sys.stderr)
-        return 2
-    schemas = args.schema or topics.literal_schemas(src)
-    MetaStore(cfg.endpoints.meta_store.url.get_secret_value()).create_schema()
-    kafka.ensure_topics(
-        cfg.endpoints.kafka,
-        topics.source_topics(args.source, src, schemas),
-        src.topics.partitions,
-        src.topics.replication_factor,
-    )
-    session = SparkSession.builder.appName(f"dbus-appender-{args.source}").getOrCreate()
-    import logging
-
+def run(cfg: DbusConfig, ds: str, schemas: list[str] | None = None) -> int:
+    """Start the appender of ``ds`` and run it until stopped (Maxwell's ``startInner()``: a checklist)."""
     from appender import rules
+    from dbuslib import spark, topics
 
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("dbus").setLevel(logging.INFO)  # rules published, reloads applied or rejected
-    try:  # publishes the file's rules, then applies APPENDER_RELOAD_CONFIG from <ds>_ctrl (appender/rules.py)
-        rules.start_listener(cfg, args.source)
-    except DbusError as e:
-        print(f"appender: {e.code}: {e}", file=sys.stderr)
-        return 2 if e.code == "CONFIG_INVALID" else 1
-    inputs = [src.topics.name("schema", args.source, s) for s in schemas]
-    from dbuslib import stagemetrics
+    schemas = schemas or topics.literal_schemas(cfg.source(ds))
+    ensure_meta_store(cfg)
+    ensure_topics(cfg, ds, schemas)
+    session = spark.session(cfg, f"dbus-appender-{ds}")
+    rules.start_listener(cfg, ds)  # publishes the file's rules, then applies APPENDER_RELOAD_CONFIG
+    return run_query(session, cfg, ds, schemas)
+
+
+def ensure_meta_store(cfg: DbusConfig) -> None:
+    """The meta store's tables exist (an unreachable database is retried within ``endpoints.retry``)."""
+    from dbuslib.metastore import MetaStore
+    from dbuslib.retry import RetryPolicy
+
+    MetaStore(cfg.endpoints.meta_store.url.get_secret_value(), RetryPolicy.of(cfg)).create_schema()
+
+
+def ensure_topics(cfg: DbusConfig, ds: str, schemas: list[str]) -> None:
+    """The result and dead-letter topics the query writes exist (Kafka retried within ``endpoints.retry``)."""
+    from dbuslib import kafka, retry, topics
+
+    src = cfg.source(ds)
+    names = topics.source_topics(ds, src, schemas)
+    what = f"kafka at {cfg.endpoints.kafka.bootstrap_servers}: create topics"
+    partitions, replication = src.topics.partitions, src.topics.replication_factor
+    retry.call(
+        retry.RetryPolicy.of(cfg),
+        what,
+        kafka.ensure_topics,
+        cfg.endpoints.kafka,
+        names,
+        partitions,
+        replication,
+    )
+
+
+def run_query(session: object, cfg: DbusConfig, ds: str, schemas: list[str]) -> int:
+    """The streaming query over the ``<ds>.<schema>`` topics, watched by the stage's lifecycle."""
+    from appender import job
+    from dbuslib import spark, stagemetrics
     from dbuslib.lifecycle import Lifecycle
 
-    with Lifecycle("appender", args.source, cfg.path) as life:  # SIGTERM, the JVM and the config watched
-        query = job.start(session, cfg, args.source, inputs, spark.checkpoint(cfg, "appender", args.source))
-        # dbus_stage points
-        metrics = stagemetrics.watch(query, cfg.endpoints.influxdb, args.source, "appender")
-        logging.getLogger("dbus.appender").info("%s: query %s started", args.source, query.name)
+    src = cfg.source(ds)
+    inputs = [src.topics.name("schema", ds, s) for s in schemas]
+    with Lifecycle("appender", ds, cfg.path) as life:  # SIGTERM, the JVM and the config watched
+        query = job.start(session, cfg, ds, inputs, spark.checkpoint(cfg, "appender", ds))
+        metrics = stagemetrics.watch(query, cfg.endpoints.influxdb, ds, "appender")  # dbus_stage points
+        log.info("%s: query %s started", ds, query.name)
         try:
             return life.await_query(query, "APPENDER_FAILED")
         finally:
             stagemetrics.unwatch(metrics)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="appender", description=__doc__.splitlines()[0])
+    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="configuration file (default: %(default)s)")
+    p.add_argument("--source", required=True, help="source name under 'sources'")
+    p.add_argument("--schema", action="append", help="schema to read (repeatable; default: capture.include)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    setup_logging()
+    try:
+        cfg = load_config(args.config)
+        return run(cfg, args.source, args.schema)
+    except DbusError as e:
+        return report("appender", e)
 
 
 if __name__ == "__main__":

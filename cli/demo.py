@@ -361,7 +361,7 @@ def _resume_or_reset(cfg: DbusConfig, ds: str) -> str:
     test suite's purge test does, on the shared local MariaDB): then the demo source starts over at the
     binlog's end, as ``dbus extractor reset --to current`` would, and says so. A real source would need
     ``--full-pull`` as well (docs/extractor.md); the demo's rows are its own workload."""
-    from extractor import admin
+    from extractor import commands as admin
 
     info = admin.status(cfg, ds)
     stored = info["zookeeper"] or info["local_file"]

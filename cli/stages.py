@@ -3,7 +3,7 @@
 - ``extractor``: ``python -m extractor --config C run --source DS``
 - ``dispatcher`` / ``appender`` / ``fullpuller``: ``spark-submit $(dbus spark args) <stage>/main.py --config C
   --source DS``
-- ``heartbeat``: ``dbus --config C heartbeat run --source DS`` (writer and monitor)
+- ``heartbeat``: ``python -m heartbeat --config C run --source DS`` (writer and monitor)
 
 Each process gets its own session (``kill -9`` of its group takes the driver and its JVM together), and
 its output goes to ``<log_dir>/<stage>.log``. ``stop`` returns once every process of the stage's group is
@@ -39,17 +39,7 @@ def command(stage: str, cfg: DbusConfig, ds: str) -> list[str]:
     if stage == "extractor":
         return [sys.executable, "-m", "extractor", "--config", str(cfg.path), "run", "--source", ds]
     if stage == "heartbeat":  # the writer and the monitor, one process
-        return [
-            sys.executable,
-            "-m",
-            "cli.main",
-            "--config",
-            str(cfg.path),
-            "heartbeat",
-            "run",
-            "--source",
-            ds,
-        ]
+        return [sys.executable, "-m", "heartbeat", "--config", str(cfg.path), "run", "--source", ds]
     if stage not in STAGES:
         msg = f"unknown stage {stage!r}; known: {', '.join(STAGES)}"
         raise ValueError(msg)

@@ -3,7 +3,7 @@
     dbus status --source demo [--window MINUTES] [--json]
 
 It reads, and never writes: the extractor's leader, epoch and committed position from ZooKeeper
-(``extractor.admin.status``), the latest points of ``dbus_extractor``, ``dbus_stage`` and ``dbus_heartbeat``
+(extractor/commands.py), the latest points of ``dbus_extractor``, ``dbus_stage`` and ``dbus_heartbeat``
 from the time-series server, the dead letters of the last hour (``dbus_dead_letter``, counted by the heartbeat
 monitor), the running full pulls (``<root>/FullPuller/<ds>``) and the heartbeat monitor's open alerts
 (``<root>/HeartBeat/<ds>/alerts``). ``--json`` prints the :class:`Snapshot`, e.g.::
@@ -35,7 +35,10 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from heartbeat.incidents import Alert
 
 from binlog import heartbeat as hbt
 
@@ -48,6 +51,7 @@ DESCRIPTION = (
     "when a part could not be read (it is named), 0 otherwise."
 )
 DEAD_LETTER_WINDOW_S = 3600
+ALERT_FIELDS = ("schema", "table", "kind", "since_ms", "age_s", "latency_s", "message")  # in --json
 
 
 @dataclass(frozen=True)
@@ -130,19 +134,6 @@ class FullPullStatus:
 
 
 @dataclass(frozen=True)
-class OpenAlert:
-    """An incident the heartbeat monitor keeps open in ZooKeeper; ``since_ms`` epoch milliseconds."""
-
-    schema: str
-    table: str
-    kind: str
-    since_ms: int | None = None
-    age_s: float | None = None
-    latency_s: float | None = None
-    message: str = ""
-
-
-@dataclass(frozen=True)
 class Snapshot:
     source: str
     taken_at: float  # epoch seconds
@@ -152,11 +143,13 @@ class Snapshot:
     heartbeats: tuple[TableHeartbeat, ...] = ()
     dead_letters: tuple[DeadLetterCount, ...] = ()
     fullpulls: tuple[FullPullStatus, ...] = ()
-    alerts: tuple[OpenAlert, ...] = ()
+    alerts: tuple[Alert, ...] = ()
     errors: tuple[str, ...] = ()
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
+        obj = asdict(self)
+        obj["alerts"] = [{k: a[k] for k in ALERT_FIELDS} for a in obj["alerts"]]
+        return json.dumps(obj, indent=2)
 
 
 # ---------------------------------------------------------------------------------------------- render
@@ -254,7 +247,7 @@ def _render_fullpulls(pulls: tuple[FullPullStatus, ...]) -> list[str]:
     return lines
 
 
-def _render_alerts(alerts: tuple[OpenAlert, ...]) -> list[str]:
+def _render_alerts(alerts: tuple[Alert, ...]) -> list[str]:
     if not alerts:
         return ["open alerts    none"]
     lines = ["open alerts"]
@@ -289,33 +282,27 @@ def render(s: Snapshot) -> str:
 
 
 def _age(record: dict[str, Any], now: float) -> float:
-    return round(max(0.0, now - record["_time"].timestamp()), 3)
+    return round(max(0.0, now - record["_time"] / 1000), 3)
 
 
-def latest_points(records: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[tuple, dict[str, Any]]:
-    """Flux ``last()`` records (one per series and field) folded into one dict per tag tuple ``keys``:
-    ``{("shop", "orders"): {"latency_ms": 12.5, "rows": 3, "_time": datetime}}``, keeping per key the
-    fields of its newest point."""
+def last_points(
+    series: list[dict[str, Any]], field: str, keys: tuple[str, ...]
+) -> dict[tuple, dict[str, Any]]:
+    """The series of a ``heartbeat.monitor.last_points_query`` folded into one dict per tag tuple ``keys``,
+    its ``last`` column named ``field`` and its time in epoch ms:
+    ``{("shop", "orders"): {"_time": 1714557568000, "latency_ms": 12.5, "rows": 3}}``; the newest point
+    wins when several series share a key (e.g. an extra tag)."""
     out: dict[tuple, dict[str, Any]] = {}
-    for r in records:
-        key = tuple(r.get(k) for k in keys)
-        point = out.setdefault(key, {"_time": r["_time"]})
-        if r["_time"] > point["_time"]:  # a newer series under the same key (e.g. an extra tag)
-            point.clear()
-            point["_time"] = r["_time"]
-        if r["_time"] == point["_time"]:
-            point[r["_field"]] = r["_value"]
+    for s in series:
+        tags = s.get("tags") or {}
+        key = tuple(tags.get(k) for k in keys)
+        for row in s.get("values") or []:
+            r = dict(zip(s["columns"], row, strict=False))
+            t, value = r.pop("time"), r.pop("last")
+            if key in out and out[key]["_time"] >= t:
+                continue
+            out[key] = {**r, field: value, "_time": t}
     return out
-
-
-def _flux_last(bucket: str, measurement: str, ds: str, seconds: int, renames: dict[str, str]) -> str:
-    """The newest value of each series and field. A tag named like a column of the client's records
-    (``table``) is renamed, or influxdb-client would print a warning about duplicated names."""
-    rename = "".join(f' |> rename(columns: {{{k}: "{v}"}})' for k, v in renames.items())
-    return (
-        f'from(bucket: "{bucket}") |> range(start: -{seconds}s) '
-        f'|> filter(fn: (r) => r._measurement == "{measurement}" and r.ds == "{ds}") |> last(){rename}'
-    )
 
 
 def stage_rates(
@@ -437,25 +424,6 @@ def _older(a: DeadLetterCount, b: DeadLetterCount) -> bool:
     )
 
 
-def alert_from_node(data: bytes, name: str) -> OpenAlert:
-    """An alert node ``<schema>.<table>.<kind>`` holding {"ds","schema","table","kind","since_ms",...}."""
-    try:
-        obj = json.loads(data) if data else {}
-    except ValueError:
-        obj = {}
-    schema, _, rest = name.partition(".")
-    table, _, kind = rest.rpartition(".")
-    return OpenAlert(
-        schema=obj.get("schema", schema),
-        table=obj.get("table", table),
-        kind=obj.get("kind", kind),
-        since_ms=obj.get("since_ms"),
-        age_s=obj.get("age_s"),
-        latency_s=obj.get("latency_s"),
-        message=obj.get("message", "") if obj else f"unreadable alert node {name!r}",
-    )
-
-
 class _Collector:
     """Gathers a Snapshot; each part that fails adds to ``errors`` instead of ending the command."""
 
@@ -472,14 +440,17 @@ class _Collector:
             return default
 
     def influx_last(
-        self, measurement: str, keys: tuple[str, ...], seconds: int
+        self, measurement: str, field: str, keys: tuple[str, ...], seconds: int, also: tuple[str, ...]
     ) -> dict[tuple, dict[str, Any]]:
+        """The newest point of each series (``keys``) with a ``field``, and its ``also`` fields: the
+        heartbeat monitor's InfluxQL (``last_points_query``), not Flux ``last()``."""
         from dbuslib import influx
+        from heartbeat.monitor import last_points_query
 
-        ep = self.cfg.endpoints.influxdb
-        renames = {"table": "table_"} if "table" in keys else {}
-        flux = _flux_last(ep.bucket, measurement, self.ds, seconds, renames)
-        return latest_points(influx.query(ep, flux), tuple(renames.get(k, k) for k in keys))
+        q = last_points_query(
+            self.ds, seconds, measurement=measurement, field=field, group_by=keys, also=also
+        )
+        return last_points(influx.influxql(self.cfg.endpoints.influxdb, q), field, keys)
 
     def _dead_letters(self) -> tuple[DeadLetterCount, ...]:
         from dbuslib import influx
@@ -488,7 +459,7 @@ class _Collector:
         series = influx.influxql(self.cfg.endpoints.influxdb, query)
         return dead_letters(series, self.now, self.cfg.source(self.ds).topics.name("dead_letter", self.ds))
 
-    def zk_parts(self) -> tuple[tuple[FullPullStatus, ...], tuple[OpenAlert, ...]]:
+    def zk_parts(self) -> tuple[tuple[FullPullStatus, ...], tuple[Alert, ...]]:
         from dbuslib import zk
 
         client = zk.client(self.cfg.endpoints.zookeeper)
@@ -501,10 +472,10 @@ class _Collector:
         return pulls, alerts
 
     def _fullpulls(self, client: Any) -> tuple[FullPullStatus, ...]:
-        from dbuslib import zk
+        from dbuslib import zkpaths
         from fullpuller.progress import ProgressStore, bar, rate_and_eta
 
-        store = ProgressStore(client, zk.path(self.cfg.endpoints.zookeeper, "FullPuller", self.ds))
+        store = ProgressStore(client, zkpaths.fullpuller(self.cfg.endpoints.zookeeper.root, self.ds))
         return tuple(
             FullPullStatus(
                 p.SeqNo,
@@ -522,37 +493,32 @@ class _Collector:
             if not p.finished
         )
 
-    def _alerts(self, client: Any) -> tuple[OpenAlert, ...]:
-        from kazoo.exceptions import NoNodeError
+    def _alerts(self, client: Any) -> tuple[Alert, ...]:
+        from heartbeat.monitor import AlertStore, alerts_path
 
-        from dbuslib import zk
-
-        base = zk.path(self.cfg.endpoints.zookeeper, "HeartBeat", self.ds, "alerts")
-        try:
-            names = sorted(client.get_children(base))
-        except NoNodeError:
-            return ()
-        out = []
-        for name in names:
-            try:
-                data, _ = client.get(f"{base}/{name}")
-            except NoNodeError:
-                continue  # recovered while we looked
-            out.append(alert_from_node(data, name))
-        return tuple(out)
+        return tuple(AlertStore(client, alerts_path(self.cfg.endpoints.zookeeper.root, self.ds)).read())
 
     def snapshot(self) -> Snapshot:
-        from extractor import admin
+        from extractor import commands as admin
 
         info = self.attempt("extractor (ZooKeeper, MySQL)", lambda: admin.status(self.cfg, self.ds), None)
         window = self.window_s
-        ext = self.attempt("dbus_extractor", lambda: self.influx_last("dbus_extractor", (), window), {})
-        stages = self.attempt("dbus_stage", lambda: self.influx_last("dbus_stage", ("stage",), window), {})
-        beats = self.attempt(
-            hbt.MEASUREMENT,
+        ext = self.attempt(
+            "dbus_extractor",
+            lambda: self.influx_last("dbus_extractor", "records_per_s", (), window, ("lag_s",)),
+            {},
+        )
+        stages = self.attempt(
+            "dbus_stage",
             lambda: self.influx_last(
-                hbt.MEASUREMENT, ("schema", "table"), max(hbt.LOOKBACK_S, self.window_s)
+                "dbus_stage", "rows_per_s", ("stage",), window, ("lag_records", "batch_ms")
             ),
+            {},
+        )
+        lookback = max(hbt.LOOKBACK_S, self.window_s)
+        beats = self.attempt(
+            "dbus_heartbeat",
+            lambda: self.influx_last(hbt.MEASUREMENT, "latency_ms", ("schema", "table"), lookback, ("rows",)),
             {},
         )
         letters = self.attempt("dbus_dead_letter", self._dead_letters, ())

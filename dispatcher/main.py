@@ -8,9 +8,10 @@ schema they monitor; malformed records go to ``<ds>.dlq`` with a reason. The que
 ``dispatcher_<ds>`` and checkpoints under ``<spark.checkpoint_root>/dispatcher/<ds>``: a restart resumes
 where the last run stopped.
 
-Exit codes: 0 stopped cleanly (SIGTERM/SIGINT, or ``--available-now`` drained the topic); 2 bad
-configuration; 3 Kafka unreachable; 1 the query failed (``dispatcher: DISPATCH_FAILED: <ds>: <error>``);
-5 its Spark JVM died; 6 its configuration file was removed (dbuslib/lifecycle.py, docs/errors.md).
+Exit codes (``dbuslib.errors.exit_code``): 0 stopped cleanly (SIGTERM/SIGINT, or ``--available-now``
+drained the topic); 2 bad configuration; 3 Kafka unreachable; 1 the query failed (``dispatcher:
+DISPATCH_FAILED: <ds>: <error>``); 5 its Spark JVM died; 6 its configuration file was removed
+(dbuslib/lifecycle.py, docs/errors.md).
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ import logging
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if __package__ in (None, ""):  # a file run by spark-submit: packages come from the repo, not this folder
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
-from dbuslib.errors import ConfigError, DbusError
+from dbuslib.errors import EXIT_CONFIG, DbusError, report
+from dbuslib.logs import setup_logging
 
-log = logging.getLogger("dispatcher")
-EXIT = {ConfigError: 2}
+log = logging.getLogger(__name__)
 
 
 def known_topics(cfg: DbusConfig, ds: str) -> list[str]:
@@ -93,12 +94,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        logging.getLogger("kafka").setLevel(logging.WARNING)
+    setup_logging()
     if args.max_offsets_per_trigger is not None and args.max_offsets_per_trigger < 1:
         print("dispatcher: --max-offsets-per-trigger must be > 0", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     try:
         cfg = load_config(args.config)
         max_offsets = (
@@ -106,8 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return run(cfg, args.source, max_offsets, args.available_now)
     except DbusError as e:
-        print(f"dispatcher: {e.code}: {e}", file=sys.stderr)
-        return next((c for t, c in EXIT.items() if isinstance(e, t)), 3 if e.retriable else 1)
+        return report("dispatcher", e)
 
 
 if __name__ == "__main__":

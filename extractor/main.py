@@ -5,9 +5,10 @@ Usage: python -m extractor [--config conf/dbus.yaml] run --source demo
        python -m extractor [--config conf/dbus.yaml] reset --source demo --to current|earliest|FILE:POS|GTID
 (also ``dbus extractor ...``). Run two for one source: one leads, the other waits and takes over.
 
-Exit codes: 0 stopped cleanly (SIGTERM/SIGINT); 2 bad configuration, or the binlog position was purged
-(error 1236); 3 MySQL, Kafka or ZooKeeper unreachable for longer than ``extractor.retry_for_s``; 4 deposed
-(another extractor leads now); 6 its configuration file was removed (dbuslib/lifecycle.py).
+Exit codes (``dbuslib.errors.exit_code``, docs/errors.md): 0 stopped cleanly (SIGTERM/SIGINT); 2 bad
+configuration, or the binlog position was purged (error 1236); 3 MySQL, Kafka or ZooKeeper unreachable for
+longer than ``extractor.retry_for_s``; 4 deposed (another extractor leads now); 6 its configuration file
+was removed (dbuslib/lifecycle.py).
 """
 
 from __future__ import annotations
@@ -17,16 +18,16 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
-from dbuslib.errors import ConfigError, DbusError
+from dbuslib.errors import DbusError, exit_code, report
 from dbuslib.lifecycle import Lifecycle
-from extractor.errors import DeposedError
+from dbuslib.logs import setup_logging
 from extractor.loop import Extractor
-from extractor.reader import BinlogPurgedError, ServerSettingsError
+from extractor.reader import BinlogPurgedError
 
-log = logging.getLogger("extractor")
-EXIT = {ConfigError: 2, BinlogPurgedError: 2, ServerSettingsError: 2, DeposedError: 4}
+log = logging.getLogger(__name__)
 
 
 def run(cfg: DbusConfig, ds: str) -> int:
@@ -65,7 +66,8 @@ def purged_message(ds: str, err: BinlogPurgedError) -> str:
         f"cannot be read any more. Recover with one of:\n"
         f"  dbus extractor reset --source {ds} --to earliest --full-pull   # resume at the oldest binlog, "
         f"full-pull every captured table\n"
-        f"  dbus extractor reset --source {ds} --to current --full-pull    # resume now, full-pull every table"
+        f"  dbus extractor reset --source {ds} --to current --full-pull    # resume now, "
+        f"full-pull every table"
     )
 
 
@@ -96,28 +98,34 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        for noisy in ("kafka", "kazoo"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+    setup_logging()
     try:
         cfg = load_config(args.config)
-        if args.command == "run":
-            return run(cfg, args.source)
-        from extractor import admin
-
-        if args.command == "status":
-            info = admin.status(cfg, args.source)
-            print(json.dumps(info, indent=2) if args.json else admin.format_status(info))
-            return 0
-        print(admin.reset(cfg, args.source, args.to, full_pull=args.full_pull, force=args.force))
-        return 0
+        return _commands()[args.command](cfg, args)
     except BinlogPurgedError as e:
         print(f"extractor: {e.code}: {purged_message(args.source, e)}", file=sys.stderr)
-        return 2
+        return exit_code(e)
     except DbusError as e:
-        print(f"extractor: {e.code}: {e}", file=sys.stderr)
-        return next((c for t, c in EXIT.items() if isinstance(e, t)), 3 if e.retriable else 1)
+        return report("extractor", e)
+
+
+def _commands() -> dict[str, Callable[[DbusConfig, argparse.Namespace], int]]:
+    return {"run": lambda cfg, args: run(cfg, args.source), "status": _status, "reset": _reset}
+
+
+def _status(cfg: DbusConfig, args: argparse.Namespace) -> int:
+    from extractor import commands
+
+    info = commands.status(cfg, args.source)
+    print(json.dumps(info, indent=2) if args.json else commands.format_status(info))
+    return 0
+
+
+def _reset(cfg: DbusConfig, args: argparse.Namespace) -> int:
+    from extractor import commands
+
+    print(commands.reset(cfg, args.source, args.to, full_pull=args.full_pull, force=args.force))
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,23 +1,48 @@
-"""Operator commands: ``status`` (leader, epoch, positions, lag) and ``reset`` (move the position)."""
+"""``dbus extractor run|status|reset`` (registered by cli/main.py) and the operator commands behind them:
+``status`` (leader, epoch, positions, lag) and ``reset`` (move the position).
+
+    dbus extractor run    --source demo
+    dbus extractor status --source demo [--json]
+    dbus extractor reset  --source demo --to current|earliest|FILE:POS|GTID [--full-pull] [--force]
+
+``dbus extractor ...`` is ``python -m extractor --config C ...`` in-process (extractor/main.py parses
+it, prints its errors as ``extractor: CODE: ...`` and returns its exit codes).
+"""
 
 from __future__ import annotations
 
+import argparse
 import time
 from dataclasses import replace
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
-from dbuslib import kafka, mysql, zk
 from dbuslib.config import DbusConfig, Source
 from dbuslib.errors import DbusError
-from dbuslib.filters import TableFilter
-from extractor.leader import Leadership
-from extractor.loop import position_file, position_store
-from extractor.position import Position
-from extractor.reader import initial_position
+
+if TYPE_CHECKING:
+    from dbuslib import mysql
+    from extractor.position import Position
+
+
+def add_parsers(sub: Any) -> None:
+    ex = sub.add_parser("extractor", add_help=False, help="binlog reader: run | status | reset (see --help)")
+    ex.add_argument("rest", nargs=argparse.REMAINDER)
+    ex.set_defaults(handler=extractor_cli)
+
+
+def extractor_cli(args: argparse.Namespace) -> int:
+    from extractor.main import main
+
+    return main(["--config", args.config, *args.rest])
 
 
 def status(cfg: DbusConfig, ds: str) -> dict[str, Any]:
     """What ``dbus extractor status`` shows, as a dict (``--json`` prints it as is)."""
+    from dbuslib import mysql, zk
+    from extractor.leader import Leadership
+    from extractor.loop import position_file, position_store
+
     src = cfg.source(ds)
     client = zk.client(cfg.endpoints.zookeeper)
     try:
@@ -77,6 +102,10 @@ def _short(p: dict[str, Any] | None) -> str:
 
 def reset(cfg: DbusConfig, ds: str, to: str, *, full_pull: bool = False, force: bool = False) -> str:
     """Write a new committed position (and a new epoch); optionally request full pulls of every table."""
+    from dbuslib import zk
+    from extractor.leader import Leadership
+    from extractor.loop import position_store
+
     src = cfg.source(ds)
     target = _target(src, to)
     client = zk.client(cfg.endpoints.zookeeper)
@@ -99,6 +128,9 @@ def reset(cfg: DbusConfig, ds: str, to: str, *, full_pull: bool = False, force: 
 
 
 def _target(src: Source, to: str) -> Position:
+    from dbuslib import mysql
+    from extractor.reader import initial_position
+
     db = mysql.connect(src.mysql)
     try:
         return initial_position(
@@ -109,6 +141,9 @@ def _target(src: Source, to: str) -> Position:
 
 
 def captured_tables(src: Source) -> list[str]:
+    from dbuslib import mysql
+    from dbuslib.filters import TableFilter
+
     db = mysql.connect(src.mysql)
     wanted = TableFilter(src.capture)
     try:
@@ -126,30 +161,28 @@ def captured_tables(src: Source) -> list[str]:
 
 def request_full_pulls(cfg: DbusConfig, ds: str, src: Source) -> list[str]:
     """One FULL_DATA_INDEPENDENT_PULL_REQ per captured table on ``<ds>_ctrl`` (the original's payload)."""
-    from ums import ControlType, control_key, control_to_json, new_control_message
+    from dbuslib import kafka
+    from ums import control_key, control_to_json
+    from ums.control import full_pull_request
+    from ums.timefmt import epoch_ms
 
     tables = captured_tables(src)
     topic = src.topics.name("ctrl", ds)
     kafka.ensure_topics(cfg.endpoints.kafka, [topic])
     producer = kafka.producer(cfg.endpoints.kafka)
+    now = datetime.now(UTC)
     for i, name in enumerate(tables):
         schema, table = name.split(".", 1)
-        msg = new_control_message(
-            ControlType.FULL_DATA_INDEPENDENT_PULL_REQ,
-            "dbus-extractor-reset",
-            {
-                "DBUS_DATASOURCE_ID": ds,
-                "SCHEMA_NAME": schema,
-                "TABLE_NAME": table,
-                "PHYSICAL_TABLES": table,
-                "INCREASE_VERSION": "false",
-                "INCREASE_BATCH_NO": "false",
-                "PULL_REMARK": "after extractor reset",
-                "SINK_TYPE": "KAFKA",
-                "resultTopic": src.topics.name("result", ds, schema, table),
-            },
+        msg = full_pull_request(
+            ds,
+            schema,
+            table,
+            result_topic=src.topics.name("result", ds, schema, table),
+            remark="after extractor reset",
+            seqno=epoch_ms(now) + i,  # ids are epoch ms: keep them unique within one burst
+            from_="dbus-extractor-reset",
+            now=now,
         )
-        msg = replace(msg, id=msg.id + i)  # ids are epoch ms: keep them unique within one burst
         producer.send(topic, key=control_key(msg).encode(), value=control_to_json(msg).encode())
     producer.flush()
     producer.close()

@@ -1,29 +1,29 @@
-"""``dbus heartbeat run|monitor`` (registered by cli/main.py through ``add_parsers``).
+"""``dbus heartbeat run|monitor`` (registered by cli/main.py through ``add_parsers``; the same commands as
+``python -m heartbeat``, heartbeat/main.py).
 
     dbus heartbeat run --source demo [--no-monitor]    writer (one leads per source) + monitor thread
     dbus heartbeat monitor --source demo                the monitor only
 
 Both run until SIGTERM or SIGINT and exit 0 (6 when their configuration file is removed,
-dbuslib/lifecycle.py); a bad configuration exits 2 and an unreachable ZooKeeper 3 (cli/main.py maps the
-errors).
+dbuslib/lifecycle.py); a bad configuration exits 2 and an unreachable ZooKeeper 3
+(``dbuslib.errors.exit_code``).
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
-import threading
 from typing import Any
-
-from dbuslib.lifecycle import Lifecycle
-
-log = logging.getLogger(__name__)
 
 
 def add_parsers(sub: Any) -> None:
     hb = sub.add_parser("heartbeat", help="heartbeat writer and monitor: run | monitor").add_subparsers(
         dest="action", required=True
     )
+    add_actions(hb)
+
+
+def add_actions(hb: Any) -> None:
+    """``run`` and ``monitor`` under ``hb`` (``dbus heartbeat`` or ``python -m heartbeat``)."""
     config = argparse.ArgumentParser(add_help=False)  # --config also after the command
     config.add_argument("--config", default=argparse.SUPPRESS, help="configuration file")
     rn = hb.add_parser(
@@ -44,42 +44,13 @@ def add_parsers(sub: Any) -> None:
 
 def run_cli(args: argparse.Namespace) -> int:
     from dbuslib.config import load_config
-    from heartbeat.monitor import Monitor
-    from heartbeat.writer import HeartbeatWriter
+    from heartbeat import main
 
-    cfg = load_config(args.config)
-    cfg.source(args.source)  # ConfigError before any connection
-    writer = HeartbeatWriter(cfg, args.source)
-    monitor = None if args.no_monitor else Monitor(cfg, args.source)
-    thread = None
-    if monitor is not None:
-        thread = threading.Thread(target=monitor.run, name=f"heartbeat-monitor-{args.source}", daemon=True)
-        thread.start()
-
-    def stop() -> None:
-        writer.stop()
-        if monitor is not None:
-            monitor.stop()
-
-    with Lifecycle("heartbeat", args.source, cfg.path) as life:  # SIGTERM/SIGINT, a removed config file
-        life.on_stop(stop)
-        try:
-            writer.run()
-        finally:
-            stop()
-            if thread is not None:
-                thread.join(10)
-    return life.code
+    return main.run(load_config(args.config), args.source, monitor=not args.no_monitor)
 
 
 def monitor_cli(args: argparse.Namespace) -> int:
     from dbuslib.config import load_config
-    from heartbeat.monitor import Monitor
+    from heartbeat import main
 
-    cfg = load_config(args.config)
-    cfg.source(args.source)
-    monitor = Monitor(cfg, args.source)
-    with Lifecycle("heartbeat", args.source, cfg.path) as life:
-        life.on_stop(monitor.stop)
-        monitor.run()
-    return life.code
+    return main.monitor(load_config(args.config), args.source)

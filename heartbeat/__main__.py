@@ -1,0 +1,5 @@
+import sys
+
+from heartbeat.main import main
+
+sys.exit(main())
