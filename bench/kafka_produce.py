@@ -29,7 +29,7 @@ def batched(cfg: DbusConfig, topic: str, rows: int) -> float:
     producer = kafka.producer(cfg.endpoints.kafka, linger_ms=5, batch_size=512 * 1024)
 
     def run() -> None:
-        for i in range(rows):
+        for _ in range(rows):
             producer.send(topic, key=b"shop.orders", value=RECORD)
         producer.flush()
 

@@ -1,1 +1,2 @@
-"""The `dbus` command, status screen, demo and stage launcher: the only package that imports stages (floor 5)."""
+"""The `dbus` command, status screen, demo and stage launcher (floor 5): the only package that imports
+stages."""

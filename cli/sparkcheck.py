@@ -4,7 +4,8 @@ Usage: spark-submit $(dbus spark args) cli/sparkcheck.py --config conf/dbus.yaml
 
 Reads every record now in topic A (JSON values), wraps each as
 ``{"source_partition": p, "source_offset": o, "change": <value>}``, writes it to topic B with the key
-kept, and stops (trigger availableNow). It proves the connector jars, the broker and spark-submit work together.
+kept, and stops (trigger availableNow). It proves the connector jars, the broker and spark-submit work
+together.
 """
 
 from __future__ import annotations

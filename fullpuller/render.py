@@ -94,7 +94,8 @@ def tuple_sql(columns: Sequence[ColumnSpec]) -> str:
 
 
 def python_columns(columns: Sequence[ColumnSpec]) -> tuple[str, ...]:
-    """Columns rendered in Python by ``tuple_text`` (FLOAT: MariaDB cannot print a float32's shortest repr)."""
+    """Columns rendered in Python by ``tuple_text`` (FLOAT: MariaDB cannot print a float32's shortest
+    repr)."""
     return tuple(c.name for c in columns if c.ums_type is UmsType.FLOAT)
 
 
@@ -153,7 +154,8 @@ def select_sql(info: TableInfo, shard_where: str, where: str | None = None) -> s
 def tuple_text(row: Sequence) -> str:
     """A row of ``select_sql`` -> the UMS tuple text (no brackets). A row of one column is returned as is.
 
-    The raw FLOAT values may be floats, or str/bytes when the cursor does not convert (``float()`` reads them).
+    The raw FLOAT values may be floats, or str/bytes when the cursor does not convert (``float()`` reads
+    them).
     """
     if len(row) == 1:
         return row[0]

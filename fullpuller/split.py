@@ -17,7 +17,8 @@ JSON example of a plan::
 
     {"columns": ["id"], "source": "primary", "count": 250000,
      "shards": [{"index": 0, "where": "`id` < 100001", "lower": null, "upper": "100001"},
-                {"index": 1, "where": "`id` >= 100001 AND `id` < 200001", "lower": "100001", "upper": "200001"},
+                {"index": 1, "where": "`id` >= 100001 AND `id` < 200001",
+                 "lower": "100001", "upper": "200001"},
                 {"index": 2, "where": "`id` >= 200001", "lower": "200001", "upper": null}],
      "warning": null}
 """
@@ -89,7 +90,8 @@ class SplitPlan:
 
 @dataclass(frozen=True)
 class Literal:
-    """A key value as SQL (``_utf8mb4 X'6162' COLLATE utf8mb4_general_ci``) and as shown to people (``ab``)."""
+    """A key value as SQL (``_utf8mb4 X'6162' COLLATE utf8mb4_general_ci``) and as shown to people
+    (``ab``)."""
 
     sql: str
     text: str
@@ -97,7 +99,8 @@ class Literal:
 
 @dataclass(frozen=True)
 class KeyRange:
-    """Keys ``lower <= key < upper`` (tuple order; None = unbounded), or the keys holding a NULL (``nulls``)."""
+    """Keys ``lower <= key < upper`` (tuple order; None = unbounded), or the keys holding a NULL
+    (``nulls``)."""
 
     lower: tuple[Any, ...] | None = None
     upper: tuple[Any, ...] | None = None

@@ -260,7 +260,7 @@ def evaluate(
             updated.append(_coords(more, t.newest))
         elif t.count > rules.threshold:
             notes.append(Notification("alert", _opened(ds, stage, code, t, now_ms, rules, dlq_topic), now_ms))
-    for key, a in sorted(alerts.items()):
+    for _, a in sorted(alerts.items()):
         if a.kind != KIND or (a.schema, a.table) in sums:
             continue
         last = a.last_ms if a.last_ms is not None else a.since_ms

@@ -8,7 +8,8 @@ Two kinds per table (a third, ``dead_letter``, per stage and code, is decided by
 - ``latency``: the last point's end-to-end latency is above ``latency_alert_s``; it clears when a later
   point's latency is within it.
 
-An open alert is what the monitor keeps in ZooKeeper at ``<root>/HeartBeat/<ds>/alerts/<schema>.<table>.<kind>``::
+An open alert is what the monitor keeps in ZooKeeper at
+``<root>/HeartBeat/<ds>/alerts/<schema>.<table>.<kind>``::
 
     {"ds": "demo", "schema": "shop", "table": "orders", "kind": "stale", "since_ms": 1714564800000,
      "notified_ms": 1714565410000, "age_s": 610.0, "latency_s": 1.2,

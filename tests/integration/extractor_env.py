@@ -102,7 +102,10 @@ class ExtractorEnv:
         try:
             while not done(got):
                 if time.monotonic() > deadline:
-                    msg = f"topic {self.topic}: condition not met after {timeout}s with {len(got)} records; logs in {self.logs}"
+                    msg = (
+                        f"topic {self.topic}: condition not met after {timeout}s with {len(got)} records;"
+                        f" logs in {self.logs}"
+                    )
                     raise AssertionError(msg)
                 for m in consumer:
                     got.append(Record(m.partition, m.offset, decode(m.value, m.key)))

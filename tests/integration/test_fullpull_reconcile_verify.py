@@ -85,7 +85,7 @@ def _row(i: int, rng: random.Random) -> tuple:
         f"cust-{rng.randrange(1000)}",
         Decimal(rng.randrange(100000)) / 100,
         rng.choice([1.1, 0.5, None]),
-        datetime(2024, 1, 2, 3, 4, 5, rng.randrange(1000) * 1000),
+        datetime(2024, 1, 2, 3, 4, 5, rng.randrange(1000) * 1000),  # noqa: DTZ001 (a DATETIME value is naive)
     )
 
 

@@ -1,4 +1,5 @@
-"""The appender's reloadable rules: snapshot JSON, generations, the listener's answer to a reload (no servers)."""
+"""The appender's reloadable rules: snapshot JSON, generations, the listener's answer to a reload (no
+servers)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Full-pull requests (fullpuller/request.py), progress (progress.py) and the shard message writer (source.py)."""
+"""Full-pull requests (fullpuller/request.py), progress (progress.py) and the shard message writer
+(source.py)."""
 
 from __future__ import annotations
 
@@ -90,7 +91,8 @@ def test_a_keeper_style_request_is_accepted():
             7,
         ),
         (
-            b'{"id": 8, "type": "APPENDER_RELOAD_CONFIG", "timestamp": "t", "from": "f", "payload": {"a": 1}}',
+            b'{"id": 8, "type": "APPENDER_RELOAD_CONFIG", "timestamp": "t", "from": "f",'
+            b' "payload": {"a": 1}}',
             "is not FULL_DATA_INDEPENDENT_PULL_REQ",
             8,
         ),

@@ -1,5 +1,6 @@
-"""The full-puller service's per-record step (fullpuller/service.py): every record of ``<ds>_ctrl`` is committed
-past, and every full-pull record that is not served is answered ``abort`` with its coordinates; nothing raises."""
+"""The full-puller service's per-record step (fullpuller/service.py): every record of ``<ds>_ctrl`` is
+committed past, and every full-pull record that is not served is answered ``abort`` with its coordinates;
+nothing raises."""
 
 from __future__ import annotations
 

@@ -78,7 +78,7 @@ def test_a_source_row_and_its_snapshot_row_hash_the_same():
         7,
         1.1,
         Decimal("19.90"),
-        datetime(2024, 1, 2, 3, 4, 5, 250000),
+        datetime(2024, 1, 2, 3, 4, 5, 250000),  # noqa: DTZ001 (pymysql gives a DATETIME naive)
         b"\x05",
         '{"k": [1, null]}',
         timedelta(hours=51),

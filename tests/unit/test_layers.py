@@ -1,4 +1,5 @@
-"""The five floors (CONTRIBUTING.md): a package imports only the floors below it, and no stage imports another.
+"""The five floors (CONTRIBUTING.md): a package imports only the floors below it, and no stage imports
+another.
 
     5  cli/                                   the `dbus` command, status, demo, stage launcher
     4  extractor/ dispatcher/ appender/ fullpuller/ heartbeat/    the stages
