@@ -214,7 +214,7 @@ def test_mariadb_zookeeper_and_kafka_restarts_cost_latency_not_a_stage(writer_db
         for server in SERVERS:
             before = uids()
             wait_until(
-                lambda: uids() > before,
+                lambda before=before: uids() > before,
                 120,
                 f"output flowing before the {server} restart",
                 interval=1,
@@ -233,7 +233,7 @@ def test_mariadb_zookeeper_and_kafka_restarts_cost_latency_not_a_stage(writer_db
             all_running()
             after = uids()
             wait_until(
-                lambda: uids() > after,
+                lambda after=after: uids() > after,
                 240,
                 f"output flowing again after the {server} restart",
                 interval=1,

@@ -35,7 +35,7 @@ def chunking_env(tmp_path, writer_db, kafka_up):
 
 
 def test_topic_holds_every_change_in_order_with_exact_values(chunking_env, writer_db):
-    env, (db, name) = chunking_env, writer_db
+    env, (db, _) = chunking_env, writer_db
     with db.cursor() as cur:
         cur.execute(CREATE)
     env.spawn()

@@ -110,7 +110,8 @@ def test_a_pull_writes_every_row_once_between_markers(fp):
         (
             "json_blob",
             "id INT PRIMARY KEY, doc JSON, data BLOB",
-            "SELECT seq, JSON_OBJECT('n', seq, 's', CONCAT('é\"', seq)), UNHEX(SHA2(seq, 256)) FROM seq_1_to_400",
+            "SELECT seq, JSON_OBJECT('n', seq, 's', CONCAT('é\"', seq)), UNHEX(SHA2(seq, 256))"
+            " FROM seq_1_to_400",
             "id",
         ),
     ],
