@@ -25,7 +25,9 @@ A part whose server cannot be reached is reported in ``errors`` and the rest is 
 code is then 1 (0 otherwise). Rates are those of the newest point within ``--window`` minutes; older
 than that a stage reads "no data in the last N minutes". Heartbeats are looked up over the last
 a day (``binlog.heartbeat.LOOKBACK_S``) so that a table that went quiet still shows how old its last
-heartbeat is.
+heartbeat is. The newest points are read with the heartbeat monitor's InfluxQL
+(``heartbeat.monitor.last_points_query``) and the open alerts with its ``AlertStore.read`` (a node that
+holds no alert is shown as "unreadable alert node").
 """
 
 from __future__ import annotations

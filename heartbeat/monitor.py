@@ -40,7 +40,7 @@ from dbuslib import influx, mysql, zk, zkpaths
 from dbuslib.config import DbusConfig, InfluxEndpoint
 from dbuslib.errors import DbusError, EndpointError
 from dbuslib.retry import RetryPolicy
-from dbuslib.zk import UNREACHABLE
+from dbuslib.zk import UNREACHABLE, unescape
 from heartbeat import deadletters
 from heartbeat.channels import Channel, ChannelError, channels
 from heartbeat.incidents import Alert, Notification, Observation, Thresholds, evaluate
@@ -55,14 +55,27 @@ def alerts_path(root: str, ds: str) -> str:
     return zkpaths.heartbeat_alerts(root, ds)
 
 
-def last_points_query(ds: str, lookback_s: float) -> str:
-    """InfluxQL for the last ``latency_ms`` point of every table of ``ds`` within ``lookback_s``.
-    (InfluxQL, as the dashboards use: a Flux ``filter |> last()`` on InfluxDB 1.8 was seen returning
-    nothing to a live monitor while the same points were visible to other queries.)"""
+def last_points_query(
+    ds: str,
+    lookback_s: float,
+    *,
+    measurement: str = MEASUREMENT,
+    field: str = "latency_ms",
+    group_by: tuple[str, ...] = ("schema", "table"),
+    also: tuple[str, ...] = (),
+) -> str:
+    """InfluxQL for the last ``field`` point of every series of ``ds`` within ``lookback_s`` (by default
+    the last ``latency_ms`` of every table; ``dbus status`` asks the same of its other measurements).
+    ``also`` names fields or ``*`` read from that same point: its columns follow ``last``, and the row's
+    time is the point's. (InfluxQL, as the dashboards use: a Flux ``filter |> last()`` on InfluxDB 1.8
+    was seen returning nothing to a live monitor while the same points were visible to other queries.)"""
     ds_lit = ds.replace("\\", "\\\\").replace("'", "\\'")
+    columns = ", ".join([f'last("{field}")', *(c if c == "*" else f'"{c}"' for c in also)])
+    tags = ", ".join(f'"{g}"' for g in group_by)
+    group = f" GROUP BY {tags}" if group_by else ""
     return (
-        f'SELECT last("latency_ms") FROM "{MEASUREMENT}" WHERE "ds" = \'{ds_lit}\' '
-        f'AND time > now() - {int(lookback_s)}s GROUP BY "schema", "table"'
+        f'SELECT {columns} FROM "{measurement}" WHERE "ds" = \'{ds_lit}\' '
+        f"AND time > now() - {int(lookback_s)}s{group}"
     )
 
 
@@ -119,29 +132,68 @@ def alert_point(note: Notification) -> Point:
     return p
 
 
+def unreadable_alert(key: str) -> Alert:
+    """What ``AlertStore.read`` shows for a node ``<schema>.<table>.<kind>`` that holds no alert."""
+    schema, _, rest = key.partition(".")
+    table, _, kind = rest.rpartition(".")
+    return Alert("", schema, table, kind, 0, None, None, None, f"unreadable alert node {key!r}")
+
+
 class AlertStore:
-    """Open alerts in ZooKeeper (see the module docstring)."""
+    """Open alerts in ZooKeeper (see the module docstring): ``load`` for the monitor, ``read`` for
+    ``dbus status``. A node is ``zkpaths.alert`` of the alert's key (escaped; an ordinary key as it is)."""
 
     def __init__(self, client: KazooClient, path: str) -> None:
         self.zk, self.path = client, path
 
     def load(self) -> dict[str, Alert]:
+        """The open alerts by key, for the monitor: creates the path when missing; a node that is not an
+        alert is logged and skipped."""
         self.zk.ensure_path(self.path)
         out = {}
-        for name in self.zk.get_children(self.path):
+        for key, data in self._nodes():
             try:
-                data, _ = self.zk.get(f"{self.path}/{name}")
-                out[name] = Alert.from_dict(json.loads(data))
+                out[key] = Alert.from_dict(json.loads(data))
+            except (ValueError, KeyError, TypeError) as e:
+                log.error("%s: not an alert (%s); ignored", zkpaths.alert(self.path, key), e)
+        return out
+
+    def read(self) -> list[Alert]:
+        """The open alerts sorted by key, read-only (``dbus status`` never writes): no path, no alerts. A
+        node that is not an alert is shown, not skipped: an Alert named after the node (``schema.table.kind``)
+        whose message says ``unreadable alert node '<key>'`` (``since_ms`` 0, no figures)."""
+        if not self.zk.exists(self.path):
+            return []
+        out = []
+        for key, data in sorted(self._nodes()):
+            try:
+                out.append(Alert.from_dict(json.loads(data)))
+            except (ValueError, KeyError, TypeError):
+                out.append(unreadable_alert(key))
+        return out
+
+    def _nodes(self) -> list[tuple[str, bytes]]:
+        """(key, data) of each alert node; a node deleted while listing (a recovery) is left out."""
+        try:
+            names = self.zk.get_children(self.path)
+        except NoNodeError:
+            return []
+        out = []
+        for name in names:
+            key = unescape(name)
+            try:
+                data, _ = self.zk.get(zkpaths.alert(self.path, key))
             except NoNodeError:
                 continue
-            except (ValueError, KeyError, TypeError) as e:
-                log.error("%s/%s: not an alert (%s); ignored", self.path, name, e)
+            out.append((key, data))
         return out
 
     def open(self, alert: Alert) -> bool:
         """Create the alert's node; False when another monitor already did."""
         try:
-            self.zk.create(f"{self.path}/{alert.key}", json.dumps(alert.to_dict()).encode(), makepath=True)
+            self.zk.create(
+                zkpaths.alert(self.path, alert.key), json.dumps(alert.to_dict()).encode(), makepath=True
+            )
             return True
         except NodeExistsError:
             return False
@@ -149,7 +201,7 @@ class AlertStore:
     def close(self, key: str) -> bool:
         """Delete the alert's node; False when it is already gone."""
         try:
-            self.zk.delete(f"{self.path}/{key}")
+            self.zk.delete(zkpaths.alert(self.path, key))
             return True
         except NoNodeError:
             return False
@@ -157,14 +209,14 @@ class AlertStore:
     def update(self, alert: Alert) -> None:
         """Store an open alert's new figures (a dead-letter incident's count and newest coordinates)."""
         try:
-            self.zk.set(f"{self.path}/{alert.key}", json.dumps(alert.to_dict()).encode())
+            self.zk.set(zkpaths.alert(self.path, alert.key), json.dumps(alert.to_dict()).encode())
         except NoNodeError:
             pass  # cleared meanwhile
 
     def mark_notified(self, alert: Alert, at_ms: int) -> None:
         doc = {**alert.to_dict(), "notified_ms": at_ms}
         try:
-            self.zk.set(f"{self.path}/{alert.key}", json.dumps(doc).encode())
+            self.zk.set(zkpaths.alert(self.path, alert.key), json.dumps(doc).encode())
         except NoNodeError:
             pass  # cleared meanwhile
 

@@ -3,7 +3,6 @@ dead-letter series."""
 
 import argparse
 import json
-from datetime import datetime, timezone
 
 import pytest
 from hypothesis import given
@@ -13,26 +12,27 @@ from cli.status import (
     DeadLetterCount,
     ExtractorStatus,
     FullPullStatus,
-    OpenAlert,
     Snapshot,
     StageRate,
     TableHeartbeat,
     add_parsers,
-    alert_from_node,
     cli,
     dead_letter_query,
     dead_letters,
     heartbeats,
-    latest_points,
+    last_points,
     render,
     stage_rates,
 )
+from heartbeat.incidents import Alert
+from heartbeat.monitor import AlertStore, unreadable_alert
 
 NOW = 1714557600.0  # 2024-05-01 10:00:00 UTC
 
 
-def _t(age_s: float) -> datetime:
-    return datetime.fromtimestamp(NOW - age_s, timezone.utc)
+def _t(age_s: float) -> int:
+    """The epoch-ms time of a point ``age_s`` old (InfluxQL answers with ``epoch=ms``)."""
+    return int(round((NOW - age_s) * 1000))
 
 
 def _full() -> Snapshot:
@@ -75,13 +75,16 @@ def _full() -> Snapshot:
             ),
         ),
         alerts=(
-            OpenAlert(
+            Alert(
+                "demo",
                 "shop",
                 "customers",
                 "stale",
-                since_ms=1714556900000,
-                age_s=700.0,
-                message="no heartbeat for 700 s",
+                1714556900000,
+                None,
+                700.0,
+                None,
+                "no heartbeat for 700 s",
             ),
         ),
     )
@@ -147,29 +150,38 @@ def test_snapshot_json_round_trips_the_figures():
     assert obj["alerts"][0]["kind"] == "stale"
 
 
-def _rec(field: str, value, age_s: float, **tags):
-    return {"_field": field, "_value": value, "_time": _t(age_s), **tags}
+def _series(columns, *rows, **tags):
+    return {
+        "name": "m",
+        "tags": tags,
+        "columns": ["time", "last", *columns],
+        "values": [list(r) for r in rows],
+    }
 
 
-def test_latest_points_folds_fields_per_key_keeping_the_newest_series():
-    records = [
-        _rec("latency_ms", 12.5, 5, schema="shop", table="orders"),
-        _rec("rows", 3, 5, schema="shop", table="orders"),
-        _rec("latency_ms", 99.0, 50, schema="shop", table="items", host="old"),
-        _rec("latency_ms", 7.0, 10, schema="shop", table="items", host="new"),
+def test_last_points_names_the_last_column_and_keeps_the_newest_series():
+    series = [
+        _series(["rows"], [_t(5), 12.5, 3], schema="shop", table="orders"),
+        _series(["rows"], [_t(50), 99.0, None], schema="shop", table="items"),
+        _series(["rows"], [_t(10), 7.0, None], schema="shop", table="items"),
     ]
-    points = latest_points(records, ("schema", "table"))
+    points = last_points(series, "latency_ms", ("schema", "table"))
     assert points[("shop", "orders")] == {"_time": _t(5), "latency_ms": 12.5, "rows": 3}
-    assert points[("shop", "items")] == {"_time": _t(10), "latency_ms": 7.0}
+    assert points[("shop", "items")] == {"_time": _t(10), "latency_ms": 7.0, "rows": None}
+    assert last_points(
+        [{"name": "m", "columns": ["time", "last", "lag_s"], "values": [[_t(4), 812.0, 1.0]]}],
+        "records_per_s",
+        (),
+    ) == {(): {"_time": _t(4), "records_per_s": 812.0, "lag_s": 1.0}}
 
 
 def test_heartbeats_are_sorted_with_ages():
-    points = latest_points(
+    points = last_points(
         [
-            _rec("latency_ms", 5.0, 30, schema="s", table="b"),
-            _rec("rows", 4, 30, schema="s", table="b"),
-            _rec("latency_ms", 6.0, 3, schema="s", table="a"),
+            _series(["rows"], [_t(30), 5.0, 4], schema="s", table="b"),
+            _series(["rows"], [_t(3), 6.0, None], schema="s", table="a"),
         ],
+        "latency_ms",
         ("schema", "table"),
     )
     assert heartbeats(points, NOW) == (
@@ -188,29 +200,62 @@ def test_stage_rates_cover_every_stage_in_pipeline_order():
     )
 
 
+class NodesZk:
+    """exists/get/get_children over a dict of nodes; ``writes`` counts any call that would write."""
+
+    def __init__(self, nodes: dict[str, bytes]):
+        self.nodes, self.writes = nodes, 0
+
+    def exists(self, path):
+        return path in self.nodes or any(p.startswith(path + "/") for p in self.nodes)
+
+    def get(self, path):
+        from kazoo.exceptions import NoNodeError
+
+        if path not in self.nodes:
+            raise NoNodeError
+        return self.nodes[path], None
+
+    def get_children(self, path):
+        from kazoo.exceptions import NoNodeError
+
+        if not self.exists(path):
+            raise NoNodeError
+        return sorted({p[len(path) + 1 :].split("/")[0] for p in self.nodes if p.startswith(path + "/")})
+
+    def ensure_path(self, path):
+        self.writes += 1
+
+
+BASE = "/DBus/HeartBeat/demo/alerts"
+GOOD = (
+    b'{"ds":"demo","schema":"shop","table":"order.items","kind":"latency","since_ms":5,"notified_ms":null,'
+    b'"age_s":null,"latency_s":400.5,"message":"slow"}'
+)
+
+
 @pytest.mark.parametrize(
     ("data", "name", "expected"),
     [
         (
-            b'{"ds":"demo","schema":"shop","table":"order.items","kind":"latency","since_ms":5,"latency_s":400.5,'
-            b'"message":"slow"}',
+            GOOD,
             "shop.order.items.latency",
-            OpenAlert("shop", "order.items", "latency", 5, None, 400.5, "slow"),
+            Alert("demo", "shop", "order.items", "latency", 5, None, None, 400.5, "slow"),
         ),
-        (
-            b"",
-            "shop.orders.stale",
-            OpenAlert("shop", "orders", "stale", message="unreadable alert node 'shop.orders.stale'"),
-        ),
-        (
-            b"not json",
-            "shop.orders.stale",
-            OpenAlert("shop", "orders", "stale", message="unreadable alert node 'shop.orders.stale'"),
-        ),
+        (b"", "shop.orders.stale", unreadable_alert("shop.orders.stale")),
+        (b"not json", "shop.orders.stale", unreadable_alert("shop.orders.stale")),
+        (b'{"schema":"shop"}', "shop.orders.stale", unreadable_alert("shop.orders.stale")),
     ],
 )
-def test_alert_from_node(data, name, expected):
-    assert alert_from_node(data, name) == expected
+def test_the_alert_reader_shows_a_bad_node_as_unreadable_and_never_writes(data, name, expected):
+    zk = NodesZk({f"{BASE}/{name}": data})
+    assert AlertStore(zk, BASE).read() == [expected] and zk.writes == 0
+    assert expected.message == "slow" or expected.message == f"unreadable alert node {name!r}"
+
+
+def test_no_alert_node_reads_as_no_alerts_without_creating_it():
+    zk = NodesZk({})
+    assert AlertStore(zk, BASE).read() == [] and zk.writes == 0
 
 
 def test_status_command_is_registered_with_its_options():
