@@ -1,15 +1,20 @@
-"""Decoded rows of one binlog rows event -> UMS 1.3 ``data_increment_data`` messages (pure).
+"""Rows of one binlog rows event -> UMS 1.3 ``data_increment_data`` messages (pure).
 
 Per tuple: ``ums_id_`` = binlog file number * 10^13 + the rows event's offset (every tuple of one event
 shares it, as in the original); ``ums_ts_`` = the event's server time in the configured zone;
 ``ums_op_`` = i/u/d, plus ``b`` (the before image) ahead of each ``u`` when before images are on;
-``ums_uid_`` = ``ums_id_ * 10^6 + t`` where ``t`` counts the event's tuples, ``b`` included, so a
-replay of the same binlog gives the same uids. An insert or update carries the after image, a delete
+``ums_uid_`` = ``ums_id_ * 10^6 + t`` (ums/ids.py) where ``t`` counts the event's tuples, ``b`` included,
+so a replay of the same binlog gives the same uids. An insert or update carries the after image, a delete
 the before image. A message holds tuples of one table and one schema version only.
+
+Two inputs, the same messages: the JVM decoder's lines (``rendered_messages``: the values are already
+UMS JSON, parsed once per event), or the reference decoder's typed rows (``to_ums``: binlog/rows.py, each
+value through ``ums.values.encode_column``), for what the JVM declines.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -29,8 +34,8 @@ from ums import (
     ums_ts_ms,
     ums_uid,
 )
-from ums.build import data_schema, split_tuples, user_columns
-from ums.ids import ROW_LIMIT
+from ums.build import DEFAULT_MAX_BYTES, DEFAULT_MAX_TUPLES, data_schema, split_tuples, user_columns
+from ums.ids import ums_uids
 
 OPS = {"i": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE}
 
@@ -41,42 +46,55 @@ class ConvertSettings:
     ds_type: str = "mysql"
     timezone: str = "UTC"
     before_update_image: bool = False
-    max_tuples: int = 500
-    max_bytes: int = 1_000_000
+    max_tuples: int = DEFAULT_MAX_TUPLES
+    max_bytes: int = DEFAULT_MAX_BYTES
 
 
-def wire_tuples(header: dict[str, Any], fast: Any, settings: ConvertSettings) -> list[tuple]:
-    """The event's tuples straight from ``fastdecode.decode_fast(event, ums=True)`` (values already in
-    UMS wire form): ``(ums_id_, ums_ts_, ums_op_, ums_uid_, *user columns)``, the same as ``data_rows``
-    encoded, without a Python object per value."""
+def rendered_tuples(
+    header: dict[str, Any], shape: DecodedRows, lines: list[bytes], settings: ConvertSettings
+) -> list[tuple]:
+    """The event's tuples from the JVM's lines (one per row image, an update's before and after
+    alternating): ``(ums_id_, ums_ts_, ums_op_, ums_uid_, *user columns)``, the same as ``data_rows``
+    encoded. The lines are parsed in one ``json.loads`` per event: each is the column texts joined by
+    ``,``, so ``[line]`` is the row's JSON array."""
+    images = json.loads(b"[[" + b"],[".join(lines) + b"]]") if lines else []
     uid_base = ums_id(header["file"], header["pos"])
-    base = int(uid_base) * ROW_LIMIT
     ts = ums_ts_ms(header["ts"] * 1000, ZoneInfo(settings.timezone))
-    users = user_columns(fast.columns)
-    pick = (lambda row: tuple(row[i] for i in users)) if len(users) != len(fast.columns) else tuple
-    op = fast.op
-    images = fast.before if op == "d" else fast.after
+    users = user_columns(shape.columns)
+    pick = (lambda row: tuple(row[i] for i in users)) if len(users) != len(shape.columns) else tuple
+    op = shape.op
+    if op != "u":
+        uids = ums_uids(uid_base, len(images))
+        return [(uid_base, ts, op, uid, *pick(row)) for uid, row in zip(uids, images, strict=True)]
+    if not settings.before_update_image:
+        after = images[1::2]
+        uids = ums_uids(uid_base, len(after))
+        return [(uid_base, ts, "u", uid, *pick(row)) for uid, row in zip(uids, after, strict=True)]
+    uids = ums_uids(uid_base, len(images))
+    return [
+        (uid_base, ts, "b" if t % 2 == 0 else "u", uid, *pick(row))
+        for t, (uid, row) in enumerate(zip(uids, images, strict=True))
+    ]
 
-    def uid(t: int) -> str:  # ums_uid() without its per-call parsing; it still raises past ROW_LIMIT
-        return str(base + t) if t < ROW_LIMIT else ums_uid(uid_base, t)
 
-    out: list[tuple] = []
-    for n, row in enumerate(images):
-        if op == "u" and settings.before_update_image:
-            out.append((uid_base, ts, "b", uid(len(out)), *pick(fast.before[n])))
-        out.append((uid_base, ts, op, uid(len(out)), *pick(row)))
-    return out
-
-
-def to_ums_fast(
-    header: dict[str, Any], fast: Any, version: int, settings: ConvertSettings, batch_id: int = 0
+def rendered_messages(
+    header: dict[str, Any],
+    shape: DecodedRows,
+    lines: list[bytes],
+    version: int,
+    settings: ConvertSettings,
+    batch_id: int = 0,
 ) -> list[UmsMessage]:
-    """``to_ums`` for ``decode_fast(event, ums=True)`` rows: the same messages, built for speed."""
+    """``to_ums`` for rows the JVM rendered (``shape`` from ``binlog.rows.table_of``): the same messages,
+    as values for masking and Avro; unmasked JSON output takes ``ums.text.event_messages`` instead."""
     protocol = ProtocolType.DATA_INCREMENT_DATA
-    ns = Namespace(settings.ds_type, settings.ds, fast.schema, fast.table, version)
-    schema = data_schema(ns, fast.columns, batch_id, protocol)
-    chunks = split_tuples(wire_tuples(header, fast, settings), settings.max_tuples, settings.max_bytes)
-    return [UmsMessage.prevalidated(protocol, schema, chunk) for chunk in chunks]
+    ns = Namespace(settings.ds_type, settings.ds, shape.schema, shape.table, version)
+    schema = data_schema(ns, shape.columns, batch_id, protocol)
+    tuples = rendered_tuples(header, shape, lines, settings)
+    return [
+        UmsMessage.prevalidated(protocol, schema, chunk)
+        for chunk in split_tuples(tuples, settings.max_tuples, settings.max_bytes)
+    ]
 
 
 def data_rows(header: dict[str, Any], decoded: DecodedRows, settings: ConvertSettings) -> Iterator[DataRow]:

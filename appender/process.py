@@ -28,14 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from appender.convert import ConvertSettings, masked, original_key, record_key, to_ums_fast
+from appender.convert import ConvertSettings, masked, original_key, record_key, rendered_messages, to_ums
 from appender.heartbeat import TABLE_STATUS, UNKNOWN_TABLE, Beat, measure
-from appender.textpath import event_messages, message_prefix
 from appender.versions import Change, Version, compare, on_rows, on_truncate, version_at
-from binlog.fastdecode import decode_fast, rows_op, table_of
 from binlog.heartbeat import BadHeartbeat, Heartbeat, HeartbeatTable, heartbeat_of, owner
 from binlog.rawevent import RawEvent, RawEventError, Reassembler, decode
-from binlog.rows import RowDecodeError, decode_rows
+from binlog.rows import RowDecodeError, decode_rows, table_of
 from dbuslib.deadletter import DeadLetter, withheld_reason
 from dbuslib.errors import DbusError, EndpointError
 from dbuslib.lifecycle import first_line
@@ -45,6 +43,7 @@ from ums.build import build_heartbeat_message, user_columns
 from ums.control import ControlType, control_key, new_control_message
 from ums.control import to_json as control_json
 from ums.keys import heartbeat_key
+from ums.text import event_messages, message_prefix
 
 
 @dataclass(frozen=True)
@@ -105,9 +104,10 @@ class PartitionProcessor:
     def process(self, rec: InRecord, rendered: bytes | None = None) -> Iterator[OutRecord]:
         """Output records for ``rec``, or one dead letter: never raises for what the record holds.
 
-        ``rendered`` is the JVM decoder's text of its rows (``dbus_rows``, see appender.textpath), None
-        when the JVM did not decode it (then Python decodes). A record's outputs are all produced before
-        the first is given out, so a record that fails half-way gives its dead letter alone. Only an
+        ``rendered`` is the JVM decoder's text of its rows (``dbus_rows``, see ums.text), None when the
+        JVM did not decode it (then the reference decoder, binlog/rows.py, decodes it). A record's
+        outputs are all produced before the first is given out, so a record that fails half-way gives
+        its dead letter alone. Only an
         endpoint that stays unreachable (a retriable ``DbusError``: the meta store, after its retries)
         raises: that stops the task instead of dead-lettering every record while it lasts.
         """
@@ -150,28 +150,30 @@ class PartitionProcessor:
         return self._assembler.push(part)
 
     def _rows(self, event: RawEvent) -> Iterator[OutRecord]:
-        rows = decode_fast(event, ums=True)  # values already in UMS wire form
+        """Rows the JVM declined: the reference decoder (binlog/rows.py) and ``ums.values``."""
+        rows = decode_rows(event)
         current = yield from self._version(event, rows.schema, rows.table, rows.columns)
-        for message in masked(
-            self.mask_plan, to_ums_fast(event.header, rows, current.version, self.settings)
-        ):
+        for message in masked(self.mask_plan, to_ums(event.header, rows, current.version, self.settings)):
             yield self._out(event, message)
-        self._count(rows.schema, rows.table, len(rows.before if rows.op == "d" else rows.after))
+        self._count(rows.schema, rows.table, len(rows.rows))
 
     def _rows_rendered(self, event: RawEvent, rendered: bytes) -> Iterator[OutRecord]:
-        """Rows the JVM rendered: message text straight from its lines, when nothing else needs the
-        values one by one (no masking rule for the table, JSON output, no column named like a system
-        field); otherwise the Python path decodes the record itself."""
+        """Rows the JVM rendered: message text straight from its lines when nothing needs the values
+        one by one (no masking rule for the table, JSON output, no column named like a system field);
+        otherwise its lines parsed into values (one ``json.loads`` per event), masked and encoded."""
         shape = table_of(event)
-        if not self._text_ok(shape):
-            yield from self._rows(event)
-            return
         current = yield from self._version(event, shape.schema, shape.table, shape.columns)
-        s = self.settings
-        ns = Namespace(s.ds_type, s.ds, shape.schema, shape.table, current.version)
         lines = rendered.split(b"\n") if rendered else []
         if not lines:
-            return  # a rows event without rows (the Python path emits nothing for it either)
+            return  # a rows event without rows (the reference path emits nothing for it either)
+        if not self._text_ok(shape):
+            messages = rendered_messages(event.header, shape, lines, current.version, self.settings)
+            for message in masked(self.mask_plan, messages):
+                yield self._out(event, message)
+            self._count(shape.schema, shape.table, len(lines) // 2 if shape.op == "u" else len(lines))
+            return
+        s = self.settings
+        ns = Namespace(s.ds_type, s.ds, shape.schema, shape.table, current.version)
         topic = self.outputs.result_topic(shape.schema, shape.table)
         key = f"{shape.schema}.{shape.table}".encode()
         headers = (
@@ -180,13 +182,13 @@ class PartitionProcessor:
                 data_key(ProtocolType.DATA_INCREMENT_DATA, ns, event.header["ts"] * 1000, s.ds).encode(),
             ),
         )
-        op = rows_op(event.header["event_type"])  # an update has a before and an after line per row
+        op = shape.op  # an update has a before and an after line per row
         for text in event_messages(
             message_prefix(ns, shape.columns),
-            event.header,
+            ums_id(event.header["file"], event.header["pos"]),
+            ums_ts_ms(event.header["ts"] * 1000, ZoneInfo(s.timezone)),
             op,
             lines,
-            s.timezone,
             s.before_update_image,
             s.max_tuples,
             s.max_bytes,

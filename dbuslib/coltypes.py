@@ -4,8 +4,8 @@ MariaDB writes INET4 as BINARY(4) and INET6 and UUID as BINARY(16) in the table 
 metadata, charset (binary) and every optional metadata field are the same as for a plain BINARY(n)
 (binlog_row_metadata=FULL carries no data type name). SELECT prints them as text, so a decoder must know.
 The extractor asks ``information_schema.COLUMNS`` once per table shape and puts the answer in each rows
-record's header, ``"types": {"addr": "inet6", "id": "uuid"}``; the decoders (binlog.rows,
-binlog.fastdecode, the JVM decoder) read it. Only tables with a BINARY(4)/BINARY(16) column are asked
+record's header, ``"types": {"addr": "inet6", "id": "uuid"}``; the decoders (binlog.rows and
+the JVM decoder) read it. Only tables with a BINARY(4)/BINARY(16) column are asked
 about; a DDL record of the table forgets the answer, so the next rows event asks again.
 
     >>> candidates([("addr", 254, "binary", 16), ("note", 15, "utf8mb4", 80)])

@@ -33,6 +33,7 @@ from pydantic import (
 
 from dbuslib.errors import ConfigError
 from dbuslib.topics import include_problems, render
+from ums.build import DEFAULT_MAX_BYTES, DEFAULT_MAX_TUPLES
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "conf" / "dbus.yaml"
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
@@ -284,8 +285,8 @@ class HeartbeatSettings(_Model):
 
 
 class UmsSettings(_Model):
-    tuples_per_message: int = Field(500, ge=1)
-    max_message_bytes: int = Field(1_000_000, ge=1024)
+    tuples_per_message: int = Field(DEFAULT_MAX_TUPLES, ge=1)
+    max_message_bytes: int = Field(DEFAULT_MAX_BYTES, ge=1024)
     timezone: str = "UTC"
     before_update_image: bool = False
     format: Literal["json", "avro"] = "json"

@@ -21,8 +21,10 @@ from ums.scalars import JsonValue
 from ums.types import ColumnSpec
 from ums.values import encode_column
 
-DEFAULT_MAX_TUPLES = 100  # tuples per message; the original's template used 5
-DEFAULT_MAX_BYTES = 512 * 1024  # payload bytes per message; half of Kafka's default 1 MiB record
+# The one default of a message's size: ``ums.tuples_per_message`` and ``ums.max_message_bytes``
+# (dbuslib/config.py) take these, and every builder below. The original's template used 5 tuples.
+DEFAULT_MAX_TUPLES = 500  # tuples per message
+DEFAULT_MAX_BYTES = 1_000_000  # payload bytes per message; under Kafka's default 1 MiB record
 
 Tuple = tuple[JsonValue, ...]
 

@@ -68,6 +68,30 @@ def ums_uid(ums_id_value: str | int, row_index: int) -> str:
     return str(base * ROW_LIMIT + row_index)
 
 
+def ums_uids(ums_id_value: str | int, count: int) -> list[str]:
+    """``[ums_uid(ums_id_value, t) for t in range(count)]``, checked once instead of per tuple."""
+    if count > ROW_LIMIT:
+        ums_uid(ums_id_value, count - 1)  # raises with the limit named
+    base = _canonical_int(ums_id_value, "ums_id_", LONG_MAX) * ROW_LIMIT
+    return [str(base + t) for t in range(count)]
+
+
+_UID_TAILS: list[bytes] = []  # b"000000", b"000001", ...
+
+
+def uid_tails(count: int) -> list[bytes]:
+    """The last six digits of ``ums_uid_`` for row indices ``0..count-1`` (at least), made once per process:
+    for an ``ums_id_`` above 0, ``ums_uid(ums_id_, t)`` is the ``ums_id_`` digits followed by
+    ``uid_tails(t + 1)[t]`` (``ums_uid("1030000012345678", 2)`` = ``"1030000012345678" + "000002"``), so a
+    message text can be written without an integer per tuple."""
+    if count > ROW_LIMIT:
+        msg = f"{count} row indices: needs fewer than 10^6"
+        raise BadPositionError(msg)
+    if len(_UID_TAILS) < count:
+        _UID_TAILS.extend(f"{t:06d}".encode() for t in range(len(_UID_TAILS), max(count, 1024)))
+    return _UID_TAILS
+
+
 def parse_ums_uid(value: str | int) -> tuple[str, int]:
     """``"1030000012345678000002"`` -> ``("1030000012345678", 2)``."""
     base, row_index = divmod(_canonical_int(value, "ums_uid_", LONG_MAX * ROW_LIMIT), ROW_LIMIT)

@@ -1,15 +1,26 @@
 """UMS data messages written as text around tuples that are already JSON (pure).
 
-The appender's fast path (appender/textpath.py) and the full puller (fullpuller/) both have each tuple's
-JSON text before they have a message: the JVM or MariaDB rendered the values. This module writes the
-message around them, byte for byte what ``ums.to_json`` writes for the same message, cut by tuple count
-and payload bytes the way ``ums.build.split_tuples`` cuts.
+The appender and the full puller both have each row's values as JSON text before they have a message:
+the JVM decoder (binlog/jvm, ``dbus_rows``) or MariaDB rendered them. The JVM writes one line per row
+image, the JSON texts of all the table's columns joined by ``,``::
+
+    1,"alice","12.50",null
+
+(after images for an insert, before images for a delete, before/after pairs for an update). This module
+adds what a tuple carries besides the columns (``ums_id_``, ``ums_ts_``, ``ums_op_``, ``ums_uid_``, see
+ums/ids.py), cuts the tuples into messages by count and payload bytes the way ``ums.build.split_tuples``
+cuts, and writes the message around them: byte for byte what ``ums.to_json`` writes for the same message
+(tests/unit/test_ums_text.py holds the two to each other on captured records). Python does a few string
+operations per row here instead of decoding and encoding every value.
 """
 
 from __future__ import annotations
 
+from itertools import chain, repeat
+
 from ums.build import data_schema
 from ums.encoding import to_json
+from ums.ids import ROW_LIMIT, uid_tails, ums_uids
 from ums.message import ProtocolType, UmsMessage
 from ums.namespace import Namespace
 from ums.types import ColumnSpec
@@ -52,3 +63,66 @@ def messages(prefix: bytes, tuples: list[bytes], max_tuples: int, max_bytes: int
     if start < len(tuples):
         out.append(prefix + b",".join(tuples[start:]) + ENDING)
     return out
+
+
+def tuple_texts(
+    ums_id: str, ums_ts: str, op: str, lines: list[bytes], before_update_image: bool
+) -> list[bytes]:
+    """``{"tuple":[...]}`` per tuple of one rows event, in order (``lines`` as the JVM wrote them; an
+    update's ``b`` tuples only with ``before_update_image``)."""
+    head = f'{{"tuple":["{ums_id}","{ums_ts}","'.encode()
+    if op == "u":
+        pairs = [(b"b", lines[i]) if i % 2 == 0 else (b"u", lines[i]) for i in range(len(lines))]
+        if not before_update_image:
+            pairs = pairs[1::2]
+    else:
+        code = op.encode()
+        pairs = [(code, line) for line in lines]
+    uids = ums_uids(ums_id, len(pairs))
+    return [
+        b"".join((head, code, b'","', uid.encode(), b'",', line, b"]}"))
+        for uid, (code, line) in zip(uids, pairs, strict=True)
+    ]
+
+
+def event_messages(
+    prefix: bytes,
+    ums_id: str,
+    ums_ts: str,
+    op: str,
+    lines: list[bytes],
+    before_update_image: bool,
+    max_tuples: int,
+    max_bytes: int,
+) -> list[bytes]:
+    """``messages(prefix, tuple_texts(...), ...)`` of one rows event, with no Python work per tuple in the
+    usual case (inserts, deletes, updates without before images, the event within the byte limit): the
+    payload is one ``join`` over the JVM's lines, ``ums_uid_`` written as the ``ums_id_`` digits and
+    ``ums.ids.uid_tails``."""
+    images = lines[1::2] if op == "u" else lines
+    n = len(images)
+    head = f'{{"tuple":["{ums_id}","{ums_ts}","{op}","{ums_id}'.encode()
+    per_tuple = len(head) + len(b'000000",') + len(ENDING) + TUPLE_OVERHEAD
+    too_big = sum(map(len, images)) + n * per_tuple > max_bytes
+    if (op == "u" and before_update_image) or n >= ROW_LIMIT or too_big or ums_id == "0":
+        return messages(
+            prefix, tuple_texts(ums_id, ums_ts, op, lines, before_update_image), max_tuples, max_bytes
+        )
+    between = ENDING + b"," + head
+    tails = _closed_tails(n)
+    out = []
+    for start in range(0, n, max_tuples):
+        part = images[start : start + max_tuples]
+        body = b"".join(chain.from_iterable(zip(tails[start : start + len(part)], part, repeat(between))))
+        out.append(b"".join((prefix, head, body[: len(body) - len(between)], ENDING, ENDING)))
+    return out
+
+
+_CLOSED_TAILS: list[bytes] = []  # b'000000",', b'000001",', ...: ums.ids.uid_tails with the quote and comma
+
+
+def _closed_tails(count: int) -> list[bytes]:
+    if len(_CLOSED_TAILS) < count:
+        tails = uid_tails(count)
+        _CLOSED_TAILS.extend(t + b'",' for t in tails[len(_CLOSED_TAILS) :])
+    return _CLOSED_TAILS

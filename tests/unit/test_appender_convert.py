@@ -55,38 +55,28 @@ def test_messages_are_cut_and_keyed_by_table():
 
 
 @pytest.mark.parametrize("before_image", [False, True])
-@pytest.mark.parametrize("name", ["INSERT", "UPDATE", "DELETE"])
-def test_the_fast_path_builds_the_same_messages(name, before_image):
-    import test_rowdecode
-
-    from appender.convert import to_ums_fast
-    from binlog import rawevent
-    from binlog.fastdecode import decode_fast
-    from binlog.rows import decode_rows
-
-    event = rawevent.decode(getattr(test_rowdecode, name))
-    settings = ConvertSettings("demo", before_update_image=before_image, max_tuples=1)
-    slow = to_ums(event.header, decode_rows(event), 2, settings)
-    fast = to_ums_fast(event.header, decode_fast(event, ums=True), 2, settings)
-    assert [to_json(m) for m in fast] == [to_json(m) for m in slow]
-    assert fast == slow
-
-
-@pytest.mark.parametrize("before_image", [False, True])
 def test_uids_past_the_row_limit_raise_for_every_tuple_kind(monkeypatch, before_image):
-    from types import SimpleNamespace
-
-    import appender.convert as convert
     import ums.ids
+    from appender.convert import rendered_tuples
     from ums.errors import UmsError
 
-    monkeypatch.setattr(convert, "ROW_LIMIT", 3)
     monkeypatch.setattr(ums.ids, "ROW_LIMIT", 3)
-    fast = SimpleNamespace(columns=COLUMNS[:1], op="u", before=[(1,)] * 2, after=[(2,)] * 2)
+    shape = rows("u")
+    lines = [b'1,"1.00"', b'1,"2.00"'] * 2  # two rows: before, after, before, after
     settings = ConvertSettings("demo", before_update_image=before_image)
     if before_image:  # b, u, b(index 2), u(index 3): past the limit
         with pytest.raises(UmsError):
-            convert.wire_tuples(HEADER, fast, settings)
+            rendered_tuples(HEADER, shape, lines, settings)
     else:
-        got = convert.wire_tuples(HEADER, fast, settings)
+        got = rendered_tuples(HEADER, shape, lines, settings)
         assert [int(t[3]) - int(t[0]) * 3 for t in got] == [0, 1]
+        assert [t[4:] for t in got] == [(1, "2.00")] * 2
+
+
+def test_ums_uids_are_ums_uid_of_each_index():
+    from ums import ums_uid
+    from ums.ids import uid_tails, ums_uids
+
+    base = "1030000012345678"
+    assert ums_uids(base, 3) == [ums_uid(base, t) for t in range(3)]
+    assert [base + t.decode() for t in uid_tails(3)[:3]] == ums_uids(base, 3)

@@ -1,9 +1,8 @@
-"""The appender's per-partition processing, on real captured raw records (tests/unit/test_rowdecode.py)."""
+"""The appender's per-partition processing, on real captured raw records (tests/golden/records/14-16)."""
 
 import json
 from dataclasses import replace
-
-from test_rowdecode import DELETE, INSERT, UPDATE
+from pathlib import Path
 
 from appender.convert import ConvertSettings
 from appender.process import InRecord, Outputs, PartitionProcessor
@@ -11,6 +10,18 @@ from binlog import rawevent
 from dbuslib.deadletter import DeadLetter
 from dbuslib.metastore import Reason, Version
 from ums import from_json
+
+RECORDS_DIR = Path(__file__).resolve().parents[1] / "golden" / "records"
+
+
+def _record(name: str) -> bytes:
+    text = (RECORDS_DIR / name).read_text()
+    return bytes.fromhex("".join(line for line in text.splitlines() if not line.startswith("#")))
+
+
+INSERT, UPDATE, DELETE = (
+    _record(f"{n}.hex") for n in ("14_orders_insert", "15_orders_update", "16_orders_delete")
+)
 
 
 def processor(stored=None):
@@ -115,9 +126,20 @@ def test_dead_letters_withhold_the_bytes_of_masked_tables():
     assert letters[0].offset == 0 and letters[1].offset == 1  # still pointing at the originals
 
 
-def test_rows_rendered_by_the_jvm_give_the_same_records_as_the_python_path():
-    from test_appender_textpath import rendered_lines
+def rendered_lines(event) -> list[bytes]:
+    """What the JVM decoder writes (tests/unit/test_jvm_rows.py holds it to this)."""
+    from binlog.rows import decode_rows
+    from ums.encoding import dumps_compact
+    from ums.values import encode_column
 
+    d = decode_rows(event)
+    images = [i for r in d.rows for i in (r.before, r.after) if i is not None]
+    return [
+        ",".join(dumps_compact(encode_column(c, im[c.name])) for c in d.columns).encode() for im in images
+    ]
+
+
+def test_rows_rendered_by_the_jvm_give_the_same_records_as_the_python_path():
     older = Version(0, 1, (), Reason.FIRST)  # a version change on the way: termination first, both paths
     for value in (INSERT, UPDATE, DELETE):
         lines = b"\n".join(rendered_lines(rawevent.decode(value)))
@@ -128,14 +150,20 @@ def test_rows_rendered_by_the_jvm_give_the_same_records_as_the_python_path():
         assert jvm == python and len(python) == 2
 
 
-def test_masked_tables_ignore_the_jvm_text():
+def test_masked_tables_take_the_jvm_text_and_mask_it():
     from dbuslib.config import MaskRule
     from ums.masking import compile_rules
 
+    rules = {"dbus_unit_rowdecode.orders": {"note": MaskRule(type="sha256", salt="s")}}
     p, _ = processor()
-    p.mask_plan = compile_rules({"dbus_unit_rowdecode.orders": {"note": MaskRule(type="sha256", salt="s")}})
-    out = list(p.process(InRecord("t", 0, 0, b"k", INSERT), rendered=b'1,"h\xc3\xa9llo"'))
-    assert "héllo" not in out[0].value.decode() and json.loads(out[0].value)["payload"]
+    p.mask_plan = compile_rules(rules)
+    q, _ = processor()
+    q.mask_plan = compile_rules(rules)
+    for value in (INSERT, UPDATE, DELETE):
+        lines = b"\n".join(rendered_lines(rawevent.decode(value)))
+        jvm = list(p.process(InRecord("t", 0, 0, b"k", value), rendered=lines))
+        assert jvm == list(q.process(InRecord("t", 0, 0, b"k", value)))  # the reference path
+        assert "héllo" not in jvm[-1].value.decode() and json.loads(jvm[-1].value)["payload"]
 
 
 def test_a_schema_change_sends_a_meta_sync_warning_on_the_global_control_topic():

@@ -7,11 +7,11 @@ junk. Only an endpoint that stays unreachable (a retriable DbusError) may leave 
 
 import json
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from test_rowdecode import DELETE, INSERT, UPDATE
 
 from appender.convert import ConvertSettings
 from appender.process import RECORD_FAILED, InRecord, Outputs, PartitionProcessor
@@ -21,6 +21,18 @@ from dbuslib.config import MaskRule
 from dbuslib.deadletter import DeadLetter
 from dbuslib.errors import EndpointError
 from ums.masking import compile_rules
+
+RECORDS_DIR = Path(__file__).resolve().parents[1] / "golden" / "records"
+
+
+def _record(name: str) -> bytes:
+    text = (RECORDS_DIR / name).read_text()
+    return bytes.fromhex("".join(line for line in text.splitlines() if not line.startswith("#")))
+
+
+INSERT, UPDATE, DELETE = (
+    _record(f"{n}.hex") for n in ("14_orders_insert", "15_orders_update", "16_orders_delete")
+)
 
 REAL = (INSERT, UPDATE, DELETE)
 DLQ = "demo.dlq"

@@ -4,10 +4,11 @@ Contract: for a raw rows record, ``dbus.jvm.RowsDecoder`` gives the UMS JSON tex
 (insert: after images; delete: before; update: before0, after0, before1, ...), one line per image, the
 columns' ``dumps_compact`` texts joined by ",", lines by "\\n"; or null, and then Python decodes the record
 itself. A null is always safe, a wrong byte never is. Checked here through ``dbus.jvm.RowsMain`` (framed
-records on stdin, framed results on stdout) against ``binlog.fastdecode.decode_fast(event, ums=True)``:
+records on stdin, framed results on stdout) against the reference decoder: ``binlog.rows.decode_rows``
+with each value through ``ums.values.encode_column``:
 
-- every real record of tests/unit/test_fastdecode.py (MariaDB 10.11 ``every_type`` and ``narrow``:
-  inserts, updates, deletes, NULLs, zero dates, latin1, emoji);
+- every captured record of tests/golden/records/ (MariaDB 10.11 ``every_type``, ``narrow``, ``inet``,
+  ``orders``: inserts, updates, deletes, NULLs, zero dates, latin1, emoji);
 - the same records in lenient mode (unsupported columns written as ``?``) value by value, so each
   supported type of ``every_type`` is compared even where the table also has an unsupported one;
 - header and envelope variants (chunk, version, kind, checksum, MINIMAL image) that must give null;
@@ -31,14 +32,26 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_fastdecode import RECORDS
 
 from binlog import rawevent
-from binlog.fastdecode import decode_fast
+from binlog.rows import decode_rows
 from ums.encoding import dumps_compact
+from ums.values import encode_column
+
+pytestmark = pytest.mark.jvm  # needs a JDK and the pyspark jars: `pytest -m "not jvm"` leaves it out
 
 REPO = Path(__file__).resolve().parents[2]
 NULL = None
+RECORD_FILES = sorted((REPO / "tests" / "golden" / "records").glob("*.hex"))
+
+
+def _read_record(path: Path) -> bytes:
+    return bytes.fromhex("".join(line for line in path.read_text().splitlines() if not line.startswith("#")))
+
+
+RECORDS = [_read_record(p) for p in RECORD_FILES]
+NARROW = [_read_record(p) for p in RECORD_FILES if "_narrow_" in p.name]  # insert, update, delete
+INET_RECORDS = [_read_record(p) for p in RECORD_FILES if "_inet_" in p.name]  # insert, update, delete
 
 
 @pytest.fixture(scope="session")
@@ -78,12 +91,10 @@ def run_jvm(jar: Path, records: list[bytes], *flags: str) -> list[bytes | tuple[
 
 
 def images(value: bytes) -> tuple[object, list[tuple]]:
-    r = decode_fast(rawevent.decode(value), ums=True)
-    if r.op == "i":
-        return r, r.after
-    if r.op == "d":
-        return r, r.before
-    return r, [x for pair in zip(r.before, r.after, strict=True) for x in pair]
+    """The reference decoder's rows of ``value``, each image's values in UMS wire form (the JVM's oracle)."""
+    r = decode_rows(rawevent.decode(value))
+    rows = [i for row in r.rows for i in (row.before, row.after) if i is not None]
+    return r, [tuple(encode_column(c, image[c.name]) for c in r.columns) for image in rows]
 
 
 def expected(value: bytes) -> bytes:
@@ -278,8 +289,8 @@ NULL_CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(NULL_CASES))
-def test_envelopes_python_does_not_decode_fast_give_null(jar, case):
-    value = NULL_CASES[case](RECORDS[7])
+def test_envelopes_python_does_not_decode_give_null(jar, case):
+    value = NULL_CASES[case](NARROW[0])
     (got,) = run_jvm(jar, [value])
     assert isinstance(got, tuple), f"{case}: expected null, got {got[:80]!r}"
 
@@ -293,8 +304,8 @@ def _without_crc(value: bytes) -> bytes:
 
 
 def test_records_without_checksums_and_v2_headers(jar):
-    values = [_without_crc(v) for v in RECORDS[7:10]]
-    values += [_with_header(v, flavor=..., gtid="") for v in RECORDS[7:10]]  # flavor from the event type
+    values = [_without_crc(v) for v in NARROW]
+    values += [_with_header(v, flavor=..., gtid="") for v in NARROW]  # flavor from the event type
     for value, got in zip(values, run_jvm(jar, values), strict=True):
         assert got == expected(value)
 
@@ -343,8 +354,6 @@ def test_inet6_uuid_and_inet4_texts_equal_python_for_random_values(jar):
     """Column b (INET6) of the first inserted row set to random bytes; read as INET6, then as UUID, and
     the 4-byte column e as INET4: the JVM's text is exactly Python's (which test_rowdecode_types holds to
     MariaDB's SELECT)."""
-    from test_fastdecode import INET_RECORDS
-
     rng = random.Random(4646)
     values = []
     for n in range(600):
@@ -366,8 +375,6 @@ def test_inet6_uuid_and_inet4_texts_equal_python_for_random_values(jar):
     [{}, None, {"d": "inet4"}, {"e": "inet6"}, {"b": "uuid", "c": "inet6"}, {"a": "INET4"}, {"zz": "uuid"}],
 )
 def test_types_headers_decode_as_python_does(jar, types):
-    from test_fastdecode import INET_RECORDS
-
     values = [_with_header(v, types=types) for v in INET_RECORDS]
     for value, got in zip(values, run_jvm(jar, values), strict=True):
         assert got == expected(value)
@@ -375,8 +382,6 @@ def test_types_headers_decode_as_python_does(jar, types):
 
 @pytest.mark.parametrize("types", [["a"], "inet4", {"a": 4}, 1])
 def test_a_malformed_types_header_gives_null(jar, types):
-    from test_fastdecode import INET_RECORDS
-
     (got,) = run_jvm(jar, [_with_header(INET_RECORDS[0], types=types)])
     assert isinstance(got, tuple) and "types" in got[1]
     assert expected_or_none(_with_header(INET_RECORDS[0], types=types)) is None

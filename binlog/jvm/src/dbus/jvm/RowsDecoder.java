@@ -9,7 +9,7 @@ import java.util.zip.CRC32;
 
 /**
  * Raw event contract v1 record (binlog/rawevent.py) -> UMS JSON texts of its row images, byte for byte what
- * {@code dumps_compact} gives for the values of {@code binlog.fastdecode.decode_fast(event, ums=True)}:
+ * {@code dumps_compact} gives for the values of {@code ums.values.encode_column} of {@code binlog.rows.decode_rows(event)}:
  * one line per image (insert: after, delete: before, update: before0, after0, before1, ...), columns joined
  * by ",", lines by "\n". {@link #decode} returns null for anything it does not reproduce exactly (the caller
  * then decodes in Python). Not thread-safe: one instance per thread; the table-map cache is shared.
@@ -248,6 +248,7 @@ public final class RowsDecoder {
             case TableMap.K_DATE: {
                 need(o, 3, end);
                 int x = u24le(d, o);
+                if (x >> 9 > 9999) { why = "year beyond 9999"; return -1; } // ums.values refuses it too
                 w.put('"'); w.pad(x >> 9, 4); w.put('-'); w.pad(x >> 5 & 0xF, 2); w.put('-'); w.pad(x & 0x1F, 2); w.put('"');
                 return o + 3;
             }
@@ -339,7 +340,7 @@ public final class RowsDecoder {
     private static final long[] POW10 = {1L, 10L, 100L, 1000L, 10000L, 100000L, 1000000L, 10000000L, 100000000L, 1000000000L};
     private final byte[] digits = new byte[96];
 
-    /** DECIMAL: MySQL's packed form -> exact text with scale digits (fastdecode's string). */
+    /** DECIMAL: MySQL's packed form -> exact text with scale digits (the reference decoder's string). */
     private int decimal(byte[] d, int o, int end, TableMap.Col c, Out w) {
         int size = c.decimalSize;
         need(o, size, end);
@@ -384,7 +385,8 @@ public final class RowsDecoder {
 
     private static final long[] FRAC_MULT = {1, 10000, 100, 1};
 
-    /** fastdecode's DATETIME2 text: '%04d-%02d-%02d %02d:%02d:%02d' + ('.%06d' % us)[:fsp+1]. */
+    /** DATETIME2 as the reference decoder + ums.values write it: '%04d-%02d-%02d %02d:%02d:%02d' +
+     *  ('.%06d' % us)[:fsp+1]; a fraction with digits beyond fsp (damaged bytes) is refused there, null here. */
     private int datetime2(byte[] d, int o, int end, TableMap.Col c, Out w) {
         int fsize = (c.fsp + 1) / 2;
         need(o, 5 + fsize, end);
@@ -394,11 +396,13 @@ public final class RowsDecoder {
         if (x < 0) { why = "negative datetime"; return -1; }
         long ymd = x >> 17, hms = x & 0x1FFFF;
         long ym = ymd >> 5;
+        if (ym / 13 > 9999) { why = "year beyond 9999"; return -1; } // ums.values refuses it too
         w.put('"');
         w.pad(ym / 13, 4); w.put('-'); w.pad(ym % 13, 2); w.put('-'); w.pad(ymd & 0x1F, 2); w.put(' ');
         w.pad(hms >> 12, 2); w.put(':'); w.pad(hms >> 6 & 0x3F, 2); w.put(':'); w.pad(hms & 0x3F, 2);
         if (fsize > 0) {
             long us = frac(d, o + 5, fsize) * FRAC_MULT[fsize];
+            if (!fractionFits(us, c.fsp)) { why = "fraction beyond fsp"; return -1; }
             int start = w.len;
             w.pad(us, 6);
             w.len = start + c.fsp; // ('.%06d' % us)[:fsp + 1]
