@@ -105,3 +105,14 @@ def extractor_env(tmp_path, writer_db, kafka_up):
     env = make_env(tmp_path, writer_db[1])
     yield env
     cleanup(env)
+
+
+@pytest.fixture
+def receivers():
+    """``(hook, mail)``: a webhook receiver and a real SMTP server on free local ports (see helpers.py)."""
+    from helpers import Mailbox, Receiver
+
+    hook, mail = Receiver(), Mailbox()
+    yield hook, mail
+    hook.close()
+    mail.close()

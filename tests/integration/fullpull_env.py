@@ -172,3 +172,20 @@ def cleanup_fullpull(fp: FullPullEnv) -> None:
     with fp.db.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS `{fp.database}`")
     fp.db.close()
+
+
+def wait_for_row(cfg, topic: str, marker: str, timeout: float) -> None:
+    """Until a tuple holding ``marker`` is in ``topic`` (the appender has caught up to it)."""
+    deadline = time.monotonic() + timeout
+    consumer = kafka.consumer(
+        cfg.endpoints.kafka, topic, auto_offset_reset="earliest", enable_auto_commit=False
+    )
+    try:
+        while time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                if any(marker.encode() in r.value for r in records):
+                    return
+    finally:
+        consumer.close()
+    msg = f"{marker!r} did not reach {topic} in {timeout:.0f}s"
+    raise AssertionError(msg)

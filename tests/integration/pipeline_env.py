@@ -126,7 +126,7 @@ class SparkStage:
         out.close()
         return self
 
-    def keep_up(self) -> None:
+    def check_alive(self) -> None:
         """The stage must still run. (With Spark 4.1.1 a stage restarted after kill -9 mid-batch died of
         SPARK-55271, a NullPointerException in KafkaMicroBatchStream.metrics; Spark 4.2.0 has the fix,
         and test_pipeline_kill.py::test_restart_after_a_kill_mid_batch_keeps_running holds it.)"""
@@ -385,16 +385,3 @@ class UmsTail:
 
     def close(self) -> None:
         self.consumer.close()
-
-
-def wait_until(check, timeout: float, what: str, interval: float = 2.0, alive=()) -> Any:
-    """Poll ``check()`` until it returns a truthy value; the stages in ``alive`` must stay up meanwhile."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        for s in alive:
-            s.keep_up()
-        assert time.monotonic() < deadline, f"{what}: not reached after {timeout}s"
-        time.sleep(interval)

@@ -19,10 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from extractor_env import ExtractorEnv
-from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
-from test_rowdecode_types import (
+from every_type import (
     COLUMNS,
     CREATE,
     MAX_ROW,
@@ -33,6 +30,9 @@ from test_rowdecode_types import (
     as_decoded,
     multi_row_insert,
 )
+from extractor_env import ExtractorEnv
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from appender import job
 from appender.output import SCHEMA_HEADER, SchemaCache, decode, fingerprint

@@ -24,13 +24,13 @@ import urllib.request
 
 import pytest
 import yaml
+from helpers import wait_until
 from pipeline_env import (
     appender_stage,
     cleanup_pipeline,
     dispatcher_stage,
     make_pipeline_env,
     read_records,
-    wait_until,
 )
 
 from dbuslib import influx, kafka, topics

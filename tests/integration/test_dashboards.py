@@ -9,47 +9,25 @@ with the sample figures.
 
 from __future__ import annotations
 
-import json
-import re
 import time
-import urllib.parse
-import urllib.request
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-
-GRAFANA = Path(__file__).resolve().parents[2] / "conf" / "grafana"
-DASHBOARD = GRAFANA / "dashboards" / "dbus.json"
-DATASOURCES = GRAFANA / "provisioning" / "datasources" / "dbus.yaml"
-PROVIDERS = GRAFANA / "provisioning" / "dashboards" / "dbus.yaml"
-ALERTING = GRAFANA / "provisioning" / "alerting" / "dbus.yaml"
-DS_UID = "dbus-influxdb"
-INTERVAL = "1m"  # what Grafana would pick for $__interval; every sample series has one point per minute
-
-
-def _dashboard() -> dict[str, Any]:
-    return json.loads(DASHBOARD.read_text())
-
-
-def _rules() -> list[dict[str, Any]]:
-    return [r for g in yaml.safe_load(ALERTING.read_text())["groups"] for r in g["rules"]]
-
-
-def panel_queries() -> list[tuple[str, str]]:
-    """``(id, query)`` of each panel target and template variable: ``"3B"`` = panel 3, refId B."""
-    d = _dashboard()
-    out = [(f"{p['id']}{t['refId']}", t["query"]) for p in d["panels"] for t in p["targets"]]
-    return out + [(f"var:{v['name']}", v["query"]) for v in d["templating"]["list"]]
-
-
-def rule_queries() -> list[tuple[str, str]]:
-    return [
-        (r["uid"], q["model"]["query"]) for r in _rules() for q in r["data"] if q["datasourceUid"] == DS_UID
-    ]
-
+from dashboards import (
+    DATASOURCES,
+    DS_UID,
+    PROVIDERS,
+    as_server_type,
+    dashboard,
+    influxql,
+    panel_queries,
+    render,
+    rule_queries,
+    rules,
+    server_types,
+)
 
 # ------------------------------------------------------------------------------ files (no server)
 
@@ -61,16 +39,16 @@ def test_provisioning_files_parse_and_agree_on_the_datasource():
     ]
     provider = yaml.safe_load(PROVIDERS.read_text())["providers"][0]
     assert provider["options"]["path"].endswith("conf/grafana/dashboards")
-    d = _dashboard()
+    d = dashboard()
     uids = {p["datasource"]["uid"] for p in d["panels"]} | {
         t["datasource"]["uid"] for p in d["panels"] for t in p["targets"]
     }
     assert uids == {DS_UID}
-    assert {q["datasourceUid"] for r in _rules() for q in r["data"]} == {DS_UID, "__expr__"}
+    assert {q["datasourceUid"] for r in rules() for q in r["data"]} == {DS_UID, "__expr__"}
 
 
 def test_every_panel_has_an_influxql_query_filtered_by_ds():
-    d = _dashboard()
+    d = dashboard()
     assert [v["name"] for v in d["templating"]["list"]] == ["ds"]
     for p in d["panels"]:
         assert p["targets"], f"panel {p['title']!r} has no query"
@@ -93,60 +71,20 @@ def test_every_panel_has_an_influxql_query_filtered_by_ds():
 
 
 def test_alert_rules_cover_heartbeat_age_and_latency_and_dead_letters():
-    rules = {r["uid"]: r for r in _rules()}
-    assert set(rules) == {"dbus-heartbeat-stale", "dbus-heartbeat-latency", "dbus-dead-letters"}
-    for r in rules.values():
+    by_uid = {r["uid"]: r for r in rules()}
+    assert set(by_uid) == {"dbus-heartbeat-stale", "dbus-heartbeat-latency", "dbus-dead-letters"}
+    for r in by_uid.values():
         refs = {q["refId"]: q for q in r["data"]}
         assert r["condition"] in refs and refs["A"]["model"]["query"].startswith("SELECT ")
-    assert _threshold(rules["dbus-heartbeat-stale"]) == ("lt", 1)
-    assert _threshold(rules["dbus-heartbeat-latency"]) == ("gt", 300)
-    assert _threshold(rules["dbus-dead-letters"]) == ("gt", 0)  # heartbeat.dead_letter_threshold's default
+    assert _threshold(by_uid["dbus-heartbeat-stale"]) == ("lt", 1)
+    assert _threshold(by_uid["dbus-heartbeat-latency"]) == ("gt", 300)
+    assert _threshold(by_uid["dbus-dead-letters"]) == ("gt", 0)  # heartbeat.dead_letter_threshold's default
 
 
 def _threshold(rule: dict[str, Any]) -> tuple[str, float]:
     model = next(q["model"] for q in rule["data"] if q["refId"] == rule["condition"])
     ev = model["conditions"][0]["evaluator"]
     return ev["type"], ev["params"][0]
-
-
-# ----------------------------------------------------------------------- Grafana's macros, InfluxQL
-
-
-def render(query: str, ds: str, from_ms: int | None, to_ms: int | None, interval: str = INTERVAL) -> str:
-    """Substitute the macros as Grafana's InfluxDB datasource does. ``from_ms`` None: a relative range
-    (``now-6h`` to ``now``) gives ``time >= now() - 6h``; an absolute one gives
-    ``time >= Xms and time <= Yms``."""
-    time_filter = "time >= now() - 6h" if from_ms is None else f"time >= {from_ms}ms and time <= {to_ms}ms"
-    seconds = int(interval[:-1]) * {"s": 1, "m": 60, "h": 3600}[interval[-1]]
-    values = {
-        "timeFilter": time_filter,
-        "__interval_ms": str(seconds * 1000),
-        "__interval": interval,
-        "interval": interval,
-        "ds": ds,
-        "__from": str(from_ms or 0),
-        "__to": str(to_ms or 0),
-    }
-    macro = r"\$\{(\w+)\}|\[\[(\w+)\]\]|\$(\w+)"
-    out = re.sub(macro, lambda m: values[next(g for g in m.groups() if g)], query)
-    assert not re.search(r"\$\w|\$\{|\[\[", out), f"a macro is left in {out}"
-    return out
-
-
-def influxql(cfg, q: str) -> list[dict[str, Any]]:
-    """The series of an InfluxQL query on ``/query``; fails on an error from the server."""
-    ep = cfg.endpoints.influxdb
-    db, _, rp = ep.bucket.partition("/")
-    params = urllib.parse.urlencode({"db": db, "rp": rp or "autogen", "q": q, "epoch": "ms"})
-    if q.startswith(("SELECT", "SHOW")):  # as Grafana sends them (httpMode GET)
-        request = urllib.request.Request(f"{ep.url}/query?{params}")
-    else:  # InfluxDB 1.x takes DROP ... only by POST
-        request = urllib.request.Request(f"{ep.url}/query", data=params.encode(), method="POST")
-    with urllib.request.urlopen(request, timeout=30) as resp:
-        body = json.load(resp)
-    result = body["results"][0]
-    assert "error" not in result, f"{q}\n-> {result['error']}"
-    return result.get("series", [])
 
 
 def figures(series: list[dict[str, Any]], only_ds: str | None = None) -> dict[str, list[list[Any]]]:
@@ -308,28 +246,6 @@ RULE_EXPECTED: dict[str, tuple[dict[str, list[list[Any]]], set[str]]] = {
 }
 
 
-def server_types(cfg, measurement: str) -> dict[str, str]:
-    series = influxql(cfg, f'SHOW FIELD KEYS FROM "{measurement}"')
-    return {row[0]: row[1] for s in series for row in s["values"]}
-
-
-def as_server_type(measurement: str, name: str, value: Any, server: dict[str, str]) -> Any:
-    """A field in the type the server already holds for it (InfluxDB 1.x refuses another type in a shard):
-    the contract fixes only some types, and a writer choosing int where we chose float must not break us."""
-    kind = server.get(name)
-    if kind is None or isinstance(value, str):
-        return value
-    if (measurement, name) in {
-        ("dbus_heartbeat", "latency_ms"),
-        ("dbus_heartbeat", "rows"),
-        ("dbus_dead_letter", "count"),
-        ("dbus_dead_letter", "offset"),
-    }:
-        want = "float" if name == "latency_ms" else "integer"
-        assert kind == want, f"{measurement}.{name} is {kind} on the server; the contract says {want}"
-    return float(value) if kind == "float" else int(value)
-
-
 @pytest.fixture(scope="module")
 def sample_ds(cfg):
     """A fresh ``ds`` with SAMPLES written; its series are dropped afterwards."""
@@ -390,7 +306,7 @@ def _fires(rule: dict[str, Any], last_values: dict[str, float]) -> set[str]:
 
 @pytest.mark.parametrize("uid", sorted(RULE_EXPECTED))
 def test_alert_rule_query_returns_the_sample_and_fires_for_the_right_table(cfg, sample_ds, uid):
-    rule = next(r for r in _rules() if r["uid"] == uid)
+    rule = next(r for r in rules() if r["uid"] == uid)
     (query,) = [q for qid, q in rule_queries() if qid == uid]
     got = figures(influxql(cfg, render(query, sample_ds, None, None)), only_ds=sample_ds)
     got = {k: [[round(v, 4) for v in row] for row in rows] for k, rows in got.items()}

@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import yaml
+from dashboards import influxql
 from extractor_env import REPO
+from helpers import Receiver, wait_until
 from pipeline_env import cleanup_pipeline, make_pipeline_env
-from test_dashboards import influxql
-from test_heartbeat_e2e import Receiver, wait_until
 
 from cli.stages import Stages
 from dbuslib import kafka, zk
@@ -35,7 +34,9 @@ def status_json(cfg_path, ds: str) -> dict:
 
 
 def test_a_dispatchers_dead_letter_is_counted_alerted_and_in_status(tmp_path, writer_db):
-    _, database = writer_db
+    db, database = writer_db
+    with db.cursor() as cur:  # a table to beat for: the heartbeat process's batches show that it runs on
+        cur.execute("CREATE TABLE beats (id INT PRIMARY KEY)")
     env = make_pipeline_env(tmp_path, database)
     hook = Receiver()
     raw = yaml.safe_load(env.cfg_path.read_text())
@@ -45,7 +46,7 @@ def test_a_dispatchers_dead_letter_is_counted_alerted_and_in_status(tmp_path, wr
         "interval_s": 5,
         "check_interval_s": 1,
         "timeout_s": 3600,
-        "webhook_url": f"http://127.0.0.1:{hook.server_port}/dbus",
+        "webhook_url": f"http://127.0.0.1:{hook.port}/dbus",
     }
     env.cfg_path.write_text(yaml.safe_dump(raw))
     env.cfg = cfg = load_config(env.cfg_path)
@@ -65,7 +66,7 @@ def test_a_dispatchers_dead_letter_is_counted_alerted_and_in_status(tmp_path, wr
             snap = status_json(env.cfg_path, ds)
             return next((d for d in snap.get("dead_letters", []) if d["stage"] == "dispatcher"), None)
 
-        letter = wait_until(counted, 180, "the dead letter in dbus status", stages)
+        letter = wait_until(counted, 180, "the dead letter in dbus status", alive=[stages])
         assert (letter["count"], letter["topic"], letter["partition"], letter["offset"]) == (
             1,
             ds,
@@ -73,7 +74,9 @@ def test_a_dispatchers_dead_letter_is_counted_alerted_and_in_status(tmp_path, wr
             sent.offset,
         ), letter
         assert letter["code"] not in ("", deadletters.UNREADABLE) and letter["dlq_topic"] == f"{ds}.dlq"
-        alerts = wait_until(lambda: hook.events("alert"), 30, "the dead-letter alert at the webhook", stages)
+        alerts = wait_until(
+            lambda: hook.events("alert"), 30, "the dead-letter alert at the webhook", alive=[stages]
+        )
         ((_, body),) = alerts
         assert (body["kind"], body["stage"], body["code"], body["topic"], body["offset"]) == (
             "dead_letter",
@@ -83,12 +86,22 @@ def test_a_dispatchers_dead_letter_is_counted_alerted_and_in_status(tmp_path, wr
             sent.offset,
         ), body
         stages.check_alive()  # the dispatcher and the monitor go on
-        time.sleep(3)  # three more checks: no second alert, no second count
+        # about five more checks (one more heartbeat batch): no second alert, no second count
+        with db.cursor() as cur:
+            cur.execute("SELECT COALESCE(MAX(ID), 0) FROM db_heartbeat_monitor")
+            (since,) = cur.fetchone()
+
+        def batches_since() -> int:
+            with db.cursor() as cur:
+                cur.execute("SELECT COUNT(*) FROM db_heartbeat_monitor WHERE ID > %s", (since,))
+                return cur.fetchone()[0]
+
+        wait_until(batches_since, 30, "one more heartbeat batch", alive=[stages])
         assert len(hook.events("alert")) == 1
         assert counted()["count"] == 1
     finally:
         stages.stop_all()
-        hook.shutdown()
+        hook.close()
         cleanup_pipeline(env)
         client = zk.client(cfg.endpoints.zookeeper)
         client.delete(zk.path(cfg.endpoints.zookeeper, "HeartBeat", ds), recursive=True)

@@ -204,7 +204,8 @@ def test_poison_records_become_dead_letters_with_coordinates_and_the_dispatcher_
     """A null value, garbage and a truncated raw record between good records, each batch written while a
     ``spark-submit`` dispatcher runs: the good ones reach the schema topic in order, each bad one is a
     dead letter naming its topic/partition/offset, and the dispatcher is still running afterwards."""
-    from pipeline_env import cleanup_pipeline, dispatcher_stage, make_pipeline_env, wait_until
+    from helpers import wait_until
+    from pipeline_env import cleanup_pipeline, dispatcher_stage, make_pipeline_env
 
     env = make_pipeline_env(tmp_path, "poison_db", partitions=1)
     stage = dispatcher_stage(env)

@@ -28,6 +28,7 @@ import pymysql
 import pytest
 import yaml
 from extractor_env import REPO
+from helpers import wait_until
 from pipeline_env import (
     UmsTail,
     appender_stage,
@@ -37,7 +38,6 @@ from pipeline_env import (
     make_pipeline_env,
     read_records,
     read_ums,
-    wait_until,
 )
 
 from dbuslib import mysql
@@ -203,11 +203,11 @@ def test_mariadb_zookeeper_and_kafka_restarts_cost_latency_not_a_stage(writer_db
 
         def all_running() -> None:
             assert extractor.poll() is None, f"the extractor exited ({extractor.returncode}): {env.log_paths}"
-            dispatcher.keep_up()
-            appender.keep_up()
+            dispatcher.check_alive()
+            appender.check_alive()
 
         class Extractor:  # wait_until's alive= protocol
-            keep_up = staticmethod(lambda: all_running())
+            check_alive = staticmethod(lambda: all_running())
 
         stages = (Extractor, dispatcher, appender)
         wait_until(lambda: uids() > 0, 180, "first UMS output", alive=stages)

@@ -8,8 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from extractor_env import cleanup, make_env
-from test_rowdecode_types import (
+from every_type import (
     CREATE,
     MAX_ROW,
     MIN_ROW,
@@ -21,6 +20,7 @@ from test_rowdecode_types import (
     replay,
     run,
 )
+from extractor_env import cleanup, make_env
 
 from binlog.rows import decode_rows
 

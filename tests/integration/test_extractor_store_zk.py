@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from helpers import wait_until
 from kazoo.client import KazooClient
 
 from dbuslib import zk, zkpaths
@@ -21,14 +22,6 @@ from extractor.position import Position
 from extractor.store import PositionStore, read_file
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"gave up after {timeout}s waiting for {what}")
-        time.sleep(0.05)
 
 
 def stack(command: str) -> None:

@@ -14,8 +14,8 @@ import time
 from collections import Counter
 
 import pytest
+from every_type import as_decoded
 from fullpull_env import cleanup_fullpull, make_fullpull_env
-from test_rowdecode_types import as_decoded
 
 from dbuslib import kafka, mysql
 from fullpuller import catalog, request

@@ -17,7 +17,8 @@ import time
 import uuid
 
 import pytest
-from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus
+from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus, wait_for_row
+from helpers import wait_until
 from pipeline_env import make_pipeline_env
 
 from cli.stages import Stages
@@ -46,6 +47,11 @@ class Workload(threading.Thread):
         self.counts = {"insert": 0, "update": 0, "delete": 0}
         self.next_id = ROWS + 1
         self.error: BaseException | None = None
+
+    def total(self) -> int:
+        """Writes so far; fails at once if the workload died."""
+        assert self.error is None, self.error
+        return sum(self.counts.values())
 
     def run(self) -> None:
         rnd = random.Random(5)
@@ -82,23 +88,6 @@ class Workload(threading.Thread):
             self.error = e
 
 
-def _wait_for_row(cfg, topic: str, marker: str, timeout: float) -> None:
-    """Until a tuple holding ``marker`` is in ``topic`` (the appender has caught up to it)."""
-    deadline = time.monotonic() + timeout
-    consumer = kafka.consumer(
-        cfg.endpoints.kafka, topic, auto_offset_reset="earliest", enable_auto_commit=False
-    )
-    try:
-        while time.monotonic() < deadline:
-            for records in consumer.poll(timeout_ms=500).values():
-                if any(marker.encode() in r.value for r in records):
-                    return
-    finally:
-        consumer.close()
-    msg = f"{marker!r} did not reach {topic} in {timeout:.0f}s"
-    raise AssertionError(msg)
-
-
 def test_a_full_pull_under_live_writes_reconciles_to_an_exact_copy(tmp_path, source):
     database = f"dbus_test_{uuid.uuid4().hex[:12]}"
     writer = mysql.connect(source.mysql, as_writer=True)
@@ -115,7 +104,7 @@ def test_a_full_pull_under_live_writes_reconciles_to_an_exact_copy(tmp_path, sou
             stages.start(stage)
         stages.wait_ready("extractor", "dispatcher", "appender", "fullpuller")
         workload.start()
-        time.sleep(2)
+        wait_until(lambda: workload.total() >= 200, 60, "the workload's first 200 writes")
         producer = kafka.producer(env.cfg.endpoints.kafka)  # bad requests first: they must disturb nothing
         producer.send(
             env.cfg.source(env.ds).topics.name("ctrl", env.ds),
@@ -139,7 +128,8 @@ def test_a_full_pull_under_live_writes_reconciles_to_an_exact_copy(tmp_path, sou
         )
         assert out.returncode == 0, out.stdout + out.stderr
         print(out.stdout.splitlines()[-1])
-        time.sleep(2)  # writes go on after the pull
+        after_pull = workload.total()
+        wait_until(lambda: workload.total() >= after_pull + 200, 60, "200 writes after the pull")
         workload.stop_flag.set()
         workload.join(30)
         assert workload.error is None, workload.error
@@ -148,7 +138,7 @@ def test_a_full_pull_under_live_writes_reconciles_to_an_exact_copy(tmp_path, sou
         with writer.cursor() as cur:  # the last change; in one partition, so all before it arrived too
             cur.execute("UPDATE live SET note = 'drain-marker' WHERE id = (SELECT MIN(id) FROM live)")
         topic = env.cfg.source(env.ds).topics.name("result", env.ds, database, "live")
-        _wait_for_row(env.cfg, topic, "drain-marker", 300)
+        wait_for_row(env.cfg, topic, "drain-marker", 300)
         for stage in ("fullpuller", "appender", "dispatcher", "extractor"):  # free the cores for the checks
             stages.stop(stage)
         snapshot = tmp_path / "snapshot"

@@ -18,9 +18,7 @@ from decimal import Decimal
 
 import pymysql
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from test_rowdecode_types import (
+from every_type import (
     COLUMNS,
     CREATE,
     MAX_ROW,
@@ -30,6 +28,8 @@ from test_rowdecode_types import (
     as_decoded,
     multi_row_insert,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fullpuller.catalog import table_info
 from fullpuller.render import (
@@ -267,9 +267,8 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
     (one shard: the splitter cannot split on UUID) verifies too. One more change: verify fails."""
     import uuid as uuidlib
 
-    from fullpull_env import FullPullEnv, cleanup_fullpull
+    from fullpull_env import FullPullEnv, cleanup_fullpull, wait_for_row
     from pipeline_env import make_pipeline_env
-    from test_fullpull_live import _wait_for_row
 
     from cli.stages import Stages
     from dbuslib import kafka, mysql
@@ -334,9 +333,9 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
             cur.execute("UPDATE tokens SET hits = -hits WHERE hits BETWEEN 31 AND 40")
             cur.execute("UPDATE tokens SET ip = 'fe80::d4a1' WHERE hits = 41")  # the tokens' drain marker
             cur.execute("UPDATE hosts SET note = 'drain-marker' WHERE id = 4")
-        _wait_for_row(env.cfg, topic, "drain-marker", 300)
+        wait_for_row(env.cfg, topic, "drain-marker", 300)
         tokens_topic = env.cfg.source(env.ds).topics.name("result", env.ds, database, "tokens")
-        _wait_for_row(env.cfg, tokens_topic, "fe80::d4a1", 300)
+        wait_for_row(env.cfg, tokens_topic, "fe80::d4a1", 300)
         for stage in ("fullpuller", "appender", "dispatcher", "extractor"):  # free the cores for the checks
             stages.stop(stage)
 

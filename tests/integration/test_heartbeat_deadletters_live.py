@@ -10,9 +10,8 @@ import json
 import time
 
 import pytest
-from test_dashboards import influxql
-from test_heartbeat_monitor import receivers  # noqa: F401 - the fixture
-from test_heartbeat_writer import heartbeat_config, wait_until
+from dashboards import influxql
+from helpers import heartbeat_config, wait_until
 
 from cli import status
 from dbuslib import kafka, zk
@@ -24,22 +23,22 @@ QUIET_S = 5
 
 
 @pytest.fixture
-def dlq_env(tmp_path, writer_db, receivers):  # noqa: F811 - the fixture
+def dlq_env(tmp_path, writer_db, receivers):
     _, database = writer_db
-    http_port, hooks, _, _ = receivers
+    hook, _ = receivers
     ds, cfg = heartbeat_config(
         tmp_path,
         database,
         check_interval_s=1,
         dead_letter_quiet_s=QUIET_S,
-        webhook_url=f"http://127.0.0.1:{http_port}/alerts",
+        webhook_url=f"http://127.0.0.1:{hook.port}/alerts",
         webhook_timeout_s=5,
     )
     topic = cfg.source(ds).topics.name("dead_letter", ds)
     kafka.ensure_topics(cfg.endpoints.kafka, [topic], partitions=2)
     client = zk.client(cfg.endpoints.zookeeper)
     try:
-        yield ds, cfg, topic, client, hooks
+        yield ds, cfg, topic, client, hook
     finally:
         client.delete(zk.path(cfg.endpoints.zookeeper, "HeartBeat", ds), recursive=True)
         client.stop()
@@ -101,7 +100,7 @@ def checks_until(monitor: Monitor, done) -> list:
 
 
 def test_dead_letters_are_counted_once_alerted_shown_and_cleared(dlq_env):
-    ds, cfg, topic, client, hooks = dlq_env
+    ds, cfg, topic, client, receiver = dlq_env
     dispatcher_letter = {
         "reason": "RAW_BAD_RECORD",
         "error": "bad magic",
@@ -139,8 +138,8 @@ def test_dead_letters_are_counted_once_alerted_shown_and_cleared(dlq_env):
         "unknown/DLQ_UNREADABLE": 2,
     }
 
-    wait_until(lambda: len(hooks) == 3, 10, "three dead-letter alerts at the webhook")
-    hook = next(h for h in hooks if h["code"] == "RAW_UNDECODABLE")
+    wait_until(lambda: len(receiver.hooks) == 3, 10, "three dead-letter alerts at the webhook")
+    hook = next(h for h in receiver.hooks if h["code"] == "RAW_UNDECODABLE")
     assert (hook["event"], hook["kind"], hook["stage"], hook["count"]) == (
         "alert",
         "dead_letter",
@@ -191,5 +190,5 @@ def test_dead_letters_are_counted_once_alerted_shown_and_cleared(dlq_env):
         )[0]
     )
     assert (open_["count"], open_["offset"], open_["origin"]) == (3, 43, "shop.orders")
-    wait_until(lambda: len(hooks) == 5, 10, "two recoveries at the webhook")
-    assert sorted(h["code"] for h in hooks[3:]) == ["DLQ_UNREADABLE", "RAW_BAD_RECORD"]
+    wait_until(lambda: len(receiver.hooks) == 5, 10, "two recoveries at the webhook")
+    assert sorted(h["code"] for h in receiver.hooks[3:]) == ["DLQ_UNREADABLE", "RAW_BAD_RECORD"]

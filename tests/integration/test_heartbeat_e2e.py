@@ -19,44 +19,22 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 import yaml
+from dashboards import influxql, panel_queries, render
 from extractor_env import REPO
+from helpers import Receiver, wait_until
 from pipeline_env import cleanup_pipeline, make_pipeline_env
 
+from binlog import heartbeat as hbt
 from cli.stages import Stages
 from dbuslib import influx, kafka, zk
 from dbuslib.config import load_config
 
 pytestmark = pytest.mark.integration
 INTERVAL_S, CHECK_S, TIMEOUT_S = 2.0, 1.0, 10.0
-
-
-class Receiver(HTTPServer):
-    """A webhook receiver: every POSTed JSON body, with the time it arrived."""
-
-    def __init__(self) -> None:
-        self.bodies: list[tuple[float, dict]] = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(handler) -> None:
-                body = handler.rfile.read(int(handler.headers.get("Content-Length", 0)))
-                self.bodies.append((time.time(), json.loads(body)))
-                handler.send_response(200)
-                handler.end_headers()
-
-            def log_message(handler, *args) -> None:
-                pass
-
-        super().__init__(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-    def events(self, kind: str) -> list[tuple[float, dict]]:
-        return [(t, b) for t, b in self.bodies if b.get("event") == kind]
 
 
 def last_heartbeats(cfg, ds: str) -> dict[str, dict[str, float]]:
@@ -83,16 +61,31 @@ def committed_position(cfg, ds: str) -> str:
         client.close()
 
 
-def wait_until(check, timeout: float, what: str, stages: Stages, step: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        stages.check_alive()
-        got = check()
-        if got:
-            return got
-        time.sleep(step)
-    msg = f"{what}: not within {timeout:.0f}s"
-    raise AssertionError(msg)
+def newest_written(db, hb_schema: str, database: str) -> dict[str, int]:
+    """The newest heartbeat the writer put in its table, per monitored table: its packet's emit time, ms."""
+    with db.cursor() as cur:
+        cur.execute(
+            f"SELECT TABLE_NAME, PACKET FROM `{hb_schema}`.db_heartbeat_monitor WHERE SCHEMA_NAME = %s "
+            "ORDER BY ID",
+            (database,),
+        )
+        return {table: hbt.parse_packet(packet).time_ms for table, packet in cur.fetchall()}
+
+
+def two_more_batches(db, hb_schema: str, database: str) -> None:
+    """Waits until the heartbeat process has written two more batches (a row each for busy and quiet),
+    about four of its monitor's checks: progress of the process that would repeat an alert, not a clock."""
+    table = f"`{hb_schema}`.db_heartbeat_monitor"
+    with db.cursor() as cur:
+        cur.execute(f"SELECT COALESCE(MAX(ID), 0) FROM {table}")  # IDs only grow; old rows may be purged
+        (since,) = cur.fetchone()
+
+    def written() -> int:
+        with db.cursor() as cur:
+            cur.execute(f"SELECT COUNT(*) FROM {table} WHERE ID > %s AND SCHEMA_NAME = %s", (since, database))
+            return cur.fetchone()[0]
+
+    wait_until(lambda: written() >= 4, 10 * INTERVAL_S, "two more heartbeat batches")
 
 
 def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
@@ -112,7 +105,7 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
         "check_interval_s": CHECK_S,
         "timeout_s": TIMEOUT_S,
         "latency_alert_s": 120,
-        "webhook_url": f"http://127.0.0.1:{hook.server_port}/dbus",
+        "webhook_url": f"http://127.0.0.1:{hook.port}/dbus",
     }
     env.cfg_path.write_text(yaml.safe_dump(raw))
     env.cfg = cfg = load_config(env.cfg_path)
@@ -133,7 +126,7 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
             ),
             180,
             "the first rows through the path",
-            stages,
+            alive=[stages],
         )
         # the monitor starts once the path runs: its first micro-batches take longer than the test's 10 s
         # threshold (the default threshold is 600 s)
@@ -142,7 +135,10 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
 
         # 1. latency per table within two intervals of the packet time
         wait_until(
-            lambda: {"busy", "quiet"} <= set(last_heartbeats(cfg, ds)), 120, "first heartbeats", stages
+            lambda: {"busy", "quiet"} <= set(last_heartbeats(cfg, ds)),
+            120,
+            "first heartbeats",
+            alive=[stages],
         )
         since_ms = time.time() * 1000
         fresh = wait_until(
@@ -153,20 +149,14 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
             ),
             4 * INTERVAL_S,
             "heartbeats newer than the check's start",
-            stages,
-            step=0.2,
+            alive=[stages],
         )
         arrived_ms = time.time() * 1000
         for table in ("busy", "quiet"):
             assert arrived_ms - fresh[table]["packet_ms"] <= 2 * INTERVAL_S * 1000, fresh[table]
             assert fresh[table]["latency_ms"] <= 2 * INTERVAL_S * 1000, fresh[table]
         print(f"\nlatency per table: { {t: round(fresh[t]['latency_ms']) for t in ('busy', 'quiet')} } ms")
-        from test_dashboards import (
-            influxql,
-            panel_queries,
-            render,
-        )  # the dashboard's queries, as Grafana runs them
-
+        # the dashboard's queries, as Grafana runs them
         answered = {
             title: influxql(cfg, render(q, ds, None, None))
             for title, q in panel_queries()
@@ -179,15 +169,32 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
 
         # 2. the quiet table: fresh heartbeats and a moving position
         first_quiet, first_pos = fresh["quiet"]["packet_ms"], committed_position(cfg, ds)
-        time.sleep(3 * INTERVAL_S)
-        later = last_heartbeats(cfg, ds)
-        assert later["quiet"]["packet_ms"] > first_quiet
-        assert committed_position(cfg, ds) != first_pos
+        wait_until(
+            lambda: last_heartbeats(cfg, ds)["quiet"]["packet_ms"] > first_quiet,
+            6 * INTERVAL_S,
+            "a newer heartbeat of the quiet table",
+            alive=[stages],
+        )
+        wait_until(
+            lambda: committed_position(cfg, ds) != first_pos,
+            6 * INTERVAL_S,
+            "the committed position to move on",
+            alive=[stages],
+        )
 
         # 3. dbus status reports what the test reads itself (writer stopped: the figures hold still)
         stages.stop("heartbeat")
-        time.sleep(2 * INTERVAL_S)
-        measured = last_heartbeats(cfg, ds)
+        written = newest_written(writer, hb_schema, database)
+        measured = wait_until(
+            lambda: (
+                (h := last_heartbeats(cfg, ds))
+                and all(h[t]["packet_ms"] >= written[t] for t in ("busy", "quiet"))
+                and h
+            ),
+            60,
+            "the writer's last heartbeats in InfluxDB",
+            alive=[stages],
+        )
         out = subprocess.run(
             [
                 sys.executable,
@@ -220,15 +227,24 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
         assert hook.bodies == [], [
             (round(t - t_hb, 1), b["event"], b["table"], b["kind"], b.get("message")) for t, b in hook.bodies
         ]  # a healthy path raised nothing so far
+        restarted_ms = time.time() * 1000
         stages.start("heartbeat")
-        time.sleep(2 * INTERVAL_S)
+        wait_until(
+            lambda: (
+                (h := last_heartbeats(cfg, ds))
+                and all(h[t]["packet_ms"] >= restarted_ms for t in ("busy", "quiet"))
+            ),
+            60,
+            "heartbeats of the restarted writer through the path",
+            alive=[stages],
+        )
         stopped = time.time()
         stages.stop("appender")
         alerts = wait_until(
             lambda: len(hook.events("alert")) >= 2 and hook.events("alert"),
             TIMEOUT_S + 60,
             "webhook alerts",
-            stages,
+            alive=[stages],
         )
         assert all(at >= stopped for at, _ in alerts)
         for at, body in alerts:
@@ -238,16 +254,18 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
             f"alerts {sorted(b['table'] for _, b in alerts)} after "
             f"{max(t for t, _ in alerts) - stopped:.1f}s (threshold {TIMEOUT_S:.0f}s)"
         )
-        time.sleep(3 * CHECK_S)
-        assert len(hook.events("alert")) == 2  # one per incident: no repeats while it lasts
+        # no repeats while it lasts: the heartbeat process (writer and monitor) runs on for two more
+        # writer batches, about four monitor checks
+        two_more_batches(writer, hb_schema, database)
+        assert len(hook.events("alert")) == 2  # one per incident
         stages.start("appender")
-        wait_until(lambda: len(hook.events("recovery")) >= 2, 180, "recovery notices", stages)
-        time.sleep(3 * CHECK_S)
+        wait_until(lambda: len(hook.events("recovery")) >= 2, 180, "recovery notices", alive=[stages])
+        two_more_batches(writer, hb_schema, database)
         assert sorted(b["table"] for _, b in hook.events("alert")) == ["busy", "quiet"]
         assert sorted(b["table"] for _, b in hook.events("recovery")) == ["busy", "quiet"]
     finally:
         stages.stop_all()
-        hook.shutdown()
+        hook.close()
         cleanup_pipeline(env)
         client = zk.client(cfg.endpoints.zookeeper)
         client.delete(zk.path(cfg.endpoints.zookeeper, "HeartBeat", ds), recursive=True)

@@ -8,26 +8,12 @@ import threading
 import time
 
 import pytest
-import yaml
+from helpers import HB_TABLE, heartbeat_config, wait_until
 from kazoo.client import KazooClient
 
 from binlog import heartbeat as hbt
 from dbuslib import zk
-from dbuslib.config import load_config
 from heartbeat.writer import HeartbeatWriter
-
-HB_TABLE = "db_heartbeat_monitor"
-
-
-def heartbeat_config(tmp_path, database: str, **heartbeat):
-    """A throwaway source capturing only ``database``, whose heartbeat table lives in that database too."""
-    from extractor_env import make_env
-
-    env = make_env(tmp_path, database)
-    raw = yaml.safe_load(env.cfg_path.read_text())
-    raw["sources"][env.ds]["heartbeat"] = {"schema": database, "table": HB_TABLE, **heartbeat}
-    env.cfg_path.write_text(yaml.safe_dump(raw))
-    return env.ds, load_config(env.cfg_path)
 
 
 @pytest.fixture
@@ -63,15 +49,6 @@ def hb_env(tmp_path, writer_db):
     cleanup.delete(zk.path(cfg.endpoints.zookeeper, "HeartBeat", ds), recursive=True)
     cleanup.stop()
     cleanup.close()
-
-
-def wait_until(cond, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            msg = f"timed out after {timeout}s waiting for {what}"
-            raise AssertionError(msg)
-        time.sleep(0.1)
 
 
 def rows(db, database: str) -> list[tuple]:
@@ -121,11 +98,21 @@ def test_two_writers_only_one_writes(hb_env):
     db, database, _, _, start = hb_env
     a, _ = start("a")
     wait_until(lambda: a.emits >= 1, 20, "a to lead")
-    b, _ = start("b")
-    time.sleep(4)  # b would have written about four batches by now if it led
+    b, client = start("b")
+    wait_until(lambda: len(contenders(client, b)) == 2, 20, "b to queue behind a")
+    a0 = a.emits
+    wait_until(
+        lambda: a.emits >= a0 + 4, 20, "four more batches from a"
+    )  # b would have written too, if it led
     assert a.leading.is_set() and not b.leading.is_set()
     assert b.emits == 0
     assert all(sorted(t) == ["t1", "t2"] for t in batches(db, database).values())
+
+
+def contenders(client: KazooClient, writer) -> list[str]:
+    """The writers queued in the heartbeat leader election of ``writer``'s source (leader first)."""
+    leader = zk.path(writer.cfg.endpoints.zookeeper, "HeartBeat", writer.ds, "leader")
+    return client.get_children(leader) if client.exists(leader) else []
 
 
 def expire_session(client: KazooClient, hosts: str) -> None:
@@ -140,14 +127,14 @@ def test_the_standby_takes_over_when_the_leader_session_expires(hb_env):
     db, database, _, cfg, start = hb_env
     a, client_a = start("a")
     wait_until(lambda: a.emits >= 1, 20, "a to lead")
-    b, _ = start("b")
-    time.sleep(1)
+    b, client_b = start("b")
+    wait_until(lambda: len(contenders(client_b, b)) == 2, 20, "b to queue behind a")
     assert b.emits == 0
     expire_session(client_a, cfg.endpoints.zookeeper.hosts)
     wait_until(lambda: b.emits >= 2, 30, "b to take over and write")
     assert not a.leading.is_set()
-    a_emits = a.emits
-    time.sleep(3)
+    a_emits, b0 = a.emits, b.emits
+    wait_until(lambda: b.emits >= b0 + 3, 20, "three more batches from b")
     assert a.emits == a_emits  # the deposed writer waits as a standby now
     leader = zk.path(cfg.endpoints.zookeeper, "HeartBeat", b.ds, "leader")
     children = sorted(client_a.get_children(leader), key=lambda c: c[-10:])

@@ -18,13 +18,13 @@ import argparse
 import base64
 import hashlib
 import json
-import time
 import uuid
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
 from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus
+from helpers import wait_until
 from pipeline_env import make_pipeline_env
 
 from cli.stages import Stages
@@ -83,14 +83,12 @@ def read_tuples(cfg, topic: str, protocol: str = "data_increment_data") -> tuple
 
 def _wait_for(cfg, topic: str, ids: set[int], stages: Stages, timeout: float) -> list[dict]:
     """The result tuples once every id of ``ids`` has one (the stages must stay alive meanwhile)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        stages.check_alive()
+
+    def arrived() -> list[dict] | None:
         tuples, _ = read_tuples(cfg, topic)  # a topic not made yet reads as empty
-        if ids <= {int(t["id"]) for t in tuples}:
-            return tuples
-        assert time.monotonic() < deadline, f"ids {sorted(ids)} did not all reach {topic} in {timeout:.0f}s"
-        time.sleep(2)
+        return tuples if ids <= {int(t["id"]) for t in tuples} else None
+
+    return wait_until(arrived, timeout, f"ids {sorted(ids)} in {topic}", alive=[stages], interval=2)
 
 
 @pytest.mark.timeout(1800)

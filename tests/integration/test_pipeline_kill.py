@@ -24,6 +24,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from helpers import wait_until
 from pipeline_env import (
     UmsTail,
     appender_stage,
@@ -34,7 +35,6 @@ from pipeline_env import (
     read_records,
     read_ums,
     run_dispatcher_now,
-    wait_until,
 )
 
 from binlog import rawevent
@@ -117,15 +117,17 @@ def test_kill_9_dispatcher_and_appender_loses_nothing(writer_db, tmp_path, kafka
             return len(tail.poll().uids)
 
         # Both stages are up and the output grows: then crash the dispatcher mid-stream.
-        wait_until(lambda: uids() > 0, 150, "first UMS output", alive=(dispatcher, appender))
-        time.sleep(random.uniform(1, 4))
+        first = wait_until(uids, 150, "first UMS output", alive=(dispatcher, appender))
+        at = first + random.randint(20, 200)  # a random point of the stream, counted in rows out
+        wait_until(lambda: uids() >= at, 120, f"{at} uids out", alive=(dispatcher, appender))
         dispatcher.kill()
         killed_at = uids()
         print(
             f"\n{time.monotonic() - t0:.0f}s: dispatcher killed ({killed_at} uids out, "
             f"{writer.changes} changes written)"
         )
-        time.sleep(2)
+        written = writer.changes  # the workload goes on while no dispatcher runs
+        wait_until(lambda: writer.changes >= written + 100, 60, "100 changes written meanwhile")
         dispatcher.start()
         # The new dispatcher routes records; then crash the appender while it writes (the output grows).
         wait_until(
@@ -145,7 +147,8 @@ def test_kill_9_dispatcher_and_appender_loses_nothing(writer_db, tmp_path, kafka
         )
         assert writer.is_alive() and writer.error is None, "the kills must happen while the workload runs"
         appender.start()
-        time.sleep(5)
+        written = writer.changes  # and goes on while the appender starts again
+        wait_until(lambda: writer.changes >= written + 250, 60, "250 changes written meanwhile")
         writer.stop.set()
         writer.join(120)
         assert writer.error is None, writer.error
@@ -160,7 +163,7 @@ def test_kill_9_dispatcher_and_appender_loses_nothing(writer_db, tmp_path, kafka
         )
         print(f"{time.monotonic() - t0:.0f}s: caught up")
         for s in (dispatcher, appender):
-            s.keep_up()
+            s.check_alive()
 
         out = [o for o in read_ums(kafka_up, result) if o.kind == "data_increment_data"]
         by_uid = defaultdict(set)

@@ -24,7 +24,8 @@ import uuid
 
 import pytest
 from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus
-from pipeline_env import make_pipeline_env, read_ums, wait_until
+from helpers import wait_until
+from pipeline_env import make_pipeline_env, read_ums
 
 from cli.stages import Stages
 from dbuslib import kafka, mysql

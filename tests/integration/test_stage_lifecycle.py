@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from pipeline_env import SparkStage, cleanup_pipeline, make_pipeline_env, wait_until
+from helpers import wait_until
+from pipeline_env import SparkStage, cleanup_pipeline, make_pipeline_env
 
 from cli import demo
 from cli.stages import REPO, Stages, processes_naming

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 import yaml
-from test_dashboards import as_server_type, influxql, server_types
+from dashboards import as_server_type, influxql, server_types
 
 from cli import status
 from dbuslib import influx, mysql, zk

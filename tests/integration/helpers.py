@@ -1,0 +1,127 @@
+"""What the integration tests share: one way to wait, the receivers an alert goes to, the heartbeat source.
+
+- ``wait_until(check, timeout, what, alive=[stage])``: poll until ``check()`` is truthy and return its value;
+  fails naming ``what`` and the timeout, or at once when a stage in ``alive`` has died.
+- ``Receiver``: a webhook receiver (every POSTed JSON body, with the time it arrived).
+- ``Mailbox``: a real SMTP server (aiosmtpd) on a free local port; ``messages`` holds what arrived.
+- ``heartbeat_config(tmp_path, database, interval_s=1, ...)``: a throwaway source capturing ``database``,
+  whose heartbeat table lives there too.
+
+A test module never imports another test module: what two tests share lives here or in a named workload
+module (every_type.py, dashboards.py).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from email import message_from_bytes
+from email.message import Message
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol, TypeVar
+
+import yaml
+from aiosmtpd.controller import Controller
+from extractor_env import make_env
+
+from dbuslib.config import DbusConfig, load_config
+
+T = TypeVar("T")
+HB_TABLE = "db_heartbeat_monitor"
+
+
+class Alive(Protocol):
+    def check_alive(self) -> None:
+        """Raise (naming the stage and its log) if the stage has exited."""
+
+
+def wait_until(
+    check: Callable[[], T], timeout: float, what: str, *, alive: Iterable[Alive] = (), interval: float = 0.2
+) -> T:
+    """Poll ``check()`` until it returns a truthy value and return that value.
+
+    Between polls it sleeps ``interval`` or as long as the check itself took, whichever is longer, so a
+    check that reads a whole topic does not keep a core busy. Every stage in ``alive`` must still run.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        began = time.monotonic()
+        got = check()
+        if got:
+            return got
+        for stage in alive:
+            stage.check_alive()
+        took = time.monotonic() - began
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout:g}s")
+        time.sleep(max(interval, took))
+
+
+class Receiver(ThreadingHTTPServer):
+    """A webhook receiver on a free local port: every POSTed JSON body, with the time it arrived."""
+
+    def __init__(self) -> None:
+        self.bodies: list[tuple[float, dict]] = []
+        bodies = self.bodies
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                bodies.append((time.time(), json.loads(body)))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def port(self) -> int:
+        return self.server_address[1]
+
+    @property
+    def hooks(self) -> list[dict]:
+        return [b for _, b in self.bodies]
+
+    def events(self, kind: str) -> list[tuple[float, dict]]:
+        return [(t, b) for t, b in self.bodies if b.get("event") == kind]
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+class Mailbox:
+    """A real SMTP server (aiosmtpd) on a free local port; ``messages`` holds each mail it accepted."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        messages = self.messages
+
+        class Handler:
+            async def handle_DATA(self, server, session, envelope) -> str:
+                messages.append(message_from_bytes(envelope.original_content))
+                return "250 Message accepted for delivery"
+
+        with socket.socket() as probe:  # a free port: the controller checks its own start by connecting
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.controller = Controller(Handler(), hostname="127.0.0.1", port=self.port)
+        self.controller.start()
+
+    def close(self) -> None:
+        self.controller.stop()
+
+
+def heartbeat_config(tmp_path, database: str, **heartbeat: Any) -> tuple[str, DbusConfig]:
+    """A throwaway source capturing only ``database``, whose heartbeat table lives in that database too."""
+    env = make_env(tmp_path, database)
+    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw["sources"][env.ds]["heartbeat"] = {"schema": database, "table": HB_TABLE, **heartbeat}
+    env.cfg_path.write_text(yaml.safe_dump(raw))
+    return env.ds, load_config(env.cfg_path)
