@@ -1,0 +1,60 @@
+"""Every ``dbus ...`` command written in README.md, CONTRIBUTING.md and docs/*.md parses as written: the
+command assembled by cli/main.py from the stages' commands.py accepts it (``dbus extractor ...`` through
+extractor/main.py's own parser). A command on a line of its own (a code block) must parse whole; one named
+in running text (```dbus reconcile```) must name a command that exists (its ``--help`` works). Lines with
+placeholders (``<ds>``, ``[--force]``, ``a|b``, ``...``) are templates, not commands, and are left out."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from cli import main as dbus
+from extractor import main as extractor
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
+TEMPLATE = re.compile(r"[<>\[\]|]|\.\.\.|\$\(")
+
+
+def documented() -> list[tuple[str, str, bool]]:
+    """(file, command, whole): ``whole`` for a command on a line of its own."""
+    found = []
+    for doc in DOCS:
+        if not doc.exists():
+            continue
+        text = doc.read_text()
+        lines = [ln.strip().removeprefix("$ ") for ln in text.splitlines()]
+        inline = re.findall(r"`(dbus [^`]+)`", text)
+        for line, whole in [*((ln, True) for ln in lines), *((ln, False) for ln in inline)]:
+            line = line.split("  #")[0].split(" # ")[0].strip()
+            if line.startswith("dbus ") and not TEMPLATE.search(line):
+                found.append((doc.name, line, whole))
+    return sorted(set(found))
+
+
+def test_the_docs_have_commands():
+    assert len(documented()) > 20
+
+
+@pytest.mark.parametrize(("doc", "line", "whole"), documented())
+def test_documented_command_parses(doc, line, whole):
+    argv = shlex.split(line)[1:]
+    if not whole:  # the command's words, then --help: exit 0 when the command exists
+        words = argv[: next((i for i, w in enumerate(argv) if w.startswith("-")), len(argv))]
+        argv = [*words, "--help"]
+        with pytest.raises(SystemExit) as e:
+            _parse(argv)
+        assert e.value.code == 0, f"{doc}: {line}"
+        return
+    _parse(argv)
+
+
+def _parse(argv: list[str]) -> None:
+    args = dbus._parser().parse_args(argv)
+    assert callable(args.handler)
+    if args.command == "extractor":
+        extractor._parser().parse_args(["--config", args.config, *args.rest])
