@@ -37,7 +37,7 @@ class _WorkerState:
     settings: Any
     outputs: Any
     encoder: Any
-    heartbeat: Any = None  # appender.heartbeat.HeartbeatTable
+    heartbeat: Any = None  # binlog.heartbeat.HeartbeatTable
     rows: dict[tuple[str, str], int] = field(default_factory=dict)
     bad_heartbeats: Counter = field(default_factory=Counter)
     influx_failures: int = 0
