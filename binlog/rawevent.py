@@ -38,47 +38,152 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
+
+from dbuslib.errors import DbusError
 
 MAGIC = b"DBR"
 VERSION = 1
 _PREFIX = struct.Struct(">3sBI")
 
 
-class RawEventError(ValueError):
+class RawEventError(DbusError, ValueError):
     """A first-level record that does not follow this contract; the message says what is wrong."""
 
     code = "RAW_BAD_RECORD"
 
 
 @dataclass(frozen=True)
-class RawEvent:
-    """One first-level record, decoded as far as the envelope (rows stay undecoded in ``body``)."""
+class RawHeader:
+    """The header of a raw event, one attribute per member (None: absent); see the module docstring.
 
-    header: dict[str, Any]
+    ``decode`` checks the members a stage relies on (``_REQUIRED``, ``_TYPES``, ``chunk``); the others
+    (``source``, ``server_id``, ``flavor``, ``types``, ``removes_rows``, ``row_changes``) are carried as
+    written and checked by the reader that uses them. Members this build does not know (a newer writer's)
+    are kept in ``extra``. ``to_dict`` gives the members in the order they were read, then the ones set
+    since in the order of the fields below (the extractor's order), so ``encode(decode(v))`` is ``v``.
+    """
+
+    kind: str
+    source: Any = None
+    server_id: Any = None
+    file: str | None = None
+    pos: int | None = None
+    next_pos: int | None = None
+    gtid: str | None = None
+    ts: int | None = None
+    schema: str | None = None
+    table: str | None = None
+    flavor: Any = None  # "mariadb" | "mysql"
+    event_type: int | None = None
+    crc: bool | None = None
+    tm_len: int | None = None
+    types: Any = None  # {"addr": "inet6"}: dbuslib.coltypes, checked by binlog.rows.header_types
+    ddl: str | None = None
+    sql: str | None = None
+    removes_rows: Any = None  # True on DDL that removes rows without rows events
+    row_changes: Any = None  # ["TRUNCATE PARTITION"], with removes_rows
+    chunk: tuple[int, int] | None = None  # (i, n): this record is chunk i of n
+    extra: Mapping[str, Any] = field(default_factory=dict)  # members this build does not know
+    read_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> RawHeader:
+        """The header of a JSON object, unchecked (``decode`` checks it first)."""
+        known = {k: v for k, v in doc.items() if k in _FIELDS}
+        if isinstance(known.get("chunk"), list):
+            known["chunk"] = tuple(known["chunk"])
+        extra = {k: v for k, v in doc.items() if k not in _FIELDS}
+        return cls(**known, extra=extra, read_order=tuple(doc))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of the wire, in the order described above."""
+        out: dict[str, Any] = {}
+        for name in self.read_order:
+            out[name] = getattr(self, name) if name in _FIELDS else self.extra[name]
+        for name in _FIELDS:
+            if name not in out and getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        for name, value in self.extra.items():
+            out.setdefault(name, value)
+        if isinstance(out.get("chunk"), tuple):
+            out["chunk"] = list(out["chunk"])
+        return out
+
+    def without_chunk(self) -> RawHeader:
+        """This header as of the whole event its chunks came from."""
+        return replace(self, chunk=None, read_order=tuple(k for k in self.read_order if k != "chunk"))
+
+    # Read access by wire name (``header["pos"]``, ``header.get("types")``, ``{**header}``) for code not yet
+    # moved to the attributes; an absent member is a KeyError / the default, as in the JSON object.
+    def __getitem__(self, name: str) -> Any:
+        if name in _FIELDS:
+            value = getattr(self, name)
+            if value is None and name not in self.read_order:
+                raise KeyError(name)
+            return list(value) if name == "chunk" else value
+        return self.extra[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name, _ABSENT) is not _ABSENT
+
+    def keys(self) -> list[str]:
+        return list(self.to_dict())
+
+    def items(self) -> list[tuple[str, Any]]:
+        return list(self.to_dict().items())
+
+    @property
+    def where(self) -> str:
+        """``mariadb-bin.000006:860``: where the event starts in the binlog."""
+        return f"{self.file}:{self.pos}"
+
+
+_ABSENT = object()
+_FIELDS = tuple(f.name for f in fields(RawHeader) if f.name not in ("extra", "read_order"))
+
+
+@dataclass(frozen=True)
+class RawEvent:
+    """One first-level record, decoded as far as the envelope (rows stay undecoded in ``body``).
+
+    A ``header`` given as a dict (tests build them so) is taken as ``RawHeader.from_dict`` of it."""
+
+    header: RawHeader
     body: bytes = b""
     key: str = field(default="")
 
+    def __post_init__(self) -> None:
+        if isinstance(self.header, Mapping):
+            object.__setattr__(self, "header", RawHeader.from_dict(self.header))
+
     @property
     def kind(self) -> str:
-        return self.header["kind"]
+        return self.header.kind
 
     @property
     def chunk(self) -> tuple[int, int] | None:
-        c = self.header.get("chunk")
+        c = self.header.chunk
         return (int(c[0]), int(c[1])) if c else None
 
     def table_map_bytes(self) -> bytes:
-        return self.body[: self.header["tm_len"]]
+        return self.body[: self.header.tm_len]
 
     def rows_event_bytes(self) -> bytes:
-        return self.body[self.header["tm_len"] :]
+        return self.body[self.header.tm_len :]
 
 
 def encode(event: RawEvent) -> bytes:
     """The record value of ``event``."""
-    header = json.dumps(event.header, separators=(",", ":"), ensure_ascii=False).encode()
+    header = json.dumps(event.header.to_dict(), separators=(",", ":"), ensure_ascii=False).encode()
     return _PREFIX.pack(MAGIC, VERSION, len(header)) + header + event.body
 
 
@@ -118,7 +223,7 @@ def decode(value: bytes, key: bytes | str | None = None) -> RawEvent:
     except UnicodeDecodeError:
         msg = f"record key {bytes(key)[:80]!r} is not UTF-8"
         raise RawEventError(msg) from None
-    return RawEvent(header=header, body=bytes(value[end:]), key=k)
+    return RawEvent(header=RawHeader.from_dict(header), body=bytes(value[end:]), key=k)
 
 
 _REQUIRED = {
@@ -187,7 +292,8 @@ def split(event: RawEvent, max_bytes: int) -> list[RawEvent]:
         raise RawEventError(msg)
     parts = [event.body[i : i + step] for i in range(0, len(event.body), step)]
     return [
-        replace(event, header={**event.header, "chunk": [i, len(parts)]}, body=p) for i, p in enumerate(parts)
+        replace(event, header=replace(event.header, chunk=(i, len(parts))), body=p)
+        for i, p in enumerate(parts)
     ]
 
 
@@ -213,14 +319,13 @@ class Reassembler:
         if index == 0:
             pending.clear()
         elif len(pending) != index:
-            where = f"{event.header.get('file')}:{event.header.get('pos')}"
-            msg = f"{event.key} at {where}: chunk {index} of {count} arrived after {len(pending)} chunk(s)"
+            arrived = f"chunk {index} of {count} arrived after {len(pending)} chunk(s)"
+            msg = f"{event.key} at {event.header.where}: {arrived}"
             pending.clear()
             raise RawEventError(msg)
         pending.append(event)
         if index + 1 < count:
             return None
-        header = {k: v for k, v in event.header.items() if k != "chunk"}
         body = b"".join(p.body for p in pending)
         pending.clear()
-        return RawEvent(header=header, body=body, key=event.key)
+        return RawEvent(header=event.header.without_chunk(), body=body, key=event.key)
