@@ -218,11 +218,14 @@ def decode(value: bytes, key: bytes | str | None = None) -> RawEvent:
         msg = f"header is not JSON: {e}"
         raise RawEventError(msg) from None
     _check_header(header, len(value) - end)
-    try:
-        k = bytes(key).decode() if isinstance(key, (bytes, bytearray, memoryview)) else (key or "")
-    except UnicodeDecodeError:
-        msg = f"record key {bytes(key)[:80]!r} is not UTF-8"
-        raise RawEventError(msg) from None
+    if isinstance(key, (bytes, bytearray, memoryview)):
+        try:
+            k = bytes(key).decode()
+        except UnicodeDecodeError:
+            msg = f"record key {bytes(key)[:80]!r} is not UTF-8"
+            raise RawEventError(msg) from None
+    else:
+        k = key or ""
     return RawEvent(header=RawHeader.from_dict(header), body=bytes(value[end:]), key=k)
 
 
