@@ -16,8 +16,14 @@ topics with BENCH_E2E_PARTITIONS partitions, checkpoints, ZooKeeper path).
   100 ms) for BENCH_E2E_LATENCY_S seconds; each row carries its statement's batch number, whose commit
   time (client clock, after COMMIT returned) is compared with the Kafka timestamp of the UMS record
   holding the row.
+- ``e2e_masked_rows_per_s``: the same workload through a pipeline whose source masks two columns of every
+  table (``status`` sha256 with a salt, ``note`` truncated to 6 characters: docs/masking.md), JSON out.
+- ``e2e_avro_rows_per_s``: the same workload with ``ums.format: avro``, nothing masked.
+  Each variant is its own pipeline (own source, topics, warm-up) on the same database and tables, so the
+  tables land in the same partitions; BENCH_E2E_VARIANTS (``plain,masked,avro``) picks some.
 - baseline: python-mysql-replication decoding every row + one UMS-shaped JSON per row + kafka-python
-  produce, over the same binlog (``bench.extractor.baseline``), in the same run.
+  produce, over the same binlog (``bench.extractor.baseline``), in the same run; every rows/s figure is
+  printed beside it.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -46,6 +53,9 @@ PARTITIONS = int(os.environ.get("BENCH_E2E_PARTITIONS", "2"))
 BASELINE_ROWS = int(os.environ.get("BENCH_E2E_BASELINE_ROWS", "100000"))
 LATENCY_RATE = int(os.environ.get("BENCH_E2E_LATENCY_RATE", "5000"))
 LATENCY_S = float(os.environ.get("BENCH_E2E_LATENCY_S", "30"))
+VARIANTS = {"plain": "e2e_rows_per_s", "masked": "e2e_masked_rows_per_s", "avro": "e2e_avro_rows_per_s"}
+CHOSEN = [v for v in os.environ.get("BENCH_E2E_VARIANTS", "plain,masked,avro").split(",") if v]
+MASKING = {"status": {"type": "sha256", "salt": "bench"}, "note": {"type": "truncate", "length": 6}}
 COLUMNS = (
     "id BIGINT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(16) NOT NULL, total DECIMAL(12,2) "
     "NOT NULL, placed_at DATETIME(3) NOT NULL, note VARCHAR(64), qty SMALLINT"
@@ -56,7 +66,7 @@ TUPLE = b'{"tuple":'
 class Pipeline(Stages):
     """The three stages of one throwaway source, as subprocesses."""
 
-    def __init__(self, base: DbusConfig, database: str, tmp: Path) -> None:
+    def __init__(self, base: DbusConfig, database: str, tmp: Path, variant: str = "plain") -> None:
         ds = f"e2e_{uuid.uuid4().hex[:8]}"
         raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
         src = raw["sources"]["demo"]
@@ -65,7 +75,8 @@ class Pipeline(Stages):
             {"start": "current", "state_dir": str(tmp / "state"), "metrics_interval_s": 5}
         )
         src["topics"]["partitions"] = PARTITIONS
-        src["masking"] = {}
+        src["masking"] = {f"{database}.*": MASKING} if variant == "masked" else {}
+        src.setdefault("ums", {})["format"] = "avro" if variant == "avro" else "json"
         for stage in (
             "dispatcher",
             "appender",
@@ -79,7 +90,19 @@ class Pipeline(Stages):
         cfg_path = tmp / f"{ds}.yaml"
         cfg_path.write_text(yaml.safe_dump(raw))
         super().__init__(load_config(cfg_path), ds, tmp)
-        self.database, self.tmp = database, tmp
+        self.database, self.tmp, self.variant = database, tmp, variant
+        self._schemas: Any = None  # appender.output.SchemaCache, for counting Avro tuples
+
+    def tuples(self, record: Any) -> int:
+        """Tuples in one result record: JSON counted by text, Avro decoded (schema from the meta store)."""
+        if self.variant != "avro":
+            return record.value.count(TUPLE)
+        from appender.output import SchemaCache, decode
+        from dbuslib.metastore import MetaStore
+
+        if self._schemas is None:
+            self._schemas = SchemaCache(MetaStore(self.cfg.endpoints.meta_store.url.get_secret_value()))
+        return len(decode(record.value, record.headers, self._schemas).payload)
 
     def result_topics(self) -> list[str]:
         src = self.cfg.source(self.ds)
@@ -134,7 +157,7 @@ def _note(i: int) -> str:
     return "NULL" if i % 10 == 0 else f"'note {i} é'" if i % 7 == 0 else f"'note {i}'"
 
 
-def warm_up(pipe: Pipeline, db) -> int:
+def warm_up(pipe: Pipeline, db, first_id: int = 10**9) -> int:
     """WARMUP row changes through all three stages in WARMUP_ROUNDS rounds, each waited for: the
     stages run several micro-batches before the clock starts (a Spark driver keeps JIT-compiling its
     planning code for its first micro-batches: measured 1300 compiled methods in the first, 100-500
@@ -142,7 +165,7 @@ def warm_up(pipe: Pipeline, db) -> int:
     per_round = WARMUP // WARMUP_ROUNDS // TABLES * TABLES
     done = 0
     for r in range(WARMUP_ROUNDS):
-        write_workload(db, TABLES, per_round, first_id=10**9 + r * per_round)
+        write_workload(db, TABLES, per_round, first_id=first_id + r * per_round)
         done += per_round
         wait_tuples(pipe, done, 900)
     return done
@@ -160,7 +183,7 @@ def wait_tuples(pipe: Pipeline, want: int, timeout: float) -> tuple[int, float]:
         if still >= 6 and n > 0:  # 3 s without a new record
             tuples, newest = 0, 0
             for r in kafka.read_range(pipe.cfg.endpoints.kafka, pipe.result_topics()):
-                tuples += r.value.count(TUPLE)
+                tuples += pipe.tuples(r)
                 newest = max(newest, r.timestamp)
             if tuples >= want:
                 return tuples, newest / 1000
@@ -217,44 +240,67 @@ def run(cfg: DbusConfig) -> list[str]:
     src = cfg.source("demo")
     # the tables' keys (<database>.t<i>) pick their partitions: BENCH_E2E_DATABASE repeats a run's spread
     database = os.environ.get("BENCH_E2E_DATABASE") or f"dbus_e2e_{uuid.uuid4().hex[:8]}"
+    unknown = set(CHOSEN) - set(VARIANTS)
+    if unknown:
+        msg = f"BENCH_E2E_VARIANTS: unknown {sorted(unknown)}; known: {sorted(VARIANTS)}"
+        raise ValueError(msg)
     db = mysql.connect(src.mysql, as_writer=True)
-    tmp = Path(tempfile.mkdtemp(prefix="dbus-bench-e2e-"))
     with db.cursor() as cur:
         cur.execute(f"CREATE DATABASE {database}")
         db.select_db(database)
         for t in range(TABLES):
             cur.execute(f"CREATE TABLE t{t} ({COLUMNS})")
     db.autocommit(True)
-    pipe = Pipeline(cfg, database, tmp)
-    lines = []
+    lines: list[str] = []
+    base = None
     try:
-        # warm up: a few rows through all three stages, so the clock below sees no JVM/query start
+        for k, variant in enumerate(CHOSEN):  # ids of variant k from k * 10^8: the tables are shared
+            rate, start, pipe = throughput(cfg, db, database, variant, k * 10**8)
+            try:
+                if base is None:
+                    base = baseline(cfg, database, start, min(BASELINE_ROWS, ROWS))
+                lines.append(bench_line(VARIANTS[variant], rate, "rows/s", base))
+                if variant == "plain":
+                    lat = latency(pipe, db)
+                    lines.append(bench_line("e2e_latency_p50_ms", percentile(lat, 0.50), "ms"))
+                    lines.append(bench_line("e2e_latency_p99_ms", percentile(lat, 0.99), "ms"))
+            finally:
+                pipe.cleanup()
+                if not os.environ.get("BENCH_KEEP"):
+                    shutil.rmtree(pipe.tmp, ignore_errors=True)
+    finally:
+        with db.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS {database}")
+        db.close()
+    return lines
+
+
+def throughput(
+    cfg: DbusConfig, db, database: str, variant: str, first_id: int
+) -> tuple[float, Any, Pipeline]:
+    """ROWS row changes through a warm pipeline of ``variant``: (rows/s, binlog start, the pipeline, still
+    running for the caller to use and clean up)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"dbus-bench-e2e-{variant}-"))
+    pipe = Pipeline(cfg, database, tmp, variant)
+    try:
+        # warm up: rows through all three stages, so the clock below sees no JVM/query start
         pipe.start("extractor")
         pipe.wait_log("extractor", "reading from", 120)
         pipe.start("dispatcher")
         pipe.start("appender")
-        warm = warm_up(pipe, db)
+        warm = warm_up(pipe, db, 10**9 + first_id)
         pipe.stop("extractor")
         start = mysql.binlog_end(db)
-        write_workload(db, TABLES, ROWS)
+        write_workload(db, TABLES, ROWS, first_id)
         pipe.log("extractor").write_text("")  # the measured run's "reading from" is the only one
         pipe.start("extractor")
         pipe.wait_log("extractor", "reading from", 120)
         t0 = reading_since(pipe.log("extractor"))
         tuples, t_end = wait_tuples(pipe, warm + ROWS, 1800)
         if tuples != warm + ROWS:
-            msg = f"{tuples} tuples for {warm + ROWS} row changes"
+            msg = f"{variant}: {tuples} tuples for {warm + ROWS} row changes"
             raise RuntimeError(msg)
-        base = baseline(cfg, database, start, min(BASELINE_ROWS, ROWS))
-        lines.append(bench_line("e2e_rows_per_s", ROWS / (t_end - t0), "rows/s", base))
-        lat = latency(pipe, db)
-        lines.append(bench_line("e2e_latency_p50_ms", percentile(lat, 0.50), "ms"))
-        lines.append(bench_line("e2e_latency_p99_ms", percentile(lat, 0.99), "ms"))
-    finally:
+    except BaseException:
         pipe.cleanup()
-        with db.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS {database}")
-        db.close()
-        if not os.environ.get("BENCH_KEEP"):
-            shutil.rmtree(tmp, ignore_errors=True)
-    return lines
+        raise
+    return ROWS / (t_end - t0), start, pipe
