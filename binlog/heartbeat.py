@@ -160,8 +160,10 @@ def parse_packet(text: Any) -> Packet:
         raise BadHeartbeat(BAD_HEARTBEAT, f"PACKET is {type(text).__name__}, not JSON text")
     try:
         d = json.loads(text)
-    except ValueError as e:
+    except json.JSONDecodeError as e:
         raise BadHeartbeat(BAD_HEARTBEAT, f"PACKET is not JSON ({e.msg} at {e.pos})") from None
+    except (ValueError, RecursionError) as e:  # a number past Python's digit limit, nesting too deep
+        raise BadHeartbeat(BAD_HEARTBEAT, f"PACKET is not JSON ({str(e)[:80]})") from None
     if not isinstance(d, dict):
         raise BadHeartbeat(BAD_HEARTBEAT, f"PACKET is a JSON {type(d).__name__}, not an object")
     time_ms = _epoch_ms(d.get("time"), "time")
@@ -196,4 +198,5 @@ def heartbeat_of(image: Mapping[str, Any]) -> Heartbeat:
         if not isinstance(value, str) or not value.strip():
             raise BadHeartbeat(BAD_HEARTBEAT, f"{column} is {'NULL' if value is None else 'empty'}")
         names.append(value)
-    return Heartbeat(*names, parse_packet(image.get("PACKET")))
+    ds, schema, table = names
+    return Heartbeat(ds, schema, table, parse_packet(image.get("PACKET")))

@@ -569,6 +569,7 @@ class _ExactRows:
     """
 
     dbus_columns: tuple[tuple[str, Reader], ...] = ()
+    packet: Any  # the library's BinLogPacketWrapper, set by the rows event class this mixes into
 
     def _read_column_data(self, cols_bitmap: bytes, row_image_type: Any = None) -> dict[str, Any]:
         wrapper = self.packet
@@ -772,8 +773,8 @@ def _parse_table_map(
     )  # column_type_of refuses the types we cannot read
     keys = meta.simple_primary_key_list or list(meta.primary_keys_with_prefix)
     readers = tuple(
-        (c.name, _text_reader(texts[i]) if texts[i] else _READERS[c.type](c))
-        for i, c in enumerate(event.columns)
+        (c.name, _text_reader(text) if text else _READERS[c.type](c))
+        for c, text in zip(event.columns, texts, strict=True)
     )
     return _Table(
         event.table_id,

@@ -50,6 +50,8 @@ GOOD = {"node": "/DBus/HeartBeat/Monitor/demo/shop/orders/0", "time": 5, "type":
         (json.dumps({**GOOD, "txTime": None}), "'txTime'"),
         (b"\xff\xfe", "not JSON"),
         (None, "NoneType"),
+        ("1" * 5000, "not JSON"),  # past Python's int digit limit: a plain ValueError, no .msg
+        ("[" * 100_000, "not JSON"),  # RecursionError
     ],
 )
 def test_garbage_packet_names_the_field(text, field):
