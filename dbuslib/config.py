@@ -40,6 +40,8 @@ _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
 
 
 class _Model(BaseModel):
+    """Every section: an unknown key is an error, and the loaded object is frozen."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -58,6 +60,9 @@ class KafkaEndpoint(_Model):
 
 
 class ZooKeeperEndpoint(_Model):
+    """ZooKeeper: ``hosts`` as kazoo takes them, ``root`` of every DBus node (dbuslib/zkpaths.py),
+    ``timeout_s`` for connect and session (an extractor leader's takeover waits for its session to end)."""
+
     hosts: str
     root: str = "/DBus"
     timeout_s: float = Field(10.0, gt=0)
@@ -97,6 +102,8 @@ class RetrySettings(_Model):
 
 
 class Endpoints(_Model):
+    """The servers every source shares, and how a transient failure of one is retried."""
+
     kafka: KafkaEndpoint
     zookeeper: ZooKeeperEndpoint
     influxdb: InfluxEndpoint
@@ -117,6 +124,8 @@ class SparkSettings(_Model):
 
 
 class MysqlAccount(_Model):
+    """A second account on the source (``mysql.writer``: heartbeat rows and the demo's workload)."""
+
     user: str
     password: SecretStr
 
@@ -285,6 +294,10 @@ class HeartbeatSettings(_Model):
 
 
 class UmsSettings(_Model):
+    """The UMS messages of one source: at most ``tuples_per_message`` rows and ``max_message_bytes`` bytes
+    each, times in ``timezone`` (IANA name), ``b`` rows before each ``u`` when ``before_update_image``,
+    ``format`` json or avro (docs/ums.md)."""
+
     tuples_per_message: int = Field(DEFAULT_MAX_TUPLES, ge=1)
     max_message_bytes: int = Field(DEFAULT_MAX_BYTES, ge=1024)
     timezone: str = "UTC"
@@ -393,6 +406,9 @@ class Source(_Model):
 
 
 class DbusConfig(_Model):
+    """The whole file (docs/configuration.md lists every key); ``path`` is where it was read from, and
+    relative paths in it resolve against that file's folder."""
+
     endpoints: Endpoints
     spark: SparkSettings = SparkSettings()
     sources: dict[str, Source]
