@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from binlog.rawevent import RawHeader
 from dbuslib.config import HeartbeatSettings
 from dbuslib.errors import DbusError
 
@@ -68,9 +69,9 @@ class Heartbeat:
     packet: Packet
 
 
-def is_insert(header: Mapping[str, Any]) -> bool:
+def is_insert(header: RawHeader) -> bool:
     """Whether a raw event header is a rows event of inserts (the writer's; its purge is a delete)."""
-    return header.get("kind") == "rows" and header.get("event_type") in WRITE_ROWS_EVENTS
+    return header.kind == "rows" and header.event_type in WRITE_ROWS_EVENTS
 
 
 @dataclass(frozen=True)
@@ -81,11 +82,11 @@ class HeartbeatTable:
     table: str
     schema_topic: Callable[[str], str]  # "shop" -> "demo.shop"
 
-    def holds(self, header: Mapping[str, Any]) -> bool:
+    def holds(self, header: RawHeader) -> bool:
         """Whether the event is of the heartbeat table (an insert, its purge or a DDL)."""
-        return header.get("schema") == self.schema and header.get("table") == self.table
+        return header.schema == self.schema and header.table == self.table
 
-    def inserted(self, header: Mapping[str, Any]) -> bool:
+    def inserted(self, header: RawHeader) -> bool:
         """Whether the event is a heartbeat insert (what the dispatcher and the appender act on)."""
         return self.holds(header) and is_insert(header)
 

@@ -89,7 +89,7 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
-from binlog.rawevent import RawEvent
+from binlog.rawevent import RawEvent, RawHeader
 from ums.scalars import float32_repr
 from ums.types import ColumnSpec
 
@@ -797,25 +797,25 @@ def _bit(bitmap: bytes, i: int) -> bool:
 
 def _where(event: RawEvent) -> str:
     h = event.header
-    return f"{h.get('schema')}.{h.get('table')} at {h.get('file')}:{h.get('pos')}"
+    return f"{h.schema}.{h.table} at {h.where}"
 
 
-def _flavor(header: dict[str, Any]) -> str:
+def _flavor(header: RawHeader) -> str:
     """``mariadb`` or ``mysql`` (charset ids and GEOMETRY's charset differ): the header's ``flavor`` if
     given, else the GTID's form (``0-1-42`` or ``uuid:42``), else the rows event version (MariaDB writes v1).
     """
-    if header.get("flavor") in ("mariadb", "mysql"):
-        return header["flavor"]
-    gtid = str(header.get("gtid") or "")
+    if header.flavor in ("mariadb", "mysql"):
+        return header.flavor
+    gtid = str(header.gtid or "")
     if gtid:
         return "mariadb" if _MARIADB_GTID.match(gtid) else "mysql"
-    return "mariadb" if header.get("event_type") in _MARIADB_EVENT_TYPES else "mysql"
+    return "mariadb" if header.event_type in _MARIADB_EVENT_TYPES else "mysql"
 
 
-def header_types(header: dict[str, Any]) -> dict[str, str]:
+def header_types(header: RawHeader) -> dict[str, str]:
     """The header's ``types`` (column name -> column type the binlog cannot tell), ``{}`` without one;
     ValueError when it is not an object of strings."""
-    types = header.get("types")
+    types = header.types
     if types is None:
         return {}
     if not isinstance(types, dict) or not all(
@@ -872,19 +872,19 @@ def _decode(event: RawEvent, with_rows: bool = True) -> DecodedRows:
     if event.kind != "rows" or event.chunk is not None:
         msg = f"{_where(event)}: not a whole rows record (kind {event.kind!r}, chunk {event.chunk})"
         raise RowDecodeError(msg, event)
-    if header["event_type"] not in _ROWS_EVENTS:
-        msg = f"{_where(event)}: binlog event type {header['event_type']} is not a rows event DBus decodes"
+    if header.event_type not in _ROWS_EVENTS:
+        msg = f"{_where(event)}: binlog event type {header.event_type} is not a rows event DBus decodes"
         raise RowDecodeError(msg, event)
-    crc, control = bool(header["crc"]), _Control(_flavor(header))
+    crc, control = bool(header.crc), _Control(_flavor(header))
     tm_data, rows_data = event.table_map_bytes(), event.rows_event_bytes()
-    _check_event(tm_data, crc, BINLOG.TABLE_MAP_EVENT, f"table map ({header['tm_len']} bytes by tm_len)")
-    _check_event(rows_data, crc, header["event_type"], "rows event")
-    table = _cached_table(str(header["file"]), tm_data, crc, control, header_types(header))
-    if (table.schema, table.table) != (header["schema"], header["table"]):
+    _check_event(tm_data, crc, BINLOG.TABLE_MAP_EVENT, f"table map ({header.tm_len} bytes by tm_len)")
+    _check_event(rows_data, crc, header.event_type, "rows event")
+    table = _cached_table(str(header.file), tm_data, crc, control, header_types(header))
+    if (table.schema, table.table) != (header.schema, header.table):
         msg = f"{_where(event)}: the table map describes {table.schema}.{table.table}"
         raise RowDecodeError(msg, event)
     if not with_rows:
-        op, _ = _ROWS_EVENTS[header["event_type"]]
+        op, _ = _ROWS_EVENTS[header.event_type]
         return DecodedRows(table.schema, table.table, op, table.columns, table.primary_key, ())
     op, rows = _read_rows(rows_data, crc, control, table)
     return DecodedRows(table.schema, table.table, op, table.columns, table.primary_key, rows)

@@ -180,7 +180,7 @@ def _route(router: Router, value: Any, key: bytes | str | None) -> tuple[Route, 
         return (router.dead(BAD_RECORD, str(e), damaged_tables(value) + key_tables(key), decoded=False),)
     tables = event_tables(event, key)
     if not is_heartbeat(router, event):
-        return (router.to_schema(event.header["schema"], tables),)
+        return (router.to_schema(event.header.schema, tables),)
     return route_heartbeat(router, event, tables)
 
 
@@ -214,7 +214,7 @@ def damaged_tables(value: Any) -> list[Table]:
 
 def event_tables(event: RawEvent, key: bytes | str | None) -> list[Table]:
     """The table of a parsed record: its header's, else (a DDL naming no table) what its key may name."""
-    schema, table = event.header.get("schema"), event.header.get("table")
+    schema, table = event.header.schema, event.header.table
     if isinstance(schema, str) and isinstance(table, str) and table:
         return [(schema, table)]
     return key_tables(key)
@@ -227,7 +227,7 @@ def is_heartbeat(router: Router, event: RawEvent) -> bool:
 
 def route_heartbeat(router: Router, event: RawEvent, tables: list[Table]) -> tuple[Route, ...]:
     """The topics of the distinct schemas a heartbeat insert monitors, in the order of its rows."""
-    where = f"{event.header.get('file')}:{event.header.get('pos')}"
+    where = event.header.where
     if event.chunk is not None:
         return (router.dead(CHUNKED_HEARTBEAT, f"heartbeat at {where} is chunk {list(event.chunk)}", tables),)
     from binlog.rows import RowDecodeError, decode_rows  # heavy (pymysqlreplication): executors only

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from binlog.rawevent import RawEvent
+from binlog.rawevent import RawEvent, RawHeader
 
 # DDL verbs that change what a table looks like, and where the table name stands in each.
 _DDL = re.compile(
@@ -93,18 +93,17 @@ def raw_rows(
     """A ``rows`` record: the rows event with the table map that describes it; ``types`` names the
     columns whose type the binlog cannot tell (INET4/INET6/UUID, see dbuslib.coltypes)."""
     tm = event_bytes(table_map)
-    header = {
-        "kind": "rows",
+    header = RawHeader(
+        kind="rows",
         **_base(source, rows.packet.server_id, file, rows, gtid),
-        "schema": table_map.schema,
-        "table": table_map.table,
-        "flavor": flavor,
-        "event_type": rows.packet.event_type,
-        "crc": crc,
-        "tm_len": len(tm),
-    }
-    if types:
-        header["types"] = dict(types)
+        schema=table_map.schema,
+        table=table_map.table,
+        flavor=flavor,
+        event_type=rows.packet.event_type,
+        crc=crc,
+        tm_len=len(tm),
+        types=dict(types) if types else None,
+    )
     return RawEvent(header=header, body=tm + event_bytes(rows), key=f"{table_map.schema}.{table_map.table}")
 
 
@@ -309,15 +308,15 @@ def raw_ddl(source: str, file: str, query: Any, gtid: str) -> RawEvent | None:
     if target is None:
         return None
     verb, ddl_schema, table = target
-    header = {
-        "kind": "ddl",
-        **_base(source, query.packet.server_id, file, query, gtid),
-        "schema": ddl_schema,
-        "table": table,
-        "ddl": verb,
-        "sql": sql,
-    }
     changes = row_changes(sql) if table != "*" else ()
-    if changes:
-        header.update(removes_rows=True, row_changes=list(changes))
+    header = RawHeader(
+        kind="ddl",
+        **_base(source, query.packet.server_id, file, query, gtid),
+        schema=ddl_schema,
+        table=table,
+        ddl=verb,
+        sql=sql,
+        removes_rows=True if changes else None,
+        row_changes=list(changes) if changes else None,
+    )
     return RawEvent(header=header, key=f"{ddl_schema}.{table}")

@@ -208,7 +208,7 @@ class BinlogReader:
         ddl = capture.raw_ddl(self.ds, self.file, event, self._gtid)
         if ddl is None:
             return []
-        schema, table = ddl.header["schema"], ddl.header["table"]
+        schema, table = ddl.header.schema, ddl.header.table
         self._types.forget(schema, table)  # the table's columns may have changed type
         wanted = self._filter.allows(schema, table) if table != "*" else self._filter.allows(schema, "*")
         return [ddl, *self._boundary(event)] if wanted else self._boundary(event)

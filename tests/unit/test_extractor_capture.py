@@ -186,8 +186,9 @@ def _query(sql: str, schema: bytes = b"shop") -> SimpleNamespace:
 def test_raw_ddl_marks_the_statements_that_remove_rows():
     event = raw_ddl("demo", "mariadb-bin.000006", _query("ALTER TABLE orders TRUNCATE PARTITION p0"), "0-1-7")
     assert event.key == "shop.orders"
-    assert event.header["removes_rows"] is True
-    assert event.header["row_changes"] == ["TRUNCATE PARTITION"]
-    assert (event.header["ddl"], event.header["pos"]) == ("ALTER", 4664)
+    assert event.header.removes_rows is True
+    assert event.header.row_changes == ["TRUNCATE PARTITION"]
+    assert (event.header.ddl, event.header.pos) == ("ALTER", 4664)
     kept = raw_ddl("demo", "mariadb-bin.000006", _query("ALTER TABLE orders COALESCE PARTITION 2"), "0-1-7")
-    assert "removes_rows" not in kept.header and "row_changes" not in kept.header
+    assert kept.header.removes_rows is None and kept.header.row_changes is None
+    assert "removes_rows" not in kept.header.to_dict() and "row_changes" not in kept.header.to_dict()

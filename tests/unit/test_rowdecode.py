@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from binlog import rawevent
 from binlog import rows as rowdecode
-from binlog.rawevent import RawEvent
+from binlog.rawevent import RawEvent, RawHeader
 from binlog.rows import DecodedRows, RowDecodeError, RowImage, decode_rows
 from ums.types import ColumnSpec, UmsType, ums_type_for
 
@@ -112,7 +112,9 @@ def sealed(event: bytes, crc: bool = True) -> bytes:
 
 
 def with_events(event: RawEvent, table_map: bytes, rows: bytes, **header: object) -> RawEvent:
-    return replace(event, header={**event.header, "tm_len": len(table_map), **header}, body=table_map + rows)
+    return replace(
+        event, header=replace(event.header, tm_len=len(table_map), **header), body=table_map + rows
+    )
 
 
 def without_crc(event: RawEvent) -> RawEvent:
@@ -175,7 +177,7 @@ def test_a_table_map_is_parsed_once_per_file_and_body(monkeypatch):
     for value in (INSERT, UPDATE, DELETE):  # three transactions: the table maps differ only in their header
         decode_rows(record(value))
     assert len(calls) == 1
-    decode_rows(replace(record(INSERT), header={**record(INSERT).header, "file": "mariadb-bin.000008"}))
+    decode_rows(replace(record(INSERT), header=replace(record(INSERT).header, file="mariadb-bin.000008")))
     assert len(calls) == 2
 
 
@@ -228,19 +230,19 @@ def mysql_event(type_code: int, body: bytes) -> bytes:
 
 def test_mysql_binary_json_decodes_to_python_values():
     tm, rows = mysql_event(19, MYSQL_TABLE_MAP), mysql_event(30, MYSQL_ROWS)
-    header = {
-        "kind": "rows",
-        "file": "binlog.000001",
-        "pos": 4,
-        "next_pos": 100,
-        "ts": 1700000000,
-        "gtid": "3e11fa47-71ca-11e1-9e33-c80aa9429562:23",
-        "schema": "app",
-        "table": "docs",
-        "event_type": 30,
-        "crc": False,
-        "tm_len": len(tm),
-    }
+    header = RawHeader(
+        kind="rows",
+        file="binlog.000001",
+        pos=4,
+        next_pos=100,
+        ts=1700000000,
+        gtid="3e11fa47-71ca-11e1-9e33-c80aa9429562:23",
+        schema="app",
+        table="docs",
+        event_type=30,
+        crc=False,
+        tm_len=len(tm),
+    )
     decoded = decode_rows(RawEvent(header, tm + rows))
     assert decoded.columns == (ColumnSpec("id", "int", False), ColumnSpec("doc", "json", True))
     assert ums_type_for(decoded.columns[1].column_type) is UmsType.JSONOBJECT
@@ -263,7 +265,7 @@ def test_mysql_binary_json_decodes_to_python_values():
     ],
 )
 def test_server_flavor_comes_from_the_header_gtid_or_event_version(header, flavor):
-    assert rowdecode._flavor(header) == flavor
+    assert rowdecode._flavor(RawHeader(kind="rows", **header)) == flavor
 
 
 # ---------------------------------------------------------------- value readers
@@ -330,7 +332,7 @@ def test_truncated_body_is_undecodable():
 @pytest.mark.parametrize("delta", [-1, 1, 40])
 def test_wrong_tm_len_is_undecodable(delta):
     event = record(UPDATE)
-    bad = replace(event, header={**event.header, "tm_len": event.header["tm_len"] + delta})
+    bad = replace(event, header=replace(event.header, tm_len=event.header.tm_len + delta))
     assert_undecodable(bad, "table map")
 
 
@@ -378,22 +380,22 @@ def test_rows_of_another_table_id_are_undecodable():
 
 def test_header_naming_another_table_is_undecodable():
     event = record(INSERT)
-    other = replace(event, header={**event.header, "table": "customers"})
+    other = replace(event, header=replace(event.header, table="customers"))
     with pytest.raises(RowDecodeError, match="the table map describes dbus_unit_rowdecode.orders"):
         decode_rows(other)
 
 
-@pytest.mark.parametrize("header", [{"chunk": [0, 2]}, {"kind": "ddl"}, {"event_type": 39}])
+@pytest.mark.parametrize("header", [{"chunk": (0, 2)}, {"kind": "ddl"}, {"event_type": 39}])
 def test_records_that_are_not_whole_rows_events_are_refused(header):
     event = record(INSERT)
-    assert_undecodable(replace(event, header={**event.header, **header}), "")
+    assert_undecodable(replace(event, header=replace(event.header, **header)), "")
 
 
 @given(st.binary(max_size=600), st.integers(0, 600))
 @settings(max_examples=300)
 def test_random_bodies_raise_row_decode_error(body, tm_len):
     event = replace(record(INSERT), body=body)
-    event = replace(event, header={**event.header, "tm_len": tm_len})
+    event = replace(event, header=replace(event.header, tm_len=tm_len))
     with pytest.raises(RowDecodeError):
         decode_rows(event)
 
