@@ -7,16 +7,19 @@ SELECTs alone, with ``ums.values.encode_column`` for the values and the rows eve
 the binlog for ``ums_id_``/``ums_ts_``/``ums_uid_``; nothing of the appender's conversion is used. The
 appender then runs twice over the same raw topic: ``ums.format: json`` and ``ums.format: avro`` (to
 another result topic); the Avro records, decoded with the schema their header names in the meta store,
-must equal the JSON messages one for one.
+must equal the JSON messages one for one. The readable cases of tests/golden/cdc/ run through the same
+path and must give the tuples written there.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import golden_cdc
 import pytest
 import yaml
 from every_type import (
@@ -260,6 +263,54 @@ def test_every_type_through_extractor_and_appender_json_and_avro(spark, env, wri
             conn.exec_driver_sql(
                 "DELETE FROM dbus_meta_avro_schema WHERE namespace LIKE %s", (f"mysql.{env.ds}.%",)
             )
+        store.dispose()
+
+
+def test_golden_cdc_files_through_extractor_and_appender(spark, env, writer_db, source, tmp_path):
+    """tests/golden/cdc/*.sql: each statement becomes the UMS tuples on its ``->`` lines (run fields left
+    out). ``DBUS_GOLDEN_WRITE=1`` writes those lines from this run instead, to be read against docs/ums.md."""
+    db, name = writer_db
+    src = env.cfg.source(env.ds)
+    result, dlq = src.topics.name("result", env.ds, name), src.topics.name("dead_letter", env.ds)
+    kafka.ensure_topics(env.cfg.endpoints.kafka, [env.topic, result, dlq])
+    cases = {path: golden_cdc.read_case(path) for path in golden_cdc.cases()}
+    try:
+        start = mysql.binlog_end(db)
+        with db.cursor() as cur:
+            for statements in cases.values():
+                for s in statements:
+                    cur.execute(s.sql)
+        events = binlog_events(source, start, name)
+        env.spawn()
+        env.records(
+            lambda r: sum(x.event.kind == "rows" for x in env.whole_events(r)) >= len(events), timeout=120
+        )
+        run_appender(spark, env.cfg, env.ds, env.topic, str(tmp_path / "ckpt-golden"))
+        messages = [
+            m
+            for r in consume_all(env.cfg.endpoints.kafka, result, len(events) + 1, timeout_ms=5000)
+            if (m := json.loads(r.value))["protocol"]["type"] == "data_increment_data"
+        ]
+        assert len(messages) == len(events), "one message per rows event"
+        problems: list[str] = []
+        for path, statements in cases.items():
+            tables = golden_cdc.tables(statements)
+            got = [
+                golden_cdc.tuple_dict(m["schema"]["fields"], p["tuple"])
+                for m in messages
+                if m["schema"]["namespace"].split(".")[3] in tables
+                for p in m["payload"]
+            ]
+            if golden_cdc.WRITE:
+                golden_cdc.write_expected(path, statements, got)
+            problems += golden_cdc.differences(path, statements, got)
+        assert problems == []
+        assert consume_all(env.cfg.endpoints.kafka, dlq, 1, timeout_ms=3000) == []
+    finally:
+        kafka.delete_topics(env.cfg.endpoints.kafka, [result, dlq])
+        store = MetaStore(env.cfg.endpoints.meta_store.url.get_secret_value())
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql("DELETE FROM dbus_meta_version WHERE ds = %s", (env.ds,))
         store.dispose()
 
 
