@@ -27,9 +27,12 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from influxdb_client import Point
+
 from cli.stages import Stages
 from dbuslib import influx, kafka, mysql, topics, zk, zkpaths
-from dbuslib.config import DbusConfig, Source
+from dbuslib.config import DbusConfig, InfluxEndpoint, Source
+from dbuslib.errors import EndpointError
 from ums import ums_id
 
 SHOP_SQL = Path(__file__).resolve().parent.parent / "conf" / "demo" / "shop.sql"
@@ -378,11 +381,32 @@ def _resume_or_reset(cfg: DbusConfig, ds: str) -> str:
     return f"the demo's position {stored['file']}:{stored['pos']} was purged from the server; {done}"
 
 
+def write_and_read_check(cfg: InfluxEndpoint, ds: str) -> str:
+    """Write one point tagged with a fresh id and read it back with Flux: the demo's check that the
+    time-series server stores what DBus writes."""
+    check_id = uuid.uuid4().hex[:12]
+    value = time.time() % 1000
+    influx.write(
+        cfg, [Point("dbus_stack_check").tag("ds", ds).tag("check_id", check_id).field("value", value)]
+    )
+    rows = influx.query(
+        cfg,
+        f'from(bucket:"{cfg.bucket}") |> range(start:-1h) '
+        f'|> filter(fn:(r) => r._measurement == "dbus_stack_check" and r.check_id == "{check_id}")',
+    )
+    if [r["_value"] for r in rows] != [value]:
+        msg = f"wrote dbus_stack_check check_id={check_id} value={value} to {cfg.url} but read back {rows}"
+        raise EndpointError(msg)
+    return (
+        f"dbus_stack_check,ds={ds},check_id={check_id} value={value:.3f} written and read back from {cfg.url}"
+    )
+
+
 def _checks(cfg: DbusConfig, ds: str) -> str:
     client = zk.client(cfg.endpoints.zookeeper)
     node = zkpaths.extractor(cfg.endpoints.zookeeper.root, ds)
     children = client.get_children(node) if client.exists(node) else []
     client.stop()
     client.close()
-    point = influx.write_and_read_check(cfg.endpoints.influxdb, ds)
+    point = write_and_read_check(cfg.endpoints.influxdb, ds)
     return f"ZooKeeper {node}: {children}; {point}"

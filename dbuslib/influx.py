@@ -6,8 +6,6 @@ bucket is ``<database>/<retention policy>`` (``dbus/autogen``) and the org is ig
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -65,21 +63,3 @@ def influxql(cfg: InfluxEndpoint, q: str) -> list[dict]:
         msg = f"the time-series server at {cfg.url} refused {q!r}: {result['error']}"
         raise EndpointError(msg)
     return result.get("series", [])
-
-
-def write_and_read_check(cfg: InfluxEndpoint, ds: str) -> str:
-    """Write one point tagged with a fresh id and read it back with Flux; used by the demo and tests."""
-    check_id = uuid.uuid4().hex[:12]
-    value = time.time() % 1000
-    write(cfg, [Point("dbus_stack_check").tag("ds", ds).tag("check_id", check_id).field("value", value)])
-    rows = query(
-        cfg,
-        f'from(bucket:"{cfg.bucket}") |> range(start:-1h) '
-        f'|> filter(fn:(r) => r._measurement == "dbus_stack_check" and r.check_id == "{check_id}")',
-    )
-    if [r["_value"] for r in rows] != [value]:
-        msg = f"wrote dbus_stack_check check_id={check_id} value={value} to {cfg.url} but read back {rows}"
-        raise EndpointError(msg)
-    return (
-        f"dbus_stack_check,ds={ds},check_id={check_id} value={value:.3f} written and read back from {cfg.url}"
-    )
