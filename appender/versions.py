@@ -19,8 +19,8 @@ current catalog: a replay sees exactly the schema that was valid at that positio
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from binlog.rawevent import RawHeader
 from dbuslib.metastore import Reason, Version, compatible, signature, version_at
 from ums import ColumnSpec
 from ums.control import control_key
@@ -73,34 +73,34 @@ def on_truncate(current: Version | None, at: int, reason: Reason = Reason.TRUNCA
 EMPTIED = frozenset({"TRUNCATE TABLE", "DROP TABLE", "CREATE OR REPLACE TABLE", "ENGINE BLACKHOLE"})
 
 
-def loss_reason(header: dict[str, Any]) -> Reason | None:
+def loss_reason(header: RawHeader) -> Reason | None:
     """The version reason of a ``row_loss`` DDL (see ``row_loss``): ``truncate`` when every change it
     makes leaves the table empty (``DROP TABLE``, ``CREATE OR REPLACE TABLE``, ``ENGINE=BLACKHOLE``),
     else ``row_loss`` (some rows went or came: a full pull tells which); None when not such a DDL."""
     if row_loss(header) is None:
         return None
-    changes = header.get("row_changes")
+    changes = header.row_changes
     emptied = isinstance(changes, list) and changes and all(c in EMPTIED for c in changes)
     return Reason.TRUNCATE if emptied else Reason.ROW_LOSS
 
 
-def row_loss(header: dict[str, Any]) -> str | None:
+def row_loss(header: RawHeader) -> str | None:
     """What removed rows, for a raw ``ddl`` header the extractor marked ``removes_rows`` and that names
     a table (``"TRUNCATE PARTITION, DROP PARTITION"``); None for any other record. TRUNCATE TABLE has
     its own branch (reason ``truncate``, no re-pull: the table is empty)."""
-    if header.get("kind") != "ddl" or header.get("removes_rows") is not True or header.get("table") == "*":
+    if header.kind != "ddl" or header.removes_rows is not True or header.table == "*":
         return None
-    if header.get("ddl") == "TRUNCATE":
+    if header.ddl == "TRUNCATE":
         return None
-    changes = header.get("row_changes")
+    changes = header.row_changes
     return ", ".join(map(str, changes)) if isinstance(changes, list) and changes else "row changes"
 
 
-def repull_record(ds: str, header: dict[str, Any]) -> tuple[bytes, bytes]:
+def repull_record(ds: str, header: RawHeader) -> tuple[bytes, bytes]:
     """Kafka key and value of the full-pull request of a ``row_loss`` DDL's table (ums.pullrequest.repull):
     the same bytes for the same DDL, so a replayed micro-batch asks for the pull already served."""
-    at = int(ums_id(header["file"], header["pos"]))
-    message = repull(ds, header["schema"], header["table"], at, int(header["ts"]), row_loss(header) or "")
+    at = int(ums_id(header.file, header.pos))
+    message = repull(ds, header.schema, header.table, at, int(header.ts), row_loss(header) or "")
     return control_key(message).encode(), control_json(message).encode()
 
 

@@ -91,7 +91,7 @@ class Extractor:
                 if isinstance(item, RawEvent):
                     publisher.publish(item)
                     self.metrics.events += 1
-                    self.metrics.last_event_ts = item.header["ts"]
+                    self.metrics.last_event_ts = item.header.ts
                 elif isinstance(item, Boundary):
                     publisher.boundary(item.position)
                 committer.maybe_commit()

@@ -3,6 +3,7 @@ termination and the next version (reason row_loss), and, when asked, a full-pull
 whose SEQNO is the DDL's ums_id."""
 
 import json
+from dataclasses import replace
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -12,6 +13,7 @@ from appender.convert import ConvertSettings
 from appender.process import InRecord, Outputs, PartitionProcessor
 from appender.versions import Reason, loss_reason, on_truncate, repull_record, row_loss
 from binlog import rawevent
+from binlog.rawevent import RawHeader
 from fullpuller.request import is_request, parse
 
 SCHEMA, TABLE = "dbus_unit_rowdecode", "orders"
@@ -157,16 +159,16 @@ def test_drop_table_and_create_or_replace_are_a_truncate_without_a_pull():
 
 
 def test_a_partition_change_with_blackhole_is_still_row_loss():
-    header = {
-        "kind": "ddl",
-        "ddl": "ALTER",
-        "table": "t",
-        "removes_rows": True,
-        "row_changes": ["DROP PARTITION", "ENGINE BLACKHOLE"],
-    }
+    header = RawHeader(
+        kind="ddl",
+        ddl="ALTER",
+        table="t",
+        removes_rows=True,
+        row_changes=["DROP PARTITION", "ENGINE BLACKHOLE"],
+    )
     assert loss_reason(header) is Reason.ROW_LOSS
-    assert loss_reason({**header, "row_changes": ["ENGINE BLACKHOLE"]}) is Reason.TRUNCATE
-    assert loss_reason({**header, "removes_rows": False}) is None
+    assert loss_reason(replace(header, row_changes=["ENGINE BLACKHOLE"])) is Reason.TRUNCATE
+    assert loss_reason(replace(header, removes_rows=False)) is None
 
 
 def test_repull_off_sends_no_request():
@@ -196,29 +198,29 @@ def test_row_loss_only_for_a_marked_ddl_of_a_named_table_that_is_not_truncate_ta
         and header.get("table") != "*"
         and header.get("ddl") != "TRUNCATE"
     )
-    found = row_loss(header)
+    found = row_loss(RawHeader(**{"kind": None, **header}))
     assert (found is not None) is expected
     assert found is None or found
 
 
 @given(st.integers(1, 900_000), st.integers(4, 10**13 - 2), st.integers(0, 2**32 - 1))
 def test_the_request_is_a_function_of_the_ddl_position(file_no, pos, ts):
-    header = {
-        "kind": "ddl",
-        "ddl": "ALTER",
-        "removes_rows": True,
-        "row_changes": ["EXCHANGE PARTITION"],
-        "schema": "s",
-        "table": "t",
-        "file": f"mariadb-bin.{file_no:06d}",
-        "pos": pos,
-        "ts": ts,
-    }
+    header = RawHeader(
+        kind="ddl",
+        ddl="ALTER",
+        removes_rows=True,
+        row_changes=["EXCHANGE PARTITION"],
+        schema="s",
+        table="t",
+        file=f"mariadb-bin.{file_no:06d}",
+        pos=pos,
+        ts=ts,
+    )
     key, value = repull_record("demo", header)
-    assert (key, value) == repull_record("demo", dict(header))
+    assert (key, value) == repull_record("demo", replace(header))
     req = parse(value, "demo")
     assert req.seqno == req.message.id == file_no * 10**13 + pos
-    other = repull_record("demo", {**header, "pos": pos + 1})[1]
+    other = repull_record("demo", replace(header, pos=pos + 1))[1]
     assert parse(other, "demo").seqno != req.seqno
 
 
