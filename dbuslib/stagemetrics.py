@@ -154,9 +154,8 @@ class ProgressWatcher:
     every ``interval_s`` it reads ``query.recentProgress`` and queues a point per micro-batch not seen
     yet, and an idle point (zeros) when no batch ran for ``IDLE_S``.
 
-    Not a ``StreamingQueryListener``: measured with the e2e bench, a Python listener (called through
-    py4j for every event) raised the appender's and dispatcher's p50 latency from 0.82 s to 2.0 s and p99
-    from 1.45 s to 2.8-3.4 s. Polling stays off the query's path."""
+    Not a ``StreamingQueryListener``: a Python listener is called through py4j for every event, on the
+    query's path, and raised the stages' latency (measured: docs/performance.md). Polling stays off it."""
 
     def __init__(self, query: Any, ds: str, stage: str, writer: PointWriter, interval_s: float = 5.0) -> None:
         self.query, self.ds, self.stage, self.writer, self.interval_s = query, ds, stage, writer, interval_s
