@@ -32,7 +32,7 @@ from appender.convert import ConvertSettings, masked, original_key, record_key, 
 from appender.heartbeat import TABLE_STATUS, UNKNOWN_TABLE, Beat, measure
 from appender.versions import Change, Version, compare, on_rows, on_truncate, version_at
 from binlog.heartbeat import BadHeartbeat, Heartbeat, HeartbeatTable, heartbeat_of, owner
-from binlog.rawevent import RawEvent, RawEventError, Reassembler, decode
+from binlog.rawevent import RawEvent, RawEventError, RawHeader, Reassembler, decode
 from binlog.rows import RowDecodeError, decode_rows, table_of
 from dbuslib.deadletter import DeadLetter, withheld_reason
 from dbuslib.errors import DbusError, EndpointError
@@ -137,9 +137,9 @@ class PartitionProcessor:
             yield from self._rows_rendered(event, rendered)
         elif event.kind == "rows":
             yield from self._rows(event)
-        elif event.kind == "ddl" and event.header.get("ddl") == "TRUNCATE":
+        elif event.kind == "ddl" and event.header.ddl == "TRUNCATE":
             yield from self._truncate(event)
-        elif event.kind == "ddl" and event.header.get("removes_rows") is True:
+        elif event.kind == "ddl" and event.header.removes_rows is True:
             yield from self._row_loss(event)
 
     def _join(self, rec: InRecord, part: RawEvent) -> RawEvent | None:
@@ -179,14 +179,14 @@ class PartitionProcessor:
         headers = (
             (
                 "ums_key",
-                data_key(ProtocolType.DATA_INCREMENT_DATA, ns, event.header["ts"] * 1000, s.ds).encode(),
+                data_key(ProtocolType.DATA_INCREMENT_DATA, ns, event.header.ts * 1000, s.ds).encode(),
             ),
         )
         op = shape.op  # an update has a before and an after line per row
         for text in event_messages(
             message_prefix(ns, shape.columns),
-            ums_id(event.header["file"], event.header["pos"]),
-            ums_ts_ms(event.header["ts"] * 1000, ZoneInfo(s.timezone)),
+            ums_id(event.header.file, event.header.pos),
+            ums_ts_ms(event.header.ts * 1000, ZoneInfo(s.timezone)),
             op,
             lines,
             s.before_update_image,
@@ -206,8 +206,8 @@ class PartitionProcessor:
         dead letter) and a Beat in ``self.beats``. Not an insert (the writer's purge, DDL): nothing."""
         if not self.heartbeat.inserted(event.header):
             return
-        at = int(ums_id(event.header["file"], event.header["pos"]))
-        where = f"heartbeat at {event.header['file']}:{event.header['pos']}"
+        at = int(ums_id(event.header.file, event.header.pos))
+        where = f"heartbeat at {event.header.where}"
         for i, image in enumerate(r.after or {} for r in decode_rows(event).rows):
             if not owner(image, self.settings.ds, rec.topic, self.heartbeat):
                 continue  # another source's row, or another schema's (it is handled on that topic)
@@ -241,8 +241,8 @@ class PartitionProcessor:
     def _heartbeat_out(self, event: RawEvent, hb: Heartbeat, version: int) -> OutRecord:
         s = self.settings
         ns = Namespace(s.ds_type, s.ds, hb.schema, hb.table, version)
-        ts = ums_ts_ms(event.header["ts"] * 1000, ZoneInfo(s.timezone))
-        message = build_heartbeat_message(ns, ums_id(event.header["file"], event.header["pos"]), ts)
+        ts = ums_ts_ms(event.header.ts * 1000, ZoneInfo(s.timezone))
+        message = build_heartbeat_message(ns, ums_id(event.header.file, event.header.pos), ts)
         key = heartbeat_key(ns, hb.packet.time_ms, hb.packet.tx_ms, TABLE_STATUS, s.ds)
         enc = self.encoder
         value, extra = (to_json(message).encode(), ()) if enc is None else enc.encode(message)
@@ -267,7 +267,7 @@ class PartitionProcessor:
     def _version(self, event: RawEvent, schema: str, table: str, columns: Any) -> Iterator[OutRecord]:
         """The schema version the event's rows belong to; a change is stored and its termination
         message yielded first. Used as ``current = yield from self._version(...)``."""
-        at = int(ums_id(event.header["file"], event.header["pos"]))
+        at = int(ums_id(event.header.file, event.header.pos))
         history = self._history(schema, table)
         current = version_at(history, at) or (history[0] if history else None)  # older than all: the first
         if current is None or current is history[-1]:
@@ -278,9 +278,9 @@ class PartitionProcessor:
         return current
 
     def _truncate(self, event: RawEvent) -> Iterator[OutRecord]:
-        schema, table = event.header["schema"], event.header["table"]
+        schema, table = event.header.schema, event.header.table
         history = self._history(schema, table)
-        at = int(ums_id(event.header["file"], event.header["pos"]))
+        at = int(ums_id(event.header.file, event.header.pos))
         change = on_truncate(history[-1] if history else None, at)
         if change is not None:
             yield from self._apply(event, schema, table, change)
@@ -295,9 +295,9 @@ class PartitionProcessor:
         reason = loss_reason(event.header)
         if reason is None:
             return
-        schema, table = event.header["schema"], event.header["table"]
+        schema, table = event.header.schema, event.header.table
         history = self._history(schema, table)
-        at = int(ums_id(event.header["file"], event.header["pos"]))
+        at = int(ums_id(event.header.file, event.header.pos))
         change = on_truncate(history[-1] if history else None, at, reason)
         if change is not None:
             yield from self._apply(event, schema, table, change)
@@ -310,7 +310,7 @@ class PartitionProcessor:
         self._versions[(schema, table)].append(stored)
         if change.ends is not None:
             ns = Namespace(self.settings.ds_type, self.settings.ds, schema, table, change.ends.version)
-            ts = ums_ts_ms(event.header["ts"] * 1000)
+            ts = ums_ts_ms(event.header.ts * 1000)
             yield self._out(event, build_termination_message(ns, ts))
             if self.outputs.global_control_topic:
                 yield self._meta_warning(event, schema, table, change)
@@ -398,11 +398,7 @@ def _table_of(rec: InRecord, err: Exception) -> tuple[str, str] | None:
     the key is not ``schema.table`` with exactly one dot: then masking rules cannot be ruled out)."""
     event = getattr(err, "event", None)
     header = getattr(event, "header", None)
-    if (
-        isinstance(header, dict)
-        and isinstance(header.get("schema"), str)
-        and isinstance(header.get("table"), str)
-    ):
-        return header["schema"], header["table"]
+    if isinstance(header, RawHeader) and isinstance(header.schema, str) and isinstance(header.table, str):
+        return header.schema, header.table
     key = bytes(rec.key or b"").decode("utf-8", "replace")
     return tuple(key.split(".", 1)) if key.count(".") == 1 else None
