@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from binlog.rawevent import RawHeader
 from binlog.rows import DecodedRows
 from ums import (
     DataRow,
@@ -51,15 +52,15 @@ class ConvertSettings:
 
 
 def rendered_tuples(
-    header: dict[str, Any], shape: DecodedRows, lines: list[bytes], settings: ConvertSettings
+    header: RawHeader, shape: DecodedRows, lines: list[bytes], settings: ConvertSettings
 ) -> list[tuple]:
     """The event's tuples from the JVM's lines (one per row image, an update's before and after
     alternating): ``(ums_id_, ums_ts_, ums_op_, ums_uid_, *user columns)``, the same as ``data_rows``
     encoded. The lines are parsed in one ``json.loads`` per event: each is the column texts joined by
     ``,``, so ``[line]`` is the row's JSON array."""
     images = json.loads(b"[[" + b"],[".join(lines) + b"]]") if lines else []
-    uid_base = ums_id(header["file"], header["pos"])
-    ts = ums_ts_ms(header["ts"] * 1000, ZoneInfo(settings.timezone))
+    uid_base = ums_id(header.file, header.pos)
+    ts = ums_ts_ms(header.ts * 1000, ZoneInfo(settings.timezone))
     users = user_columns(shape.columns)
     pick = (lambda row: tuple(row[i] for i in users)) if len(users) != len(shape.columns) else tuple
     op = shape.op
@@ -78,7 +79,7 @@ def rendered_tuples(
 
 
 def rendered_messages(
-    header: dict[str, Any],
+    header: RawHeader,
     shape: DecodedRows,
     lines: list[bytes],
     version: int,
@@ -97,10 +98,10 @@ def rendered_messages(
     ]
 
 
-def data_rows(header: dict[str, Any], decoded: DecodedRows, settings: ConvertSettings) -> Iterator[DataRow]:
+def data_rows(header: RawHeader, decoded: DecodedRows, settings: ConvertSettings) -> Iterator[DataRow]:
     """The event's tuples in order, with their system values."""
-    uid_base = ums_id(header["file"], header["pos"])
-    ts = ums_ts_ms(header["ts"] * 1000, ZoneInfo(settings.timezone))
+    uid_base = ums_id(header.file, header.pos)
+    ts = ums_ts_ms(header.ts * 1000, ZoneInfo(settings.timezone))
     names = [c.name for c in decoded.columns]
     op = OPS[decoded.op]
     t = 0
@@ -128,7 +129,7 @@ def namespace(settings: ConvertSettings, decoded: DecodedRows, version: int) -> 
 
 
 def to_ums(
-    header: dict[str, Any], decoded: DecodedRows, version: int, settings: ConvertSettings, batch_id: int = 0
+    header: RawHeader, decoded: DecodedRows, version: int, settings: ConvertSettings, batch_id: int = 0
 ) -> list[UmsMessage]:
     """UMS messages for one rows event, cut to ``max_tuples`` tuples and ``max_bytes`` bytes."""
     rows = list(data_rows(header, decoded, settings))
@@ -165,11 +166,11 @@ def record_key(message: UmsMessage) -> str:
     return f"{ns.schema}.{ns.table}"
 
 
-def original_key(message: UmsMessage, header: dict[str, Any], ds: str) -> str:
+def original_key(message: UmsMessage, header: RawHeader, ds: str) -> str:
     """The original DBus key, ``data_increment_data.<namespace>.<ums_ts_ ms>|<ds>.wh_placeholder``, sent
     as the ``ums_key`` record header for consumers that parse it (it would scatter a table over partitions
     if used as the key)."""
-    return data_key(message.protocol, message.schema.namespace, header["ts"] * 1000, ds)
+    return data_key(message.protocol, message.schema.namespace, header.ts * 1000, ds)
 
 
 def chunked(records: Iterable[Any], max_bytes: int) -> Iterator[Any]:

@@ -234,8 +234,7 @@ def _kafka_backfill(cfg: DbusConfig):
                     part = decode(m.value, m.key)
                     same = (
                         part.key == event.key
-                        and part.header.get("file") == event.header.get("file")
-                        and part.header.get("pos") == event.header.get("pos")
+                        and (part.header.file, part.header.pos) == (event.header.file, event.header.pos)
                         and part.chunk
                     )
                     if same:

@@ -3,10 +3,11 @@ from decimal import Decimal
 import pytest
 
 from appender.convert import ConvertSettings, data_rows, original_key, record_key, to_ums
+from binlog.rawevent import RawHeader
 from binlog.rows import DecodedRows, RowImage
 from ums import ColumnSpec, Op, to_json
 
-HEADER = {"file": "mariadb-bin.000103", "pos": 12345678, "ts": 1795356844}
+HEADER = RawHeader(kind="rows", file="mariadb-bin.000103", pos=12345678, ts=1795356844)
 COLUMNS = (ColumnSpec("id", "bigint", False), ColumnSpec("total", "decimal(12,2)", True))
 
 
