@@ -70,7 +70,7 @@ def heartbeat(*rows: tuple, pos: int = 25208496) -> bytes:
             + _DATETIME * 2
         )
     event = sealed(_ROWS[:29] + body + b"\0\0\0\0")  # header, table id, flags, width, columns bitmap
-    return rawevent.encode(replace(BASE, header={**BASE.header, "pos": pos}, body=_TM + event))
+    return rawevent.encode(replace(BASE, header=replace(BASE.header, pos=pos), body=_TM + event))
 
 
 def beat_row(table: str = "orders", **packet_args: object) -> tuple:
@@ -190,7 +190,7 @@ def test_a_heartbeat_follows_its_tables_data_on_the_result_topic():
     assert str(hb.schema.namespace) == f"mysql.demo.{DATA}.orders.0.0.0"
     assert [f.name for f in hb.schema.fields] == ["ums_id_", "ums_ts_"]
     header = BASE.header
-    assert hb.payload == ((ums_id(header["file"], 25208496), "2026-11-22 14:55:30.000"),)
+    assert hb.payload == ((ums_id(header.file, 25208496), "2026-11-22 14:55:30.000"),)
     assert (
         dict(out[-1].headers)["ums_key"]
         == (
@@ -232,7 +232,7 @@ def test_the_counter_is_shared_through_counts():
 
 
 def test_the_namespace_is_the_version_valid_at_the_heartbeat():
-    at = int(ums_id(BASE.header["file"], 25208496))
+    at = int(ums_id(BASE.header.file, 25208496))
     versions = [
         Version(0, 1, (), Reason.FIRST),
         Version(1, at - 10, (), Reason.COLUMNS),
