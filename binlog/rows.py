@@ -90,6 +90,7 @@ from pymysqlreplication.row_event import (
 )
 
 from binlog.rawevent import RawEvent, RawHeader
+from dbuslib.errors import DbusError
 from ums.scalars import float32_repr
 from ums.types import ColumnSpec
 
@@ -99,7 +100,7 @@ _CRC_LEN = 4
 _TABLE_CACHE_MAX = 1024
 
 
-class RowDecodeError(ValueError):
+class RowDecodeError(DbusError, ValueError):
     """A ``rows`` record whose body does not decode; the message names schema.table, file and pos."""
 
     code = "RAW_UNDECODABLE"

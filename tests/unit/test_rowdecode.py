@@ -29,6 +29,7 @@ from binlog import rawevent
 from binlog import rows as rowdecode
 from binlog.rawevent import RawEvent, RawHeader
 from binlog.rows import DecodedRows, RowDecodeError, RowImage, decode_rows
+from dbuslib.errors import DbusError
 from ums.types import ColumnSpec, UmsType, ums_type_for
 
 INSERT = bytes.fromhex(
@@ -495,3 +496,10 @@ def test_uuid_text_reads_back_as_the_same_bytes(value):
 
     text = rowdecode.uuid_text(value)
     assert uuid.UUID(text).bytes == value and text == str(uuid.UUID(bytes=value))
+
+
+def test_row_decode_error_is_a_dbus_error_and_still_a_value_error():
+    with pytest.raises(RowDecodeError) as e:
+        decode_rows(replace(record(INSERT), body=b"short"))
+    assert isinstance(e.value, DbusError) and isinstance(e.value, ValueError)
+    assert (e.value.code, e.value.retriable) == ("RAW_UNDECODABLE", False)
