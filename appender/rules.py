@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,9 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from dbuslib import zk, zkpaths
+from dbuslib import control, zk, zkpaths
 from dbuslib.config import DbusConfig, MaskRule, load_config
 from dbuslib.errors import ConfigError, DbusError, EndpointError
+from ums.control import ControlMessage, ControlType, peek
+from ums.errors import BadControlError
 from ums.masking import MaskError, MaskPlan, compile_rules
 
 if TYPE_CHECKING:
@@ -371,6 +372,9 @@ class ReloadListener(threading.Thread):
         self.error: BaseException | None = None
         self._zk: Any = None
         self._consumer: Any = None
+        self._dispatcher = control.Dispatcher(
+            f"appender {ds}", {ControlType.APPENDER_RELOAD_CONFIG: self._reload}, bad=self._bad
+        )
 
     def start(self, timeout: float = 60.0) -> ReloadListener:  # type: ignore[override]
         super().start()
@@ -416,7 +420,7 @@ class ReloadListener(threading.Thread):
         backoff = 0.0
         while not self.stopping.is_set():
             try:
-                batches = self._consumer.poll(timeout_ms=self.poll_ms)
+                batch = control.poll(self._consumer, self.poll_ms)
             except Exception as e:
                 backoff = min(30.0, backoff * 2 or 0.5)
                 log.warning(
@@ -430,34 +434,19 @@ class ReloadListener(threading.Thread):
                 self.stopping.wait(backoff)
                 continue
             backoff = 0.0
-            for records in batches.values():
-                for record in records:
-                    where = f"{record.topic}[{record.partition}]@{record.offset}"
-                    self.handle(record.value, record.key, where)
+            for rec in batch:
+                self.handle(rec.value, rec.key, rec.where)
 
     def _open(self) -> None:
-        from kafka import TopicPartition
-
         from dbuslib import kafka
 
         self._zk = zk.client(self.cfg.endpoints.zookeeper)
         self._consumer = kafka.consumer(
             self.cfg.endpoints.kafka, group_id=None, enable_auto_commit=False, auto_offset_reset="latest"
         )
-        parts = None
-        deadline = time.monotonic() + 30
-        while not parts:
-            parts = self._consumer.partitions_for_topic(self.topic)
-            if not parts and time.monotonic() > deadline:
-                msg = f"control topic {self.topic} does not exist (dbus topics create --source {self.ds})"
-                raise ConfigError(msg)
-            if not parts:
-                time.sleep(0.5)
-        tps = [TopicPartition(self.topic, p) for p in sorted(parts)]
-        self._consumer.assign(tps)
-        self._consumer.seek_to_end(*tps)
-        for tp in tps:
-            self._consumer.position(tp)  # fixes the start now: later requests are seen
+        control.assign(
+            self._consumer, self.topic, self.ds, resume=False
+        )  # from the end: later requests are seen
 
     def _close(self) -> None:
         if self._consumer is not None:
@@ -475,36 +464,38 @@ class ReloadListener(threading.Thread):
             return None
 
     def _handle(self, value: bytes | None, key: bytes | None, where: str) -> dict[str, Any] | None:
-        from ums.control import ControlType, from_json, peek
-        from ums.errors import BadControlError
+        return self._dispatcher.dispatch(control.ControlRecord(self.topic, -1, -1, key, value, at=where))
 
-        try:
-            message = from_json(value)
-        except BadControlError as e:
-            request_id, kind = peek(value)
-            if key != RELOAD_KEY and kind != ControlType.APPENDER_RELOAD_CONFIG.value:
-                log.warning("appender %s: %s: ignoring a bad control message: %s", self.ds, where, e)
-                return None
-            log.error(
-                "appender %s: %s: reload %s rejected, rules generation %d stay: %s",
-                self.ds,
-                where,
-                request_id,
-                self.generation,
-                e,
-            )
-            return self._answer(
-                {
-                    "request_id": request_id,
-                    "source": self.ds,
-                    "status": "rejected",
-                    "generation": self.generation,
-                    "code": e.code,
-                    "reason": f"{where}: {e}",
-                }
-            )
-        if message.type is not ControlType.APPENDER_RELOAD_CONFIG:
+    def _bad(self, rec: control.ControlRecord, e: BadControlError) -> dict[str, Any] | None:
+        """A record that is not a control message: answered ``rejected`` when its key or its claimed type
+        says APPENDER_RELOAD_CONFIG (the sender waits for a reply), else logged and ignored."""
+        where = rec.where
+        request_id, kind = peek(rec.value)
+        if rec.key != RELOAD_KEY and kind != ControlType.APPENDER_RELOAD_CONFIG.value:
+            log.warning("appender %s: %s: ignoring a bad control message: %s", self.ds, where, e)
             return None
+        log.error(
+            "appender %s: %s: reload %s rejected, rules generation %d stay: %s",
+            self.ds,
+            where,
+            request_id,
+            self.generation,
+            e,
+        )
+        return self._answer(
+            {
+                "request_id": request_id,
+                "source": self.ds,
+                "status": "rejected",
+                "generation": self.generation,
+                "code": e.code,
+                "reason": f"{where}: {e}",
+            }
+        )
+
+    def _reload(self, message: ControlMessage, rec: control.ControlRecord) -> dict[str, Any] | None:
+        """APPENDER_RELOAD_CONFIG for this source (or for every source: no ``ds``): re-read the file,
+        publish the next rules generation, answer ``applied`` or ``rejected``."""
         target = message.payload.get("ds")
         if target not in (None, self.ds):
             return None

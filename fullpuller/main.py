@@ -25,15 +25,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--source", required=True)
     args = p.parse_args(argv)
 
-    from kafka import TopicPartition
-    from kafka.structs import OffsetAndMetadata
     from pyspark.sql import SparkSession
 
     from dbuslib import kafka
     from dbuslib.config import load_config
     from dbuslib.errors import DbusError
     from dbuslib.lifecycle import Lifecycle
-    from fullpuller import request, service
+    from fullpuller import service
     from fullpuller.job import Puller
     from fullpuller.source import ShardJob, ShardSource
 
@@ -58,43 +56,16 @@ def main(argv: list[str] | None = None) -> int:
     warm = ShardJob.warm_up(str(cfg.path), args.source).to_json()  # the first pull should not pay for it
     session.read.format(ShardSource.name()).option("job", warm).load().count()
     puller = Puller(session, cfg, args.source)
-    consumer = kafka.consumer(
-        cfg.endpoints.kafka,
-        group_id=f"dbus-fullpuller-{args.source}",
-        enable_auto_commit=False,
-        auto_offset_reset="latest",
-    )
-    parts = [TopicPartition(ctrl, n) for n in sorted(consumer.partitions_for_topic(ctrl) or {0})]
-    consumer.assign(parts)
-    for tp in parts:
-        committed = consumer.committed(tp)
-        if committed is None:  # the very first start: from the end, and say so for the next start
-            consumer.seek_to_end(tp)
-            consumer.commit({tp: OffsetAndMetadata(consumer.position(tp), "", -1)})
-        else:
-            consumer.seek(tp, committed)
-    start = {tp.partition: consumer.position(tp) for tp in parts}
-    log.info("%s: listening on %s from offsets %s", args.source, ctrl, start)
     # SIGTERM/SIGINT raise KeyboardInterrupt here once (a pull under way is not committed: served again at
     # the next start) and cancel its Spark jobs; the watchdog ends the driver when its JVM or config is gone,
     # and a stop still under way after STOP_GRACE_S ends it too (dbuslib/lifecycle.py)
     life = Lifecycle("fullpuller", args.source, cfg.path, interrupt=True).start()
     life.on_stop(session.sparkContext.cancelAllJobs)
     try:
-        while not life.stopping.is_set():
-            for tp, records in consumer.poll(timeout_ms=1000, max_records=1).items():
-                for rec in records:  # no record stops the service: fullpuller/service.py
-                    out = service.on_record(service.ControlRecord.of(rec), args.source, puller.handle)
-                    if out.request is not None and life.stopping.is_set():
-                        break  # stopped mid-request: not committed, so served again at the next start
-                    if out.reply is not None:
-                        key, value = request.to_record(out.reply)
-                        puller.producer.send(puller.callback, key=key, value=value).get(60)
-                    consumer.commit({tp: OffsetAndMetadata(out.commit, "", -1)})
+        service.run(cfg, args.source, puller, life)  # the control loop: fullpuller/service.py
     except KeyboardInterrupt:
         log.info("%s: stopping", args.source)
     finally:
-        consumer.close()
         puller.close()
         life.close()
     return life.code

@@ -46,7 +46,9 @@ __all__ = [
     "PullRejected",
     "PullRequest",
     "build",
+    "check",
     "is_request",
+    "not_a_request",
     "parse",
     "reply",
     "to_record",
@@ -104,8 +106,18 @@ def parse(value: bytes | None, ds: str) -> PullRequest:
     try:
         message = from_json(value)
     except BadControlError as e:
-        msg = "FULLPULL_BAD_REQUEST"
-        raise PullRejected(msg, f"not a control message: {e}", _seqno_of(value)) from None
+        raise not_a_request(value, e) from None
+    return check(message, ds)
+
+
+def not_a_request(value: bytes | None, e: BadControlError) -> PullRejected:
+    """The refusal of a record that is not a control message (``ums.control.from_json`` said why)."""
+    return PullRejected("FULLPULL_BAD_REQUEST", f"not a control message: {e}", _seqno_of(value))
+
+
+def check(message: ControlMessage, ds: str) -> PullRequest:
+    """A control message read from a ``FULL_DATA_*`` record -> the request; PullRejected when it is another
+    type or a field is missing or invalid."""
     if message.type is not TYPE:
         msg = f"control message {message.id}: type {message.type.value} is not {TYPE.value}"
         msg_0 = "FULLPULL_BAD_REQUEST"

@@ -1,7 +1,11 @@
-"""The full-puller service's step for one ``<ds>_ctrl`` record: what to serve, what to answer, what to commit.
+"""The full-puller service: the control loop on ``<ds>_ctrl`` and its step for one record (what to serve,
+what to answer, what to commit).
 
-fullpuller/main.py polls ``<ds>_ctrl`` and hands each record to ``on_record``, which never raises (only
-``KeyboardInterrupt`` and ``SystemExit``, the service's stop, pass through): no record can stop the service.
+``run`` reads ``<ds>_ctrl`` with the consumer group ``dbus-fullpuller-<ds>`` (``dbuslib.control.assign``:
+the committed offset, or the topic's end at the very first start) one record at a time, hands each to
+``on_record`` and commits past it once it is served and answered, so a service killed mid-pull serves that
+request again when it restarts. ``on_record`` never raises (only ``KeyboardInterrupt`` and ``SystemExit``,
+the service's stop, pass through): no record can stop the service. It is a ``dbuslib.control.Dispatcher``:
 
 - a record whose key does not start with ``FULL_DATA_`` is another stage's: committed past, untouched;
 - a record ``request.parse`` refuses (null, oversized, not UTF-8, not JSON, not an object, huge numbers,
@@ -18,36 +22,36 @@ The abort replies built here name the record's coordinates, in ``ERROR_MSG`` and
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from fullpuller.request import PullRejected, PullRequest, is_request, parse, reply
+from dbuslib import control
+from dbuslib.control import ControlRecord, Dispatcher
+from fullpuller.request import (
+    TYPE,
+    PullRejected,
+    PullRequest,
+    check,
+    is_request,
+    not_a_request,
+    reply,
+    to_record,
+)
 from ums.control import ControlMessage
+from ums.errors import BadControlError
+
+if TYPE_CHECKING:
+    from dbuslib.config import DbusConfig
+    from dbuslib.lifecycle import Lifecycle
+    from fullpuller.job import Puller
+
+__all__ = ["ABORT", "ControlRecord", "Outcome", "on_record", "refusal", "run"]
 
 log = logging.getLogger("dbus.fullpuller")
 ABORT = "abort"
-
-
-@dataclass(frozen=True)
-class ControlRecord:
-    """One record of ``<ds>_ctrl`` and where it was read."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-
-    @classmethod
-    def of(cls, record: Any) -> ControlRecord:
-        """From a kafka-python ``ConsumerRecord``."""
-        return cls(record.topic, record.partition, record.offset, record.key, record.value)
-
-    @property
-    def where(self) -> str:
-        return f"{self.topic}[{self.partition}]@{self.offset}"
 
 
 @dataclass(frozen=True)
@@ -64,14 +68,14 @@ def on_record(rec: ControlRecord, ds: str, serve: Callable[[PullRequest], object
     """Handle one ``<ds>_ctrl`` record (see the module doc); never raises ``Exception``."""
     after = rec.offset + 1
     try:
-        if not is_request(rec.key):
-            return Outcome(after)
-        req = parse(rec.value, ds)
+        req = _dispatcher(ds).dispatch(rec)
     except PullRejected as e:
         return Outcome(after, reply=refusal(rec, ds, e.code, str(e), e.seqno))
     except Exception as e:
         log.exception("%s: %s: the record could not be read", ds, rec.where)
         return Outcome(after, reply=refusal(rec, ds, "FULLPULL_FAILED", f"{type(e).__name__}: {e}", None))
+    if req is None:
+        return Outcome(after)
     log.info("%s: request %s: %s (%s)", ds, req.seqno, req.name, rec.where)
     try:
         serve(req)
@@ -80,6 +84,50 @@ def on_record(rec: ControlRecord, ds: str, serve: Callable[[PullRequest], object
         text = f"request {req.seqno} ({req.name}): {type(e).__name__}: {e}"
         return Outcome(after, req, refusal(rec, ds, "FULLPULL_FAILED", text, req.seqno, req.name))
     return Outcome(after, req)
+
+
+@functools.cache
+def _dispatcher(ds: str) -> Dispatcher[PullRequest]:
+    """``FULL_DATA_*`` records only; a request is checked by ``request.check``, which also refuses every
+    other type (the original's blocking ``FULL_DATA_PULL_REQ``...) with FULLPULL_BAD_REQUEST."""
+
+    def bad(rec: ControlRecord, e: BadControlError) -> PullRequest:
+        raise not_a_request(rec.value, e)
+
+    def take(message: ControlMessage, rec: ControlRecord) -> PullRequest:
+        return check(message, ds)
+
+    return Dispatcher(
+        f"fullpuller {ds}", {TYPE: take}, bad=bad, accepts=lambda r: is_request(r.key), other=take
+    )
+
+
+def run(cfg: DbusConfig, ds: str, puller: Puller, life: Lifecycle) -> None:
+    """Serve ``<ds>_ctrl`` until ``life`` stops; a request under way at the stop is not committed, so it
+    is served again at the next start."""
+    from dbuslib import kafka
+
+    ctrl = cfg.source(ds).topics.name("ctrl", ds)
+    consumer = kafka.consumer(
+        cfg.endpoints.kafka,
+        group_id=f"dbus-fullpuller-{ds}",
+        enable_auto_commit=False,
+        auto_offset_reset="latest",
+    )
+    try:
+        start = control.assign(consumer, ctrl, ds, resume=True)
+        log.info("%s: listening on %s from offsets %s", ds, ctrl, start)
+        while not life.stopping.is_set():
+            for rec in control.poll(consumer, 1000, max_records=1):
+                out = on_record(rec, ds, puller.handle)
+                if out.request is not None and life.stopping.is_set():
+                    break  # stopped mid-request: not committed, so served again at the next start
+                if out.reply is not None:
+                    key, value = to_record(out.reply)
+                    puller.producer.send(puller.callback, key=key, value=value).get(60)
+                control.commit_after(consumer, rec)
+    finally:
+        consumer.close()
 
 
 def refusal(

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dbuslib.control import ControlRecord
 from fullpuller import request, service
 from fullpuller.request import PullRejected
-from fullpuller.service import ControlRecord, on_record
+from fullpuller.service import on_record
 from ums.control import from_json
 
 KEY = b"FULL_DATA_INDEPENDENT_PULL_REQ"
@@ -113,11 +114,11 @@ def test_a_failure_outside_the_pull_is_answered_failed_and_committed_past():
 
 
 def test_a_bug_in_parsing_is_answered_too(monkeypatch):
-    def bug(value, ds):
+    def bug(message, ds):
         msg = "oops"
         raise KeyError(msg)
 
-    monkeypatch.setattr(service, "parse", bug)
+    monkeypatch.setattr(service, "check", bug)
     payload = check_reply(on_record(record(GOOD), "demo", served([])), "FULLPULL_FAILED")
     assert "KeyError" in payload["ERROR_MSG"]
 

@@ -1,0 +1,143 @@
+"""The one control-topic listener: records of ``<ds>_ctrl`` dispatched by type to the stage's handlers.
+
+A stage gives a table ``{ControlType: handler}`` (as pymysqlreplication's ``__event_map`` maps event codes
+to classes) and what to do with a record that does not parse; ``Dispatcher.dispatch`` does the rest::
+
+    dispatcher = Dispatcher(
+        "appender demo",
+        {ControlType.APPENDER_RELOAD_CONFIG: reload},   # handler(message, record) -> reply
+        bad=reject_if_mine,                             # bad(record, BadControlError) -> reply or None
+    )
+    for rec in poll(consumer, timeout_ms=500):          # ControlRecord: topic, partition, offset, key, value
+        dispatcher.dispatch(rec)
+
+- ``accepts(record)`` (default: every record) skips another stage's records before anything reads them
+  (the full puller reads only keys starting ``FULL_DATA_``);
+- a record ``ums.control.from_json`` refuses goes to ``bad``, which answers on the stage's own channel
+  (the appender's reload reply in ZooKeeper, the full puller's ``abort`` on ``<ds>_callback``) or ignores it;
+- a valid message whose type has no handler goes to ``other`` when given, else it is logged and skipped.
+
+Each stage keeps its own consumer discipline: the appender reads from the end with no group (a reload is
+for the running driver only), the full puller resumes from its group's committed offset and commits a
+request once it is served (``assign``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from dbuslib.errors import ConfigError
+from ums.control import ControlMessage, ControlType, from_json
+from ums.errors import BadControlError
+
+log = logging.getLogger(__name__)
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class ControlRecord:
+    """One record of a control topic and where it was read."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    at: str = ""  # where it came from when not from a partition and offset (a unit test, a replay)
+
+    @classmethod
+    def of(cls, record: Any) -> ControlRecord:
+        """From a kafka-python ``ConsumerRecord``."""
+        return cls(record.topic, record.partition, record.offset, record.key, record.value)
+
+    @property
+    def where(self) -> str:
+        """``demo_ctrl[0]@17``: the coordinates a log line or a reply names."""
+        return self.at or f"{self.topic}[{self.partition}]@{self.offset}"
+
+
+Handler = Callable[[ControlMessage, ControlRecord], R]
+
+
+class Dispatcher(Generic[R]):
+    """``{ControlType: handler}`` over control records (see the module docstring). ``name`` prefixes the
+    log lines (``appender demo``)."""
+
+    def __init__(
+        self,
+        name: str,
+        handlers: Mapping[ControlType, Handler[R]],
+        *,
+        bad: Callable[[ControlRecord, BadControlError], R | None],
+        accepts: Callable[[ControlRecord], bool] | None = None,
+        other: Handler[R | None] | None = None,
+    ) -> None:
+        self.name, self._handlers, self._bad = name, dict(handlers), bad
+        self._accepts, self._other = accepts, other
+
+    def dispatch(self, rec: ControlRecord) -> R | None:
+        """The handler's result for ``rec``; None for a record skipped. Handlers' exceptions pass through."""
+        if self._accepts is not None and not self._accepts(rec):
+            return None
+        try:
+            message = from_json(rec.value)
+        except BadControlError as e:
+            return self._bad(rec, e)
+        handler = self._handlers.get(message.type)
+        if handler is not None:
+            return handler(message, rec)
+        if self._other is not None:
+            return self._other(message, rec)
+        log.info(
+            "%s: %s: %s %s is not handled here; skipped", self.name, rec.where, message.type.value, message.id
+        )
+        return None
+
+
+def assign(consumer: Any, topic: str, ds: str, *, resume: bool, wait_s: float = 30.0) -> dict[int, int]:
+    """Assign every partition of ``topic`` to ``consumer`` and return ``{partition: next offset}``.
+
+    ``resume``: from the consumer group's committed offsets; a partition with none (the very first start)
+    starts at the end, and that offset is committed so the next start knows. Otherwise from the end (no
+    group). ConfigError when the topic does not show up within ``wait_s`` seconds."""
+    from kafka import TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    deadline = time.monotonic() + wait_s
+    parts = consumer.partitions_for_topic(topic)
+    while not parts:
+        if time.monotonic() > deadline:
+            msg = f"control topic {topic} does not exist (dbus topics create --source {ds})"
+            raise ConfigError(msg)
+        time.sleep(0.5)
+        parts = consumer.partitions_for_topic(topic)
+    tps = [TopicPartition(topic, p) for p in sorted(parts)]
+    consumer.assign(tps)
+    for tp in tps:
+        committed = consumer.committed(tp) if resume else None
+        if committed is None:
+            consumer.seek_to_end(tp)
+            if resume:
+                consumer.commit({tp: OffsetAndMetadata(consumer.position(tp), "", -1)})
+        else:
+            consumer.seek(tp, committed)
+    return {tp.partition: consumer.position(tp) for tp in tps}  # fixes the start now: later records are seen
+
+
+def poll(consumer: Any, timeout_ms: int, max_records: int | None = None) -> list[ControlRecord]:
+    """The records of one ``consumer.poll``, in order per partition (a failed poll raises here)."""
+    more = {} if max_records is None else {"max_records": max_records}
+    batches = consumer.poll(timeout_ms=timeout_ms, **more)
+    return [ControlRecord.of(record) for batch in batches.values() for record in batch]
+
+
+def commit_after(consumer: Any, rec: ControlRecord) -> None:
+    """Commit ``rec`` as done: the group resumes after it."""
+    from kafka import TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    consumer.commit({TopicPartition(rec.topic, rec.partition): OffsetAndMetadata(rec.offset + 1, "", -1)})
