@@ -66,11 +66,11 @@ def add_parsers(sub: Any) -> None:
 
 
 def _store(cfg: Any, ds: str) -> Any:
-    from dbuslib import zk
+    from dbuslib import zk, zkpaths
     from fullpuller.progress import ProgressStore
 
     client = zk.client(cfg.endpoints.zookeeper)
-    return ProgressStore(client, zk.path(cfg.endpoints.zookeeper, "FullPuller", ds))
+    return ProgressStore(client, zkpaths.fullpuller(cfg.endpoints.zookeeper.root, ds))
 
 
 def _close(store: Any) -> None:
