@@ -92,9 +92,16 @@ def rendered_messages(
     ns = Namespace(settings.ds_type, settings.ds, shape.schema, shape.table, version)
     schema = data_schema(ns, shape.columns, batch_id, protocol)
     tuples = rendered_tuples(header, shape, lines, settings)
+    sizes = None
+    if tuples and len(user_columns(shape.columns)) == len(shape.columns):
+        # a tuple's JSON is its four system values and the JVM's line: its size without writing it
+        images = lines[1::2] if shape.op == "u" and not settings.before_update_image else lines
+        ums_id_, ts = tuples[0][0], tuples[0][1]
+        fixed = len(f'{{"tuple":["{ums_id_}","{ts}","","",]}},')
+        sizes = [fixed + len(t[2]) + len(t[3]) + len(line) for t, line in zip(tuples, images, strict=True)]
     return [
         UmsMessage.prevalidated(protocol, schema, chunk)
-        for chunk in split_tuples(tuples, settings.max_tuples, settings.max_bytes)
+        for chunk in split_tuples(tuples, settings.max_tuples, settings.max_bytes, sizes)
     ]
 
 
@@ -155,7 +162,10 @@ def masked(plan: Any, messages: list[UmsMessage]) -> list[UmsMessage]:
             out.append(m)
             continue
         schema = replace(m.schema, fields=mask.fields)
-        out.append(replace(m, schema=schema, payload=tuple(mask.apply_row(t) for t in m.payload)))
+        # every masked value is checked against its output type by the rule (ums.masking), the others
+        # were wire values already: not checked again per value
+        payload = tuple(mask.apply_row(t) for t in m.payload)
+        out.append(UmsMessage.prevalidated(m.protocol, schema, payload))
     return out
 
 

@@ -103,12 +103,17 @@ def build_data_messages(
 
 
 def split_tuples(
-    tuples: Iterable[Tuple], max_tuples: int = DEFAULT_MAX_TUPLES, max_bytes: int = DEFAULT_MAX_BYTES
+    tuples: Iterable[Tuple],
+    max_tuples: int = DEFAULT_MAX_TUPLES,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    sizes: Iterable[int] | None = None,
 ) -> list[tuple[Tuple, ...]]:
     """Cut tuples into chunks by count and by JSON payload bytes, keeping order.
 
-    A single tuple larger than ``max_bytes`` gets a chunk of its own: nothing is dropped.
+    A single tuple larger than ``max_bytes`` gets a chunk of its own: nothing is dropped. ``sizes``: each
+    tuple's ``tuple_bytes``, from a caller that knows them without writing the tuple's JSON.
     """
+    known = iter(sizes) if sizes is not None else None
     if max_tuples < 1 or max_bytes < 1:
         msg = f"split_tuples: max_tuples={max_tuples} and max_bytes={max_bytes} must be >= 1"
         raise BadValueError(msg)
@@ -116,7 +121,7 @@ def split_tuples(
     current: list[Tuple] = []
     size = 0
     for row in tuples:
-        row_size = tuple_bytes(row)
+        row_size = tuple_bytes(row) if known is None else next(known)
         if current and (len(current) >= max_tuples or size + row_size > max_bytes):
             chunks.append(tuple(current))
             current, size = [], 0

@@ -62,11 +62,14 @@ def test_text_path_equals_the_reference_path(index, before_image, max_tuples, ma
 
 
 @pytest.mark.parametrize("before_image", [False, True])
+@pytest.mark.parametrize(("max_tuples", "max_bytes"), [(500, 1_000_000), (2, 1_000_000), (500, 300), (1, 1)])
 @pytest.mark.parametrize("index", range(len(RECORDS)))
-def test_rendered_values_equal_the_reference_path(index, before_image):
+def test_rendered_values_equal_the_reference_path(index, before_image, max_tuples, max_bytes):
     """The masked/Avro path: the JVM's lines parsed back into values give the reference messages."""
     event = rawevent.decode(RECORDS[index])
-    settings = ConvertSettings(ds="demo", before_update_image=before_image, max_tuples=2)
+    settings = ConvertSettings(
+        ds="demo", before_update_image=before_image, max_tuples=max_tuples, max_bytes=max_bytes
+    )
     expected = to_ums(event.header, decode_rows(event), 1, settings)
     got = rendered_messages(event.header, table_of(event), rendered_lines(event), 1, settings)
     assert [to_json(m) for m in got] == [to_json(m) for m in expected]
