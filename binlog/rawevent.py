@@ -92,21 +92,27 @@ class RawHeader:
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> RawHeader:
         """The header of a JSON object, unchecked (``decode`` checks it first)."""
-        known = {k: v for k, v in doc.items() if k in _FIELDS}
-        if isinstance(known.get("chunk"), list):
-            known["chunk"] = tuple(known["chunk"])
-        extra = {k: v for k, v in doc.items() if k not in _FIELDS}
-        return cls(**known, extra=extra, read_order=tuple(doc))
+        members = dict(_ABSENT_MEMBERS)
+        extra = {}
+        for name, value in doc.items():
+            if name in _FIELD_SET:
+                members[name] = value
+            else:
+                extra[name] = value
+        if isinstance(members["chunk"], list):
+            members["chunk"] = tuple(members["chunk"])
+        header = object.__new__(cls)  # per record on the hot path: the dataclass __init__ costs twice this
+        header.__dict__.update(members, extra=extra, read_order=tuple(doc))
+        return header
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of the wire, in the order described above."""
-        out: dict[str, Any] = {}
-        for name in self.read_order:
-            out[name] = getattr(self, name) if name in _FIELDS else self.extra[name]
+        members, extra = self.__dict__, self.extra
+        out = {name: members[name] if name in _FIELD_SET else extra[name] for name in self.read_order}
         for name in _FIELDS:
-            if name not in out and getattr(self, name) is not None:
-                out[name] = getattr(self, name)
-        for name, value in self.extra.items():
+            if name not in out and members[name] is not None:
+                out[name] = members[name]
+        for name, value in extra.items():
             out.setdefault(name, value)
         if isinstance(out.get("chunk"), tuple):
             out["chunk"] = list(out["chunk"])
@@ -119,7 +125,7 @@ class RawHeader:
     # Read access by wire name (``header["pos"]``, ``header.get("types")``, ``{**header}``) for code not yet
     # moved to the attributes; an absent member is a KeyError / the default, as in the JSON object.
     def __getitem__(self, name: str) -> Any:
-        if name in _FIELDS:
+        if name in _FIELD_SET:
             value = getattr(self, name)
             if value is None and name not in self.read_order:
                 raise KeyError(name)
@@ -149,6 +155,8 @@ class RawHeader:
 
 _ABSENT = object()
 _FIELDS = tuple(f.name for f in fields(RawHeader) if f.name not in ("extra", "read_order"))
+_FIELD_SET = frozenset(_FIELDS)
+_ABSENT_MEMBERS = dict.fromkeys(_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -162,7 +170,7 @@ class RawEvent:
     key: str = field(default="")
 
     def __post_init__(self) -> None:
-        if isinstance(self.header, Mapping):
+        if type(self.header) is not RawHeader and isinstance(self.header, Mapping):
             object.__setattr__(self, "header", RawHeader.from_dict(self.header))
 
     @property
