@@ -5,6 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from binlog import heartbeat as hbt
+from binlog.rawevent import RawHeader
 from dbuslib.config import Capture, HeartbeatSettings, Source
 from heartbeat.writer import MonitoredTables, heartbeat_rows, meta_store_database, purge_sql
 
@@ -168,3 +169,25 @@ def test_configured_heartbeat_table_is_not_monitored():
 )
 def test_meta_store_database_from_url(url, db):
     assert meta_store_database(url) == db
+
+
+HB = hbt.HeartbeatTable("dbus", "db_heartbeat_monitor", lambda schema: f"demo.{schema}")
+
+
+@pytest.mark.parametrize(
+    ("kind", "schema", "table", "event_type", "holds", "inserted"),
+    [
+        ("rows", "dbus", "db_heartbeat_monitor", 30, True, True),  # WRITE_ROWS_EVENT_V2 (MySQL)
+        ("rows", "dbus", "db_heartbeat_monitor", 23, True, True),  # WRITE_ROWS_EVENT_V1 (MariaDB)
+        ("rows", "dbus", "db_heartbeat_monitor", 25, True, False),  # the writer's purge (a delete)
+        ("rows", "dbus", "db_heartbeat_monitor", 31, True, False),  # an update
+        ("ddl", "dbus", "db_heartbeat_monitor", None, True, False),
+        ("rows", "dbus", "other", 30, False, False),
+        ("rows", "shop", "db_heartbeat_monitor", 30, False, False),
+    ],
+)
+def test_a_heartbeat_insert_is_an_insert_into_the_heartbeat_table(
+    kind, schema, table, event_type, holds, inserted
+):
+    header = RawHeader(kind=kind, schema=schema, table=table, event_type=event_type)
+    assert (HB.holds(header), HB.inserted(header)) == (holds, inserted)
