@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from bench.report import bench_line
-from dbuslib import kafka, mysql, zk
+from dbuslib import kafka, mysql, zk, zkpaths
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
 
 ROWS = int(os.environ.get("BENCH_EXTRACTOR_ROWS", "500000"))
@@ -143,7 +143,7 @@ class _Run:
     def cleanup(self) -> None:
         kafka.delete_topics(self.cfg.endpoints.kafka, [self.ds])
         client = zk.client(self.cfg.endpoints.zookeeper)
-        client.delete(zk.path(self.cfg.endpoints.zookeeper, "Extractor", self.ds), recursive=True)
+        client.delete(zkpaths.extractor(self.cfg.endpoints.zookeeper.root, self.ds), recursive=True)
         client.stop()
         client.close()
 

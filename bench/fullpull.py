@@ -28,7 +28,7 @@ import yaml
 
 from bench.report import bench_line
 from cli.stages import REPO, Stages
-from dbuslib import kafka, mysql, zk
+from dbuslib import kafka, mysql, zk, zkpaths
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
 
 ROWS = int(os.environ.get("BENCH_FULLPULL_ROWS", "1000000"))
@@ -126,7 +126,7 @@ class Service(Stages):
         topics += [src.topics.name("result", self.ds, self.database, t) for t in ("warm", "big")]
         kafka.delete_topics(self.cfg.endpoints.kafka, list(dict.fromkeys(topics)))
         client = zk.client(self.cfg.endpoints.zookeeper)
-        client.delete(zk.path(self.cfg.endpoints.zookeeper, "FullPuller", self.ds), recursive=True)
+        client.delete(zkpaths.fullpuller(self.cfg.endpoints.zookeeper.root, self.ds), recursive=True)
         client.stop()
         client.close()
 
