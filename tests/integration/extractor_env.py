@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from helpers import delete_zk_tree
 
 from binlog.rawevent import RawEvent, Reassembler, decode
-from dbuslib import kafka, mysql, zk
+from dbuslib import kafka, mysql
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -160,11 +161,4 @@ def make_env(tmp_path: Path, database: str, **extractor: object) -> ExtractorEnv
 def cleanup(env: ExtractorEnv) -> None:
     env.stop_all()
     kafka.delete_topics(env.cfg.endpoints.kafka, [env.topic])
-    client = zk.client(env.cfg.endpoints.zookeeper)
-    try:
-        client.delete(zk.path(env.cfg.endpoints.zookeeper, "Extractor", env.ds), recursive=True)
-    except Exception:
-        pass
-    finally:
-        client.stop()
-        client.close()
+    delete_zk_tree(env.cfg.endpoints.zookeeper, "Extractor", env.ds)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from extractor_env import REPO, ExtractorEnv
+from helpers import delete_zk_tree
 from pipeline_env import cleanup_pipeline, make_pipeline_env
 
 from cli.stages import Stages
@@ -160,14 +161,7 @@ def cleanup_fullpull(fp: FullPullEnv) -> None:
             conn.execute(fullpull_history.delete().where(fullpull_history.c.ds == fp.ds))
     finally:
         store.dispose()
-    client = zk.client(fp.cfg.endpoints.zookeeper)
-    try:
-        client.delete(zk.path(fp.cfg.endpoints.zookeeper, "FullPuller", fp.ds), recursive=True)
-    except Exception:
-        pass
-    finally:
-        client.stop()
-        client.close()
+    delete_zk_tree(fp.cfg.endpoints.zookeeper, "FullPuller", fp.ds)
     cleanup_pipeline(fp.env)
     with fp.db.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS `{fp.database}`")

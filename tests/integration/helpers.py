@@ -4,6 +4,7 @@
   fails naming ``what`` and the timeout, or at once when a stage in ``alive`` has died.
 - ``Receiver``: a webhook receiver (every POSTed JSON body, with the time it arrived).
 - ``Mailbox``: a real SMTP server (aiosmtpd) on a free local port; ``messages`` holds what arrived.
+- ``delete_zk_tree(endpoint, "Extractor", ds)``: a test's ZooKeeper subtree removed (gone already: fine).
 - ``heartbeat_config(tmp_path, database, interval_s=1, ...)``: a throwaway source capturing ``database``,
   whose heartbeat table lives there too.
 
@@ -25,9 +26,10 @@ from typing import Any, Protocol, TypeVar
 
 import yaml
 from aiosmtpd.controller import Controller
-from extractor_env import make_env
+from kazoo.exceptions import NoNodeError
 
-from dbuslib.config import DbusConfig, load_config
+from dbuslib import zk
+from dbuslib.config import DbusConfig, ZooKeeperEndpoint, load_config
 
 T = TypeVar("T")
 HB_TABLE = "db_heartbeat_monitor"
@@ -120,8 +122,22 @@ class Mailbox:
 
 def heartbeat_config(tmp_path, database: str, **heartbeat: Any) -> tuple[str, DbusConfig]:
     """A throwaway source capturing only ``database``, whose heartbeat table lives in that database too."""
+    from extractor_env import make_env  # extractor_env uses this module
+
     env = make_env(tmp_path, database)
     raw = yaml.safe_load(env.cfg_path.read_text())
     raw["sources"][env.ds]["heartbeat"] = {"schema": database, "table": HB_TABLE, **heartbeat}
     env.cfg_path.write_text(yaml.safe_dump(raw))
     return env.ds, load_config(env.cfg_path)
+
+
+def delete_zk_tree(endpoint: ZooKeeperEndpoint, *parts: str) -> None:
+    """Remove ``zk.path(endpoint, *parts)`` and everything below it, with a client of its own."""
+    client = zk.client(endpoint)
+    try:
+        client.delete(zk.path(endpoint, *parts), recursive=True)
+    except NoNodeError:
+        pass
+    finally:
+        client.stop()
+        client.close()

@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from binlog_truth import rows_events
 from extractor_env import REPO, ExtractorEnv, cleanup, make_env
 
 from cli.stages import group_members, stop_group
-from dbuslib import kafka, mysql, topics
+from dbuslib import kafka, topics
 from dbuslib import spark as dspark
 from dbuslib.config import load_config
 
@@ -253,33 +254,18 @@ def norm(value: Any) -> Any:
 
 def binlog_changes(env: ExtractorEnv, database: str) -> list[Change]:
     """Every row change of ``database`` since the env's start position, in binlog order."""
-    from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
     src = env.cfg.source(env.ds)
     file, pos = src.extractor.start.rsplit(":", 1)
-    stream = BinLogStreamReader(
-        connection_settings=mysql.connection_settings(src.mysql),
-        server_id=random.randint(900_000, 990_000),
-        log_file=file,
-        log_pos=int(pos),
-        resume_stream=True,
-        blocking=False,
-        only_schemas=[database],
-        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
-        enable_logging=False,
-    )
+    server_id = random.randint(900_000, 990_000)
     out = []
-    try:
-        for e in stream:
-            op = {WriteRowsEvent: "i", UpdateRowsEvent: "u", DeleteRowsEvent: "d"}[type(e)]
-            at = e.packet.log_pos - e.packet.event_size
-            for row in e.rows:
-                image = row["after_values"] if op == "u" else row["values"]
-                values = tuple((k, norm(v)) for k, v in image.items())
-                out.append(Change(e.table, op, values, stream.log_file, at))
-    finally:
-        stream.close()
+    for log_file, at, e in rows_events(src.mysql, file, int(pos), database, server_id):
+        op = {WriteRowsEvent: "i", UpdateRowsEvent: "u", DeleteRowsEvent: "d"}[type(e)]
+        for row in e.rows:
+            image = row["after_values"] if op == "u" else row["values"]
+            values = tuple((k, norm(v)) for k, v in image.items())
+            out.append(Change(e.table, op, values, log_file, at))
     return out
 
 

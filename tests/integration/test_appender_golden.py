@@ -22,6 +22,7 @@ from typing import Any
 import golden_cdc
 import pytest
 import yaml
+from binlog_truth import rows_events
 from every_type import (
     COLUMNS,
     CREATE,
@@ -34,8 +35,6 @@ from every_type import (
     multi_row_insert,
 )
 from extractor_env import ExtractorEnv
-from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from appender import job
 from appender.output import SCHEMA_HEADER, SchemaCache, decode, fingerprint
@@ -94,24 +93,11 @@ def run_statements(db, statements: list[str]) -> list[Step]:
 
 def binlog_events(source, start: mysql.BinlogPosition, database: str) -> list[BinlogEvent]:
     """Every rows event of ``database`` since ``start``, read straight from the binlog."""
-    stream = BinLogStreamReader(
-        connection_settings=mysql.connection_settings(source.mysql),
-        server_id=source.mysql.server_id + 1000 + uuid.uuid4().int % 50000,
-        log_file=start.file,
-        log_pos=start.pos,
-        resume_stream=True,
-        blocking=False,
-        only_schemas=[database],
-        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
-        enable_logging=False,
-    )
-    try:
-        return [
-            BinlogEvent(stream.log_file, e.packet.log_pos - e.packet.event_size, e.timestamp, len(e.rows))
-            for e in stream
-        ]
-    finally:
-        stream.close()
+    server_id = source.mysql.server_id + 1000 + uuid.uuid4().int % 50000
+    return [
+        BinlogEvent(file, pos, e.timestamp, len(e.rows))
+        for file, pos, e in rows_events(source.mysql, start.file, start.pos, database, server_id)
+    ]
 
 
 def wire(spec: ColumnSpec, value: Any) -> Any:

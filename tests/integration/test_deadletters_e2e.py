@@ -13,11 +13,11 @@ import sys
 import yaml
 from dashboards import influxql
 from extractor_env import REPO
-from helpers import Receiver, wait_until
+from helpers import Receiver, delete_zk_tree, wait_until
 from pipeline_env import cleanup_pipeline, make_pipeline_env
 
 from cli.stages import Stages
-from dbuslib import kafka, zk
+from dbuslib import kafka
 from dbuslib.config import load_config
 from heartbeat import deadletters
 
@@ -103,10 +103,7 @@ def test_a_dispatchers_dead_letter_is_counted_alerted_and_in_status(tmp_path, wr
         stages.stop_all()
         hook.close()
         cleanup_pipeline(env)
-        client = zk.client(cfg.endpoints.zookeeper)
-        client.delete(zk.path(cfg.endpoints.zookeeper, "HeartBeat", ds), recursive=True)
-        client.stop()
-        client.close()
+        delete_zk_tree(cfg.endpoints.zookeeper, "HeartBeat", ds)
         admin = kafka.admin(cfg.endpoints.kafka)
         try:
             admin.delete_groups([deadletters.group_id(ds)])

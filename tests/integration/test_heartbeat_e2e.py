@@ -25,7 +25,7 @@ import pytest
 import yaml
 from dashboards import influxql, panel_queries, render
 from extractor_env import REPO
-from helpers import Receiver, wait_until
+from helpers import Receiver, delete_zk_tree, wait_until
 from pipeline_env import cleanup_pipeline, make_pipeline_env
 
 from binlog import heartbeat as hbt
@@ -267,9 +267,6 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
         stages.stop_all()
         hook.close()
         cleanup_pipeline(env)
-        client = zk.client(cfg.endpoints.zookeeper)
-        client.delete(zk.path(cfg.endpoints.zookeeper, "HeartBeat", ds), recursive=True)
-        client.stop()
-        client.close()
+        delete_zk_tree(cfg.endpoints.zookeeper, "HeartBeat", ds)
         with writer.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{hb_schema}`")
