@@ -59,7 +59,7 @@ def covered(truth: list[TruthEvent]):
     wanted = {(e.file, e.pos) for e in truth}
 
     def done(records) -> bool:
-        seen = {(r.event.header["file"], r.event.header["pos"]) for r in records if r.event.kind == "rows"}
+        seen = {(r.event.header.file, r.event.header.pos) for r in records if r.event.kind == "rows"}
         return wanted <= seen
 
     return done
@@ -68,17 +68,17 @@ def covered(truth: list[TruthEvent]):
 def check_no_loss_and_order(env, truth: list[TruthEvent], records) -> tuple[int, int]:
     """Asserts coverage and per-table order; returns (rows events sent again, rows they held)."""
     events = [r for r in env.whole_events(records) if r.event.kind == "rows"]
-    seen = {(r.event.header["file"], r.event.header["pos"]) for r in events}
+    seen = {(r.event.header.file, r.event.header.pos) for r in events}
     missing = [e for e in truth if (e.file, e.pos) not in seen]
     assert not missing, f"{len(missing)} rows events never reached the topic, first {missing[:3]}"
     by_table: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for r in sorted(events, key=lambda r: (r.partition, r.offset)):
-        by_table[r.event.header["table"]].append((file_number(r.event.header["file"]), r.event.header["pos"]))
+        by_table[r.event.header.table].append((file_number(r.event.header.file), r.event.header.pos))
     for table, positions in by_table.items():
         first = list(dict.fromkeys(positions))
         assert first == sorted(first), f"{table}: rows events out of binlog order"
     rows_of = {(e.file, e.pos): e.rows for e in truth}
-    again = [(r.event.header["file"], r.event.header["pos"]) for r in events]
+    again = [(r.event.header.file, r.event.header.pos) for r in events]
     for key in seen:
         again.remove(key)
     return len(again), sum(rows_of.get(k, 0) for k in again)

@@ -45,18 +45,18 @@ def test_topic_holds_every_change_in_order_with_exact_values(chunking_env, write
     snapshots = run(db, transactions)
 
     def all_transactions(records) -> bool:
-        gtids = {r.event.header["gtid"] for r in env.whole_events(records) if r.event.kind == "rows"}
+        gtids = {r.event.header.gtid for r in env.whole_events(records) if r.event.kind == "rows"}
         return len(gtids) >= len(transactions)
 
     raw = env.records(all_transactions, timeout=120)
     assert any(r.event.chunk for r in raw), "the large rows events were cut into chunks"
     records = env.whole_events(raw)
-    assert any(r.event.kind == "ddl" and r.event.header["ddl"] == "CREATE" for r in records)
+    assert any(r.event.kind == "ddl" and r.event.header.ddl == "CREATE" for r in records)
     rows = [r for r in records if r.event.kind == "rows"]
     assert len({r.partition for r in rows}) == 1, "one table's records share a partition"
     by_gtid: dict[str, list] = {}
     for r in sorted(rows, key=lambda r: r.offset):
-        by_gtid.setdefault(r.event.header["gtid"], []).append(r.event)
+        by_gtid.setdefault(r.event.header.gtid, []).append(r.event)
     assert list(by_gtid) == sorted(by_gtid, key=lambda g: int(g.rsplit("-", 1)[1])), "binlog order"
 
     table: dict[int, dict[str, Any]] = {}

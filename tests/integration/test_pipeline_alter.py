@@ -108,7 +108,7 @@ def test_alter_bumps_versions_and_a_replay_keeps_them(spark, writer_db, tmp_path
         env.records(
             lambda rs: (
                 sum(r.event.kind == "rows" for r in rs) >= 9
-                and any(r.event.header.get("ddl") == "TRUNCATE" for r in rs)
+                and any(r.event.header.ddl == "TRUNCATE" for r in rs)
             ),
             timeout=90,
         )

@@ -103,9 +103,7 @@ def test_masked_columns_of_a_non_ascii_schema_reach_no_topic_but_raw_and_schema(
             db.commit()
         key = f"{name}.customers".encode()
         env.records(
-            lambda rs: (
-                sum(r.event.kind == "rows" and r.event.header["table"] == "orders" for r in rs) >= ROWS
-            ),
+            lambda rs: sum(r.event.kind == "rows" and r.event.header.table == "orders" for r in rs) >= ROWS,
             timeout=180,
         )
         originals = [

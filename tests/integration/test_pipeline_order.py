@@ -79,7 +79,7 @@ def wait_extracted(env, name: str) -> list:
     wanted = {(e.file, e.pos) for e in truth}
     return env.records(
         lambda rs: (
-            wanted <= {(r.event.header["file"], r.event.header["pos"]) for r in rs if r.event.kind == "rows"}
+            wanted <= {(r.event.header.file, r.event.header.pos) for r in rs if r.event.kind == "rows"}
         ),
         timeout=90,
     )

@@ -37,12 +37,12 @@ def ums_images(event) -> list[tuple]:
 @pytest.mark.parametrize("name", sorted(EVENTS))
 def test_every_record_decodes_and_encodes(name):
     d = rowdecode.decode_rows(EVENTS[name])
-    assert (d.schema, d.table) == (EVENTS[name].header["schema"], EVENTS[name].header["table"])
+    assert (d.schema, d.table) == (EVENTS[name].header.schema, EVENTS[name].header.table)
     assert len(ums_images(EVENTS[name])) == len(d.rows) * (2 if d.op == "u" else 1)
 
 
 def test_covers_inserts_updates_deletes_nulls_and_zero_dates():
-    ops = {(e.header["table"], rowdecode.decode_rows(e).op) for e in EVENTS.values()}
+    ops = {(e.header.table, rowdecode.decode_rows(e).op) for e in EVENTS.values()}
     assert ops == {(t, op) for t in ("every_type", "narrow", "inet", "orders") for op in "iud"}
     narrow = ums_images(NARROW_INSERT)
     assert narrow[3][4] == "2024-00-15 01:02:03.500" and narrow[3][9] == "0000-00-00"
@@ -108,9 +108,7 @@ def test_inet_and_uuid_columns_are_text_as_select_prints_them():
 
 def test_without_types_in_the_header_inet_and_uuid_stay_bytes():
     insert = INET_RECORDS[0]
-    header = {**insert.header}
-    del header["types"]
-    bare = replace(insert, header=header)
+    bare = replace(insert, header=replace(insert.header, types=None))
     decoded = rowdecode.decode_rows(bare)
     assert [c.column_type for c in decoded.columns][1:4] == ["binary(4)", "binary(16)", "binary(16)"]
     assert decoded.rows[0].after["a"] == b"\x01\x02\x03\x04"
@@ -121,8 +119,8 @@ def test_without_types_in_the_header_inet_and_uuid_stay_bytes():
 )
 def test_a_type_that_does_not_fit_the_binlog_column_changes_nothing(types):
     insert = INET_RECORDS[0]
-    bare = rowdecode.decode_rows(replace(insert, header={**insert.header, "types": {}}))
-    other = rowdecode.decode_rows(replace(insert, header={**insert.header, "types": types}))
+    bare = rowdecode.decode_rows(replace(insert, header=replace(insert.header, types={})))
+    other = rowdecode.decode_rows(replace(insert, header=replace(insert.header, types=types)))
     assert other == bare
 
 
@@ -130,4 +128,4 @@ def test_a_type_that_does_not_fit_the_binlog_column_changes_nothing(types):
 def test_a_malformed_types_header_is_undecodable(types):
     insert = INET_RECORDS[0]
     with pytest.raises(RowDecodeError, match="types"):
-        rowdecode.decode_rows(replace(insert, header={**insert.header, "types": types}))
+        rowdecode.decode_rows(replace(insert, header=replace(insert.header, types=types)))

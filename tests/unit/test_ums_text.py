@@ -79,7 +79,7 @@ def test_rendered_values_equal_the_reference_path(index, before_image, max_tuple
 def test_table_of_names_the_table_without_decoding_rows():
     event = rawevent.decode(RECORDS[0])
     shape = table_of(event)
-    assert (shape.schema, shape.table, shape.rows) == (event.header["schema"], event.header["table"], ())
+    assert (shape.schema, shape.table, shape.rows) == (event.header.schema, event.header.table, ())
     assert shape.columns == decode_rows(event).columns and shape.op == decode_rows(event).op
 
 
