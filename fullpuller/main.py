@@ -8,8 +8,10 @@ position on ``<ds>_ctrl`` (consumer group ``dbus-fullpuller-<ds>``) only once a 
 service killed mid-pull serves that request again when it restarts, and the pull resumes: only the
 shards that were not done are pulled again. On its very first start it begins at the topic's end.
 Other stages' control messages on the topic (APPENDER_RELOAD_CONFIG, ...) are left alone.
-Exit codes: 0 stopped (SIGTERM/SIGINT), 2 bad configuration, 1 failed (the error is printed), 5 its Spark
-JVM died, 6 its configuration file was removed (dbuslib/lifecycle.py, docs/errors.md).
+Exit codes (``dbuslib.errors.exit_code``): 0 stopped (SIGTERM/SIGINT), 2 bad configuration, 3 Kafka or
+the meta store unreachable at start for longer than ``endpoints.retry.budget_s``
+(``ENDPOINT_RETRIES_EXHAUSTED``), 1 failed (the error is printed), 5 its Spark JVM died, 6 its
+configuration file was removed (dbuslib/lifecycle.py, docs/errors.md).
 """
 
 from __future__ import annotations
@@ -17,58 +19,82 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # a file run by spark-submit: packages come from the repo, not this folder
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from dbuslib.errors import DbusError, report
+from dbuslib.logs import setup_logging
+
+log = logging.getLogger(__name__)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="fullpuller", description=__doc__.splitlines()[0])
-    p.add_argument("--config", required=True)
-    p.add_argument("--source", required=True)
-    args = p.parse_args(argv)
-
-    from pyspark.sql import SparkSession
-
-    from dbuslib import kafka
-    from dbuslib.config import load_config
-    from dbuslib.errors import DbusError
+def run(cfg: DbusConfig, ds: str) -> int:
+    """Serve the source's full-pull requests until stopped."""
+    from dbuslib import spark
     from dbuslib.lifecycle import Lifecycle
     from fullpuller import service
     from fullpuller.job import Puller
     from fullpuller.source import ShardJob, ShardSource
 
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("dbus").setLevel(logging.INFO)
-    log = logging.getLogger("dbus.fullpuller")
-    try:
-        cfg = load_config(args.config)
-        src = cfg.source(args.source)
-    except DbusError as e:
-        print(f"fullpuller: {e.code}: {e}", file=sys.stderr)
-        return 2
-    ctrl = src.topics.name("ctrl", args.source)
-    kafka.ensure_topics(
-        cfg.endpoints.kafka,
-        [ctrl, src.topics.name("callback", args.source), src.topics.name("data_shards", args.source)],
-        src.topics.partitions,
-        src.topics.replication_factor,
-    )
-    session = SparkSession.builder.appName(f"dbus-fullpuller-{args.source}").getOrCreate()
+    ensure_topics(cfg, ds)
+    session = spark.session(cfg, f"dbus-fullpuller-{ds}")
     session.dataSource.register(ShardSource)
-    warm = ShardJob.warm_up(str(cfg.path), args.source).to_json()  # the first pull should not pay for it
+    warm = ShardJob.warm_up(str(cfg.path), ds).to_json()  # the first pull should not pay for it
     session.read.format(ShardSource.name()).option("job", warm).load().count()
-    puller = Puller(session, cfg, args.source)
+    puller = Puller(session, cfg, ds)  # creates the meta store's tables (retried within endpoints.retry)
     # SIGTERM/SIGINT raise KeyboardInterrupt here once (a pull under way is not committed: served again at
     # the next start) and cancel its Spark jobs; the watchdog ends the driver when its JVM or config is gone,
     # and a stop still under way after STOP_GRACE_S ends it too (dbuslib/lifecycle.py)
-    life = Lifecycle("fullpuller", args.source, cfg.path, interrupt=True).start()
+    life = Lifecycle("fullpuller", ds, cfg.path, interrupt=True).start()
     life.on_stop(session.sparkContext.cancelAllJobs)
     try:
-        service.run(cfg, args.source, puller, life)  # the control loop: fullpuller/service.py
+        service.run(cfg, ds, puller, life)  # the control loop: fullpuller/service.py
     except KeyboardInterrupt:
-        log.info("%s: stopping", args.source)
+        log.info("%s: stopping", ds)
     finally:
         puller.close()
         life.close()
     return life.code
+
+
+def ensure_topics(cfg: DbusConfig, ds: str) -> None:
+    """``<ds>_ctrl``, ``<ds>_callback`` and the data-shards topic exist (Kafka retried within
+    ``endpoints.retry``)."""
+    from dbuslib import kafka, retry
+
+    src = cfg.source(ds)
+    names = [src.topics.name(kind, ds) for kind in ("ctrl", "callback", "data_shards")]
+    what = f"kafka at {cfg.endpoints.kafka.bootstrap_servers}: create topics"
+    partitions, replication = src.topics.partitions, src.topics.replication_factor
+    retry.call(
+        retry.RetryPolicy.of(cfg),
+        what,
+        kafka.ensure_topics,
+        cfg.endpoints.kafka,
+        names,
+        partitions,
+        replication,
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fullpuller", description=__doc__.splitlines()[0])
+    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="configuration file (default: %(default)s)")
+    p.add_argument("--source", required=True, help="source name under 'sources'")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    setup_logging()
+    try:
+        cfg = load_config(args.config)
+        return run(cfg, args.source)
+    except DbusError as e:
+        return report("fullpuller", e)
 
 
 if __name__ == "__main__":

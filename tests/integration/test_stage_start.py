@@ -1,13 +1,13 @@
 """A Spark stage whose meta store or Kafka cannot be reached at start ends with exit 3 and
-ENDPOINT_RETRIES_EXHAUSTED on the first line that is not a log record, not a traceback with exit 1
-(docs/errors.md, exit codes). The stage runs as spark-submit runs it, ``python <stage>/main.py``: the
-failure comes before its Spark session. The endpoint is a closed loopback port and
-``endpoints.retry.budget_s`` is tiny, so each run takes seconds (Kafka's own bootstrap timeout: 30 s).
+ENDPOINT_RETRIES_EXHAUSTED on the first line the stage prints (``<stage>: ...``; log records and Spark's
+own output aside), not a traceback with exit 1 (docs/errors.md, exit codes). The stage runs as
+spark-submit runs it, ``python <stage>/main.py`` in cli/stages.py's environment: the failure comes before
+its Spark session (the full puller's meta store: just after it). The endpoint is a closed loopback port
+and ``endpoints.retry.budget_s`` is tiny, so a run takes seconds (Kafka's own bootstrap timeout: 30 s).
 """
 
 from __future__ import annotations
 
-import re
 import socket
 import subprocess
 import sys
@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cli import stages
+
 REPO = Path(__file__).resolve().parents[2]
-LOG_RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ ")
 
 
 def closed_port() -> int:
@@ -42,17 +43,26 @@ def config_with(cfg, tmp_path: Path, endpoint: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("stage", "endpoint"), [("appender", "meta_store"), ("appender", "kafka")])
+@pytest.mark.parametrize(
+    ("stage", "endpoint"),
+    [
+        ("appender", "meta_store"),
+        ("appender", "kafka"),
+        ("fullpuller", "kafka"),
+        ("fullpuller", "meta_store"),
+    ],
+)
 def test_unreachable_endpoint_at_start_exits_3(cfg, tmp_path, stage, endpoint):
     path = config_with(cfg, tmp_path, endpoint)
     run = subprocess.run(
         [sys.executable, str(REPO / stage / "main.py"), "--config", str(path), "--source", "demo"],
         cwd=tmp_path,
+        env=stages.environment(),
         capture_output=True,
         text=True,
         timeout=120,
     )
-    said = [ln for ln in run.stderr.splitlines() if ln.strip() and not LOG_RECORD.match(ln)]
+    said = [ln for ln in run.stderr.splitlines() if ln.startswith(f"{stage}: ")]
     assert run.returncode == 3, run.stderr
     assert said and said[0].startswith(f"{stage}: ENDPOINT_RETRIES_EXHAUSTED: "), run.stderr
     assert "Traceback" not in run.stderr, run.stderr
