@@ -96,7 +96,7 @@ def encode_avro(msg: UmsMessage) -> bytes:
         "version": msg.version,
         "namespace": str(schema.namespace),
         "batchId": schema.batch_id,
-        "payload": [_to_record(schema.fields, names, row) for row in msg.payload],
+        "payload": _to_records(schema.fields, names, msg.payload),
     }
     out = io.BytesIO()
     fastavro.schemaless_writer(out, parsed, record)
@@ -120,8 +120,20 @@ def decode_avro(data: bytes, schema_dict: dict[str, Any]) -> UmsMessage:
     return UmsMessage(protocol, schema, rows, record["version"])
 
 
-def _to_record(fields: tuple[UmsField, ...], names: tuple[str, ...], row: tuple) -> dict[str, Any]:
-    return {n: _convert(_TO_AVRO, f.type, v) for f, n, v in zip(fields, names, row, strict=True)}
+def _to_records(fields: tuple[UmsField, ...], names: tuple[str, ...], rows: tuple) -> list[dict[str, Any]]:
+    """Each row as an Avro record dict, the per-field conversions (``_TO_AVRO``) looked up once per
+    message: the appender's Avro hot path (most fields need none)."""
+    converts = [(i, c) for i, c in enumerate(_TO_AVRO.get(f.type) for f in fields) if c is not None]
+    if not converts:
+        return [dict(zip(names, row, strict=True)) for row in rows]
+    out = []
+    for row in rows:
+        values = list(row)
+        for i, convert in converts:
+            if values[i] is not None:
+                values[i] = convert(values[i])
+        out.append(dict(zip(names, values, strict=True)))
+    return out
 
 
 def _from_record(fields: tuple[UmsField, ...], names: tuple[str, ...], rec: dict) -> tuple:
