@@ -9,9 +9,9 @@ dead-letter topic with its own topic/partition/offset, and the query ends cleanl
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
+from helpers import wait_until
 
 from appender import job
 from dbuslib import kafka
@@ -26,13 +26,11 @@ def env(extractor_env):
 
 
 def wait_end(endpoint, topic: str, at_least: int, timeout: float = 120) -> int:
-    deadline = time.monotonic() + timeout
-    while True:
-        end = sum(kafka.end_offsets(endpoint, [topic]).values())
-        if end >= at_least:
-            return end
-        assert time.monotonic() < deadline, f"{topic}: {end} records, waited for {at_least}"
-        time.sleep(0.5)
+    def end() -> int:
+        n = sum(kafka.end_offsets(endpoint, [topic]).values())
+        return n if n >= at_least else 0
+
+    return wait_until(end, timeout, f"{at_least} records in {topic}", interval=0.5)
 
 
 def read_all(endpoint, topic: str) -> list:
