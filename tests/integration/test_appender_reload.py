@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from extractor_env import REPO, cleanup, make_env
+from helpers import wait_until
 
 from appender import rules
 from cli.main import main as dbus
@@ -182,11 +183,15 @@ def _poison_the_control_topic(env) -> tuple[int, list[str]]:
 def _wait_reply(env, request_id: int, timeout: float = 60) -> dict:
     client = zk.client(env.cfg.endpoints.zookeeper)
     try:
-        deadline = time.monotonic() + timeout
-        while (rules.read_reply(client, env.cfg, env.ds) or {}).get("request_id") != request_id:
-            assert time.monotonic() < deadline, f"no reply to the reload {request_id}"
-            time.sleep(0.5)
-        return rules.read_reply(client, env.cfg, env.ds)
+        return wait_until(
+            lambda: (
+                (reply := rules.read_reply(client, env.cfg, env.ds) or {}).get("request_id") == request_id
+                and reply
+            ),
+            timeout,
+            f"the reply to the reload {request_id}",
+            interval=0.5,
+        )
     finally:
         client.stop()
         client.close()
@@ -253,11 +258,15 @@ def test_reload_changes_a_rule_live(env, writer_db):
         producer.close()
         client = zk.client(env.cfg.endpoints.zookeeper)
         try:
-            deadline = time.monotonic() + 60
-            while (rules.read_reply(client, env.cfg, env.ds) or {}).get("request_id") != message.id:
-                assert time.monotonic() < deadline, "no reply to the reload"
-                time.sleep(0.5)
-            reply = rules.read_reply(client, env.cfg, env.ds)
+            reply = wait_until(
+                lambda: (
+                    (r := rules.read_reply(client, env.cfg, env.ds) or {}).get("request_id") == message.id
+                    and r
+                ),
+                60,
+                "the reply to the reload",
+                interval=0.5,
+            )
         finally:
             client.stop()
             client.close()

@@ -63,11 +63,9 @@ def gone(pid: int) -> bool:
 
 
 def wait_gone(pids: list[int], what: str) -> None:
-    deadline = time.monotonic() + STOP_S
-    while not all(gone(p) for p in pids):
-        left = [p for p in pids if not gone(p)]
-        assert time.monotonic() < deadline, f"{what}: still running {STOP_S} s later: {left}"
-        time.sleep(0.1)
+    wait_until(
+        lambda: all(gone(p) for p in pids), STOP_S, f"{what}: every process of {pids} gone", interval=0.1
+    )
 
 
 @pytest.mark.parametrize("name", SPARK_STAGES)
