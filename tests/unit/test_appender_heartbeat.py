@@ -12,8 +12,7 @@ import struct
 from dataclasses import replace
 
 import pytest
-from test_dispatcher_routing import CREATE_TABLE, HEARTBEAT_DELETE, HEARTBEAT_ONE
-from test_rowdecode import INSERT, UPDATE, sealed
+from records import CREATE_TABLE, HEARTBEAT_DELETE, HEARTBEAT_ONE, INSERT, UPDATE, sealed
 
 from appender.convert import ConvertSettings
 from appender.heartbeat import UNKNOWN_TABLE, Beat, bad_point

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from hypothesis import given
 from hypothesis import strategies as st
-from test_rowdecode import INSERT
+from records import INSERT
 
 from appender.convert import ConvertSettings
 from appender.process import InRecord, Outputs, PartitionProcessor

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_dispatcher_routing import HB_DB, HEARTBEAT_ONE, HEARTBEAT_THREE, rows_record
+from records import HB_DB, HEARTBEAT_ONE, HEARTBEAT_THREE, rows_record
 
 from binlog import rawevent
 from binlog.rawevent import RawEvent

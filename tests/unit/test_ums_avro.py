@@ -6,7 +6,7 @@ from decimal import Decimal
 import fastavro
 import pytest
 from hypothesis import given
-from test_ums_strategies import messages
+from ums_strategies import messages
 
 from ums.avro import avro_field_name, avro_schema, decode_avro, encode_avro, record_name
 from ums.build import DataRow, build_data_message, build_heartbeat_message

@@ -11,7 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from test_ums_strategies import wall
+from ums_strategies import wall
 
 from ums import control
 from ums.build import DataRow, build_data_messages

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 from hypothesis import given
-from test_ums_strategies import messages
+from ums_strategies import messages
 
 from ums.build import (
     DataRow,

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_ums_strategies import wall
+from ums_strategies import wall
 
 from ums.decode import check_wire_value, decode_value
 from ums.errors import BadValueError
