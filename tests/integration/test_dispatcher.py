@@ -28,8 +28,8 @@ from dispatcher.routing import BAD_RECORD, CHUNKED_HEARTBEAT, Router, route
 
 pytestmark = pytest.mark.integration
 
-_UNIT = Path(__file__).resolve().parents[1] / "unit" / "test_dispatcher_routing.py"
-_spec = importlib.util.spec_from_file_location("dispatcher_routing_fixtures", _UNIT)
+_RECORDS = Path(__file__).resolve().parents[1] / "unit" / "records.py"  # fixtures, not a test module
+_spec = importlib.util.spec_from_file_location("unit_records", _RECORDS)
 captured = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(captured)  # the heartbeat records captured from MariaDB (see that file)
 
