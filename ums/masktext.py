@@ -129,20 +129,37 @@ def _generic(mask: ColumnMask, text: bytes, salt: bytes | None) -> bytes:
     return _text(mask(_value(text), None if salt is None else _value(salt)))
 
 
-def _column_text(mask: ColumnMask) -> Callable[[bytes, bytes | None], bytes]:
-    """``(column text, salt column text or None) -> masked column text`` for one column.
+Column = Callable[[list[bytes], "list[bytes] | None"], list[bytes]]
 
-    truncate: its shortcut alone (cheap; its values are seldom repeated). The other rules: the masked
-    text kept per clear text (and salt), up to ``_CACHE_LIMIT`` texts, computed by the shortcut or the
-    rule; a value that fell back to the default is not kept, so each such value is counted in ``errors``.
+
+def _column(mask: ColumnMask) -> Column:
+    """``(column texts, salt column texts or None) -> masked column texts`` for one column of an event.
+
+    truncate: its shortcut alone, a plain ASCII string cut as bytes (cheap; its values are seldom
+    repeated). The other rules: the masked text kept per clear text (and salt), up to ``_CACHE_LIMIT``
+    texts, computed by the shortcut or the rule; a value that fell back to the default is not kept, so
+    each such value is counted in ``errors``.
     """
     fast = _fast_of(mask)
     encode = mask.encode
     if fast is not None and isinstance(encode, partial) and encode.func is _truncate:
+        length = encode.args[0]
 
-        def truncate(text: bytes, salt: bytes | None) -> bytes:
+        def one(text: bytes) -> bytes:
             done = fast(text)
-            return _generic(mask, text, salt) if done is None else done
+            return _generic(mask, text, None) if done is None else done
+
+        if length is None:
+            return lambda texts, salts: [one(t) for t in texts]
+        keep = length + 2  # texts this long are kept as they are (when strings without escapes)
+
+        def truncate(texts: list[bytes], salts: list[bytes] | None) -> list[bytes]:
+            return [
+                t[: length + 1] + b'"'
+                if len(t) > keep and t[0] == 34 and t.isascii() and 92 not in t  # '"' and no '\\'
+                else one(t)
+                for t in texts
+            ]
 
         return truncate
     cache: dict[Any, bytes] = {}
@@ -163,7 +180,15 @@ def _column_text(mask: ColumnMask) -> Callable[[bytes, bytes | None], bytes]:
         cache[key] = done
         return done
 
-    return cached
+    def column(texts: list[bytes], salts: list[bytes] | None) -> list[bytes]:
+        if salts is not None:
+            return list(map(cached, texts, salts))
+        out = list(map(cache.get, texts))  # texts seen before, at C speed
+        if None not in out:
+            return out  # type: ignore[return-value]
+        return [cached(t, None) if o is None else o for o, t in zip(out, texts, strict=True)]
+
+    return column
 
 
 class LineMask:
@@ -176,8 +201,8 @@ class LineMask:
 
     def __init__(self, mask: TableMask, system: int, users: int) -> None:
         self.users = users
-        self.columns: tuple[tuple[int, int | None, Callable[[bytes, bytes | None], bytes]], ...] = tuple(
-            (c.index - system, None if c.salt_index is None else c.salt_index - system, _column_text(c.mask))
+        self.columns: tuple[tuple[int, int | None, Column], ...] = tuple(
+            (c.index - system, None if c.salt_index is None else c.salt_index - system, _column(c.mask))
             for c in mask.columns
         )
         self.row: Callable[[tuple[JsonValue, ...]], tuple[JsonValue, ...]] = mask.apply_row
@@ -194,24 +219,19 @@ class LineMask:
     def __call__(self, lines: list[bytes]) -> list[bytes]:
         rows = [line.split(b",") for line in lines]
         users = self.users
-        whole = [r for r in rows if len(r) == users]  # every comma a separator
-        self._masked(whole)
-        if len(whole) == len(rows):
-            return [b",".join(r) for r in rows]
-        return [
-            b",".join(r) if len(r) == users else self._parsed(line)  # a string holds a comma
-            for r, line in zip(rows, lines, strict=True)
-        ]
-
-    def _masked(self, rows: list[list[bytes]]) -> None:
-        """Masks ``rows`` (each a line's column texts) in place: every column from the clear texts."""
-        columns = self.columns
-        clear = {k: [r[k] for r in rows] for i, s, _ in columns for k in ((i,) if s is None else (i, s))}
-        for i, s, column_text in columns:
-            texts = clear[i]
-            out = map(column_text, texts, [None] * len(texts) if s is None else clear[s])
-            for r, text in zip(rows, out, strict=True):
-                r[i] = text
+        if not all(map(users.__eq__, map(len, rows))):  # a string holds a comma: that line parsed
+            whole = iter(self([line for line, r in zip(lines, rows, strict=True) if len(r) == users]))
+            return [
+                next(whole) if len(r) == users else self._parsed(line)
+                for r, line in zip(rows, lines, strict=True)
+            ]
+        if not rows:
+            return []
+        clear = list(zip(*rows, strict=True))  # the column texts (every comma a separator)
+        out: list[Any] = clear.copy()
+        for i, s, column in self.columns:
+            out[i] = column(clear[i], None if s is None else clear[s])  # type: ignore[arg-type]
+        return list(map(b",".join, zip(*out, strict=True)))
 
     def _parsed(self, line: bytes) -> bytes:
         """A line whose strings hold commas: parsed, masked and written whole."""
