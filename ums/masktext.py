@@ -13,6 +13,12 @@ A line is cut with ``bytes.split(b",")``: the column texts are JSON scalars, so 
 separator or inside a string; when the split gives exactly one part per column, every comma was a
 separator. Otherwise (a string holding a comma) that one row is parsed with ``json.loads`` and written
 whole with the message encoder's rendering, as the value path does.
+
+The work is done per event, column by column (the split lines transposed with ``zip``): md5/sha256 with
+a fixed salt and truncate to a string type have shortcuts on JSON strings without escapes (the same
+text as the rule gives; anything else goes to the rule); the other rules' texts are kept per clear
+text (and salt) up to ``_CACHE_LIMIT``, except a value that fell back to the default, so every such
+value is still counted in the mask's ``errors``.
 """
 
 from __future__ import annotations
