@@ -39,10 +39,11 @@ from dbuslib.errors import DbusError, EndpointError
 from dbuslib.lifecycle import first_line
 from dbuslib.retry import transient
 from ums import Namespace, ProtocolType, build_termination_message, data_key, to_json, ums_id, ums_ts_ms
-from ums.build import build_heartbeat_message, user_columns
+from ums.build import build_heartbeat_message, data_schema, user_columns
 from ums.control import ControlType, control_key, new_control_message
 from ums.control import to_json as control_json
 from ums.keys import heartbeat_key
+from ums.masktext import LineMask, masked_event_messages, masked_prefix
 from ums.text import event_messages, message_prefix
 
 
@@ -100,6 +101,7 @@ class PartitionProcessor:
     bad: Counter = field(default_factory=Counter)  # heartbeat rows dead-lettered, by reason
     _versions: dict[tuple[str, str], list[Version]] = field(default_factory=dict)
     _assembler: Reassembler = field(default_factory=Reassembler)
+    _line_masks: dict[int, tuple[Any, LineMask | None]] = field(default_factory=dict)  # by id(TableMask)
 
     def process(self, rec: InRecord, rendered: bytes | None = None) -> Iterator[OutRecord]:
         """Output records for ``rec``, or one dead letter: never raises for what the record holds.
@@ -158,22 +160,23 @@ class PartitionProcessor:
         self._count(rows.schema, rows.table, len(rows.rows))
 
     def _rows_rendered(self, event: RawEvent, rendered: bytes) -> Iterator[OutRecord]:
-        """Rows the JVM rendered: message text straight from its lines when nothing needs the values
-        one by one (no masking rule for the table, JSON output, no column named like a system field);
-        otherwise its lines parsed into values (one ``json.loads`` per event), masked and encoded."""
+        """Rows the JVM rendered: message text straight from its lines for JSON output (a masked table's
+        masked columns rewritten in its lines, ums.masktext); otherwise (Avro, a column named like a
+        system field) its lines parsed into values (one ``json.loads`` per event), masked and encoded."""
         shape = table_of(event)
         current = yield from self._version(event, shape.schema, shape.table, shape.columns)
         lines = rendered.split(b"\n") if rendered else []
         if not lines:
             return  # a rows event without rows (the reference path emits nothing for it either)
-        if not self._text_ok(shape):
+        s = self.settings
+        ns = Namespace(s.ds_type, s.ds, shape.schema, shape.table, current.version)
+        prefix, line_mask = self._text_prefix(shape, ns)
+        if prefix is None:
             messages = rendered_messages(event.header, shape, lines, current.version, self.settings)
             for message in masked(self.mask_plan, messages):
                 yield self._out(event, message)
             self._count(shape.schema, shape.table, len(lines) // 2 if shape.op == "u" else len(lines))
             return
-        s = self.settings
-        ns = Namespace(s.ds_type, s.ds, shape.schema, shape.table, current.version)
         topic = self.outputs.result_topic(shape.schema, shape.table)
         key = f"{shape.schema}.{shape.table}".encode()
         headers = (
@@ -183,16 +186,17 @@ class PartitionProcessor:
             ),
         )
         op = shape.op  # an update has a before and an after line per row
-        for text in event_messages(
-            message_prefix(ns, shape.columns),
-            ums_id(event.header.file, event.header.pos),
-            ums_ts_ms(event.header.ts * 1000, ZoneInfo(s.timezone)),
-            op,
-            lines,
-            s.before_update_image,
-            s.max_tuples,
-            s.max_bytes,
-        ):
+        uid = ums_id(event.header.file, event.header.pos)
+        ts = ums_ts_ms(event.header.ts * 1000, ZoneInfo(s.timezone))
+        if line_mask is None:
+            texts = event_messages(
+                prefix, uid, ts, op, lines, s.before_update_image, s.max_tuples, s.max_bytes
+            )
+        else:
+            texts = masked_event_messages(
+                prefix, line_mask, uid, ts, op, lines, s.before_update_image, s.max_tuples, s.max_bytes
+            )
+        for text in texts:
             yield OutRecord(topic, key, text, headers)
         self._count(shape.schema, shape.table, len(lines) // 2 if op == "u" else len(lines))
 
@@ -253,16 +257,27 @@ class PartitionProcessor:
             (("ums_key", key.encode()), *extra),
         )
 
-    def _text_ok(self, shape: Any) -> bool:
+    def _text_prefix(self, shape: Any, ns: Namespace) -> tuple[bytes | None, LineMask | None]:
+        """The message prefix for the text path and, for a masked table, its ``LineMask``; ``(None, None)``
+        when the event takes the value path (not JSON, a column named like a system field, a masked or
+        salt column the text path cannot reach)."""
         if getattr(self.encoder, "format", "json") != "json":
-            return False
-        if (
-            self.mask_plan is not None
-            and self.mask_plan.has_rules
-            and self.mask_plan.rules_for(shape.schema, shape.table)
-        ):
-            return False
-        return len(user_columns(shape.columns)) == len(shape.columns)
+            return None, None
+        if len(user_columns(shape.columns)) != len(shape.columns):
+            return None, None
+        plan = self.mask_plan
+        if plan is None or not plan.has_rules or not plan.rules_for(shape.schema, shape.table):
+            return message_prefix(ns, shape.columns), None
+        fields = data_schema(ns, shape.columns).fields
+        mask = plan.for_table(shape.schema, shape.table, fields)
+        if mask is None:  # rules for the table, none for these columns: nothing masked
+            return message_prefix(ns, shape.columns), None
+        cached = self._line_masks.get(id(mask))
+        if cached is None or cached[0] is not mask:
+            cached = (mask, LineMask.of(mask, len(fields) - len(shape.columns), len(shape.columns)))
+            self._line_masks[id(mask)] = cached
+        line_mask = cached[1]
+        return (None, None) if line_mask is None else (masked_prefix(ns, mask.fields), line_mask)
 
     def _version(self, event: RawEvent, schema: str, table: str, columns: Any) -> Iterator[OutRecord]:
         """The schema version the event's rows belong to; a change is stored and its termination

@@ -49,13 +49,16 @@ def message_prefix(
     return prefix
 
 
-def messages(prefix: bytes, tuples: list[bytes], max_tuples: int, max_bytes: int) -> list[bytes]:
+def messages(
+    prefix: bytes, tuples: list[bytes], max_tuples: int, max_bytes: int, sizes: list[int] | None = None
+) -> list[bytes]:
     """Message texts of at most ``max_tuples`` tuples and ``max_bytes`` payload bytes (as
-    ``split_tuples`` counts them), tuples in order; one oversized tuple gets a message of its own."""
+    ``split_tuples`` counts them), tuples in order; one oversized tuple gets a message of its own.
+    ``sizes``: the lengths to cut by instead of the tuples' own (ums.masktext: the unmasked tuples')."""
     out: list[bytes] = []
     start, size = 0, 0
     for i, text in enumerate(tuples):
-        row_size = len(text) + TUPLE_OVERHEAD
+        row_size = (len(text) if sizes is None else sizes[i]) + TUPLE_OVERHEAD
         if i > start and (i - start >= max_tuples or size + row_size > max_bytes):
             out.append(prefix + b",".join(tuples[start:i]) + ENDING)
             start, size = i, 0
@@ -94,20 +97,26 @@ def event_messages(
     before_update_image: bool,
     max_tuples: int,
     max_bytes: int,
+    sized_by: list[bytes] | None = None,
 ) -> list[bytes]:
     """``messages(prefix, tuple_texts(...), ...)`` of one rows event, with no Python work per tuple in the
     usual case (inserts, deletes, updates without before images, the event within the byte limit): the
     payload is one ``join`` over the JVM's lines, ``ums_uid_`` written as the ``ums_id_`` digits and
-    ``ums.ids.uid_tails``."""
+    ``ums.ids.uid_tails``. ``sized_by``: lines (one per line of ``lines``) whose sizes decide the cuts
+    instead of ``lines``' own (ums.masktext: masked lines cut where the unmasked ones are)."""
     images = lines[1::2] if op == "u" else lines
+    sizing = images if sized_by is None else sized_by[1::2] if op == "u" else sized_by
     n = len(images)
     head = f'{{"tuple":["{ums_id}","{ums_ts}","{op}","{ums_id}'.encode()
     per_tuple = len(head) + len(b'000000",') + len(ENDING) + TUPLE_OVERHEAD
-    too_big = sum(map(len, images)) + n * per_tuple > max_bytes
+    too_big = sum(map(len, sizing)) + n * per_tuple > max_bytes
     if (op == "u" and before_update_image) or n >= ROW_LIMIT or too_big or ums_id == "0":
-        return messages(
-            prefix, tuple_texts(ums_id, ums_ts, op, lines, before_update_image), max_tuples, max_bytes
-        )
+        texts = tuple_texts(ums_id, ums_ts, op, lines, before_update_image)
+        sizes = None
+        if sized_by is not None:
+            unmasked = tuple_texts(ums_id, ums_ts, op, sized_by, before_update_image)
+            sizes = [len(t) for t in unmasked]
+        return messages(prefix, texts, max_tuples, max_bytes, sizes)
     between = ENDING + b"," + head
     tails = _closed_tails(n)
     out = []
