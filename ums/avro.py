@@ -31,7 +31,7 @@ import io
 import json
 import re
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, cast
@@ -39,7 +39,7 @@ from typing import Any, cast
 import fastavro
 
 from ums.errors import BadAvroError
-from ums.message import ProtocolType, UmsField, UmsMessage, UmsSchema
+from ums.message import UMS_VERSION, ProtocolType, UmsField, UmsMessage, UmsSchema
 from ums.namespace import Namespace
 from ums.scalars import JsonValue
 from ums.types import UmsType
@@ -90,16 +90,30 @@ def avro_field_name(name: str, index: int) -> str:
 def encode_avro(msg: UmsMessage) -> bytes:
     """Schemaless Avro bytes of ``msg`` (the reader needs ``avro_schema(msg.schema)``).
 
-    Written here column by column (``_payload``), byte for byte what fastavro's ``schemaless_writer``
-    writes for the record ``encode_avro_fastavro`` builds (tests/unit/test_ums_avro.py holds the two to
-    each other): the appender's Avro hot path, with no record dict and no Python call per value."""
-    schema = msg.schema
-    plan = _plan(str(schema.namespace), schema.fields)
-    head = _envelope(msg.protocol.value, msg.version, str(schema.namespace), schema.batch_id)
+    Written here column by column (``encode_avro_columns``), byte for byte what fastavro's
+    ``schemaless_writer`` writes for the record ``encode_avro_fastavro`` builds (tests/unit/test_ums_avro.py
+    holds the two to each other): the appender's Avro hot path, with no record dict and no Python call per
+    value."""
     rows = msg.payload
-    if not rows:
+    return encode_avro_columns(
+        msg.protocol, msg.schema, list(zip(*rows, strict=True)), len(rows), msg.version
+    )
+
+
+def encode_avro_columns(
+    protocol: ProtocolType,
+    schema: UmsSchema,
+    columns: Sequence[Sequence[Any]],
+    count: int,
+    version: str = UMS_VERSION,
+) -> bytes:
+    """``encode_avro`` of the message whose payload is ``count`` tuples given as ``columns`` (one
+    sequence of wire values per field, in field order): for a caller that has the values by column."""
+    plan = _plan(str(schema.namespace), schema.fields)
+    head = _envelope(protocol.value, version, str(schema.namespace), schema.batch_id)
+    if not count:
         return head + b"\x00"
-    return b"".join((head, _uvarint(len(rows) << 1), _payload(plan, rows), b"\x00"))
+    return b"".join((head, _uvarint(count << 1), _payload(plan, columns, count), b"\x00"))
 
 
 def encode_avro_fastavro(msg: UmsMessage) -> bytes:
@@ -157,7 +171,7 @@ def _zigzag(v: int) -> int:
     return v << 1 if v >= 0 else ((-v) << 1) - 1
 
 
-def _long_blobs(col: tuple) -> list[bytes]:
+def _long_blobs(col: Sequence[Any]) -> list[bytes]:
     """UMS longs (decimal texts) as fastavro writes ``Decimal(int(v))`` in bytes decimal(20, 0)."""
     xs = list(map(int, col))
     if xs and (max(xs) >= _DECIMAL_LIMIT or min(xs) <= -_DECIMAL_LIMIT):
@@ -179,7 +193,7 @@ def _prefixed(blobs: list[bytes]) -> list[bytes]:
     return [_uvarint(n << 1) for n in lens]
 
 
-def _blobs(col: tuple, nullable: bool, to_blobs: Callable[[tuple], list[bytes]]) -> Parts:
+def _blobs(col: Sequence[Any], nullable: bool, to_blobs: Callable[[Sequence[Any]], list[bytes]]) -> Parts:
     """A string or bytes column: [length prefixes, the bytes] (the union index first when nullable)."""
     if not nullable:
         blobs = to_blobs(col)
@@ -194,7 +208,7 @@ def _blobs(col: tuple, nullable: bool, to_blobs: Callable[[tuple], list[bytes]])
     return [[_NULL if null else _UNION + p for null, p in zip(nulls, pre, strict=True)], blobs]
 
 
-def _ints(col: tuple, nullable: bool) -> Parts:
+def _ints(col: Sequence[Any], nullable: bool) -> Parts:
     if nullable and None in col:
         return [[_NULL if v is None else _UNION + _uvarint(_zigzag(v)) for v in col]]
     zs = [v << 1 if v >= 0 else ~(v << 1) for v in col]  # zig-zag
@@ -202,7 +216,7 @@ def _ints(col: tuple, nullable: bool) -> Parts:
     return [_UNION, out] if nullable else [out]
 
 
-def _doubles(col: tuple, nullable: bool) -> Parts:
+def _doubles(col: Sequence[Any], nullable: bool) -> Parts:
     if not nullable:
         return [list(map(_PACK_DOUBLE, col))]
     if None not in col:
@@ -210,33 +224,33 @@ def _doubles(col: tuple, nullable: bool) -> Parts:
     return [[_NULL if v is None else _UNION + _PACK_DOUBLE(v) for v in col]]
 
 
-def _booleans(col: tuple, nullable: bool) -> Parts:
+def _booleans(col: Sequence[Any], nullable: bool) -> Parts:
     if not nullable:
         return [list(map(_BOOL.__getitem__, col))]
     return [[_NULL if v is None else _NBOOL[v] for v in col]]
 
 
-def _longs(col: tuple, nullable: bool) -> Parts:
+def _longs(col: Sequence[Any], nullable: bool) -> Parts:
     return _blobs(col, nullable, _long_blobs)
 
 
-def _strings(col: tuple, nullable: bool) -> Parts:
+def _strings(col: Sequence[Any], nullable: bool) -> Parts:
     return _blobs(col, nullable, _encoded)
 
 
-def _binaries(col: tuple, nullable: bool) -> Parts:
+def _binaries(col: Sequence[Any], nullable: bool) -> Parts:
     return _blobs(col, nullable, _decoded64)
 
 
-def _encoded(col: tuple) -> list[bytes]:
+def _encoded(col: Sequence[Any]) -> list[bytes]:
     return list(map(str.encode, col))
 
 
-def _decoded64(col: tuple) -> list[bytes]:
+def _decoded64(col: Sequence[Any]) -> list[bytes]:
     return list(map(base64.b64decode, col))
 
 
-_COLUMN_WRITERS: dict[UmsType, Callable[[tuple, bool], Parts]] = {
+_COLUMN_WRITERS: dict[UmsType, Callable[[Sequence[Any], bool], Parts]] = {
     UmsType.LONG: _longs,
     UmsType.INT: _ints,
     UmsType.BOOLEAN: _booleans,
@@ -252,7 +266,7 @@ _COLUMN_WRITERS: dict[UmsType, Callable[[tuple, bool], Parts]] = {
 }
 # system fields: one value for all tuples of an event (ums_op_ too, but for an update's b/u pairs)
 _REPEATED = frozenset({"ums_id_", "ums_ts_", "ums_op_"})
-Plan = tuple[tuple[Callable[[tuple, bool], Parts], bool, bool], ...]
+Plan = tuple[tuple[Callable[[Sequence[Any], bool], Parts], bool, bool], ...]
 
 
 @lru_cache(maxsize=1024)
@@ -271,12 +285,14 @@ def _envelope(protocol: str, version: str, namespace: str, batch_id: int) -> byt
     return b"".join(_uvarint(len(t) << 1) + t for t in texts) + _uvarint(_zigzag(batch_id))
 
 
-def _payload(plan: Plan, rows: tuple) -> bytes:
-    """The tuples of a non-empty payload: written column by column, then interleaved by slice assignment
-    (consecutive parts that are the same in every tuple joined into one first)."""
-    n = len(rows)
+def _payload(plan: Plan, columns: Sequence[Sequence[Any]], n: int) -> bytes:
+    """The ``n`` tuples of a non-empty payload: written column by column, then interleaved by slice
+    assignment (consecutive parts that are the same in every tuple joined into one first)."""
     parts: Parts = []
-    for (write, nullable, repeated), col in zip(plan, zip(*rows, strict=True), strict=True):
+    for (write, nullable, repeated), col in zip(plan, columns, strict=True):
+        if len(col) != n:
+            msg = f"{len(col)} values in a column of a payload of {n} tuples"
+            raise ValueError(msg)
         if repeated and col.count(col[0]) == n:
             parts += [p if isinstance(p, bytes) else p[0] for p in write(col[:1], nullable)]
         else:
