@@ -1,4 +1,5 @@
-"""UMS messages as Avro (optional encoding of ``<ds>.<schema>.result``), via fastavro.
+"""UMS messages as Avro (optional encoding of ``<ds>.<schema>.result``): written here column by column
+(``encode_avro``, held byte for byte to fastavro's writer, ``encode_avro_fastavro``), read via fastavro.
 
 The Avro schema is derived from the UMS schema: an envelope record with ``protocol``, ``version``,
 ``namespace``, ``batchId`` and ``payload`` (an array of ``Tuple`` records, one field per UMS field,
