@@ -163,6 +163,7 @@ def _uvarint(z: int) -> bytes:
 
 _UV = [_uvarint(z) for z in range(_INT_TABLE)]  # _UV[z]: varint of z
 _LEN = _UV[0 : _TABLE << 1 : 2]  # _LEN[n]: a length n (zig-zag 2n)
+_NLEN = [b"\x02" + b for b in _LEN]  # union index 1, then a length n
 _NULL = b"\x00"
 _BOOL = {True: b"\x01", False: b"\x00"}
 _NBOOL = {True: b"\x02\x01", False: b"\x02\x00"}
@@ -186,27 +187,34 @@ Parts = list[bytes | list[bytes]]
 _UNION = b"\x02"  # a nullable field's value that is not null: union index 1
 
 
-def _prefixed(blobs: list[bytes]) -> list[bytes]:
-    """Each blob's length prefix."""
+def _prefixed(blobs: list[bytes], table: list[bytes], lead: bytes) -> list[bytes]:
+    """Each blob's length prefix (``table``: ``_LEN``, or ``_NLEN`` with the union index first)."""
     lens = list(map(len, blobs))
     if max(lens) < _TABLE:
-        return list(map(_LEN.__getitem__, lens))
-    return [_uvarint(n << 1) for n in lens]
+        return list(map(table.__getitem__, lens))
+    return [lead + _uvarint(n << 1) for n in lens]
 
 
-def _blobs(col: Sequence[Any], nullable: bool, to_blobs: Callable[[Sequence[Any]], list[bytes]]) -> Parts:
-    """A string or bytes column: [length prefixes, the bytes] (the union index first when nullable)."""
+def _blobs(
+    col: Sequence[Any], nullable: bool, to_blobs: Callable[[Sequence[Any]], list[bytes]], filler: str
+) -> Parts:
+    """A string or bytes column: [length prefixes, the bytes] (the union index first when nullable; a
+    null is ``filler`` converted, then its prefix and bytes replaced by the union index 0)."""
     if not nullable:
         blobs = to_blobs(col)
-        return [_prefixed(blobs), blobs]
-    if None not in col:
+        return [_prefixed(blobs, _LEN, b""), blobs]
+    nulls = [i for i, v in enumerate(col) if v is None]
+    if not nulls:
         blobs = to_blobs(col)
-        return [_UNION, _prefixed(blobs), blobs]
-    nulls = [v is None for v in col]
-    some = iter(to_blobs(tuple(v for v, null in zip(col, nulls, strict=True) if not null)))
-    blobs = [b"" if null else next(some) for null in nulls]
-    pre = _prefixed(blobs)
-    return [[_NULL if null else _UNION + p for null, p in zip(nulls, pre, strict=True)], blobs]
+        return [_prefixed(blobs, _NLEN, _UNION), blobs]
+    values = list(col)
+    for i in nulls:
+        values[i] = filler
+    blobs = to_blobs(values)
+    pre = _prefixed(blobs, _NLEN, _UNION)
+    for i in nulls:
+        pre[i], blobs[i] = _NULL, b""
+    return [pre, blobs]
 
 
 def _ints(col: Sequence[Any], nullable: bool) -> Parts:
@@ -232,15 +240,15 @@ def _booleans(col: Sequence[Any], nullable: bool) -> Parts:
 
 
 def _longs(col: Sequence[Any], nullable: bool) -> Parts:
-    return _blobs(col, nullable, _long_blobs)
+    return _blobs(col, nullable, _long_blobs, "0")
 
 
 def _strings(col: Sequence[Any], nullable: bool) -> Parts:
-    return _blobs(col, nullable, _encoded)
+    return _blobs(col, nullable, _encoded, "")
 
 
 def _binaries(col: Sequence[Any], nullable: bool) -> Parts:
-    return _blobs(col, nullable, _decoded64)
+    return _blobs(col, nullable, _decoded64, "")
 
 
 def _encoded(col: Sequence[Any]) -> list[bytes]:
