@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ums import UmsField, UmsMessage, avro_schema, decode_avro, encode_avro, from_json, to_json
+from ums import UmsField, UmsMessage, UmsSchema, avro_schema, decode_avro, encode_avro, from_json, to_json
 
 SCHEMA_HEADER = "ums_avro_schema"
 FORMATS = ("json", "avro")
@@ -43,7 +43,12 @@ class SchemaStore(Protocol):
 
 def schema_text(message: UmsMessage) -> str:
     """The canonical text of the message's Avro schema (what is stored and fingerprinted)."""
-    return json.dumps(avro_schema(message.schema), sort_keys=True, separators=(",", ":"))
+    return schema_text_of(message.schema)
+
+
+def schema_text_of(schema: UmsSchema) -> str:
+    """``schema_text`` of the messages of ``schema``."""
+    return json.dumps(avro_schema(schema), sort_keys=True, separators=(",", ":"))
 
 
 def fingerprint(text: str) -> str:
@@ -78,10 +83,14 @@ class MessageEncoder:
 
     def schema_id(self, message: UmsMessage) -> str:
         """The fingerprint of the message's Avro schema, stored in the meta store on first use."""
-        key = (str(message.schema.namespace), message.schema.fields)
+        return self.schema_id_of(message.schema)
+
+    def schema_id_of(self, schema: UmsSchema) -> str:
+        """``schema_id`` of the messages of ``schema``."""
+        key = (str(schema.namespace), schema.fields)
         known = self._known.get(key)
         if known is None:
-            text = schema_text(message)
+            text = schema_text_of(schema)
             known = fingerprint(text)
             assert self.store is not None
             self.store.add_avro_schema(key[0], known, text)
