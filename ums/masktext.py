@@ -30,15 +30,14 @@ from functools import partial
 from json.encoder import encode_basestring
 from typing import Any
 
-from ums.encoding import dumps_compact, to_json
+from ums.encoding import dumps_compact
 from ums.masking import _STRINGS, ColumnMask, TableMask, _hash, _truncate
-from ums.message import ProtocolType, UmsField, UmsMessage, UmsSchema
+from ums.message import ProtocolType, UmsField, UmsSchema
 from ums.namespace import Namespace
 from ums.scalars import JsonValue
-from ums.text import event_messages
+from ums.text import cached_prefix, event_messages
 
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
-_prefixes: dict[tuple[Namespace, tuple[UmsField, ...], int, ProtocolType], bytes] = {}
 
 
 def masked_prefix(
@@ -48,16 +47,8 @@ def masked_prefix(
     protocol: ProtocolType = ProtocolType.DATA_INCREMENT_DATA,
 ) -> bytes:
     """``{"protocol":...,"schema":...,"payload":[`` of a data message with the (masked) ``fields``."""
-    key = (ns, fields, batch_id, protocol)
-    prefix = _prefixes.get(key)
-    if prefix is None:
-        empty = to_json(UmsMessage.prevalidated(protocol, UmsSchema(ns, fields, batch_id), ()))
-        assert empty.endswith("[]}"), empty
-        prefix = empty[:-2].encode()
-        if len(_prefixes) > 4096:
-            _prefixes.clear()
-        _prefixes[key] = prefix
-    return prefix
+    key = ("fields", ns, fields, batch_id, protocol)
+    return cached_prefix(key, protocol, lambda: UmsSchema(ns, fields, batch_id))
 
 
 def _value(text: bytes) -> JsonValue:

@@ -16,18 +16,19 @@ operations per row here instead of decoding and encoding every value.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from itertools import chain, repeat
 
 from ums.build import data_schema
 from ums.encoding import to_json
 from ums.ids import ROW_LIMIT, uid_tails, ums_uids
-from ums.message import ProtocolType, UmsMessage
+from ums.message import ProtocolType, UmsMessage, UmsSchema
 from ums.namespace import Namespace
 from ums.types import ColumnSpec
 
 TUPLE_OVERHEAD = len(b'{"tuple":},') - len(b'{"tuple":}')  # split_tuples counts a comma per tuple
 ENDING = b"]}"
-_prefixes: dict[tuple[Namespace, tuple[ColumnSpec, ...], int, ProtocolType], bytes] = {}
+_prefixes: dict[Hashable, bytes] = {}
 
 
 def message_prefix(
@@ -37,10 +38,16 @@ def message_prefix(
     protocol: ProtocolType = ProtocolType.DATA_INCREMENT_DATA,
 ) -> bytes:
     """``{"protocol":...,"schema":...,"payload":[`` of a data message, cached per namespace/columns."""
-    key = (ns, columns, batch_id, protocol)
+    key = ("columns", ns, columns, batch_id, protocol)
+    return cached_prefix(key, protocol, lambda: data_schema(ns, columns, batch_id, protocol))
+
+
+def cached_prefix(key: Hashable, protocol: ProtocolType, schema: Callable[[], UmsSchema]) -> bytes:
+    """The text of a data message with ``schema()`` and no tuples, up to its payload's ``[``; built once
+    per ``key`` (the caller's description of the schema), so the schema is only built on a miss."""
     prefix = _prefixes.get(key)
     if prefix is None:
-        empty = to_json(UmsMessage.prevalidated(protocol, data_schema(ns, columns, batch_id, protocol), ()))
+        empty = to_json(UmsMessage.prevalidated(protocol, schema(), ()))
         assert empty.endswith("[]}"), empty
         prefix = empty[:-2].encode()
         if len(_prefixes) > 4096:
