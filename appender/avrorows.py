@@ -3,21 +3,27 @@
 ``rendered_avro`` gives, for one rows event, the same bytes as ``encode_avro`` of each message of
 ``appender.convert.rendered_messages`` (tests/unit/test_appender_avrorows.py holds the two to each other),
 for the case the appender sends that way: Avro output, no masking rule for the table, no column named
-like a system field. The JVM's lines are parsed in one ``json.loads`` per event as there; the payload is
-then the parsed images' columns (one ``zip``) beside the system columns, cut into messages where
-``split_tuples`` cuts (by count and JSON payload bytes) and written by ``ums.avro.encode_avro_columns``.
+like a system field. For a source with Avro output the JVM also writes each line's user columns as Avro
+(``dbus_rows_avro``, binlog/jvm ``AvroRows``): when its column kinds are the schema's, a tuple is the
+system columns written here and those bytes (``ums.avro.encode_avro_rows``), no value of a user column
+is touched in Python. Otherwise the lines are parsed in one ``json.loads`` per event, as there, and the
+payload is the parsed images' columns (one ``zip``) beside the system columns, written by
+``ums.avro.encode_avro_columns``. Either way messages are cut where ``split_tuples`` cuts (by count and
+JSON payload bytes).
 """
 
 from __future__ import annotations
 
 import json
+import sys
+from array import array
 from zoneinfo import ZoneInfo
 
 from appender.convert import ConvertSettings
 from binlog.rawevent import RawHeader
 from binlog.rows import DecodedRows
 from ums import Namespace, ProtocolType, ums_id, ums_ts_ms
-from ums.avro import encode_avro_columns
+from ums.avro import encode_avro_columns, encode_avro_rows, jvm_kinds
 from ums.build import data_schema, split_tuples
 from ums.ids import ROW_LIMIT, uid_tails, ums_uid, ums_uids
 from ums.message import UmsSchema
@@ -30,9 +36,11 @@ def rendered_avro(
     version: int,
     settings: ConvertSettings,
     batch_id: int = 0,
+    section: bytes | None = None,
 ) -> tuple[UmsSchema, list[bytes]]:
     """The event's messages as Avro values (in order) and their schema; every column of ``shape`` is a
-    user column (none named like a system field)."""
+    user column (none named like a system field). ``section``: the JVM's Avro of the lines' user
+    columns (``jvm_rows``), used when its kinds are the schema's; else the lines are parsed."""
     protocol = ProtocolType.DATA_INCREMENT_DATA
     ns = Namespace(settings.ds_type, settings.ds, shape.schema, shape.table, version)
     schema = data_schema(ns, shape.columns, batch_id, protocol)
@@ -40,26 +48,59 @@ def rendered_avro(
         return schema, []
     uid_base = ums_id(header.file, header.pos)
     ts = ums_ts_ms(header.ts * 1000, ZoneInfo(settings.timezone))
-    images = json.loads(b"[[" + b"],[".join(lines) + b"]]")
+    rows = jvm_rows(section, schema, len(lines)) if section is not None else None
+    users: list = []
+    if rows is None:
+        images = json.loads(b"[[" + b"],[".join(lines) + b"]]")
+        users = list(zip(*images, strict=True))
+        if len(users) != len(shape.columns):
+            msg = f"{len(users)} values per row for {len(shape.columns)} columns"
+            raise ValueError(msg)
     op = shape.op
     if op == "u" and not settings.before_update_image:
-        images, lines = images[1::2], lines[1::2]
-    n = len(images)
+        lines = lines[1::2]
+        users = [c[1::2] for c in users]
+        rows = rows[1::2] if rows is not None else None
+    n = len(lines)
     ops = ["b", "u"] * (n // 2) if op == "u" and settings.before_update_image else [op] * n
     uids = _uids(uid_base, n)
-    users = list(zip(*images, strict=True))
-    if len(users) != len(shape.columns):
-        msg = f"{len(users)} values per row for {len(shape.columns)} columns"
-        raise ValueError(msg)
     values = []
     start = 0
     for chunk in _bounds(uid_base, ts, ops, uids, lines, settings.max_tuples, settings.max_bytes):
         end = start + chunk
         k = end - start
-        columns = [[uid_base] * k, [ts] * k, ops[start:end], uids[start:end], *(c[start:end] for c in users)]
-        values.append(encode_avro_columns(protocol, schema, columns, k))
+        system = [[uid_base] * k, [ts] * k, ops[start:end], uids[start:end]]
+        if rows is not None:
+            values.append(encode_avro_rows(protocol, schema, system, rows[start:end]))
+        else:
+            columns = [*system, *(c[start:end] for c in users)]
+            values.append(encode_avro_columns(protocol, schema, columns, k))
         start = end
     return schema, values
+
+
+SYSTEM_FIELDS = 4  # ums_id_, ums_ts_, ums_op_, ums_uid_: the fields before a data message's user fields
+
+
+def jvm_rows(section: bytes, schema: UmsSchema, n: int) -> list[bytes] | None:
+    """The user columns' Avro of each of the ``n`` lines, from the JVM's section (binlog/jvm ``AvroRows``:
+    the kinds, one letter per column; the count and n + 1 offsets, u32 little-endian; the bytes); None
+    when its kinds are not the schema's (``ums.avro.jvm_kinds``) or it does not hold n rows."""
+    kinds = jvm_kinds(schema.fields[SYSTEM_FIELDS:]).encode("ascii")
+    k = len(kinds)
+    if section[:k] != kinds or len(section) < k + 8:
+        return None
+    count = int.from_bytes(section[k : k + 4], "little")
+    start = k + 4 + 4 * (count + 1)
+    if count != n or len(section) < start:
+        return None
+    offsets = array("I", section[k + 4 : start])
+    if sys.byteorder == "big":
+        offsets.byteswap()
+    if offsets[0] != 0 or offsets[-1] != len(section) - start:
+        return None
+    area = section[start:]
+    return [area[a:b] for a, b in zip(offsets, offsets[1:], strict=False)]
 
 
 def _bounds(

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("dbus.appender")
 JVM_FUNCTION, JVM_CLASS = "dbus_rows", "dbus.jvm.RowsUdf"
+# the same lines, a NUL and their Avro (appender/avrorows.py): for sources with ``ums.format: avro``
+JVM_AVRO_FUNCTION, JVM_AVRO_CLASS = "dbus_rows_avro", "dbus.jvm.RowsAvroUdf"
 OUT_SCHEMA = "topic string, key binary, value binary, headers array<struct<key: string, value: binary>>"
 
 
@@ -51,6 +53,7 @@ def register_jvm_decoder(spark: SparkSession) -> bool:
 
     try:
         spark.udf.registerJavaFunction(JVM_FUNCTION, JVM_CLASS, BinaryType())
+        spark.udf.registerJavaFunction(JVM_AVRO_FUNCTION, JVM_AVRO_CLASS, BinaryType())
     except Exception as e:  # the class is missing: py4j/analysis errors differ by version
         log.warning(
             "appender: JVM decoder %s unavailable (%s); rows are decoded in Python",
@@ -61,11 +64,13 @@ def register_jvm_decoder(spark: SparkSession) -> bool:
     return True
 
 
-def with_rendered_rows(df: DataFrame, jvm: bool) -> DataFrame:
-    """Adds ``rendered``: the JVM's text of the record's rows, or null where Python must decode."""
+def with_rendered_rows(df: DataFrame, jvm: bool, avro: bool = False) -> DataFrame:
+    """Adds ``rendered``: the JVM's text of the record's rows (with ``avro``, followed by a NUL and their
+    Avro), or null where Python must decode."""
     from pyspark.sql import functions as F
 
-    rendered = F.expr(f"{JVM_FUNCTION}(value)") if jvm else F.lit(None).cast("binary")
+    function = JVM_AVRO_FUNCTION if avro else JVM_FUNCTION
+    rendered = F.expr(f"{function}(value)") if jvm else F.lit(None).cast("binary")
     return df.withColumn("rendered", rendered)
 
 
@@ -139,7 +144,8 @@ def start(
 
     settings = cfg.source(ds).appender
     jvm = settings.jvm_decoder and register_jvm_decoder(spark)
-    raw = with_rendered_rows(read_schema_topics(spark, cfg, ds, topics), jvm)
+    avro = cfg.source(ds).ums.format == "avro"
+    raw = with_rendered_rows(read_schema_topics(spark, cfg, ds, topics), jvm, avro)
     out = append_ums(raw, str(cfg.path), ds)
     writer = (
         kafka_sink(out.writeStream, cfg.endpoints.kafka)

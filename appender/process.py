@@ -165,11 +165,13 @@ class PartitionProcessor:
         system field) its lines parsed into values (one ``json.loads`` per event), masked and encoded."""
         shape = table_of(event)
         current = yield from self._version(event, shape.schema, shape.table, shape.columns)
-        lines = rendered.split(b"\n") if rendered else []
+        cut = rendered.find(b"\x00")  # dbus_rows_avro: the lines, NUL, their Avro (appender/avrorows.py)
+        section = rendered[cut + 1 :] if cut >= 0 else None
+        lines = (rendered[:cut] if cut >= 0 else rendered).split(b"\n") if rendered else []
         if not lines:
             return  # a rows event without rows (the reference path emits nothing for it either)
         if self._avro_ok(shape):
-            yield from self._rows_avro(event, shape, lines, current.version)
+            yield from self._rows_avro(event, shape, lines, current.version, section)
             return
         s = self.settings
         ns = Namespace(s.ds_type, s.ds, shape.schema, shape.table, current.version)
@@ -204,7 +206,7 @@ class PartitionProcessor:
         self._count(shape.schema, shape.table, len(lines) // 2 if op == "u" else len(lines))
 
     def _rows_avro(
-        self, event: RawEvent, shape: Any, lines: list[bytes], version: int
+        self, event: RawEvent, shape: Any, lines: list[bytes], version: int, section: bytes | None
     ) -> Iterator[OutRecord]:
         """Rows the JVM rendered, Avro out and nothing masked: each message's Avro straight from the
         parsed lines' columns (appender/avrorows.py), no tuple per row."""
@@ -212,7 +214,7 @@ class PartitionProcessor:
         from appender.output import SCHEMA_HEADER
 
         s = self.settings
-        schema, values = rendered_avro(event.header, shape, lines, version, s)
+        schema, values = rendered_avro(event.header, shape, lines, version, s, section=section)
         ns = schema.namespace
         topic = self.outputs.result_topic(shape.schema, shape.table)
         key = f"{shape.schema}.{shape.table}".encode()

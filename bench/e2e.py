@@ -11,7 +11,10 @@ topics with BENCH_E2E_PARTITIONS partitions, checkpoints, ZooKeeper path).
   A table's records share a key, hence a partition, and each partition is one Spark task: which
   partitions the tables land in depends on the database name (random per run; BENCH_E2E_DATABASE
   fixes it). Measured on one machine: all 4 tables in one of the 2 partitions 119.8k rows/s, 3 of 4
-  127.2k.
+  127.2k. The default is 2M row changes, about 10 s of pipeline time: the stages' micro-batches start
+  at wall-clock multiples of their trigger interval (200 ms), so the clock stops in steps of about
+  that much; over the 3 s of 500k row changes a step was 7% of the figure (the same value recurred
+  in several runs), over 10 s it is 2%.
 - ``e2e_latency_p50_ms`` / ``p99``: a writer commits BENCH_E2E_LATENCY_RATE rows/s (one INSERT every
   100 ms) for BENCH_E2E_LATENCY_S seconds; each row carries its statement's batch number, whose commit
   time (client clock, after COMMIT returned) is compared with the Kafka timestamp of the UMS record
@@ -45,7 +48,7 @@ from cli.stages import Stages
 from dbuslib import kafka, mysql, zk
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
 
-ROWS = int(os.environ.get("BENCH_E2E_ROWS", "500000"))
+ROWS = int(os.environ.get("BENCH_E2E_ROWS", "2000000"))
 WARMUP = int(os.environ.get("BENCH_E2E_WARMUP_ROWS", "100000"))
 WARMUP_ROUNDS = int(os.environ.get("BENCH_E2E_WARMUP_ROUNDS", "5"))
 TABLES = int(os.environ.get("BENCH_E2E_TABLES", "4"))

@@ -294,9 +294,56 @@ def _envelope(protocol: str, version: str, namespace: str, batch_id: int) -> byt
     return b"".join(_uvarint(len(t) << 1) + t for t in texts) + _uvarint(_zigzag(batch_id))
 
 
+def encode_avro_rows(
+    protocol: ProtocolType,
+    schema: UmsSchema,
+    system: Sequence[Sequence[Any]],
+    rows: Sequence[bytes],
+    version: str = UMS_VERSION,
+) -> bytes:
+    """``encode_avro_columns`` of a message whose user fields of each tuple are already Avro: ``system`` the
+    four system fields' columns, ``rows`` each tuple's user fields as written by the JVM decoder
+    (binlog/jvm ``AvroRows``, whose kinds the caller checked against ``jvm_kinds``)."""
+    plan = _plan(str(schema.namespace), schema.fields)
+    head = _envelope(protocol.value, version, str(schema.namespace), schema.batch_id)
+    n = len(rows)
+    if not n:
+        return head + b"\x00"
+    parts = _parts(plan[: len(system)], system, n) + [list(rows)]
+    return b"".join((head, _uvarint(n << 1), _interleave(parts, n), b"\x00"))
+
+
+_KINDS = {
+    UmsType.INT: "I",
+    UmsType.LONG: "L",
+    UmsType.FLOAT: "D",
+    UmsType.DOUBLE: "D",
+    UmsType.BINARY: "B",
+    UmsType.DECIMAL: "S",
+    UmsType.DATE: "S",
+    UmsType.DATETIME: "S",
+    UmsType.STRING: "S",
+    UmsType.JSONOBJECT: "S",
+    UmsType.RAW: "S",
+}
+
+
+@lru_cache(maxsize=1024)
+def jvm_kinds(fields: tuple[UmsField, ...]) -> str:
+    """The kinds the JVM's ``AvroRows`` names for these (user) fields when it writes them as this module
+    does: one letter per field, lower case when nullable (``?`` for a type it never writes)."""
+    kinds = (_KINDS.get(f.type, "?") for f in fields)
+    return "".join(k.lower() if f.nullable else k for k, f in zip(kinds, fields, strict=True))
+
+
 def _payload(plan: Plan, columns: Sequence[Sequence[Any]], n: int) -> bytes:
     """The ``n`` tuples of a non-empty payload: written column by column, then interleaved by slice
     assignment (consecutive parts that are the same in every tuple joined into one first)."""
+    return _interleave(_parts(plan, columns, n), n)
+
+
+def _parts(plan: Plan, columns: Sequence[Sequence[Any]], n: int) -> Parts:
+    """Each column's parts (see ``Parts``), in field order."""
     parts: Parts = []
     for (write, nullable, repeated), col in zip(plan, columns, strict=True):
         if len(col) != n:
@@ -306,6 +353,11 @@ def _payload(plan: Plan, columns: Sequence[Sequence[Any]], n: int) -> bytes:
             parts += [p if isinstance(p, bytes) else p[0] for p in write(col[:1], nullable)]
         else:
             parts += write(col, nullable)
+    return parts
+
+
+def _interleave(parts: Parts, n: int) -> bytes:
+    """The tuples' bytes: part after part for each tuple."""
     merged: Parts = []
     for p in parts:
         if isinstance(p, bytes) and merged and isinstance(merged[-1], bytes):

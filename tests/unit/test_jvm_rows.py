@@ -385,3 +385,51 @@ def test_a_malformed_types_header_gives_null(jar, types):
     (got,) = run_jvm(jar, [_with_header(INET_RECORDS[0], types=types)])
     assert isinstance(got, tuple) and "types" in got[1]
     assert expected_or_none(_with_header(INET_RECORDS[0], types=types)) is None
+
+
+# ---------------------------------------------------------------- Avro of the rows (dbus_rows_avro)
+
+
+def _split_avro(got: bytes) -> tuple[bytes, bytes | None]:
+    cut = got.find(b"\0")
+    return (got, None) if cut < 0 else (got[:cut], got[cut + 1 :])
+
+
+@pytest.mark.parametrize("before_image", [False, True])
+def test_avro_rows_give_the_avro_python_writes(jar, before_image):
+    """``decodeWithAvro`` (the UDF ``dbus_rows_avro``): its lines are ``decode``'s, and the messages written
+    from its Avro section (appender.avrorows.rendered_avro with ``section``) are byte for byte the ones
+    written from the lines alone, for every real record and 300 mutated ones. A section whose kinds are
+    not the schema's is not used (the lines are parsed instead)."""
+    from appender.avrorows import SYSTEM_FIELDS, jvm_rows, rendered_avro
+    from appender.convert import ConvertSettings
+    from binlog.rows import table_of
+    from ums.build import data_schema
+    from ums.message import ProtocolType
+    from ums.namespace import Namespace
+
+    rng = random.Random(20261124)
+    values = RECORDS + [_mutate(RECORDS[rng.randrange(len(RECORDS))], rng) for _ in range(300)]
+    settings = ConvertSettings(ds="demo", before_update_image=before_image, max_tuples=7)
+    used = 0
+    for value, plain, both in zip(values, run_jvm(jar, values), run_jvm(jar, values, "--avro"), strict=True):
+        if isinstance(plain, tuple):
+            assert isinstance(both, tuple)
+            continue
+        lines_text, section = _split_avro(both)
+        assert lines_text == plain
+        if section is None or not plain:
+            continue
+        event = rawevent.decode(value)
+        shape, lines = table_of(event), plain.split(b"\n")
+        want = rendered_avro(event.header, shape, lines, 1, settings)
+        assert rendered_avro(event.header, shape, lines, 1, settings, section=section) == want
+        ns = Namespace("mysql", "demo", shape.schema, shape.table, 1)
+        schema = data_schema(ns, shape.columns, 0, ProtocolType.DATA_INCREMENT_DATA)
+        if jvm_rows(section, schema, len(lines)) is not None:
+            used += 1
+            assert len(schema.fields) == SYSTEM_FIELDS + len(shape.columns)
+            wrong = bytes([section[0] ^ 0x20]) + section[1:]  # nullable <-> not
+            assert jvm_rows(wrong, schema, len(lines)) is None
+            assert rendered_avro(event.header, shape, lines, 1, settings, section=wrong) == want
+    assert used >= len(RECORDS) // 2, used

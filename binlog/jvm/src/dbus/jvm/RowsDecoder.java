@@ -39,6 +39,23 @@ public final class RowsDecoder {
 
     private byte[] fail(String reason) { why = reason; return null; }
 
+    private final AvroRows avro = new AvroRows();
+
+    /**
+     * {@link #decode}, then (when it gave lines) a NUL and the lines' Avro section ({@link AvroRows}); the lines
+     * alone when the Avro section cannot be written.
+     */
+    public byte[] decodeWithAvro(byte[] value) {
+        byte[] json = decode(value);
+        if (json == null || json.length == 0) return json;
+        byte[] section = avro.section(json, 0, json.length, lastMap.cols);
+        if (section == null) return json;
+        byte[] both = new byte[json.length + 1 + section.length];
+        System.arraycopy(json, 0, both, 0, json.length);
+        System.arraycopy(section, 0, both, json.length + 1, section.length);
+        return both;
+    }
+
     private byte[] run(byte[] v) {
         if (v == null || v.length < 8 || v[0] != 'D' || v[1] != 'B' || v[2] != 'R') return fail("not a raw event");
         if (v[3] != 1) return fail("version");

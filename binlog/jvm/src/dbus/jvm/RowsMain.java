@@ -10,11 +10,13 @@ import java.io.IOException;
 /**
  * Test and bench driver: reads records framed as 4-byte big-endian length + bytes from stdin, writes for each
  * a 4-byte big-endian length (-1 for null) + the decoder's bytes. With {@code --why} a null is followed by
- * the reason as a framed UTF-8 string. With {@code --bench N} decodes the input N times and prints timings.
+ * the reason as a framed UTF-8 string. With {@code --avro} each result is
+ * {@code RowsDecoder.decodeWithAvro}'s. With {@code --bench N} decodes the input N times and prints timings.
  */
 public final class RowsMain {
     public static void main(String[] args) throws IOException {
         boolean why = java.util.Arrays.asList(args).contains("--why");
+        boolean avro = java.util.Arrays.asList(args).contains("--avro"); // decodeWithAvro
         int bench = args.length > 1 && args[0].equals("--bench") ? Integer.parseInt(args[1]) : 0;
         DataInputStream in = new DataInputStream(new BufferedInputStream(System.in, 1 << 16));
         java.util.List<byte[]> records = new java.util.ArrayList<>();
@@ -31,7 +33,7 @@ public final class RowsMain {
         if (bench > 0) { bench(records, bench, dec); return; }
         DataOutputStream out = new DataOutputStream(new BufferedOutputStream(System.out, 1 << 16));
         for (byte[] r : records) {
-            byte[] res = dec.decode(r);
+            byte[] res = avro ? dec.decodeWithAvro(r) : dec.decode(r);
             if (res == null) {
                 out.writeInt(-1);
                 if (why) {

@@ -40,6 +40,7 @@ final class TableMap {
         int charset = -1;
         byte[][] members; // ENUM (index 0 = "") / SET: JSON-escaped member text without quotes
         boolean dupMembers;
+        boolean nullable; // the table map's nullability bit
     }
 
     long tableId;
@@ -193,8 +194,9 @@ final class TableMap {
             cols[i] = c;
         }
         if (p - metaStart != metaLen) throw new IllegalStateException("column metadata length mismatch");
+        if (p + (n + 7) / 8 > end) throw new IllegalStateException("table map truncated");
+        for (int i = 0; i < n; i++) cols[i].nullable = (d[p + (i >> 3)] >> (i & 7) & 1) != 0;
         p += (n + 7) / 8; // nullability
-        if (p > end) throw new IllegalStateException("table map truncated");
         // optional metadata (TLV)
         boolean[] unsigned = null;
         int[] charsets = null, enumSetCharsets = null;
