@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from appender.avrorows import rendered_avro
 from appender.convert import ConvertSettings, rendered_messages, to_ums
@@ -161,3 +163,20 @@ def test_uids_refuse_what_ums_uids_refuses(base):
 
     with pytest.raises(BadPositionError):
         _uids(base, 3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tail=st.binary(max_size=64), count=st.integers(0, 12), kinds_ok=st.booleans())
+def test_any_avro_section_is_used_only_when_it_fits_and_never_raises(tail, count, kinds_ok):
+    """The JVM's Avro section (``dbus_rows_avro``) as arbitrary bytes after the kinds: rendered_avro gives
+    the lines' own Avro unless the section's kinds, count and offsets fit, and never raises."""
+    header = RawHeader("rows", file="mysql-bin.000003", pos=123456, ts=1763800000, schema="db", table="t0")
+    shape = DecodedRows("db", "t0", "i", BENCH_COLUMNS, ("id",), ())
+    lines = bench_lines(5)
+    s = ConvertSettings(ds="demo")
+    kinds = b"LISSSsi" if kinds_ok else b"LISSSSi"
+    section = kinds + count.to_bytes(4, "little") + tail
+    want = rendered_avro(header, shape, lines, 1, s)
+    schema, got = rendered_avro(header, shape, lines, 1, s, section=section)
+    if not kinds_ok or count != len(lines):
+        assert got == want[1]
