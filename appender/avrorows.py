@@ -19,12 +19,12 @@ import sys
 from array import array
 from zoneinfo import ZoneInfo
 
-from appender.convert import ConvertSettings
+from appender.convert import PROTOCOL, ConvertSettings, rendered_schema
 from binlog.rawevent import RawHeader
 from binlog.rows import DecodedRows
-from ums import Namespace, ProtocolType, ums_id, ums_ts_ms
+from ums import SYSTEM_FIELDS, ums_id, ums_ts_ms
 from ums.avro import encode_avro_columns, encode_avro_rows, jvm_kinds
-from ums.build import data_schema, split_tuples
+from ums.build import split_tuples
 from ums.ids import ROW_LIMIT, uid_tails, ums_uid, ums_uids
 from ums.message import UmsSchema
 
@@ -41,9 +41,7 @@ def rendered_avro(
     """The event's messages as Avro values (in order) and their schema; every column of ``shape`` is a
     user column (none named like a system field). ``section``: the JVM's Avro of the lines' user
     columns (``jvm_rows``), used when its kinds are the schema's; else the lines are parsed."""
-    protocol = ProtocolType.DATA_INCREMENT_DATA
-    ns = Namespace(settings.ds_type, settings.ds, shape.schema, shape.table, version)
-    schema = data_schema(ns, shape.columns, batch_id, protocol)
+    schema = rendered_schema(shape, version, settings, batch_id)
     if not lines:
         return schema, []
     uid_base = ums_id(header.file, header.pos)
@@ -71,22 +69,19 @@ def rendered_avro(
         k = end - start
         system = [[uid_base] * k, [ts] * k, ops[start:end], uids[start:end]]
         if rows is not None:
-            values.append(encode_avro_rows(protocol, schema, system, rows[start:end]))
+            values.append(encode_avro_rows(PROTOCOL, schema, system, rows[start:end]))
         else:
             columns = [*system, *(c[start:end] for c in users)]
-            values.append(encode_avro_columns(protocol, schema, columns, k))
+            values.append(encode_avro_columns(PROTOCOL, schema, columns, k))
         start = end
     return schema, values
-
-
-SYSTEM_FIELDS = 4  # ums_id_, ums_ts_, ums_op_, ums_uid_: the fields before a data message's user fields
 
 
 def jvm_rows(section: bytes, schema: UmsSchema, n: int) -> list[bytes] | None:
     """The user columns' Avro of each of the ``n`` lines, from the JVM's section (binlog/jvm ``AvroRows``:
     the kinds, one letter per column; the count and n + 1 offsets, u32 little-endian; the bytes); None
     when its kinds are not the schema's (``ums.avro.jvm_kinds``) or it does not hold n rows."""
-    kinds = jvm_kinds(schema.fields[SYSTEM_FIELDS:]).encode("ascii")
+    kinds = jvm_kinds(schema.fields[len(SYSTEM_FIELDS[PROTOCOL]) :]).encode("ascii")
     k = len(kinds)
     if section[:k] != kinds or len(section) < k + 8:
         return None

@@ -28,6 +28,7 @@ from ums import (
     Op,
     ProtocolType,
     UmsMessage,
+    UmsSchema,
     build_data_messages,
     chunks,
     data_key,
@@ -78,6 +79,17 @@ def rendered_tuples(
     ]
 
 
+PROTOCOL = ProtocolType.DATA_INCREMENT_DATA  # the protocol of the messages of rows the JVM rendered
+
+
+def rendered_schema(
+    shape: DecodedRows, version: int, settings: ConvertSettings, batch_id: int = 0
+) -> UmsSchema:
+    """The schema of the messages of rows the JVM rendered for ``shape`` at table ``version``."""
+    ns = Namespace(settings.ds_type, settings.ds, shape.schema, shape.table, version)
+    return data_schema(ns, shape.columns, batch_id, PROTOCOL)
+
+
 def rendered_messages(
     header: RawHeader,
     shape: DecodedRows,
@@ -88,9 +100,7 @@ def rendered_messages(
 ) -> list[UmsMessage]:
     """``to_ums`` for rows the JVM rendered (``shape`` from ``binlog.rows.table_of``): the same messages,
     as values for masking and Avro; unmasked JSON output takes ``ums.text.event_messages`` instead."""
-    protocol = ProtocolType.DATA_INCREMENT_DATA
-    ns = Namespace(settings.ds_type, settings.ds, shape.schema, shape.table, version)
-    schema = data_schema(ns, shape.columns, batch_id, protocol)
+    schema = rendered_schema(shape, version, settings, batch_id)
     tuples = rendered_tuples(header, shape, lines, settings)
     sizes = None
     if tuples and len(user_columns(shape.columns)) == len(shape.columns):
@@ -100,7 +110,7 @@ def rendered_messages(
         fixed = len(f'{{"tuple":["{ums_id_}","{ts}","","",]}},')
         sizes = [fixed + len(t[2]) + len(t[3]) + len(line) for t, line in zip(tuples, images, strict=True)]
     return [
-        UmsMessage.prevalidated(protocol, schema, chunk)
+        UmsMessage.prevalidated(PROTOCOL, schema, chunk)
         for chunk in split_tuples(tuples, settings.max_tuples, settings.max_bytes, sizes)
     ]
 

@@ -401,11 +401,11 @@ def test_avro_rows_give_the_avro_python_writes(jar, before_image):
     from its Avro section (appender.avrorows.rendered_avro with ``section``) are byte for byte the ones
     written from the lines alone, for every real record and 300 mutated ones. A section whose kinds are
     not the schema's is not used (the lines are parsed instead)."""
-    from appender.avrorows import SYSTEM_FIELDS, jvm_rows, rendered_avro
+    from appender.avrorows import jvm_rows, rendered_avro
     from appender.convert import ConvertSettings
     from binlog.rows import table_of
     from ums.build import data_schema
-    from ums.message import ProtocolType
+    from ums.message import SYSTEM_FIELDS, ProtocolType
     from ums.namespace import Namespace
 
     rng = random.Random(20261124)
@@ -428,7 +428,9 @@ def test_avro_rows_give_the_avro_python_writes(jar, before_image):
         schema = data_schema(ns, shape.columns, 0, ProtocolType.DATA_INCREMENT_DATA)
         if jvm_rows(section, schema, len(lines)) is not None:
             used += 1
-            assert len(schema.fields) == SYSTEM_FIELDS + len(shape.columns)
+            assert len(schema.fields) == len(SYSTEM_FIELDS[ProtocolType.DATA_INCREMENT_DATA]) + len(
+                shape.columns
+            )
             wrong = bytes([section[0] ^ 0x20]) + section[1:]  # nullable <-> not
             assert jvm_rows(wrong, schema, len(lines)) is None
             assert rendered_avro(event.header, shape, lines, 1, settings, section=wrong) == want

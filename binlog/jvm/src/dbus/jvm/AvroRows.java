@@ -118,15 +118,15 @@ final class AvroRows {
                 BigInteger x;
                 try { x = new BigInteger(new String(j, p + 1, e - p - 2, java.nio.charset.StandardCharsets.US_ASCII)); }
                 catch (NumberFormatException ex) { return -1; }
-                int size = (x.abs().bitLength() + 8) >> 3;
-                if (x.abs().compareTo(DECIMAL_LIMIT) >= 0) return -1;
-                byte[] min = x.toByteArray(); // minimal two's complement: sign-extend to size bytes
+                BigInteger abs = x.abs();
+                if (abs.compareTo(DECIMAL_LIMIT) >= 0) return -1;
+                int size = (abs.bitLength() + 8) >> 3;
+                byte[] min = x.toByteArray(); // minimal two's complement, never longer than size: sign-extend
                 varint((long) size << 1);
                 area.ensure(size);
                 byte fill = (byte) (x.signum() < 0 ? 0xFF : 0);
-                for (int i = 0; i < size - min.length; i++) area.buf[area.len++] = fill;
-                System.arraycopy(min, Math.max(0, min.length - size), area.buf, area.len, Math.min(size, min.length));
-                area.len += Math.min(size, min.length);
+                for (int i = min.length; i < size; i++) area.buf[area.len++] = fill;
+                area.put(min);
                 return e;
             }
             case 'B': {
@@ -139,10 +139,7 @@ final class AvroRows {
                 area.put(raw);
                 return e;
             }
-            default: { // 'S'
-                int e = string(j, p, to, true);
-                return e;
-            }
+            default: return string(j, p, to, true); // 'S'
         }
     }
 
