@@ -32,17 +32,18 @@ def query_name(ds: str) -> str:
     return f"appender_{ds}"
 
 
-def read_schema_topics(spark: SparkSession, cfg: DbusConfig, ds: str, topics: list[str]) -> DataFrame:
+def read_schema_topics(
+    spark: SparkSession, cfg: DbusConfig, ds: str, topics: list[str], max_offsets: int | None
+) -> DataFrame:
+    """The schema topics as (topic, partition, offset, key, value); ``max_offsets`` per micro-batch at most
+    (None in real-time mode)."""
     from dbuslib.spark import kafka_source
 
-    return (
-        kafka_source(spark.readStream, cfg.endpoints.kafka.bootstrap_servers)
-        .option("subscribe", ",".join(topics))
-        .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", str(cfg.source(ds).appender.max_offsets_per_trigger))
-        .load()
-        .select("topic", "partition", "offset", "key", "value")
-    )
+    reader = kafka_source(spark.readStream, cfg.endpoints.kafka.bootstrap_servers)
+    reader = reader.option("subscribe", ",".join(topics)).option("startingOffsets", "earliest")
+    if max_offsets is not None:
+        reader = reader.option("maxOffsetsPerTrigger", str(max_offsets))
+    return reader.load().select("topic", "partition", "offset", "key", "value")
 
 
 def register_jvm_decoder(spark: SparkSession) -> bool:
@@ -140,16 +141,58 @@ def start(
 ) -> StreamingQuery:
     """Start the query; ``topics`` are the per-schema topics to read. ``available_now`` processes what
     is there and stops (tests, catch-up runs)."""
-    from dbuslib.spark import kafka_sink, with_trigger
+    from dbuslib.spark import kafka_sink, with_realtime_trigger, with_trigger
 
     settings = cfg.source(ds).appender
-    jvm = settings.jvm_decoder and register_jvm_decoder(spark)
-    avro = cfg.source(ds).ums.format == "avro"
-    raw = with_rendered_rows(read_schema_topics(spark, cfg, ds, topics), jvm, avro)
-    out = append_ums(raw, str(cfg.path), ds)
+    jvm_path = settings.trigger == "realtime"  # with available_now too: the same record path, drained
+    realtime = jvm_path and not available_now
+    raw = read_schema_topics(spark, cfg, ds, topics, None if realtime else settings.max_offsets_per_trigger)
+    if jvm_path:
+        out = append_ums_jvm(raw, register_jvm_append(spark, cfg, ds))
+    else:
+        jvm = settings.jvm_decoder and register_jvm_decoder(spark)
+        avro = cfg.source(ds).ums.format == "avro"
+        out = append_ums(with_rendered_rows(raw, jvm, avro), str(cfg.path), ds)
     writer = (
-        kafka_sink(out.writeStream, cfg.endpoints.kafka)
+        kafka_sink(out.writeStream, cfg.endpoints.kafka, realtime=realtime)
         .queryName(query_name(ds))
         .option("checkpointLocation", checkpoint)
     )
+    if realtime:
+        return with_realtime_trigger(writer, settings.realtime_checkpoint_s).start()
     return with_trigger(writer, available_now, settings.trigger_interval_ms, settings.async_progress).start()
+
+
+# ---------------------------------------------------------------- real-time mode
+
+JVM_APPEND, JVM_APPEND_CLASS = "dbus_append", "dbus.jvm.AppendUdf"
+
+
+def register_jvm_append(spark: SparkSession, cfg: DbusConfig, ds: str) -> str:
+    """``dbus_append`` (binlog/jvm ``AppendUdf``, with ``appender.sidecar`` for what it does not write
+    alone): the record path of real-time mode, where Spark runs no Python operator. Returns its name."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    from dbuslib.sidecar import register_udf
+
+    register_udf(
+        spark,
+        JVM_APPEND,
+        JVM_APPEND_CLASS,
+        _parse_datatype_string(f"array<struct<{OUT_SCHEMA}>>"),
+        "appender",
+        "appender.sidecar",
+        str(cfg.path),
+        ds,
+    )
+    return JVM_APPEND
+
+
+def append_ums_jvm(df: DataFrame, function: str) -> DataFrame:
+    """``append_ums`` with the JVM's record path: the same columns out, no Python in the query."""
+    from pyspark.sql import functions as F
+
+    out = F.call_function(
+        function, F.col("topic"), F.col("partition"), F.col("offset"), F.col("key"), F.col("value")
+    )
+    return df.select(F.explode(out).alias("o")).select("o.topic", "o.key", "o.value", "o.headers")

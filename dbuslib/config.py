@@ -308,11 +308,15 @@ class UmsSettings(_Model):
 class StreamSettings(_Model):
     """A Spark stage's micro-batches: records read per micro-batch at most (back pressure; the Kafka
     source's ``maxOffsetsPerTrigger``), the trigger interval (0 = the next batch as soon as one ends), and
-    whether progress is checkpointed asynchronously (Spark's ``asyncProgressTrackingEnabled``)."""
+    whether progress is checkpointed asynchronously (Spark's ``asyncProgressTrackingEnabled``). ``trigger``
+    ``realtime``: Spark's real-time mode instead (docs/realtime.md), records passed on as they arrive, in
+    batches of ``realtime_checkpoint_s`` seconds (the first three keys then do not apply)."""
 
     max_offsets_per_trigger: int = Field(100_000, ge=1)
     trigger_interval_ms: int = Field(200, ge=0)
     async_progress: bool = True
+    trigger: Literal["microbatch", "realtime"] = "microbatch"
+    realtime_checkpoint_s: int = Field(30, ge=1)
 
 
 class AppenderSettings(StreamSettings):

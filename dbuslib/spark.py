@@ -90,6 +90,13 @@ def with_trigger(
     return writer
 
 
+def with_realtime_trigger(writer: Any, checkpoint_s: int) -> Any:
+    """Spark's real-time mode (docs/realtime.md): batches of ``checkpoint_s`` seconds whose tasks run the
+    whole time and pass each record on as it arrives; the duration is how often progress is checkpointed
+    (what a restart may redo), not a latency. Needs a task slot for every partition read, at once."""
+    return writer.outputMode("update").trigger(realTime=f"{checkpoint_s} seconds")
+
+
 # Kafka sink producer settings for DBus's stages: the kafka-clients defaults send 16 kB batches, one per
 # UMS message of ~25 kB (measured: docs/performance.md).
 KAFKA_SINK_OPTIONS = {
@@ -100,12 +107,12 @@ KAFKA_SINK_OPTIONS = {
 }
 
 
-def kafka_sink(writer: Any, kafka: KafkaEndpoint | str) -> Any:
+def kafka_sink(writer: Any, kafka: KafkaEndpoint | str, realtime: bool = False) -> Any:
     """``writer`` (batch or streaming) set up for the Kafka sink with DBus's producer settings, taking
     records up to ``endpoints.kafka.max_message_bytes`` (``kafka.max.request.size``; kafka-clients'
     default, 1 MiB, failed the query on the first larger UMS message). With the endpoint the limit is
     checked against the broker's ``message.max.bytes`` first (dbuslib.kafka.check_message_limit); a bare
-    bootstrap string gets the key's default."""
+    bootstrap string gets the key's default. In ``realtime`` mode records are sent at once (no linger)."""
     if isinstance(kafka, str):
         bootstrap, limit = kafka, KafkaEndpoint.model_fields["max_message_bytes"].default
     else:
@@ -118,7 +125,8 @@ def kafka_sink(writer: Any, kafka: KafkaEndpoint | str) -> Any:
         "kafka.max.request.size": str(limit),  # a record must also fit the producer's buffer
         "kafka.buffer.memory": str(max(2 * limit, 33_554_432)),
     }
-    for key, value in {**KAFKA_SINK_OPTIONS, **sized}.items():
+    latency = {"kafka.linger.ms": "0"} if realtime else {}
+    for key, value in {**KAFKA_SINK_OPTIONS, **sized, **latency}.items():
         writer = writer.option(key, value)
     return writer
 

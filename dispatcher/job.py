@@ -52,18 +52,16 @@ def query_name(ds: str) -> str:
 # ---------------------------------------------------------------- read
 
 
-def read_raw(spark: SparkSession, bootstrap: str, topic: str, max_offsets: int) -> DataFrame:
-    """The first-level topic as a stream of (key, value, topic, partition, offset)."""
+def read_raw(spark: SparkSession, bootstrap: str, topic: str, max_offsets: int | None) -> DataFrame:
+    """The first-level topic as a stream of (key, value, topic, partition, offset); ``max_offsets`` per
+    micro-batch at most (None in real-time mode, whose batches are as long as a checkpoint interval)."""
     from dbuslib.spark import kafka_source
 
-    return (
-        kafka_source(spark.readStream, bootstrap)
-        .option("subscribe", topic)
-        .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", str(max_offsets))
-        .load()
-        .select("key", "value", "topic", "partition", "offset")
-    )
+    reader = kafka_source(spark.readStream, bootstrap).option("subscribe", topic)
+    reader = reader.option("startingOffsets", "earliest")
+    if max_offsets is not None:
+        reader = reader.option("maxOffsetsPerTrigger", str(max_offsets))
+    return reader.load().select("key", "value", "topic", "partition", "offset")
 
 
 # ---------------------------------------------------------------- route
@@ -228,24 +226,81 @@ def start(
     available_now: bool = False,
 ) -> StreamingQuery:
     """Start the dispatcher query of source ``ds``."""
-    from dbuslib.kafka import ensure_topic_once
-    from dbuslib.spark import kafka_sink, with_trigger
+    from dbuslib.spark import kafka_sink, with_realtime_trigger, with_trigger
 
     src = cfg.source(ds)
+    settings = src.dispatcher
+    jvm_path = settings.trigger == "realtime"  # with available_now too: the same record path, drained
+    realtime = jvm_path and not available_now
     bootstrap = cfg.endpoints.kafka.bootstrap_servers
-    router = Router.for_source(ds, src)
+    router, ensure_topic = routing(cfg, ds)
+    raw = read_raw(spark, bootstrap, src.topics.name("raw", ds), None if realtime else max_offsets)
+    tagged = tag_records(raw, router)
+    if jvm_path:
+        routed = route_records_jvm(tagged, register_jvm_routes(spark, cfg, ds))
+    else:
+        routed = route_records(tagged, router, ensure_topic)
+    writer = (
+        kafka_sink(routed.writeStream, cfg.endpoints.kafka, realtime=realtime)
+        .queryName(query_name(ds))
+        .option("checkpointLocation", checkpoint)
+    )
+    if realtime:
+        return with_realtime_trigger(writer, settings.realtime_checkpoint_s).start()
+    return with_trigger(writer, available_now, settings.trigger_interval_ms, settings.async_progress).start()
+
+
+def routing(cfg: DbusConfig, ds: str) -> tuple[Router, Callable[[str], None]]:
+    """The source's Router and the function that makes sure a target topic exists (with the source's
+    topic settings): what every route decision needs, in the query's UDF or in the sidecar."""
+    from dbuslib.kafka import ensure_topic_once
+
+    src = cfg.source(ds)
     ensure_topic = functools.partial(
         ensure_topic_once,
         cfg.endpoints.kafka,
         partitions=src.topics.partitions,
         replication_factor=src.topics.replication_factor,
     )
-    tagged = tag_records(read_raw(spark, bootstrap, src.topics.name("raw", ds), max_offsets), router)
-    writer = (
-        kafka_sink(route_records(tagged, router, ensure_topic).writeStream, cfg.endpoints.kafka)
-        .queryName(query_name(ds))
-        .option("checkpointLocation", checkpoint)
+    return Router.for_source(ds, src), ensure_topic
+
+
+# ---------------------------------------------------------------- real-time mode
+
+JVM_ROUTES, JVM_ROUTES_CLASS = "dbus_dispatch", "dbus.jvm.DispatchUdf"
+
+
+def register_jvm_routes(spark: SparkSession, cfg: DbusConfig, ds: str) -> str:
+    """``dbus_dispatch`` (binlog/jvm ``DispatchUdf``, with ``dispatcher.sidecar`` for what it does not route
+    alone): the route UDF of real-time mode, where Spark runs no Python operator. Returns its name."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    from dbuslib.sidecar import register_udf
+
+    register_udf(
+        spark,
+        JVM_ROUTES,
+        JVM_ROUTES_CLASS,
+        _parse_datatype_string(_ROUTES),
+        "dispatcher",
+        "dispatcher.sidecar",
+        str(cfg.path),
+        ds,
     )
-    return with_trigger(
-        writer, available_now, src.dispatcher.trigger_interval_ms, src.dispatcher.async_progress
-    ).start()
+    return JVM_ROUTES
+
+
+def route_records_jvm(tagged: DataFrame, function: str) -> DataFrame:
+    """``route_records`` with the JVM's routes: the same columns out, no Python in the query."""
+    from pyspark.sql import functions as F
+
+    routes = F.call_function(
+        function, F.col("_routable"), F.col("_topic"), F.col("value"), F.col("key"), F.col("partition")
+    )
+    return tagged.withColumn("route", F.explode(routes)).select(
+        "key",
+        F.when(F.col("route.code").isNull(), F.col("value"))
+        .otherwise(dead_letter_value().cast("binary"))
+        .alias("value"),
+        F.col("route.topic").alias("topic"),
+    )

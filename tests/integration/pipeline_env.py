@@ -50,6 +50,19 @@ def make_pipeline_env(
     return env
 
 
+def set_trigger(env: ExtractorEnv, trigger: str, *stages: str, checkpoint_s: int | None = None) -> None:
+    """The env's config with ``trigger`` (``microbatch`` or ``realtime``) for ``stages`` (default: the
+    dispatcher and the appender), and their real-time batch length when given."""
+    raw = yaml.safe_load(env.cfg_path.read_text())
+    for stage in stages or ("dispatcher", "appender"):
+        settings = raw["sources"][env.ds].setdefault(stage, {})
+        settings["trigger"] = trigger
+        if checkpoint_s is not None:
+            settings["realtime_checkpoint_s"] = checkpoint_s
+    env.cfg_path.write_text(yaml.safe_dump(raw))
+    env.cfg = load_config(env.cfg_path)
+
+
 def variant_config(env: ExtractorEnv, path: Path, **topic_templates: str) -> Path:
     """A copy of the env's config with other topic templates (same source name, so same meta store rows)."""
     raw = yaml.safe_load(env.cfg_path.read_text())

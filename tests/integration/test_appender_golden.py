@@ -165,6 +165,25 @@ def avro_config(env: ExtractorEnv):
     return load_config(path)
 
 
+def jvm_config(env: ExtractorEnv):
+    """The environment's configuration with the real-time record path (the JVM and its Python sidecar,
+    drained here with ``available_now``) and its own result topics."""
+    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw["sources"][env.ds].setdefault("appender", {})["trigger"] = "realtime"
+    raw["sources"][env.ds]["topics"]["result"] = "{ds}.{schema}.jvm"
+    path = env.cfg_path.with_name("dbus-jvm.yaml")
+    path.write_text(yaml.safe_dump(raw))
+    return load_config(path)
+
+
+def assert_same_records(endpoint, topic: str, jvm_topic: str, n: int) -> None:
+    """The real-time record path wrote what the micro-batch path wrote, byte for byte: key, value, headers."""
+    want = consume_all(endpoint, topic, n + 1, timeout_ms=5000)
+    got = consume_all(endpoint, jvm_topic, n + 1, timeout_ms=5000)
+    assert len(want) == n
+    assert [(r.key, r.value, r.headers) for r in got] == [(r.key, r.value, r.headers) for r in want]
+
+
 def run_appender(spark, cfg, ds: str, topic: str, checkpoint: str) -> None:
     query = job.start(spark, cfg, ds, [topic], checkpoint, available_now=True)
     try:
@@ -181,14 +200,15 @@ def env(extractor_env):
 
 def test_every_type_through_extractor_and_appender_json_and_avro(spark, env, writer_db, source, tmp_path):
     db, name = writer_db
-    cfg_avro = avro_config(env)
+    cfg_avro, cfg_jvm = avro_config(env), jvm_config(env)
     src, src_avro = env.cfg.source(env.ds), cfg_avro.source(env.ds)
     result, result_avro = (
         src.topics.name("result", env.ds, name),
         src_avro.topics.name("result", env.ds, name),
     )
+    result_jvm = cfg_jvm.source(env.ds).topics.name("result", env.ds, name)
     dlq = src.topics.name("dead_letter", env.ds)
-    kafka.ensure_topics(env.cfg.endpoints.kafka, [env.topic, result, result_avro, dlq])
+    kafka.ensure_topics(env.cfg.endpoints.kafka, [env.topic, result, result_avro, result_jvm, dlq])
     store = MetaStore(env.cfg.endpoints.meta_store.url.get_secret_value())
     namespace = f"mysql.{env.ds}.{name}.every_type.0.0.0"
     try:
@@ -209,6 +229,7 @@ def test_every_type_through_extractor_and_appender_json_and_avro(spark, env, wri
         )
         run_appender(spark, env.cfg, env.ds, env.topic, str(tmp_path / "ckpt-json"))
         run_appender(spark, cfg_avro, env.ds, env.topic, str(tmp_path / "ckpt-avro"))
+        run_appender(spark, cfg_jvm, env.ds, env.topic, str(tmp_path / "ckpt-jvm"))
 
         records = consume_all(env.cfg.endpoints.kafka, result, len(expected) + 1, timeout_ms=5000)
         messages = [from_json(r.value) for r in records]
@@ -241,9 +262,10 @@ def test_every_type_through_extractor_and_appender_json_and_avro(spark, env, wri
             for r, j in zip(avro_records, records, strict=True)
         )
         assert all(len(r.value) < len(j.value) for r, j in zip(avro_records, records, strict=True))
+        assert_same_records(env.cfg.endpoints.kafka, result, result_jvm, len(expected))
         assert consume_all(env.cfg.endpoints.kafka, dlq, 1, timeout_ms=3000) == []
     finally:
-        kafka.delete_topics(env.cfg.endpoints.kafka, [result, result_avro, dlq])
+        kafka.delete_topics(env.cfg.endpoints.kafka, [result, result_avro, result_jvm, dlq])
         with store.engine.begin() as conn:
             conn.exec_driver_sql("DELETE FROM dbus_meta_version WHERE ds = %s", (env.ds,))
             conn.exec_driver_sql(
@@ -256,9 +278,10 @@ def test_golden_cdc_files_through_extractor_and_appender(spark, env, writer_db, 
     """tests/golden/cdc/*.sql: each statement becomes the UMS tuples on its ``->`` lines (run fields left
     out). ``DBUS_GOLDEN_WRITE=1`` writes those lines from this run instead, to be read against docs/ums.md."""
     db, name = writer_db
-    src = env.cfg.source(env.ds)
+    src, cfg_jvm = env.cfg.source(env.ds), jvm_config(env)
     result, dlq = src.topics.name("result", env.ds, name), src.topics.name("dead_letter", env.ds)
-    kafka.ensure_topics(env.cfg.endpoints.kafka, [env.topic, result, dlq])
+    result_jvm = cfg_jvm.source(env.ds).topics.name("result", env.ds, name)
+    kafka.ensure_topics(env.cfg.endpoints.kafka, [env.topic, result, result_jvm, dlq])
     cases = {path: golden_cdc.read_case(path) for path in golden_cdc.cases()}
     try:
         start = mysql.binlog_end(db)
@@ -272,6 +295,13 @@ def test_golden_cdc_files_through_extractor_and_appender(spark, env, writer_db, 
             lambda r: sum(x.event.kind == "rows" for x in env.whole_events(r)) >= len(events), timeout=120
         )
         run_appender(spark, env.cfg, env.ds, env.topic, str(tmp_path / "ckpt-golden"))
+        before = list(spark._jvm.dbus.jvm.AppendUdf.counts())  # local mode: the executors are this JVM
+        run_appender(spark, cfg_jvm, env.ds, env.topic, str(tmp_path / "ckpt-golden-jvm"))
+        in_jvm, in_python = (
+            a - b for a, b in zip(spark._jvm.dbus.jvm.AppendUdf.counts(), before, strict=True)
+        )
+        # each table shape's first record (and the DDL) goes to the sidecar, the rest is written in the JVM
+        assert in_jvm > 0 and in_python > 0, (in_jvm, in_python)
         messages = [
             m
             for r in consume_all(env.cfg.endpoints.kafka, result, len(events) + 1, timeout_ms=5000)
@@ -291,9 +321,11 @@ def test_golden_cdc_files_through_extractor_and_appender(spark, env, writer_db, 
                 golden_cdc.write_expected(path, statements, got)
             problems += golden_cdc.differences(path, statements, got)
         assert problems == []
+        n = len(consume_all(env.cfg.endpoints.kafka, result, len(events) + 100, timeout_ms=5000))
+        assert_same_records(env.cfg.endpoints.kafka, result, result_jvm, n)
         assert consume_all(env.cfg.endpoints.kafka, dlq, 1, timeout_ms=3000) == []
     finally:
-        kafka.delete_topics(env.cfg.endpoints.kafka, [result, dlq])
+        kafka.delete_topics(env.cfg.endpoints.kafka, [result, result_jvm, dlq])
         store = MetaStore(env.cfg.endpoints.meta_store.url.get_secret_value())
         with store.engine.begin() as conn:
             conn.exec_driver_sql("DELETE FROM dbus_meta_version WHERE ds = %s", (env.ds,))

@@ -200,14 +200,19 @@ def test_records_reach_their_schema_topics_and_a_restart_resumes(spark, kafka_up
 # ---------------------------------------------------------------- poison records, a running dispatcher
 
 
-def test_poison_records_become_dead_letters_with_coordinates_and_the_dispatcher_runs_on(tmp_path, kafka_up):
+@pytest.mark.parametrize("trigger", ["microbatch", "realtime"])
+def test_poison_records_become_dead_letters_with_coordinates_and_the_dispatcher_runs_on(
+    tmp_path, kafka_up, trigger
+):
     """A null value, garbage and a truncated raw record between good records, each batch written while a
     ``spark-submit`` dispatcher runs: the good ones reach the schema topic in order, each bad one is a
-    dead letter naming its topic/partition/offset, and the dispatcher is still running afterwards."""
+    dead letter naming its topic/partition/offset, and the dispatcher is still running afterwards. In
+    real-time mode the bad ones take the Python sidecar, the good ones the JVM, in one partition's order."""
     from helpers import wait_until
-    from pipeline_env import cleanup_pipeline, dispatcher_stage, make_pipeline_env
+    from pipeline_env import cleanup_pipeline, dispatcher_stage, make_pipeline_env, set_trigger
 
     env = make_pipeline_env(tmp_path, "poison_db", partitions=1)
+    set_trigger(env, trigger, "dispatcher")
     stage = dispatcher_stage(env)
     endpoint = env.cfg.endpoints.kafka
     t = env.cfg.source(env.ds).topics

@@ -22,15 +22,14 @@ javac must be on PATH (JDK 17): a missing JDK fails the test, it does not skip.
 from __future__ import annotations
 
 import math
-import os
 import random
-import shutil
 import struct
 import subprocess
 import zlib
 from dataclasses import replace
 from pathlib import Path
 
+import jvm_jar
 import pytest
 
 from binlog import rawevent
@@ -56,12 +55,7 @@ INET_RECORDS = [_read_record(p) for p in RECORD_FILES if "_inet_" in p.name]  # 
 
 @pytest.fixture(scope="session")
 def jar() -> Path:
-    for tool in ("java", "javac", "jar"):
-        assert shutil.which(tool), f"{tool} (JDK 17) is not on PATH: the JVM decoder cannot be built"
-    home = Path(os.environ.get("STACK_HOME", REPO / ".stack"))
-    out = home / "jars" / "dbus-jvm.jar"
-    subprocess.run(["bash", str(REPO / "binlog/jvm/build.sh"), str(out)], check=True, timeout=300)
-    return out
+    return jvm_jar.build()
 
 
 def run_jvm(jar: Path, records: list[bytes], *flags: str) -> list[bytes | tuple[None, str]]:

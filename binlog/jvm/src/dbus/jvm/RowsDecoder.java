@@ -41,6 +41,12 @@ public final class RowsDecoder {
 
     private final AvroRows avro = new AvroRows();
 
+    /** The header of the last record given to {@link #decode} (null when it did not parse). */
+    Header lastHeader;
+
+    /** The table map of the last record {@link #decode} rendered (same instance for the same map bytes and types). */
+    TableMap lastTable() { return lastMap; }
+
     /**
      * {@link #decode}, then (when it gave lines) a NUL and the lines' Avro section ({@link AvroRows}); the lines
      * alone when the Avro section cannot be written.
@@ -64,6 +70,7 @@ public final class RowsDecoder {
         int bodyOff = 8 + (int) hlen;
         if (!validUtf8(v, 8, bodyOff)) return fail("header not UTF-8");
         Header h = Header.parse(v, 8, (int) hlen);
+        lastHeader = h;
         if (h == null) return fail("header not parsed");
         if (!"rows".equals(h.str("kind"))) return fail("kind");
         if (h.values.containsKey("chunk")) return fail("chunk");

@@ -1,0 +1,186 @@
+"""The appender's sidecar in real-time mode: the records the JVM does not write alone, in order.
+
+Usage: python -m appender.sidecar --config conf/dbus.yaml --source demo
+
+Started by the JVM (binlog/jvm ``AppendUdf``), one per partition of the source's schema topics, never by
+hand: it answers frames on stdin/stdout (dbuslib/sidecar.py). A request is one record::
+
+    record, task, topic, partition, offset, key, value, lines, counts
+
+``lines`` is the JVM decoder's text of its rows (null when the JVM declined it), ``counts`` the row
+changes the JVM wrote since the last request (``schema NUL table NUL count`` lines: a heartbeat reports
+them). ``task`` changes when Spark starts a new task on the partition: the processor is then built
+afresh, with the masking rules of now, as each micro-batch's task builds one. The answer is what
+``appender.job.process_batches`` would write for the record (``appender.process.PartitionProcessor``)::
+
+    n, n x (topic, key, value, header count, header key, header value, ...), versions changed (0/1),
+    [shape]
+
+and, when the record is a rows event the JVM may write alone from now on (JSON output, no masking rule,
+no column named like a system field, not the heartbeat table), the ``shape``: the ``ums_id_`` range its
+table version holds for, the message prefix, topic, key, the ``ums_key`` around its time, the time zone
+and the cut settings. Any version change makes the JVM forget the shapes it was given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from appender.convert import PROTOCOL, chunked
+from appender.process import InRecord
+from appender.worker import build_processor, worker_state
+from binlog.rawevent import RawEventError, decode
+from binlog.rows import RowDecodeError, table_of
+from dbuslib import pygc
+from dbuslib.config import load_config
+from dbuslib.logs import setup_logging
+from dbuslib.sidecar import Field, ProtocolError, number, serve, text
+from ums import Namespace, chunks, data_key, ums_id
+from ums.build import user_columns
+from ums.text import message_prefix
+
+LONG_MAX = (1 << 63) - 1
+
+
+@dataclass
+class AppenderSidecar:
+    config_path: str
+    ds: str
+    processor: Any = None
+    task: bytes | None = None
+    changes: int = 0  # versions stored by this process
+    _writer: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, "heartbeat-points"))
+
+    def __post_init__(self) -> None:
+        self.state = worker_state(self.config_path, self.ds)
+        self.record_limit = chunks.limit(self.state.cfg.endpoints.kafka.max_message_bytes)
+
+    def handle(self, fields: list[Field]) -> list[Field]:
+        if len(fields) != 9 or fields[0] != b"record":
+            msg = f"expected a record request of 9 fields, got {len(fields)}"
+            raise ProtocolError(msg)
+        _, task, topic, partition, offset, key, value, lines, counts = fields
+        if task != self.task or self.processor is None:
+            self.processor = self._new_processor()
+            self.task = task
+        self._add_counts(counts)
+        before = self.changes
+        rec = InRecord(text(topic) or "", number(partition), number(offset), key, value or b"")
+        out: list[Field] = []
+        records = list(
+            chunked(self.processor.process(rec, lines), self.state.cfg.endpoints.kafka.max_message_bytes)
+        )
+        out.append(str(len(records)).encode())
+        for r in records:
+            self.state.ensure_topic(r.topic)
+            out += [r.topic.encode(), r.key, r.value, str(len(r.headers)).encode()]
+            for hk, hv in r.headers:
+                out += [hk.encode(), hv]
+        out.append(b"1" if self.changes != before else b"0")
+        if lines is not None and self.changes == before:
+            out += self._shape(rec)
+        self._report_heartbeats()
+        return out
+
+    def _new_processor(self) -> Any:
+        processor = build_processor(self.config_path, self.ds)
+        persist = processor.persist
+
+        def counted(schema: str, table: str, version: Any) -> Any:
+            self.changes += 1
+            return persist(schema, table, version)
+
+        processor.persist = counted
+        pygc.settle()
+        return processor
+
+    def _add_counts(self, counts: Field) -> None:
+        """Row changes the JVM wrote since the last request, into the heartbeat bookkeeping."""
+        if not counts:
+            return
+        for line in counts.decode().splitlines():
+            schema, table, n = line.split("\0")
+            key = (schema, table)
+            self.processor.counts[key] = self.processor.counts.get(key, 0) + int(n)
+
+    def _shape(self, rec: InRecord) -> list[Field]:
+        """The shape of a rows record the JVM may write alone from now on, or nothing."""
+        p = self.processor
+        try:
+            event = decode(rec.value, rec.key)
+            if event.kind != "rows" or event.chunk is not None:
+                return []
+            if p.heartbeat is not None and p.heartbeat.holds(event.header):
+                return []
+            shape = table_of(event)
+        except (RawEventError, RowDecodeError):
+            return []
+        if getattr(p.encoder, "format", "json") != "json":
+            return []
+        if len(user_columns(shape.columns)) != len(shape.columns):
+            return []
+        plan = p.mask_plan
+        if plan is not None and plan.has_rules and plan.rules_for(shape.schema, shape.table):
+            return []
+        h = event.header
+        at = int(ums_id(h.file, h.pos))
+        history = p._history(shape.schema, shape.table)
+        later = [v for v in history if v.since > at]
+        current = [v for v in history if v.since <= at]
+        if not current:
+            return []
+        until = min(v.since for v in later) if later else LONG_MAX
+        s = p.settings
+        ns = Namespace(s.ds_type, s.ds, shape.schema, shape.table, current[-1].version)
+        head = f"{PROTOCOL.value}.{ns}."
+        key0 = data_key(PROTOCOL, ns, 0, s.ds)
+        if not key0.startswith(head + "0|"):
+            return []
+        fields = (
+            str(at),
+            str(until),
+            message_prefix(ns, shape.columns),
+            p.outputs.result_topic(shape.schema, shape.table),
+            f"{shape.schema}.{shape.table}".encode(),
+            head,
+            key0[len(head) + 1 :],
+            s.timezone,
+            "1" if s.before_update_image else "0",
+            str(s.max_tuples),
+            str(s.max_bytes),
+            str(self.record_limit),
+            shape.schema,
+            shape.table,
+        )
+        return [f if isinstance(f, bytes) else f.encode() for f in fields]
+
+    def _report_heartbeats(self) -> None:
+        """Heartbeats measured go to InfluxDB from a thread: the partition's next records do not wait."""
+        p = self.processor
+        if not p.beats and not p.bad:
+            return
+        measured = SimpleNamespace(beats=list(p.beats), bad=Counter(p.bad))
+        p.beats.clear()
+        p.bad.clear()
+        self._writer.submit(self.state.report_heartbeats, measured)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="appender.sidecar", description=__doc__.splitlines()[0])
+    p.add_argument("--config", required=True)
+    p.add_argument("--source", required=True)
+    args = p.parse_args(argv)
+    setup_logging()
+    load_config(args.config)  # a bad file stops here, with its message, before any request
+    return serve(AppenderSidecar(args.config, args.source).handle)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+package dbus.jvm;
+
+import java.time.ZoneId;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.apache.spark.TaskContext;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.api.java.UDF5;
+
+/**
+ * The appender's record path in the JVM (appender/realtime.py): {@code dbus_append(topic, partition, offset, key,
+ * value)} -> the record's output records {@code array<struct<topic, key, value, headers>>}, as
+ * {@code appender.process} makes them. A rows record of a table shape this partition's sidecar has described
+ * (no masking, JSON, its version valid at the record's position) is written here: the decoder's lines
+ * ({@link RowsDecoder}) into message texts ({@link UmsText}). Every other record (the first of a shape, DDL,
+ * heartbeats, chunks, masked tables, Avro, what the decoder declines, anything malformed) goes, in order, to the
+ * partition's Python sidecar ({@code python -m appender.sidecar}), which runs {@code PartitionProcessor.process}
+ * on it and may describe its shape for the next records. A version change the sidecar reports forgets every
+ * description of the partition.
+ */
+public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte[], List<Row>> {
+    private static final long serialVersionUID = 1L;
+    private static final java.util.concurrent.atomic.AtomicLong JVM = new java.util.concurrent.atomic.AtomicLong(),
+        PYTHON = new java.util.concurrent.atomic.AtomicLong();
+
+    /** Records handled in this JVM since it started: {written here, sent to a sidecar} (tests, metrics). */
+    public static long[] counts() { return new long[] {JVM.get(), PYTHON.get()}; }
+    private static final ThreadLocal<RowsDecoder> DECODER = ThreadLocal.withInitial(RowsDecoder::new);
+    private static final ConcurrentHashMap<String, Partition> PARTITIONS = new ConcurrentHashMap<>();
+    private static final byte[] RECORD = Sidecar.utf8("record");
+    private static final String UMS_KEY = "ums_key";
+
+    private final String name;
+    private final String[] command;
+    private final String[] env;
+
+    /** {@code name}: the stage and source (the sidecars' key); {@code command}: the sidecar's argv; {@code env}: k, v, ... */
+    public AppendUdf(String name, String[] command, String[] env) {
+        this.name = name;
+        this.command = command;
+        this.env = env;
+    }
+
+    /** What one table shape's records become, as the sidecar described it. */
+    static final class Shape {
+        long from, until;          // valid for records with from <= ums_id_ < until
+        byte[] prefix;             // the message text up to the payload's '['
+        String topic;
+        byte[] key;
+        String umsKeyHead, umsKeyTail; // the ums_key header around the event's ums_ts_ in ms
+        ZoneId zone;
+        boolean beforeUpdateImage;
+        int maxTuples, maxBytes, recordLimit;
+        String schema, table;
+    }
+
+    /** A partition's state: its sidecar, its shapes, the row changes written here since they were last reported. */
+    static final class Partition {
+        final Sidecar sidecar;
+        final IdentityHashMap<TableMap, Shape> shapes = new IdentityHashMap<>();
+        final Map<String, Long> counts = new HashMap<>();
+        long task = -1;
+        long lastTs = Long.MIN_VALUE;
+        ZoneId lastZone;
+        String lastTsText;
+
+        Partition(Sidecar sidecar) { this.sidecar = sidecar; }
+    }
+
+    @Override
+    public List<Row> call(String topic, Integer partition, Long offset, byte[] key, byte[] value) {
+        Partition p = PARTITIONS.computeIfAbsent(name + "\0" + topic + "\0" + partition, k -> new Partition(
+            Sidecar.of(k, Arrays.asList(command), pairs(env))));
+        synchronized (p) {
+            TaskContext ctx = TaskContext.get();
+            long task = ctx == null ? 0 : ctx.taskAttemptId();
+            if (task != p.task) { // a new task: the sidecar builds a new processor (the rules of now), shapes re-learned
+                p.task = task;
+                p.shapes.clear();
+            }
+            RowsDecoder dec = DECODER.get();
+            byte[] lines = value == null ? null : dec.decode(value);
+            if (lines != null) {
+                List<Row> fast = fast(p, dec, lines);
+                if (fast != null) {
+                    JVM.incrementAndGet();
+                    return fast;
+                }
+            }
+            PYTHON.incrementAndGet();
+            return viaSidecar(p, topic, partition, offset, key, value, lines);
+        }
+    }
+
+    private List<Row> fast(Partition p, RowsDecoder dec, byte[] lines) {
+        TableMap tm = dec.lastTable();
+        Shape s = p.shapes.get(tm);
+        if (s == null) return null;
+        Header h = dec.lastHeader;
+        Object ts = h.values.get("ts"), pos = h.values.get("pos");
+        if (!(ts instanceof Long) || !(pos instanceof Long)) return null;
+        long umsId = UmsText.umsId(h.str("file"), (Long) pos);
+        if (umsId < s.from || umsId >= s.until) return null;
+        long tsMs = (Long) ts * 1000;
+        char op = op(h);
+        if (op == 0) return null;
+        List<byte[]> texts = UmsText.eventMessages(s.prefix, umsId, tsText(p, tsMs, s.zone), op, lines,
+            s.beforeUpdateImage, s.maxTuples, s.maxBytes);
+        if (texts == null) return null;
+        List<Row> out = new ArrayList<>(texts.size());
+        byte[] umsKey = Sidecar.utf8(s.umsKeyHead + tsMs + s.umsKeyTail);
+        List<Row> headers = List.of(RowFactory.create(UMS_KEY, umsKey));
+        for (byte[] t : texts) {
+            if (t.length > s.recordLimit) return null; // chunked by Python (ums.chunks)
+            out.add(RowFactory.create(s.topic, s.key, t, headers));
+        }
+        String table = s.schema + "\0" + s.table;
+        p.counts.merge(table, (long) UmsText.rowChanges(lines, op), Long::sum);
+        return out;
+    }
+
+    private static char op(Header h) {
+        Object t = h.values.get("event_type");
+        if (!(t instanceof Long)) return 0;
+        switch ((int) (long) (Long) t) {
+            case 23: case 30: return 'i';
+            case 24: case 31: return 'u';
+            case 25: case 32: return 'd';
+            default: return 0;
+        }
+    }
+
+    private static String tsText(Partition p, long tsMs, ZoneId zone) {
+        if (tsMs != p.lastTs || zone != p.lastZone) {
+            p.lastTsText = UmsText.umsTs(tsMs, zone);
+            p.lastTs = tsMs;
+            p.lastZone = zone;
+        }
+        return p.lastTsText;
+    }
+
+    private List<Row> viaSidecar(Partition p, String topic, Integer partition, Long offset, byte[] key, byte[] value,
+                                 byte[] lines) {
+        List<byte[]> req = new ArrayList<>(9);
+        req.add(RECORD);
+        req.add(Sidecar.utf8(Long.toString(p.task)));
+        req.add(Sidecar.utf8(topic));
+        req.add(Sidecar.utf8(String.valueOf(partition)));
+        req.add(Sidecar.utf8(String.valueOf(offset)));
+        req.add(key);
+        req.add(value);
+        req.add(lines);
+        req.add(counts(p));
+        List<byte[]> a = p.sidecar.call(req);
+        // answer: n, then per record topic, key, value, header count, (header key, header value)...; then the
+        // versions-changed flag; then an optional shape description
+        int i = 0;
+        int n = Integer.parseInt(Sidecar.string(a.get(i++)));
+        List<Row> out = new ArrayList<>(n);
+        for (int r = 0; r < n; r++) {
+            String t = Sidecar.string(a.get(i++));
+            byte[] k = a.get(i++), v = a.get(i++);
+            int hn = Integer.parseInt(Sidecar.string(a.get(i++)));
+            List<Row> hs = new ArrayList<>(hn);
+            for (int j = 0; j < hn; j++) hs.add(RowFactory.create(Sidecar.string(a.get(i++)), a.get(i++)));
+            out.add(RowFactory.create(t, k, v, hs));
+        }
+        if ("1".equals(Sidecar.string(a.get(i++)))) p.shapes.clear();
+        if (i < a.size() && lines != null) {
+            Shape s = new Shape();
+            s.from = Long.parseLong(Sidecar.string(a.get(i++)));
+            s.until = Long.parseLong(Sidecar.string(a.get(i++)));
+            s.prefix = a.get(i++);
+            s.topic = Sidecar.string(a.get(i++));
+            s.key = a.get(i++);
+            s.umsKeyHead = Sidecar.string(a.get(i++));
+            s.umsKeyTail = Sidecar.string(a.get(i++));
+            s.zone = ZoneId.of(Sidecar.string(a.get(i++)));
+            s.beforeUpdateImage = "1".equals(Sidecar.string(a.get(i++)));
+            s.maxTuples = Integer.parseInt(Sidecar.string(a.get(i++)));
+            s.maxBytes = Integer.parseInt(Sidecar.string(a.get(i++)));
+            s.recordLimit = Integer.parseInt(Sidecar.string(a.get(i++)));
+            s.schema = Sidecar.string(a.get(i++));
+            s.table = Sidecar.string(a.get(i++));
+            if (p.shapes.size() >= 1024) p.shapes.clear();
+            p.shapes.put(DECODER.get().lastTable(), s);
+        }
+        return out;
+    }
+
+    /** The row changes written here since the last report, "schema NUL table NUL count" lines; null when none. */
+    private static byte[] counts(Partition p) {
+        if (p.counts.isEmpty()) return null;
+        StringBuilder b = new StringBuilder();
+        for (Map.Entry<String, Long> e : p.counts.entrySet()) b.append(e.getKey()).append('\0').append(e.getValue()).append('\n');
+        p.counts.clear();
+        return Sidecar.utf8(b.toString());
+    }
+
+    static Map<String, String> pairs(String[] kv) {
+        Map<String, String> m = new HashMap<>();
+        for (int i = 0; i + 1 < kv.length; i += 2) m.put(kv[i], kv[i + 1]);
+        return m;
+    }
+}
