@@ -5,12 +5,13 @@ Usage: python -m appender.sidecar --config conf/dbus.yaml --source demo
 Started by the JVM (binlog/jvm ``AppendUdf``), one per partition of the source's schema topics, never by
 hand: it answers frames on stdin/stdout (dbuslib/sidecar.py). A request is one record::
 
-    record, task, topic, partition, offset, key, value, lines, counts
+    record, topic, partition, offset, key, value, lines, counts
 
 ``lines`` is the JVM decoder's text of its rows (null when the JVM declined it), ``counts`` the row
 changes the JVM wrote since the last request (``schema NUL table NUL count`` lines: a heartbeat reports
-them). ``task`` changes when Spark starts a new task on the partition: the processor is then built
-afresh, with the masking rules of now, as each micro-batch's task builds one. The answer is what
+them). A request ``begin`` comes first in each task Spark starts on the partition: the processor takes
+the masking rules of now and reads its tables' versions again (as each micro-batch's task does), and
+answers ``1`` when either changed (the JVM then forgets its shapes), else ``0``. A record's answer is what
 ``appender.job.process_batches`` would write for the record (``appender.process.PartitionProcessor``)::
 
     n, n x (topic, key, value, header count, header key, header value, ...), versions changed (0/1),
@@ -54,7 +55,6 @@ class AppenderSidecar:
     config_path: str
     ds: str
     processor: Any = None
-    task: bytes | None = None
     changes: int = 0  # versions stored by this process
     _writer: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, "heartbeat-points"))
 
@@ -63,13 +63,14 @@ class AppenderSidecar:
         self.record_limit = chunks.limit(self.state.cfg.endpoints.kafka.max_message_bytes)
 
     def handle(self, fields: list[Field]) -> list[Field]:
-        if len(fields) != 9 or fields[0] != b"record":
-            msg = f"expected a record request of 9 fields, got {len(fields)}"
+        if fields == [b"begin"]:
+            return [b"1" if self.begin() else b"0"]
+        if len(fields) != 8 or fields[0] != b"record":
+            msg = f"expected begin, or a record request of 8 fields; got {len(fields)} field(s)"
             raise ProtocolError(msg)
-        _, task, topic, partition, offset, key, value, lines, counts = fields
-        if task != self.task or self.processor is None:
-            self.processor = self._new_processor()
-            self.task = task
+        _, topic, partition, offset, key, value, lines, counts = fields
+        if self.processor is None:
+            self.begin()
         self._add_counts(counts)
         before = self.changes
         rec = InRecord(text(topic) or "", number(partition), number(offset), key, value or b"")
@@ -88,6 +89,26 @@ class AppenderSidecar:
             out += self._shape(rec)
         self._report_heartbeats()
         return out
+
+    def begin(self) -> bool:
+        """A new task on the partition (each real-time batch, each micro-batch): the masking rules of now,
+        the versions of the tables seen read again from the meta store (another executor's sidecar may
+        have served the partition meanwhile). True when either changed: the JVM forgets its shapes."""
+        from appender.rules import current_plan
+
+        if self.processor is None:
+            self.processor = self._new_processor()
+            return True
+        p = self.processor
+        _, plan = current_plan(self.state.cfg, self.ds)
+        fresh = {key: list(p.history(*key)) for key in p._versions}
+        changed = plan is not p.mask_plan or fresh != p._versions
+        if plan is not p.mask_plan:
+            p.mask_plan = plan
+            p._line_masks.clear()
+        p._versions.clear()
+        p._versions.update(fresh)
+        return changed
 
     def _new_processor(self) -> Any:
         processor = build_processor(self.config_path, self.ds)

@@ -15,10 +15,15 @@ topics with BENCH_E2E_PARTITIONS partitions, checkpoints, ZooKeeper path).
   at wall-clock multiples of their trigger interval (200 ms), so the clock stops in steps of about
   that much; over the 3 s of 500k row changes a step was 7% of the figure (the same value recurred
   in several runs), over 10 s it is 2%.
+- ``e2e_microbatch_rows_per_s``: the same, with the dispatcher and the appender in micro-batch mode
+  (``trigger: microbatch``); the figures without ``microbatch`` are the default mode's (real-time,
+  docs/realtime.md). BENCH_E2E_MICROBATCH=0 leaves this run out.
 - ``e2e_latency_p50_ms`` / ``p99``: a writer commits BENCH_E2E_LATENCY_RATE rows/s (one INSERT every
   100 ms) for BENCH_E2E_LATENCY_S seconds; each row carries its statement's batch number, whose commit
   time (client clock, after COMMIT returned) is compared with the Kafka timestamp of the UMS record
-  holding the row.
+  holding the row. The table is created, and its first row sent through, before the clock starts: a new
+  table's first row waits for its result topic to be created. ``e2e_latency_p50_50k_ms`` / ``p99``:
+  the same at BENCH_E2E_LATENCY_RATE_HIGH (50,000) rows/s, after it on the same pipeline.
 - ``e2e_masked_rows_per_s``: the same workload through a pipeline whose source masks two columns of every
   table (``status`` sha256 with a salt, ``note`` truncated to 6 characters: docs/masking.md), JSON out.
 - ``e2e_avro_rows_per_s``: the same workload with ``ums.format: avro``, nothing masked.
@@ -56,6 +61,8 @@ PARTITIONS = int(os.environ.get("BENCH_E2E_PARTITIONS", "2"))
 BASELINE_ROWS = int(os.environ.get("BENCH_E2E_BASELINE_ROWS", "100000"))
 LATENCY_RATE = int(os.environ.get("BENCH_E2E_LATENCY_RATE", "5000"))
 LATENCY_S = float(os.environ.get("BENCH_E2E_LATENCY_S", "30"))
+LATENCY_RATE_HIGH = int(os.environ.get("BENCH_E2E_LATENCY_RATE_HIGH", "50000"))
+MICROBATCH = os.environ.get("BENCH_E2E_MICROBATCH", "1") == "1"  # 0: no micro-batch run beside the default
 VARIANTS = {"plain": "e2e_rows_per_s", "masked": "e2e_masked_rows_per_s", "avro": "e2e_avro_rows_per_s"}
 CHOSEN = [v for v in os.environ.get("BENCH_E2E_VARIANTS", "plain,masked,avro").split(",") if v]
 MASKING = {"status": {"type": "sha256", "salt": "bench"}, "note": {"type": "truncate", "length": 6}}
@@ -69,7 +76,9 @@ TUPLE = b'{"tuple":'
 class Pipeline(Stages):
     """The three stages of one throwaway source, as subprocesses."""
 
-    def __init__(self, base: DbusConfig, database: str, tmp: Path, variant: str = "plain") -> None:
+    def __init__(
+        self, base: DbusConfig, database: str, tmp: Path, variant: str = "plain", trigger: str | None = None
+    ) -> None:
         ds = f"e2e_{uuid.uuid4().hex[:8]}"
         raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
         src = raw["sources"]["demo"]
@@ -85,6 +94,8 @@ class Pipeline(Stages):
             "appender",
         ):  # tuning runs: BENCH_E2E_DISPATCHER='{"max_offsets_per_trigger": 500}'
             src.setdefault(stage, {}).update(json.loads(os.environ.get(f"BENCH_E2E_{stage.upper()}", "{}")))
+            if trigger is not None:  # else the configuration's default mode
+                src[stage]["trigger"] = trigger
         raw["sources"] = {ds: src}
         raw["spark"]["conf"].update(json.loads(os.environ.get("BENCH_E2E_SPARK_CONF", "{}")))
         raw["spark"]["jars_file"] = str((Path(base.path).parent / base.spark.jars_file).resolve())
@@ -196,30 +207,40 @@ def wait_tuples(pipe: Pipeline, want: int, timeout: float) -> tuple[int, float]:
     raise RuntimeError(msg)
 
 
-def latency(pipe: Pipeline, db) -> list[float]:
-    """Commit -> UMS-in-Kafka latency (ms) of every row written at LATENCY_RATE rows/s."""
-    per_insert = max(1, LATENCY_RATE // 10)
+def latency(pipe: Pipeline, db, rate: int = LATENCY_RATE, table: str = "lat") -> list[float]:
+    """Commit -> UMS-in-Kafka latency (ms) of every row written at ``rate`` rows/s (one INSERT every
+    100 ms) into a new table ``table``."""
+    per_insert = max(1, rate // 10)
     commits: dict[int, float] = {}
+    topic = pipe.cfg.source(pipe.ds).topics.name("result", pipe.ds, pipe.database, table)
     with db.cursor() as cur:
-        cur.execute("CREATE TABLE lat (id BIGINT PRIMARY KEY, batch INT NOT NULL, note VARCHAR(32))")
+        cur.execute(f"CREATE TABLE {table} (id BIGINT PRIMARY KEY, batch INT NOT NULL, note VARCHAR(32))")
+        # the table's first row makes its result topic and schema version: once, before the clock
+        cur.execute(f"INSERT INTO {table} VALUES (-1, -1, 'first')")
+        deadline = time.monotonic() + 120
+        while not sum(kafka.end_offsets(pipe.cfg.endpoints.kafka, [topic]).values()):
+            if time.monotonic() > deadline:
+                msg = f"latency: the first row of {table} did not reach {topic}"
+                raise RuntimeError(msg)
+            time.sleep(0.2)
         start = time.monotonic()
         batch = 0
         while time.monotonic() - start < LATENCY_S:
             values = ",".join(f"({batch * per_insert + i},{batch},'x{i}')" for i in range(per_insert))
-            cur.execute(f"INSERT INTO lat VALUES {values}")  # autocommit: committed when it returns
+            cur.execute(f"INSERT INTO {table} VALUES {values}")  # autocommit: committed when it returns
             commits[batch] = time.time()
             batch += 1
             time.sleep(max(0.0, start + batch * 0.1 - time.monotonic()))
-    topic = pipe.cfg.source(pipe.ds).topics.name("result", pipe.ds, pipe.database, "lat")
     want, got, deadline = batch * per_insert, [], time.monotonic() + 120
     while len(got) < want and time.monotonic() < deadline:
         time.sleep(2)
         got = []
         for r in kafka.read_range(pipe.cfg.endpoints.kafka, [topic]):
-            if r.key != f"{pipe.database}.lat".encode():
+            if r.key != f"{pipe.database}.{table}".encode():
                 continue
             for t in json.loads(r.value)["payload"]:
-                got.append(r.timestamp - commits[int(t["tuple"][5])] * 1000)
+                if int(t["tuple"][5]) >= 0:
+                    got.append(r.timestamp - commits[int(t["tuple"][5])] * 1000)
     if len(got) < want:
         msg = f"latency: {len(got)} of {want} rows arrived"
         raise RuntimeError(msg)
@@ -256,17 +277,24 @@ def run(cfg: DbusConfig) -> list[str]:
     db.autocommit(True)
     lines: list[str] = []
     base = None
+    runs = [(v, None) for v in CHOSEN]  # None: the configuration's default mode (real-time)
+    if "plain" in CHOSEN and MICROBATCH:
+        runs.insert(CHOSEN.index("plain") + 1, ("plain", "microbatch"))
     try:
-        for k, variant in enumerate(CHOSEN):  # ids of variant k from k * 10^8: the tables are shared
-            rate, start, pipe = throughput(cfg, db, database, variant, k * 10**8)
+        for k, (variant, trigger) in enumerate(runs):  # ids of run k from k * 10^8: the tables are shared
+            rate, start, pipe = throughput(cfg, db, database, variant, k * 10**8, trigger)
             try:
                 if base is None:
                     base = baseline(cfg, database, start, min(BASELINE_ROWS, ROWS))
-                lines.append(bench_line(VARIANTS[variant], rate, "rows/s", base))
-                if variant == "plain":
+                name = "e2e_microbatch_rows_per_s" if trigger == "microbatch" else VARIANTS[variant]
+                lines.append(bench_line(name, rate, "rows/s", base))
+                if variant == "plain" and trigger is None:
                     lat = latency(pipe, db)
                     lines.append(bench_line("e2e_latency_p50_ms", percentile(lat, 0.50), "ms"))
                     lines.append(bench_line("e2e_latency_p99_ms", percentile(lat, 0.99), "ms"))
+                    lat = latency(pipe, db, LATENCY_RATE_HIGH, "lat_high")
+                    lines.append(bench_line("e2e_latency_p50_50k_ms", percentile(lat, 0.50), "ms"))
+                    lines.append(bench_line("e2e_latency_p99_50k_ms", percentile(lat, 0.99), "ms"))
             finally:
                 pipe.cleanup()
                 if not os.environ.get("BENCH_KEEP"):
@@ -279,12 +307,12 @@ def run(cfg: DbusConfig) -> list[str]:
 
 
 def throughput(
-    cfg: DbusConfig, db, database: str, variant: str, first_id: int
+    cfg: DbusConfig, db, database: str, variant: str, first_id: int, trigger: str | None = None
 ) -> tuple[float, Any, Pipeline]:
-    """ROWS row changes through a warm pipeline of ``variant``: (rows/s, binlog start, the pipeline, still
-    running for the caller to use and clean up)."""
-    tmp = Path(tempfile.mkdtemp(prefix=f"dbus-bench-e2e-{variant}-"))
-    pipe = Pipeline(cfg, database, tmp, variant)
+    """ROWS row changes through a warm pipeline of ``variant`` (its stages in mode ``trigger``, None: the
+    default): (rows/s, binlog start, the pipeline, still running for the caller to use and clean up)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"dbus-bench-e2e-{variant}-{trigger or 'default'}-"))
+    pipe = Pipeline(cfg, database, tmp, variant, trigger)
     try:
         # warm up: rows through all three stages, so the clock below sees no JVM/query start
         pipe.start("extractor")

@@ -315,7 +315,7 @@ class StreamSettings(_Model):
     max_offsets_per_trigger: int = Field(100_000, ge=1)
     trigger_interval_ms: int = Field(200, ge=0)
     async_progress: bool = True
-    trigger: Literal["microbatch", "realtime"] = "microbatch"
+    trigger: Literal["microbatch", "realtime"] = "realtime"
     realtime_checkpoint_s: int = Field(30, ge=1)
 
 

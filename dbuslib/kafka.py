@@ -173,6 +173,15 @@ def delete_topics(cfg: KafkaEndpoint, names: Iterable[str]) -> None:
         client.close()
 
 
+def partition_count(cfg: KafkaEndpoint, topics: Iterable[str]) -> int:
+    """How many partitions ``topics`` have together (a missing topic: none)."""
+    c = consumer(cfg, enable_auto_commit=False, group_id=None)
+    try:
+        return sum(len(c.partitions_for_topic(t) or ()) for t in topics)
+    finally:
+        c.close()
+
+
 def end_offsets(cfg: KafkaEndpoint, topics: Iterable[str]) -> dict[Any, int]:
     """``TopicPartition -> end offset`` of every partition of ``topics`` (missing topics: none)."""
     from kafka import TopicPartition

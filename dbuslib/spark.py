@@ -52,14 +52,30 @@ def submit_args(cfg: DbusConfig) -> list[str]:
     return args
 
 
-def session(cfg: DbusConfig, app_name: str, **conf: str) -> SparkSession:
+def realtime_master(master: str, tasks: int) -> str:
+    """``master``, or for a local master with fewer task slots than ``tasks`` (a real-time query's tasks
+    all run at once, one per Kafka partition read) ``local[<tasks>]``: threads, mostly waiting for
+    records, so more of them than cores is what real-time mode needs, not an overload."""
+    import os
+    import re
+
+    m = re.fullmatch(r"local(?:\[(\d+|\*)(,\d+)?\])?", master.strip())
+    if m is None:
+        return master
+    slots = 1 if m[1] is None else (os.cpu_count() or 1) if m[1] == "*" else int(m[1])
+    return master if slots >= tasks else f"local[{tasks}{m[2] or ''}]"
+
+
+def session(cfg: DbusConfig, app_name: str, realtime_tasks: int = 0, **conf: str) -> SparkSession:
     """A SparkSession configured like spark-submit would configure it (for tests and the demo), plus
-    ``conf`` (dots written as ``__``: ``spark__ui__showConsoleProgress="false"``)."""
+    ``conf`` (dots written as ``__``: ``spark__ui__showConsoleProgress="false"``). ``realtime_tasks``: the
+    tasks of the real-time query the session will run, each needing a slot (``realtime_master``)."""
     import sys
 
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName(app_name).master(cfg.spark.master)
+    master = realtime_master(cfg.spark.master, realtime_tasks) if realtime_tasks else cfg.spark.master
+    builder = SparkSession.builder.appName(app_name).master(master)
     builder = builder.config("spark.jars", ",".join(jars(cfg)))
     builder = builder.config("spark.pyspark.python", sys.executable)  # workers import DBus from this venv
     for key, value in settings(cfg).items():
@@ -67,6 +83,24 @@ def session(cfg: DbusConfig, app_name: str, **conf: str) -> SparkSession:
     for key, value in conf.items():
         builder = builder.config(key.replace("__", "."), value)
     return builder.getOrCreate()
+
+
+def check_slots(spark: SparkSession, tasks: int, what: str) -> None:
+    """Warns when the session has fewer task slots than a real-time query's ``tasks``: Spark then waits
+    for slots that never come (a local master is sized by ``realtime_master``; a cluster's are its
+    executors' cores)."""
+    have = spark.sparkContext.defaultParallelism
+    if tasks and have < tasks:
+        import logging
+
+        logging.getLogger("dbus.spark").warning(
+            "%s: real-time mode runs its %d tasks (one per Kafka partition read) at once, and Spark has %d "
+            "task slots: the query waits until it has them (give the executors %d cores, docs/realtime.md)",
+            what,
+            tasks,
+            have,
+            tasks,
+        )
 
 
 def checkpoint(cfg: DbusConfig, *parts: str) -> str:

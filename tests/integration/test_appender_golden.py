@@ -5,10 +5,11 @@ UPDATE, a DELETE, and a transaction mixing all three with a primary-key change) 
 statement, the table read back with SELECT after each one. The expected messages are computed from those
 SELECTs alone, with ``ums.values.encode_column`` for the values and the rows events read straight from
 the binlog for ``ums_id_``/``ums_ts_``/``ums_uid_``; nothing of the appender's conversion is used. The
-appender then runs twice over the same raw topic: ``ums.format: json`` and ``ums.format: avro`` (to
-another result topic); the Avro records, decoded with the schema their header names in the meta store,
-must equal the JSON messages one for one. The readable cases of tests/golden/cdc/ run through the same
-path and must give the tuples written there.
+appender then runs three times over the same raw topic, each to its own result topic: ``ums.format:
+json`` and ``ums.format: avro`` in micro-batch mode, and JSON through real-time mode's record path (the
+JVM and its sidecar), which must write the same bytes as the first. The Avro records, decoded with the
+schema their header names in the meta store, must equal the JSON messages one for one. The readable
+cases of tests/golden/cdc/ run through the same path (both modes) and must give the tuples written there.
 """
 
 from __future__ import annotations
@@ -159,19 +160,22 @@ def avro_config(env: ExtractorEnv):
     """The environment's configuration with ``ums.format: avro`` and its own result topics."""
     raw = yaml.safe_load(env.cfg_path.read_text())
     raw["sources"][env.ds]["ums"]["format"] = "avro"
+    raw["sources"][env.ds].setdefault("appender", {})["trigger"] = "microbatch"
     raw["sources"][env.ds]["topics"]["result"] = "{ds}.{schema}.avro"
     path = env.cfg_path.with_name("dbus-avro.yaml")
     path.write_text(yaml.safe_dump(raw))
     return load_config(path)
 
 
-def jvm_config(env: ExtractorEnv):
-    """The environment's configuration with the real-time record path (the JVM and its Python sidecar,
-    drained here with ``available_now``) and its own result topics."""
+def mode_config(env: ExtractorEnv, trigger: str, suffix: str = ""):
+    """The environment's configuration with the appender's ``trigger``: ``realtime`` is the JVM record path
+    and its Python sidecar, drained here with ``available_now``; ``microbatch`` the Python path. With a
+    ``suffix``, its own result topics ``{ds}.{schema}.<suffix>``."""
     raw = yaml.safe_load(env.cfg_path.read_text())
-    raw["sources"][env.ds].setdefault("appender", {})["trigger"] = "realtime"
-    raw["sources"][env.ds]["topics"]["result"] = "{ds}.{schema}.jvm"
-    path = env.cfg_path.with_name("dbus-jvm.yaml")
+    raw["sources"][env.ds].setdefault("appender", {})["trigger"] = trigger
+    if suffix:
+        raw["sources"][env.ds]["topics"]["result"] = "{ds}.{schema}." + suffix
+    path = env.cfg_path.with_name(f"dbus-{trigger}{suffix}.yaml")
     path.write_text(yaml.safe_dump(raw))
     return load_config(path)
 
@@ -200,7 +204,11 @@ def env(extractor_env):
 
 def test_every_type_through_extractor_and_appender_json_and_avro(spark, env, writer_db, source, tmp_path):
     db, name = writer_db
-    cfg_avro, cfg_jvm = avro_config(env), jvm_config(env)
+    cfg, cfg_avro, cfg_jvm = (
+        mode_config(env, "microbatch"),
+        avro_config(env),
+        mode_config(env, "realtime", "jvm"),
+    )
     src, src_avro = env.cfg.source(env.ds), cfg_avro.source(env.ds)
     result, result_avro = (
         src.topics.name("result", env.ds, name),
@@ -227,7 +235,7 @@ def test_every_type_through_extractor_and_appender_json_and_avro(spark, env, wri
         env.records(
             lambda r: sum(x.event.kind == "rows" for x in env.whole_events(r)) >= len(events), timeout=120
         )
-        run_appender(spark, env.cfg, env.ds, env.topic, str(tmp_path / "ckpt-json"))
+        run_appender(spark, cfg, env.ds, env.topic, str(tmp_path / "ckpt-json"))
         run_appender(spark, cfg_avro, env.ds, env.topic, str(tmp_path / "ckpt-avro"))
         run_appender(spark, cfg_jvm, env.ds, env.topic, str(tmp_path / "ckpt-jvm"))
 
@@ -278,7 +286,8 @@ def test_golden_cdc_files_through_extractor_and_appender(spark, env, writer_db, 
     """tests/golden/cdc/*.sql: each statement becomes the UMS tuples on its ``->`` lines (run fields left
     out). ``DBUS_GOLDEN_WRITE=1`` writes those lines from this run instead, to be read against docs/ums.md."""
     db, name = writer_db
-    src, cfg_jvm = env.cfg.source(env.ds), jvm_config(env)
+    cfg, cfg_jvm = mode_config(env, "microbatch"), mode_config(env, "realtime", "jvm")
+    src = cfg.source(env.ds)
     result, dlq = src.topics.name("result", env.ds, name), src.topics.name("dead_letter", env.ds)
     result_jvm = cfg_jvm.source(env.ds).topics.name("result", env.ds, name)
     kafka.ensure_topics(env.cfg.endpoints.kafka, [env.topic, result, result_jvm, dlq])
@@ -294,7 +303,7 @@ def test_golden_cdc_files_through_extractor_and_appender(spark, env, writer_db, 
         env.records(
             lambda r: sum(x.event.kind == "rows" for x in env.whole_events(r)) >= len(events), timeout=120
         )
-        run_appender(spark, env.cfg, env.ds, env.topic, str(tmp_path / "ckpt-golden"))
+        run_appender(spark, cfg, env.ds, env.topic, str(tmp_path / "ckpt-golden"))
         before = list(spark._jvm.dbus.jvm.AppendUdf.counts())  # local mode: the executors are this JVM
         run_appender(spark, cfg_jvm, env.ds, env.topic, str(tmp_path / "ckpt-golden-jvm"))
         in_jvm, in_python = (

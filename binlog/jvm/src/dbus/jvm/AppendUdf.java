@@ -34,7 +34,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
     public static long[] counts() { return new long[] {JVM.get(), PYTHON.get()}; }
     private static final ThreadLocal<RowsDecoder> DECODER = ThreadLocal.withInitial(RowsDecoder::new);
     private static final ConcurrentHashMap<String, Partition> PARTITIONS = new ConcurrentHashMap<>();
-    private static final byte[] RECORD = Sidecar.utf8("record");
+    private static final byte[] RECORD = Sidecar.utf8("record"), BEGIN = Sidecar.utf8("begin");
     private static final String UMS_KEY = "ums_key";
 
     private final String name;
@@ -43,7 +43,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
 
     /** {@code name}: the stage and source (the sidecars' key); {@code command}: the sidecar's argv; {@code env}: k, v, ... */
     public AppendUdf(String name, String[] command, String[] env) {
-        this.name = name;
+        this.name = name + "\0" + String.join("\0", command); // one sidecar per stage, source and configuration
         this.command = command;
         this.env = env;
     }
@@ -81,9 +81,10 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
         synchronized (p) {
             TaskContext ctx = TaskContext.get();
             long task = ctx == null ? 0 : ctx.taskAttemptId();
-            if (task != p.task) { // a new task: the sidecar builds a new processor (the rules of now), shapes re-learned
+            if (task != p.task) { // a new task: the sidecar takes the rules of now and re-reads the versions
+                List<byte[]> a = p.sidecar.call(List.of(BEGIN));
+                if (!"0".equals(Sidecar.string(a.get(0)))) p.shapes.clear();
                 p.task = task;
-                p.shapes.clear();
             }
             RowsDecoder dec = DECODER.get();
             byte[] lines = value == null ? null : dec.decode(value);
@@ -148,9 +149,8 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
 
     private List<Row> viaSidecar(Partition p, String topic, Integer partition, Long offset, byte[] key, byte[] value,
                                  byte[] lines) {
-        List<byte[]> req = new ArrayList<>(9);
+        List<byte[]> req = new ArrayList<>(8);
         req.add(RECORD);
-        req.add(Sidecar.utf8(Long.toString(p.task)));
         req.add(Sidecar.utf8(topic));
         req.add(Sidecar.utf8(String.valueOf(partition)));
         req.add(Sidecar.utf8(String.valueOf(offset)));

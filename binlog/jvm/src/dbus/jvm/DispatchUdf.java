@@ -34,7 +34,7 @@ public final class DispatchUdf implements UDF5<Boolean, String, byte[], byte[], 
     private final String[] env;
 
     public DispatchUdf(String name, String[] command, String[] env) {
-        this.name = name;
+        this.name = name + "\0" + String.join("\0", command); // one sidecar per stage, source and configuration
         this.command = command;
         this.env = env;
     }

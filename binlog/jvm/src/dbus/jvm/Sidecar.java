@@ -25,10 +25,26 @@ public final class Sidecar {
     private static final ConcurrentHashMap<String, Sidecar> POOL = new ConcurrentHashMap<>();
     private static final byte[] OK = "ok".getBytes(StandardCharsets.US_ASCII);
 
+    /** A sidecar unused this long is stopped (started again by the next request): ended queries leave none. */
+    static final long IDLE_MS = 120_000;
+
     static {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             for (Sidecar s : POOL.values()) s.stop();
         }, "dbus-sidecar-stop"));
+        Thread reaper = new Thread(() -> {
+            while (true) {
+                try {
+                    Thread.sleep(IDLE_MS / 4);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                long now = System.currentTimeMillis();
+                for (Sidecar s : POOL.values()) s.stopIfIdle(now);
+            }
+        }, "dbus-sidecar-reaper");
+        reaper.setDaemon(true);
+        reaper.start();
     }
 
     private final String key;
@@ -37,6 +53,7 @@ public final class Sidecar {
     private Process process;
     private DataOutputStream out;
     private DataInputStream in;
+    private long lastUse = System.currentTimeMillis();
     /** Requests answered (tests). */
     long calls;
 
@@ -53,6 +70,7 @@ public final class Sidecar {
 
     /** The answer's fields after "ok"; a RuntimeException when the process fails or answers "error". */
     public synchronized List<byte[]> call(List<byte[]> fields) {
+        lastUse = System.currentTimeMillis();
         try {
             if (process == null || !process.isAlive()) start();
             write(fields);
@@ -86,6 +104,10 @@ public final class Sidecar {
         process = pb.start();
         out = new DataOutputStream(new BufferedOutputStream(process.getOutputStream(), 1 << 16));
         in = new DataInputStream(new BufferedInputStream(process.getInputStream(), 1 << 16));
+    }
+
+    private synchronized void stopIfIdle(long now) {
+        if (process != null && now - lastUse > IDLE_MS) stop();
     }
 
     private synchronized void stop() {
