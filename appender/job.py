@@ -173,8 +173,10 @@ def register_jvm_append(spark: SparkSession, cfg: DbusConfig, ds: str) -> str:
     alone): the record path of real-time mode, where Spark runs no Python operator. Returns its name."""
     from pyspark.sql.types import _parse_datatype_string
 
+    from appender.rules import node_path
     from dbuslib.sidecar import register_udf
 
+    zk = cfg.endpoints.zookeeper
     register_udf(
         spark,
         JVM_APPEND,
@@ -184,6 +186,7 @@ def register_jvm_append(spark: SparkSession, cfg: DbusConfig, ds: str) -> str:
         "appender.sidecar",
         str(cfg.path),
         ds,
+        lambda udf: udf.watching(zk.hosts, node_path(cfg, ds), int(zk.timeout_s * 1000)),
     )
     return JVM_APPEND
 

@@ -11,8 +11,10 @@ hand: it answers frames on stdin/stdout (dbuslib/sidecar.py). A request is one r
 changes the JVM wrote since the last request (``schema NUL table NUL count`` lines: a heartbeat reports
 them). A request ``begin`` comes first in each task Spark starts on the partition: the processor takes
 the masking rules of now and reads its tables' versions again (as each micro-batch's task does), and
-answers ``1`` when either changed (the JVM then forgets its shapes), else ``0``. A record's answer is what
-``appender.job.process_batches`` would write for the record (``appender.process.PartitionProcessor``)::
+answers ``1`` when either changed (the JVM then forgets its shapes), else ``0``; ``rules`` (sent when the
+JVM's watch on the rules node fired: a ``dbus reload``) takes the rules of now alone, answered the same
+way. A record's answer is what ``appender.job.process_batches`` would write for it
+(``appender.process.PartitionProcessor``)::
 
     n, n x (topic, key, value, header count, header key, header value, ...), versions changed (0/1),
     [shape]
@@ -65,6 +67,8 @@ class AppenderSidecar:
     def handle(self, fields: list[Field]) -> list[Field]:
         if fields == [b"begin"]:
             return [b"1" if self.begin() else b"0"]
+        if fields == [b"rules"]:
+            return [b"1" if self.take_rules() else b"0"]
         if len(fields) != 8 or fields[0] != b"record":
             msg = f"expected begin, or a record request of 8 fields; got {len(fields)} field(s)"
             raise ProtocolError(msg)
@@ -73,7 +77,7 @@ class AppenderSidecar:
             self.begin()
         self._add_counts(counts)
         before = self.changes
-        rec = InRecord(text(topic) or "", number(partition), number(offset), key, value or b"")
+        rec = InRecord(text(topic) or "", number(partition), number(offset), key, value)  # type: ignore[arg-type]
         out: list[Field] = []
         records = list(
             chunked(self.processor.process(rec, lines), self.state.cfg.endpoints.kafka.max_message_bytes)
@@ -94,21 +98,29 @@ class AppenderSidecar:
         """A new task on the partition (each real-time batch, each micro-batch): the masking rules of now,
         the versions of the tables seen read again from the meta store (another executor's sidecar may
         have served the partition meanwhile). True when either changed: the JVM forgets its shapes."""
+        if self.processor is None:
+            self.processor = self._new_processor()
+            return True
+        p = self.processor
+        fresh = {key: list(p.history(*key)) for key in p._versions}
+        changed = fresh != p._versions
+        p._versions.clear()
+        p._versions.update(fresh)
+        return self.take_rules() or changed
+
+    def take_rules(self) -> bool:
+        """The masking rules of now (``appender.rules.current_plan``); True when they changed."""
         from appender.rules import current_plan
 
         if self.processor is None:
             self.processor = self._new_processor()
             return True
-        p = self.processor
         _, plan = current_plan(self.state.cfg, self.ds)
-        fresh = {key: list(p.history(*key)) for key in p._versions}
-        changed = plan is not p.mask_plan or fresh != p._versions
-        if plan is not p.mask_plan:
-            p.mask_plan = plan
-            p._line_masks.clear()
-        p._versions.clear()
-        p._versions.update(fresh)
-        return changed
+        if plan is self.processor.mask_plan:
+            return False
+        self.processor.mask_plan = plan
+        self.processor._line_masks.clear()
+        return True
 
     def _new_processor(self) -> Any:
         processor = build_processor(self.config_path, self.ds)

@@ -86,6 +86,8 @@ class Pipeline(Stages):
         src["extractor"].update(
             {"start": "current", "state_dir": str(tmp / "state"), "metrics_interval_s": 5}
         )
+        # tuning runs: BENCH_E2E_EXTRACTOR='{"producer": {"linger_ms": 0}}'
+        src["extractor"].update(json.loads(os.environ.get("BENCH_E2E_EXTRACTOR", "{}")))
         src["topics"]["partitions"] = PARTITIONS
         src["masking"] = {f"{database}.*": MASKING} if variant == "masked" else {}
         src.setdefault("ums", {})["format"] = "avro" if variant == "avro" else "json"

@@ -25,7 +25,7 @@ import os
 import struct
 import sys
 from collections.abc import Callable, Sequence
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from dbuslib.lifecycle import first_line
 
@@ -178,6 +178,7 @@ def register_udf(
     module: str,
     config_path: str,
     ds: str,
+    setup: Callable[[Any], Any] | None = None,
 ) -> None:
     """Register the Java UDF ``java_class(name, command, env)`` (binlog/jvm) as ``name``: the record path of
     ``stage`` in the JVM, with ``module``'s sidecar for the rest. Raises when the class is not on the
@@ -201,5 +202,7 @@ def register_udf(
         msg = f"{stage}: the JVM class {java_class} is not on Spark's classpath (`make stack-up` builds it)"
         raise StackError(msg)
     udf = cls(f"{stage}/{ds}", strings(argv), strings([x for kv in env.items() for x in kv]))
+    if setup is not None:  # more settings of the Java object, before it is registered
+        udf = setup(udf)
     jtype = jvm.org.apache.spark.sql.types.DataType.fromJson(return_type.json())  # type: ignore[attr-defined]
     spark._jsparkSession.udf().register(name, udf, jtype)  # type: ignore[attr-defined]

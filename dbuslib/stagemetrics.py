@@ -17,6 +17,8 @@ Field types as docs/monitoring.md fixes them (InfluxDB 1.x refuses a field's oth
   in the input topics not yet read when the batch ended; 0 when absent).
 
 A query with no micro-batch for ``IDLE_S`` gives a point of zeros, so a quiet stage is visible as such.
+In real-time mode a batch's progress comes when it ends (every ``realtime_checkpoint_s``), its rates
+averaged over the batch, and the idle wait is that much longer.
 Points go to a background thread that writes with influxdb-client (``dbuslib.influx.write``). A full
 queue or a failed write is logged and dropped: the query is never slowed down or failed by its metrics.
 """
@@ -152,13 +154,23 @@ class PointWriter:
 class ProgressWatcher:
     """Turns a running query's progress into ``dbus_stage`` points from a daemon thread of the driver:
     every ``interval_s`` it reads ``query.recentProgress`` and queues a point per micro-batch not seen
-    yet, and an idle point (zeros) when no batch ran for ``IDLE_S``.
+    yet, and an idle point (zeros) when no batch ran for ``idle_s`` (``IDLE_S``; in real-time mode plus
+    the batch length, as its progress comes at each batch's end).
 
     Not a ``StreamingQueryListener``: a Python listener is called through py4j for every event, on the
     query's path, and raised the stages' latency (measured: docs/performance.md). Polling stays off it."""
 
-    def __init__(self, query: Any, ds: str, stage: str, writer: PointWriter, interval_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        query: Any,
+        ds: str,
+        stage: str,
+        writer: PointWriter,
+        interval_s: float = 5.0,
+        idle_s: float = IDLE_S,
+    ) -> None:
         self.query, self.ds, self.stage, self.writer, self.interval_s = query, ds, stage, writer, interval_s
+        self.idle_s = idle_s
         self.last_batch = -1
         self._last_seen = time.monotonic()
         self._stop = threading.Event()
@@ -191,7 +203,7 @@ class ProgressWatcher:
         if new:
             self.last_batch = max(int(p.get("batchId", -1)) for p in new)
             self._last_seen = time.monotonic()
-        elif time.monotonic() - self._last_seen >= IDLE_S:
+        elif time.monotonic() - self._last_seen >= self.idle_s:
             self.writer.put(idle_point(None, self.ds, self.stage))
             self._last_seen = time.monotonic()
         return len(new)
@@ -205,14 +217,22 @@ def _as_dict(progress: Any) -> dict[str, Any]:
     return json.loads(text) if isinstance(text, str) else dict(progress)
 
 
-def watch(query: Any, endpoint: InfluxEndpoint, ds: str, stage: str, interval_s: float = 5.0) -> Any:
+def batch_s(settings: Any) -> float:
+    """The batch length of a stage's query in real-time mode (``dbuslib.config.StreamSettings``), else 0."""
+    return float(settings.realtime_checkpoint_s) if settings.trigger == "realtime" else 0.0
+
+
+def watch(
+    query: Any, endpoint: InfluxEndpoint, ds: str, stage: str, interval_s: float = 5.0, batch_s: float = 0.0
+) -> Any:
     """Starts a ProgressWatcher for ``query`` (a running stage's) and returns it (None when it cannot:
-    metrics are optional); ``stop()`` it when the query ends."""
+    metrics are optional); ``stop()`` it when the query ends. ``batch_s``: a real-time query's batch
+    length (its progress comes once per batch: idle only after that much more)."""
     if stage not in STAGES:
         msg = f"stage metrics: stage {stage!r} is not one of {STAGES}"
         raise ValueError(msg)
     try:
-        return ProgressWatcher(query, ds, stage, PointWriter(endpoint), interval_s)
+        return ProgressWatcher(query, ds, stage, PointWriter(endpoint), interval_s, IDLE_S + batch_s)
     except Exception as e:
         log.warning("stage metrics: no watcher for %s %s: %s", stage, ds, e)
         return None

@@ -229,6 +229,45 @@ def run_dispatcher_now(env: ExtractorEnv, max_offsets: int = 100_000) -> None:
     assert code == 0
 
 
+class Through:
+    """Records through the dispatcher and the appender in one of the two modes of docs/realtime.md:
+    ``microbatch``, each ``step()`` drains both queries in this process (``--available-now``);
+    ``realtime``, both run as ``spark-submit`` stages from ``start()`` on, and ``step(done)`` waits for
+    ``done()`` (the output the test wants) while they run."""
+
+    def __init__(self, env: ExtractorEnv, spark: Any, tmp_path: Path, mode: str, max_offsets: int = 100_000):
+        self.env, self.spark, self.tmp_path, self.mode, self.max_offsets = (
+            env,
+            spark,
+            tmp_path,
+            mode,
+            max_offsets,
+        )
+        set_trigger(env, mode)
+        self.stages = [dispatcher_stage(env), appender_stage(env)] if mode == "realtime" else []
+
+    def start(self) -> Through:
+        for stage in self.stages:
+            stage.start()
+        return self
+
+    def step(self, done: Any, timeout: float = 240) -> None:
+        if self.mode == "microbatch":
+            run_dispatcher_now(self.env, self.max_offsets)
+            run_appender_now(self.spark, self.env.cfg_path, self.env.ds, self.tmp_path / "appender-ckpt")
+            assert done(), "everything through after draining both queries"
+            return
+        from helpers import wait_until
+
+        wait_until(
+            done, timeout, f"the output of {self.env.ds} in real-time mode", interval=1, alive=self.stages
+        )
+
+    def stop(self) -> None:
+        for stage in self.stages:
+            stage.kill()
+
+
 def run_appender_now(spark, cfg_path: Path, ds: str, checkpoint: Path) -> None:
     """The appender's query in this process over the source's schema topics, until they are drained."""
     from appender import job

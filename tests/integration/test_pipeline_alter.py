@@ -21,12 +21,12 @@ import itertools
 
 import pytest
 from pipeline_env import (
+    Through,
     binlog_changes,
     cleanup_pipeline,
     make_pipeline_env,
     read_ums,
     run_appender_now,
-    run_dispatcher_now,
     variant_config,
 )
 
@@ -91,13 +91,17 @@ def runs(out) -> list[tuple[str, int]]:
     return [k for k, _ in itertools.groupby((o.kind, o.version) for o in out)]
 
 
-def test_alter_bumps_versions_and_a_replay_keeps_them(spark, writer_db, tmp_path, kafka_up):
+@pytest.mark.parametrize("mode", ["microbatch", "realtime"])
+def test_alter_bumps_versions_and_a_replay_keeps_them(spark, writer_db, tmp_path, kafka_up, mode):
+    """In real-time mode the stages run while the ALTERs and the TRUNCATE happen (mid-stream)."""
     db, name = writer_db
     env = make_pipeline_env(tmp_path, name, partitions=1)
+    through = Through(env, spark, tmp_path, mode)
     try:
         src = env.cfg.source(env.ds)
         result = src.topics.name("result", env.ds, name)
         env.spawn()
+        through.start()
         with db.cursor() as cur:
             for statements, _, _ in STEPS:
                 for sql in statements:
@@ -112,8 +116,12 @@ def test_alter_bumps_versions_and_a_replay_keeps_them(spark, writer_db, tmp_path
             ),
             timeout=90,
         )
-        run_dispatcher_now(env)
-        run_appender_now(spark, env.cfg_path, env.ds, tmp_path / "appender-ckpt")
+
+        def all_out():  # the 12 row changes and the 4 terminations
+            kinds = [o.kind for o in read_ums(kafka_up, result) if o.table == "t"]
+            return kinds.count(DATA) >= 12 and kinds.count(TERM) >= 4
+
+        through.step(all_out)
 
         out = [o for o in read_ums(kafka_up, result) if o.table == "t"]
         namespace = f"mysql.{env.ds}.{name}.t"
@@ -169,6 +177,7 @@ def test_alter_bumps_versions_and_a_replay_keeps_them(spark, writer_db, tmp_path
             f"{[o.version for o in replayed if o.kind == TERM]} (first run: {[o.version for o in terms]})"
         )
     finally:
+        through.stop()
         cleanup_pipeline(env)
 
 

@@ -17,12 +17,11 @@ from collections import Counter, defaultdict
 import pytest
 from binlog_truth import binlog_truth
 from pipeline_env import (
+    Through,
     binlog_changes,
     cleanup_pipeline,
     make_pipeline_env,
     read_ums,
-    run_appender_now,
-    run_dispatcher_now,
 )
 
 from extractor.position import Position
@@ -85,9 +84,11 @@ def wait_extracted(env, name: str) -> list:
     )
 
 
-def test_per_key_order_on_multi_partition_topics(spark, writer_db, tmp_path, kafka_up):
+@pytest.mark.parametrize("mode", ["microbatch", "realtime"])
+def test_per_key_order_on_multi_partition_topics(spark, writer_db, tmp_path, kafka_up, mode):
     db, name = writer_db
     env = make_pipeline_env(tmp_path, name, partitions=3)
+    through = Through(env, spark, tmp_path, mode, max_offsets=150)  # micro-batch mode: several batches
     try:
         src = env.cfg.source(env.ds)
         result = src.topics.name("result", env.ds, name)
@@ -95,16 +96,19 @@ def test_per_key_order_on_multi_partition_topics(spark, writer_db, tmp_path, kaf
         rng = random.Random(4)
         live, next_id = defaultdict(set), Counter({t: 1 for t in TABLES})
         env.spawn()
+        through.start()  # real-time mode: the stages run while the workload does
         t0 = time.monotonic()
+
+        def out_holds(n: int):
+            return lambda: sum(o.kind == "data_increment_data" for o in read_ums(kafka_up, result)) >= n
+
         made = workload(db, rng, live, next_id, 250)
         wait_extracted(env, name)
-        run_dispatcher_now(env, max_offsets=150)  # several micro-batches
-        run_appender_now(spark, env.cfg_path, env.ds, tmp_path / "appender-ckpt")
-        print(f"\n{time.monotonic() - t0:.0f}s: first round through")
+        through.step(out_holds(made))
+        print(f"\n{time.monotonic() - t0:.0f}s: first round through ({mode})")
         made += workload(db, rng, live, next_id, 250)
         raw_partitions = {r.partition for r in wait_extracted(env, name)}
-        run_dispatcher_now(env, max_offsets=150)
-        run_appender_now(spark, env.cfg_path, env.ds, tmp_path / "appender-ckpt")
+        through.step(out_holds(made))
         print(f"{time.monotonic() - t0:.0f}s: second round through")
 
         truth = binlog_changes(env, name)
@@ -136,4 +140,5 @@ def test_per_key_order_on_multi_partition_topics(spark, writer_db, tmp_path, kaf
             want = [c.content() for c in truth if c.table == t]
             assert [o.content() for o in out if o.table == t] == want, f"{t}: changes out of binlog order"
     finally:
+        through.stop()
         cleanup_pipeline(env)

@@ -34,12 +34,24 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
     public static long[] counts() { return new long[] {JVM.get(), PYTHON.get()}; }
     private static final ThreadLocal<RowsDecoder> DECODER = ThreadLocal.withInitial(RowsDecoder::new);
     private static final ConcurrentHashMap<String, Partition> PARTITIONS = new ConcurrentHashMap<>();
-    private static final byte[] RECORD = Sidecar.utf8("record"), BEGIN = Sidecar.utf8("begin");
+    private static final byte[] RECORD = Sidecar.utf8("record"), BEGIN = Sidecar.utf8("begin"),
+        RULES = Sidecar.utf8("rules");
     private static final String UMS_KEY = "ums_key";
 
     private final String name;
     private final String[] command;
     private final String[] env;
+    private String zkHosts, rulesPath;
+    private int zkTimeoutMs;
+    private transient RulesWatch rules;
+
+    /** The rules node to watch (appender/rules.py): a reload reaches the record path at once. */
+    public AppendUdf watching(String hosts, String path, int timeoutMs) {
+        this.zkHosts = hosts;
+        this.rulesPath = path;
+        this.zkTimeoutMs = timeoutMs;
+        return this;
+    }
 
     /** {@code name}: the stage and source (the sidecars' key); {@code command}: the sidecar's argv; {@code env}: k, v, ... */
     public AppendUdf(String name, String[] command, String[] env) {
@@ -67,6 +79,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
         final IdentityHashMap<TableMap, Shape> shapes = new IdentityHashMap<>();
         final Map<String, Long> counts = new HashMap<>();
         long task = -1;
+        long rulesSeen;
         long lastTs = Long.MIN_VALUE;
         ZoneId lastZone;
         String lastTsText;
@@ -81,10 +94,17 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
         synchronized (p) {
             TaskContext ctx = TaskContext.get();
             long task = ctx == null ? 0 : ctx.taskAttemptId();
+            if (rules == null && rulesPath != null) rules = RulesWatch.of(zkHosts, rulesPath, zkTimeoutMs);
+            long seen = rules == null ? 0 : rules.changes();
             if (task != p.task) { // a new task: the sidecar takes the rules of now and re-reads the versions
                 List<byte[]> a = p.sidecar.call(List.of(BEGIN));
                 if (!"0".equals(Sidecar.string(a.get(0)))) p.shapes.clear();
                 p.task = task;
+                p.rulesSeen = seen;
+            } else if (seen != p.rulesSeen) { // the rules node changed: the sidecar takes the rules of now
+                List<byte[]> a = p.sidecar.call(List.of(RULES));
+                if (!"0".equals(Sidecar.string(a.get(0)))) p.shapes.clear();
+                p.rulesSeen = seen;
             }
             RowsDecoder dec = DECODER.get();
             byte[] lines = value == null ? null : dec.decode(value);
