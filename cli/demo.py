@@ -258,7 +258,8 @@ def run(cfg: DbusConfig, source_name: str) -> int:
         else f"demo: FAILED: the snapshot of {PULLED} differs from the table (see above)"
     )
     print(
-        f"demo: OK, heartbeats of {beats} table(s) measured end to end"
+        f"demo: OK, heartbeats of {len(beats)} table(s) measured end to end, latency "
+        f"{min(beats):.0f}-{max(beats):.0f} ms"
         if beats
         else "demo: FAILED: no heartbeat latency reached the time-series server"
     )
@@ -268,9 +269,10 @@ def run(cfg: DbusConfig, source_name: str) -> int:
 PULLED = "shop.orders"
 
 
-def _heartbeats(cfg: DbusConfig, ds: str, stages: Stages) -> int:
+def _heartbeats(cfg: DbusConfig, ds: str, stages: Stages) -> list[float]:
     """Waits (up to three intervals) for a ``dbus_heartbeat`` point of every shop table newer than now,
-    prints their latency and the ``dbus status`` screen; returns how many tables have one. The points
+    prints their latency and the ``dbus status`` screen; returns the latencies (ms) of the tables that
+    have one. The points
     are read as the heartbeat monitor reads them (a point is timed at its packet's emit time)."""
     from cli import status
     from heartbeat.monitor import last_points_query, records_of
@@ -288,7 +290,7 @@ def _heartbeats(cfg: DbusConfig, ds: str, stages: Stages) -> int:
     for table in sorted(latest):
         print(f"   dbus_heartbeat shop.{table}: latency {latest[table]['_value']:.0f} ms")
     print("\n".join(f"   | {line}" for line in status.render(status.collect(cfg, ds)).splitlines()))
-    return len(latest)
+    return [float(r["_value"]) for r in latest.values()]
 
 
 def _workload_and_pull(cfg: DbusConfig, ds: str, stages: Stages) -> int:

@@ -316,7 +316,7 @@ class StreamSettings(_Model):
     trigger_interval_ms: int = Field(200, ge=0)
     async_progress: bool = True
     trigger: Literal["microbatch", "realtime"] = "realtime"
-    realtime_checkpoint_s: int = Field(30, ge=1)
+    realtime_checkpoint_s: int = Field(30, ge=5)  # Spark refuses less (realTimeMode.minBatchDuration)
 
 
 class AppenderSettings(StreamSettings):

@@ -154,8 +154,8 @@ class PointWriter:
 class ProgressWatcher:
     """Turns a running query's progress into ``dbus_stage`` points from a daemon thread of the driver:
     every ``interval_s`` it reads ``query.recentProgress`` and queues a point per micro-batch not seen
-    yet, and an idle point (zeros) when no batch ran for ``idle_s`` (``IDLE_S``; in real-time mode plus
-    the batch length, as its progress comes at each batch's end).
+    yet, and an idle point (zeros) when no batch ran for ``IDLE_S`` plus ``batch_s`` (a real-time query's
+    batch length: its progress comes at each batch's end).
 
     Not a ``StreamingQueryListener``: a Python listener is called through py4j for every event, on the
     query's path, and raised the stages' latency (measured: docs/performance.md). Polling stays off it."""
@@ -167,10 +167,10 @@ class ProgressWatcher:
         stage: str,
         writer: PointWriter,
         interval_s: float = 5.0,
-        idle_s: float = IDLE_S,
+        batch_s: float = 0.0,
     ) -> None:
         self.query, self.ds, self.stage, self.writer, self.interval_s = query, ds, stage, writer, interval_s
-        self.idle_s = idle_s
+        self.batch_s = batch_s
         self.last_batch = -1
         self._last_seen = time.monotonic()
         self._stop = threading.Event()
@@ -203,7 +203,7 @@ class ProgressWatcher:
         if new:
             self.last_batch = max(int(p.get("batchId", -1)) for p in new)
             self._last_seen = time.monotonic()
-        elif time.monotonic() - self._last_seen >= self.idle_s:
+        elif time.monotonic() - self._last_seen >= IDLE_S + self.batch_s:
             self.writer.put(idle_point(None, self.ds, self.stage))
             self._last_seen = time.monotonic()
         return len(new)
@@ -232,7 +232,7 @@ def watch(
         msg = f"stage metrics: stage {stage!r} is not one of {STAGES}"
         raise ValueError(msg)
     try:
-        return ProgressWatcher(query, ds, stage, PointWriter(endpoint), interval_s, IDLE_S + batch_s)
+        return ProgressWatcher(query, ds, stage, PointWriter(endpoint), interval_s, batch_s)
     except Exception as e:
         log.warning("stage metrics: no watcher for %s %s: %s", stage, ds, e)
         return None
