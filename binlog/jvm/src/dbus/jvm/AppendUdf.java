@@ -91,6 +91,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
     public List<Row> call(String topic, Integer partition, Long offset, byte[] key, byte[] value) {
         Partition p = PARTITIONS.computeIfAbsent(name + "\0" + topic + "\0" + partition, k -> new Partition(
             Sidecar.of(k, Arrays.asList(command), pairs(env))));
+        p.sidecar.touch();
         synchronized (p) {
             TaskContext ctx = TaskContext.get();
             long task = ctx == null ? 0 : ctx.taskAttemptId();

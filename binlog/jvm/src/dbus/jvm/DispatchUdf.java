@@ -51,6 +51,7 @@ public final class DispatchUdf implements UDF5<Boolean, String, byte[], byte[], 
         Partition p = PARTITIONS.computeIfAbsent(name + "\0" + partition, k -> new Partition(
             Sidecar.of(k, Arrays.asList(command), AppendUdf.pairs(env))));
         boolean jvm = Boolean.TRUE.equals(routable) && topic != null;
+        p.sidecar.touch();
         synchronized (p) {
             if (jvm) {
                 List<Row> r = p.known.get(topic);

@@ -25,7 +25,8 @@ public final class Sidecar {
     private static final ConcurrentHashMap<String, Sidecar> POOL = new ConcurrentHashMap<>();
     private static final byte[] OK = "ok".getBytes(StandardCharsets.US_ASCII);
 
-    /** A sidecar unused this long is stopped (started again by the next request): ended queries leave none. */
+    /** A sidecar whose partition handled no record this long is stopped (started again by the next request):
+     * ended queries leave none, while a partition with records (heartbeats at least) keeps its own. */
     static final long IDLE_MS = 120_000;
 
     static {
@@ -53,7 +54,7 @@ public final class Sidecar {
     private Process process;
     private DataOutputStream out;
     private DataInputStream in;
-    private long lastUse = System.currentTimeMillis();
+    private volatile long lastUse = System.currentTimeMillis();
     /** Requests answered (tests). */
     long calls;
 
@@ -67,6 +68,9 @@ public final class Sidecar {
     public static Sidecar of(String key, List<String> command, Map<String, String> env) {
         return POOL.computeIfAbsent(key, k -> new Sidecar(k, command, env));
     }
+
+    /** The partition it serves handled a record (in the JVM or not): the sidecar is in use, not idle. */
+    public void touch() { lastUse = System.currentTimeMillis(); }
 
     /** The answer's fields after "ok"; a RuntimeException when the process fails or answers "error". */
     public synchronized List<byte[]> call(List<byte[]> fields) {
