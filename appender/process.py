@@ -64,6 +64,7 @@ class OutRecord:
     headers: tuple[tuple[str, bytes], ...] = ()
 
 
+LONG_MAX = (1 << 63) - 1  # no ums_id_ reaches it: "no next version yet"
 RECORD_FAILED = "APPENDER_RECORD_FAILED"  # dead-letter code: converting the record raised an unforeseen error
 History = Callable[[str, str], list[Version]]  # (schema, table) -> versions, oldest first
 # The earlier chunks of the event ``record`` (a chunk i > 0) belongs to, read back from Kafka, in order.
@@ -390,6 +391,32 @@ class PartitionProcessor:
         return OutRecord(
             self.outputs.global_control_topic, control_key(message).encode(), control_json(message).encode()
         )
+
+    def version_span(self, schema: str, table: str, at: int) -> tuple[Version, int] | None:
+        """The version of ``schema.table`` a rows event at binlog id ``at`` belongs to, and the id where
+        the next version starts (``LONG_MAX`` while it is the last); None before the table's first version."""
+        history = self._history(schema, table)
+        current = [v for v in history if v.since <= at]
+        if not current:
+            return None
+        later = [v.since for v in history if v.since > at]
+        return current[-1], min(later) if later else LONG_MAX
+
+    def reread_versions(self) -> bool:
+        """The versions of every table seen read again from the store (another process may have added
+        some); True when any differ from what this processor held."""
+        fresh = {key: list(self.history(*key)) for key in self._versions}
+        changed = fresh != self._versions
+        self._versions = fresh
+        return changed
+
+    def use_rules(self, plan: Any) -> bool:
+        """Mask with ``plan`` (ums.masking.MaskPlan) from the next record on; True when it is another plan."""
+        if plan is self.mask_plan:
+            return False
+        self.mask_plan = plan
+        self._line_masks.clear()
+        return True
 
     def _history(self, schema: str, table: str) -> list[Version]:
         key = (schema, table)

@@ -49,8 +49,6 @@ from ums import Namespace, chunks, data_key, ums_id
 from ums.build import user_columns
 from ums.text import message_prefix
 
-LONG_MAX = (1 << 63) - 1
-
 
 @dataclass
 class AppenderSidecar:
@@ -101,11 +99,7 @@ class AppenderSidecar:
         if self.processor is None:
             self.processor = self._new_processor()
             return True
-        p = self.processor
-        fresh = {key: list(p.history(*key)) for key in p._versions}
-        changed = fresh != p._versions
-        p._versions.clear()
-        p._versions.update(fresh)
+        changed = self.processor.reread_versions()
         return self.take_rules() or changed
 
     def take_rules(self) -> bool:
@@ -115,12 +109,7 @@ class AppenderSidecar:
         if self.processor is None:
             self.processor = self._new_processor()
             return True
-        _, plan = current_plan(self.state.cfg, self.ds)
-        if plan is self.processor.mask_plan:
-            return False
-        self.processor.mask_plan = plan
-        self.processor._line_masks.clear()
-        return True
+        return bool(self.processor.use_rules(current_plan(self.state.cfg, self.ds)[1]))
 
     def _new_processor(self) -> Any:
         processor = build_processor(self.config_path, self.ds)
@@ -164,14 +153,12 @@ class AppenderSidecar:
             return []
         h = event.header
         at = int(ums_id(h.file, h.pos))
-        history = p._history(shape.schema, shape.table)
-        later = [v for v in history if v.since > at]
-        current = [v for v in history if v.since <= at]
-        if not current:
+        span = p.version_span(shape.schema, shape.table, at)
+        if span is None:
             return []
-        until = min(v.since for v in later) if later else LONG_MAX
+        current, until = span
         s = p.settings
-        ns = Namespace(s.ds_type, s.ds, shape.schema, shape.table, current[-1].version)
+        ns = Namespace(s.ds_type, s.ds, shape.schema, shape.table, current.version)
         head = f"{PROTOCOL.value}.{ns}."
         key0 = data_key(PROTOCOL, ns, 0, s.ds)
         if not key0.startswith(head + "0|"):

@@ -198,3 +198,26 @@ def test_the_first_version_of_a_table_sends_no_warning():
     p, _ = processor()
     p.outputs = replace(p.outputs, global_control_topic="global_ctrl_topic")
     assert {o.topic for o in run(p, INSERT)} == {"demo.dbus_unit_rowdecode.result"}
+
+
+def test_version_span_rereading_and_rules_for_the_real_time_sidecar():
+    """What appender.sidecar asks of a processor: the version a position belongs to and where the next one
+    starts, the versions read again from the store, a new masking plan taken."""
+    from appender.process import LONG_MAX
+
+    key = ("dbus_unit_rowdecode", "orders")
+    p, stored = processor()
+    assert p.version_span(*key, 10) is None  # no version yet
+    run(p, INSERT)
+    first = stored[key][0]
+    assert p.version_span(*key, first.since) == (first, LONG_MAX)
+    assert p.version_span(*key, first.since - 1) is None
+    assert p.reread_versions() is False  # the store holds what the processor holds
+    later = Version(1, first.since + 1000, first.columns, Reason.TRUNCATE)
+    stored[key].append(later)  # another process stored the next version
+    assert p.reread_versions() is True
+    assert p.version_span(*key, first.since) == (first, later.since)
+    assert p.version_span(*key, later.since + 5) == (later, LONG_MAX)
+    plan = object()
+    assert p.use_rules(plan) is True and p.mask_plan is plan
+    assert p.use_rules(plan) is False
