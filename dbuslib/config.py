@@ -350,7 +350,9 @@ class FullPullSettings(_Model):
 class ExtractorSettings(_Model):
     """The binlog reader of one source. ``start`` applies only when no position was ever committed:
     ``current`` (the binlog's end now), ``earliest`` (the oldest binlog still on the server), ``FILE:POS``
-    or a GTID position such as ``0-1-42``. ``producer`` passes kafka-python options (acks stays all)."""
+    or a GTID position such as ``0-1-42``. ``producer`` passes kafka-python options (acks stays all).
+    ``flush_when_quiet``: at a transaction's end with nothing more in the binlog, send at once instead
+    of waiting the producer's ``linger_ms`` (a busy binlog keeps batching)."""
 
     start: str = "current"
     commit_interval_s: float = Field(1.0, gt=0)
@@ -360,6 +362,7 @@ class ExtractorSettings(_Model):
     state_dir: Path = Path("../.stack/extractor")
     metrics_interval_s: float = Field(10.0, gt=0)
     retry_for_s: float = Field(60.0, ge=0)
+    flush_when_quiet: bool = True
     producer: dict[str, Any] = Field(
         default_factory=lambda: {"compression_type": "lz4", "linger_ms": 5, "batch_size": 1_048_576}
     )

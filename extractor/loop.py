@@ -81,6 +81,7 @@ class Extractor:
         reader = BinlogReader(
             self.ds, self.src, start, heartbeat_s=self.src.extractor.commit_interval_s, flavor=flavor
         )
+        flush_when_quiet = self.src.extractor.flush_when_quiet
         committer = _Committer(store, publisher, self.metrics, epoch, self.src.extractor.commit_interval_s)
         clean = False
         try:
@@ -94,6 +95,8 @@ class Extractor:
                     self.metrics.last_event_ts = item.header.ts
                 elif isinstance(item, Boundary):
                     publisher.boundary(item.position)
+                    if flush_when_quiet and reader.quiet():  # latency: no linger for a quiet source
+                        publisher.send_now()
                 committer.maybe_commit()
                 self._maybe_report(publisher)
                 if self.stop.is_set():

@@ -13,6 +13,7 @@ Rows are never decoded here: a rows event is forwarded as bytes with the table m
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -147,6 +148,25 @@ class BinlogReader:
     def close(self) -> None:
         self._stream.close()
         self._types.close()
+
+    def quiet(self) -> bool:
+        """Whether the binlog has nothing more for us right now: no bytes buffered or waiting on the
+        connection (checked without blocking). False whenever it cannot tell (not connected, TLS)."""
+        conn = getattr(self._stream, "_stream_connection", None)
+        sock, rfile = getattr(conn, "_sock", None), getattr(conn, "_rfile", None)
+        if sock is None or rfile is None or not isinstance(sock, socket.socket) or hasattr(sock, "pending"):
+            return False
+        timeout = sock.gettimeout()
+        try:
+            sock.setblocking(False)
+            try:
+                return not rfile.peek(1)
+            except BlockingIOError:
+                return True
+            finally:
+                sock.settimeout(timeout)
+        except OSError:
+            return False
 
     @property
     def file(self) -> str:
