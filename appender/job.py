@@ -186,7 +186,9 @@ def register_jvm_append(spark: SparkSession, cfg: DbusConfig, ds: str) -> str:
         "appender.sidecar",
         str(cfg.path),
         ds,
-        lambda udf: udf.watching(zk.hosts, node_path(cfg, ds), int(zk.timeout_s * 1000)),
+        lambda udf: udf.watching(zk.hosts, node_path(cfg, ds), int(zk.timeout_s * 1000)).avro(
+            cfg.source(ds).ums.format == "avro"
+        ),
     )
     return JVM_APPEND
 

@@ -167,12 +167,13 @@ def avro_config(env: ExtractorEnv):
     return load_config(path)
 
 
-def mode_config(env: ExtractorEnv, trigger: str, suffix: str = ""):
+def mode_config(env: ExtractorEnv, trigger: str, suffix: str = "", ums_format: str = "json"):
     """The environment's configuration with the appender's ``trigger``: ``realtime`` is the JVM record path
     and its Python sidecar, drained here with ``available_now``; ``microbatch`` the Python path. With a
     ``suffix``, its own result topics ``{ds}.{schema}.<suffix>``."""
     raw = yaml.safe_load(env.cfg_path.read_text())
     raw["sources"][env.ds].setdefault("appender", {})["trigger"] = trigger
+    raw["sources"][env.ds]["ums"]["format"] = ums_format
     if suffix:
         raw["sources"][env.ds]["topics"]["result"] = "{ds}.{schema}." + suffix
     path = env.cfg_path.with_name(f"dbus-{trigger}{suffix}.yaml")
@@ -287,10 +288,12 @@ def test_golden_cdc_files_through_extractor_and_appender(spark, env, writer_db, 
     out). ``DBUS_GOLDEN_WRITE=1`` writes those lines from this run instead, to be read against docs/ums.md."""
     db, name = writer_db
     cfg, cfg_jvm = mode_config(env, "microbatch"), mode_config(env, "realtime", "jvm")
+    cfg_avro, cfg_avro_jvm = (mode_config(env, t, f"avro{t}", "avro") for t in ("microbatch", "realtime"))
     src = cfg.source(env.ds)
     result, dlq = src.topics.name("result", env.ds, name), src.topics.name("dead_letter", env.ds)
     result_jvm = cfg_jvm.source(env.ds).topics.name("result", env.ds, name)
-    kafka.ensure_topics(env.cfg.endpoints.kafka, [env.topic, result, result_jvm, dlq])
+    avro_topics = [c.source(env.ds).topics.name("result", env.ds, name) for c in (cfg_avro, cfg_avro_jvm)]
+    kafka.ensure_topics(env.cfg.endpoints.kafka, [env.topic, result, result_jvm, *avro_topics, dlq])
     cases = {path: golden_cdc.read_case(path) for path in golden_cdc.cases()}
     try:
         start = mysql.binlog_end(db)
@@ -311,6 +314,9 @@ def test_golden_cdc_files_through_extractor_and_appender(spark, env, writer_db, 
         )
         # each table shape's first record (and the DDL) goes to the sidecar, the rest is written in the JVM
         assert in_jvm > 0 and in_python > 0, (in_jvm, in_python)
+        # Avro: real-time mode's sidecar gets the JVM's Avro of the rows and writes what micro-batch mode does
+        run_appender(spark, cfg_avro, env.ds, env.topic, str(tmp_path / "ckpt-golden-avro"))
+        run_appender(spark, cfg_avro_jvm, env.ds, env.topic, str(tmp_path / "ckpt-golden-avro-jvm"))
         messages = [
             m
             for r in consume_all(env.cfg.endpoints.kafka, result, len(events) + 1, timeout_ms=5000)
@@ -332,9 +338,10 @@ def test_golden_cdc_files_through_extractor_and_appender(spark, env, writer_db, 
         assert problems == []
         n = len(consume_all(env.cfg.endpoints.kafka, result, len(events) + 100, timeout_ms=5000))
         assert_same_records(env.cfg.endpoints.kafka, result, result_jvm, n)
+        assert_same_records(env.cfg.endpoints.kafka, *avro_topics, n)
         assert consume_all(env.cfg.endpoints.kafka, dlq, 1, timeout_ms=3000) == []
     finally:
-        kafka.delete_topics(env.cfg.endpoints.kafka, [result, result_jvm, dlq])
+        kafka.delete_topics(env.cfg.endpoints.kafka, [result, result_jvm, *avro_topics, dlq])
         store = MetaStore(env.cfg.endpoints.meta_store.url.get_secret_value())
         with store.engine.begin() as conn:
             conn.exec_driver_sql("DELETE FROM dbus_meta_version WHERE ds = %s", (env.ds,))

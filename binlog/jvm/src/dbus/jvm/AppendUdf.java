@@ -44,6 +44,13 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
     private String zkHosts, rulesPath;
     private int zkTimeoutMs;
     private transient RulesWatch rules;
+    private boolean avro;
+
+    /** The source writes Avro: the sidecar gets each record's rows with their Avro (RowsDecoder.decodeWithAvro). */
+    public AppendUdf avro(boolean on) {
+        this.avro = on;
+        return this;
+    }
 
     /** The rules node to watch (appender/rules.py): a reload reaches the record path at once. */
     public AppendUdf watching(String hosts, String path, int timeoutMs) {
@@ -108,7 +115,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
                 p.rulesSeen = seen;
             }
             RowsDecoder dec = DECODER.get();
-            byte[] lines = value == null ? null : dec.decode(value);
+            byte[] lines = value == null ? null : avro ? dec.decodeWithAvro(value) : dec.decode(value);
             if (lines != null) {
                 List<Row> fast = fast(p, dec, lines);
                 if (fast != null) {
