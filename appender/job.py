@@ -141,7 +141,7 @@ def start(
 ) -> StreamingQuery:
     """Start the query; ``topics`` are the per-schema topics to read. ``available_now`` processes what
     is there and stops (tests, catch-up runs)."""
-    from dbuslib.spark import kafka_sink, with_realtime_trigger, with_trigger
+    from dbuslib.spark import start_query
 
     settings = cfg.source(ds).appender
     jvm_path = settings.trigger == "realtime"  # with available_now too: the same record path, drained
@@ -153,14 +153,7 @@ def start(
         jvm = settings.jvm_decoder and register_jvm_decoder(spark)
         avro = cfg.source(ds).ums.format == "avro"
         out = append_ums(with_rendered_rows(raw, jvm, avro), str(cfg.path), ds)
-    writer = (
-        kafka_sink(out.writeStream, cfg.endpoints.kafka, realtime=realtime)
-        .queryName(query_name(ds))
-        .option("checkpointLocation", checkpoint)
-    )
-    if realtime:
-        return with_realtime_trigger(writer, settings.realtime_checkpoint_s).start()
-    return with_trigger(writer, available_now, settings.trigger_interval_ms, settings.async_progress).start()
+    return start_query(out, cfg.endpoints.kafka, query_name(ds), checkpoint, settings, available_now)
 
 
 # ---------------------------------------------------------------- real-time mode

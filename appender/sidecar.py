@@ -27,7 +27,6 @@ and the cut settings. Any version change makes the JVM forget the shapes it was 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -41,10 +40,8 @@ from appender.process import InRecord
 from appender.worker import build_processor, worker_state
 from binlog.rawevent import RawEventError, decode
 from binlog.rows import RowDecodeError, table_of
-from dbuslib import pygc
-from dbuslib.config import load_config
-from dbuslib.logs import setup_logging
-from dbuslib.sidecar import Field, ProtocolError, number, serve, text
+from dbuslib import pygc, sidecar
+from dbuslib.sidecar import Field, ProtocolError, number, text
 from ums import Namespace, chunks, data_key, ums_id
 from ums.build import user_columns
 from ums.text import message_prefix
@@ -193,13 +190,7 @@ class AppenderSidecar:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="appender.sidecar", description=__doc__.splitlines()[0])
-    p.add_argument("--config", required=True)
-    p.add_argument("--source", required=True)
-    args = p.parse_args(argv)
-    setup_logging()
-    load_config(args.config)  # a bad file stops here, with its message, before any request
-    return serve(AppenderSidecar(args.config, args.source).handle)
+    return sidecar.main("appender.sidecar", __doc__, lambda path, ds: AppenderSidecar(path, ds).handle, argv)
 
 
 if __name__ == "__main__":

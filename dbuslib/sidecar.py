@@ -146,6 +146,22 @@ def _private_stdout() -> BinaryIO:
     return frames
 
 
+def main(prog: str, doc: str, make_handler: Callable[[str, str], Handler], argv: Sequence[str] | None) -> int:
+    """A stage's sidecar process: ``--config PATH --source DS``, logging to stderr, then ``serve`` the
+    handler ``make_handler(config_path, ds)`` builds (a bad configuration stops it there, with its
+    message on stderr, before any request)."""
+    import argparse
+
+    from dbuslib.logs import setup_logging
+
+    p = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
+    p.add_argument("--config", required=True)
+    p.add_argument("--source", required=True)
+    args = p.parse_args(argv)
+    setup_logging()
+    return serve(make_handler(args.config, args.source))
+
+
 def text(field: Field) -> str | None:
     """A field as UTF-8 text (None stays None)."""
     return None if field is None else field.decode()

@@ -124,6 +124,21 @@ def with_trigger(
     return writer
 
 
+def start_query(
+    df: Any, kafka: KafkaEndpoint, name: str, checkpoint: str, settings: Any, available_now: bool = False
+) -> Any:
+    """A stage's query started: ``df`` (topic, key, value[, headers]) to the Kafka sink, named ``name``,
+    checkpointed in ``checkpoint``, in the mode of ``settings`` (``dbuslib.config.StreamSettings``):
+    real-time, or micro-batches (``available_now``: drain what is there and stop, in either mode's
+    record path)."""
+    realtime = settings.trigger == "realtime" and not available_now
+    writer = kafka_sink(df.writeStream, kafka, realtime=realtime).queryName(name)
+    writer = writer.option("checkpointLocation", checkpoint)
+    if realtime:
+        return with_realtime_trigger(writer, settings.realtime_checkpoint_s).start()
+    return with_trigger(writer, available_now, settings.trigger_interval_ms, settings.async_progress).start()
+
+
 def with_realtime_trigger(writer: Any, checkpoint_s: int) -> Any:
     """Spark's real-time mode (docs/realtime.md): batches of ``checkpoint_s`` seconds whose tasks run the
     whole time and pass each record on as it arrives; the duration is how often progress is checkpointed

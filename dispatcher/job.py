@@ -204,6 +204,13 @@ def route_records(tagged: DataFrame, router: Router, ensure_topic: Callable[[str
     udf = F.udf(functools.partial(_python_routes, router, ensure_topic), _ROUTES)
     routable = F.col("_routable")
     routes = udf(F.when(routable, F.col("_topic")), F.when(~routable, F.col("value")), F.col("key"))
+    return routed(tagged, routes)
+
+
+def routed(tagged: DataFrame, routes: Column) -> DataFrame:
+    """(key, value, topic) per route of each record: its value unchanged, or its dead letter's JSON."""
+    from pyspark.sql import functions as F
+
     return tagged.withColumn("route", F.explode(routes)).select(
         "key",
         F.when(F.col("route.code").isNull(), F.col("value"))
@@ -226,7 +233,7 @@ def start(
     available_now: bool = False,
 ) -> StreamingQuery:
     """Start the dispatcher query of source ``ds``."""
-    from dbuslib.spark import kafka_sink, with_realtime_trigger, with_trigger
+    from dbuslib.spark import start_query
 
     src = cfg.source(ds)
     settings = src.dispatcher
@@ -240,14 +247,7 @@ def start(
         routed = route_records_jvm(tagged, register_jvm_routes(spark, cfg, ds))
     else:
         routed = route_records(tagged, router, ensure_topic)
-    writer = (
-        kafka_sink(routed.writeStream, cfg.endpoints.kafka, realtime=realtime)
-        .queryName(query_name(ds))
-        .option("checkpointLocation", checkpoint)
-    )
-    if realtime:
-        return with_realtime_trigger(writer, settings.realtime_checkpoint_s).start()
-    return with_trigger(writer, available_now, settings.trigger_interval_ms, settings.async_progress).start()
+    return start_query(routed, cfg.endpoints.kafka, query_name(ds), checkpoint, settings, available_now)
 
 
 def routing(cfg: DbusConfig, ds: str) -> tuple[Router, Callable[[str], None]]:
@@ -297,10 +297,4 @@ def route_records_jvm(tagged: DataFrame, function: str) -> DataFrame:
     routes = F.call_function(
         function, F.col("_routable"), F.col("_topic"), F.col("value"), F.col("key"), F.col("partition")
     )
-    return tagged.withColumn("route", F.explode(routes)).select(
-        "key",
-        F.when(F.col("route.code").isNull(), F.col("value"))
-        .otherwise(dead_letter_value().cast("binary"))
-        .alias("value"),
-        F.col("route.topic").alias("topic"),
-    )
+    return routed(tagged, routes)

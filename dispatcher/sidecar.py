@@ -11,13 +11,12 @@ topic, code, error, withheld, key.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from dbuslib import sidecar
 from dbuslib.config import load_config
-from dbuslib.logs import setup_logging
-from dbuslib.sidecar import Field, ProtocolError, serve, text
+from dbuslib.sidecar import Field, ProtocolError, text
 from dispatcher.job import _python_routes, routing
 from dispatcher.routing import Router
 
@@ -37,12 +36,9 @@ def handler(router: Router, ensure_topic: Callable[[str], None]) -> Callable[[li
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="dispatcher.sidecar", description=__doc__.splitlines()[0])
-    p.add_argument("--config", required=True)
-    p.add_argument("--source", required=True)
-    args = p.parse_args(argv)
-    setup_logging()
-    return serve(handler(*routing(load_config(args.config), args.source)))
+    return sidecar.main(
+        "dispatcher.sidecar", __doc__, lambda path, ds: handler(*routing(load_config(path), ds)), argv
+    )
 
 
 if __name__ == "__main__":
