@@ -108,3 +108,21 @@ def test_missing_file():
 def test_relative_paths_resolve_against_the_config_folder():
     cfg = load_config()
     assert cfg.resolve(cfg.spark.jars_file) == DEFAULT_CONFIG.parent.parent / ".stack" / "jars" / "spark.jars"
+
+
+def test_stages_run_in_real_time_mode_unless_an_avro_appender_or_a_setting_says_otherwise(tmp_path):
+    demo = load_config().source("demo")
+    assert (demo.dispatcher.trigger, demo.appender.trigger) == ("realtime", "realtime")
+
+    def avro(raw, trigger=None):
+        src = raw["sources"]["demo"]
+        src.setdefault("ums", {})["format"] = "avro"
+        if trigger:
+            src.setdefault("appender", {})["trigger"] = trigger
+
+    src = load_config(_write(tmp_path, avro)).source("demo")
+    assert (src.dispatcher.trigger, src.appender.trigger) == ("realtime", "microbatch")
+    src = load_config(_write(tmp_path, lambda raw: avro(raw, "realtime"))).source("demo")
+    assert src.appender.trigger == "realtime", "said in the file: kept"
+    with pytest.raises(ConfigError, match="realtime_checkpoint_s"):
+        load_config(_write(tmp_path, _set("sources", "demo", "appender", "realtime_checkpoint_s", 2)))
