@@ -35,16 +35,14 @@ log = logging.getLogger(__name__)
 def run(cfg: DbusConfig, ds: str, schemas: list[str] | None = None) -> int:
     """Start the appender of ``ds`` and run it until stopped (Maxwell's ``startInner()``: a checklist)."""
     from appender import rules
-    from dbuslib import kafka, spark, topics
+    from dbuslib import spark, topics
 
     src = cfg.source(ds)
     schemas = schemas or topics.literal_schemas(src)
     ensure_meta_store(cfg)
     ensure_topics(cfg, ds, schemas)
     inputs = [src.topics.name("schema", ds, s) for s in schemas]
-    tasks = kafka.partition_count(cfg.endpoints.kafka, inputs) if src.appender.trigger == "realtime" else 0
-    session = spark.session(cfg, f"dbus-appender-{ds}", realtime_tasks=tasks)
-    spark.check_slots(session, tasks, f"appender {ds}")
+    session = spark.stage_session(cfg, f"dbus-appender-{ds}", src.appender, inputs)
     rules.start_listener(cfg, ds)  # publishes the file's rules, then applies APPENDER_RELOAD_CONFIG
     return run_query(session, cfg, ds, schemas)
 

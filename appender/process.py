@@ -299,6 +299,12 @@ class PartitionProcessor:
             (("ums_key", key.encode()), *extra),
         )
 
+    def unmasked_text_prefix(self, shape: Any, ns: Namespace) -> bytes | None:
+        """The message prefix when rows of ``shape`` take the text path with nothing masked (what the
+        real-time JVM writes alone, appender/sidecar.py); None when they are masked or take the value path."""
+        prefix, line_mask = self._text_prefix(shape, ns)
+        return prefix if line_mask is None else None
+
     def _text_prefix(self, shape: Any, ns: Namespace) -> tuple[bytes | None, LineMask | None]:
         """The message prefix for the text path and, for a masked table, its ``LineMask``; ``(None, None)``
         when the event takes the value path (not JSON, a column named like a system field, a masked or
@@ -396,11 +402,11 @@ class PartitionProcessor:
         """The version of ``schema.table`` a rows event at binlog id ``at`` belongs to, and the id where
         the next version starts (``LONG_MAX`` while it is the last); None before the table's first version."""
         history = self._history(schema, table)
-        current = [v for v in history if v.since <= at]
-        if not current:
+        current = version_at(history, at)
+        if current is None:
             return None
         later = [v.since for v in history if v.since > at]
-        return current[-1], min(later) if later else LONG_MAX
+        return current, min(later) if later else LONG_MAX
 
     def reread_versions(self) -> bool:
         """The versions of every table seen read again from the store (another process may have added

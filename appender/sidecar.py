@@ -19,10 +19,10 @@ way. A record's answer is what ``appender.job.process_batches`` would write for 
     n, n x (topic, key, value, header count, header key, header value, ...), versions changed (0/1),
     [shape]
 
-and, when the record is a rows event the JVM may write alone from now on (JSON output, no masking rule,
-no column named like a system field, not the heartbeat table), the ``shape``: the ``ums_id_`` range its
-table version holds for, the message prefix, topic, key, the ``ums_key`` around its time, the time zone
-and the cut settings. Any version change makes the JVM forget the shapes it was given.
+and, when the record is a rows event the JVM may write alone from now on (not the heartbeat table, and
+the text path with nothing masked: ``PartitionProcessor.unmasked_text_prefix``), the ``shape``: the
+``ums_id_`` range its table version holds for, the message prefix, topic, key, the ``ums_key`` around
+its time, the time zone and the cut settings. Any version change makes the JVM forget the shapes it was given.
 """
 
 from __future__ import annotations
@@ -43,8 +43,6 @@ from binlog.rows import RowDecodeError, table_of
 from dbuslib import pygc, sidecar
 from dbuslib.sidecar import Field, ProtocolError, number, text
 from ums import Namespace, chunks, data_key, ums_id
-from ums.build import user_columns
-from ums.text import message_prefix
 
 
 @dataclass
@@ -141,13 +139,6 @@ class AppenderSidecar:
             shape = table_of(event)
         except (RawEventError, RowDecodeError):
             return []
-        if getattr(p.encoder, "format", "json") != "json":
-            return []
-        if len(user_columns(shape.columns)) != len(shape.columns):
-            return []
-        plan = p.mask_plan
-        if plan is not None and plan.has_rules and plan.rules_for(shape.schema, shape.table):
-            return []
         h = event.header
         at = int(ums_id(h.file, h.pos))
         span = p.version_span(shape.schema, shape.table, at)
@@ -156,6 +147,9 @@ class AppenderSidecar:
         current, until = span
         s = p.settings
         ns = Namespace(s.ds_type, s.ds, shape.schema, shape.table, current.version)
+        prefix = p.unmasked_text_prefix(shape, ns)  # the processor's own choice of the text path
+        if prefix is None:
+            return []
         head = f"{PROTOCOL.value}.{ns}."
         key0 = data_key(PROTOCOL, ns, 0, s.ds)
         if not key0.startswith(head + "0|"):
@@ -163,7 +157,7 @@ class AppenderSidecar:
         fields = (
             str(at),
             str(until),
-            message_prefix(ns, shape.columns),
+            prefix,
             p.outputs.result_topic(shape.schema, shape.table),
             f"{shape.schema}.{shape.table}".encode(),
             head,

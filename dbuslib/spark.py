@@ -85,6 +85,21 @@ def session(cfg: DbusConfig, app_name: str, realtime_tasks: int = 0, **conf: str
     return builder.getOrCreate()
 
 
+def stage_session(
+    cfg: DbusConfig, app_name: str, settings: Any, inputs: list[str], available_now: bool = False
+) -> SparkSession:
+    """The session of a stage whose query reads ``inputs`` in the mode of ``settings``
+    (``dbuslib.config.StreamSettings``): in real-time mode (not ``available_now``) sized for its tasks, one
+    per partition of ``inputs`` (``realtime_master``), with a warning when they cannot all run."""
+    from dbuslib import kafka
+
+    realtime = settings.trigger == "realtime" and not available_now
+    tasks = kafka.partition_count(cfg.endpoints.kafka, inputs) if realtime else 0
+    spark = session(cfg, app_name, realtime_tasks=tasks)
+    check_slots(spark, tasks, app_name)
+    return spark
+
+
 def check_slots(spark: SparkSession, tasks: int, what: str) -> None:
     """Warns when the session has fewer task slots than a real-time query's ``tasks``: Spark then waits
     for slots that never come (a local master is sized by ``realtime_master``; a cluster's are its

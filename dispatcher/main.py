@@ -56,11 +56,8 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
     from dbuslib.lifecycle import Lifecycle
 
     with Lifecycle("dispatcher", ds, cfg.path) as life:  # SIGTERM, the JVM and the config watched
-        realtime = src.dispatcher.trigger == "realtime" and not available_now
         raw = [src.topics.name("raw", ds)]
-        tasks = kafka.partition_count(cfg.endpoints.kafka, raw) if realtime else 0
-        session = spark.session(cfg, job.query_name(ds), realtime_tasks=tasks)
-        spark.check_slots(session, tasks, f"dispatcher {ds}")
+        session = spark.stage_session(cfg, job.query_name(ds), src.dispatcher, raw, available_now)
         query = job.start(
             session,
             cfg,

@@ -96,7 +96,7 @@ class Extractor:
                 elif isinstance(item, Boundary):
                     publisher.boundary(item.position)
                     if flush_when_quiet and reader.quiet():  # latency: no linger for a quiet source
-                        publisher.send_now()
+                        publisher.flush()
                 committer.maybe_commit()
                 self._maybe_report(publisher)
                 if self.stop.is_set():

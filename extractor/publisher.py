@@ -48,12 +48,6 @@ class Publisher:
             self.ready = newest
         return self.ready
 
-    def send_now(self) -> None:
-        """Send what waits for the producer's linger now, and wait for its acknowledgement: at the end of a
-        transaction when the binlog has nothing more (a quiet source's rows do not wait ``linger_ms``)."""
-        self._producer.flush(timeout=ACK_TIMEOUT_S)
-        self.advance()
-
     def flush(self) -> Position | None:
         self._producer.flush(timeout=ACK_TIMEOUT_S)
         return self.advance()
