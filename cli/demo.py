@@ -32,7 +32,7 @@ from influxdb_client import Point
 from cli.stages import Stages
 from dbuslib import influx, kafka, mysql, topics, zk, zkpaths
 from dbuslib.config import DbusConfig, InfluxEndpoint, Source
-from dbuslib.errors import EndpointError
+from dbuslib.errors import EndpointError, StackError
 from ums import ums_id
 
 SHOP_SQL = Path(__file__).resolve().parent.parent / "conf" / "demo" / "shop.sql"
@@ -168,6 +168,9 @@ def start_stages(stages: Stages) -> None:
 
 
 def run(cfg: DbusConfig, source_name: str) -> int:
+    if not SHOP_SQL.is_file():
+        msg = f"dbus demo needs a source checkout: {SHOP_SQL} is not there (dbus is installed from a package)"
+        raise StackError(msg)
     ds, src = source_name, cfg.source(source_name)
     stack_home = (Path(cfg.path).parent / cfg.spark.checkpoint_root).resolve().parent
     stages = Stages(cfg, ds, stack_home / "demo")

@@ -2,6 +2,9 @@
 
 Usage: dbus [--config conf/dbus.yaml] <command> [...]   (every command has --help)
 
+The configuration file: ``--config FILE``, else ``$DBUS_CONFIG``, else ``./conf/dbus.yaml``, else the source
+checkout's conf/dbus.yaml (``dbuslib.config.find_config``); ``dbus config sample`` prints a sample.
+
 The stages add their own commands (``add_parsers`` in extractor/, appender/, fullpuller/ and heartbeat/
 ``commands.py``); this module only assembles them.
 
@@ -19,8 +22,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
-from dbuslib.errors import DbusError, report
+from dbuslib.config import CONFIG_HELP, SAMPLE_CONFIG, DbusConfig, find_config, load_config
+from dbuslib.errors import DbusError, StackError, report
 from dbuslib.logs import setup_logging
 from ums.errors import UmsError
 
@@ -30,7 +33,25 @@ log = logging.getLogger(__name__)
 
 
 def _stack(args: argparse.Namespace) -> int:
+    if not STACK_SH.is_file():
+        msg = (
+            f"dbus stack needs a source checkout: {STACK_SH} is not there (this dbus is installed from a "
+            "package); in a clone of the repository, `make stack-up` starts the local stack"
+        )
+        raise StackError(msg)
     return subprocess.call(["bash", str(STACK_SH), args.action, *args.services])
+
+
+def _config_sample(args: argparse.Namespace) -> int:
+    sys.stdout.write(SAMPLE_CONFIG.read_text(encoding="utf-8"))
+    return 0
+
+
+def _jvm_build(args: argparse.Namespace) -> int:
+    from binlog import jvmjar
+
+    print(jvmjar.build(Path(args.out)))
+    return 0
 
 
 def _config_check(args: argparse.Namespace) -> int:
@@ -88,12 +109,15 @@ def _load(args: argparse.Namespace) -> DbusConfig:
     return load_config(args.config)
 
 
+_WITHOUT_CONFIG = {_stack, _config_sample, _jvm_build}  # commands that run without a configuration file
+
+
 Handler = Callable[[argparse.Namespace], int]
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dbus", description="DBus: MySQL/MariaDB binlog -> Kafka UMS, on Spark.")
-    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="configuration file (default: %(default)s)")
+    p.add_argument("--config", help=CONFIG_HELP)
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -106,6 +130,21 @@ def _parser() -> argparse.ArgumentParser:
     cf.add_parser("check", help="load and validate the configuration, print a summary").set_defaults(
         handler=_config_check
     )
+    cf.add_parser(
+        "sample", help="print a sample configuration (the local stack's), to start one from"
+    ).set_defaults(handler=_config_sample)
+
+    jv = sub.add_parser("jvm", help="the JVM decoder (binlog/jvm)").add_subparsers(
+        dest="action", required=True
+    )
+    jb = jv.add_parser(
+        "build",
+        help="compile the JVM decoder's jar from the installed sources (needs a JDK 17)",
+        description="Compile the JVM decoder (dbus.jvm.*) into JAR, for spark.jars; nothing is done when "
+        "JAR is newer than every source. The local stack builds its own (make stack-up).",
+    )
+    jb.add_argument("--out", required=True, metavar="JAR", help="the jar to write, e.g. ~/.dbus/dbus-jvm.jar")
+    jb.set_defaults(handler=_jvm_build)
 
     tp = sub.add_parser("topics", help="Kafka topics").add_subparsers(dest="action", required=True)
     tc = tp.add_parser("create", help="create a source's topics (auto-creation is off)")
@@ -147,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(verbose=args.verbose)
     handler: Handler = args.handler
     try:
+        if args.config is None and handler not in _WITHOUT_CONFIG:  # each command gets the file's path
+            args.config = str(find_config(None))
         return handler(args)
     except (DbusError, UmsError) as e:
         return report("dbus", e)

@@ -6,6 +6,9 @@ Every error names the file and the dotted key, e.g.::
 
 Unknown keys are errors (a typo must not silently fall back to a default). Secrets are ``SecretStr``
 and print as ``**********``. Relative paths are resolved against the folder of the config file.
+Which file: ``find_config`` (``--config``, else ``$DBUS_CONFIG``, else ``./conf/dbus.yaml``, else a source
+checkout's conf/dbus.yaml). Any string value may be ``${env:NAME}``, ``${env:NAME:-default}`` or
+``${file:/path}``, filled in before validation (``resolve_refs``), so secrets can come from the environment.
 The shape, by example (see conf/dbus.yaml for every key)::
 
     endpoints: {kafka: {bootstrap_servers: "127.0.0.1:19092"}, zookeeper: {hosts: "127.0.0.1:12181"}, ...}
@@ -15,6 +18,7 @@ The shape, by example (see conf/dbus.yaml for every key)::
 
 from __future__ import annotations
 
+import os
 import re
 import string
 from pathlib import Path
@@ -35,7 +39,17 @@ from dbuslib.errors import ConfigError
 from dbuslib.topics import include_problems, render
 from ums.build import DEFAULT_MAX_BYTES, DEFAULT_MAX_TUPLES
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "conf" / "dbus.yaml"
+# A source checkout (or an editable install of one) has conf/dbus.yaml beside the packages; an installed
+# wheel has not (its sample: SAMPLE_CONFIG, ``dbus config sample``).
+CHECKOUT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG = CHECKOUT / "conf" / "dbus.yaml"
+SAMPLE_CONFIG = Path(__file__).resolve().parent / "conf" / "dbus.example.yaml"  # a copy of conf/dbus.yaml
+CONFIG_ENV = "DBUS_CONFIG"
+LOCAL_CONFIG = Path("conf") / "dbus.yaml"
+CONFIG_HELP = (
+    "configuration file (default: $DBUS_CONFIG, else ./conf/dbus.yaml, else the source checkout's "
+    "conf/dbus.yaml)"
+)
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
 
 
@@ -493,13 +507,115 @@ def _format_errors(path: Path, err: ValidationError) -> str:
     return "\n".join(lines)
 
 
+def is_checkout() -> bool:
+    """True when the packages run from a source checkout (or an editable install of one), not from an
+    installed wheel: its pyproject.toml sits beside them."""
+    return (CHECKOUT / "pyproject.toml").is_file()
+
+
+def find_config(explicit: str | Path | None = None) -> Path:
+    """The configuration file to read, the first of: ``explicit`` (``--config FILE``), ``$DBUS_CONFIG``,
+    ``./conf/dbus.yaml`` in the current directory, and (a source checkout only) the checkout's
+    conf/dbus.yaml. The first two are returned as given, missing or not (``load_config`` then says so);
+    the last two only when they exist. ConfigError naming every place searched when none applies::
+
+        no configuration file: not --config FILE (not given), not $DBUS_CONFIG (not set), not
+        /home/me/conf/dbus.yaml (no such file), not the source checkout's conf/dbus.yaml (dbus is installed
+        from a package); give --config FILE or set DBUS_CONFIG (`dbus config sample` prints an example)
+    """
+    if explicit:
+        return Path(explicit)
+    if env := os.environ.get(CONFIG_ENV):
+        return Path(env)
+    local = Path.cwd() / LOCAL_CONFIG
+    if local.is_file():
+        return local
+    if is_checkout() and DEFAULT_CONFIG.is_file():
+        return DEFAULT_CONFIG
+    checkout = (
+        f"not {DEFAULT_CONFIG} (no such file)"
+        if is_checkout()
+        else "not the source checkout's conf/dbus.yaml (dbus is installed from a package)"
+    )
+    msg = (
+        f"no configuration file: not --config FILE (not given), not ${CONFIG_ENV} (not set), not {local} "
+        f"(no such file), {checkout}; give --config FILE or set {CONFIG_ENV} "
+        "(`dbus config sample` prints an example)"
+    )
+    raise ConfigError(msg)
+
+
+# ${env:NAME}, ${env:NAME:-default}, ${file:/path}; $${...} is the literal text ${...}. Anything else with a
+# `$` (a regex's `$`, `${x}`) is left as written.
+_REF = re.compile(r"(\$?)\$\{(env|file):([^}]*)(\}?)")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _fill(text: str, key: str, base: Path) -> str:
+    """``text`` with each reference in it replaced (see ``resolve_refs``)."""
+
+    def one(m: re.Match[str]) -> str:
+        escaped, kind, arg, closed = m.groups()
+        ref = f"${{{kind}:{arg}{closed}"
+        if escaped:
+            return ref
+        if not closed:
+            msg = f"{key}: {ref!r} is missing its closing '}}'"
+            raise ConfigError(msg)
+        if kind == "env":
+            name, has_default, default = arg.partition(":-")
+            if not _ENV_NAME.fullmatch(name):
+                msg = f"{key}: {ref}: {name!r} is not an environment variable name"
+                raise ConfigError(msg)
+            value = os.environ.get(name)
+            if has_default and not value:
+                return default
+            if value is None:
+                msg = f"{key}: {ref}: environment variable {name} is not set"
+                raise ConfigError(msg)
+            return value
+        path = base / arg  # an absolute arg replaces base
+        try:
+            content = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            msg = f"{key}: {ref}: cannot read {path}: {getattr(e, 'strerror', None) or e}"
+            raise ConfigError(msg) from None
+        return content.removesuffix("\n").removesuffix("\r") if content.endswith("\n") else content
+
+    return _REF.sub(one, text)
+
+
+def resolve_refs(node: Any, base: Path, key: str = "") -> Any:
+    """The parsed YAML ``node`` with every string value's references filled in, recursively through
+    mappings and lists (keys are left as written): ``${env:NAME}`` the variable's value (ConfigError naming
+    the key and the variable when it is unset), ``${env:NAME:-default}`` the default when it is unset or
+    empty, ``${file:PATH}`` the file's content less one trailing newline (PATH relative to ``base``, the
+    config file's folder; ConfigError naming the key and the file when it cannot be read). A reference
+    may be the whole value or part of it::
+
+        {"meta_store": {"url": "mysql+pymysql://dbus:${file:/run/secrets/meta}@db:3306/dbus"}}
+        -> {"meta_store": {"url": "mysql+pymysql://dbus:s3cret@db:3306/dbus"}}
+
+    The values filled in are never part of an error message.
+    """
+    if isinstance(node, str):
+        return _fill(node, key or "(top level)", base) if "${" in node else node
+    if isinstance(node, dict):
+        return {k: resolve_refs(v, base, f"{key}.{k}" if key else str(k)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [resolve_refs(v, base, f"{key}[{i}]") for i, v in enumerate(node)]
+    return node
+
+
 def load_config(path: str | Path | None = None) -> DbusConfig:
-    """Read, validate and freeze the configuration at ``path`` (default conf/dbus.yaml)."""
-    p = Path(path) if path else DEFAULT_CONFIG
+    """Read, validate and freeze the configuration at ``path`` (None: the file ``find_config`` finds), its
+    ``${env:...}`` and ``${file:...}`` references filled in first (``resolve_refs``)."""
+    p = find_config(path)
     try:
         raw = yaml.safe_load(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        msg = f"{p}: no such configuration file"
+        given = f" (from ${CONFIG_ENV})" if not path and os.environ.get(CONFIG_ENV) else ""
+        msg = f"{p}: no such configuration file{given}"
         raise ConfigError(msg) from None
     except yaml.YAMLError as e:
         msg = f"{p}: not valid YAML: {e}"
@@ -510,6 +626,11 @@ def load_config(path: str | Path | None = None) -> DbusConfig:
     if "path" in raw:
         msg = f"{p}: path: not a configuration key"
         raise ConfigError(msg)
+    try:
+        raw = resolve_refs(raw, p.resolve().parent)
+    except ConfigError as e:
+        msg = f"{p}: {e}"
+        raise ConfigError(msg) from None
     try:
         return DbusConfig.model_validate({**raw, "path": p.resolve()})
     except ValidationError as e:

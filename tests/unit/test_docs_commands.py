@@ -57,4 +57,4 @@ def _parse(argv: list[str]) -> None:
     args = dbus._parser().parse_args(argv)
     assert callable(args.handler)
     if args.command == "extractor":
-        extractor._parser().parse_args(["--config", args.config, *args.rest])
+        extractor._parser().parse_args(["--config", args.config or "conf/dbus.yaml", *args.rest])
