@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-integration lint bench venv stack-up stack-down stack-status clean-stack
+.PHONY: demo test test-unit test-integration lint bench venv stack-up stack-down stack-status cluster-up cluster-down clean-stack
 
 demo: stack-up
 	$(VENV)/bin/dbus demo
@@ -44,6 +44,14 @@ stack-down:
 
 stack-status:
 	bash stack/stack.sh status
+
+# A local Spark standalone cluster (a master, two workers, one in its own mount namespace without the checkout)
+# and the executors' packed Python environment: stack/cluster.sh.
+cluster-up: stack-up
+	bash stack/cluster.sh up
+
+cluster-down:
+	bash stack/cluster.sh down
 
 # Removes the stack's data (databases, topics, metrics); installed binaries and jars stay cached.
 clean-stack: stack-down
