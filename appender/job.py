@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from dbuslib import pygc
 from dbuslib.config import DbusConfig
+from dbuslib.ship import config_document
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -75,16 +76,16 @@ def with_rendered_rows(df: DataFrame, jvm: bool, avro: bool = False) -> DataFram
     return df.withColumn("rendered", rendered)
 
 
-def append_ums(df: DataFrame, config_path: str, ds: str) -> DataFrame:
+def append_ums(df: DataFrame, document: str, ds: str) -> DataFrame:
     """Raw records -> UMS (and dead-letter) records, partition by partition."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return process_batches(batches, config_path, ds)
+        return process_batches(batches, document, ds)
 
     return df.mapInArrow(run, OUT_SCHEMA)
 
 
-def process_batches(batches: Iterator[pa.RecordBatch], config_path: str, ds: str) -> Iterator[pa.RecordBatch]:
+def process_batches(batches: Iterator[pa.RecordBatch], document: str, ds: str) -> Iterator[pa.RecordBatch]:
     """Executor side: one PartitionProcessor for this task's partition, records in offset order."""
     import pyarrow as pa
 
@@ -93,11 +94,11 @@ def process_batches(batches: Iterator[pa.RecordBatch], config_path: str, ds: str
     from appender.worker import build_processor, worker_state
 
     processor = None
-    state = worker_state(config_path, ds)
+    state = worker_state(document, ds)
     max_bytes = state.cfg.endpoints.kafka.max_message_bytes  # larger UMS records go as chunks (ums.chunks)
     for batch in batches:
         if processor is None:
-            processor = build_processor(config_path, ds)
+            processor = build_processor(document, ds)
         out = {"topic": [], "key": [], "value": [], "headers": []}
         cols = batch.to_pydict()
         rendered = cols.get("rendered") or [None] * batch.num_rows
@@ -152,7 +153,7 @@ def start(
     else:
         jvm = settings.jvm_decoder and register_jvm_decoder(spark)
         avro = cfg.source(ds).ums.format == "avro"
-        out = append_ums(with_rendered_rows(raw, jvm, avro), str(cfg.path), ds)
+        out = append_ums(with_rendered_rows(raw, jvm, avro), config_document(cfg), ds)
     return start_query(out, cfg.endpoints.kafka, query_name(ds), checkpoint, settings, available_now)
 
 
@@ -177,7 +178,7 @@ def register_jvm_append(spark: SparkSession, cfg: DbusConfig, ds: str) -> str:
         _parse_datatype_string(f"array<struct<{OUT_SCHEMA}>>"),
         "appender",
         "appender.sidecar",
-        str(cfg.path),
+        config_document(cfg),
         ds,
         lambda udf: udf.watching(zk.hosts, node_path(cfg, ds), int(zk.timeout_s * 1000)).avro(
             cfg.source(ds).ums.format == "avro"

@@ -25,7 +25,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # a file run by spark-submit: packages come from the repo, not this folder
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
 from dbuslib.errors import DbusError, report
 from dbuslib.logs import setup_logging
 
@@ -100,7 +100,7 @@ def run_query(session: object, cfg: DbusConfig, ds: str, schemas: list[str]) -> 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="appender", description=__doc__.splitlines()[0])
-    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="configuration file (default: %(default)s)")
+    p.add_argument("--config", help=CONFIG_HELP)
     p.add_argument("--source", required=True, help="source name under 'sources'")
     p.add_argument("--schema", action="append", help="schema to read (repeatable; default: capture.include)")
     return p

@@ -47,14 +47,14 @@ from ums import Namespace, chunks, data_key, ums_id
 
 @dataclass
 class AppenderSidecar:
-    config_path: str
+    document: str
     ds: str
     processor: Any = None
     changes: int = 0  # versions stored by this process
     _writer: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, "heartbeat-points"))
 
     def __post_init__(self) -> None:
-        self.state = worker_state(self.config_path, self.ds)
+        self.state = worker_state(self.document, self.ds)
         self.record_limit = chunks.limit(self.state.cfg.endpoints.kafka.max_message_bytes)
 
     def handle(self, fields: list[Field]) -> list[Field]:
@@ -107,7 +107,7 @@ class AppenderSidecar:
         return bool(self.processor.use_rules(current_plan(self.state.cfg, self.ds)[1]))
 
     def _new_processor(self) -> Any:
-        processor = build_processor(self.config_path, self.ds)
+        processor = build_processor(self.document, self.ds)
         persist = processor.persist
 
         def counted(schema: str, table: str, version: Any) -> Any:
@@ -184,7 +184,7 @@ class AppenderSidecar:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return sidecar.main("appender.sidecar", __doc__, lambda path, ds: AppenderSidecar(path, ds).handle, argv)
+    return sidecar.main("appender.sidecar", __doc__, lambda doc, ds: AppenderSidecar(doc, ds).handle, argv)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbuslib import pygc
-from dbuslib.config import DbusConfig, load_config
+from dbuslib.config import DbusConfig
+from dbuslib.ship import load_document
 
 log = logging.getLogger("dbus.appender")
 BACKFILL_WINDOW = 2000  # records read back at most to find the first chunks of a cut sequence
@@ -144,8 +145,8 @@ def _at_source(conn: Any, schema: str, table: str) -> bool:
 _workers: dict[tuple[str, str], _WorkerState] = {}
 
 
-def worker_state(config_path: str, ds: str) -> _WorkerState:
-    state = _workers.get((config_path, ds))
+def worker_state(document: str, ds: str) -> _WorkerState:
+    state = _workers.get((document, ds))
     if state is None:
         from appender.convert import ConvertSettings
         from appender.output import MessageEncoder
@@ -154,7 +155,7 @@ def worker_state(config_path: str, ds: str) -> _WorkerState:
         from dbuslib.metastore import MetaStore
         from dbuslib.retry import RetryPolicy
 
-        cfg = load_config(config_path)
+        cfg = load_document(document)
         src = cfg.source(ds)
         # every call retried on a transient failure within endpoints.retry (dbuslib/retry.py): a restart
         # of the meta store's server costs the task latency, not the query
@@ -176,19 +177,19 @@ def worker_state(config_path: str, ds: str) -> _WorkerState:
         heartbeat = HeartbeatTable(
             src.heartbeat.schema_, src.heartbeat.table, lambda schema: src.topics.name("schema", ds, schema)
         )
-        state = _workers[(config_path, ds)] = _WorkerState(
+        state = _workers[(document, ds)] = _WorkerState(
             cfg, ds, store, settings, outputs, MessageEncoder.from_source(src, store), heartbeat
         )
         pygc.settle()  # the worker's long-lived state is made: freeze it (dbuslib/pygc.py)
     return state
 
 
-def build_processor(config_path: str, ds: str):
+def build_processor(document: str, ds: str):
     """A processor for one task: shared worker state, the rules applied now, versions read afresh."""
     from appender.process import PartitionProcessor
     from appender.rules import current_plan  # the rules applied now: reloadable (appender/rules.py)
 
-    w = worker_state(config_path, ds)
+    w = worker_state(document, ds)
     return PartitionProcessor(
         w.settings,
         w.outputs,

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shlex
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from dbuslib.config import CONFIG_HELP, SAMPLE_CONFIG, DbusConfig, find_config, load_config
-from dbuslib.errors import DbusError, StackError, report
+from dbuslib.errors import ConfigError, DbusError, StackError, report
 from dbuslib.logs import setup_logging
 from ums.errors import UmsError
 
@@ -93,10 +92,28 @@ def _topics_list(args: argparse.Namespace) -> int:
 
 
 def _spark_args(args: argparse.Namespace) -> int:
-    from dbuslib import spark
+    """One argument per line, for ``mapfile -t``: a word may hold spaces (``-XX:... -XX:...``)."""
+    from dbuslib import ship, spark
 
-    print(shlex.join(spark.submit_args(_load(args))))
+    cfg = _load(args)
+    if args.stage:
+        from cli import submit
+
+        if not args.source:
+            msg = "dbus spark args: --stage needs --source"
+            raise ConfigError(msg)
+        tasks = submit.stage_tasks(cfg, args.stage, args.source)
+        argv = spark.submit_args(cfg, args.stage, tasks, py_files=str(ship.code_zip()))
+    else:
+        argv = spark.submit_args(cfg)
+    print("\n".join(argv))
     return 0
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from cli import submit
+
+    return submit.run(_load(args), args)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -159,9 +176,18 @@ def _parser() -> argparse.ArgumentParser:
     tp.add_parser("list", help="list the broker's topics").set_defaults(handler=_topics_list)
 
     sp = sub.add_parser("spark", help="Spark helpers").add_subparsers(dest="action", required=True)
-    sp.add_parser(
-        "args", help="print the spark-submit arguments (master, connector jars, conf)"
-    ).set_defaults(handler=_spark_args)
+    sa = sp.add_parser(
+        "args",
+        help="print the spark-submit arguments (master, connector jars, conf), one per line",
+        description="Print spark-submit's arguments, one per line: mapfile -t args < <(dbus spark args)",
+    )
+    sa.add_argument("--stage", choices=["dispatcher", "appender", "fullpuller"], help="with a stage's sizing")
+    sa.add_argument("--source", help="the source whose stage (with --stage)")
+    sa.set_defaults(handler=_spark_args)
+
+    from cli import submit
+
+    submit.add_parser(sub).set_defaults(handler=_submit)
 
     from appender import commands as appender_commands
     from cli import status
@@ -182,7 +208,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passed: list[str] = []  # after "--": spark-submit's own arguments (dbus submit)
+    if "--" in argv:
+        argv, passed = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if passed and args.command != "submit":
+        parser.error(f"arguments after -- are for dbus submit only: {' '.join(passed)}")
+    args.spark_args = passed
     setup_logging(verbose=args.verbose)
     handler: Handler = args.handler
     try:

@@ -1,8 +1,8 @@
 """Running DBus's stages as the operator does, as processes: the demo, the benchmarks and tests use it.
 
 - ``extractor``: ``python -m extractor --config C run --source DS``
-- ``dispatcher`` / ``appender`` / ``fullpuller``: ``spark-submit $(dbus spark args) <stage>/main.py --config C
-  --source DS``
+- ``dispatcher`` / ``appender`` / ``fullpuller``: ``dbus submit <stage> --source DS`` (cli/submit.py:
+  spark-submit with the master, jars, DBus's code zip, settings and the stage's resources)
 - ``heartbeat``: ``python -m heartbeat --config C run --source DS`` (writer and monitor)
 
 Each process gets its own session (``kill -9`` of its group takes the driver and its JVM together), and
@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dbuslib import spark
+from cli import submit
 from dbuslib.config import DbusConfig
 from dbuslib.errors import DbusError
 
@@ -43,27 +43,13 @@ def command(stage: str, cfg: DbusConfig, ds: str) -> list[str]:
     if stage not in STAGES:
         msg = f"unknown stage {stage!r}; known: {', '.join(STAGES)}"
         raise ValueError(msg)
-    submit = str(Path(sys.executable).parent / "spark-submit")
-    return [
-        submit,
-        *spark.submit_args(cfg),
-        str(REPO / stage / "main.py"),
-        "--config",
-        str(cfg.path),
-        "--source",
-        ds,
-    ]
+    return submit.command(cfg, stage, ds)
 
 
-def environment() -> dict[str, str]:
-    """spark-submit finds pyspark and the executors run this interpreter."""
-    bin_dir = str(Path(sys.executable).parent)
-    return {
-        **os.environ,
-        "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-    }
+def environment(cfg: DbusConfig) -> dict[str, str]:
+    """spark-submit's environment (``dbus submit``'s): the driver, and a local master's executors, run this
+    interpreter."""
+    return submit.environment(cfg)
 
 
 def group_members(pgid: int) -> list[int]:
@@ -138,7 +124,7 @@ class Stages:
                 cwd=REPO,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env=environment(),
+                env=environment(self.cfg),
                 start_new_session=True,
             )
         self.procs[stage] = proc

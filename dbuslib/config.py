@@ -125,13 +125,31 @@ class Endpoints(_Model):
     retry: RetrySettings = Field(default_factory=RetrySettings)
 
 
+SPARK_STAGES = ("dispatcher", "appender", "fullpuller", "reconcile")
+
+
 class SparkSettings(_Model):
-    """How the Spark stages run. ``jars_file`` holds the comma-separated connector jars (make stack-up)."""
+    """How the Spark stages run. ``jars_file`` holds the comma-separated connector jars (make stack-up).
+    ``checkpoint_root``: a folder (relative: to this file's) or any Hadoop filesystem URI (``hdfs://``,
+    ``s3a://``, ``file:///shared``) that the driver of every stage reaches. ``conf``: Spark settings of
+    every stage; ``stages.<stage>``: more for one stage (its resources: ``spark.cores.max``,
+    ``spark.executor.cores``, ``spark.executor.memory``, ``spark.executor.instances``), over the sizing
+    ``dbus submit`` computes (dbuslib.spark.resources)."""
 
     master: str = "local[2]"
     jars_file: Path = Path("../.stack/jars/spark.jars")
-    checkpoint_root: Path = Path("../.stack/checkpoints")
+    checkpoint_root: str = "../.stack/checkpoints"
     conf: dict[str, str] = Field(default_factory=dict)
+    stages: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+    @field_validator("stages")
+    @classmethod
+    def _stage_names(cls, v: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        unknown = sorted(set(v) - set(SPARK_STAGES))
+        if unknown:
+            msg = f"unknown stage(s) {unknown}; known: {', '.join(SPARK_STAGES)}"
+            raise ValueError(msg)
+        return v
 
 
 # ---------------------------------------------------------------- sources

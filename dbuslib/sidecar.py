@@ -147,19 +147,29 @@ def _private_stdout() -> BinaryIO:
 
 
 def main(prog: str, doc: str, make_handler: Callable[[str, str], Handler], argv: Sequence[str] | None) -> int:
-    """A stage's sidecar process: ``--config PATH --source DS``, logging to stderr, then ``serve`` the
-    handler ``make_handler(config_path, ds)`` builds (a bad configuration stops it there, with its
-    message on stderr, before any request)."""
+    """A stage's sidecar process: ``--source DS`` with the configuration document (dbuslib/ship.py) in
+    ``$DBUS_CONFIG_DOCUMENT``, as the JVM starts it on an executor, or ``--config FILE`` by hand; logging
+    to stderr, then ``serve`` the handler ``make_handler(document, ds)`` builds (a bad configuration stops
+    it there, with its message on stderr, before any request)."""
     import argparse
 
     from dbuslib.logs import setup_logging
+    from dbuslib.ship import DOCUMENT_ENV, config_document
 
     p = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
-    p.add_argument("--config", required=True)
+    p.add_argument("--config", help=f"configuration file (default: the document in ${DOCUMENT_ENV})")
     p.add_argument("--source", required=True)
     args = p.parse_args(argv)
     setup_logging()
-    return serve(make_handler(args.config, args.source))
+    if args.config:
+        from dbuslib.config import load_config
+
+        document = config_document(load_config(args.config))
+    elif DOCUMENT_ENV in os.environ:
+        document = os.environ.pop(DOCUMENT_ENV)  # not passed on to anything this process starts
+    else:
+        p.error(f"--config is needed when ${DOCUMENT_ENV} is not set")
+    return serve(make_handler(document, args.source))
 
 
 def text(field: Field) -> str | None:
@@ -175,14 +185,27 @@ def number(field: Field) -> int:
     return int(field)
 
 
-def command(module: str, config_path: str, ds: str) -> tuple[list[str], dict[str, str]]:
-    """The argv and environment of a stage's sidecar (``python -m <module> --config ... --source ...``):
-    this interpreter, and this checkout first on the module path (as the stage mains do)."""
+# Resolved by dbus.jvm.Sidecar on the executor: the folder where Spark put the job's files (--py-files).
+FILES = "{files}"
+
+
+def command(spark: Any, module: str, document: str, ds: str) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment of a stage's sidecar (``python -m <module> --source ...``) as an executor
+    runs it, maybe on another machine: the Python the job's executors run (``spark.pyspark.python``, else
+    the driver's ``$PYSPARK_PYTHON`` as for Python UDFs, e.g. ``./env/bin/python`` from ``spark.archives``),
+    DBus's code from the job's ``--py-files`` zips (``{files}/<zip>``), then this driver's copy (the same
+    machine's, in local mode), and the configuration document (dbuslib/ship.py) in the environment."""
     from pathlib import Path
 
+    from dbuslib.ship import DOCUMENT_ENV
+
+    conf = spark.sparkContext.getConf()
+    python = conf.get("spark.pyspark.python", None) or spark.sparkContext.pythonExec
+    py_files = conf.get("spark.submit.pyFiles", "").split(",")
+    shipped = [f"{FILES}/{Path(f).name}" for f in py_files if f.endswith(".zip")]
     root = str(Path(__file__).resolve().parent.parent)
-    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    return [sys.executable, "-m", module, "--config", config_path, "--source", ds], {"PYTHONPATH": path}
+    path = os.pathsep.join([*shipped, root])
+    return [python, "-m", module, "--source", ds], {"PYTHONPATH": path, DOCUMENT_ENV: document}
 
 
 def register_udf(
@@ -192,14 +215,14 @@ def register_udf(
     return_type: object,
     stage: str,
     module: str,
-    config_path: str,
+    document: str,
     ds: str,
     setup: Callable[[Any], Any] | None = None,
 ) -> None:
     """Register the Java UDF ``java_class(name, command, env)`` (binlog/jvm) as ``name``: the record path of
     ``stage`` in the JVM, with ``module``'s sidecar for the rest. Raises when the class is not on the
     classpath (the jar is built by ``make stack-up``)."""
-    argv, env = command(module, config_path, ds)
+    argv, env = command(spark, module, document, ds)
     jvm = spark._jvm  # type: ignore[attr-defined]
     gateway = spark.sparkContext._gateway  # type: ignore[attr-defined]
 
@@ -217,7 +240,11 @@ def register_udf(
 
         msg = f"{stage}: the JVM class {java_class} is not on Spark's classpath (`make stack-up` builds it)"
         raise StackError(msg)
-    udf = cls(f"{stage}/{ds}", strings(argv), strings([x for kv in env.items() for x in kv]))
+    import hashlib
+
+    # the sidecars' key: one per stage, source and configuration (the JVM adds the argv, without it)
+    key = f"{stage}/{ds}/{hashlib.sha256(document.encode()).hexdigest()[:16]}"
+    udf = cls(key, strings(argv), strings([x for kv in env.items() for x in kv]))
     if setup is not None:  # more settings of the Java object, before it is registered
         udf = setup(udf)
     jtype = jvm.org.apache.spark.sql.types.DataType.fromJson(return_type.json())  # type: ignore[attr-defined]

@@ -1,7 +1,9 @@
 """The Spark edge: the connector jars resolved by `make stack-up`, spark-submit arguments, sessions.
 
-Every Spark stage is started as ``spark-submit $(dbus spark args) <stage>/main.py --config ...``; the
-same jars and settings are used when a test or the demo builds a session in-process.
+Every Spark stage is started by ``dbus submit <stage> --source DS`` (cli/submit.py), which runs spark-submit
+with ``submit_args``: the master, the jars, DBus's code as ``--py-files`` and the settings, the stage's
+resources among them. A stage started by spark-submit keeps what spark-submit set (``session``); the same
+jars and settings are used when a test or the demo builds a session in-process.
 """
 
 from __future__ import annotations
@@ -29,27 +31,81 @@ def jars(cfg: DbusConfig) -> list[str]:
     return listed
 
 
-# Settings every DBus Spark stage gets unless ``spark.conf`` says otherwise. Checkpoints are local
-# folders (``spark.checkpoint_root``): Spark's default checkpoint manager makes Hadoop fork ``readlink``
-# for each file, the FileSystem-based one forks nothing (measured: docs/performance.md).
-DEFAULT_CONF = {
-    "spark.sql.streaming.checkpointFileManagerClass": (
-        "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
-    ),
+CHECKPOINT_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+# The checkpoint manager by the checkpoint root's filesystem, unless ``spark.conf`` names one. A local
+# folder: Spark's default manager makes Hadoop fork ``readlink`` for each file, the FileSystem-based one
+# forks nothing (measured: docs/performance.md); its rename is atomic there, as on HDFS, where Spark's
+# default (FileContext-based) is kept. S3 has no atomic rename: spark-hadoop-cloud's abortable-stream manager
+# (its jar given by ``--packages``, docs/deploy.md).
+CHECKPOINT_MANAGERS = {
+    "file": "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
+    "s3a": "org.apache.spark.internal.io.cloud.AbortableStreamBasedCheckpointFileManager",
 }
 
 
+def scheme(location: str) -> str:
+    """The filesystem of a path or URI: ``file`` for a plain path, else the URI's scheme (``hdfs``)."""
+    import re
+
+    m = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", location)
+    return m[1].lower() if m and len(m[1]) > 1 else "file"  # "C:" is no scheme
+
+
 def settings(cfg: DbusConfig) -> dict[str, str]:
-    """The Spark settings of DBus's stages: ``DEFAULT_CONF`` overridden by the configuration's."""
-    return {**DEFAULT_CONF, **cfg.spark.conf}
+    """The Spark settings of DBus's stages: the checkpoint manager for the checkpoint root's filesystem
+    (``CHECKPOINT_MANAGERS``), overridden by the configuration's ``spark.conf``."""
+    manager = CHECKPOINT_MANAGERS.get(scheme(cfg.spark.checkpoint_root))
+    return {**({CHECKPOINT_MANAGER: manager} if manager else {}), **cfg.spark.conf}
 
 
-def submit_args(cfg: DbusConfig) -> list[str]:
-    """Arguments for spark-submit before the application file."""
-    args = ["--master", cfg.spark.master, "--jars", ",".join(jars(cfg))]
-    for key, value in sorted(settings(cfg).items()):
+def is_local(master: str) -> bool:
+    """A ``local`` master: the driver's JVM runs the tasks, on the driver's machine."""
+    return master.strip().startswith("local")
+
+
+def resources(cfg: DbusConfig, stage: str, tasks: int, master: str) -> dict[str, str]:
+    """The Spark settings sizing ``stage``'s executors on a cluster ``master`` for ``tasks`` tasks at once
+    (a real-time query's: one per Kafka partition read), overridden by ``spark.stages.<stage>``: on a
+    standalone cluster ``spark.cores.max`` (without it the first stage takes every core of the cluster
+    and the next waits for ever), on YARN and Kubernetes ``spark.executor.instances``, of
+    ``spark.executor.cores`` each; 1 GiB per executor unless said. A local master has nothing to size
+    (``realtime_master`` gives it threads)."""
+    explicit = {**cfg.spark.conf, **cfg.spark.stages.get(stage, {})}
+    if is_local(master):
+        return dict(cfg.spark.stages.get(stage, {}))
+    tasks = max(tasks, 1)
+    sized = {"spark.executor.memory": "1g"}
+    if master.startswith(("yarn", "k8s://")):
+        cores = int(explicit.get("spark.executor.cores", "1"))
+        sized["spark.executor.instances"] = str(-(-tasks // cores))
+    else:  # standalone
+        sized["spark.cores.max"] = str(tasks)
+    return {**sized, **cfg.spark.stages.get(stage, {})}
+
+
+def submit_args(
+    cfg: DbusConfig, stage: str | None = None, tasks: int = 0, master: str | None = None, py_files: str = ""
+) -> list[str]:
+    """Arguments for spark-submit before the application file: the master (a local one with a thread
+    for each of ``tasks``), the connector jars, ``py_files`` (DBus's code, dbuslib/ship.py) and the
+    settings, with ``stage``'s resources (``resources``)."""
+    master = master or cfg.spark.master
+    if is_local(master) and tasks:
+        master = realtime_master(master, tasks)
+    args = ["--master", master, "--jars", ",".join(jars(cfg))]
+    if py_files:
+        args += ["--py-files", py_files]
+    conf = {**settings(cfg), **(resources(cfg, stage, tasks, master) if stage else {})}
+    for key, value in sorted(conf.items()):
         args += ["--conf", f"{key}={value}"]
     return args
+
+
+def submitted() -> bool:
+    """This Python driver was started by spark-submit (which gave it its gateway), not in-process."""
+    import os
+
+    return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 def realtime_master(master: str, tasks: int) -> str:
@@ -74,12 +130,30 @@ def session(cfg: DbusConfig, app_name: str, realtime_tasks: int = 0, **conf: str
 
     from pyspark.sql import SparkSession
 
-    master = realtime_master(cfg.spark.master, realtime_tasks) if realtime_tasks else cfg.spark.master
-    builder = SparkSession.builder.appName(app_name).master(master)
-    builder = builder.config("spark.jars", ",".join(jars(cfg)))
-    builder = builder.config("spark.pyspark.python", sys.executable)  # workers import DBus from this venv
-    for key, value in settings(cfg).items():
-        builder = builder.config(key, value)
+    builder = SparkSession.builder.appName(app_name)
+    if submitted():  # spark-submit set the master, jars, code and settings: kept, never overridden
+        from pyspark import SparkConf
+
+        master = SparkConf().get("spark.master", "local[*]")
+        raised = realtime_master(master, realtime_tasks) if realtime_tasks else master
+        if raised != master:  # a local master's threads only: the query could not run with fewer
+            import logging
+
+            logging.getLogger("dbus.spark").warning(
+                "%s: --master %s has fewer task slots than the %d tasks of its real-time query: "
+                "running with %s (dbus submit sizes it)",
+                app_name,
+                master,
+                realtime_tasks,
+                raised,
+            )
+            builder = builder.master(raised)
+    else:
+        master = realtime_master(cfg.spark.master, realtime_tasks) if realtime_tasks else cfg.spark.master
+        builder = builder.master(master).config("spark.jars", ",".join(jars(cfg)))
+        builder = builder.config("spark.pyspark.python", sys.executable)  # workers import DBus from this venv
+        for key, value in settings(cfg).items():
+            builder = builder.config(key, value)
     for key, value in conf.items():
         builder = builder.config(key.replace("__", "."), value)
     return builder.getOrCreate()
@@ -119,8 +193,14 @@ def check_slots(spark: SparkSession, tasks: int, what: str) -> None:
 
 
 def checkpoint(cfg: DbusConfig, *parts: str) -> str:
-    """Checkpoint folder of one query: <checkpoint_root>/<part>/<part>."""
-    return str(cfg.resolve(cfg.spark.checkpoint_root).joinpath(*parts))
+    """Checkpoint folder of one query: <checkpoint_root>/<part>/<part>, a local folder (relative to the
+    configuration file's) or a URI on the root's filesystem."""
+    from pathlib import Path
+
+    root = cfg.spark.checkpoint_root
+    if scheme(root) != "file" or root.startswith("file:"):
+        return "/".join([root.rstrip("/"), *parts])
+    return str(cfg.resolve(Path(root)).joinpath(*parts))
 
 
 def with_trigger(

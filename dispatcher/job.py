@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from dbuslib import pygc
 from dbuslib.config import DbusConfig
 from dbuslib.deadletter import MAX_VALUE_BYTES, too_big
+from dbuslib.ship import config_document
 from dispatcher.routing import BAD_TOPIC, TOPIC_NAME, UNEXPECTED, Route, Router, key_tables, route, unexpected
 
 if TYPE_CHECKING:
@@ -284,7 +285,7 @@ def register_jvm_routes(spark: SparkSession, cfg: DbusConfig, ds: str) -> str:
         _parse_datatype_string(_ROUTES),
         "dispatcher",
         "dispatcher.sidecar",
-        str(cfg.path),
+        config_document(cfg),
         ds,
     )
     return JVM_ROUTES

@@ -24,7 +24,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # a file run by spark-submit: packages come from the repo, not this folder
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
 from dbuslib.errors import EXIT_CONFIG, DbusError, report
 from dbuslib.logs import setup_logging
 
@@ -82,7 +82,7 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dispatcher", description="first-level topic -> per-schema topics")
-    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="configuration file (default: %(default)s)")
+    p.add_argument("--config", help=CONFIG_HELP)
     p.add_argument("--source", required=True, help="source name under 'sources'")
     p.add_argument(
         "--max-offsets-per-trigger",

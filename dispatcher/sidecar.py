@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from dbuslib import sidecar
-from dbuslib.config import load_config
+from dbuslib.ship import load_document
 from dbuslib.sidecar import Field, ProtocolError, text
 from dispatcher.job import _python_routes, routing
 from dispatcher.routing import Router
@@ -37,7 +37,7 @@ def handler(router: Router, ensure_topic: Callable[[str], None]) -> Callable[[li
 
 def main(argv: list[str] | None = None) -> int:
     return sidecar.main(
-        "dispatcher.sidecar", __doc__, lambda path, ds: handler(*routing(load_config(path), ds)), argv
+        "dispatcher.sidecar", __doc__, lambda doc, ds: handler(*routing(load_document(doc), ds)), argv
     )
 
 

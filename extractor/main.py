@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
 from dbuslib.errors import DbusError, exit_code, report
 from dbuslib.lifecycle import Lifecycle
 from dbuslib.logs import setup_logging
@@ -73,7 +73,7 @@ def purged_message(ds: str, err: BinlogPurgedError) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="extractor", description="binlog -> first-level Kafka topic")
-    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="configuration file (default: %(default)s)")
+    p.add_argument("--config", help=CONFIG_HELP)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     config = argparse.ArgumentParser(add_help=False)  # --config also after the command
     config.add_argument("--config", default=argparse.SUPPRESS, help="configuration file")

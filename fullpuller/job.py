@@ -27,13 +27,13 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from dbuslib import kafka, mysql, spark, zk, zkpaths
-from dbuslib.config import DbusConfig
+from dbuslib.config import DbusConfig, load_config
 from dbuslib.metastore import MetaStore, Reason, Version, compatible, version_at
 from dbuslib.retry import RetryPolicy
 from fullpuller import catalog, render, split
@@ -61,6 +61,8 @@ class Puller:
     session: Any
     cfg: DbusConfig
     ds: str
+    _document: str = field(default="", init=False)  # the configuration shipped to shards (_shipped_config)
+    _stamp: int = field(default=-1, init=False)
 
     def __post_init__(self) -> None:
         self.src = self.cfg.source(self.ds)
@@ -278,10 +280,29 @@ class Puller:
         )
         return p
 
+    def _shipped_config(self) -> str:
+        """The configuration document a shard's reader loads (dbuslib/ship.py): the file as it is now, so
+        masking rules changed in it apply to the next shard; the last valid one while the file is not."""
+        from dbuslib.errors import ConfigError
+        from dbuslib.ship import config_document
+
+        try:
+            stamp = self.cfg.path.stat().st_mtime_ns
+        except OSError:
+            stamp = self._stamp
+        if stamp != self._stamp or not self._document:
+            try:
+                self._document = config_document(load_config(self.cfg.path))
+            except ConfigError as e:
+                log.warning("%s: keeping the configuration loaded before: %s", self.ds, e)
+                self._document = self._document or config_document(self.cfg)
+            self._stamp = stamp
+        return self._document
+
     def _pull_shard(self, p: Progress, index: int) -> None:
         settings = self.src.fullpull
         job = ShardJob(
-            config=str(self.cfg.path),
+            config=self._shipped_config(),
             ds=self.ds,
             schema=p.Schema,
             table=p.Table,

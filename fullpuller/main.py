@@ -24,9 +24,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # a file run by spark-submit: packages come from the repo, not this folder
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
 from dbuslib.errors import DbusError, report
 from dbuslib.logs import setup_logging
+from dbuslib.ship import config_document
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ def run(cfg: DbusConfig, ds: str) -> int:
     ensure_topics(cfg, ds)
     session = spark.session(cfg, f"dbus-fullpuller-{ds}")
     session.dataSource.register(ShardSource)
-    warm = ShardJob.warm_up(str(cfg.path), ds).to_json()  # the first pull should not pay for it
+    warm = ShardJob.warm_up(config_document(cfg), ds).to_json()  # the first pull should not pay for it
     session.read.format(ShardSource.name()).option("job", warm).load().count()
     puller = Puller(session, cfg, ds)  # creates the meta store's tables (retried within endpoints.retry)
     # SIGTERM/SIGINT raise KeyboardInterrupt here once (a pull under way is not committed: served again at
@@ -82,7 +83,7 @@ def ensure_topics(cfg: DbusConfig, ds: str) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fullpuller", description=__doc__.splitlines()[0])
-    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="configuration file (default: %(default)s)")
+    p.add_argument("--config", help=CONFIG_HELP)
     p.add_argument("--source", required=True, help="source name under 'sources'")
     return p
 

@@ -32,8 +32,9 @@ SCHEMA = "key binary, value binary, headers array<struct<key: string, value: bin
 
 @dataclass(frozen=True)
 class ShardJob:
-    """What a shard's reader needs, passed as the ``job`` option (JSON; no secret: the reader loads the
-    configuration file for the connection)."""
+    """What a shard's reader needs, passed as the ``job`` option (JSON). ``config`` is the configuration
+    document (dbuslib/ship.py), secrets included: Spark redacts an option whose value names a password
+    (``spark.redaction.regex``) in its plans and UI."""
 
     config: str
     ds: str
@@ -234,23 +235,16 @@ class _Reporter:
             client.create(self.job.zk_shard_path, data, makepath=True)
 
 
-# A Python worker serves many shards (Spark reuses workers): the configuration (per file version) and
-# the ZooKeeper client are made once per worker process.
-_CONFIGS: dict[str, Any] = {}
+# A Python worker serves many shards (Spark reuses workers): the configuration (per document: the driver
+# ships the file as it is at each shard, fullpuller.job.Puller._shipped_config) and the ZooKeeper client are
+# made once per worker process.
 _ZK: dict[str, Any] = {}
 
 
-def _config(path: str) -> Any:
-    """The configuration file, loaded again when it changed (new masking rules apply to the next shard)."""
-    import os
+def _config(document: str) -> Any:
+    from dbuslib.ship import load_document
 
-    key = f"{path}@{os.stat(path).st_mtime_ns}"
-    if key not in _CONFIGS:
-        from dbuslib.config import load_config
-
-        _CONFIGS.clear()
-        _CONFIGS[key] = load_config(path)
-    return _CONFIGS[key]
+    return load_document(document)
 
 
 def _zk(cfg: Any) -> Any:

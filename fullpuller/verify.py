@@ -377,11 +377,11 @@ def cli(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from dbuslib.config import DEFAULT_CONFIG
+    from dbuslib.config import CONFIG_HELP
     from dbuslib.errors import ConfigError, EndpointError
 
     p = argparse.ArgumentParser(prog="verify", description=__doc__.splitlines()[0])
-    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="configuration file")
+    p.add_argument("--config", help=CONFIG_HELP)
     add_arguments(p)
     args = p.parse_args(argv)
     try:

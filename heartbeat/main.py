@@ -16,7 +16,7 @@ import argparse
 import sys
 import threading
 
-from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
 from dbuslib.errors import DbusError, report
 from dbuslib.lifecycle import Lifecycle
 from dbuslib.logs import setup_logging
@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     from heartbeat import commands
 
     p = argparse.ArgumentParser(prog="heartbeat", description=__doc__.splitlines()[0])
-    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="configuration file (default: %(default)s)")
+    p.add_argument("--config", help=CONFIG_HELP)
     commands.add_actions(p.add_subparsers(dest="action", required=True, metavar="COMMAND"))
     return p
 

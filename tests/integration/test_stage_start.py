@@ -57,7 +57,7 @@ def test_unreachable_endpoint_at_start_exits_3(cfg, tmp_path, stage, endpoint):
     run = subprocess.run(
         [sys.executable, str(REPO / stage / "main.py"), "--config", str(path), "--source", "demo"],
         cwd=tmp_path,
-        env=stages.environment(),
+        env=stages.environment(cfg),
         capture_output=True,
         text=True,
         timeout=120,

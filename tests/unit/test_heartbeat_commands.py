@@ -2,7 +2,6 @@ import argparse
 
 import pytest
 
-from dbuslib.config import DEFAULT_CONFIG
 from heartbeat import commands as hb
 from heartbeat import main as heartbeat_main
 
@@ -46,7 +45,7 @@ def test_bad_usage_exits_2(argv):
 @pytest.mark.parametrize(
     ("argv", "action", "config", "no_monitor"),
     [
-        (["run", "--source", "demo"], "run", str(DEFAULT_CONFIG), False),
+        (["run", "--source", "demo"], "run", None, False),
         (["--config", "a.yaml", "run", "--source", "demo", "--no-monitor"], "run", "a.yaml", True),
         (["monitor", "--source", "demo", "--config", "b.yaml"], "monitor", "b.yaml", None),
     ],

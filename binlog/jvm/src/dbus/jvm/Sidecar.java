@@ -102,12 +102,27 @@ public final class Sidecar {
     }
 
     private void start() throws IOException {
-        ProcessBuilder pb = new ProcessBuilder(command);
-        pb.environment().putAll(env);
+        List<String> argv = new ArrayList<>();
+        for (String a : command) argv.add(resolve(a));
+        ProcessBuilder pb = new ProcessBuilder(argv);
+        for (Map.Entry<String, String> e : env.entrySet()) pb.environment().put(e.getKey(), resolve(e.getValue()));
         pb.redirectError(ProcessBuilder.Redirect.INHERIT);
         process = pb.start();
         out = new DataOutputStream(new BufferedOutputStream(process.getOutputStream(), 1 << 16));
         in = new DataInputStream(new BufferedInputStream(process.getInputStream(), 1 << 16));
+    }
+
+    /** {@code value} with "{files}" replaced by the folder where Spark put this executor's copy of the job's
+     * files (--py-files, --files; dbuslib/sidecar.py FILES): only the executor knows it. */
+    static String resolve(String value) {
+        if (!value.contains("{files}")) return value;
+        String root;
+        try {
+            root = org.apache.spark.SparkFiles.getRootDirectory();
+        } catch (RuntimeException e) { // no SparkEnv: not in a Spark executor (TextMain)
+            root = ".";
+        }
+        return value.replace("{files}", root);
     }
 
     private synchronized void stopIfIdle(long now) {

@@ -1,0 +1,124 @@
+"""``dbus submit <stage> --source DS [-- spark-submit args]``: a Spark stage started on the configured master.
+
+It runs spark-submit with an argument list, nothing quoted for a shell::
+
+    spark-submit --master M --jars <connector jars, JVM decoder> --py-files <DBus's code zip>
+                 --conf <spark.conf, spark.stages.<stage>, the stage's resources> [extra args]
+                 <installed stage>/main.py --config <file> --source DS
+
+- The master: ``spark.master``, or a ``--master`` among the extra arguments (spark-submit takes the last
+  one, and the stage keeps it: dbuslib.spark.session). A local master gets a thread per task of a real-time
+  query; a cluster's executors are sized for them (``spark.cores.max`` on a standalone cluster,
+  ``spark.executor.instances`` on YARN and Kubernetes: dbuslib.spark.resources).
+- DBus's code travels as one zip (dbuslib/ship.py); executors bring the libraries (a packed venv with
+  ``spark.archives`` and ``spark.pyspark.python: ./env/bin/python`` in ``spark.conf``, or the Workers' own
+  Python: docs/deploy.md). The configuration travels inside the job, never by this file's path.
+- The driver runs here (client mode), with this Python; on a local master the executors run it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from dbuslib import kafka, ship, spark, topics
+from dbuslib.config import DbusConfig
+from dbuslib.errors import ConfigError
+
+SUBMITTED = ("dispatcher", "appender", "fullpuller")
+
+
+def stage_tasks(cfg: DbusConfig, stage: str, ds: str, schemas: list[str] | None = None) -> int:
+    """How many tasks ``stage`` runs at once: one per Kafka partition it reads (its topics as they are, or
+    as the stage will create them), or the full puller's ``fullpull.parallelism`` shards."""
+    src = cfg.source(ds)
+    if stage == "fullpuller":
+        return src.fullpull.parallelism
+    if stage == "dispatcher":
+        inputs = [src.topics.name("raw", ds)]
+    else:
+        inputs = [src.topics.name("schema", ds, s) for s in (schemas or topics.literal_schemas(src))]
+    return sum(kafka.partition_count(cfg.endpoints.kafka, [t]) or src.topics.partitions for t in inputs)
+
+
+def main_file(stage: str) -> Path:
+    """The stage's main.py where it is installed (a checkout, or site-packages)."""
+    return ship.package_dirs()[stage] / "main.py"
+
+
+def spark_submit() -> str:
+    """spark-submit of ``$SPARK_HOME`` (a Spark installation, e.g. a cluster's), else pyspark's own."""
+    home = os.environ.get("SPARK_HOME")
+    if home:
+        return str(Path(home) / "bin" / "spark-submit")
+    import pyspark
+
+    return str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
+
+
+def master_of(cfg: DbusConfig, extra: list[str]) -> str:
+    """The master spark-submit will use: the last ``--master`` of ``extra``, else ``spark.master``."""
+    master = cfg.spark.master
+    for i, arg in enumerate(extra):
+        if arg == "--master" and i + 1 < len(extra):
+            master = extra[i + 1]
+        elif arg.startswith("--master="):
+            master = arg.split("=", 1)[1]
+    return master
+
+
+def command(
+    cfg: DbusConfig, stage: str, ds: str, extra: list[str] | None = None, schemas: list[str] | None = None
+) -> list[str]:
+    """The spark-submit argument list that starts ``stage`` for source ``ds``."""
+    if stage not in SUBMITTED:
+        msg = f"dbus submit: unknown stage {stage!r}; Spark stages: {', '.join(SUBMITTED)}"
+        raise ConfigError(msg)
+    cfg.source(ds)  # a ConfigError naming the known sources
+    extra = list(extra or [])
+    master = master_of(cfg, extra)
+    tasks = stage_tasks(cfg, stage, ds, schemas)
+    code = str(ship.code_zip())
+    app = [str(main_file(stage)), "--config", str(cfg.path), "--source", ds]
+    app += [x for s in schemas or [] for x in ("--schema", s)]
+    return [spark_submit(), *spark.submit_args(cfg, stage, tasks, master, code), *extra, *app]
+
+
+def environment(cfg: DbusConfig, extra: list[str] | None = None) -> dict[str, str]:
+    """spark-submit's environment: the driver runs this Python, and so do the executors of a local
+    master (unless ``spark.pyspark.python`` or ``$PYSPARK_PYTHON`` says otherwise); a cluster's executors
+    run what the configuration or the environment names (docs/deploy.md)."""
+    env = dict(os.environ)
+    env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    if spark.is_local(master_of(cfg, list(extra or []))) and "spark.pyspark.python" not in cfg.spark.conf:
+        env.setdefault("PYSPARK_PYTHON", sys.executable)
+    bin_dir = str(Path(sys.executable).parent)  # pyspark's scripts find this Python's packages
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def run(cfg: DbusConfig, args: argparse.Namespace) -> int:
+    extra = list(args.spark_args or [])
+    argv = command(cfg, args.stage, args.source, extra, args.schema)
+    if args.print:
+        print("\n".join(argv))
+        return 0
+    sys.stdout.flush()
+    os.execvpe(argv[0], argv, environment(cfg, extra))
+    return 0  # not reached
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "submit",
+        help="start a Spark stage with spark-submit (master, jars, code, config, resources)",
+        description="Start a Spark stage with spark-submit; arguments after -- go to spark-submit.",
+    )
+    p.add_argument("stage", choices=SUBMITTED, help="the stage")
+    p.add_argument("--source", required=True, help="source name under 'sources'")
+    p.add_argument("--schema", action="append", help="appender: schema to read (repeatable)")
+    p.add_argument("--print", action="store_true", help="print the command, one argument per line, and stop")
+    p.epilog = "Arguments after -- go to spark-submit: dbus submit appender --source demo -- --master M"
+    return p
