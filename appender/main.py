@@ -1,6 +1,8 @@
 """The appender: per-schema topics -> UMS 1.3 result topics, dead letters to ``<ds>.dlq``.
 
-Usage: spark-submit $(dbus spark args) appender/main.py --config conf/dbus.yaml --source demo
+Usage: dbus submit appender --source demo [--schema SCHEMA ...]
+   or: mapfile -t args < <(dbus spark args --stage appender --source demo)
+       spark-submit "${args[@]}" appender/main.py --config conf/dbus.yaml --source demo
            [--schema SCHEMA ...]
 
 It reads the ``<ds>.<schema>`` topic of every schema named in ``capture.include`` (or ``--schema``),

@@ -1,6 +1,7 @@
-"""A Structured Streaming round trip Kafka -> Kafka, run by the demo through spark-submit.
+"""A Structured Streaming round trip Kafka -> Kafka, run through spark-submit.
 
-Usage: spark-submit $(dbus spark args) cli/sparkcheck.py --config conf/dbus.yaml --in A --out B
+Usage: mapfile -t args < <(dbus spark args)
+       spark-submit "${args[@]}" cli/sparkcheck.py --config conf/dbus.yaml --in A --out B
 
 Reads every record now in topic A (JSON values), wraps each as
 ``{"source_partition": p, "source_offset": o, "change": <value>}``, writes it to topic B with the key

@@ -1,6 +1,8 @@
 """The dispatcher: first-level topic ``<ds>`` -> a topic per schema ``<ds>.<schema>`` (docs/dispatcher.md).
 
-Usage: spark-submit $(dbus spark args) dispatcher/main.py --config conf/dbus.yaml --source demo
+Usage: dbus submit dispatcher --source demo
+   or: mapfile -t args < <(dbus spark args --stage dispatcher --source demo)
+       spark-submit "${args[@]}" dispatcher/main.py --config conf/dbus.yaml --source demo
            [--max-offsets-per-trigger N] [--available-now]
 
 Records are forwarded unchanged (key kept, value byte for byte); heartbeat rows go to the topic of the

@@ -1,6 +1,8 @@
 """The full-puller service: serves ``FULL_DATA_INDEPENDENT_PULL_REQ`` from ``<ds>_ctrl``, one pull at a time.
 
-Usage: spark-submit $(dbus spark args) fullpuller/main.py --config conf/dbus.yaml --source demo
+Usage: dbus submit fullpuller --source demo
+   or: mapfile -t args < <(dbus spark args --stage fullpuller --source demo)
+       spark-submit "${args[@]}" fullpuller/main.py --config conf/dbus.yaml --source demo
 
 Requests are sent with ``dbus fullpull request`` (fullpuller/request.py); each one runs as Spark jobs in
 this application (fullpuller/job.py) and is answered on ``<ds>_callback``. The service commits its

@@ -1,8 +1,11 @@
 """Every ``dbus ...`` command written in README.md, CONTRIBUTING.md and docs/*.md parses as written: the
 command assembled by cli/main.py from the stages' commands.py accepts it (``dbus extractor ...`` through
 extractor/main.py's own parser). A command on a line of its own (a code block) must parse whole; one named
-in running text (```dbus reconcile```) must name a command that exists (its ``--help`` works). Lines with
-placeholders (``<ds>``, ``[--force]``, ``a|b``, ``...``) are templates, not commands, and are left out."""
+in running text (```dbus reconcile```) must name a command that exists (its ``--help`` works). A command
+read by bash's process substitution (``mapfile -t args < <(dbus spark args ...)``) counts as a line of its
+own; arguments after ``--`` are spark-submit's, for ``dbus submit`` only (as cli/main.py splits them).
+Lines with placeholders (``<ds>``, ``[--force]``, ``a|b``, ``...``) are templates, not commands, and are
+left out."""
 
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ def documented() -> list[tuple[str, str, bool]]:
             continue
         text = doc.read_text()
         lines = [ln.strip().removeprefix("$ ") for ln in text.splitlines()]
+        lines += [inner for ln in lines for inner in re.findall(r"<\((dbus [^()]+)\)", ln)]
         inline = re.findall(r"`(dbus [^`]+)`", text)
         for line, whole in [*((ln, True) for ln in lines), *((ln, False) for ln in inline)]:
             line = line.split("  #")[0].split(" # ")[0].strip()
@@ -54,7 +58,11 @@ def test_documented_command_parses(doc, line, whole):
 
 
 def _parse(argv: list[str]) -> None:
+    passed: list[str] = []  # after "--": spark-submit's (cli/main.py main)
+    if "--" in argv:
+        argv, passed = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
     args = dbus._parser().parse_args(argv)
+    assert not passed or args.command == "submit", f"arguments after -- for {args.command}: {passed}"
     assert callable(args.handler)
     if args.command == "extractor":
         extractor._parser().parse_args(["--config", args.config or "conf/dbus.yaml", *args.rest])
