@@ -5,8 +5,9 @@ sees, the working tree's edits included) and installed, with every dependency, i
 made without ``--system-site-packages``. The dependencies come from a wheelhouse in pytest's cache
 (``.pytest_cache/d/dbus_pip_wheelhouse/<key>``), built once per dependency list: a cold first run downloads
 them (about 500 MB, pyspark most of it; pip's own cache serves what it has), a warm run installs offline
-(``--no-index``). Every command runs in tmp_path, never the checkout, without PYTHONPATH, VIRTUAL_ENV or
-DBUS_CONFIG, and without the checkout's venv on PATH.
+(``--no-index``). Every command runs in tmp_path, never the checkout, without PYTHONPATH, VIRTUAL_ENV,
+DBUS_CONFIG, SPARK_HOME or PYSPARK_PYTHON, and without the checkout's venv on PATH (``dbus submit`` then runs
+the fresh venv's pyspark's own spark-submit).
 """
 
 from __future__ import annotations
@@ -14,15 +15,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import shutil
+import signal
 import subprocess
 import sys
 import time
 import tomllib
+import uuid
 import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytestmark = pytest.mark.integration
 
@@ -79,7 +84,15 @@ def _source_copy(dest: Path) -> Path:
 
 def clean_env(**extra: str) -> dict[str, str]:
     """This environment without what would point Python or DBus at the checkout."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "DBUS_CONFIG")}
+    drop = (
+        "PYTHONPATH",
+        "VIRTUAL_ENV",
+        "DBUS_CONFIG",
+        "SPARK_HOME",
+        "PYSPARK_PYTHON",
+        "PYSPARK_DRIVER_PYTHON",
+    )
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if str(REPO) not in p)
     return {**env, **extra}
 
@@ -216,9 +229,92 @@ def test_dbus_status_on_the_local_stack(installed):
     assert "extractor" in done.stdout and "heartbeats" in done.stdout
 
 
-# TODO(issue 15, `dbus submit`): once cli/submit.py lands, start a stage from the installed package here:
-#   installed.dbus("submit", "dispatcher", "--source", "demo", "--", "--conf", ..., DBUS_CONFIG=...)
-# with a bounded run (e.g. the dispatcher's --available-now), asserting exit 0 and that its records arrive.
+def throwaway_config(tmp_path: Path) -> tuple[str, Path]:
+    """A copy of the checkout's configuration whose one source has a name, topics and checkpoints of its
+    own (the stack's connector jars and JVM decoder by absolute path): a stage started on it disturbs no
+    other test."""
+    doc = yaml.safe_load(CHECKOUT_CONFIG.read_text())
+    ds = f"pytest_pip_{uuid.uuid4().hex[:8]}"
+    src = doc["sources"].pop("demo")
+    src["topics"]["partitions"] = 1
+    src["mysql"]["server_id"] = random.randint(100_000, 899_999)
+    doc["sources"] = {ds: src}
+    doc["spark"]["jars_file"] = str((CHECKOUT_CONFIG.parent / doc["spark"]["jars_file"]).resolve())
+    doc["spark"]["checkpoint_root"] = str(tmp_path / "checkpoints")
+    path = tmp_path / "dbus.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return ds, path
+
+
+def test_dbus_submit_and_status_from_the_installed_package(installed, tmp_path):
+    """``dbus submit dispatcher`` of the fresh venv, elsewhere: spark-submit of the venv's pyspark (no
+    SPARK_HOME), DBus's code zipped from site-packages, the configuration from $DBUS_CONFIG; the query
+    starts, ``dbus status`` shows the source, and SIGTERM to the process group stops it cleanly."""
+    ds, config = throwaway_config(tmp_path)
+    _ok(installed.dbus("topics", "create", "--source", ds, DBUS_CONFIG=str(config)))
+    log = tmp_path / "dispatcher.log"
+    proc: subprocess.Popen | None = None
+    try:
+        printed = _ok(
+            installed.dbus("submit", "dispatcher", "--source", ds, "--print", DBUS_CONFIG=str(config))
+        )
+        argv = printed.stdout.splitlines()
+        site = next((installed.venv / "lib").glob("python3*/site-packages"))
+        assert argv[0] == str(site / "pyspark" / "bin" / "spark-submit"), argv
+        assert argv[-5:] == [str(site / "dispatcher" / "main.py"), "--config", str(config), "--source", ds]
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [str(installed.venv / "bin" / "dbus"), "submit", "dispatcher", "--source", ds],
+                cwd=installed.cwd,
+                env=clean_env(DBUS_CONFIG=str(config)),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        began = time.monotonic()
+        ready = f"query dispatcher_{ds} started"
+        while ready not in log.read_text(errors="replace"):
+            assert proc.poll() is None, f"dbus submit exited {proc.returncode}:\n{log.read_text()[-4000:]}"
+            assert time.monotonic() - began < 600, f"no {ready!r} after 600 s:\n{log.read_text()[-4000:]}"
+            time.sleep(0.2)
+        print(f"dbus submit dispatcher from the installed package: ready in {time.monotonic() - began:.1f} s")
+        status = _ok(installed.dbus("status", "--source", ds, DBUS_CONFIG=str(config)))
+        assert status.stdout.startswith(f"source {ds} at "), status.stdout
+        assert "dispatcher" in status.stdout, status.stdout
+
+        os.killpg(proc.pid, signal.SIGTERM)
+        code = proc.wait(60)
+        text = log.read_text(errors="replace")
+        assert code in (0, 143), f"exit {code}:\n{text[-4000:]}"  # 143: the JVM ended first, on the signal
+        assert f"dispatcher: {ds}: stopping (SIGTERM)" in text, text[-4000:]
+        assert "Traceback" not in text, text[-4000:]
+        for package in PACKAGES:  # DBus's code from site-packages (the checkout gives the stack's jars only)
+            assert f"{REPO}/{package}/" not in text, f"{package} from the checkout:\n{text[-4000:]}"
+    finally:
+        if proc is not None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(30)
+        _run(
+            [str(installed.venv / "bin" / "python"), "-c", DELETE_TOPICS, ds],
+            env=clean_env(DBUS_CONFIG=str(config)),
+        )
+
+
+# the source's topics deleted, by the installed package (the test's own imports stay off the checkout's)
+DELETE_TOPICS = """
+import sys
+from dbuslib import kafka
+from dbuslib.config import load_config
+cfg = load_config(None)
+ds = sys.argv[1]
+admin = kafka.admin(cfg.endpoints.kafka)
+names = [t for t in admin.list_topics() if t == ds or t.startswith((ds + ".", ds + "_"))]
+admin.close()
+kafka.delete_topics(cfg.endpoints.kafka, names)
+"""
 
 
 @pytest.mark.jvm
