@@ -86,13 +86,7 @@ def run_query(session: object, cfg: DbusConfig, ds: str, schemas: list[str]) -> 
     inputs = [src.topics.name("schema", ds, s) for s in schemas]
     with Lifecycle("appender", ds, cfg.path) as life:  # SIGTERM, the JVM and the config watched
         query = job.start(session, cfg, ds, inputs, spark.checkpoint(cfg, "appender", ds))
-        metrics = stagemetrics.watch(
-            query,
-            cfg.endpoints.influxdb,
-            ds,
-            "appender",
-            batch_s=stagemetrics.batch_s(cfg.source(ds).appender),
-        )  # dbus_stage points
+        metrics = stagemetrics.watch_stage(query, session, cfg, ds, "appender")  # dbus_stage points
         log.info("%s: query %s started", ds, query.name)
         try:
             return life.await_query(query, "APPENDER_FAILED")

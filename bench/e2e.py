@@ -18,6 +18,11 @@ topics with BENCH_E2E_PARTITIONS partitions, checkpoints, ZooKeeper path).
 - ``e2e_microbatch_rows_per_s``: the same, with the dispatcher and the appender in micro-batch mode
   (``trigger: microbatch``); the figures without ``microbatch`` are the default mode's (real-time,
   docs/realtime.md). BENCH_E2E_MICROBATCH=0 leaves this run out.
+- ``cluster_e2e_rows_per_s``: the same in the default mode with the dispatcher and the appender on the
+  Spark standalone cluster of stack/cluster.sh (a Master and 2 Workers of 8 cores, Worker 2 in its own
+  mount namespace; ``dbus submit`` sizes each stage's ``spark.cores.max`` to its partitions, the executors
+  run the packed venv), printed beside the ``e2e_rows_per_s`` of the same run (local[2]).
+  BENCH_E2E_CLUSTER=0 leaves this run out.
 - ``e2e_latency_p50_ms`` / ``p99``: a writer commits BENCH_E2E_LATENCY_RATE rows/s (one INSERT every
   100 ms) for BENCH_E2E_LATENCY_S seconds; each row carries its statement's batch number, whose commit
   time (client clock, after COMMIT returned) is compared with the Kafka timestamp of the UMS record
@@ -53,6 +58,8 @@ from cli.stages import Stages
 from dbuslib import kafka, mysql, zk
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
 
+CLUSTER_SH = Path(__file__).resolve().parent.parent / "stack" / "cluster.sh"
+
 ROWS = int(os.environ.get("BENCH_E2E_ROWS", "2000000"))
 WARMUP = int(os.environ.get("BENCH_E2E_WARMUP_ROWS", "100000"))
 WARMUP_ROUNDS = int(os.environ.get("BENCH_E2E_WARMUP_ROUNDS", "5"))
@@ -63,6 +70,7 @@ LATENCY_RATE = int(os.environ.get("BENCH_E2E_LATENCY_RATE", "5000"))
 LATENCY_S = float(os.environ.get("BENCH_E2E_LATENCY_S", "30"))
 LATENCY_RATE_HIGH = int(os.environ.get("BENCH_E2E_LATENCY_RATE_HIGH", "50000"))
 MICROBATCH = os.environ.get("BENCH_E2E_MICROBATCH", "1") == "1"  # 0: no micro-batch run beside the default
+CLUSTER = os.environ.get("BENCH_E2E_CLUSTER", "1") == "1"  # 0: no run on the standalone cluster
 VARIANTS = {"plain": "e2e_rows_per_s", "masked": "e2e_masked_rows_per_s", "avro": "e2e_avro_rows_per_s"}
 CHOSEN = [v for v in os.environ.get("BENCH_E2E_VARIANTS", "plain,masked,avro").split(",") if v]
 MASKING = {"status": {"type": "sha256", "salt": "bench"}, "note": {"type": "truncate", "length": 6}}
@@ -77,7 +85,13 @@ class Pipeline(Stages):
     """The three stages of one throwaway source, as subprocesses."""
 
     def __init__(
-        self, base: DbusConfig, database: str, tmp: Path, variant: str = "plain", trigger: str | None = None
+        self,
+        base: DbusConfig,
+        database: str,
+        tmp: Path,
+        variant: str = "plain",
+        trigger: str | None = None,
+        cluster: dict[str, str] | None = None,
     ) -> None:
         ds = f"e2e_{uuid.uuid4().hex[:8]}"
         raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
@@ -100,6 +114,9 @@ class Pipeline(Stages):
                 src[stage]["trigger"] = trigger
         raw["sources"] = {ds: src}
         raw["spark"]["conf"].update(json.loads(os.environ.get("BENCH_E2E_SPARK_CONF", "{}")))
+        if cluster:  # the stages on the standalone cluster (stack/cluster.sh): master, executors' Python
+            raw["spark"]["master"] = cluster.pop("master")
+            raw["spark"]["conf"].update(cluster)
         raw["spark"]["jars_file"] = str((Path(base.path).parent / base.spark.jars_file).resolve())
         raw["spark"]["checkpoint_root"] = str(tmp / "checkpoints")
         raw["endpoints"]["meta_store"]["url"] = base.endpoints.meta_store.url.get_secret_value()
@@ -282,14 +299,22 @@ def run(cfg: DbusConfig) -> list[str]:
     runs = [(v, None) for v in CHOSEN]  # None: the configuration's default mode (real-time)
     if "plain" in CHOSEN and MICROBATCH:
         runs.insert(CHOSEN.index("plain") + 1, ("plain", "microbatch"))
+    if "plain" in CHOSEN and CLUSTER:
+        runs.insert(CHOSEN.index("plain") + 1, ("plain", "cluster"))
+    local = None  # the plain local[2] figure of this run: the cluster's baseline
     try:
         for k, (variant, trigger) in enumerate(runs):  # ids of run k from k * 10^8: the tables are shared
             rate, start, pipe = throughput(cfg, db, database, variant, k * 10**8, trigger)
             try:
                 if base is None:
                     base = baseline(cfg, database, start, min(BASELINE_ROWS, ROWS))
+                if trigger == "cluster":
+                    lines.append(bench_line("cluster_e2e_rows_per_s", rate, "rows/s", local))
+                    continue
                 name = "e2e_microbatch_rows_per_s" if trigger == "microbatch" else VARIANTS[variant]
                 lines.append(bench_line(name, rate, "rows/s", base))
+                if variant == "plain" and trigger is None:
+                    local = rate
                 if variant == "plain" and trigger is None:
                     lat = latency(pipe, db)
                     lines.append(bench_line("e2e_latency_p50_ms", percentile(lat, 0.50), "ms"))
@@ -308,13 +333,32 @@ def run(cfg: DbusConfig) -> list[str]:
     return lines
 
 
+def cluster_settings() -> dict[str, str]:
+    """The standalone cluster of stack/cluster.sh, started (a no-op when it runs): its master and the
+    settings that give the executors their Python (the packed venv; Worker 2 has no checkout)."""
+    import subprocess
+
+    def cluster(*args: str) -> str:
+        out = subprocess.run(["bash", str(CLUSTER_SH), *args], check=True, stdout=subprocess.PIPE, text=True)
+        return out.stdout.strip().splitlines()[-1]
+
+    return {
+        "master": cluster("up"),
+        "spark.archives": f"{cluster('executor-env')}#env",
+        "spark.pyspark.python": "./env/bin/python",
+    }
+
+
 def throughput(
     cfg: DbusConfig, db, database: str, variant: str, first_id: int, trigger: str | None = None
 ) -> tuple[float, Any, Pipeline]:
     """ROWS row changes through a warm pipeline of ``variant`` (its stages in mode ``trigger``, None: the
     default): (rows/s, binlog start, the pipeline, still running for the caller to use and clean up)."""
     tmp = Path(tempfile.mkdtemp(prefix=f"dbus-bench-e2e-{variant}-{trigger or 'default'}-"))
-    pipe = Pipeline(cfg, database, tmp, variant, trigger)
+    cluster = None
+    if trigger == "cluster":  # the default mode, on the standalone cluster: Master and 2 Workers
+        cluster, trigger = cluster_settings(), None
+    pipe = Pipeline(cfg, database, tmp, variant, trigger, cluster)
     try:
         # warm up: rows through all three stages, so the clock below sees no JVM/query start
         pipe.start("extractor")

@@ -121,7 +121,7 @@ class Stages:
         with self.log(stage).open("ab") as out:
             proc = subprocess.Popen(
                 command(stage, self.cfg, self.ds),
-                cwd=REPO,
+                cwd=submit.driver_dir(self.cfg, stage) or REPO if stage in submit.SUBMITTED else REPO,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=environment(self.cfg),

@@ -85,6 +85,7 @@ class StageRate:
     lag_records: int | None = None
     batch_ms: float | None = None
     age_s: float | None = None
+    waiting: bool = False  # the query waits for the cluster's resources (no executor, too few task slots)
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,12 @@ def _render_stages(stages: tuple[StageRate, ...], window_s: int) -> list[str]:
         name = f"  {s.stage:<11}"
         if s.age_s is None:
             lines.append(f"{name}no data in the last {window_s / 60:g} minutes")
+            continue
+        if s.waiting:
+            lines.append(
+                f"{name}waiting for resources: the cluster runs fewer of its tasks than it needs "
+                f"(docs/deploy.md, Sizing)   {_ago(s.age_s)}"
+            )
             continue
         lag = "-" if s.lag_records is None else f"{s.lag_records:,}"
         unit = "  (records/s)" if s.stage == "extractor" else ""
@@ -326,6 +333,7 @@ def stage_rates(
                 lag_records=None if lag is None else int(lag),
                 batch_ms=None if p.get("batch_ms") is None else float(p["batch_ms"]),
                 age_s=_age(p, now),
+                waiting=bool(p.get("waiting")),
             )
         )
     return tuple(out)
@@ -513,7 +521,7 @@ class _Collector:
         stages = self.attempt(
             "dbus_stage",
             lambda: self.influx_last(
-                "dbus_stage", "rows_per_s", ("stage",), window, ("lag_records", "batch_ms")
+                "dbus_stage", "rows_per_s", ("stage",), window, ("lag_records", "batch_ms", "waiting")
             ),
             {},
         )

@@ -83,7 +83,10 @@ def command(
     code = str(ship.code_zip())
     app = [str(main_file(stage)), "--config", str(cfg.path), "--source", ds]
     app += [x for s in schemas or [] for x in ("--schema", s)]
-    return [spark_submit(), *spark.submit_args(cfg, stage, tasks, master, code), *extra, *app]
+    # the driver runs here, on this Python, also when spark.pyspark.python names the executors' (spark-submit
+    # would run that for the driver too, e.g. ./env/bin/python of spark.archives, which is not here)
+    driver = ["--conf", f"spark.pyspark.driver.python={sys.executable}"]
+    return [spark_submit(), *spark.submit_args(cfg, stage, tasks, master, code), *driver, *extra, *app]
 
 
 def environment(cfg: DbusConfig, extra: list[str] | None = None) -> dict[str, str]:
@@ -99,6 +102,27 @@ def environment(cfg: DbusConfig, extra: list[str] | None = None) -> dict[str, st
     return env
 
 
+def driver_dir(cfg: DbusConfig, stage: str) -> Path | None:
+    """Where the driver must run when the executors' Python is in an archive (``spark.archives: X#env``,
+    ``spark.pyspark.python: ./env/bin/python``): a folder whose ``env`` is this Python's environment.
+    Spark runs the same interpreter path for the Python workers of the driver (the full puller's data
+    source is planned there), relative to the driver's working directory, where no archive is unpacked
+    in client mode. None when the executors' Python is not such a path."""
+    conf = {**cfg.spark.conf, **cfg.spark.stages.get(stage, {})}
+    python = conf.get("spark.pyspark.python", "")
+    for archive in conf.get("spark.archives", "").split(","):
+        name = archive.rpartition("#")[2] if "#" in archive else ""
+        if name and python.startswith(f"./{name}/"):
+            folder = ship.cache_root() / "driver" / name
+            folder.mkdir(parents=True, exist_ok=True)
+            link = folder / name
+            if not link.is_symlink() or os.readlink(link) != sys.prefix:
+                link.unlink(missing_ok=True)
+                link.symlink_to(sys.prefix)
+            return folder
+    return None
+
+
 def run(cfg: DbusConfig, args: argparse.Namespace) -> int:
     extra = list(args.spark_args or [])
     argv = command(cfg, args.stage, args.source, extra, args.schema)
@@ -106,6 +130,9 @@ def run(cfg: DbusConfig, args: argparse.Namespace) -> int:
         print("\n".join(argv))
         return 0
     sys.stdout.flush()
+    folder = driver_dir(cfg, args.stage)
+    if folder is not None:
+        os.chdir(folder)
     os.execvpe(argv[0], argv, environment(cfg, extra))
     return 0  # not reached
 

@@ -92,6 +92,11 @@ def _code_files() -> list[tuple[str, Path]]:
     return files
 
 
+def cache_root() -> Path:
+    """DBus's cache on this machine: ``$XDG_CACHE_HOME/dbus``, else ``~/.cache/dbus``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dbus"
+
+
 def code_zip(cache_dir: Path | None = None) -> Path:
     """A zip of ``PACKAGES`` for ``--py-files``, named by a hash of its content (so a changed file makes a
     new zip, and an unchanged tree reuses the one made before), in ``cache_dir`` (default
@@ -103,7 +108,7 @@ def code_zip(cache_dir: Path | None = None) -> Path:
         data = path.read_bytes()
         contents.append((arcname, data))
         digest.update(arcname.encode() + b"\0" + hashlib.sha256(data).digest())
-    folder = cache_dir or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dbus"
+    folder = cache_dir or cache_root()
     target = folder / f"dbus-code-{digest.hexdigest()[:16]}.zip"
     if target.exists():
         return target

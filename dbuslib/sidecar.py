@@ -185,8 +185,9 @@ def number(field: Field) -> int:
     return int(field)
 
 
-# Resolved by dbus.jvm.Sidecar on the executor: the folder where Spark put the job's files (--py-files).
-FILES = "{files}"
+# Resolved by dbus.jvm.Sidecar on the executor: the folder where Spark put the job's files (--py-files), and
+# its Spark's Python path (pyspark.zip, py4j: what its Python workers import pyspark from).
+FILES, SPARK_PYTHON = "{files}", "{sparkpython}"
 
 
 def command(spark: Any, module: str, document: str, ds: str) -> tuple[list[str], dict[str, str]]:
@@ -194,7 +195,8 @@ def command(spark: Any, module: str, document: str, ds: str) -> tuple[list[str],
     runs it, maybe on another machine: the Python the job's executors run (``spark.pyspark.python``, else
     the driver's ``$PYSPARK_PYTHON`` as for Python UDFs, e.g. ``./env/bin/python`` from ``spark.archives``),
     DBus's code from the job's ``--py-files`` zips (``{files}/<zip>``), then this driver's copy (the same
-    machine's, in local mode), and the configuration document (dbuslib/ship.py) in the environment."""
+    machine's, in local mode), then the executor's pyspark (``{sparkpython}``), and the configuration
+    document (dbuslib/ship.py) in the environment."""
     from pathlib import Path
 
     from dbuslib.ship import DOCUMENT_ENV
@@ -204,7 +206,7 @@ def command(spark: Any, module: str, document: str, ds: str) -> tuple[list[str],
     py_files = conf.get("spark.submit.pyFiles", "").split(",")
     shipped = [f"{FILES}/{Path(f).name}" for f in py_files if f.endswith(".zip")]
     root = str(Path(__file__).resolve().parent.parent)
-    path = os.pathsep.join([*shipped, root])
+    path = os.pathsep.join([*shipped, root, SPARK_PYTHON])
     return [python, "-m", module, "--source", ds], {"PYTHONPATH": path, DOCUMENT_ENV: document}
 
 

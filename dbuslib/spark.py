@@ -8,6 +8,7 @@ jars and settings are used when a test or the demo builds a session in-process.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from dbuslib.config import DbusConfig, KafkaEndpoint
@@ -18,7 +19,9 @@ if TYPE_CHECKING:
 
 
 def jars(cfg: DbusConfig) -> list[str]:
-    """Absolute paths of the connector jars (spark-sql-kafka and its deps, the MariaDB JDBC driver)."""
+    """Absolute paths of the connector jars (spark-sql-kafka and its deps, the MariaDB JDBC driver) and
+    the JVM decoder (``dbus-jvm.jar``); each listed file must exist (a URI, ``hdfs:``/``local:``, is
+    Spark's to fetch)."""
     path = cfg.resolve(cfg.spark.jars_file)
     try:
         listed = [j for j in path.read_text().strip().split(",") if j]
@@ -28,7 +31,21 @@ def jars(cfg: DbusConfig) -> list[str]:
     if not listed:
         msg = f"{path} lists no jars: run `make stack-up` again"
         raise StackError(msg)
+    missing = [j for j in listed if scheme(j) == "file" and not os.path.isfile(j.removeprefix("file:"))]
+    if missing:
+        fixes = [f"`dbus jvm build --out {j}` (the JVM decoder; a JDK 17)" for j in missing if _is_jvm(j)]
+        if not all(_is_jvm(j) for j in missing):
+            fixes.append("`make stack-up` (Spark's Kafka connector and the JDBC driver)")
+        msg = f"{path} lists jars that do not exist: {', '.join(missing)}: run {' and '.join(fixes)}"
+        raise StackError(msg)
     return listed
+
+
+JVM_JAR = "dbus-jvm.jar"  # the JVM decoder's jar (binlog/jvmjar.py builds it)
+
+
+def _is_jvm(jar: str) -> bool:
+    return os.path.basename(jar) == JVM_JAR
 
 
 CHECKPOINT_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
@@ -132,8 +149,9 @@ def session(cfg: DbusConfig, app_name: str, realtime_tasks: int = 0, **conf: str
 
     builder = SparkSession.builder.appName(app_name)
     if submitted():  # spark-submit set the master, jars, code and settings: kept, never overridden
-        from pyspark import SparkConf
+        from pyspark import SparkConf, SparkContext
 
+        SparkContext._ensure_initialized()  # the gateway spark-submit started: its JVM holds the settings
         master = SparkConf().get("spark.master", "local[*]")
         raised = realtime_master(master, realtime_tasks) if realtime_tasks else master
         if raised != master:  # a local master's threads only: the query could not run with fewer
@@ -170,8 +188,26 @@ def stage_session(
     realtime = settings.trigger == "realtime" and not available_now
     tasks = kafka.partition_count(cfg.endpoints.kafka, inputs) if realtime else 0
     spark = session(cfg, app_name, realtime_tasks=tasks)
+    spark.conf.set(TASKS_CONF, str(tasks))
     check_slots(spark, tasks, app_name)
     return spark
+
+
+TASKS_CONF = "spark.dbus.realtimeTasks"  # a session's real-time tasks, set by stage_session
+
+
+def short_of_slots(spark: SparkSession) -> bool:
+    """The session's queries wait for the cluster's resources: on a cluster master, no executor at all,
+    or fewer tasks running than its real-time query's (``stage_session``), all of which run at once.
+    A local master runs its tasks in the driver: never short."""
+    sc = spark.sparkContext
+    if is_local(sc.master or "local"):
+        return False
+    infos = list(sc._jsc.sc().statusTracker().getExecutorInfos())
+    if len(infos) <= 1:  # the driver's only
+        return True
+    tasks = int(spark.conf.get(TASKS_CONF, "0") or 0)
+    return bool(tasks) and sum(i.numRunningTasks() for i in infos) < tasks
 
 
 def check_slots(spark: SparkSession, tasks: int, what: str) -> None:

@@ -31,6 +31,7 @@ import math
 import queue
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -44,8 +45,9 @@ WRITE_BATCH = 50  # points per InfluxDB write at most
 IDLE_S = 10.0  # no micro-batch for this long: an idle point (Spark's noDataProgressEventInterval)
 
 
-def stage_point(progress: dict[str, Any], ds: str, stage: str) -> Any:
-    """The ``dbus_stage`` point of one progress (the dict of ``StreamingQueryProgress.json``)."""
+def stage_point(progress: dict[str, Any], ds: str, stage: str, waiting: bool = False) -> Any:
+    """The ``dbus_stage`` point of one progress (the dict of ``StreamingQueryProgress.json``); ``waiting``:
+    the query waits for the cluster's resources (``dbuslib.spark.short_of_slots``; ``dbus status``)."""
     from influxdb_client import Point, WritePrecision
 
     rate = progress.get("processedRowsPerSecond")
@@ -58,14 +60,15 @@ def stage_point(progress: dict[str, Any], ds: str, stage: str) -> Any:
         .field("rows_per_s", rate)
         .field("batch_ms", float((progress.get("durationMs") or {}).get("triggerExecution") or 0))
         .field("lag_records", lag_records(progress))
+        .field("waiting", 1 if waiting else 0)
     )
     at = _timestamp(progress.get("timestamp"))
     return point.time(at, WritePrecision.MS) if at is not None else point
 
 
-def idle_point(timestamp: str | None, ds: str, stage: str) -> Any:
-    """The point of an idle trigger: nothing read, nothing behind."""
-    return stage_point({"timestamp": timestamp, "numInputRows": 0}, ds, stage)
+def idle_point(timestamp: str | None, ds: str, stage: str, waiting: bool = False) -> Any:
+    """The point of an idle trigger: nothing read, nothing behind (``waiting``: for resources)."""
+    return stage_point({"timestamp": timestamp, "numInputRows": 0}, ds, stage, waiting)
 
 
 def lag_records(progress: dict[str, Any]) -> int:
@@ -168,9 +171,10 @@ class ProgressWatcher:
         writer: PointWriter,
         interval_s: float = 5.0,
         batch_s: float = 0.0,
+        waiting: Callable[[], bool] | None = None,
     ) -> None:
         self.query, self.ds, self.stage, self.writer, self.interval_s = query, ds, stage, writer, interval_s
-        self.batch_s = batch_s
+        self.batch_s, self.waiting = batch_s, waiting
         self.last_batch = -1
         self._last_seen = time.monotonic()
         self._stop = threading.Event()
@@ -203,10 +207,19 @@ class ProgressWatcher:
         if new:
             self.last_batch = max(int(p.get("batchId", -1)) for p in new)
             self._last_seen = time.monotonic()
+        elif self._waiting():  # no progress because no task can run: said at once, every poll
+            self.writer.put(idle_point(None, self.ds, self.stage, waiting=True))
         elif time.monotonic() - self._last_seen >= IDLE_S + self.batch_s:
             self.writer.put(idle_point(None, self.ds, self.stage))
             self._last_seen = time.monotonic()
         return len(new)
+
+    def _waiting(self) -> bool:
+        try:
+            return bool(self.waiting and self.waiting())
+        except Exception as e:  # the context is going away: not known
+            log.debug("stage metrics: resources of %s not read: %s", self.stage, e)
+            return False
 
 
 def _as_dict(progress: Any) -> dict[str, Any]:
@@ -222,17 +235,40 @@ def batch_s(settings: Any) -> float:
     return float(settings.realtime_checkpoint_s) if settings.trigger == "realtime" else 0.0
 
 
+def watch_stage(query: Any, session: Any, cfg: Any, ds: str, stage: str) -> Any:
+    """``watch`` of a stage's query with the stage's settings: its batch length in real-time mode, and
+    whether its session waits for the cluster's resources (``dbuslib.spark.short_of_slots``)."""
+    from dbuslib import spark
+
+    settings = getattr(cfg.source(ds), stage)
+    return watch(
+        query,
+        cfg.endpoints.influxdb,
+        ds,
+        stage,
+        batch_s=batch_s(settings),
+        waiting=lambda: spark.short_of_slots(session),
+    )
+
+
 def watch(
-    query: Any, endpoint: InfluxEndpoint, ds: str, stage: str, interval_s: float = 5.0, batch_s: float = 0.0
+    query: Any,
+    endpoint: InfluxEndpoint,
+    ds: str,
+    stage: str,
+    interval_s: float = 5.0,
+    batch_s: float = 0.0,
+    waiting: Callable[[], bool] | None = None,
 ) -> Any:
     """Starts a ProgressWatcher for ``query`` (a running stage's) and returns it (None when it cannot:
     metrics are optional); ``stop()`` it when the query ends. ``batch_s``: a real-time query's batch
-    length (its progress comes once per batch: idle only after that much more)."""
+    length (its progress comes once per batch: idle only after that much more); ``waiting()``: the query
+    waits for resources."""
     if stage not in STAGES:
         msg = f"stage metrics: stage {stage!r} is not one of {STAGES}"
         raise ValueError(msg)
     try:
-        return ProgressWatcher(query, ds, stage, PointWriter(endpoint), interval_s, batch_s)
+        return ProgressWatcher(query, ds, stage, PointWriter(endpoint), interval_s, batch_s, waiting)
     except Exception as e:
         log.warning("stage metrics: no watcher for %s %s: %s", stage, ds, e)
         return None

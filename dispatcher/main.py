@@ -68,13 +68,7 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
             max_offsets=max_offsets,
             available_now=available_now,
         )
-        metrics = stagemetrics.watch(
-            query,
-            cfg.endpoints.influxdb,
-            ds,
-            "dispatcher",
-            batch_s=stagemetrics.batch_s(cfg.source(ds).dispatcher),
-        )  # dbus_stage points
+        metrics = stagemetrics.watch_stage(query, session, cfg, ds, "dispatcher")  # dbus_stage points
         log.info("%s: query %s started", ds, query.name)
         try:
             return life.await_query(query, "DISPATCH_FAILED")

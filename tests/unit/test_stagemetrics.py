@@ -63,15 +63,20 @@ PROGRESS = {
 def test_a_progress_becomes_a_dbus_stage_point():
     assert stage_point(PROGRESS, "demo", "appender").to_line_protocol() == (
         "dbus_stage,ds=demo,stage=appender batch_ms=485,input_rows=20000i,lag_records=1234i,"
-        "rows_per_s=41234.5 1767323045678"
+        "rows_per_s=41234.5,waiting=0i 1767323045678"
     )
+
+
+def test_a_query_waiting_for_resources_says_so():
+    line = idle_point(None, "demo", "appender", waiting=True).to_line_protocol()
+    assert "waiting=1i" in line and "input_rows=0i" in line
 
 
 @pytest.mark.parametrize(
     ("change", "fields"),
     [
-        ({"processedRowsPerSecond": None}, "rows_per_s=0 "),  # a float (no i suffix)
-        ({"processedRowsPerSecond": float("nan")}, "rows_per_s=0 "),
+        ({"processedRowsPerSecond": None}, "rows_per_s=0,"),  # a float (no i suffix)
+        ({"processedRowsPerSecond": float("nan")}, "rows_per_s=0,"),
         ({"durationMs": {}}, "batch_ms=0,"),
         ({"sources": [{"metrics": {}}, {}]}, "lag_records=0i"),
         ({"sources": [{"metrics": {"maxOffsetsBehindLatest": "n/a"}}]}, "lag_records=0i"),
@@ -91,7 +96,7 @@ def test_an_idle_trigger_is_a_point_of_zeros():
     line = idle_point("2026-01-02T03:04:05.678Z", "demo", "dispatcher").to_line_protocol()
     assert line == (
         "dbus_stage,ds=demo,stage=dispatcher batch_ms=0,input_rows=0i,lag_records=0i,"
-        "rows_per_s=0 1767323045678"
+        "rows_per_s=0,waiting=0i 1767323045678"
     )  # 0 with no i: a float
 
 

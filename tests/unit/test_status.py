@@ -363,3 +363,13 @@ def test_the_screen_and_the_json_show_the_dead_letters():
 def test_the_query_is_bounded_and_quotes_the_source():
     q = dead_letter_query("it's", 3600)
     assert "\"ds\" = 'it\\'s'" in q and "time > now() - 3600s" in q and q.startswith('SELECT sum("count")')
+
+
+def test_render_of_a_stage_waiting_for_resources_says_so():
+    stages = (
+        StageRate("dispatcher", 0.0, 0, 0.0, 3.0, waiting=True),
+        StageRate("appender", 10.0, 0, 5.0, 3.0),
+    )
+    screen = render(Snapshot("demo", NOW, 300, stages=stages))
+    assert "dispatcher waiting for resources: the cluster runs fewer of its tasks than it needs" in screen
+    assert screen.count("waiting for resources") == 1

@@ -113,8 +113,18 @@ public final class Sidecar {
     }
 
     /** {@code value} with "{files}" replaced by the folder where Spark put this executor's copy of the job's
-     * files (--py-files, --files; dbuslib/sidecar.py FILES): only the executor knows it. */
+     * files (--py-files, --files; dbuslib/sidecar.py FILES), and "{sparkpython}" by its Spark's Python path
+     * (pyspark.zip and py4j, as its Python workers get): only the executor knows them. */
     static String resolve(String value) {
+        if (value.contains("{sparkpython}")) {
+            String path;
+            try {
+                path = org.apache.spark.api.python.PythonUtils.sparkPythonPath();
+            } catch (RuntimeException e) { // no Spark installation here (TextMain)
+                path = "";
+            }
+            value = value.replace("{sparkpython}", path);
+        }
         if (!value.contains("{files}")) return value;
         String root;
         try {
