@@ -59,6 +59,7 @@ def add_parsers(sub: Any) -> None:
 
     rc = sub.add_parser("reconcile", help="merge full-pull rows and increments into a snapshot (Spark batch)")
     reconcile.add_arguments(rc)
+    reconcile.add_master(rc)
     rc.set_defaults(handler=reconcile.cli)
     vf = sub.add_parser("verify", help="compare a reconciled snapshot with the live source table")
     verify.add_arguments(vf)

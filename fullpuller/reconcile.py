@@ -1,8 +1,10 @@
 """Reconcile: a table's full pull and increments, read from its result topic, -> one snapshot.
 
-Usage: spark-submit $(dbus spark args) fullpuller/reconcile.py --config conf/dbus.yaml --source demo
-       --table shop.orders --out /data/orders.parquet [--format parquet|jdbc --jdbc-table db.orders]
-   or: dbus reconcile --source demo --table shop.orders --out /data/orders.parquet
+Usage: dbus reconcile --source demo --table shop.orders --out /data/orders.parquet [--master M]
+           [--format parquet|jdbc --jdbc-table db.orders]
+   or: mapfile -t args < <(dbus spark args)
+       spark-submit "${args[@]}" fullpuller/reconcile.py --config conf/dbus.yaml --source demo
+           --table shop.orders --out /data/orders.parquet
 
 The job reads the table's result topic (``topics.result``) with Spark's Kafka batch source, from the
 earliest offsets to the end offsets taken when it starts, keeps the data messages of the table
@@ -18,8 +20,13 @@ Result, printed as one JSON line::
     {"table": "shop.orders", "rows": 1000, "deletes_applied": 12, "messages_read": 40, "tuples_read": 1500,
      "max_ums_id": 1030000012345678, "versions": [0, 1], "topic": "demo.shop.result", "out": "/data/o"}
 
-Exit codes: 0 written, 1 failed (no data, Spark error), 2 bad configuration or arguments, 3 an endpoint
-could not be reached.
+On a cluster master the executors write the Parquet parts, on their machines: ``--out`` must then be a
+URI of a filesystem every worker and the driver share (``hdfs://``, ``s3a://``, or ``file:///shared/...``
+on a volume mounted on every worker); a plain path is refused (``check_out``), as the parts would land on
+the executors' local disks and only ``_SUCCESS`` on the driver's.
+
+Exit codes: 0 written, 1 failed (no data, Spark error), 2 bad configuration or arguments (a plain ``--out``
+path on a cluster master among them), 3 an endpoint could not be reached.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from dbuslib.errors import DbusError
+from dbuslib.errors import ConfigError, DbusError
 from ums.errors import BadNamespaceError
 from ums.message import Op, ProtocolType
 from ums.namespace import Namespace
@@ -175,6 +182,25 @@ def newest(
 
 def _get(field: Any, key: str) -> Any:
     return field[key] if isinstance(field, dict) else getattr(field, key)
+
+
+def check_out(out: str, master: str, fmt: str = "parquet") -> None:
+    """ConfigError when a Parquet ``out`` is a plain path (no scheme) and ``master`` is not local: its
+    executors, on other machines, would write the parts on their own disks (and the driver a lone
+    ``_SUCCESS`` on its). A URI with a scheme is taken as the user's word that every worker reaches it
+    (``hdfs://nn/x``, ``s3a://b/x``, ``file:///shared/x`` on a volume mounted everywhere)."""
+    from dbuslib import spark
+
+    if fmt != "parquet" or not out or spark.is_local(master):
+        return
+    if spark.scheme(out) == "file" and not out.startswith("file:"):
+        msg = (
+            f"--out {out} is a path on this machine, and the master {master} runs the executors elsewhere: "
+            "each would write its Parquet parts on its own disk. Use a shared filesystem URI that every "
+            "worker and this machine reach: hdfs://namenode:8020/path, s3a://bucket/path, or "
+            "file:///shared/path on a volume mounted on every worker"
+        )
+        raise ConfigError(msg)
 
 
 def parse_table(text: str) -> tuple[str, str]:
@@ -466,6 +492,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topic", help="result topic to read (default: the source's topics.result template)")
 
 
+def add_master(p: argparse.ArgumentParser) -> None:
+    """``--master`` of ``dbus reconcile`` (whose Spark runs in the command; under spark-submit, its own)."""
+    p.add_argument(
+        "--master",
+        help="Spark master of the job (default: spark.master of the configuration); on a cluster, --out "
+        "must be a shared filesystem URI (hdfs://, s3a://, file:///shared)",
+    )
+
+
 def cli(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
     """Run from parsed arguments; DbusError propagates (the caller maps it to an exit code)."""
     from dbuslib.config import load_config
@@ -485,8 +520,13 @@ def cli(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
     if spark is None:
         from dbuslib import spark as dspark
 
-        memory = {} if "spark.driver.memory" in cfg.spark.conf else {"spark__driver__memory": DRIVER_MEMORY}
-        spark = dspark.session(cfg, f"dbus-reconcile-{args.source}", **memory)
+        master = getattr(args, "master", None) or cfg.spark.master
+        check_out(args.out, master, args.format)  # before Spark starts
+        conf = {} if "spark.driver.memory" in cfg.spark.conf else {"spark__driver__memory": DRIVER_MEMORY}
+        conf = {**conf, **cfg.spark.stages.get("reconcile", {}), "spark.master": master}
+        spark = dspark.session(cfg, f"dbus-reconcile-{args.source}", **conf)
+    else:
+        check_out(args.out, spark.sparkContext.master or "local", args.format)
     key = tuple(k.strip() for k in args.primary_key.split(",")) if args.primary_key else None
     result = run(
         spark,

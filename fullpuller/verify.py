@@ -20,6 +20,7 @@ Exit codes: 0 equal, 1 different (or the column sets differ), 2 bad configuratio
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -274,6 +275,21 @@ def hash_shard(task: ShardTask) -> list[Pair]:
     return list(lay.pairs(render(r) for r in rows))
 
 
+def success_marker(path: str) -> bool:
+    """The snapshot folder ``path`` (a path or a filesystem URI) holds Spark's ``_SUCCESS`` marker."""
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
+    try:
+        if "://" in path or path.startswith("file:"):
+            filesystem, base = pafs.FileSystem.from_uri(path)
+        else:
+            filesystem, base = pafs.LocalFileSystem(), os.path.abspath(path)
+        return filesystem.get_file_info(f"{base.rstrip('/')}/_SUCCESS").type == pafs.FileType.File
+    except (OSError, ValueError, pa.ArrowException):
+        return False
+
+
 def snapshot_pairs(path: str, lay: Layout) -> tuple[Iterator[Pair], tuple[str, ...], tuple[str, ...]]:
     """(key, digest) of every snapshot row, and the columns only in the source / only in the snapshot."""
     import pyarrow.dataset as pads
@@ -283,6 +299,15 @@ def snapshot_pairs(path: str, lay: Layout) -> tuple[Iterator[Pair], tuple[str, .
     except (FileNotFoundError, OSError) as e:
         msg = f"snapshot {path}: {e}"
         raise VerifyError(msg) from e
+    if not data.files:  # Spark writes a part file even for an empty snapshot
+        msg = f"snapshot {path}: no Parquet part files"
+        if success_marker(path):
+            msg += (
+                " but a _SUCCESS marker: written on the executors' local disks? (reconcile on a cluster "
+                "master writes the parts where its executors run) Use a shared filesystem for reconcile's "
+                "--out: hdfs://..., s3a://... or file:///shared/... mounted on every worker"
+            )
+        raise VerifyError(msg)
     have = [n for n in data.schema.names if n not in SYSTEM_NAMES]
     only_source = tuple(n for n in lay.names if n not in have)
     only_snapshot = tuple(n for n in have if n not in lay.names)

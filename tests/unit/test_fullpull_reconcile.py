@@ -13,8 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cli import main as dbus
+from dbuslib.errors import ConfigError
 from fullpuller.reconcile import (
     OutColumn,
+    check_out,
     merge,
     newest,
     order_key,
@@ -166,3 +169,49 @@ def test_parse_table():
     assert parse_table("`my.db`.orders") == ("my.db", "orders")
     with pytest.raises(ValueError, match="schema.table"):
         parse_table("orders")
+
+
+@pytest.mark.parametrize(
+    ("out", "master", "refused"),
+    [
+        ("/data/orders.parquet", "local[2]", False),
+        ("snapshots/orders", "local", False),
+        ("/data/orders.parquet", "spark://h:7077", True),
+        ("snapshots/orders", "yarn", True),
+        ("/data/orders.parquet", "k8s://https://k:6443", True),
+        ("hdfs://nn:8020/snapshots/orders", "spark://h:7077", False),
+        ("s3a://bucket/snapshots/orders", "yarn", False),
+        ("file:///shared/snapshots/orders", "spark://h:7077", False),  # the user's word: a shared volume
+    ],
+)
+def test_check_out_refuses_a_plain_path_on_a_cluster_master(out, master, refused):
+    if not refused:
+        check_out(out, master)
+        return
+    with pytest.raises(ConfigError) as e:
+        check_out(out, master)
+    assert f"--out {out} is a path on this machine, and the master {master}" in str(e.value)
+    assert "hdfs://" in str(e.value) and "file:///shared" in str(e.value)
+
+
+def test_check_out_leaves_jdbc_alone():
+    check_out("", "spark://h:7077", "jdbc")
+
+
+def test_dbus_reconcile_with_a_cluster_master_and_a_plain_out_exits_2_before_spark(capsys):
+    code = dbus.main(
+        [
+            "reconcile",
+            "--source",
+            "demo",
+            "--table",
+            "shop.orders",
+            "--out",
+            "/tmp/o",
+            "--master",
+            "spark://h:7077",
+        ]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "CONFIG_INVALID" in err and "the master spark://h:7077" in err and "shared filesystem URI" in err

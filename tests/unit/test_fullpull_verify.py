@@ -10,7 +10,15 @@ from pydantic import SecretStr
 
 from dbuslib.config import MaskRule
 from fullpuller.canon import NULL, canonical, canonicalizer, digest
-from fullpuller.verify import VerifyError, compare, layout, report, source_renderer
+from fullpuller.verify import (
+    VerifyError,
+    compare,
+    layout,
+    report,
+    snapshot_pairs,
+    source_renderer,
+    success_marker,
+)
 from ums.masking import compile_rules
 from ums.types import ColumnSpec, UmsType
 
@@ -162,3 +170,26 @@ def test_a_column_set_difference_is_not_equal():
 def test_null_key_shows_as_null():
     c = compare([], [((NULL,), b"x")], key_names=("id",))
     assert report(c, "t")[0] == "missing in snapshot: id=NULL"
+
+
+def test_a_snapshot_with_success_and_no_parts_says_where_the_parts_went(tmp_path):
+    """What reconcile on a cluster master with a local --out left: the executors' parts on their disks,
+    the driver's _SUCCESS here."""
+    lay, _ = layout(COLUMNS, ("id",), "shop", "orders")
+    snapshot = tmp_path / "orders.parquet"
+    snapshot.mkdir()
+    with pytest.raises(VerifyError, match=r"no Parquet part files$"):
+        snapshot_pairs(str(snapshot), lay)
+    (snapshot / "_SUCCESS").write_bytes(b"")
+    assert success_marker(str(snapshot)) and success_marker(f"file://{snapshot}")
+    with pytest.raises(VerifyError) as e:
+        snapshot_pairs(str(snapshot), lay)
+    assert "no Parquet part files but a _SUCCESS marker: written on the executors' local disks?" in str(
+        e.value
+    )
+    assert "use a shared filesystem for reconcile's --out" in str(e.value).lower()
+
+
+def test_no_success_marker_where_there_is_none(tmp_path):
+    assert not success_marker(str(tmp_path / "nowhere"))
+    assert not success_marker(str(tmp_path))
