@@ -198,22 +198,23 @@ TASKS_CONF = "spark.dbus.realtimeTasks"  # a session's real-time tasks, set by s
 
 def short_of_slots(spark: SparkSession) -> bool:
     """The session's queries wait for the cluster's resources: on a cluster master, no executor at all,
-    or fewer tasks running than its real-time query's (``stage_session``), all of which run at once.
-    A local master runs its tasks in the driver: never short."""
+    or fewer executor cores (``defaultParallelism``) than its real-time query's tasks (``stage_session``),
+    all of which run at once. A local master runs its tasks in the driver: never short."""
     sc = spark.sparkContext
     if is_local(sc.master or "local"):
         return False
-    infos = list(sc._jsc.sc().statusTracker().getExecutorInfos())
-    if len(infos) <= 1:  # the driver's only
+    if len(list(sc._jsc.sc().statusTracker().getExecutorInfos())) <= 1:  # the driver's only
         return True
     tasks = int(spark.conf.get(TASKS_CONF, "0") or 0)
-    return bool(tasks) and sum(i.numRunningTasks() for i in infos) < tasks
+    return bool(tasks) and sc.defaultParallelism < tasks
 
 
 def check_slots(spark: SparkSession, tasks: int, what: str) -> None:
     """Warns when the session has fewer task slots than a real-time query's ``tasks``: Spark then waits
     for slots that never come (a local master is sized by ``realtime_master``; a cluster's are its
     executors' cores)."""
+    if not is_local(spark.sparkContext.master or "local"):
+        return  # a cluster's executors register after the session starts: dbus status says if they are short
     have = spark.sparkContext.defaultParallelism
     if tasks and have < tasks:
         import logging
