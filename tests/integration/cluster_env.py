@@ -37,6 +37,11 @@ def up() -> str:
     return _run("up").splitlines()[-1]
 
 
+def down() -> None:
+    """Stop the workers (and any executor of theirs) and the master."""
+    _run("down")
+
+
 def kill_worker(n: int) -> None:
     """``kill -9`` worker ``n``'s JVM; returns when it, its executors and its ALIVE state are gone."""
     _run("kill-worker", str(n))

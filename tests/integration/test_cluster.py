@@ -295,6 +295,5 @@ def test_stages_on_a_standalone_cluster_and_a_worker_killed(spark, writer_db, tm
     finally:
         if tail is not None:
             tail.close()
-        if sum(w["state"] == "ALIVE" for w in cluster_env.workers()) < 2:
-            cluster_env.start_worker(2)  # for the next test
         cleanup_pipeline(env, [*stages, puller])
+        cluster_env.down()  # its JVMs and unpacked environments are not left to the rest of the suite
