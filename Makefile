@@ -11,7 +11,7 @@ demo: stack-up
 	$(VENV)/bin/dbus demo
 
 test: stack-up
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests --durations=20
 
 test-unit: venv
 	$(PY) -m pytest tests/unit

@@ -192,7 +192,14 @@ def test_heartbeats_reach_the_result_topic_influxdb_and_the_dead_letter_topic(wr
             return rows if done >= {"dispatcher", "appender"} else None
 
         rows = wait_until(stages, 60, "dbus_stage points of both stages", alive=(dispatcher, appender))
-        assert {r["_field"] for r in rows} == {"input_rows", "rows_per_s", "batch_ms", "lag_records"}
+        assert {r["_field"] for r in rows} == {
+            "input_rows",
+            "rows_per_s",
+            "batch_ms",
+            "lag_records",
+            "waiting",
+        }
+        assert {r["_value"] for r in rows if r["_field"] == "waiting"} == {0}  # local[n]: every task runs
         dispatcher.assert_alive()
         appender.assert_alive()
         assert len(read_records(kafka_up, result)) == 4  # the purge added nothing

@@ -8,6 +8,7 @@ import copy
 import json
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 import yaml
@@ -29,8 +30,8 @@ def _config_with_source(cfg, ds: str, tmp_path) -> str:
     """A copy of the configuration with source ``ds`` (demo's settings, its own position mirror)."""
     raw = yaml.safe_load(cfg.path.read_text())
     raw.setdefault("spark", {})
-    for key in ("jars_file", "checkpoint_root"):
-        raw["spark"][key] = str(cfg.resolve(getattr(cfg.spark, key)))
+    raw["spark"]["jars_file"] = str(cfg.resolve(cfg.spark.jars_file))
+    raw["spark"]["checkpoint_root"] = str(cfg.resolve(Path(cfg.spark.checkpoint_root)))
     for name, src in raw["sources"].items():
         src.setdefault("extractor", {})["state_dir"] = str(cfg.resolve(cfg.source(name).extractor.state_dir))
     raw["sources"][ds] = copy.deepcopy(raw["sources"]["demo"])
@@ -132,7 +133,13 @@ def status_env(cfg, tmp_path):
                     "dbus_stage",
                     ds,
                     {"stage": "dispatcher"},
-                    {"input_rows": 600, "rows_per_s": 640.5, "batch_ms": 210.0, "lag_records": 12},
+                    {
+                        "input_rows": 600,
+                        "rows_per_s": 640.5,
+                        "batch_ms": 210.0,
+                        "lag_records": 12,
+                        "waiting": 1,
+                    },
                     times["dispatcher"],
                 ),
                 _point(
@@ -240,12 +247,14 @@ def test_status_json_reports_exactly_the_written_figures(status_env, capsys):
     assert list(stages) == ["extractor", "dispatcher", "appender"]
     assert (stages["extractor"]["rows_per_s"], stages["dispatcher"]["rows_per_s"]) == (812.0, 640.5)
     assert (stages["dispatcher"]["lag_records"], stages["dispatcher"]["batch_ms"]) == (12, 210.0)
+    assert stages["dispatcher"]["waiting"] is True
     assert stages["appender"] == {
         "stage": "appender",
         "rows_per_s": None,
         "lag_records": None,
         "batch_ms": None,
         "age_s": None,
+        "waiting": False,
     }
 
     beats = [(b["schema"], b["table"], b["latency_ms"], b["rows"]) for b in snap["heartbeats"]]
