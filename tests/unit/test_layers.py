@@ -2,7 +2,7 @@
 another.
 
     5  cli/                                   the `dbus` command, status, demo, stage launcher
-    4  extractor/ dispatcher/ appender/ fullpuller/ heartbeat/    the stages
+    4  extractor/ dispatcher/ appender/ fullpuller/ heartbeat/ logprocessor/    the stages
     3  binlog/                                the raw-event contract and what reads it
     2  dbuslib/                               config, errors, edges, shared stage runtime
     1  ums/                                   the message format
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-STAGES = ("extractor", "dispatcher", "appender", "fullpuller", "heartbeat")
+STAGES = ("extractor", "dispatcher", "appender", "fullpuller", "heartbeat", "logprocessor")
 FLOOR = {"ums": 1, "dbuslib": 2, "binlog": 3, **dict.fromkeys(STAGES, 4), "cli": 5, "bench": 5}
 
 

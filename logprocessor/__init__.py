@@ -1,0 +1,1 @@
+"""The log processor stage: shipped log lines -> rule operator groups -> UMS tables (docs/logs.md)."""
