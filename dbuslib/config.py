@@ -453,6 +453,110 @@ class Source(_Model):
         return self
 
 
+# ---------------------------------------------------------------- log sources
+
+# Shipper record formats (docs/logs.md, Shipper records): the original's six and the local stack's rsyslog.
+LogType = Literal[
+    "log_rsyslog", "log_logstash", "log_logstash_json", "log_filebeat", "log_flume", "log_json", "log_ums"
+]
+_LOG_TOPIC_FIELDS = {"result": {"ds", "schema", "table"}}
+
+
+class LogTopics(_Model):
+    """Topic name templates of a log source; ``{schema}`` is the source's ``schema``."""
+
+    raw: str = "{ds}"
+    result: str = "{ds}.{schema}.result"
+    ctrl: str = "{ds}_ctrl"
+    dead_letter: str = "{ds}.dlq"
+    unknown: str = "{ds}._unknown_table_"
+    partitions: int = Field(1, ge=1)
+    replication_factor: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _templates(self) -> LogTopics:
+        for name in ("raw", "result", "ctrl", "dead_letter", "unknown"):
+            allowed = _LOG_TOPIC_FIELDS.get(name, {"ds"})
+            template = getattr(self, name)
+            used = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+            if used - allowed:
+                msg = f"{name}: unknown placeholder(s) {sorted(used - allowed)} in {template!r}"
+                raise ValueError(msg)
+        return self
+
+    def name(self, kind: str, ds: str, schema: str = "", table: str = "") -> str:
+        """Topic of ``kind`` ('raw', 'result', 'ctrl', 'dead_letter', 'unknown'), escaped as in Topics."""
+        return render(getattr(self, kind), ds, schema, table)
+
+
+class LogShipper(_Model):
+    """What the local stack's rsyslog ships for this source: file globs (relative: to this file's folder)
+    tailed line by line into the raw topic (docs/logs.md, The shipper)."""
+
+    files: tuple[str, ...] = ()
+
+
+class LogHeartbeat(_Model):
+    """Heartbeat lines for a log source: the writer appends one to ``file`` every ``interval_s``; they
+    travel through the shipper and the processor like any line (docs/logs.md, Heartbeats)."""
+
+    file: Path | None = None  # relative: to this file's folder; must be one of shipper.files' matches
+    interval_s: float = Field(60.0, ge=1)
+    timeout_s: float = Field(600.0, gt=0)
+    latency_alert_s: float = Field(300.0, gt=0)
+
+
+class LogUms(_Model):
+    """UMS of log tables: the zone of ``ums_ts_`` and datetime columns, and the message size cap."""
+
+    timezone: str = "UTC"
+    max_message_bytes: int = Field(DEFAULT_MAX_BYTES, ge=1024)
+
+
+class LogProcessorSettings(StreamSettings):
+    """The log processor stage: its stream settings and how lines meet tables."""
+
+    multi_table: bool = True  # every table tries every line (the original's multiTable); false: first wins
+    max_line_bytes: int = Field(1_000_000, ge=1024)  # a longer record is a dead letter (LOG_RECORD_TOO_LARGE)
+    heartbeat_type: str = "dbus-heartbeat"  # the ``type`` that marks a shipper's heartbeat record
+
+
+class LogSource(_Model):
+    """One log data source: shipped lines in a raw topic, made into tables by rule groups (docs/logs.md)."""
+
+    type: LogType = "log_rsyslog"
+    schema_: str = Field("{ds}_schema", alias="schema")
+    host: str | None = None  # log_json only: the host of every record (the original's log.json.host)
+    shipper: LogShipper = LogShipper()
+    topics: LogTopics = LogTopics()
+    masking: dict[str, dict[str, MaskRule]] = Field(default_factory=dict)
+    heartbeat: LogHeartbeat = LogHeartbeat()
+    ums: LogUms = LogUms()
+    processor: LogProcessorSettings = LogProcessorSettings()
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @field_validator("masking")
+    @classmethod
+    def _mask_tables(cls, v: dict[str, dict[str, MaskRule]]) -> dict[str, dict[str, MaskRule]]:
+        for table in v:
+            _check_table_pattern(table)
+        return v
+
+    @model_validator(mode="after")
+    def _json_host(self) -> LogSource:
+        if self.type == "log_json" and not self.host:
+            msg = (
+                "host: a log_json source needs the host its records come from (the original's log.json.host)"
+            )
+            raise ValueError(msg)
+        return self
+
+    def schema_name(self, ds: str) -> str:
+        """The schema name of this source's tables (``{ds}`` filled in)."""
+        return self.schema_.replace("{ds}", ds)
+
+
 class DbusConfig(_Model):
     """The whole file (docs/configuration.md lists every key); ``path`` is where it was read from, and
     relative paths in it resolve against that file's folder."""
@@ -460,6 +564,7 @@ class DbusConfig(_Model):
     endpoints: Endpoints
     spark: SparkSettings = SparkSettings()
     sources: dict[str, Source]
+    log_sources: dict[str, LogSource] = Field(default_factory=dict)
     path: Path = Field(DEFAULT_CONFIG, exclude=True)
 
     @field_validator("sources")
@@ -483,6 +588,24 @@ class DbusConfig(_Model):
         if problems:
             raise ValueError("; ".join(problems))
         return v
+
+    @field_validator("log_sources")
+    @classmethod
+    def _log_source_names(cls, v: dict[str, LogSource]) -> dict[str, LogSource]:
+        bad = [name for name in v if not _NAME.match(name)]
+        if bad:
+            msg = f"log source names may hold letters, digits, '_' and '-' only: {bad}"
+            raise ValueError(msg)
+        return v
+
+    @model_validator(mode="after")
+    def _one_name_space(self) -> DbusConfig:
+        """A name is a database source or a log source, never both (they share topics and ZooKeeper)."""
+        both = sorted(set(self.sources) & set(self.log_sources))
+        if both:
+            msg = f"log_sources: {both} already name(s) a source under 'sources'"
+            raise ValueError(msg)
+        return self
 
     @model_validator(mode="after")
     def _record_limits(self) -> DbusConfig:
@@ -510,6 +633,15 @@ class DbusConfig(_Model):
             msg = (
                 f"{self.path}: no source {name!r} under 'sources' (known: {', '.join(sorted(self.sources))})"
             )
+            raise ConfigError(msg) from None
+
+    def log_source(self, name: str) -> LogSource:
+        """The log source called ``name``; ConfigError naming the known ones otherwise."""
+        try:
+            return self.log_sources[name]
+        except KeyError:
+            known = ", ".join(sorted(self.log_sources)) or "none"
+            msg = f"{self.path}: no log source {name!r} under 'log_sources' (known: {known})"
             raise ConfigError(msg) from None
 
     def resolve(self, p: Path) -> Path:
