@@ -190,7 +190,7 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_parser(sub).set_defaults(handler=_submit)
 
     from appender import commands as appender_commands
-    from cli import status
+    from cli import logrules, status
     from extractor import commands as extractor_commands
     from fullpuller import commands as fullpuller_commands
     from heartbeat import commands as heartbeat_commands
@@ -200,6 +200,7 @@ def _parser() -> argparse.ArgumentParser:
     fullpuller_commands.add_parsers(sub)  # fullpull request|status, reconcile, verify
     heartbeat_commands.add_parsers(sub)  # heartbeat run|monitor
     status.add_parsers(sub)  # status --source DS
+    logrules.add_parsers(sub)  # logrules tables|add-table|import|export|show|group|test|publish|reload
 
     dm = sub.add_parser("demo", help="run the demo on the local stack (make demo)")
     dm.add_argument("--source", default="demo", help="source name (default: %(default)s)")

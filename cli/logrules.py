@@ -1,0 +1,349 @@
+"""``dbus logrules``: a log source's tables and their rules, drafted, tested on sample lines and published
+(registered by cli/main.py through ``add_parsers``; docs/logs.md, Rules: draft, publish, test).
+
+    dbus logrules tables --source DS
+    dbus logrules add-table --source DS --table T
+    dbus logrules import --source DS --table T FILE [--replace] [--active]
+    dbus logrules export --source DS --table T [--published [--version N]] [-o FILE]
+    dbus logrules show --source DS --table T [--published]
+    dbus logrules group --source DS --table T --group G --active|--inactive
+    dbus logrules test --source DS --table T --sample FILE [--upto STEP] [--group G] [--published]
+                       [--type log_...] [--raw]
+    dbus logrules publish --source DS --table T [--no-reload]
+    dbus logrules reload --source DS
+
+The rules live in the meta store (dbuslib/logstore.py); the model is logprocessor/grammar.py and the draft and
+publish operations logprocessor/rules.py. Bad input (an unknown source, table or group, an unreadable file, a
+rule that does not check, a draft that cannot be published) exits 2 with a message naming it; an unreachable
+meta store or Kafka exits 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from dbuslib.errors import DbusError, EndpointError
+
+SENDER = "dbus-cli-logrules"  # ``from`` of the LOG_PROCESSOR_RELOAD_CONFIG it sends
+
+
+class FileUnreadable(DbusError):
+    """A file named on the command line cannot be read (or written): missing, a folder, not UTF-8."""
+
+    code = "LOG_FILE_UNREADABLE"
+
+
+def add_parsers(sub: Any) -> None:
+    lr = sub.add_parser(
+        "logrules",
+        help="log tables and their rules: tables | add-table | import | export | show | group | test | "
+        "publish | reload",
+        description="A log source's tables and their rule groups, kept in the meta store: a draft you "
+        "edit (import, group), test on sample lines (test) and publish as a new version (publish), "
+        "which the running log processor applies at once (LOG_PROCESSOR_RELOAD_CONFIG).",
+    ).add_subparsers(dest="action", required=True, metavar="ACTION")
+    config = argparse.ArgumentParser(add_help=False)
+    config.add_argument("--config", default=argparse.SUPPRESS, help="configuration file")
+    config.add_argument("--source", required=True, help="log source name under 'log_sources'")
+    table = argparse.ArgumentParser(add_help=False, parents=[config])
+    table.add_argument("--table", required=True, help="log table name")
+
+    lr.add_parser(
+        "tables", parents=[config], help="the source's log tables: status, version, columns, groups"
+    ).set_defaults(handler=tables_cli)
+    lr.add_parser(
+        "add-table", parents=[table], help="create a log table (status ok, nothing published yet)"
+    ).set_defaults(handler=add_table_cli)
+
+    im = lr.add_parser(
+        "import",
+        parents=[table],
+        help="add the groups of an export file to the draft (inactive unless --active)",
+        description="Read the original DBus's export file ([{groupName, rules: [{ruleTypeName, "
+        "ruleGrammar}]}]), check every rule, and add each group to the table's draft after its "
+        "groups, inactive (as the original imports), unless --active. Nothing is published.",
+    )
+    im.add_argument("file", metavar="FILE", help="the rule file (JSON)")
+    im.add_argument("--replace", action="store_true", help="make the file the whole draft")
+    im.add_argument("--active", action="store_true", help="import the groups active")
+    im.set_defaults(handler=import_cli)
+
+    ex = lr.add_parser("export", parents=[table], help="write the draft (or a published version) as JSON")
+    ex.add_argument("--published", action="store_true", help="the published version, not the draft")
+    ex.add_argument("--version", type=int, metavar="N", help="published version N (implies --published)")
+    ex.add_argument("-o", "--out", metavar="FILE", help="write to FILE (default: standard output)")
+    ex.set_defaults(handler=export_cli)
+
+    sh = lr.add_parser("show", parents=[table], help="the draft groups and their rules, readable")
+    sh.add_argument("--published", action="store_true", help="the current published version instead")
+    sh.set_defaults(handler=show_cli)
+
+    gr = lr.add_parser("group", parents=[table], help="make a draft group active or inactive")
+    gr.add_argument("--group", required=True, help="the group's name")
+    state = gr.add_mutually_exclusive_group(required=True)
+    state.add_argument("--active", dest="active", action="store_true", help="publish will include it")
+    state.add_argument("--inactive", dest="active", action="store_false", help="publish leaves it out")
+    gr.set_defaults(handler=group_cli)
+
+    pb = lr.add_parser(
+        "publish",
+        parents=[table],
+        help="publish the active draft groups as a new version, then reload the processor",
+        description="Check the active draft groups (each ends in saveAs, all save the same columns, "
+        "every rule checks), store them as version N+1, then send LOG_PROCESSOR_RELOAD_CONFIG on the "
+        "source's control topic. Publishing the rules in force again is a no-op that says so.",
+    )
+    pb.add_argument("--no-reload", action="store_true", help="publish only; send no reload message")
+    pb.set_defaults(handler=publish_cli)
+
+    lr.add_parser(
+        "reload", parents=[config], help="send LOG_PROCESSOR_RELOAD_CONFIG: the processor reloads its rules"
+    ).set_defaults(handler=reload_cli)
+
+
+# ---------------------------------------------------------------- the commands
+
+
+def tables_cli(args: argparse.Namespace) -> int:
+    with _Session(args) as s:
+        rows = [(t, s.store.draft(t)) for t in s.store.tables(args.source, s.schema)]
+    if not rows:
+        print(f"{args.source}.{s.schema}: no log table (dbus logrules add-table --source {args.source} ...)")
+        return 0
+    lines = [("TABLE", "STATUS", "VERSION", "GROUPS", "COLUMNS")]
+    for t, groups in rows:
+        active = sum(g.active for g in groups)
+        lines.append((t.table, t.status, str(t.version), f"{active}/{len(groups)}", _columns(t.columns)))
+    print(_aligned(lines))
+    return 0
+
+
+def add_table_cli(args: argparse.Namespace) -> int:
+    with _Session(args) as s:
+        t, created = s.store.add_table(args.source, s.schema, args.table)
+    what = "created" if created else "exists"
+    print(f"{t.where}: {what} (status {t.status}, version {t.version})")
+    return 0
+
+
+def import_cli(args: argparse.Namespace) -> int:
+    from logprocessor import rules
+
+    text = _read(args.file)
+    with _Session(args) as s:
+        t = s.need_table(args.table)
+        groups = rules.import_groups(s.store, t, text, args.file, replace=args.replace, active=args.active)
+    state = "active" if args.active else "inactive"
+    verb = "replaced the draft with" if args.replace else "added"
+    names = ", ".join(f"{g.name!r} ({len(g.rules)} rules)" for g in groups)
+    print(f"{t.where}: {verb} {len(groups)} group(s), {state}: {names}")
+    return 0
+
+
+def export_cli(args: argparse.Namespace) -> int:
+    from logprocessor import grammar, rules
+
+    with _Session(args) as s:
+        t = s.need_table(args.table)
+        if args.published or args.version is not None:
+            groups = rules.published_groups(s.store, t, args.version)
+        else:
+            groups = rules.draft(s.store, t)
+    text = grammar.groups_to_json(groups) + "\n"
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(args.out).write_text(text, encoding="utf-8")
+    except OSError as e:
+        msg = f"{args.out}: cannot write: {e.strerror or e}"
+        raise FileUnreadable(msg) from None
+    print(f"{args.out}: {len(groups)} group(s) of {t.where}")
+    return 0
+
+
+def show_cli(args: argparse.Namespace) -> int:
+    with _Session(args) as s:
+        t = s.need_table(args.table)
+        current = s.store.published(t)
+        if args.published:
+            if current is None:
+                print(f"{t.where}: nothing published yet")
+                return 0
+            shown = [(g["groupName"], True, g.get("rules") or []) for g in json.loads(current.groups)]
+        else:
+            shown = [(g.name, g.active, json.loads(g.rules)) for g in s.store.draft(t)]
+    published = f"version {t.version}: {_columns(t.columns)}" if t.version else "nothing published yet"
+    print(f"{t.where}: status {t.status}, {published}")
+    if not args.published:
+        active = [{"groupName": n, "rules": r} for n, a, r in shown if a]
+        same = current is not None and json.loads(current.groups) == active
+        state = f"equal version {t.version}" if same else "differ from the published version"
+        print(f"draft: {len(shown)} group(s), {len(active)} active; the active groups {state}")
+    if not shown:
+        print(f"  no draft group (dbus logrules import --source {t.ds} --table {t.table} FILE)")
+    for name, active, group_rules in shown:
+        where = f"version {t.version}" if args.published else ("active" if active else "inactive")
+        print(f"group {name!r}: {where}, {len(group_rules)} rule(s)")
+        for i, rule in enumerate(group_rules, 1):
+            print(f"  {i:>2} {_show_rule(rule)}")
+    return 0
+
+
+def group_cli(args: argparse.Namespace) -> int:
+    with _Session(args) as s:
+        t = s.need_table(args.table)
+        s.store.set_active(t, args.group, args.active)
+    state = "active" if args.active else "inactive"
+    print(f"{t.where}: group {args.group!r} is {state} in the draft (dbus logrules publish applies it)")
+    return 0
+
+
+def publish_cli(args: argparse.Namespace) -> int:
+    from logprocessor import rules
+
+    with _Session(args) as s:
+        t = s.need_table(args.table)
+        done = rules.publish(s.store, t)
+    cols = ", ".join(f"{c.name} {c.type}" for c in done.columns)
+    if not done.published:
+        print(f"{t.where}: the active groups equal version {done.version}: nothing to publish")
+        return 0
+    change = "new columns" if done.columns_changed else "same columns"
+    print(f"{t.where}: version {done.version} published: groups {list(done.groups)}; {change}: {cols}")
+    if not args.no_reload:
+        _send_reload(s.cfg, args.source, table=t.table, version=done.version)
+    return 0
+
+
+def reload_cli(args: argparse.Namespace) -> int:
+    from dbuslib.config import load_config
+
+    _send_reload(load_config(args.config), args.source)
+    return 0
+
+
+# ---------------------------------------------------------------- helpers
+
+
+class _Session:
+    """The configuration, the log source and an open meta store for one command; the store's failures
+    become EndpointError (exit 3) naming it."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from dbuslib.config import load_config
+
+        self.cfg = load_config(args.config)
+        self.source = self.cfg.log_source(args.source)
+        self.ds = args.source
+        self.schema = self.source.schema_name(args.source)
+        self.store: Any = None
+
+    def __enter__(self) -> _Session:
+        from dbuslib.logstore import LogStore
+
+        self.url = self.cfg.endpoints.meta_store.url.get_secret_value()
+        self.store = LogStore(self.url)
+        self._guard(self.store.create_schema)
+        return self
+
+    def need_table(self, table: str) -> Any:
+        return self.store.need_table(self.ds, self.schema, table)
+
+    def __exit__(self, kind: Any, err: Any, tb: Any) -> None:
+        from sqlalchemy.exc import DBAPIError
+
+        self.store.dispose()
+        if isinstance(err, DBAPIError):
+            raise self._unreachable(err) from err
+
+    def _guard(self, call: Any) -> None:
+        from sqlalchemy.exc import DBAPIError
+
+        try:
+            call()
+        except DBAPIError as e:
+            self.store.dispose()
+            raise self._unreachable(e) from e
+
+    def _unreachable(self, err: Any) -> EndpointError:
+        url = self.store.engine.url
+        where = f"{url.host}:{url.port or 3306}" if url.host else str(url.database)
+        msg = f"meta store at {where}: {getattr(err, 'orig', None) or err}"
+        return EndpointError(msg)
+
+
+def _send_reload(cfg: Any, ds: str, **extra: Any) -> None:
+    """LOG_PROCESSOR_RELOAD_CONFIG on the source's control topic: the original's payload (spec §7), plus
+    the table and version published when a publish sends it."""
+    from dbuslib import kafka
+    from ums.control import ControlType, control_key, new_control_message, to_json
+
+    src = cfg.log_source(ds)
+    topic = src.topics.name("ctrl", ds)
+    message = new_control_message(
+        ControlType.LOG_PROCESSOR_RELOAD_CONFIG, SENDER, {"dsName": ds, "dsType": src.type, **extra}
+    )
+    producer = kafka.producer(cfg.endpoints.kafka, max_block_ms=15_000)
+    try:
+        producer.send(topic, key=control_key(message).encode(), value=to_json(message).encode()).get(30)
+    except Exception as e:
+        servers = cfg.endpoints.kafka.bootstrap_servers
+        msg = f"could not send LOG_PROCESSOR_RELOAD_CONFIG to {topic} on {servers}: {e}"
+        raise EndpointError(msg) from e
+    finally:
+        producer.close()
+    print(f"{message.id}\tLOG_PROCESSOR_RELOAD_CONFIG sent to {topic}")
+
+
+def _read(path: str) -> str:
+    """A file's text; FileUnreadable naming it otherwise."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        msg = f"{path}: not UTF-8 text (byte {e.start})"
+        raise FileUnreadable(msg) from None
+    except OSError as e:
+        msg = f"{path}: cannot read: {e.strerror or e}"
+        raise FileUnreadable(msg) from None
+
+
+def _columns(text: str) -> str:
+    return ", ".join(f"{c['name']} {c['type']}" for c in json.loads(text))
+
+
+def _show_rule(rule: dict[str, Any]) -> str:
+    """``split            {ruleScope: "1", ruleType: "string", ruleParamter: " | "}``: each entry JSON-quoted,
+    one a line when they do not fit on one."""
+    op, grammar = f"{rule.get('ruleTypeName')!s:<16}", rule.get("ruleGrammar") or "[]"
+    try:
+        entries = json.loads(grammar) if isinstance(grammar, str) else grammar
+    except ValueError:
+        return f"{op} (ruleGrammar is not JSON: {grammar!r})"
+    shown = [
+        "{" + ", ".join(f"{k}: {_quote(v)}" for k, v in e.items()) + "}"
+        if isinstance(e, dict)
+        else json.dumps(e)
+        for e in (entries if isinstance(entries, list) else [entries])
+    ]
+    if len(op) + sum(len(e) + 1 for e in shown) <= 100:
+        return f"{op} {' '.join(shown)}"
+    return f"{op} " + f"\n{' ' * (len(op) + 6)}".join(shown)
+
+
+def _quote(v: Any) -> str:
+    """A value as the user wrote it, in double quotes (a regex's backslashes stay single)."""
+    if not isinstance(v, str):
+        return json.dumps(v)
+    return '"' + v.replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+
+
+def _aligned(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1] for r in rows
+    ).rstrip()
