@@ -138,9 +138,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    st = sub.add_parser("stack", help="the local stack: MariaDB, ZooKeeper, Kafka, InfluxDB, Spark jars")
+    st = sub.add_parser(
+        "stack", help="the local stack: MariaDB, ZooKeeper, Kafka, rsyslog, InfluxDB, Spark jars"
+    )
     st.add_argument("action", choices=["up", "down", "status", "install"], help="what to do")
-    st.add_argument("services", nargs="*", help="only these (mariadb zookeeper kafka influxdb spark)")
+    st.add_argument("services", nargs="*", help="only these (mariadb zookeeper kafka rsyslog influxdb spark)")
     st.set_defaults(handler=_stack)
 
     cf = sub.add_parser("config", help="configuration").add_subparsers(dest="action", required=True)
@@ -190,7 +192,7 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_parser(sub).set_defaults(handler=_submit)
 
     from appender import commands as appender_commands
-    from cli import logrules, status
+    from cli import logrules, logs, status
     from extractor import commands as extractor_commands
     from fullpuller import commands as fullpuller_commands
     from heartbeat import commands as heartbeat_commands
@@ -200,6 +202,7 @@ def _parser() -> argparse.ArgumentParser:
     fullpuller_commands.add_parsers(sub)  # fullpull request|status, reconcile, verify
     heartbeat_commands.add_parsers(sub)  # heartbeat run|monitor
     status.add_parsers(sub)  # status --source DS
+    logs.add_parsers(sub)  # logs shipper-conf
     logrules.add_parsers(sub)  # logrules tables|add-table|import|export|show|group|test|publish|reload
 
     dm = sub.add_parser("demo", help="run the demo on the local stack (make demo)")

@@ -1,0 +1,61 @@
+# The log shipper: rsyslog from Debian (packages rsyslog, rsyslog-kafka) as a private rsyslogd, not the
+# system's: its own config, pid file and work directory under .stack/rsyslog, no imuxsock/imklog (/dev/log is
+# left alone). The config is generated from the DBus configuration (dbus logs shipper-conf: imfile inputs for
+# each log source's shipper.files, omkafka to its raw topic; docs/logs.md, The shipper), and rsyslogd is
+# restarted when it changed. It needs Kafka (the raw topics are created at start) and the venv's dbus.
+# .stack/rsyslog/data: imfile's read positions, disk-assisted queues, failed and oversize lines;
+# .stack/rsyslog/log/rsyslogd.log: rsyslogd's own messages; log/stdout.log: what it printed.
+RSYSLOG_HOME=$STACK_HOME/rsyslog
+RSYSLOG_DBUS_CONFIG=${RSYSLOG_DBUS_CONFIG:-$STACK_REPO/conf/dbus.yaml}   # whose log sources are shipped
+
+rsyslog_install() {
+  apt_install rsyslog rsyslog-kafka
+}
+
+# Serving = rsyslogd's own pid file (written once its config is active and the inputs run) names our
+# running rsyslogd.
+rsyslog_health() {
+  local pidfile=$RSYSLOG_HOME/rsyslogd.pid
+  [ -f "$pidfile" ] && [ "$(cat "/proc/$(cat "$pidfile")/comm" 2>/dev/null)" = rsyslogd ]
+}
+
+# _rsyslog_conf OUT: the generated config into OUT; dies naming the command when it fails.
+_rsyslog_conf() {
+  "$VENV/bin/dbus" --config "$RSYSLOG_DBUS_CONFIG" logs shipper-conf --create-topics \
+    --work-dir "$RSYSLOG_HOME/data" --log "$RSYSLOG_HOME/log/rsyslogd.log" >"$1" \
+    || die "rsyslog: dbus logs shipper-conf --config $RSYSLOG_DBUS_CONFIG failed"
+}
+
+rsyslog_start() {
+  local dir conf new; dir=$(svc_dir rsyslog)
+  conf="$dir/rsyslog.conf"; new="$dir/rsyslog.conf.new"
+  _rsyslog_conf "$new"
+  if cmp -s "$new" "$conf"; then
+    rm -f "$new"
+    rsyslog_health && return 0
+  else
+    rsyslogd -N1 -f "$new" >"$dir/log/check.log" 2>&1 \
+      || { cat "$dir/log/check.log" >&2; die "rsyslog: the generated $new does not load; see $dir/log/check.log"; }
+    if rsyslog_health; then log "rsyslog: the configuration changed; restarting"; rsyslog_stop; fi
+    mv -f "$new" "$conf"
+  fi
+  pid_alive "$dir/pid" && rsyslog_stop       # running but not healthy: start afresh
+  rm -f "$dir/rsyslogd.pid"                  # stale after a kill -9; rsyslogd refuses a live pid in it
+  log "rsyslog: starting rsyslogd $(_rsyslog_version) with $conf (log $dir/log/rsyslogd.log)"
+  start_bg "$dir/pid" "$dir/log/stdout.log" rsyslogd -n -i "$dir/rsyslogd.pid" -f "$conf"
+  wait_for 30 rsyslog "$dir/log/stdout.log" running_and "$dir/pid" "$dir/log/stdout.log" rsyslog_health
+}
+
+# TERM: rsyslogd saves its queues and read positions, and the lines Kafka has not acknowledged, in data/.
+rsyslog_stop() {
+  stop_pid rsyslog "$RSYSLOG_HOME/pid" 30
+  rm -f "$RSYSLOG_HOME/rsyslogd.pid"
+}
+
+_rsyslog_version() { rsyslogd -v 2>/dev/null | sed -n '1s/^rsyslogd *\([^ ]*\).*/\1/p'; }
+
+rsyslog_describe() {
+  local sources
+  sources=$(sed -n 's/^# Log sources shipped: \(.*\)\.$/\1/p' "$RSYSLOG_HOME/rsyslog.conf" 2>/dev/null)
+  echo "rsyslog $(_rsyslog_version) (imfile -> omkafka), shipping log sources: ${sources:-none}; config $RSYSLOG_HOME/rsyslog.conf"
+}
