@@ -10,6 +10,7 @@ The tree of source ``demo``, by example::
     /DBus/Extractor/demo/position                    extractor_position: committed position JSON (store.py)
     /DBus/Appender/demo/rules                        appender_rules: the masking rules snapshot (rules.py)
     /DBus/Appender/demo/reload                       appender_reload: the answer to the last reload
+    /DBus/LogProcessor/applog/reload                 logprocessor_reload: the answer to the last rules reload
     /DBus/FullPuller/demo                            fullpuller(root, ds): one source's pulls
     /DBus/FullPuller/demo/shop/orders/1704164645123  pull(base, schema, table, seqno): one request's progress
     /DBus/FullPuller/demo/shop/orders/1704164645123/shards      pull_shards(base, ...)
@@ -29,6 +30,7 @@ import posixpath
 from dbuslib.zk import escape
 
 EXTRACTOR, APPENDER, FULLPULLER, HEARTBEAT = "Extractor", "Appender", "FullPuller", "HeartBeat"
+LOGPROCESSOR = "LogProcessor"
 _EPOCH = "epoch"
 
 
@@ -68,6 +70,14 @@ def appender_rules(root: str, ds: str) -> str:
 
 def appender_reload(root: str, ds: str) -> str:
     return join(appender(root, ds), "reload")
+
+
+def logprocessor(root: str, ds: str) -> str:
+    return join(root, LOGPROCESSOR, ds)
+
+
+def logprocessor_reload(root: str, ds: str) -> str:
+    return join(logprocessor(root, ds), "reload")
 
 
 def fullpuller(root: str, ds: str) -> str:

@@ -1,0 +1,255 @@
+"""Rules reload in the log processor's driver: LOG_PROCESSOR_RELOAD_CONFIG on ``<ds>_ctrl`` -> new rules
+from the next batch, whole, or none.
+
+``dbus logrules publish`` stores a new version and sends the message. This thread (reading the control
+topic from its end: a reload is for the running driver only) loads the source's published rule set and
+compiles it. A set that does not compile is *rejected*: the answer names the rule, and the running set
+stays. A good set is handed to the driver (``take``), after ``switch`` has asked the running query to stop
+between two batches. The driver starts the next query on the new set from the checkpoint, so every line is
+processed by one whole rule set: the lines before the *switch offsets* (the end of the last batch the old
+query finished) by the old one, the rest by the new.
+
+The answer to each request is one ZooKeeper node, ``/DBus/LogProcessor/<ds>/reload``, by example::
+
+    {"request_id": 1732460000000, "source": "applog", "status": "applied",
+     "versions": {"order_events": 4, "access": 2}, "switch": {"0": 18250, "1": 17993}}
+    {"request_id": 1732460001000, "source": "applog", "status": "rejected", "versions": {...},
+     "code": "LOG_RULE_INVALID", "reason": "applog_schema.order_events version 5: group 'g1' rule 3 ..."}
+
+No record stops the thread: a record that is not a control message is logged (and answered ``rejected``
+when it says LOG_PROCESSOR_RELOAD_CONFIG); a failed poll is retried with backoff.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dbuslib import control, zk, zkpaths
+from dbuslib.config import DbusConfig
+from dbuslib.errors import DbusError, EndpointError
+from logprocessor.rules import RuleSet
+from ums.control import ControlMessage, ControlType, peek
+from ums.errors import BadControlError
+
+log = logging.getLogger(__name__)
+
+RELOAD_FAILED = "LOG_RELOAD_FAILED"  # an unexpected error while loading or compiling the published rules
+RELOAD_KEY = ControlType.LOG_PROCESSOR_RELOAD_CONFIG.value.encode()
+
+
+def reply_path(cfg: DbusConfig, ds: str) -> str:
+    return zkpaths.logprocessor_reload(cfg.endpoints.zookeeper.root, ds)
+
+
+def versions(rules: RuleSet) -> dict[str, int]:
+    """``{table: version}`` of the tables a rule set processes."""
+    return {t.table: t.version for t in rules.tables}
+
+
+def read_reply(client: Any, cfg: DbusConfig, ds: str) -> dict[str, Any] | None:
+    """The answer to the last reload request (None: none yet, or unreadable)."""
+    try:
+        data, _ = client.get(reply_path(cfg, ds))
+        reply = json.loads(data)
+    except Exception:
+        return None
+    return reply if isinstance(reply, dict) else None
+
+
+@dataclass(frozen=True)
+class Request:
+    """A reload the driver must apply: the request's id and the checked rule set."""
+
+    request_id: int | None
+    rules: RuleSet
+
+
+class ReloadListener(threading.Thread):
+    """See the module docstring. ``load()`` reads the published rule set; ``check(rules)`` compiles it
+    (raising ``DbusError`` naming the rule); ``switch()`` asks the running query to stop between batches."""
+
+    def __init__(
+        self,
+        cfg: DbusConfig,
+        ds: str,
+        load: Callable[[], RuleSet],
+        check: Callable[[RuleSet], object],
+        switch: Callable[[], None],
+        running: RuleSet,
+        poll_ms: int = 500,
+    ) -> None:
+        super().__init__(name=f"logprocessor-reload-{ds}", daemon=True)
+        self.cfg, self.ds, self.poll_ms = cfg, ds, poll_ms
+        self._load, self._check, self._switch = load, check, switch
+        self.running = running
+        self.topic = cfg.log_source(ds).topics.name("ctrl", ds)
+        self.ready, self.stopping = threading.Event(), threading.Event()
+        self.error: BaseException | None = None
+        self._requests: queue.Queue[Request] = queue.Queue()
+        self._zk: Any = None
+        self._consumer: Any = None
+        self._dispatcher = control.Dispatcher(
+            f"logprocessor {ds}", {ControlType.LOG_PROCESSOR_RELOAD_CONFIG: self._reload}, bad=self._bad
+        )
+
+    # ------------------------------------------------------------ the driver's side
+
+    def start(self, timeout: float = 60.0) -> ReloadListener:  # type: ignore[override]
+        """Returns once the consumer sits at the end of the control topic: a later request is never missed."""
+        super().start()
+        self.ready.wait(timeout)
+        if isinstance(self.error, DbusError):
+            raise self.error
+        if not self.ready.is_set() or self.error is not None:
+            msg = f"log processor reload listener on {self.topic} did not start: {self.error or 'timeout'}"
+            raise EndpointError(msg)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.stopping.set()
+        self.join(timeout)
+
+    def take(self) -> Request | None:
+        """The latest reload waiting to be applied (older ones it supersedes are dropped), or None."""
+        got = None
+        while True:
+            try:
+                got = self._requests.get_nowait()
+            except queue.Empty:
+                return got
+
+    def applied(self, request: Request, switch: Mapping[int, int]) -> dict[str, Any]:
+        """The driver started its query on ``request``'s rules: answer ``applied`` with the switch offsets."""
+        self.running = request.rules
+        reply = {
+            "request_id": request.request_id,
+            "source": self.ds,
+            "status": "applied",
+            "versions": versions(request.rules),
+            "switch": {str(p): o for p, o in sorted(switch.items())},
+        }
+        log.info("logprocessor %s: reload %s applied: %s", self.ds, request.request_id, reply)
+        return self._answer(reply)
+
+    # ------------------------------------------------------------ the thread
+
+    def run(self) -> None:
+        try:
+            self._open()
+        except BaseException as e:
+            self.error = e
+            self.ready.set()
+            self._close()
+            return
+        self.ready.set()
+        try:
+            self._listen()
+        finally:
+            self._close()
+
+    def _listen(self) -> None:
+        backoff = 0.0
+        while not self.stopping.is_set():
+            try:
+                batch = control.poll(self._consumer, self.poll_ms)
+            except Exception as e:
+                backoff = min(30.0, backoff * 2 or 0.5)
+                log.warning(
+                    "logprocessor %s: reading %s failed (%s); again in %.1f s",
+                    self.ds,
+                    self.topic,
+                    e,
+                    backoff,
+                )
+                self.stopping.wait(backoff)
+                continue
+            backoff = 0.0
+            for rec in batch:
+                self.handle(rec)
+
+    def _open(self) -> None:
+        from dbuslib import kafka
+
+        self._zk = zk.client(self.cfg.endpoints.zookeeper)
+        self._consumer = kafka.consumer(
+            self.cfg.endpoints.kafka, group_id=None, enable_auto_commit=False, auto_offset_reset="latest"
+        )
+        control.assign(self._consumer, self.topic, self.ds, resume=False)
+
+    def _close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+        if self._zk is not None:
+            try:
+                self._zk.stop()
+                self._zk.close()
+            except Exception as e:
+                log.debug("logprocessor %s: closing ZooKeeper: %s", self.ds, e)
+
+    def handle(self, rec: control.ControlRecord) -> dict[str, Any] | None:
+        """One control record; the reply written (applied later by the driver, or rejected now), else None.
+        Never raises."""
+        try:
+            return self._dispatcher.dispatch(rec)
+        except Exception:
+            log.exception("logprocessor %s: %s: the control record could not be handled", self.ds, rec.where)
+            return None
+
+    def _reload(self, message: ControlMessage, rec: control.ControlRecord) -> dict[str, Any] | None:
+        target = message.payload.get("dsName")
+        if target not in (None, self.ds):
+            return None
+        try:
+            rules = self._load()
+            self._check(rules)
+        except Exception as e:
+            code = e.code if isinstance(e, DbusError) else RELOAD_FAILED
+            reason = str(e) if isinstance(e, DbusError) else f"{type(e).__name__}: {e}"
+            log.error(
+                "logprocessor %s: %s: reload %s rejected, the running rules stay: %s: %s",
+                self.ds,
+                rec.where,
+                message.id,
+                code,
+                reason,
+            )
+            return self._answer(self._rejected(message.id, code, reason))
+        log.info(
+            "logprocessor %s: %s: reload %s: new rules %s", self.ds, rec.where, message.id, versions(rules)
+        )
+        self._requests.put(Request(message.id, rules))
+        self._switch()
+        return None
+
+    def _bad(self, rec: control.ControlRecord, e: BadControlError) -> dict[str, Any] | None:
+        request_id, kind = peek(rec.value)
+        if rec.key != RELOAD_KEY and kind != ControlType.LOG_PROCESSOR_RELOAD_CONFIG.value:
+            log.warning("logprocessor %s: %s: ignoring a bad control message: %s", self.ds, rec.where, e)
+            return None
+        log.error("logprocessor %s: %s: reload %s rejected: %s", self.ds, rec.where, request_id, e)
+        return self._answer(self._rejected(request_id, e.code, f"{rec.where}: {e}"))
+
+    def _rejected(self, request_id: int | None, code: str, reason: str) -> dict[str, Any]:
+        return {
+            "request_id": request_id,
+            "source": self.ds,
+            "status": "rejected",
+            "versions": versions(self.running),
+            "code": code,
+            "reason": reason,
+        }
+
+    def _answer(self, reply: dict[str, Any]) -> dict[str, Any]:
+        try:
+            path, data = reply_path(self.cfg, self.ds), json.dumps(reply, sort_keys=True).encode()
+            self._zk.ensure_path(path)
+            self._zk.set(path, data)
+        except Exception as e:
+            log.warning("logprocessor %s: could not write the reload reply: %s", self.ds, e)
+        return reply
