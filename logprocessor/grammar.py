@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from dbuslib.errors import DbusError
+from logprocessor.javatext import java_regex, java_replacement
+from logprocessor.jsontext import JsonTextError, compile_path, dotted_keys
 
 # The 16 operators, in the console's menu order (excludeField is the one the menu leaves out).
 OPERATORS = (
@@ -308,17 +310,49 @@ def check_rule(rule: Rule, where: str) -> None:
         if rule.op == "regexExtract" and e.param is None:
             msg = f"{at}: ruleParamter (the regex) is missing"
             raise RuleError(msg)
-        is_regex = (
-            rule.op in _REGEX_PARAM
-            or (e.rule_type == "regex" and rule.op in ("filter", "keyFilter", "split"))
-            or (rule.op == "replace" and e.rule_type != "string")
-        )
-        if is_regex and e.param:
-            try:
-                re.compile(e.param)
-            except re.error as err:
-                msg = f"{at}: ruleParamter {e.param!r} is not a valid regex: {err}"
-                raise RuleError(msg) from None
+        _check_regex(rule.op, e, at)
+        _check_path(rule.op, e, at)
+
+
+def _check_regex(op: str, e: Entry, at: str) -> None:
+    """A Java regex (``logprocessor.javatext.java_regex``) where the operator reads one: regexExtract always,
+    filter/keyFilter with ruleType regex, split and replace unless ruleType is string (spec §3). Only
+    replace runs without one (nothing replaced); replace's ``$n`` references must name groups."""
+    is_regex = (
+        op in _REGEX_PARAM
+        or (e.rule_type == "regex" and op in ("filter", "keyFilter"))
+        or (op in ("split", "replace") and e.rule_type != "string")
+    )
+    if not is_regex:
+        return
+    if e.param is None:
+        if op != "replace":
+            msg = f"{at}: ruleParamter (the regex) is missing"
+            raise RuleError(msg)
+        return
+    try:
+        rx = java_regex(e.param)
+    except re.error as err:
+        msg = f"{at}: ruleParamter {e.param!r} is not a valid regex: {err}"
+        raise RuleError(msg) from None
+    if op == "replace":
+        try:
+            java_replacement(rx, e.operate or "")
+        except ValueError as err:
+            msg = f"{at}: ruleOperate {e.operate!r} is not a valid replacement: {err}"
+            raise RuleError(msg) from None
+
+
+def _check_path(op: str, e: Entry, at: str) -> None:
+    """jsonPath's path in the supported JsonPath subset; flattenJsonArray's, when set, keys joined by dots."""
+    try:
+        if op == "jsonPath":
+            compile_path(e.param)
+        elif op == "flattenJsonArray" and e.param:
+            dotted_keys(e.param)
+    except JsonTextError as err:
+        msg = f"{at}: ruleParamter: {err}"
+        raise RuleError(msg) from None
 
 
 def with_save_as(group: Group) -> Group:
@@ -329,11 +363,18 @@ def with_save_as(group: Group) -> Group:
     return replace(group, rules=(*group.rules, Rule("saveAs", ())))
 
 
+def save_as_entries(grammar: tuple[Entry, ...]) -> list[tuple[int, Entry]]:
+    """The saveAs entries that make columns, in output order: a ``ruleScope`` of decimal digits only
+    (negative and range scopes are ignored, as in the original), by column index, then entry order."""
+    keyed = [(int(e.scope), i, e) for i, e in enumerate(grammar) if e.scope and e.scope.isdecimal()]
+    return [(k, e) for k, _, e in sorted(keyed, key=lambda t: t[:2])]
+
+
 def save_as_columns(group: Group) -> tuple[Column, ...]:
-    """The output columns of a group: its final saveAs entries in output order (spec §3.11)."""
+    """The output columns of a group: its final saveAs entries in output order (spec §3.11); a type the
+    original did not know is its default, string."""
     last = with_save_as(group).rules[-1]
-    keyed = [(int(e.scope), i, e) for i, e in enumerate(last.grammar) if e.scope and e.scope.isdigit()]
     return tuple(
-        Column(str(e.name), SAVE_AS_TYPES[str(e.type).upper()])
-        for _, _, e in sorted(keyed, key=lambda t: t[:2])
+        Column(e.name or "", SAVE_AS_TYPES.get(str(e.type).upper(), "string"))
+        for _, e in save_as_entries(last.grammar)
     )
