@@ -8,6 +8,9 @@ a decimal string. ``ums_uid_`` replaces the original's ZooKeeper sequence with
     '1030000012345678'
     >>> ums_uid("1030000012345678", 2)
     '1030000012345678000002'
+
+``position_id`` is the same ``number * 10^13 + offset`` for any numbered log: log tables use a Kafka
+partition and offset (``ums_uid(position_id(3, 4711), 2)`` -> ``'30000000004711000002'``).
 """
 
 from __future__ import annotations
@@ -35,15 +38,24 @@ def ums_id(binlog_file: str, offset: int, compensation: int = 0) -> str:
     keep ums_id_ increasing after a server's binlog numbering restarts.
     """
     number = binlog_file_number(binlog_file) + compensation
-    if not _is_int(offset) or not 0 <= offset < OFFSET_LIMIT:
-        msg = f"binlog file {binlog_file!r}: offset {offset!r} is not in 0..10^13-1"
-        raise BadPositionError(msg)
-    if number < 0:
+    if number < 0 and _is_int(offset) and 0 <= offset < OFFSET_LIMIT:
         msg = f"binlog file {binlog_file!r}: compensation {compensation} makes the file number negative"
+        raise BadPositionError(msg)
+    return position_id(number, offset, f"binlog file {binlog_file!r}", "file number")
+
+
+def position_id(number: int, offset: int, where: str = "position", what: str = "number") -> str:
+    """``number * 10^13 + offset`` as a decimal string: a binlog file number or a Kafka partition, and the
+    offset in it; ``where`` and ``what`` name them in errors."""
+    if not _is_int(offset) or not 0 <= offset < OFFSET_LIMIT:
+        msg = f"{where}: offset {offset!r} is not in 0..10^13-1"
+        raise BadPositionError(msg)
+    if not _is_int(number) or number < 0:
+        msg = f"{where}: {what} {number!r} is not a non-negative int"
         raise BadPositionError(msg)
     value = number * OFFSET_LIMIT + offset
     if value > LONG_MAX:
-        msg = f"binlog file {binlog_file!r}: file number {number} overflows a 64-bit ums_id_"
+        msg = f"{where}: {what} {number} overflows a 64-bit ums_id_"
         raise BadPositionError(msg)
     return str(value)
 

@@ -5,6 +5,13 @@ The heartbeat monitor splits keys on ``.`` and expects 10 parts, so the format i
     >>> ns = Namespace("mysql", "demo", "shop", "orders", 3)
     >>> data_key(ProtocolType.DATA_INCREMENT_DATA, ns, 1704164645000, "demo")
     'data_increment_data.mysql.demo.shop.orders.3.0.0.1704164645000|demo.wh_placeholder'
+
+The original's log processor wrote the same keys without ``|<dsName>`` (log spec §5.6); ``ds_name=None``
+gives that form:
+
+    >>> log = Namespace("log_logstash", "applog", "applog_schema", "order_events", 3, "app-01_prod")
+    >>> data_key(ProtocolType.DATA_INCREMENT_DATA, log, 1709604930123, None)
+    'data_increment_data.log_logstash.applog.applog_schema.order_events.3.app-01_prod.0.1709604930123.wh_placeholder'
 """
 
 from __future__ import annotations
@@ -16,23 +23,30 @@ from ums.namespace import Namespace
 PLACEHOLDER = "wh_placeholder"
 
 
-def data_key(protocol: ProtocolType, namespace: Namespace, ums_ts_epoch_ms: int, ds_name: str) -> str:
-    """``<type>.<namespace>.<ums_ts_ ms>|<dsName>.wh_placeholder`` (appender output)."""
-    return f"{protocol.value}.{namespace}.{_ms(ums_ts_epoch_ms)}|{_ds(ds_name)}.{PLACEHOLDER}"
+def data_key(protocol: ProtocolType, namespace: Namespace, ums_ts_epoch_ms: int, ds_name: str | None) -> str:
+    """``<type>.<namespace>.<ums_ts_ ms>|<dsName>.wh_placeholder`` (appender output); without ``|<dsName>``
+    when ``ds_name`` is None (log tables)."""
+    return f"{protocol.value}.{namespace}.{_ms(ums_ts_epoch_ms)}{_ds_suffix(ds_name)}.{PLACEHOLDER}"
 
 
 def heartbeat_key(
-    namespace: Namespace, packet_time_ms: int, tx_time_ms: int, table_status: str, ds_name: str
+    namespace: Namespace, packet_time_ms: int, tx_time_ms: int, table_status: str, ds_name: str | None
 ) -> str:
-    """``data_increment_heartbeat.<ns>.<time>|<txTime>|<status>|<dsName>.wh_placeholder``."""
+    """``data_increment_heartbeat.<ns>.<time>|<txTime>|<status>|<dsName>.wh_placeholder``; without
+    ``|<dsName>`` when ``ds_name`` is None (log tables)."""
     status = _ds(table_status)
     head = f"{ProtocolType.DATA_INCREMENT_HEARTBEAT.value}.{namespace}"
-    return f"{head}.{_ms(packet_time_ms)}|{_ms(tx_time_ms)}|{status}|{_ds(ds_name)}.{PLACEHOLDER}"
+    times = f"{_ms(packet_time_ms)}|{_ms(tx_time_ms)}|{status}"
+    return f"{head}.{times}{_ds_suffix(ds_name)}.{PLACEHOLDER}"
 
 
 def initial_data_key(namespace: Namespace, now_ms: int) -> str:
     """Full-pull key ``data_initial_data.<namespace>.<now ms>.wh_placeholder`` (no dsName)."""
-    return f"{ProtocolType.DATA_INITIAL_DATA.value}.{namespace}.{_ms(now_ms)}.{PLACEHOLDER}"
+    return data_key(ProtocolType.DATA_INITIAL_DATA, namespace, now_ms, None)
+
+
+def _ds_suffix(ds_name: str | None) -> str:
+    return "" if ds_name is None else f"|{_ds(ds_name)}"
 
 
 def _ms(value: int) -> int:

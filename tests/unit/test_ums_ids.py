@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ums.errors import BadPositionError
-from ums.ids import LONG_MAX, parse_ums_id, parse_ums_uid, ums_id, ums_uid
+from ums.ids import LONG_MAX, parse_ums_id, parse_ums_uid, position_id, ums_id, ums_uid
 
 MAX_FILE = LONG_MAX // 10**13 - 1
 
@@ -109,3 +109,18 @@ def test_ums_uid_order_is_id_then_row_index(a, b):
     uid_b = int(ums_uid(ums_id(f"b.{b[0]}", b[1]), b[2]))
     assert (uid_a < uid_b) == (a < b)
     assert (uid_a == uid_b) == (a == b)
+
+
+@pytest.mark.parametrize(
+    ("number", "offset", "expected"),
+    [(0, 0, "0"), (0, 4711, "4711"), (3, 4711, "30000000004711"), (255, 2**43 - 1, "2558796093022207")],
+)
+def test_position_id_is_number_times_10_13_plus_offset_for_any_numbered_log(number, offset, expected):
+    assert position_id(number, offset) == expected
+    assert ums_uid(position_id(number, offset), 2) == str(int(expected) * 10**6 + 2)
+
+
+@pytest.mark.parametrize(("number", "offset"), [(-1, 0), (0, -1), (0, 10**13), (LONG_MAX, 0), (True, 0)])
+def test_position_id_refuses_what_does_not_fit_naming_the_position(number, offset):
+    with pytest.raises(BadPositionError, match="partition 7"):
+        position_id(number, offset, "partition 7", "partition")

@@ -25,6 +25,7 @@ from ums.namespace import Namespace
 from ums.types import ColumnSpec, UmsType
 
 NS = Namespace("mysql", "demo", "shop", "orders", 3)
+LOG_NS = Namespace("log_logstash", "applog", "applog_schema", "order_events", 3, "app-01_prod")
 TS = "2024-01-02 03:04:05.000"
 ID = "1030000012345678"
 COLUMNS = (ColumnSpec("id", "bigint(20) unsigned", False), ColumnSpec("amount", "decimal(10,2)"))
@@ -217,6 +218,16 @@ def test_build_data_messages_share_one_schema_and_keep_every_row():
             initial_data_key(NS, 1704164645000),
             "data_initial_data.mysql.demo.shop.orders.3.0.0.1704164645000.wh_placeholder",
         ),
+        (  # the log processor's keys (log spec §5.6): no |dsName
+            data_key(ProtocolType.DATA_INCREMENT_DATA, LOG_NS, 1709604930123, None),
+            "data_increment_data.log_logstash.applog.applog_schema.order_events.3.app-01_prod.0.1709604930123"
+            ".wh_placeholder",
+        ),
+        (
+            heartbeat_key(LOG_NS, 1709604930123, 1709604930000, "ok", None),
+            "data_increment_heartbeat.log_logstash.applog.applog_schema.order_events.3.app-01_prod.0"
+            ".1709604930123|1709604930000|ok.wh_placeholder",
+        ),
     ],
 )
 def test_kafka_keys_follow_the_original(key, expected):
@@ -225,6 +236,8 @@ def test_kafka_keys_follow_the_original(key, expected):
 
 def test_data_key_has_the_ten_dot_parts_the_heartbeat_monitor_expects():
     assert len(data_key(ProtocolType.DATA_INCREMENT_DATA, NS, 1, "demo").split(".")) == 10
+    assert len(data_key(ProtocolType.DATA_INCREMENT_DATA, LOG_NS, 1, None).split(".")) == 10
+    assert len(heartbeat_key(LOG_NS, 1, 1, "ok", None).split(".")) == 10
 
 
 @pytest.mark.parametrize(("ms", "ds_name"), [(-1, "demo"), (1.5, "demo"), (1, "de.mo"), (1, "a|b"), (1, "")])
