@@ -9,8 +9,8 @@
     dbus logrules group --source DS --table T --group G --active|--inactive
     dbus logrules test --source DS --table T --sample FILE [--upto STEP] [--group G] [--published]
                        [--type log_...] [--raw]
-    dbus logrules publish --source DS --table T [--no-reload]
-    dbus logrules reload --source DS
+    dbus logrules publish --source DS --table T [--no-reload] [--wait SECONDS]
+    dbus logrules reload --source DS [--wait SECONDS]
 
 The rules live in the meta store (dbuslib/logstore.py); the model is logprocessor/grammar.py and the draft and
 publish operations logprocessor/rules.py. Bad input (an unknown source, table or group, an unreadable file, a
@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
+from dbuslib.config import LogType
 from dbuslib.errors import DbusError, EndpointError
 
-SENDER = "dbus-cli-logrules"  # ``from`` of the LOG_PROCESSOR_RELOAD_CONFIG it sends
+WAIT_HELP = "wait up to SECONDS for the log processor's answer: exit 0 applied, 2 rejected, 1 no answer"
 
 
 class FileUnreadable(DbusError):
@@ -54,7 +57,7 @@ def add_parsers(sub: Any) -> None:
 
     lr.add_parser(
         "tables", parents=[config], help="the source's log tables: status, version, columns, groups"
-    ).set_defaults(handler=tables_cli)
+    ).set_defaults(handler=_piped(tables_cli))
     lr.add_parser(
         "add-table", parents=[table], help="create a log table (status ok, nothing published yet)"
     ).set_defaults(handler=add_table_cli)
@@ -76,11 +79,11 @@ def add_parsers(sub: Any) -> None:
     ex.add_argument("--published", action="store_true", help="the published version, not the draft")
     ex.add_argument("--version", type=int, metavar="N", help="published version N (implies --published)")
     ex.add_argument("-o", "--out", metavar="FILE", help="write to FILE (default: standard output)")
-    ex.set_defaults(handler=export_cli)
+    ex.set_defaults(handler=_piped(export_cli))
 
     sh = lr.add_parser("show", parents=[table], help="the draft groups and their rules, readable")
     sh.add_argument("--published", action="store_true", help="the current published version instead")
-    sh.set_defaults(handler=show_cli)
+    sh.set_defaults(handler=_piped(show_cli))
 
     gr = lr.add_parser("group", parents=[table], help="make a draft group active or inactive")
     gr.add_argument("--group", required=True, help="the group's name")
@@ -88,6 +91,28 @@ def add_parsers(sub: Any) -> None:
     state.add_argument("--active", dest="active", action="store_true", help="publish will include it")
     state.add_argument("--inactive", dest="active", action="store_false", help="publish leaves it out")
     gr.set_defaults(handler=group_cli)
+
+    ts = lr.add_parser(
+        "test",
+        parents=[table],
+        help="run the rules on sample lines, printing the row after every step",
+        description="For each line of the sample file (a shipper record, or with --raw a plain text "
+        "line), print the row after every rule of each group, numbered as the console numbers them "
+        "(step 3 split: [...]), up to --upto. Exit 0, or 1 when a line broke a rule (the rule is named).",
+    )
+    ts.add_argument("--sample", required=True, metavar="FILE", help="sample lines, one record a line")
+    ts.add_argument("--upto", type=int, metavar="STEP", help="stop after rule STEP (1 = the first rule)")
+    ts.add_argument("--group", help="only this draft group (active or not)")
+    ts.add_argument("--published", action="store_true", help="the published groups, not the draft")
+    ts.add_argument(
+        "--type",
+        dest="log_type",
+        choices=get_args(LogType),
+        metavar="TYPE",
+        help="read the lines as records of this log type, log_rsyslog ... log_ums (default: the source's)",
+    )
+    ts.add_argument("--raw", action="store_true", help="lines are plain text, wrapped as the type's message")
+    ts.set_defaults(handler=_piped(test_cli))
 
     pb = lr.add_parser(
         "publish",
@@ -98,18 +123,21 @@ def add_parsers(sub: Any) -> None:
         "source's control topic. Publishing the rules in force again is a no-op that says so.",
     )
     pb.add_argument("--no-reload", action="store_true", help="publish only; send no reload message")
+    pb.add_argument("--wait", type=float, default=0.0, metavar="SECONDS", help=WAIT_HELP)
     pb.set_defaults(handler=publish_cli)
 
-    lr.add_parser(
+    rl = lr.add_parser(
         "reload", parents=[config], help="send LOG_PROCESSOR_RELOAD_CONFIG: the processor reloads its rules"
-    ).set_defaults(handler=reload_cli)
+    )
+    rl.add_argument("--wait", type=float, default=0.0, metavar="SECONDS", help=WAIT_HELP)
+    rl.set_defaults(handler=reload_cli)
 
 
 # ---------------------------------------------------------------- the commands
 
 
 def tables_cli(args: argparse.Namespace) -> int:
-    with _Session(args) as s:
+    with Session(args) as s:
         rows = [(t, s.store.draft(t)) for t in s.store.tables(args.source, s.schema)]
     if not rows:
         print(f"{args.source}.{s.schema}: no log table (dbus logrules add-table --source {args.source} ...)")
@@ -123,7 +151,7 @@ def tables_cli(args: argparse.Namespace) -> int:
 
 
 def add_table_cli(args: argparse.Namespace) -> int:
-    with _Session(args) as s:
+    with Session(args) as s:
         t, created = s.store.add_table(args.source, s.schema, args.table)
     what = "created" if created else "exists"
     print(f"{t.where}: {what} (status {t.status}, version {t.version})")
@@ -133,8 +161,8 @@ def add_table_cli(args: argparse.Namespace) -> int:
 def import_cli(args: argparse.Namespace) -> int:
     from logprocessor import rules
 
-    text = _read(args.file)
-    with _Session(args) as s:
+    text = read_text(args.file)
+    with Session(args) as s:
         t = s.need_table(args.table)
         groups = rules.import_groups(s.store, t, text, args.file, replace=args.replace, active=args.active)
     state = "active" if args.active else "inactive"
@@ -147,7 +175,7 @@ def import_cli(args: argparse.Namespace) -> int:
 def export_cli(args: argparse.Namespace) -> int:
     from logprocessor import grammar, rules
 
-    with _Session(args) as s:
+    with Session(args) as s:
         t = s.need_table(args.table)
         if args.published or args.version is not None:
             groups = rules.published_groups(s.store, t, args.version)
@@ -167,7 +195,7 @@ def export_cli(args: argparse.Namespace) -> int:
 
 
 def show_cli(args: argparse.Namespace) -> int:
-    with _Session(args) as s:
+    with Session(args) as s:
         t = s.need_table(args.table)
         current = s.store.published(t)
         if args.published:
@@ -180,10 +208,10 @@ def show_cli(args: argparse.Namespace) -> int:
     published = f"version {t.version}: {_columns(t.columns)}" if t.version else "nothing published yet"
     print(f"{t.where}: status {t.status}, {published}")
     if not args.published:
-        active = [{"groupName": n, "rules": r} for n, a, r in shown if a]
-        same = current is not None and json.loads(current.groups) == active
+        in_force = [{"groupName": n, "rules": r} for n, a, r in shown if a]
+        same = current is not None and json.loads(current.groups) == in_force
         state = f"equal version {t.version}" if same else "differ from the published version"
-        print(f"draft: {len(shown)} group(s), {len(active)} active; the active groups {state}")
+        print(f"draft: {len(shown)} group(s), {len(in_force)} active; the active groups {state}")
     if not shown:
         print(f"  no draft group (dbus logrules import --source {t.ds} --table {t.table} FILE)")
     for name, active, group_rules in shown:
@@ -195,7 +223,7 @@ def show_cli(args: argparse.Namespace) -> int:
 
 
 def group_cli(args: argparse.Namespace) -> int:
-    with _Session(args) as s:
+    with Session(args) as s:
         t = s.need_table(args.table)
         s.store.set_active(t, args.group, args.active)
     state = "active" if args.active else "inactive"
@@ -206,7 +234,7 @@ def group_cli(args: argparse.Namespace) -> int:
 def publish_cli(args: argparse.Namespace) -> int:
     from logprocessor import rules
 
-    with _Session(args) as s:
+    with Session(args) as s:
         t = s.need_table(args.table)
         done = rules.publish(s.store, t)
     cols = ", ".join(f"{c.name} {c.type}" for c in done.columns)
@@ -215,22 +243,32 @@ def publish_cli(args: argparse.Namespace) -> int:
         return 0
     change = "new columns" if done.columns_changed else "same columns"
     print(f"{t.where}: version {done.version} published: groups {list(done.groups)}; {change}: {cols}")
-    if not args.no_reload:
-        _send_reload(s.cfg, args.source, table=t.table, version=done.version)
-    return 0
+    if args.no_reload:
+        return 0
+    from cli import logreload
+
+    sent = logreload.send(s.cfg, args.source, table=t.table, version=done.version)
+    return logreload.wait(s.cfg, args.source, sent, args.wait)
 
 
 def reload_cli(args: argparse.Namespace) -> int:
+    from cli import logreload
     from dbuslib.config import load_config
 
-    _send_reload(load_config(args.config), args.source)
-    return 0
+    cfg = load_config(args.config)
+    return logreload.wait(cfg, args.source, logreload.send(cfg, args.source), args.wait)
+
+
+def test_cli(args: argparse.Namespace) -> int:
+    from cli import logtest
+
+    return logtest.run(args)
 
 
 # ---------------------------------------------------------------- helpers
 
 
-class _Session:
+class Session:
     """The configuration, the log source and an open meta store for one command; the store's failures
     become EndpointError (exit 3) naming it."""
 
@@ -243,7 +281,7 @@ class _Session:
         self.schema = self.source.schema_name(args.source)
         self.store: Any = None
 
-    def __enter__(self) -> _Session:
+    def __enter__(self) -> Session:
         from dbuslib.logstore import LogStore
 
         self.url = self.cfg.endpoints.meta_store.url.get_secret_value()
@@ -277,30 +315,21 @@ class _Session:
         return EndpointError(msg)
 
 
-def _send_reload(cfg: Any, ds: str, **extra: Any) -> None:
-    """LOG_PROCESSOR_RELOAD_CONFIG on the source's control topic: the original's payload (spec §7), plus
-    the table and version published when a publish sends it."""
-    from dbuslib import kafka
-    from ums.control import ControlType, control_key, new_control_message, to_json
+def _piped(handler: Any) -> Any:
+    """``handler`` whose reader may go away (``dbus logrules test ... | head``): the rest of the output is
+    dropped quietly, as a Unix filter does, instead of a BrokenPipeError traceback."""
 
-    src = cfg.log_source(ds)
-    topic = src.topics.name("ctrl", ds)
-    message = new_control_message(
-        ControlType.LOG_PROCESSOR_RELOAD_CONFIG, SENDER, {"dsName": ds, "dsType": src.type, **extra}
-    )
-    producer = kafka.producer(cfg.endpoints.kafka, max_block_ms=15_000)
-    try:
-        producer.send(topic, key=control_key(message).encode(), value=to_json(message).encode()).get(30)
-    except Exception as e:
-        servers = cfg.endpoints.kafka.bootstrap_servers
-        msg = f"could not send LOG_PROCESSOR_RELOAD_CONFIG to {topic} on {servers}: {e}"
-        raise EndpointError(msg) from e
-    finally:
-        producer.close()
-    print(f"{message.id}\tLOG_PROCESSOR_RELOAD_CONFIG sent to {topic}")
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return int(handler(args))
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python flushes at exit
+            return 0
+
+    return run
 
 
-def _read(path: str) -> str:
+def read_text(path: str) -> str:
     """A file's text; FileUnreadable naming it otherwise."""
     try:
         return Path(path).read_text(encoding="utf-8")
@@ -342,7 +371,7 @@ def _quote(v: Any) -> str:
     return '"' + v.replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
 
 
-def _aligned(rows: list[tuple[str, ...]]) -> str:
+def _aligned(rows: Sequence[tuple[str, ...]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1] for r in rows
