@@ -27,12 +27,15 @@ from dbuslib import kafka, ship, spark, topics
 from dbuslib.config import DbusConfig
 from dbuslib.errors import ConfigError
 
-SUBMITTED = ("dispatcher", "appender", "fullpuller")
+SUBMITTED = ("dispatcher", "appender", "fullpuller", "logprocessor")
 
 
 def stage_tasks(cfg: DbusConfig, stage: str, ds: str, schemas: list[str] | None = None) -> int:
     """How many tasks ``stage`` runs at once: one per Kafka partition it reads (its topics as they are, or
     as the stage will create them), or the full puller's ``fullpull.parallelism`` shards."""
+    if stage == "logprocessor":
+        raw = cfg.log_source(ds).topics
+        return kafka.partition_count(cfg.endpoints.kafka, [raw.name("raw", ds)]) or raw.partitions
     src = cfg.source(ds)
     if stage == "fullpuller":
         return src.fullpull.parallelism
@@ -76,7 +79,10 @@ def command(
     if stage not in SUBMITTED:
         msg = f"dbus submit: unknown stage {stage!r}; Spark stages: {', '.join(SUBMITTED)}"
         raise ConfigError(msg)
-    cfg.source(ds)  # a ConfigError naming the known sources
+    if stage == "logprocessor":
+        cfg.log_source(ds)  # a ConfigError naming the known log sources
+    else:
+        cfg.source(ds)  # a ConfigError naming the known sources
     extra = list(extra or [])
     master = master_of(cfg, extra)
     tasks = stage_tasks(cfg, stage, ds, schemas)

@@ -125,7 +125,7 @@ class Endpoints(_Model):
     retry: RetrySettings = Field(default_factory=RetrySettings)
 
 
-SPARK_STAGES = ("dispatcher", "appender", "fullpuller", "reconcile")
+SPARK_STAGES = ("dispatcher", "appender", "fullpuller", "reconcile", "logprocessor")
 
 
 class SparkSettings(_Model):

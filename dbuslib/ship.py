@@ -28,7 +28,17 @@ if TYPE_CHECKING:
     from dbuslib.config import DbusConfig
 
 # The packages of DBus a stage's executors import (the CLI stays on the submitting machine).
-PACKAGES = ("ums", "dbuslib", "binlog", "extractor", "dispatcher", "appender", "fullpuller", "heartbeat")
+PACKAGES = (
+    "ums",
+    "dbuslib",
+    "binlog",
+    "extractor",
+    "dispatcher",
+    "appender",
+    "fullpuller",
+    "heartbeat",
+    "logprocessor",
+)
 # The environment variable that carries the document to a sidecar process (dbuslib/sidecar.py).
 DOCUMENT_ENV = "DBUS_CONFIG_DOCUMENT"
 

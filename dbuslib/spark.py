@@ -326,3 +326,14 @@ def kafka_source(reader: Any, bootstrap: str) -> Any:
     for key, value in KAFKA_SOURCE_OPTIONS.items():
         reader = reader.option(key, value)
     return reader
+
+
+def read_topic(spark: Any, bootstrap: str, topic: str, max_offsets: int | None) -> Any:
+    """A stage's input: ``topic`` as a stream of Kafka source rows (key, value, topic, partition, offset,
+    timestamp, ...), from the earliest offset on a first start (afterwards the checkpoint decides), at most
+    ``max_offsets`` records per micro-batch (None: no cap, as in real-time mode)."""
+    reader = kafka_source(spark.readStream, bootstrap).option("subscribe", topic)
+    reader = reader.option("startingOffsets", "earliest")
+    if max_offsets is not None:
+        reader = reader.option("maxOffsetsPerTrigger", str(max_offsets))
+    return reader.load()

@@ -39,7 +39,7 @@ from dbuslib.config import InfluxEndpoint
 
 log = logging.getLogger("dbus.stagemetrics")
 MEASUREMENT = "dbus_stage"
-STAGES = ("dispatcher", "appender")
+STAGES = ("dispatcher", "appender", "logprocessor")
 QUEUE_SIZE = 200  # points waiting for the writer at most; more are dropped
 WRITE_BATCH = 50  # points per InfluxDB write at most
 IDLE_S = 10.0  # no micro-batch for this long: an idle point (Spark's noDataProgressEventInterval)
@@ -240,7 +240,10 @@ def watch_stage(query: Any, session: Any, cfg: Any, ds: str, stage: str) -> Any:
     whether its session waits for the cluster's resources (``dbuslib.spark.short_of_slots``)."""
     from dbuslib import spark
 
-    settings = getattr(cfg.source(ds), stage)
+    if stage == "logprocessor":
+        settings = cfg.log_source(ds).processor
+    else:
+        settings = getattr(cfg.source(ds), stage)
     return watch(
         query,
         cfg.endpoints.influxdb,

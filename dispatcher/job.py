@@ -56,13 +56,11 @@ def query_name(ds: str) -> str:
 def read_raw(spark: SparkSession, bootstrap: str, topic: str, max_offsets: int | None) -> DataFrame:
     """The first-level topic as a stream of (key, value, topic, partition, offset); ``max_offsets`` per
     micro-batch at most (None in real-time mode, whose batches are as long as a checkpoint interval)."""
-    from dbuslib.spark import kafka_source
+    from dbuslib.spark import read_topic
 
-    reader = kafka_source(spark.readStream, bootstrap).option("subscribe", topic)
-    reader = reader.option("startingOffsets", "earliest")
-    if max_offsets is not None:
-        reader = reader.option("maxOffsetsPerTrigger", str(max_offsets))
-    return reader.load().select("key", "value", "topic", "partition", "offset")
+    return read_topic(spark, bootstrap, topic, max_offsets).select(
+        "key", "value", "topic", "partition", "offset"
+    )
 
 
 # ---------------------------------------------------------------- route

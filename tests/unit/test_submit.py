@@ -11,8 +11,8 @@ reading back the same list, a value with spaces included.
 
 from __future__ import annotations
 
+import importlib
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -219,4 +219,4 @@ def test_dbus_spark_args_stage_needs_a_source(tmp_path, tasks, capsys):
 def test_the_stage_mains_are_where_the_packages_are():
     for stage in submit.SUBMITTED:
         main = submit.main_file(stage)
-        assert main == Path(sys.modules[stage].__file__).parent / "main.py" and main.is_file()
+        assert main == Path(importlib.import_module(stage).__file__).parent / "main.py" and main.is_file()

@@ -1,0 +1,278 @@
+"""The log processor's Spark query: a log source's raw topic -> UMS per table, the unknown bucket and dead
+letters, in one projection of Spark SQL (no Python per line; docs/logs.md, The log processor).
+
+Per raw record, in order:
+
+- ``adapt``: the shipper record read by its type's adapter (``logprocessor.adapters_sql``): its lines (one,
+  or one per tuple for log_ums), host, event time, heartbeat flag, or a record error;
+- ``rules``: every line through the published rule set (``logprocessor.compile.tables_sql``): per table the
+  rows it took, the line errors naming the rule, and whether nothing took the line;
+- ``outputs``: an array of ``(topic, key, value)``:
+  - per table that took rows of the record: one UMS message of those rows (``ums_id_`` from partition,
+    offset and the row's index among the table's rows of the record), to the table's result topic;
+  - per line no table took: the line, unchanged, to ``topics.unknown`` keyed by the host;
+  - per line error, record error or ``ums_id_`` out of range: a dead letter (dbuslib.deadletter's JSON,
+    ``stage`` "logprocessor") to ``topics.dead_letter``;
+  - per heartbeat record: a heartbeat UMS to every ``ok`` table's result topic (and ``abort`` tables').
+- written by the Kafka sink, ``topic`` per record.
+
+A record is read once; nothing is shuffled, so one partition's records keep their order in each output
+topic partition the key picks. Delivery is at least once: a replayed batch writes the same messages again
+(same ``ums_id_`` and ``ums_uid_``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from dbuslib.config import DbusConfig, LogSource
+from dbuslib.deadletter import MAX_VALUE_BYTES
+from logprocessor.adapters import AdapterSettings
+from logprocessor.grammar import TableRules
+from logprocessor.rules import RuleSet
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+log = logging.getLogger("logprocessor")
+
+STAGE = "logprocessor"
+LINE_ERROR = "LOG_LINE_RULE_ERROR"  # a rule broke on the line (the message names group, rule and operator)
+OUT_TYPE = "struct<topic:string,key:string,value:string>"
+
+
+def query_name(ds: str) -> str:
+    return f"logprocessor_{ds}"
+
+
+# ---------------------------------------------------------------- read
+
+
+def read_raw(spark: SparkSession, bootstrap: str, topic: str, max_offsets: int | None) -> DataFrame:
+    """The raw topic as (key, value, topic, partition, offset, timestamp) (``dbuslib.spark.read_topic``)."""
+    from dbuslib.spark import read_topic
+
+    return read_topic(spark, bootstrap, topic, max_offsets).select(
+        "key", "value", "topic", "partition", "offset", "timestamp"
+    )
+
+
+# ---------------------------------------------------------------- process
+
+
+def process(raw: DataFrame, cfg: DbusConfig, ds: str, rules: RuleSet) -> DataFrame:
+    """(topic, key, value) to write, for the records of ``raw`` (the Kafka source's columns)."""
+    from pyspark.sql import functions as F
+
+    from logprocessor.adapters_sql import with_adapter
+    from logprocessor.compile import tables_sql
+
+    src = cfg.log_source(ds)
+    adapted = with_adapter(raw, AdapterSettings.of(src))
+    lines = F.col("adapted.lines")
+    results = F.expr(
+        f"transform(adapted.lines, line -> {tables_sql(rules.tables, 'line', src.processor.multi_table)})"
+    )
+    staged = adapted.withColumn("_results", results)
+    outputs = F.concat(
+        *(_table_messages(src, ds, rules, t) for t in rules.tables),
+        _unknown(src, ds, lines),
+        _line_errors(src, ds),
+        _record_error(src, ds),
+        _heartbeats(src, ds, rules),
+    )
+    return staged.select(F.explode(outputs).alias("o")).select("o.topic", "o.key", "o.value")
+
+
+def _table_messages(src: LogSource, ds: str, rules: RuleSet, table: TableRules) -> Column:
+    """The UMS message of the rows ``table`` took from the record's lines (none: an empty array)."""
+    from pyspark.sql import functions as F
+
+    from logprocessor.logums_sql import (
+        data_key_col,
+        message_json_col,
+        namespace_col,
+        tuple_json_col,
+        ums_id_problem_col,
+    )
+
+    name = table.table
+    rows = F.flatten(
+        F.transform(F.col("_results"), lambda r: F.filter(r["rows"], lambda x: x["table"] == name))
+    )
+    ok = F.filter(
+        F.transform(rows, lambda x, i: F.struct(x["row"].alias("row"), i.alias("i"))),
+        lambda x: ums_id_problem_col(F.col("partition"), F.col("offset"), x["i"]).isNull(),
+    )
+    ns = namespace_col(src.type, ds, rules.schema, name, table.version, F.col("adapted.host"))
+    tuples = F.transform(
+        ok,
+        lambda x: tuple_json_col(
+            F.col("partition"),
+            F.col("offset"),
+            x["i"],
+            F.col("adapted.event_ms"),
+            x["row"],
+            table.columns,
+            src.ums.timezone,
+        ),
+    )
+    message = F.struct(
+        F.lit(src.topics.name("result", ds, rules.schema, name)).alias("topic"),
+        data_key_col(ns, F.col("adapted.event_ms")).alias("key"),
+        message_json_col(ns, tuples, table.columns).alias("value"),
+    )
+    return F.when(F.size(ok) > 0, F.array(message)).otherwise(F.array().cast(f"array<{OUT_TYPE}>"))
+
+
+def _unknown(src: LogSource, ds: str, lines: Column) -> Column:
+    """Each line no table took (and that broke no rule), unchanged, keyed by the host."""
+    from pyspark.sql import functions as F
+
+    topic = F.lit(src.topics.name("unknown", ds))
+    pairs = F.arrays_zip(lines.alias("line"), F.col("_results").alias("r"))
+    missed = F.filter(pairs, lambda p: p["r"]["unmatched"] & (F.size(p["r"]["errors"]) == 0))
+    return F.transform(
+        missed,
+        lambda p: F.struct(
+            topic.alias("topic"), F.col("adapted.host").alias("key"), p["line"].alias("value")
+        ),
+    )
+
+
+def _dead_letter(src: LogSource, ds: str, code: Column, error: Column) -> Column:
+    """One dead letter (dbuslib.deadletter's JSON) of the current record."""
+    from pyspark.sql import functions as F
+
+    masks = bool(src.masking)
+    big = F.octet_length("value") > MAX_VALUE_BYTES
+    withheld = (
+        F.lit("not attributable to a table, and this source masks columns")
+        if masks
+        else F.when(
+            big,
+            F.concat(
+                F.lit("the record's "),
+                F.octet_length("value").cast("string"),
+                F.lit(
+                    f" bytes exceed the {MAX_VALUE_BYTES} a dead letter carries; read it at its coordinates"
+                ),
+            ),
+        )
+    )
+    value = F.to_json(
+        F.struct(
+            code.alias("code"),
+            error.alias("error"),
+            F.lit(STAGE).alias("stage"),
+            F.col("topic"),
+            F.col("partition"),
+            F.col("offset"),
+            F.col("key").cast("string").alias("key"),
+            F.when(withheld.isNull(), F.base64("value")).alias("value_base64"),
+            withheld.alias("withheld"),
+        ),
+        {"ignoreNullFields": "false"},
+    )
+    return F.struct(
+        F.lit(src.topics.name("dead_letter", ds)).alias("topic"),
+        F.col("key").cast("string").alias("key"),
+        value.alias("value"),
+    )
+
+
+def _line_errors(src: LogSource, ds: str) -> Column:
+    """A dead letter per rule a line broke (``LOG_LINE_RULE_ERROR``, the message naming table, group, rule,
+    operator), and per row whose ``ums_id_`` would be out of range (``LOG_LINE_UMS_ID_RANGE``)."""
+    from pyspark.sql import functions as F
+
+    from logprocessor.logums import UMS_ID_RANGE
+    from logprocessor.logums_sql import ums_id_problem_col
+
+    errors = F.flatten(F.transform(F.col("_results"), lambda r: r["errors"]))
+    rule_letters = F.transform(
+        errors,
+        lambda e: _dead_letter(
+            src, ds, F.lit(LINE_ERROR), F.concat(F.lit("table "), e["table"], F.lit(": "), e["error"])
+        ),
+    )
+    rows = F.flatten(F.transform(F.col("_results"), lambda r: r["rows"]))
+    out_of_range = F.filter(
+        F.transform(rows, lambda x: ums_id_problem_col(F.col("partition"), F.col("offset"), x["index"])),
+        lambda p: p.isNotNull(),
+    )
+    range_letters = F.transform(out_of_range, lambda p: _dead_letter(src, ds, F.lit(UMS_ID_RANGE), p))
+    return F.concat(rule_letters, range_letters)
+
+
+def _record_error(src: LogSource, ds: str) -> Column:
+    """The record's dead letter when its adapter refused it (not JSON, not UTF-8, too large, ...)."""
+    from pyspark.sql import functions as F
+
+    err = F.col("adapted.error")
+    return F.when(err.isNotNull(), F.array(_dead_letter(src, ds, err["code"], err["message"]))).otherwise(
+        F.array().cast(f"array<{OUT_TYPE}>")
+    )
+
+
+def _heartbeats(src: LogSource, ds: str, rules: RuleSet) -> Column:
+    """A heartbeat record: a heartbeat UMS (``data_increment_heartbeat``) to every table's result topic,
+    ``ok`` tables with status ok, ``abort`` ones with status abort (spec §6.2)."""
+    from pyspark.sql import functions as F
+
+    from logprocessor.logums_sql import heartbeat_json_col, heartbeat_key_col, namespace_col
+
+    beats = []
+    for status, tables in (("ok", rules.tables), ("abort", rules.aborted)):
+        for t in tables:
+            ns = namespace_col(src.type, ds, rules.schema, t.table, t.version, F.col("adapted.host"))
+            at = F.col("adapted.heartbeat_ms")
+            beats.append(
+                F.struct(
+                    F.lit(src.topics.name("result", ds, rules.schema, t.table)).alias("topic"),
+                    heartbeat_key_col(ns, at, F.col("adapted.event_ms"), status).alias("key"),
+                    heartbeat_json_col(ns, F.col("partition"), F.col("offset"), at, src.ums.timezone).alias(
+                        "value"
+                    ),
+                )
+            )
+    if not beats:
+        return F.array().cast(f"array<{OUT_TYPE}>")
+    return F.when(F.col("adapted.heartbeat") == F.lit(True), F.array(*beats)).otherwise(
+        F.array().cast(f"array<{OUT_TYPE}>")
+    )
+
+
+# ---------------------------------------------------------------- wiring
+
+
+def output_topics(cfg: DbusConfig, ds: str, rules: RuleSet) -> list[str]:
+    """Every topic the query may write to, created before it starts (the broker does not auto-create)."""
+    src = cfg.log_source(ds)
+    tables = [*rules.tables, *rules.aborted]
+    results = [src.topics.name("result", ds, rules.schema, t.table) for t in tables]
+    fixed = [src.topics.name(k, ds) for k in ("unknown", "dead_letter")]
+    return list(dict.fromkeys(results + fixed))
+
+
+def start(
+    spark: SparkSession,
+    cfg: DbusConfig,
+    ds: str,
+    rules: RuleSet,
+    checkpoint: str,
+    max_offsets: int | None = None,
+    available_now: bool = False,
+) -> StreamingQuery:
+    """The query ``logprocessor_<ds>`` over ``rules``, resuming from ``checkpoint``."""
+    from dbuslib.spark import start_query
+
+    src = cfg.log_source(ds)
+    settings = src.processor
+    realtime = settings.trigger == "realtime" and not available_now
+    topic = src.topics.name("raw", ds)
+    raw = read_raw(spark, cfg.endpoints.kafka.bootstrap_servers, topic, None if realtime else max_offsets)
+    out = process(raw, cfg, ds, rules)
+    return start_query(out, cfg.endpoints.kafka, query_name(ds), checkpoint, settings, available_now)

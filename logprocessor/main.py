@@ -1,0 +1,199 @@
+"""The log processor: a log source's raw topic -> a UMS topic per table, the unknown bucket, dead letters
+(docs/logs.md).
+
+Usage: dbus submit logprocessor --source applog
+   or: mapfile -t args < <(dbus spark args --stage logprocessor --source applog)
+       spark-submit "${args[@]}" logprocessor/main.py --config conf/dbus.yaml --source applog
+           [--max-offsets-per-trigger N] [--available-now]
+
+The published rules of the source's tables (``dbus logrules publish``) are compiled into the query. A
+``LOG_PROCESSOR_RELOAD_CONFIG`` (sent by ``dbus logrules publish``) makes the driver load and compile the
+new rules: refused with the rule named (the running rules stay), or applied from the next batch by
+restarting the query from its checkpoint (logprocessor/reload.py). The query is named
+``logprocessor_<ds>`` and checkpoints under ``<spark.checkpoint_root>/logprocessor/<ds>``.
+
+Exit codes (``dbuslib.errors.exit_code``): 0 stopped (SIGTERM/SIGINT, or ``--available-now`` drained the
+topic); 2 bad configuration or published rules that do not compile; 3 Kafka, ZooKeeper or the meta store
+unreachable; 1 the query failed (``logprocessor: LOG_PROCESS_FAILED: <ds>: <error>``); 5 its Spark JVM
+died; 6 its configuration file was removed (dbuslib/lifecycle.py, docs/errors.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # a file run by spark-submit: packages come from the repo, not this folder
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
+from dbuslib.errors import EXIT_CONFIG, DbusError, report
+from dbuslib.logs import setup_logging
+
+log = logging.getLogger("logprocessor")
+
+FAILED = "LOG_PROCESS_FAILED"
+IDLE_WAIT_S = 10.0  # how long a reload waits for the running batch to end before stopping the query
+
+
+def load_rules(cfg: DbusConfig, ds: str) -> Any:
+    """The source's published rule set, from the meta store."""
+    from dbuslib.logstore import LogStore
+    from logprocessor.rules import load_rule_set
+
+    store = LogStore(cfg.endpoints.meta_store.url.get_secret_value())
+    try:
+        store.create_schema()
+        return load_rule_set(store, ds, cfg.log_source(ds).schema_name(ds))
+    finally:
+        store.dispose()
+
+
+def check_rules(cfg: DbusConfig, ds: str, rules: Any, jvm: Any = None) -> None:
+    """Refuses (``RuleError`` naming the rule) a rule set the query could not run: every group compiles,
+    and, with ``jvm``, every regex is one Java accepts."""
+    from logprocessor.compile import CompileError, java_regex_errors, tables_sql
+
+    tables_sql(rules.tables, "line", cfg.log_source(ds).processor.multi_table)
+    if jvm is not None:
+        bad = java_regex_errors([g for t in rules.tables for g in t.groups if g.active], jvm)
+        if bad:
+            raise CompileError("; ".join(bad))
+
+
+def end_offsets(query: Any) -> dict[int, int]:
+    """Per partition, the offset after the last batch the query finished (its last progress's end)."""
+    progress = query.lastProgress
+    if not progress or not progress.get("sources"):
+        return {}
+    end = progress["sources"][0].get("endOffset")
+    if isinstance(end, str):
+        end = json.loads(end)
+    if not isinstance(end, dict):
+        return {}
+    [offsets] = end.values() if len(end) == 1 else [{}]
+    return {int(p): int(o) for p, o in offsets.items()}
+
+
+def stop_between_batches(query: Any, wait_s: float = IDLE_WAIT_S) -> None:
+    """Stops ``query`` when no batch is running (up to ``wait_s``: then whatever runs is interrupted, and
+    redone by the next query from the checkpoint)."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            if not query.status.get("isTriggerActive", False):
+                break
+        except Exception:
+            break
+        time.sleep(0.005)
+    query.stop()
+
+
+def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
+    from dbuslib import kafka, spark, stagemetrics
+    from dbuslib.lifecycle import Lifecycle
+    from logprocessor import job
+    from logprocessor.reload import ReloadListener
+
+    src = cfg.log_source(ds)
+    rules = load_rules(cfg, ds)
+    check_rules(cfg, ds, rules)
+    raw, ctrl = src.topics.name("raw", ds), src.topics.name("ctrl", ds)
+    kafka.ensure_topics(
+        cfg.endpoints.kafka,
+        [raw, ctrl, *job.output_topics(cfg, ds, rules)],
+        partitions=src.topics.partitions,
+        replication_factor=src.topics.replication_factor,
+    )
+    with Lifecycle("logprocessor", ds, cfg.path) as life:
+        session = spark.stage_session(cfg, job.query_name(ds), src.processor, [raw], available_now)
+        jvm = session.sparkContext._jvm
+        check_rules(cfg, ds, rules, jvm)
+        running: dict[str, Any] = {}
+        switch = threading.Event()
+
+        def ask_switch() -> None:
+            switch.set()
+            query = running.get("query")
+            if query is not None:
+                threading.Thread(target=stop_between_batches, args=(query,), daemon=True).start()
+
+        listener = None
+        if not available_now:
+            listener = ReloadListener(
+                cfg,
+                ds,
+                lambda: load_rules(cfg, ds),
+                lambda r: check_rules(cfg, ds, r, jvm),
+                ask_switch,
+                rules,
+            ).start()
+        checkpoint = spark.checkpoint(cfg, "logprocessor", ds)
+        applied: Any = None
+        try:
+            while True:
+                kafka.ensure_topics(
+                    cfg.endpoints.kafka,
+                    job.output_topics(cfg, ds, rules),
+                    partitions=src.topics.partitions,
+                    replication_factor=src.topics.replication_factor,
+                )
+                query = job.start(session, cfg, ds, rules, checkpoint, max_offsets, available_now)
+                running["query"] = query
+                if applied is not None and listener is not None:
+                    listener.applied(applied[0], applied[1])
+                log.info("%s: query %s started, tables %s", ds, query.name, [t.table for t in rules.tables])
+                metrics = stagemetrics.watch_stage(query, session, cfg, ds, "logprocessor")
+                try:
+                    code = life.await_query(query, FAILED)
+                finally:
+                    stagemetrics.unwatch(metrics)
+                request = listener.take() if listener is not None else None
+                if request is None or life.stopping.is_set():
+                    return code
+                switch.clear()
+                applied = (request, end_offsets(query))
+                rules = request.rules
+                log.info("%s: rules reloaded, query restarted from %s", ds, applied[1])
+        finally:
+            if listener is not None:
+                listener.stop()
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="logprocessor", description="log lines -> UMS tables by rule groups")
+    p.add_argument("--config", help=CONFIG_HELP)
+    p.add_argument("--source", required=True, help="log source name under 'log_sources'")
+    p.add_argument(
+        "--max-offsets-per-trigger",
+        type=int,
+        default=None,
+        help="records read per micro-batch at most (default: the source's processor.max_offsets_per_trigger)",
+    )
+    p.add_argument("--available-now", action="store_true", help="process what the topic holds now, then stop")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    setup_logging()
+    if args.max_offsets_per_trigger is not None and args.max_offsets_per_trigger < 1:
+        print("logprocessor: --max-offsets-per-trigger must be > 0", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        cfg = load_config(args.config)
+        src = cfg.log_source(args.source)
+        max_offsets = args.max_offsets_per_trigger or src.processor.max_offsets_per_trigger
+        return run(cfg, args.source, max_offsets, args.available_now)
+    except DbusError as e:
+        return report("logprocessor", e)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
