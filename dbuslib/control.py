@@ -25,6 +25,7 @@ request once it is served (``assign``).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -141,3 +142,44 @@ def commit_after(consumer: Any, rec: ControlRecord) -> None:
     from kafka.structs import OffsetAndMetadata
 
     consumer.commit({TopicPartition(rec.topic, rec.partition): OffsetAndMetadata(rec.offset + 1, "", -1)})
+
+
+def consumer_at_end(kafka_endpoint: Any, topic: str, ds: str) -> Any:
+    """A consumer of ``topic`` with no group, sitting at its end: a driver's listener, for which only
+    requests sent while it runs count (the appender's and the log processor's reloads)."""
+    from dbuslib import kafka
+
+    consumer = kafka.consumer(
+        kafka_endpoint, group_id=None, enable_auto_commit=False, auto_offset_reset="latest"
+    )
+    assign(consumer, topic, ds, resume=False)
+    return consumer
+
+
+def listen(
+    consumer: Any,
+    name: str,
+    stopping: threading.Event,
+    handle: Callable[[ControlRecord], Any],
+    poll_ms: int = 500,
+) -> None:
+    """``handle`` every record of ``consumer`` until ``stopping`` is set; a failed poll (Kafka gone) is
+    logged under ``name`` and retried with a backoff doubling up to 30 s."""
+    backoff = 0.0
+    while not stopping.is_set():
+        try:
+            batch = poll(consumer, poll_ms)
+        except Exception as e:
+            backoff = min(30.0, backoff * 2 or 0.5)
+            log.warning(
+                "%s: reading the control topic failed (%s: %s); again in %.1f s",
+                name,
+                type(e).__name__,
+                e,
+                backoff,
+            )
+            stopping.wait(backoff)
+            continue
+        backoff = 0.0
+        for rec in batch:
+            handle(rec)

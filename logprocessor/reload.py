@@ -154,33 +154,11 @@ class ReloadListener(threading.Thread):
             self._close()
 
     def _listen(self) -> None:
-        backoff = 0.0
-        while not self.stopping.is_set():
-            try:
-                batch = control.poll(self._consumer, self.poll_ms)
-            except Exception as e:
-                backoff = min(30.0, backoff * 2 or 0.5)
-                log.warning(
-                    "logprocessor %s: reading %s failed (%s); again in %.1f s",
-                    self.ds,
-                    self.topic,
-                    e,
-                    backoff,
-                )
-                self.stopping.wait(backoff)
-                continue
-            backoff = 0.0
-            for rec in batch:
-                self.handle(rec)
+        control.listen(self._consumer, f"logprocessor {self.ds}", self.stopping, self.handle, self.poll_ms)
 
     def _open(self) -> None:
-        from dbuslib import kafka
-
         self._zk = zk.client(self.cfg.endpoints.zookeeper)
-        self._consumer = kafka.consumer(
-            self.cfg.endpoints.kafka, group_id=None, enable_auto_commit=False, auto_offset_reset="latest"
-        )
-        control.assign(self._consumer, self.topic, self.ds, resume=False)
+        self._consumer = control.consumer_at_end(self.cfg.endpoints.kafka, self.topic, self.ds)
 
     def _close(self) -> None:
         if self._consumer is not None:

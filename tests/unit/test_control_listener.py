@@ -66,3 +66,40 @@ def test_poll_gives_records_with_their_coordinates():
     [r] = poll(Consumer(), 100, max_records=1)
     assert (r.where, r.key, r.value) == ("demo_ctrl[2]@7", b"K", b"V")
     assert ControlRecord("t", -1, -1, None, None, at="replay").where == "replay"
+
+
+def test_listen_handles_every_record_and_rides_a_failed_poll(caplog):
+    """``control.listen``: a poll that raises (Kafka gone) is logged and retried after a backoff; every
+    record of the polls that work reaches ``handle`` in order; ``stopping`` ends the loop."""
+    import threading
+
+    from dbuslib import control
+
+    stopping = threading.Event()
+    polls = iter(
+        [
+            RuntimeError("broker down"),
+            [SimpleNamespace(topic="t", partition=0, offset=7, key=b"k", value=b"v")],
+        ]
+    )
+    seen = []
+
+    class Consumer:
+        def poll(self, timeout_ms, **_):
+            got = next(polls, None)
+            if got is None:
+                stopping.set()
+                return {}
+            if isinstance(got, Exception):
+                raise got
+            return {0: got}
+
+    waits = []
+    stopping.wait = lambda s=None: waits.append(s) or False  # no real sleep
+    with caplog.at_level(logging.WARNING):
+        control.listen(Consumer(), "test demo", stopping, seen.append, 5)
+    assert [(r.offset, r.value) for r in seen] == [(7, b"v")]
+    assert (
+        waits == [0.5]
+        and "test demo: reading the control topic failed (RuntimeError: broker down)" in caplog.text
+    )
