@@ -9,7 +9,7 @@ import sys
 from dbuslib.config import load_config
 
 BENCHMARKS = ["kafka_produce", "extractor", "e2e", "fullpull"]
-OPT_IN = ["realtime"]  # run only when named: measurements behind a design, not figures of a stage
+OPT_IN = ["realtime", "shipper"]  # run only when named: measurements behind a design, not figures of a stage
 
 
 def main(argv: list[str] | None = None) -> int:

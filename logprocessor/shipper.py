@@ -66,7 +66,9 @@ def _array(values: list[str]) -> str:
     return "[" + ", ".join(_q(v) for v in values) + "]"
 
 
-_TEMPLATES = r"""# One Kafka record per line: {"host":..,"path":..,"timestamp":..,"message":..}.
+_TEMPLATES = r"""# One Kafka record per line: {"host":..,"path":..,"timestamp":..,"message":..} and a newline
+# (omkafka writes the records Kafka has not taken at a stop to failedMsgFile one after the other and reads
+# them back line by line: without it they would run together; a record read back has no line feed).
 # jsonf escapes ", \, / and control characters; datatype="string" keeps a line of digits a string.
 # Bytes >= 0x80 pass unchanged: a line that is not UTF-8 gives a record that is not UTF-8 (the processor
 # refuses it with a reason). An empty line is not shipped (imfile skips it).
@@ -92,7 +94,7 @@ template(name="dbus_record" type="list") {
   property(name="timegenerated" dateFormat="subseconds" position.from="1" position.to="3")
   constant(value="Z\",")
   property(outname="message" name="msg" format="jsonf" datatype="string")
-  constant(value="}")
+  constant(value="}\n")
 }
 
 # The record's key: the file's path.
@@ -102,17 +104,21 @@ template(name="dbus_path" type="list") {
 
 # Each source: imfile inputs (freshStartTail="off": a file's existing lines are read once; the read position
 # of every file is kept in the work dir, so a restart goes on where it stopped; reopenOnTruncate: a
-# truncated file is read again from its start) and one omkafka action, so that no line is lost, at least
-# once:
-# - the action's queue is in memory and spills to the work dir (queue.filename), saved there on shutdown;
-#   a full queue makes the input wait (a day at most) instead of dropping lines;
-# - action.resumeRetryCount="-1": while Kafka is down the action retries forever, lines wait in the queue;
+# truncated file is read again from its start), a ruleset with one queue and one omkafka action, so that no
+# line is lost (at least once) and each file's lines keep their order:
+# - one queue per source, one worker: lines are sent in the order they were read. It is in memory; when it
+#   holds half its high-water mark imfile waits (the file is the buffer), and what it holds when rsyslogd
+#   stops (after 10 s of sending) is saved to the work dir (queue.filename) and sent first at the next
+#   start. The action has no queue of its own: two queues in a row, both saved at a stop, would be sent
+#   interleaved at the next start;
+# - action.resumeRetryCount="-1": while Kafka is down the action retries forever, lines wait;
 # - acks=all, enable.idempotence: a record counts as sent once every in-sync replica has it, and
 #   librdkafka's own retries neither duplicate nor reorder; message.timeout.ms=0: it never gives up;
 #   acks, message.timeout.ms and partitioner are topic settings in librdkafka, and omkafka gives its topics
 #   only topicConfParam (a topic setting in confParam would be ignored);
 # - resubmitOnFailure, keepFailedMessages: a record Kafka did not take is sent again, and those still
-#   unsent when rsyslogd stops are written to failedMsgFile and sent first at the next start;
+#   unsent when rsyslogd stops (after closeTimeout) are written to failedMsgFile and sent first at the next
+#   start;
 # - partitions.auto with the key: librdkafka's murmur2_random partitioner (the Java client's), so one file's
 #   lines land in one partition, in order.
 """
@@ -130,7 +136,11 @@ def _source(cfg: DbusConfig, name: str, src: LogSource, work_dir: Path, producer
     brokers = [b.strip() for b in cfg.endpoints.kafka.bootstrap_servers.split(",") if b.strip()]
     lines = [
         f"# log source {name}: {', '.join(src.shipper.files)} -> topic {topic}",
-        f"ruleset(name={_q(ruleset)}) {{",
+        f"ruleset(name={_q(ruleset)}",
+        f'  queue.type="LinkedList" queue.filename={_q(ruleset)} queue.saveOnShutdown="on"',
+        '  queue.workerThreads="1" queue.size="100000" queue.dequeueBatchSize="1024"',
+        '  queue.timeoutShutdown="10000" queue.timeoutEnqueue="86400000"',
+        ") {",
         "  action(",
         f'    type="omkafka" name={_q(ruleset)} broker={_array(brokers)} topic={_q(topic)}',
         '    template="dbus_record" dynaKey="on" key="dbus_path" partitions.auto="on"',
@@ -139,8 +149,6 @@ def _source(cfg: DbusConfig, name: str, src: LogSource, work_dir: Path, producer
         '    topicConfParam=["acks=all", "message.timeout.ms=0", "partitioner=murmur2_random"]',
         '    resubmitOnFailure="on" keepFailedMessages="on"',
         f'    failedMsgFile={_q(work_dir / f"{ruleset}.failed")} closeTimeout="10000"',
-        f'    queue.type="LinkedList" queue.filename={_q(ruleset)} queue.saveOnShutdown="on"',
-        '    queue.size="100000" queue.dequeueBatchSize="1024" queue.timeoutEnqueue="86400000"',
         '    action.resumeRetryCount="-1" action.resumeInterval="1"',
         "  )",
         "}",
@@ -185,12 +193,6 @@ global(
   oversizemsg.report="on"
   oversizemsg.errorfile={_q(work_dir / "oversize.jsonl")}
   processInternalMessages="on"
-)
-
-# Lines read but not yet handed to an action wait here; on shutdown they are saved to the work dir.
-main_queue(
-  queue.type="LinkedList" queue.filename="dbus_main" queue.saveOnShutdown="on"
-  queue.size="100000" queue.dequeueBatchSize="1024" queue.timeoutEnqueue="86400000"
 )
 
 # rsyslogd's own messages (start, stop, errors, oversize warnings): the only ones in the default ruleset.

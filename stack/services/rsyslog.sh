@@ -5,7 +5,9 @@
 # restarted when it changed. It needs Kafka (the raw topics are created at start) and the venv's dbus.
 # .stack/rsyslog/data: imfile's read positions, disk-assisted queues, failed and oversize lines;
 # .stack/rsyslog/log/rsyslogd.log: rsyslogd's own messages; log/stdout.log: what it printed.
-RSYSLOG_HOME=$STACK_HOME/rsyslog
+# Another instance beside the stack's (tests/integration/test_rsyslog_ship.py runs one per test):
+#   RSYSLOG_HOME=/tmp/x RSYSLOG_DBUS_CONFIG=/tmp/x/dbus.yaml bash stack/stack.sh up|restart|down rsyslog
+RSYSLOG_HOME=${RSYSLOG_HOME:-$STACK_HOME/rsyslog}
 RSYSLOG_DBUS_CONFIG=${RSYSLOG_DBUS_CONFIG:-$STACK_REPO/conf/dbus.yaml}   # whose log sources are shipped
 
 rsyslog_install() {
@@ -27,7 +29,8 @@ _rsyslog_conf() {
 }
 
 rsyslog_start() {
-  local dir conf new; dir=$(svc_dir rsyslog)
+  local dir=$RSYSLOG_HOME conf new
+  mkdir -p "$dir/data" "$dir/log"
   conf="$dir/rsyslog.conf"; new="$dir/rsyslog.conf.new"
   _rsyslog_conf "$new"
   if cmp -s "$new" "$conf"; then
@@ -46,9 +49,14 @@ rsyslog_start() {
   wait_for 30 rsyslog "$dir/log/stdout.log" running_and "$dir/pid" "$dir/log/stdout.log" rsyslog_health
 }
 
-# TERM: rsyslogd saves its queues and read positions, and the lines Kafka has not acknowledged, in data/.
+# TERM: rsyslogd sends what it holds for up to 10 s, then saves its queue, its read positions and the
+# records Kafka has not acknowledged (10 s more) in data/. With Kafka down it loses the one line it was
+# sending (rsyslog 8.2302; docs/logs.md, The shipper): say so.
 rsyslog_stop() {
-  stop_pid rsyslog "$RSYSLOG_HOME/pid" 30
+  if pid_alive "$RSYSLOG_HOME/pid" && ! kafka_health; then
+    log "rsyslog: Kafka does not answer: rsyslogd saves its queue, but may lose the line it is sending"
+  fi
+  stop_pid rsyslog "$RSYSLOG_HOME/pid" 60
   rm -f "$RSYSLOG_HOME/rsyslogd.pid"
 }
 
