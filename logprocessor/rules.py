@@ -9,8 +9,8 @@ Publishing is the original's *upgrade version* (spec §5.5), refused (``PublishR
 the rule) unless:
 
 1. the draft has at least one active group;
-2. every active group parses and passes ``check_rule`` (a ``RuleError`` names group, rule position and
-   operator);
+2. every active group parses, passes ``check_rule`` and compiles to the processor's Spark SQL
+   (logprocessor/compile.py; a ``RuleError`` names group, rule position and operator);
 3. every active group ends in ``saveAs``, whose entries each name one column index (the original ignored any
    other entry silently) and no column name twice;
 4. all active groups' final ``saveAs`` are equal as sets of (name, type, ruleScope), and give the same
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from dbuslib.errors import DbusError
 from dbuslib.logstore import LogStore, LogTable, NotFoundError, Published
+from logprocessor import compile
 from logprocessor.grammar import (
     SAVE_AS_TYPES,
     Column,
@@ -139,6 +140,8 @@ def publish(store: LogStore, table: LogTable) -> PublishResult:
         raise PublishRefused(msg)
     groups = tuple(_parse(table, g.name, g.rules, True) for g in active)
     columns = check_save_as(table.where, groups)
+    for g in groups:  # what the processor runs: a group Spark SQL cannot express is refused now, not there
+        compile.group_sql(g)
     current = store.published(table)
     text = groups_to_json(groups)
     names = tuple(g.name for g in groups)

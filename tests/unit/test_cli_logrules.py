@@ -175,3 +175,26 @@ def test_an_unreachable_meta_store_exits_3_naming_it(config, capsys, tmp_path):
     code, _, err = run(capsys, "tables", "--source", "applog")
     assert code == 3
     assert err.startswith("dbus: ENDPOINT_UNREACHABLE: meta store at 127.0.0.1:1: "), err
+
+
+def test_test_runs_the_sample_and_exits_1_for_a_line_that_broke_a_rule(config, capsys):
+    sample = str(REPO / "conf" / "demo" / "logrules" / "order_events.logstash.jsonl")
+    run(capsys, "add-table", *T)
+    run(capsys, "import", *T, str(RULES))  # inactive: --group runs it all the same
+    code, out, _ = run(capsys, "test", *T, "--sample", sample, "--group", "order_events")
+    assert code == 1
+    assert "    step 8 saveAs: error: group 'order_events' rule 8 (saveAs): saveAs column 'amount'" in out
+    assert out.splitlines()[-1] == (
+        "5 line(s): 1 accepted ('order_events' 1), 1 accepted by no group, 1 broke a rule, "
+        "1 refused by the adapter, 1 heartbeat(s)"
+    )
+    code, _, err = run(capsys, "test", *T, "--sample", sample)
+    assert (code, err) == (
+        2,
+        "dbus: LOG_RULES_NOT_FOUND: applog.applog_schema.order_events: the draft has no active group "
+        "(groups: 'order_events'); test one with --group NAME\n",
+    )
+    code, _, err = run(capsys, "test", *T, "--sample", sample, "--group", "order_events", "--upto", "9")
+    assert (code, err) == (2, "dbus: CONFIG_INVALID: --upto 9: the groups tested have rules 1 to 8\n")
+    code, out, _ = run(capsys, "test", *T, "--sample", sample, "--group", "order_events", "--upto", "2")
+    assert "stopped after step 2 of 8" in out and code == 1  # line 5 is still refused by the adapter

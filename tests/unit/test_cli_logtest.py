@@ -1,12 +1,17 @@
 """cli/logtest.py: how ``dbus logrules test`` prints a group's steps on one line (spec §5.7's example), a
-line that no group accepts, a line that breaks a rule (the rule named), ``--upto``, and rows after saveAs."""
+line that no group accepts, a line that breaks a rule (the rule named), ``--upto``, rows after saveAs, and
+``--raw`` lines wrapped as records the adapters read back."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from cli.logtest import show_rows, show_steps
+import pytest
+
+from cli.logtest import show_rows, show_steps, wrap
+from dbuslib.errors import ConfigError
+from logprocessor.adapters import Adapted, AdapterSettings, KafkaRecord, adapt
 from logprocessor.grammar import Entry, Group, Rule, groups_from_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,3 +83,20 @@ def test_rows_print_as_json_arrays_and_named_after_save_as():
     assert show_rows([["a", None], ["b", "c"]], None) == ['["a", null]', '["b", "c"]']
     assert show_rows([["ü", 1.5]], ("name", "x")) == ['{"name": "ü", "x": 1.5}']
     assert show_rows([["a"]], ("name", "x")) == ['["a"]']  # names that do not fit: as an array
+
+
+@pytest.mark.parametrize(
+    "log_type", ["log_rsyslog", "log_logstash", "log_logstash_json", "log_filebeat", "log_flume", "log_json"]
+)
+def test_a_raw_line_is_wrapped_as_a_record_the_adapter_reads_back(log_type):
+    settings = AdapterSettings(log_type, json_host="h")
+    text = 'a "quoted" line ü'
+    got = adapt(KafkaRecord(wrap(log_type, text, "s.log").encode(), None, 0, 0, 0), settings)
+    assert isinstance(got, Adapted) and not got.heartbeat
+    (line,) = got.lines
+    assert json.loads(line)["message"] == text
+
+
+def test_raw_refuses_log_ums():
+    with pytest.raises(ConfigError, match="a log_ums record is a UMS message"):
+        wrap("log_ums", "x", "s.log")
