@@ -1,0 +1,74 @@
+"""Log rules run by the JVM: the rule set as JSON for ``dbus.jvm.LogRulesUdf`` (binlog/jvm, logrules/).
+
+The log processor's rules step is one call of a Java UDF per record, over the record's lines
+(docs/logs.md, How rules run on Spark): ``dbus_log_rules(ruleset, lines)`` gives, per line, what
+``logprocessor.compile.tables_sql`` gives for it (``LINE_TYPE``): the rows each table took (``index``: the
+row's position among that table's rows for the line), the line errors naming table, group, rule position and
+operator as ``logprocessor.operators`` words them, and whether no group took the line. The Java engine is a
+port of ``logprocessor.operators`` (the reference); tests/unit/test_logrules_jvm.py runs every golden case
+through it and compares it with the reference on random lines and parameters.
+
+The rule set travels as a JSON literal of the query, parsed once per JVM (cached by its text)::
+
+    {"multi": true, "groups": [{"table": "t", "group": "g", "rules": [{"op": "split", "grammar": [{..}]}]}]}
+
+with the active groups of every table in order, each as the processor runs it (``grammar.with_save_as``),
+grammar entries in the original's keys (``Entry.to_json``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from logprocessor.grammar import Rule, TableRules, with_save_as
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, SparkSession
+
+FUNCTION, CLASS = "dbus_log_rules", "dbus.jvm.LogRulesUdf"
+GROUP_FUNCTION, GROUP_CLASS = "dbus_log_group", "dbus.jvm.LogRulesGroupUdf"
+
+ROW_TYPE = "struct<table:string,index:int,row:array<string>>"
+ERROR_TYPE = "struct<table:string,error:string>"
+# compile.LINE_TYPE and compile.GROUP_TYPE
+LINE_TYPE = f"struct<rows:array<{ROW_TYPE}>,errors:array<{ERROR_TYPE}>,unmatched:boolean>"
+GROUP_TYPE = "struct<rows:array<array<string>>,err:string>"
+
+
+def _rules(rules: Sequence[Rule]) -> list[dict[str, object]]:
+    return [{"op": r.op, "grammar": [e.to_json() for e in r.grammar]} for r in rules]
+
+
+def ruleset_json(tables: Sequence[TableRules], multi_table: bool = True) -> str:
+    """The rule set as ``LogRulesUdf`` reads it: every table's active groups, in order."""
+    groups = [
+        {"table": t.table, "group": g.name, "rules": _rules(with_save_as(g).rules)}
+        for t in tables
+        for g in t.groups
+        if g.active
+    ]
+    return json.dumps({"multi": multi_table, "groups": groups}, ensure_ascii=False, separators=(",", ":"))
+
+
+def group_json(name: str, rules: Sequence[Rule]) -> str:
+    """One group as ``LogRulesGroupUdf`` reads it, its rules as given (no saveAs appended)."""
+    return json.dumps({"group": name, "rules": _rules(rules)}, ensure_ascii=False, separators=(",", ":"))
+
+
+def register(spark: SparkSession) -> None:
+    """Register ``dbus_log_rules`` and ``dbus_log_group``; the jar (``dbus-jvm.jar``) must be on the classpath
+    (the stack lists it in ``spark.jars``): a missing class fails here, before the query starts."""
+    spark.udf.registerJavaFunction(FUNCTION, CLASS, f"array<{LINE_TYPE}>")
+    spark.udf.registerJavaFunction(GROUP_FUNCTION, GROUP_CLASS, GROUP_TYPE)
+
+
+def lines_results(
+    spark: SparkSession, lines: Column, tables: Sequence[TableRules], multi_table: bool = True
+) -> Column:
+    """``array<LINE_TYPE>``: every line of the array column ``lines`` through the rule set, in the JVM."""
+    from pyspark.sql import functions as F
+
+    register(spark)
+    return F.call_function(FUNCTION, F.lit(ruleset_json(tables, multi_table)), lines)
