@@ -6,8 +6,8 @@ Written to ``<ds>.dlq`` (topics.dead_letter), keyed like the original record, va
      "topic": "demo.shop", "partition": 0, "offset": 42, "key": "shop.orders",
      "value_base64": "REJSAQAAAH...", "withheld": null}
 
-Every member is always present (``null`` when unknown). The dispatcher builds the same JSON in Spark SQL
-(dispatcher/job.py ``dead_letter_value``) with ``"stage": "dispatcher"``.
+Every member is always present (``null`` when unknown). The Spark stages (the dispatcher, the log
+processor) build the same JSON in Spark SQL with ``spark_value`` below.
 
 ``code`` is stable (docs/errors.md); ``value_base64`` is the original record's value, so it can be
 replayed once the cause is fixed. When the record may hold columns that are masked (its table has masking
@@ -22,6 +22,10 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 # A record larger than this is not copied into its dead letter (base64 makes it a third larger, and the
 # dead letter must fit the topic's message limit, so its write cannot fail for size); ``withheld`` says
@@ -102,3 +106,34 @@ class DeadLetter:
             d["stage"],
             d.get("withheld") or "",
         )
+
+
+def spark_too_big(size: Column) -> Column:
+    """``too_big`` in Spark SQL, of a byte count column."""
+    from pyspark.sql import functions as F
+
+    head, tail = too_big(0).split("0", 1)
+    return F.concat(F.lit(head), size.cast("string"), F.lit(tail))
+
+
+def spark_value(stage: str, code: Column, error: Column, key: Column, withheld: Column) -> Column:
+    """``DeadLetter.to_json`` in Spark SQL, of the current Kafka record (its ``topic``, ``partition``,
+    ``offset`` and ``value`` columns): every member present, ``value_base64`` null when ``withheld`` is set.
+    The base64 is one line, as Python's: Spark's ``base64`` cuts it every 76 characters with CRLF (MIME,
+    ``spark.sql.chunkBase64String.enabled``), so the breaks are removed."""
+    from pyspark.sql import functions as F
+
+    return F.to_json(
+        F.struct(
+            code.alias("code"),
+            error.alias("error"),
+            F.lit(stage).alias("stage"),
+            F.col("topic"),
+            F.col("partition"),
+            F.col("offset"),
+            key.alias("key"),
+            F.when(withheld.isNull(), F.regexp_replace(F.base64("value"), "\r\n", "")).alias("value_base64"),
+            withheld.alias("withheld"),
+        ),
+        {"ignoreNullFields": "false"},
+    )

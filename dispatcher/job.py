@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbuslib import pygc
 from dbuslib.config import DbusConfig
-from dbuslib.deadletter import MAX_VALUE_BYTES, too_big
+from dbuslib.deadletter import MAX_VALUE_BYTES, spark_value, too_big
 from dbuslib.ship import config_document
 from dispatcher.routing import BAD_TOPIC, TOPIC_NAME, UNEXPECTED, Route, Router, key_tables, route, unexpected
 
@@ -175,20 +175,8 @@ def dead_letter_value() -> Column:
     """
     from pyspark.sql import functions as F
 
-    return F.to_json(
-        F.struct(
-            F.col("route.code").alias("code"),
-            F.col("route.error").alias("error"),
-            F.lit("dispatcher").alias("stage"),
-            F.col("topic"),
-            F.col("partition"),
-            F.col("offset"),
-            F.col("route.key").alias("key"),
-            F.when(F.col("route.withheld").isNull(), F.base64("value")).alias("value_base64"),
-            F.col("route.withheld").alias("withheld"),
-        ),
-        {"ignoreNullFields": "false"},
-    )
+    route = F.col("route")
+    return spark_value("dispatcher", route.code, route.error, route.key, route.withheld)
 
 
 def route_records(tagged: DataFrame, router: Router, ensure_topic: Callable[[str], None]) -> DataFrame:

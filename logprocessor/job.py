@@ -27,7 +27,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from dbuslib.config import DbusConfig, LogSource
-from dbuslib.deadletter import MAX_VALUE_BYTES
+from dbuslib.deadletter import MAX_VALUE_BYTES, UNATTRIBUTED, spark_too_big, spark_value
 from logprocessor.adapters import AdapterSettings
 from logprocessor.grammar import TableRules
 from logprocessor.rules import RuleSet
@@ -146,36 +146,13 @@ def _dead_letter(src: LogSource, ds: str, code: Column, error: Column) -> Column
     """One dead letter (dbuslib.deadletter's JSON) of the current record."""
     from pyspark.sql import functions as F
 
-    masks = bool(src.masking)
-    big = F.octet_length("value") > MAX_VALUE_BYTES
+    size = F.octet_length("value")
     withheld = (
-        F.lit("not attributable to a table, and this source masks columns")
-        if masks
-        else F.when(
-            big,
-            F.concat(
-                F.lit("the record's "),
-                F.octet_length("value").cast("string"),
-                F.lit(
-                    f" bytes exceed the {MAX_VALUE_BYTES} a dead letter carries; read it at its coordinates"
-                ),
-            ),
-        )
+        F.lit(UNATTRIBUTED)
+        if src.masking
+        else F.when(size > MAX_VALUE_BYTES, spark_too_big(size)).otherwise(F.lit(None).cast("string"))
     )
-    value = F.to_json(
-        F.struct(
-            code.alias("code"),
-            error.alias("error"),
-            F.lit(STAGE).alias("stage"),
-            F.col("topic"),
-            F.col("partition"),
-            F.col("offset"),
-            F.col("key").cast("string").alias("key"),
-            F.when(withheld.isNull(), F.base64("value")).alias("value_base64"),
-            withheld.alias("withheld"),
-        ),
-        {"ignoreNullFields": "false"},
-    )
+    value = spark_value(STAGE, code, error, F.col("key").cast("string"), withheld)
     return F.struct(
         F.lit(src.topics.name("dead_letter", ds)).alias("topic"),
         F.col("key").cast("string").alias("key"),

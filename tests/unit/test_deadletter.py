@@ -5,7 +5,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dbuslib.deadletter import MAX_VALUE_BYTES, DeadLetter
+from dbuslib.deadletter import MAX_VALUE_BYTES, DeadLetter, too_big
 
 
 def letter(value, withheld=""):
@@ -45,3 +45,28 @@ def test_round_trip(value, key):
         "value_base64",
         "withheld",
     }
+
+
+def test_the_spark_dead_letter_is_the_python_one():
+    """dbuslib.deadletter.spark_value and spark_too_big give DeadLetter.to_json's JSON: base64 on one line
+    (Spark's own base64 breaks it every 76 characters), every member present."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    from dbuslib.deadletter import spark_too_big, spark_value
+
+    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    value = bytes(range(256)) * 3
+    df = spark.createDataFrame(
+        [("t", 2, 7, b"k", value)], "topic string, partition int, offset bigint, key binary, value binary"
+    )
+    row = df.select(
+        spark_value(
+            "s", F.lit("C"), F.lit("e"), F.col("key").cast("string"), F.lit(None).cast("string")
+        ).alias("v"),
+        spark_value("s", F.lit("C"), F.lit("e"), F.lit(None).cast("string"), F.lit("w")).alias("w"),
+        spark_too_big(F.lit(MAX_VALUE_BYTES + 1)).alias("big"),
+    ).first()
+    assert json.loads(row.v) == json.loads(DeadLetter("C", "e", "t", 2, 7, b"k", value, "s").to_json())
+    assert json.loads(row.w) == json.loads(DeadLetter("C", "e", "t", 2, 7, None, None, "s", "w").to_json())
+    assert row.big == too_big(MAX_VALUE_BYTES + 1)
