@@ -2,6 +2,7 @@
 ``python -m heartbeat``, heartbeat/main.py).
 
     dbus heartbeat run --source demo [--no-monitor]    writer (one leads per source) + monitor thread
+    dbus heartbeat run --source applog                 a log source: heartbeat lines to its heartbeat.file
     dbus heartbeat monitor --source demo                the monitor only
 
 Both run until SIGTERM or SIGINT and exit 0 (6 when their configuration file is removed,
@@ -32,7 +33,11 @@ def add_actions(hb: Any) -> None:
         help="write heartbeat rows at the source (one writer leads per "
         "source, others wait) and run the monitor",
     )
-    rn.add_argument("--source", required=True, help="source name under 'sources'")
+    rn.add_argument(
+        "--source",
+        required=True,
+        help="source name under 'sources', or under 'log_sources' (heartbeat lines to its heartbeat.file)",
+    )
     rn.add_argument("--no-monitor", action="store_true", help="write heartbeats only, no alerts")
     rn.set_defaults(handler=run_cli)
     mn = hb.add_parser(

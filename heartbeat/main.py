@@ -2,6 +2,7 @@
 alerts on stale or slow tables (docs/monitoring.md).
 
 Usage: python -m heartbeat [--config conf/dbus.yaml] run --source demo [--no-monitor]
+       python -m heartbeat [--config conf/dbus.yaml] run --source applog   (a log source: heartbeat lines)
        python -m heartbeat [--config conf/dbus.yaml] monitor --source demo
 (also ``dbus heartbeat run|monitor``, heartbeat/commands.py).
 
@@ -27,6 +28,8 @@ def run(cfg: DbusConfig, ds: str, monitor: bool = True) -> int:
     from heartbeat.monitor import Monitor
     from heartbeat.writer import HeartbeatWriter
 
+    if ds in cfg.log_sources and ds not in cfg.sources:
+        return run_log(cfg, ds)
     cfg.source(ds)  # ConfigError before any connection
     writer = HeartbeatWriter(cfg, ds)
     watcher = Monitor(cfg, ds) if monitor else None
@@ -48,6 +51,18 @@ def run(cfg: DbusConfig, ds: str, monitor: bool = True) -> int:
             stop()
             if thread is not None:
                 thread.join(10)
+    return life.code
+
+
+def run_log(cfg: DbusConfig, ds: str) -> int:
+    """A log source's heartbeat lines (heartbeat/logbeats.py) until stopped; no leader election: every
+    writer appends to its own host's file."""
+    from heartbeat.logbeats import LogHeartbeatWriter
+
+    writer = LogHeartbeatWriter(cfg, ds)  # ConfigError when heartbeat.file is not set
+    with Lifecycle("heartbeat", ds, cfg.path) as life:
+        life.on_stop(writer.stop)
+        writer.run()
     return life.code
 
 
