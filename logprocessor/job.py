@@ -5,8 +5,9 @@ Per raw record, in order:
 
 - ``adapt``: the shipper record read by its type's adapter (``logprocessor.adapters_sql``): its lines (one,
   or one per tuple for log_ums), host, event time, heartbeat flag, or a record error;
-- ``rules``: every line through the published rule set (``logprocessor.compile.tables_sql``): per table the
-  rows it took, the line errors naming the rule, and whether nothing took the line;
+- ``rules``: every line through the published rule set (``rules_results``: the JVM's rule engine, the value
+  ``logprocessor.compile.tables_sql`` gives): per table the rows it took, the line errors naming the rule, and
+  whether nothing took the line;
 - ``outputs``: an array of ``(topic, key, value)``:
   - per table that took rows of the record: one UMS message of those rows (``ums_id_`` from partition,
     offset and the row's index among the table's rows of the record), to the table's result topic;
@@ -67,14 +68,11 @@ def process(raw: DataFrame, cfg: DbusConfig, ds: str, rules: RuleSet) -> DataFra
     from pyspark.sql import functions as F
 
     from logprocessor.adapters_sql import with_adapter
-    from logprocessor.compile import tables_sql
 
     src = cfg.log_source(ds)
     adapted = with_adapter(raw, AdapterSettings.of(src))
     lines = F.col("adapted.lines")
-    results = F.expr(
-        f"transform(adapted.lines, line -> {tables_sql(rules.tables, 'line', src.processor.multi_table)})"
-    )
+    results = rules_results(raw.sparkSession, lines, rules, src.processor.multi_table)
     staged = adapted.withColumn("_results", results)
     outputs = F.concat(
         *(_table_messages(src, ds, rules, t) for t in rules.tables),
@@ -84,6 +82,16 @@ def process(raw: DataFrame, cfg: DbusConfig, ds: str, rules: RuleSet) -> DataFra
         _heartbeats(src, ds, rules),
     )
     return staged.select(F.explode(outputs).alias("o")).select("o.topic", "o.key", "o.value")
+
+
+def rules_results(spark: SparkSession, lines: Column, rules: RuleSet, multi_table: bool) -> Column:
+    """Every line of the array ``lines`` through the published rules: ``array<compile.LINE_TYPE>``, the value
+    of ``transform(lines, line -> compile.tables_sql(...))``, computed by the JVM UDF ``dbus_log_rules``
+    (logprocessor.rules_jvm): Spark interprets the higher-order functions of the SQL form, several times
+    slower (docs/logs.md, How rules run on Spark)."""
+    from logprocessor.rules_jvm import lines_results
+
+    return lines_results(spark, lines, rules.tables, multi_table)
 
 
 def _table_messages(src: LogSource, ds: str, rules: RuleSet, table: TableRules) -> Column:
