@@ -367,10 +367,21 @@ public final class Engine {
         return value;
     }
 
+    /** The last column 0 read as an object on this thread, by identity: keyFilter then toIndex read the same text
+     * (the operators never change a parsed object). */
+    private static final ThreadLocal<Object[]> LAST_COLUMN0 = ThreadLocal.withInitial(() -> new Object[2]);
+
+    @SuppressWarnings("unchecked")
     static Map<String, Object> column0(List<String> row) throws LineError {
         if (row.isEmpty()) throw new LineError("the row has no column 0");
+        String text = row.get(0);
+        Object[] last = LAST_COLUMN0.get();
+        if (text != null && last[0] == text) return (Map<String, Object>) last[1];
         try {
-            return Json.parseObject(row.get(0));
+            Map<String, Object> obj = Json.parseObject(text);
+            last[0] = text;
+            last[1] = obj;
+            return obj;
         } catch (Json.Error err) {
             throw new LineError("column 0: " + err.getMessage());
         }
