@@ -10,14 +10,19 @@ VENV_STAMP := $(VENV)/.installed
 demo: stack-up
 	$(VENV)/bin/dbus demo
 
+# Two workers (pytest-xdist): most integration tests wait on servers and JVM start-ups; the stack lock in
+# tests/integration/conftest.py runs an `exclusive` test alone. A worker takes a whole file at a time
+# (loadfile: a module's fixtures are set up once), the next one in collection order when it is done (no
+# reordering by test count, which would leave the long one-test files for last).
+XDIST := -n 2 --dist loadfile --no-loadscope-reorder
 test: stack-up
-	$(PY) -m pytest tests --durations=20
+	$(PY) -m pytest tests $(XDIST) --durations=20
 
 test-unit: venv
 	$(PY) -m pytest tests/unit
 
 test-integration: stack-up
-	$(PY) -m pytest tests/integration
+	$(PY) -m pytest tests/integration $(XDIST)
 
 # ruff (rules and format) over the tree, mypy over the floors below the stages (config in pyproject.toml).
 lint: venv

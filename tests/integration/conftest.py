@@ -3,14 +3,23 @@
 A missing server fails the test with the command that starts it; it never skips. Each test gets its own
 topic (``pytest_<test>_<uuid>``) or database (``dbus_test_<uuid>``), removed afterwards.
 Set DBUS_CONFIG to point the tests at another configuration (e.g. servers already running elsewhere).
+
+Tests run side by side (``make test``: ``pytest -n 2``). Every integration test holds the stack lock
+while it runs, shared; a test marked ``exclusive`` (it stops or restarts a server, purges the binlog, or
+takes fixed ports) holds it alone: it waits for the running tests to end, and no test starts while it runs.
+The lock files are in ``$STACK_HOME/test-locks`` (default ``.stack/``), so runs of the same stack started
+from several shells take turns the same way.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pymysql
 import pytest
@@ -21,6 +30,110 @@ from dbuslib.errors import DbusError
 
 pytestmark = pytest.mark.integration
 START = "start the local stack with `make stack-up`"
+HERE = Path(__file__).resolve().parent
+LOCKS = Path(os.environ.get("STACK_HOME", HERE.parents[1] / ".stack")) / "test-locks"
+LOCK_WAIT_S = 3600  # the longest test that may run first (its timeout) and an exclusive one queued before
+
+
+class StackLock:
+    """A readers-writer lock over files (flock), one per process: ``stack.lock`` shared by ordinary tests,
+    exclusive for an ``exclusive`` one. Everyone passes ``turnstile.lock`` first and an exclusive test
+    keeps it while it waits, so a stream of ordinary tests cannot starve it: the one running ends, the next
+    waits at the turnstile. Both are released with LOCK_UN, not by closing: a process a test started
+    cannot keep them."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.turnstile = (folder / "turnstile.lock").open("a")  # close-on-exec: no child inherits them
+        self.stack = (folder / "stack.lock").open("a")
+        self.shared = 0  # holders of the shared lock in this process: a test, a module fixture (hold_stack)
+
+    @staticmethod
+    def _take(file, mode: int, deadline: float) -> bool:
+        while True:
+            try:
+                fcntl.flock(file, mode | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.05)
+
+    def acquire(self, exclusive: bool) -> str | None:
+        """None once held; else why not (held by others past LOCK_WAIT_S). The shared lock is re-entrant
+        in a process: a test of a module whose fixture holds it (hold_stack) takes it again without passing
+        the turnstile, where an exclusive test waiting for that fixture's module to end would stop it."""
+        if self.shared:
+            if exclusive:
+                return "an exclusive test while this process holds the stack lock shared (hold_stack)"
+            self.shared += 1
+            return None
+        deadline = time.monotonic() + LOCK_WAIT_S
+        if not self._take(self.turnstile, fcntl.LOCK_EX, deadline):
+            return f"{self.turnstile.name} still held after {LOCK_WAIT_S}s"
+        try:
+            mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+            if not self._take(self.stack, mode, deadline):
+                return f"{self.stack.name} still held by other tests after {LOCK_WAIT_S}s"
+        finally:
+            fcntl.flock(self.turnstile, fcntl.LOCK_UN)
+        self.shared = 0 if exclusive else 1
+        return None
+
+    def release(self) -> None:
+        self.shared = max(0, self.shared - 1)
+        if not self.shared:
+            fcntl.flock(self.stack, fcntl.LOCK_UN)
+
+
+_lock: list[StackLock] = []
+NOT_LOCKED = pytest.StashKey[str]()
+
+
+def stack_lock_of_process() -> StackLock:
+    if not _lock:
+        _lock.append(StackLock(LOCKS))
+    return _lock[0]
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """The stack lock around the whole test, its fixtures' set-up and teardown included; taken outside
+    pytest-timeout's clock, which then times the test, not its wait."""
+    if not item.path.is_relative_to(HERE):  # a pytest-xdist worker calls this for the unit tests too
+        return (yield)
+    lock = stack_lock_of_process()
+    why = lock.acquire(item.get_closest_marker("exclusive") is not None)
+    if why is not None:
+        item.stash[NOT_LOCKED] = why  # the test fails at set-up (stack_lock below), saying so
+        return (yield)
+    try:
+        return (yield)
+    finally:
+        lock.release()
+
+
+@pytest.fixture(autouse=True)
+def stack_lock(request):
+    """Fails a test that could not take the stack lock (see pytest_runtest_protocol)."""
+    why = request.node.stash.get(NOT_LOCKED, None)
+    if why is not None:
+        pytest.fail(f"the stack lock: {why}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def hold_stack() -> Iterator[None]:
+    """The stack lock, shared, for as long as a module's fixture that uses it lives: a module fixture that
+    keeps processes running between its tests (a stage) depends on it first, so no exclusive test (a server
+    restart) runs between two tests of that module, under the processes."""
+    lock = stack_lock_of_process()
+    why = lock.acquire(exclusive=False)
+    if why is not None:
+        pytest.fail(f"the stack lock: {why}", pytrace=False)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 @pytest.fixture(scope="session")

@@ -175,6 +175,7 @@ def test_standby_takes_over_and_stale_leader_cannot_commit(extractor_env, writer
     check_no_loss_and_order(env, truth, env.records(covered(truth), timeout=120))
 
 
+@pytest.mark.exclusive  # stops the stack's ZooKeeper
 def test_zookeeper_outage_keeps_extracting_and_catches_up(extractor_env, writer_db):
     env, (db, name) = extractor_env, writer_db
     create_tables(db)
@@ -218,6 +219,7 @@ def test_zookeeper_outage_keeps_extracting_and_catches_up(extractor_env, writer_
     assert env.procs[0].poll() is None, "the extractor must survive a ZooKeeper outage"
 
 
+@pytest.mark.exclusive  # purges every binlog file but the newest: other tests read from theirs
 def test_purged_binlog_stops_with_the_recovery_command(extractor_env, writer_db):
     env, (db, name) = extractor_env, writer_db
     create_tables(db)

@@ -48,7 +48,8 @@ from pipeline_env import (
 from cli.stages import Stages
 from dbuslib.config import load_config
 
-pytestmark = pytest.mark.integration
+# exclusive: the cluster takes fixed ports (stack/cluster.sh) and both cores, and a worker is killed
+pytestmark = [pytest.mark.integration, pytest.mark.exclusive]
 
 DBUS = str(Path(sys.executable).with_name("dbus"))
 

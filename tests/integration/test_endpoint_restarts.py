@@ -10,9 +10,9 @@ and the stages have caught up, every row change of the binlog is in the result t
 With ``DBUS_TEST_RETRY_BUDGET_S=0.001`` (the stages give up at the first failure) it fails: the
 appender's query ends on the MariaDB restart.
 
-It restarts servers that every other test uses: run it alone, ``/tmp/itest --exclusive .venv/bin/python -m
-pytest -x tests/integration/test_endpoint_restarts.py`` on the shared machine. The servers are brought up
-again (``stack.sh up``) whatever happens.
+It restarts servers that every other test uses, so it is ``exclusive``: no other integration test runs
+beside it (tests/integration/conftest.py). The servers are brought up again (``stack.sh up``) whatever
+happens.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from pipeline_env import (
 from dbuslib import mysql
 from extractor.position import Position
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.exclusive]  # restarts MariaDB, ZooKeeper and Kafka
 
 TABLES = ("orders", "items", "audit")
 SERVERS = ("mariadb", "zookeeper", "kafka")

@@ -184,6 +184,7 @@ def test_reset_under_an_epoch_taken_by_the_operator(clients, zk_cfg, ds, tmp_pat
     assert store(client, zk_cfg, ds, tmp_path).load() == gtid_only
 
 
+@pytest.mark.exclusive  # stops and starts the stack's ZooKeeper
 def test_zookeeper_restart_commits_go_to_the_file_then_catch_up(clients, zk_cfg, ds, tmp_path):
     client = clients()
     leadership = Leadership(client, zk_cfg.root, ds, "host-a:1")

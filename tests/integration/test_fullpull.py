@@ -26,7 +26,7 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def fp(tmp_path_factory, source):
+def fp(hold_stack, tmp_path_factory, source):  # hold_stack: its full puller runs between the tests
     env = make_fullpull_env(tmp_path_factory.mktemp("fullpull"), source)
     try:
         env.start()

@@ -3,15 +3,17 @@
 The wheel is built from a copy of the checkout's files (``git ls-files``: what ``pip install .`` of a clone
 sees, the working tree's edits included) and installed, with every dependency, into a venv under tmp_path
 made without ``--system-site-packages``. The dependencies come from a wheelhouse in pytest's cache
-(``.pytest_cache/d/dbus_pip_wheelhouse/<key>``), built once per dependency list: a cold first run downloads
-them (about 500 MB, pyspark most of it; pip's own cache serves what it has), a warm run installs offline
-(``--no-index``). Every command runs in tmp_path, never the checkout, without PYTHONPATH, VIRTUAL_ENV,
-DBUS_CONFIG, SPARK_HOME or PYSPARK_PYTHON, and without the checkout's venv on PATH (``dbus submit`` then runs
-the fresh venv's pyspark's own spark-submit).
+(``.pytest_cache/d/dbus_pip_wheelhouse/<key>``; under ``-p no:cacheprovider``,
+``.stack/pip_wheelhouse/<key>``), built once per dependency list (runs side by side take turns: pytest-xdist
+workers each run the module fixture): a cold first run downloads them (about 500 MB, pyspark most of it; pip's
+own cache serves what it has), a warm run installs offline (``--no-index``). Every command runs in tmp_path,
+never the checkout, without PYTHONPATH, VIRTUAL_ENV, DBUS_CONFIG, SPARK_HOME or PYSPARK_PYTHON, and without
+the checkout's venv on PATH (``dbus submit`` then runs the fresh venv's pyspark's own spark-submit).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -43,6 +45,7 @@ PACKAGES = (
     "appender",
     "fullpuller",
     "heartbeat",
+    "logprocessor",
 )
 INSTALL_TIMEOUT = 900  # a cold run downloads pyspark
 
@@ -61,11 +64,16 @@ def _wheelhouse(request: pytest.FixtureRequest) -> Path:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     needs = sorted([*project["project"]["dependencies"], *project["build-system"]["requires"]])
     key = hashlib.sha256(json.dumps([sys.version_info[:2], needs]).encode()).hexdigest()[:16]
-    house = request.config.cache.mkdir("dbus_pip_wheelhouse") / key
-    if not (house / "complete").exists():
-        shutil.rmtree(house, ignore_errors=True)
-        _ok(_run([sys.executable, "-m", "pip", "wheel", "-q", "-w", str(house), *needs], INSTALL_TIMEOUT))
-        (house / "complete").write_text("\n".join(needs))
+    cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider: then beside the stack
+    houses = cache.mkdir("dbus_pip_wheelhouse") if cache else REPO / ".stack" / "pip_wheelhouse"
+    houses.mkdir(parents=True, exist_ok=True)
+    house = houses / key
+    with (houses / f"{key}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another run (a shell beside this one) building it: wait for it
+        if not (house / "complete").exists():
+            shutil.rmtree(house, ignore_errors=True)
+            _ok(_run([sys.executable, "-m", "pip", "wheel", "-q", "-w", str(house), *needs], INSTALL_TIMEOUT))
+            (house / "complete").write_text("\n".join(needs))
     return house
 
 
