@@ -23,6 +23,8 @@ def send(cfg: Any, ds: str, **extra: Any) -> int:
     message = new_control_message(
         ControlType.LOG_PROCESSOR_RELOAD_CONFIG, SENDER, {"dsName": ds, "dsType": src.type, **extra}
     )
+    # made when missing (the broker creates none): a processor that starts later loads the published rules
+    kafka.ensure_topics(cfg.endpoints.kafka, [topic])
     producer = kafka.producer(cfg.endpoints.kafka, max_block_ms=15_000)
     try:
         producer.send(topic, key=control_key(message).encode(), value=to_json(message).encode()).get(30)
