@@ -11,9 +11,13 @@ with a workload generator, and a full pull under that load reconciled and verifi
 4. The demo waits until every row change is in the result topic as UMS, prints one message per table
    (masked columns of ``shop.customers`` included) and the rows/s of each stage, measured from the
    Kafka timestamps of what each stage wrote during this run.
-5. Reconcile merges the pull and the increments of ``shop.orders`` into a Parquet snapshot, and verify
+5. The log step (cli/demolog.py): the log source ``applog``'s two demo tables and their rules in the meta
+   store (step 1), its log processor started beside the other stages (step 2), an application log file
+   written live, shipped by rsyslog, structured into the two tables and the unknown bucket, one UMS
+   message of each table printed.
+6. Reconcile merges the pull and the increments of ``shop.orders`` into a Parquet snapshot, and verify
    compares it with the table in MariaDB: 0 differences.
-6. ZooKeeper and the time-series server are checked too; then the stages are stopped.
+7. ZooKeeper and the time-series server are checked too; then the stages are stopped.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from pathlib import Path
 
 from influxdb_client import Point
 
+from cli import demolog
 from cli.stages import Stages
 from dbuslib import influx, kafka, mysql, topics, zk, zkpaths
 from dbuslib.config import DbusConfig, InfluxEndpoint, Source
@@ -177,22 +182,33 @@ def run(cfg: DbusConfig, source_name: str) -> int:
     t = src.topics
     raw, schema_topic, result = t.name("raw", ds), t.name("schema", ds, "shop"), t.name("result", ds, "shop")
 
+    log_ds = demolog.LOG_SOURCE
+    log_stages = Stages(cfg, log_ds, stages.log_dir)
+
     def setup() -> None:
         create_shop(src)
         kafka.ensure_topics(
             cfg.endpoints.kafka, topics.source_topics(ds, src), t.partitions, t.replication_factor
         )
+        for line in demolog.ensure_rules(cfg, log_ds):
+            print(f"   {line}")
 
-    _step(1, "MariaDB: schema shop; Kafka: the source's topics", setup)
+    _step(
+        1,
+        f"MariaDB: schema shop; Kafka: the source's topics; meta store: the rules of {log_ds}'s tables "
+        f"{' and '.join(demolog.TABLES)}",
+        setup,
+    )
     note = _resume_or_reset(cfg, ds)
     if note:
         print(f"   {note}")
     before = kafka.end_offsets(cfg.endpoints.kafka, [raw, schema_topic, result])
     try:
+        log_stages.start("logprocessor")  # its start-up overlaps the others'; the log step waits for it
         _step(
             2,
             "start extractor, dispatcher, appender and full puller (spark-submit each), then the heartbeat "
-            f"writer and monitor; logs in {stages.log_dir}",
+            f"writer and monitor, and the log processor of {log_ds}; logs in {stages.log_dir}",
             lambda: start_stages(stages),
         )
         db = mysql.connect(src.mysql, as_writer=True)
@@ -240,15 +256,23 @@ def run(cfg: DbusConfig, source_name: str) -> int:
             "heartbeats: per-table latency in the time-series server; `dbus status`",
             lambda: _heartbeats(cfg, ds, stages),
         )
+        logs = _step(
+            6,
+            f"log source {log_ds}: an application log written live for {demolog.DEMO_LOG_SECONDS:.0f}s, "
+            f"shipped by rsyslog, structured by the log processor into {' and '.join(demolog.TABLES)} and "
+            "the unknown bucket",
+            lambda: demolog.run(cfg, log_ds, log_stages),
+        )
     finally:
+        log_stages.stop_all()
         stages.stop_all()
 
     equal = _step(
-        6,
+        7,
         f"reconcile {PULLED} (pull + increments, Spark batch) and verify it against MariaDB",
         lambda: _reconcile_and_verify(cfg, ds, stack_home / "demo" / "snapshot"),
     )
-    path = _step(7, "ZooKeeper and time series", lambda: _checks(cfg, ds))
+    path = _step(8, "ZooKeeper and time series", lambda: _checks(cfg, ds))
     print(f"   {path}")
     print(
         "demo: OK, every row change arrived as UMS exactly once"
@@ -266,7 +290,8 @@ def run(cfg: DbusConfig, source_name: str) -> int:
         if beats
         else "demo: FAILED: no heartbeat latency reached the time-series server"
     )
-    return 0 if ok and equal and beats else 1
+    print(logs.summary(log_ds))
+    return 0 if ok and equal and beats and logs.ok else 1
 
 
 PULLED = "shop.orders"

@@ -4,6 +4,7 @@
 - ``dispatcher`` / ``appender`` / ``fullpuller``: ``dbus submit <stage> --source DS`` (cli/submit.py:
   spark-submit with the master, jars, DBus's code zip, settings and the stage's resources)
 - ``heartbeat``: ``python -m heartbeat --config C run --source DS`` (writer and monitor)
+- ``logprocessor``: ``dbus submit logprocessor --source DS`` (DS a log source)
 
 Each process gets its own session (``kill -9`` of its group takes the driver and its JVM together), and
 its output goes to ``<log_dir>/<stage>.log``. ``stop`` returns once every process of the stage's group is
@@ -25,7 +26,7 @@ from dbuslib.config import DbusConfig
 from dbuslib.errors import DbusError
 
 REPO = Path(__file__).resolve().parent.parent
-STAGES = ("extractor", "dispatcher", "appender", "fullpuller", "heartbeat")
+STAGES = ("extractor", "dispatcher", "appender", "fullpuller", "heartbeat", "logprocessor")
 
 
 class StageError(DbusError):
