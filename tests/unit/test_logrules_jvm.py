@@ -205,6 +205,10 @@ def groups(draw) -> Group:
         op = draw(st.sampled_from(OPS))
         grammar = tuple(draw(st.lists(entries(op), min_size=0 if op != "saveAs" else 1, max_size=3)))
         rules.append(Rule(op, grammar))
+    if rules[-1].op != "saveAs":  # the processor appends an empty one: keep the columns to compare them
+        rules.append(
+            Rule("saveAs", tuple(Entry(scope=str(k), name=f"c{k}", type="STRING") for k in range(8)))
+        )
     return Group("g'1", tuple(rules))
 
 
@@ -311,3 +315,38 @@ def test_table_level_agrees_with_operators(spark):
             got_errors = [(e["table"], _reason(e["error"])) for e in got["errors"]]
             assert got_errors == [(t, _reason(m)) for t, m in errors], line
             assert got["unmatched"] == (not rows)
+
+
+def _rule(op: str, **fields: str) -> Rule:
+    return Rule(op, (Entry(**fields),))
+
+
+_REGEX_FILTER = {"scope": "0", "rule_type": "regex", "operate": "=="}
+# Where the JVM and operators.py differ, the JVM right: (group's rules, line, the JVM's rows or error).
+# operators.py reads regexes with Python's re, whose line terminator is \n alone: Java's `.`, `$` and `\Z`
+# also treat \r, \r\n, \u0085, \u2028 and \u2029 as one (docs/logs.md names `.` only). And
+# javatext.double_value lets float.fromhex's OverflowError out of run_group (which must never raise).
+JAVA_RIGHT = [
+    ((_rule("filter", param="^.$", **_REGEX_FILTER),), "\r", []),
+    ((_rule("filter", param="a$", **_REGEX_FILTER),), "a\r", [[]]),
+    ((_rule("filter", param="a$", **_REGEX_FILTER),), "a\u2028", [[]]),
+    ((_rule("filter", param="a\\Z", **_REGEX_FILTER),), "a\r\n", [[]]),
+    (
+        (
+            _rule("split", scope="0", rule_type="string", param="|"),
+            _rule("saveAs", scope="0", name="d", type="DOUBLE"),
+        ),
+        "0x1p99999|x",
+        "rule 2 (saveAs): saveAs column 'd' (DOUBLE): '0x1p99999' is not a number",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rules", "line", "expected"), JAVA_RIGHT)
+def test_where_operators_py_differs_the_jvm_is_java(spark, rules, line, expected):
+    group = Group("g", rules)
+    ((rows, err),) = run_groups(spark, [(group_json("g", with_save_as(group).rules), [[line]])])
+    if isinstance(expected, str):
+        assert err is not None and expected in err
+    else:
+        assert (rows, err) == (expected, None)

@@ -39,7 +39,7 @@ public final class Json {
     private static final JsonFactory FACTORY = JsonFactory.builder()
         .streamReadConstraints(StreamReadConstraints.builder()
             .maxNumberLength(Integer.MAX_VALUE).maxStringLength(Integer.MAX_VALUE).maxNameLength(Integer.MAX_VALUE)
-            .maxNestingDepth(900).build())
+            .maxNestingDepth(988).build()) // Python's json: RecursionError past about 987 levels inside a value
         .disable(JsonFactory.Feature.CANONICALIZE_FIELD_NAMES)
         .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
         .build();
