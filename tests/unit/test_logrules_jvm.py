@@ -22,7 +22,7 @@ from logrules_golden import load_cases
 
 from logprocessor import operators
 from logprocessor.grammar import Entry, Group, Rule, RuleError, TableRules, check_rule, with_save_as
-from logprocessor.rules_jvm import GROUP_FUNCTION, group_json, register, ruleset_json
+from logprocessor.rules_jvm import GROUP_FUNCTION, group_json, lines_results, register, ruleset_json
 
 pytestmark = pytest.mark.jvm  # needs a JDK and the pyspark jars: `pytest -m "not jvm"` leaves it out
 
@@ -291,9 +291,10 @@ def test_table_level_agrees_with_operators(spark):
     lines = [c.rows[0][0] for c in load_cases() if c.file == "group_example"] + ["plain WARN", "plain"]
     for multi in (True, False):
         df = spark.createDataFrame([(lines,)], "lines array<string>")
-        (row,) = df.select(
-            F.call_function(FUNCTION, F.lit(ruleset_json(tables, multi)), "lines").alias("r")
-        ).collect()
+        literal = F.call_function(FUNCTION, F.lit(ruleset_json(tables, multi)), "lines")
+        held = lines_results(spark, F.col("lines"), tables, multi)  # what the processor runs
+        (row,) = df.select(literal.alias("r"), held.alias("h")).collect()
+        assert row["r"] == row["h"]
         for line, got in zip(lines, row["r"], strict=True):
             rows, errors, took = [], [], False
             for t in tables:
