@@ -125,7 +125,10 @@ def double_value(value: str) -> float | None:
     finite and give ``None`` (a UMS double is a JSON number)."""
     text = value.strip("".join(map(chr, range(33))))
     if m := _JAVA_HEX_DOUBLE.fullmatch(text):
-        number = float.fromhex(f"{m[1]}0x{m[2]}p{m[3]}")
+        try:
+            number = float.fromhex(f"{m[1]}0x{m[2]}p{m[3]}")
+        except OverflowError:  # Java gives Infinity: not finite either
+            return None
     elif _JAVA_DOUBLE.fullmatch(text):
         number = float(text.rstrip("fFdD"))
     else:

@@ -325,8 +325,8 @@ def _rule(op: str, **fields: str) -> Rule:
 _REGEX_FILTER = {"scope": "0", "rule_type": "regex", "operate": "=="}
 # Where the JVM and operators.py differ, the JVM right: (group's rules, line, the JVM's rows or error).
 # operators.py reads regexes with Python's re, whose line terminator is \n alone: Java's `.`, `$` and `\Z`
-# also treat \r, \r\n, \u0085, \u2028 and \u2029 as one (docs/logs.md names `.` only). And
-# javatext.double_value lets float.fromhex's OverflowError out of run_group (which must never raise).
+# also treat \r, \r\n, \u0085, \u2028 and \u2029 as one (docs/logs.md names `.` only). The last case
+# is where both agree now (javatext.double_value let float.fromhex's OverflowError out of run_group).
 JAVA_RIGHT = [
     ((_rule("filter", param="^.$", **_REGEX_FILTER),), "\r", []),
     ((_rule("filter", param="a$", **_REGEX_FILTER),), "a\r", [[]]),
