@@ -9,7 +9,8 @@ import sys
 from dbuslib.config import load_config
 
 BENCHMARKS = ["kafka_produce", "extractor", "e2e", "fullpull", "logrules"]
-OPT_IN = ["realtime", "shipper"]  # run only when named: measurements behind a design, not figures of a stage
+# run only when named: measurements behind a design, not figures of a stage; logprocessor: minutes a run
+OPT_IN = ["realtime", "shipper", "logprocessor"]
 
 
 def main(argv: list[str] | None = None) -> int:

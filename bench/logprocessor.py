@@ -1,0 +1,202 @@
+"""The whole log processor: lines/s through ``logprocessor.job.process`` (adapter -> rules -> UMS per table,
+unknown lines, dead letters, heartbeats -> (topic, key, value)) beside plain Python doing the same work.
+
+The records: rsyslog records (``{"host","path","timestamp","message"}``, the demo's source type) with the
+log4j-style lines of conf/demo/logrules/applog.sample.log, each with its own numbers: a third for each of
+the demo's two tables (app_orders: 7 operators, http_access: 6), a third taken by no table (the unknown
+topic); BENCH_LOG_LINES of them (default 200000), in a DataFrame shaped like the Kafka source (value, key,
+topic, partition, offset, timestamp), made by Spark and cached in memory first.
+
+value: Spark (``spark.master``, local[2] in the demo) running ``job.process`` over the records; the clock
+covers one action that counts the output rows and sums the lengths of their topic, key and value (after a
+run on a tenth of the records, while the JIT compiles: a running stage's steady state).
+baseline: plain Python over the same records, in the same run: ``json.loads`` of the record, the two tables'
+rules as ``re`` patterns, a UMS-like message (``json.dumps``) and key per table row, the unknown lines as
+they are.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bench.report import bench_line
+from dbuslib.config import DbusConfig, LogSource
+from logprocessor.grammar import TableRules, groups_from_json, save_as_columns
+from logprocessor.rules import RuleSet
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+LINES = int(os.environ.get("BENCH_LOG_LINES", "200000"))
+DEMO = Path(__file__).resolve().parents[1] / "conf" / "demo" / "logrules"
+DS = "benchlog"
+TABLES = ("app_orders", "http_access")
+
+# the record of line i: one template per kind, i % 3 (app_orders, http_access, unknown); %d: i, or i's parts
+RECORD = '{"host":"app-%d.prod","path":"/var/log/app/app.log","timestamp":"2026-11-24T10:15:%02d.%03dZ",'
+MESSAGES = (
+    "2026-11-24 10:15:%02d.%03d | [WARN] | OrderService order=%d amount=%d.50 req=5e1f0c2a-%d",
+    '10.0.3.7 - - [2026-11-24T10:15:%02d+00:00] \\"GET /api/orders/%d HTTP/1.1\\" 200 %d rt=0.012 req=r-%d',
+    "2026-11-24 10:15:%02d.%03d | [INFO] | PaymentService paid=%d req=5e1f0c2a-%d",
+)
+
+
+def record(i: int) -> bytes:
+    """The value of record ``i``, as ``frame`` makes it in Spark."""
+    head = RECORD % (i % 7, i % 60, i % 1000)
+    kind = i % 3
+    if kind == 0:
+        message = MESSAGES[0] % (i % 60, i % 1000, i, i % 997, i)
+    elif kind == 1:
+        message = MESSAGES[1] % (i % 60, i, i % 4096, i)
+    else:
+        message = MESSAGES[2] % (i % 60, i % 1000, i, i)
+    return f'{head}"message":"{message}"}}'.encode()
+
+
+def frame(spark: SparkSession, n: int) -> DataFrame:
+    """Records 0..n-1 shaped like the Kafka source, made in the JVM (no Python per row)."""
+    from pyspark.sql import functions as F
+
+    i = F.col("id")
+    head = F.format_string(RECORD, i % 7, i % 60, i % 1000)
+    kind = i % 3
+    message = (
+        F.when(kind == 0, F.format_string(MESSAGES[0], i % 60, i % 1000, i, i % 997, i))
+        .when(kind == 1, F.format_string(MESSAGES[1], i % 60, i, i % 4096, i))
+        .otherwise(F.format_string(MESSAGES[2], i % 60, i % 1000, i, i))
+    )
+    value = F.concat(head, F.lit('"message":"'), message, F.lit('"}'))
+    return spark.range(n, numPartitions=2).select(
+        F.lit(None).cast("binary").alias("key"),
+        value.cast("binary").alias("value"),
+        F.lit(f"{DS}.raw").alias("topic"),
+        (i % 2).cast("int").alias("partition"),
+        i.alias("offset"),
+        F.timestamp_millis(F.lit(1795947330000) + i).alias("timestamp"),
+    )
+
+
+def rule_set(cfg: DbusConfig) -> RuleSet:
+    tables = []
+    for name in TABLES:
+        groups = groups_from_json((DEMO / f"{name}.json").read_text())
+        tables.append(TableRules(name, 1, groups, save_as_columns(groups[0])))
+    return RuleSet(DS, cfg.log_source(DS).schema_name(DS), tuple(tables))
+
+
+def bench_config(cfg: DbusConfig) -> DbusConfig:
+    return cfg.model_copy(update={"log_sources": {**cfg.log_sources, DS: LogSource()}})
+
+
+# ---------------------------------------------------------------- the baseline
+
+ORDER = re.compile(r"^(\S+ \S+) \| \[([^\]]*)\] \| OrderService order=(\d+) amount=([\d.]+) req=(\S+)")
+ACCESS = re.compile(r"^(\S+) \S+ \S+ \[([^\]]+)\] \"(\S+) (\S+) [^\"]*\" (\d{3}) (\d+) rt=([\d.]+) req=(\S+)")
+STAMP = re.compile(r"^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d).*$")
+TYPES = {
+    "app_orders": ("datetime", "string", "long", "double", "string", "string"),
+    "http_access": ("datetime", "string", "string", "string", "long", "long", "double", "string", "string"),
+}
+
+
+def _message(ns: str, table: str, partition: int, offset: int, ms: int, values: list[object]) -> str:
+    ums_id = (partition << 43 | offset) << 12
+    fields = [
+        {"name": n, "type": t, "nullable": True} for n, t in zip(("c",) * 9, TYPES[table], strict=False)
+    ]
+    return json.dumps(
+        {
+            "protocol": {"type": "data_increment_data", "version": "1.3"},
+            "schema": {"namespace": ns, "fields": fields},
+            "payload": [{"tuple": [ums_id, str(ums_id), time.strftime("%Y-%m-%d %H:%M:%S"), "i", *values]}],
+        },
+        separators=(",", ":"),
+    )
+
+
+def python_rate(n: int) -> tuple[float, int]:
+    records = [(i % 2, i, record(i)) for i in range(n)]
+    start = time.perf_counter()
+    out = []
+    for partition, offset, value in records:
+        obj = json.loads(value.decode())
+        message, host = obj["message"], obj["host"]
+        ms = offset  # the event time: parsing it is the adapter's
+        if "dbus-heartbeat" in message:
+            continue
+        m = ORDER.match(message)
+        if m is not None:
+            level, order, amount = m.group(2), int(m.group(3)), float(m.group(4))
+            values: list[object] = [m.group(1), level, order, amount, m.group(5), host]
+            ns = f"log_rsyslog.{DS}.app_orders.1.0.{host}"
+            out.append(("app_orders", ns, _message(ns, "app_orders", partition, offset, ms, values)))
+            continue
+        m = ACCESS.match(message)
+        if m is not None:
+            stamp = STAMP.sub(r"\1 \2", m.group(2))
+            values = [stamp, m.group(1), m.group(3), m.group(4), int(m.group(5)), int(m.group(6))]
+            values += [float(m.group(7)), m.group(8), host]
+            ns = f"log_rsyslog.{DS}.http_access.1.0.{host}"
+            out.append(("http_access", ns, _message(ns, "http_access", partition, offset, ms, values)))
+            continue
+        out.append(("unknown", host, value.decode()))
+    return n / (time.perf_counter() - start), len(out)
+
+
+# ---------------------------------------------------------------- the processor
+
+
+def spark_rate(cfg: DbusConfig, n: int) -> tuple[float, int]:
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    from binlog import jvmjar
+    from logprocessor.job import process
+
+    jar = jvmjar.build(
+        Path(tempfile.gettempdir()) / f"dbus-bench-logprocessor-{os.getuid()}" / "dbus-jvm.jar"
+    )
+    spark = (
+        SparkSession.builder.master(cfg.spark.master)
+        .appName("bench_logprocessor")
+        .config("spark.ui.enabled", "false")
+        .config("spark.jars", str(jar))
+        .getOrCreate()
+    )
+    try:
+        rules = rule_set(cfg)
+
+        def run(count: int) -> tuple[float, int]:
+            raw = frame(spark, count).cache()
+            raw.count()
+            out = process(raw, cfg, DS, rules)
+            start = time.perf_counter()
+            (got, chars) = out.agg(F.count(F.lit(1)), F.sum(sum(F.length(c) for c in out.columns))).first()
+            elapsed = time.perf_counter() - start
+            if not chars:
+                msg = "log processor: no output"
+                raise RuntimeError(msg)
+            raw.unpersist()
+            return count / elapsed, got
+
+        run(max(n // 10, 1))  # the JIT compiles the engine: a running stage's steady state
+        return run(n)
+    finally:
+        spark.stop()
+
+
+def run(cfg: DbusConfig) -> list[str]:
+    cfg = bench_config(cfg)
+    spark, spark_out = spark_rate(cfg, LINES)
+    python, python_out = python_rate(LINES)
+    if spark_out != python_out:
+        msg = f"log processor: Spark wrote {spark_out} messages, plain Python {python_out}, same lines"
+        raise RuntimeError(msg)
+    return [bench_line("log_lines_per_s", spark, "lines/s", python)]
