@@ -74,8 +74,11 @@ def process(raw: DataFrame, cfg: DbusConfig, ds: str, rules: RuleSet) -> DataFra
     lines = F.col("adapted.lines")
     results = rules_results(raw.sparkSession, lines, rules, src.processor.multi_table)
     staged = adapted.withColumn("_results", results)
+    messages = [f"_message_{k}" for k in range(len(rules.tables))]
+    for t, name in zip(rules.tables, messages, strict=True):
+        staged = _with_message(staged, src, ds, rules, t, name)
     outputs = F.concat(
-        *(_table_messages(src, ds, rules, t) for t in rules.tables),
+        *(_table_messages(src, ds, rules, t, m) for t, m in zip(rules.tables, messages, strict=True)),
         _unknown(src, ds, lines),
         _line_errors(src, ds),
         _record_error(src, ds),
@@ -94,45 +97,48 @@ def rules_results(spark: SparkSession, lines: Column, rules: RuleSet, multi_tabl
     return lines_results(spark, lines, rules.tables, multi_table)
 
 
-def _table_messages(src: LogSource, ds: str, rules: RuleSet, table: TableRules) -> Column:
-    """The UMS message of the rows ``table`` took from the record's lines (none: an empty array)."""
+def _table_messages(src: LogSource, ds: str, rules: RuleSet, table: TableRules, message: str) -> Column:
+    """The UMS message of the rows ``table`` took from the record's lines, the column ``message``
+    (``_with_message``; null: none, an empty array)."""
     from pyspark.sql import functions as F
 
-    from logprocessor.logums_sql import (
-        data_key_col,
-        message_json_col,
-        namespace_col,
-        tuple_json_col,
-        ums_id_problem_col,
-    )
+    from logprocessor.logums_sql import data_key_col, namespace_col
 
-    name = table.table
-    rows = F.flatten(
-        F.transform(F.col("_results"), lambda r: F.filter(r["rows"], lambda x: x["table"] == name))
-    )
-    ok = F.filter(
-        F.transform(rows, lambda x, i: F.struct(x["row"].alias("row"), i.alias("i"))),
-        lambda x: ums_id_problem_col(F.col("partition"), F.col("offset"), x["i"]).isNull(),
-    )
-    ns = namespace_col(src.type, ds, rules.schema, name, table.version, F.col("adapted.host"))
-    tuples = F.transform(
-        ok,
-        lambda x: tuple_json_col(
-            F.col("partition"),
-            F.col("offset"),
-            x["i"],
-            F.col("adapted.event_ms"),
-            x["row"],
-            table.columns,
-            src.ums.timezone,
-        ),
-    )
-    message = F.struct(
-        F.lit(src.topics.name("result", ds, rules.schema, name)).alias("topic"),
+    ns = namespace_col(src.type, ds, rules.schema, table.table, table.version, F.col("adapted.host"))
+    out = F.struct(
+        F.lit(src.topics.name("result", ds, rules.schema, table.table)).alias("topic"),
         data_key_col(ns, F.col("adapted.event_ms")).alias("key"),
-        message_json_col(ns, tuples, table.columns).alias("value"),
+        F.col(message).alias("value"),
     )
-    return F.when(F.size(ok) > 0, F.array(message)).otherwise(F.array().cast(f"array<{OUT_TYPE}>"))
+    return F.when(F.col(message).isNotNull(), F.array(out)).otherwise(F.array().cast(f"array<{OUT_TYPE}>"))
+
+
+def _with_message(
+    staged: DataFrame, src: LogSource, ds: str, rules: RuleSet, table: TableRules, name: str
+) -> DataFrame:
+    """``staged`` with the column ``name``: the UMS message of the rows ``table`` took from the record's lines
+    (``ums_id_`` from partition, offset and the row's index among the table's rows of the record; a row out
+    of range left out), or null when none: ``logums.message_json``'s bytes, built in the JVM
+    (logprocessor.logums_jvm; the Spark SQL form, ``logums_sql.tuple_json_col`` in higher-order functions,
+    is interpreted and tens of times slower). A column of its own, so the message is built once."""
+    from pyspark.sql import functions as F
+
+    from logprocessor.logums_jvm import table_message
+    from logprocessor.logums_sql import namespace_col, ums_ts_col
+
+    ns = namespace_col(src.type, ds, rules.schema, table.table, table.version, F.col("adapted.host"))
+    ts = ums_ts_col(F.col("adapted.event_ms"), src.ums.timezone)
+    message = table_message(
+        staged.sparkSession,
+        table.table,
+        table.columns,
+        F.col("partition"),
+        F.col("offset"),
+        ts,
+        ns,
+        F.col("_results"),
+    )
+    return staged.withColumn(name, message)
 
 
 def _unknown(src: LogSource, ds: str, lines: Column) -> Column:

@@ -184,19 +184,21 @@ def message_json_col(namespace: Column, tuples: Column, columns: Sequence[SaveAs
     """``logums.message_json``: the message of ``tuples`` (``array<string>`` of ``tuple_json_col``)."""
     from pyspark.sql import functions as F
 
+    head, middle = message_frame(columns)
+    return F.concat(
+        F.lit(head), python_quote(namespace), F.lit(middle), F.array_join(tuples, ","), F.lit("]}")
+    )
+
+
+def message_frame(columns: Sequence[SaveAsColumn]) -> tuple[str, str]:
+    """The text of a table's message before its quoted namespace, and between it and the first tuple."""
     protocol = ProtocolType.DATA_INCREMENT_DATA
     fields = SYSTEM_FIELDS[protocol] + user_fields(columns)
     fields_json = dumps_compact(
         [{"name": f.name, "type": f.type.value, "nullable": f.nullable, "encoded": f.encoded} for f in fields]
     )
     head = f'{{"protocol":{{"type":"{protocol.value}","version":"1.3"}},"schema":{{"namespace":'
-    return F.concat(
-        F.lit(head),
-        python_quote(namespace),
-        F.lit(f',"fields":{fields_json},"batchId":0}},"payload":['),
-        F.array_join(tuples, ","),
-        F.lit("]}"),
-    )
+    return head, f',"fields":{fields_json},"batchId":0}},"payload":['
 
 
 def heartbeat_json_col(
