@@ -74,11 +74,10 @@ def process(raw: DataFrame, cfg: DbusConfig, ds: str, rules: RuleSet) -> DataFra
     lines = F.col("adapted.lines")
     results = rules_results(raw.sparkSession, lines, rules, src.processor.multi_table)
     staged = adapted.withColumn("_results", results)
-    messages = [f"_message_{k}" for k in range(len(rules.tables))]
-    for t, name in zip(rules.tables, messages, strict=True):
-        staged = _with_message(staged, src, ds, rules, t, name)
+    if rules.tables:
+        staged = _with_messages(staged, src, ds, rules, "_messages")
     outputs = F.concat(
-        *(_table_messages(src, ds, rules, t, m) for t, m in zip(rules.tables, messages, strict=True)),
+        *(_table_messages(src, ds, rules, t, k) for k, t in enumerate(rules.tables)),
         _unknown(src, ds, lines),
         _line_errors(src, ds),
         _record_error(src, ds),
@@ -97,48 +96,47 @@ def rules_results(spark: SparkSession, lines: Column, rules: RuleSet, multi_tabl
     return lines_results(spark, lines, rules.tables, multi_table)
 
 
-def _table_messages(src: LogSource, ds: str, rules: RuleSet, table: TableRules, message: str) -> Column:
-    """The UMS message of the rows ``table`` took from the record's lines, the column ``message``
-    (``_with_message``; null: none, an empty array)."""
+def _table_messages(src: LogSource, ds: str, rules: RuleSet, table: TableRules, k: int) -> Column:
+    """The UMS message of the rows ``table`` (``rules.tables[k]``) took from the record's lines, the ``k``-th
+    of the column ``_messages`` (``_with_messages``; null: none, an empty array)."""
     from pyspark.sql import functions as F
 
     from logprocessor.logums_sql import data_key_col, namespace_col
 
     ns = namespace_col(src.type, ds, rules.schema, table.table, table.version, F.col("adapted.host"))
+    message = F.col("_messages")[k]
     out = F.struct(
         F.lit(src.topics.name("result", ds, rules.schema, table.table)).alias("topic"),
         data_key_col(ns, F.col("adapted.event_ms")).alias("key"),
-        F.col(message).alias("value"),
+        message.alias("value"),
     )
-    return F.when(F.col(message).isNotNull(), F.array(out)).otherwise(F.array().cast(f"array<{OUT_TYPE}>"))
+    return F.when(message.isNotNull(), F.array(out)).otherwise(F.array().cast(f"array<{OUT_TYPE}>"))
 
 
-def _with_message(
-    staged: DataFrame, src: LogSource, ds: str, rules: RuleSet, table: TableRules, name: str
-) -> DataFrame:
-    """``staged`` with the column ``name``: the UMS message of the rows ``table`` took from the record's lines
-    (``ums_id_`` from partition, offset and the row's index among the table's rows of the record; a row out
-    of range left out), or null when none: ``logums.message_json``'s bytes, built in the JVM
-    (logprocessor.logums_jvm; the Spark SQL form, ``logums_sql.tuple_json_col`` in higher-order functions,
-    is interpreted and tens of times slower). A column of its own, so the message is built once."""
+def _with_messages(staged: DataFrame, src: LogSource, ds: str, rules: RuleSet, name: str) -> DataFrame:
+    """``staged`` with the column ``name``: per table of ``rules.tables``, the UMS message of the rows it took
+    from the record's lines (``ums_id_`` from partition, offset and the row's index among the table's rows of
+    the record; a row out of range left out), or null when none: ``logums.message_json``'s bytes, built in
+    the JVM for every table at once (logprocessor.logums_jvm; the Spark SQL form,
+    ``logums_sql.tuple_json_col`` in higher-order functions, is interpreted and tens of times slower). A
+    column of its own, so each message is built once."""
     from pyspark.sql import functions as F
 
-    from logprocessor.logums_jvm import table_message
+    from logprocessor.logums_jvm import table_messages
     from logprocessor.logums_sql import namespace_col, ums_ts_col
 
-    ns = namespace_col(src.type, ds, rules.schema, table.table, table.version, F.col("adapted.host"))
-    ts = ums_ts_col(F.col("adapted.event_ms"), src.ums.timezone)
-    message = table_message(
+    host = F.col("adapted.host")
+    namespaces = [namespace_col(src.type, ds, rules.schema, t.table, t.version, host) for t in rules.tables]
+    messages = table_messages(
         staged.sparkSession,
-        table.table,
-        table.columns,
+        [(t.table, t.columns) for t in rules.tables],
         F.col("partition"),
         F.col("offset"),
-        ts,
-        ns,
+        ums_ts_col(F.col("adapted.event_ms"), src.ums.timezone),
+        namespaces,
         F.col("_results"),
     )
-    return staged.withColumn(name, message)
+    return staged.withColumn(name, messages)
 
 
 def _unknown(src: LogSource, ds: str, lines: Column) -> Column:

@@ -1,7 +1,7 @@
-"""A log table's UMS message built by the JVM: ``dbus.jvm.LogUmsUdf`` (binlog/jvm), one call per record and
-table, over what the rules UDF gave for the record's lines (docs/logs.md, How rules run on Spark).
+"""Log tables' UMS messages built by the JVM: ``dbus.jvm.LogUmsUdf`` (binlog/jvm), one call per record for
+every table, over what the rules UDF gave for the record's lines (docs/logs.md, How rules run on Spark).
 
-It gives the bytes ``logums.message_json`` gives (and ``logums_sql.message_json_col`` over
+Per table it gives the bytes ``logums.message_json`` gives (and ``logums_sql.message_json_col`` over
 ``tuple_json_col``, the Spark SQL form, which Spark interprets in the higher-order functions that pick the
 table's rows: tens of times slower): the table's rows of the record in order, each row's index its position
 among them, a row whose ``ums_id_`` is out of range left out, null when no row is left.
@@ -20,36 +20,46 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
 
 FUNCTION, CLASS = "dbus_log_ums", "dbus.jvm.LogUmsUdf"
+SEPARATOR = "\x00"  # LogUmsUdf.SEPARATOR: between the tables, and their texts, given to its constructor
 
 
-def table_message(
+def table_messages(
     spark: SparkSession,
-    table: str,
-    columns: Sequence[SaveAsColumn],
+    tables: Sequence[tuple[str, Sequence[SaveAsColumn]]],
     partition: Column,
     offset: Column,
     ums_ts: Column,
-    namespace: Column,
+    namespaces: Sequence[Column],
     results: Column,
 ) -> Column:
-    """The UMS message (a string, or null) of the rows ``table`` took in ``results`` (``array<LINE_TYPE>``,
-    the rules UDF's), the record at ``partition``/``offset``, every row's ``ums_ts_`` the string ``ums_ts``
-    and its namespace ``namespace`` (``logums_sql.namespace_col``). A jar without the class fails here."""
+    """``array<string>``: per table of ``tables`` (name, saveAs columns), the UMS message (or null) of the
+    rows it took in ``results`` (``array<LINE_TYPE>``, the rules UDF's), the record at ``partition`` and
+    ``offset``, every row's ``ums_ts_`` the string ``ums_ts``, the table's namespace its Column in
+    ``namespaces`` (``logums_sql.namespace_col``). One call per record: ``results`` reaches the JVM once for
+    every table. A jar without the class fails here, before the query starts."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType
+    from pyspark.sql.types import ArrayType, StringType
 
     from dbuslib.errors import StackError
     from logprocessor.logums_sql import message_frame
 
-    head, middle = message_frame(columns)
-    types = "".join("d" if c.type == "double" else "s" for c in columns)
-    key = "\x00".join((table, head, middle, types))
-    name = f"{FUNCTION}_{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    frames = [message_frame(columns) for _, columns in tables]
+    heads = {head for head, _ in frames}
+    if len(heads) > 1:
+        msg = f"logprocessor: tables' messages start differently: {sorted(heads)}"
+        raise ValueError(msg)
+    head = heads.pop() if heads else message_frame(())[0]
+    names = SEPARATOR.join(name for name, _ in tables)
+    middles = SEPARATOR.join(middle for _, middle in frames)
+    types = SEPARATOR.join("".join("d" if c.type == "double" else "s" for c in cols) for _, cols in tables)
+    spec = SEPARATOR.join((head, names, middles, types))
+    name = f"{FUNCTION}_{hashlib.sha256(spec.encode()).hexdigest()[:16]}"
     jvm = spark._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
     cls = jvm.dbus.jvm.LogUmsUdf
     if type(cls).__name__ == "JavaPackage":
         msg = "logprocessor: dbus.jvm.LogUmsUdf is not on Spark's classpath (`make stack-up` builds it)"
         raise StackError(msg)
-    jtype = jvm.org.apache.spark.sql.types.DataType.fromJson(StringType().json())
-    spark._jsparkSession.udf().register(name, cls(table, head, middle, types), jtype)  # type: ignore[attr-defined]  # py4j
-    return F.call_function(name, partition, offset, ums_ts, namespace, results)
+    jtype = jvm.org.apache.spark.sql.types.DataType.fromJson(ArrayType(StringType()).json())
+    udf = cls(head, names, middles, types)
+    spark._jsparkSession.udf().register(name, udf, jtype)  # type: ignore[attr-defined]  # py4j
+    return F.call_function(name, partition, offset, ums_ts, F.array(*namespaces), results)

@@ -1,9 +1,9 @@
-"""A log table's UMS message built in the JVM (binlog/jvm ``dbus.jvm.LogUmsUdf``, logprocessor/logums_jvm.py)
-is the bytes ``logprocessor.logums.message_json`` gives, on seeded random records: rows of the table among
-rows of another, over several lines; values with every JSON escape, emoji, nulls, short rows; DOUBLE values
-as random bit patterns, random decimal texts and texts that are no finite number (written as null, as the
-Spark SQL form writes them); partitions, offsets and row indexes at and past the limits of ``ums_id_`` (such
-a row left out, no row left: null).
+"""Log tables' UMS messages built in the JVM (binlog/jvm ``dbus.jvm.LogUmsUdf``, logprocessor/logums_jvm.py)
+are the bytes ``logprocessor.logums.message_json`` gives, table by table, on seeded random records: rows of
+two tables among rows of a third, over several lines; values with every JSON escape, emoji, nulls, short
+rows; DOUBLE values as random bit patterns, random decimal texts and texts that are no finite number (written
+as null, as the Spark SQL form writes them); partitions, offsets and row indexes at and past the limits of
+``ums_id_`` (such a row left out, no row left: null).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from logprocessor.logums import LogRow, log_namespace, message_json, ums_id_prob
 pytestmark = pytest.mark.jvm  # needs a JDK and the pyspark jars: `pytest -m "not jvm"` leaves it out
 
 SEED = 16
-TABLE = "order_events"
+TABLE, OTHER = "order_events", "http_access"  # and rows of "ignored", a table the UDF is not given
+OTHER_COLUMNS = (Column("path", "string"), Column("rt_s", "double"))
 COLUMNS = (
     Column("log_time", "datetime"),
     Column("level", "string"),
@@ -81,9 +82,9 @@ def _double(rnd: random.Random) -> str:
     return f"{rnd.randint(0, 10**30)}"
 
 
-def _values(rnd: random.Random) -> list[str | None]:
+def _values(rnd: random.Random, columns: tuple[Column, ...]) -> list[str | None]:
     values: list[str | None] = []
-    for c in COLUMNS:
+    for c in columns:
         if rnd.random() < 0.1:
             values.append(None)
         elif c.type == "double":
@@ -102,35 +103,36 @@ def _record(rnd: random.Random, k: int):
     lines = []
     for _ in range(1 if many else rnd.randrange(0, 4)):
         rows = []
-        for _ in range(4100 if many else rnd.randrange(0, 4)):
-            table = TABLE if many or rnd.random() < 0.7 else "other"
-            rows.append((table, 0, None if rnd.random() < 0.03 else _values(rnd)))
+        for _ in range(4100 if many else rnd.randrange(0, 5)):
+            table = TABLE if many else rnd.choice([TABLE, TABLE, OTHER, "ignored"])
+            columns = OTHER_COLUMNS if table == OTHER else COLUMNS
+            rows.append((table, 0, None if rnd.random() < 0.03 else _values(rnd, columns)))
         lines.append((rows, [], not rows))
     ms = rnd.randrange(0, 4102444800000)
     host = rnd.choice(["app-01_prod", "a%25b", 'q"h', "h\x01"])
     return partition, offset, ms, host, lines
 
 
-def _expected(partition, offset, ms, host, lines, timezone):
-    ns = log_namespace("log_rsyslog", "applog", "applog_schema", TABLE, 3, host)
-    rows = [row for rows, _, _ in lines for table, _, row in rows if table == TABLE]
+def _expected(table, columns, partition, offset, ms, host, lines, timezone):
+    ns = log_namespace("log_rsyslog", "applog", "applog_schema", table, 3, host)
+    rows = [row for rows, _, _ in lines for name, _, row in rows if name == table]
     ok = []
     for i, row in enumerate(rows):
         if ums_id_problem(partition, offset, i) is not None:
             continue
-        values = list(row or ())[: len(COLUMNS)]
-        values += [None] * (len(COLUMNS) - len(values))
-        for c, (v, column) in enumerate(zip(values, COLUMNS, strict=True)):
+        values = list(row or ())[: len(columns)]
+        values += [None] * (len(columns) - len(values))
+        for c, (v, column) in enumerate(zip(values, columns, strict=True)):
             if value_problem([v], [column]) is not None:
                 values[c] = None  # not a finite number: null, as the Spark SQL form writes it
         ok.append(LogRow(partition, offset, i, ms, tuple(values)))
-    return message_json(ns, COLUMNS, ok, timezone) if ok else None
+    return message_json(ns, columns, ok, timezone) if ok else None
 
 
-def test_the_jvm_message_is_the_python_message(spark):
+def test_the_jvm_messages_are_the_python_messages(spark):
     from pyspark.sql import functions as F
 
-    from logprocessor.logums_jvm import table_message
+    from logprocessor.logums_jvm import table_messages
     from logprocessor.logums_sql import namespace_col, ums_ts_col
 
     rnd = random.Random(SEED)
@@ -139,25 +141,25 @@ def test_the_jvm_message_is_the_python_message(spark):
         records, f"partition int, offset bigint, ms bigint, host string, results {RESULTS}"
     )
     timezone = "Asia/Shanghai"
-    ns = namespace_col("log_rsyslog", "applog", "applog_schema", TABLE, 3, F.col("host"))
-    message = table_message(
+    tables = [(TABLE, COLUMNS), (OTHER, OTHER_COLUMNS)]
+    messages = table_messages(
         spark,
-        TABLE,
-        COLUMNS,
+        tables,
         F.col("partition"),
         F.col("offset"),
         ums_ts_col(F.col("ms"), timezone),
-        ns,
+        [namespace_col("log_rsyslog", "applog", "applog_schema", t, 3, F.col("host")) for t, _ in tables],
         F.col("results"),
     )
-    got = [r.m for r in df.select(message.alias("m")).collect()]
+    got = [tuple(r.m) for r in df.select(messages.alias("m")).collect()]
     differ = []
     for record, actual in zip(records, got, strict=True):
-        expected = _expected(*record, timezone)
+        expected = tuple(_expected(t, c, *record, timezone) for t, c in tables)
         if actual != expected:
             differ.append((record[:4], expected, actual))
     assert not differ, "\n\n".join(f"{r}\n  python: {e}\n  jvm:    {a}" for r, e, a in differ[:3])
-    assert None in got and sum(m is not None for m in got) > 200  # both kinds reached
+    for k in range(len(tables)):  # both kinds reached, for each table
+        assert any(m[k] is None for m in got) and sum(m[k] is not None for m in got) > 100
 
 
 def test_doubles_as_python_writes_them(spark):

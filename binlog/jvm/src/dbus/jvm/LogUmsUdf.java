@@ -3,55 +3,75 @@ package dbus.jvm;
 import java.math.BigDecimal;
 import java.math.MathContext;
 import java.math.RoundingMode;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.regex.Pattern;
 
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.api.java.UDF5;
 
 /**
- * The UMS message of one log table for one record (logprocessor/logums_jvm.py registers one per table):
- * {@code (partition, offset, ums_ts, namespace, results) -> string}, the bytes {@code logums.message_json} gives
- * (Python's compact {@code json.dumps}) for the rows the table took from the record's lines, null when it took
- * none. {@code results} is the rules UDF's {@code array<LINE_TYPE>}; a row's index is its position among the
- * table's rows of the record, and a row whose {@code ums_id_} would be out of range is left out (a dead letter
- * elsewhere). A DOUBLE value is written as Python's {@code repr} writes the double (the shortest digits that
- * read back, nearest the value), or null when it is not a finite decimal number; the other values as JSON
- * strings escaped as Python escapes them.
+ * The UMS messages of a record's log tables (logprocessor/logums_jvm.py registers one per rule set):
+ * {@code (partition, offset, ums_ts, namespaces, results) -> array<string>}, per table (in the constructor's order,
+ * {@code namespaces} alike) the bytes {@code logums.message_json} gives (Python's compact {@code json.dumps}) for
+ * the rows the table took from the record's lines, null when it took none. {@code results} is the rules UDF's
+ * {@code array<LINE_TYPE>}, converted once for every table; a row's index is its position among the table's rows
+ * of the record, and a row whose {@code ums_id_} would be out of range is left out (a dead letter elsewhere). A
+ * DOUBLE value is written as Python's {@code repr} writes the double (the shortest digits that read back, nearest
+ * the value), or null when it is not a finite decimal number; the other values as JSON strings escaped as Python
+ * escapes them.
  */
-public final class LogUmsUdf implements UDF5<Integer, Long, String, String, scala.collection.Seq<Row>, String> {
+public final class LogUmsUdf
+        implements UDF5<Integer, Long, String, scala.collection.Seq<String>, scala.collection.Seq<Row>, List<String>> {
     private static final long serialVersionUID = 1L;
     static final int MAX_PARTITION = 255;
     static final long MAX_OFFSET = (1L << 43) - 1;
     static final int MAX_INDEX = 4095;
     static final Pattern DOUBLE = Pattern.compile("[+-]?(?:[0-9]+\\.?[0-9]*|\\.[0-9]+)(?:[eE][+-]?[0-9]+)?");
+    static final String SEPARATOR = "\0";
 
-    private final String table;
     private final String head;
-    private final String middle;
-    private final boolean[] doubles;
+    private final String[] tables;
+    private final String[] middles;
+    private final boolean[][] doubles;
 
     /**
-     * @param table the table whose rows make the message
-     * @param head the message's text before the quoted namespace
-     * @param middle the text between the namespace and the first tuple
-     * @param types one letter per saveAs column, {@code d} for a DOUBLE, anything else for a string
+     * @param head the text of a message before its quoted namespace
+     * @param tables the tables, {@link #SEPARATOR} between them
+     * @param middles per table, the text between the namespace and the first tuple, {@link #SEPARATOR} between
+     * @param types per table, one letter per saveAs column ({@code d}: a DOUBLE, else a string), {@link #SEPARATOR}
+     *     between
      */
-    public LogUmsUdf(String table, String head, String middle, String types) {
-        this.table = table;
+    public LogUmsUdf(String head, String tables, String middles, String types) {
         this.head = head;
-        this.middle = middle;
-        this.doubles = new boolean[types.length()];
-        for (int i = 0; i < types.length(); i++) doubles[i] = types.charAt(i) == 'd';
+        this.tables = tables.split(SEPARATOR, -1);
+        this.middles = middles.split(SEPARATOR, -1);
+        String[] t = types.split(SEPARATOR, -1);
+        if (this.middles.length != this.tables.length || t.length != this.tables.length) {
+            throw new IllegalArgumentException("LogUmsUdf: tables, middles and types differ in number");
+        }
+        this.doubles = new boolean[t.length][];
+        for (int k = 0; k < t.length; k++) {
+            doubles[k] = new boolean[t[k].length()];
+            for (int i = 0; i < t[k].length(); i++) doubles[k][i] = t[k].charAt(i) == 'd';
+        }
     }
 
     @Override
-    public String call(Integer partition, Long offset, String ts, String ns, scala.collection.Seq<Row> results) {
-        if (partition == null || offset == null || ts == null || ns == null || results == null) return null;
+    public List<String> call(
+            Integer partition, Long offset, String ts, scala.collection.Seq<String> namespaces,
+            scala.collection.Seq<Row> results) {
+        if (partition == null || offset == null || ts == null || namespaces == null || results == null) return null;
+        int tableCount = tables.length;
+        List<String> out = new ArrayList<>(tableCount);
         int p = partition;
         long o = offset;
-        if (p < 0 || p > MAX_PARTITION || o < 0 || o > MAX_OFFSET) return null;
-        StringBuilder b = null;
-        int index = 0;
+        if (p < 0 || p > MAX_PARTITION || o < 0 || o > MAX_OFFSET) {
+            for (int k = 0; k < tableCount; k++) out.add(null);
+            return out;
+        }
+        StringBuilder[] built = new StringBuilder[tableCount];
+        int[] indexes = new int[tableCount];
         int n = results.length();
         for (int l = 0; l < n; l++) {
             Row line = results.apply(l);
@@ -60,25 +80,30 @@ public final class LogUmsUdf implements UDF5<Integer, Long, String, String, scal
             int m = rows.length();
             for (int r = 0; r < m; r++) {
                 Row row = rows.apply(r);
-                if (!table.equals(row.getString(0))) continue;
-                int i = index++;
+                String table = row.getString(0);
+                int k = 0;
+                while (k < tableCount && !tables[k].equals(table)) k++;
+                if (k == tableCount) continue;
+                int i = indexes[k]++;
                 if (i > MAX_INDEX) continue;
+                StringBuilder b = built[k];
                 if (b == null) {
-                    b = new StringBuilder(512);
+                    built[k] = b = new StringBuilder(512);
                     b.append(head);
-                    quote(b, ns);
-                    b.append(middle);
+                    quote(b, namespaces.apply(k));
+                    b.append(middles[k]);
                 } else {
                     b.append(',');
                 }
-                tuple(b, p, o, i, ts, row.isNullAt(2) ? null : row.<String>getSeq(2));
+                tuple(b, doubles[k], p, o, i, ts, row.isNullAt(2) ? null : row.<String>getSeq(2));
             }
         }
-        if (b == null) return null;
-        return b.append("]}").toString();
+        for (int k = 0; k < tableCount; k++) out.add(built[k] == null ? null : built[k].append("]}").toString());
+        return out;
     }
 
-    private void tuple(StringBuilder b, int p, long o, int i, String ts, scala.collection.Seq<String> values) {
+    private static void tuple(
+            StringBuilder b, boolean[] doubles, int p, long o, int i, String ts, scala.collection.Seq<String> values) {
         long id = ((long) p << 55) | (o << 12) | i;
         long position = (long) p * 10_000_000_000_000L + o;
         b.append("{\"tuple\":[\"").append(id).append("\",\"").append(ts).append("\",\"i\",\"");
