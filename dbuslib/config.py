@@ -519,6 +519,9 @@ class LogProcessorSettings(StreamSettings):
     multi_table: bool = True  # every table tries every line (the original's multiTable); false: first wins
     max_line_bytes: int = Field(1_000_000, ge=1024)  # a longer record is a dead letter (LOG_RECORD_TOO_LARGE)
     heartbeat_type: str = "dbus-heartbeat"  # the ``type`` that marks a shipper's heartbeat record
+    # micro-batches: a publish switches rules between two batches, at the offsets it answers (in real-time
+    # mode a batch lasts realtime_checkpoint_s: the lines of the open one would be replayed under new rules)
+    trigger: Literal["microbatch", "realtime"] = "microbatch"
 
 
 class LogSource(_Model):

@@ -95,6 +95,19 @@ def stop_between_batches(query: Any, wait_s: float = IDLE_WAIT_S) -> None:
     query.stop()
 
 
+def released(session: Any, query: Any, wait_s: float = 60.0) -> None:
+    """Returns once ``query``'s name is free in ``session`` for the next query: a query that ended may stay
+    registered as active for a moment (a real-time query did, and the next start failed: "a query with that
+    name is already active"). ``stop()`` joins the query's thread; then the registry is polled."""
+    query.stop()
+    deadline = time.monotonic() + wait_s
+    while any(q.name == query.name for q in session.streams.active):
+        if time.monotonic() > deadline:
+            msg = f"query {query.name} still active {wait_s:g}s after it stopped"
+            raise RuntimeError(msg)
+        time.sleep(0.05)
+
+
 def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
     from dbuslib import kafka, spark, stagemetrics
     from dbuslib.lifecycle import Lifecycle
@@ -159,6 +172,7 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
                     return code
                 switch.clear()
                 applied = (request, end_offsets(query))
+                released(session, query)
                 rules = request.rules
                 log.info("%s: rules reloaded, query restarted from %s", ds, applied[1])
         finally:

@@ -222,7 +222,6 @@ def _stack(command: str, service: str, down_s: int = 5) -> None:
     )
 
 
-@pytest.mark.exclusive
 @pytest.mark.exclusive  # restarts the stack's Kafka
 def test_a_kafka_restart_loses_no_line(shipper):
     """Lines written all along while the broker restarts (bash stack/stack.sh restart kafka, down 5 s):

@@ -1,0 +1,357 @@
+"""The log processor stage on the real stack (issue 16, acceptance 2 to 5): rsyslog records in the log
+source's raw topic -> ``dbus submit logprocessor`` (cli/stages.py starts it as the demo does) -> a UMS topic
+per table, the unknown bucket, dead letters.
+
+Each test has its own log source (``pytest_lp_<hex>``: topics, checkpoints, rules in the stack's meta store)
+with two tables: ``orders`` (``OrderService order=N amount=X`` lines) and ``payments``
+(``PaymentService paid=N``), whose rules are the demo's order_events group (conf/demo/logrules) without its
+logstash ``keyFilter``, and a copy of it for payments. Records are written as rsyslog writes them
+(``{"host", "path", "timestamp", "message"}``, tests/integration/test_rsyslog_ship.py checks that part).
+
+- every line is in exactly one table or the unknown bucket, values and types exact; a line that breaks a
+  rule and malformed records (not JSON, no message, invalid UTF-8, 10 MB) are dead letters with their
+  reason and coordinates, and the lines after them arrive;
+- kill -9 of the processor mid-stream: no line lost, a line given twice has the same ``ums_uid_`` and the
+  same values;
+- a publish mid-stream: lines before the switch offset the processor answers follow the old rules, lines
+  after it the new; a publish the store refuses leaves the running rules in force.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import wait_until
+
+from cli.stages import Stages
+from dbuslib import kafka
+from dbuslib.config import DbusConfig, load_config
+from dbuslib.logstore import LogStore, log_rule_group, log_rule_version, log_table
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+DEMO_RULES = REPO / "conf" / "demo" / "logrules" / "order_events.json"
+TABLES = ("orders", "payments")
+BIG = 10 * 1024 * 1024
+
+
+def _grammar(rule: dict) -> list:
+    return json.loads(rule["ruleGrammar"])
+
+
+def _set(rule: dict, grammar: list) -> None:
+    rule["ruleGrammar"] = json.dumps(grammar)
+
+
+def order_rules(amount_type: str = "DOUBLE") -> list:
+    """The demo's group for rsyslog records (its keyFilter reads logstash's ``type``), ``amount`` typed
+    ``amount_type``."""
+    (group,) = json.loads(DEMO_RULES.read_text())
+    group["groupName"] = "orders"
+    group["rules"] = [r for r in group["rules"] if r["ruleTypeName"] != "keyFilter"]
+    save = next(r for r in group["rules"] if r["ruleTypeName"] == "saveAs")
+    entries = _grammar(save)
+    for e in entries:
+        if e["name"] == "amount":
+            e["type"] = amount_type
+    _set(save, entries)
+    return [group]
+
+
+def payment_rules() -> list:
+    (group,) = copy.deepcopy(order_rules())
+    group["groupName"] = "payments"
+    group["rules"] = [r for r in group["rules"] if r["ruleTypeName"] != "trim"]
+    by = {r["ruleTypeName"]: r for r in group["rules"]}
+    _set(by["filter"], [{**_grammar(by["filter"])[0], "ruleParamter": "PaymentService"}])
+    _set(by["regexExtract"], [{**_grammar(by["regexExtract"])[0], "ruleParamter": r"paid=(\d+)"}])
+    _set(by["select"], [{"ruleScope": "1,3,0"}])
+    _set(
+        by["saveAs"],
+        [
+            {"ruleScope": "0", "name": "log_time", "type": "DATETIME"},
+            {"ruleScope": "1", "name": "order_id", "type": "LONG"},
+            {"ruleScope": "2", "name": "src_host", "type": "STRING"},
+        ],
+    )
+    return [group]
+
+
+def record(message: str, host: str = "app-01.prod") -> bytes:
+    return json.dumps(
+        {"host": host, "path": "/srv/app/a.log", "timestamp": "2024-03-05T02:15:30.123Z", "message": message},
+        separators=(",", ":"),
+    ).encode()
+
+
+def order_line(n: int) -> bytes:
+    return record(f"2024-03-05 10:15:30.100 | [WARN] | OrderService order={n} amount={n % 1000}.25")
+
+
+def payment_line(n: int) -> bytes:
+    return record(f"2024-03-05 10:15:31.002 | [INFO] | PaymentService paid={n}")
+
+
+def unknown_line(n: int) -> bytes:
+    return record(f"2024-03-05 10:15:32.000 | [DEBUG] | CartService cart={n}")
+
+
+@dataclass
+class LogEnv:
+    cfg: DbusConfig
+    ds: str
+    tmp: Path
+    stages: Stages
+    producer: object = None
+    seen: dict = field(default_factory=dict)
+
+    @property
+    def src(self):
+        return self.cfg.log_source(self.ds)
+
+    def topic(self, kind: str, table: str | None = None) -> str:
+        if kind == "result":
+            return self.src.topics.name("result", self.ds, self.src.schema_name(self.ds), table)
+        return self.src.topics.name(kind, self.ds)
+
+    def dbus(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "cli.main", "--config", str(self.cfg.path), *args]
+        env = {k: v for k, v in os.environ.items() if k != "DBUS_CONFIG"}
+        done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
+        if check:
+            assert done.returncode == 0, f"{' '.join(args)}: {done.returncode}\n{done.stdout}\n{done.stderr}"
+        return done
+
+    def publish(self, table: str, groups: list, wait: bool = False) -> subprocess.CompletedProcess[str]:
+        path = self.tmp / f"{table}.{uuid.uuid4().hex[:6]}.json"
+        path.write_text(json.dumps(groups))
+        t = ("--source", self.ds, "--table", table)
+        if self.dbus("logrules", "tables", "--source", self.ds).stdout.find(f"{table}") < 0:
+            self.dbus("logrules", "add-table", *t)
+        self.dbus("logrules", "import", *t, str(path), "--active", "--replace")
+        return self.dbus("logrules", "publish", *t, *(("--wait", "150") if wait else ()), check=False)
+
+    def produce(self, values: list[bytes]) -> list[int]:
+        """Offsets of ``values`` in the raw topic (one partition), in order."""
+        futures = [self.producer.send(self.topic("raw"), key=b"/srv/app/a.log", value=v) for v in values]
+        self.producer.flush()
+        return [f.get(30).offset for f in futures]
+
+    def read(self, topic: str) -> list:
+        consumer = kafka.consumer(
+            self.cfg.endpoints.kafka,
+            topic,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            max_partition_fetch_bytes=32 * 1024 * 1024,
+            fetch_max_bytes=64 * 1024 * 1024,
+        )
+        try:
+            got = []
+            while batch := consumer.poll(timeout_ms=1500):
+                got += [r for rs in batch.values() for r in rs]
+            return got
+        finally:
+            consumer.close()
+
+    def rows(self, table: str) -> list[dict]:
+        """Every tuple of the table in its result topic as {field: value}, and its fields as ``_fields``."""
+        out = []
+        for r in self.read(self.topic("result", table)):
+            m = json.loads(r.value)
+            # the tables of a schema share its result topic: the namespace's fourth segment names the table
+            if (
+                m["protocol"]["type"] != "data_increment_data"
+                or m["schema"]["namespace"].split(".")[3] != table
+            ):
+                continue
+            names = [f["name"] for f in m["schema"]["fields"]]
+            for p in m["payload"]:
+                out.append({**dict(zip(names, p["tuple"], strict=True)), "_fields": m["schema"]["fields"]})
+        return out
+
+    def unknown(self) -> list[bytes]:
+        return [r.value for r in self.read(self.topic("unknown"))]
+
+    def dead_letters(self) -> list[dict]:
+        return [json.loads(r.value) for r in self.read(self.topic("dead_letter"))]
+
+    def counts(self) -> Counter:
+        return Counter(
+            {
+                **{t: len({r["ums_uid_"] for r in self.rows(t)}) for t in TABLES},
+                "unknown": len(set(self.unknown())),
+                "dlq": len(self.dead_letters()),
+            }
+        )
+
+
+@pytest.fixture
+def lp(tmp_path, kafka_up, cfg) -> LogEnv:
+    ds = f"pytest_lp_{uuid.uuid4().hex[:8]}"
+    raw = yaml.safe_load(cfg.path.read_text())
+    raw["log_sources"] = {ds: {"type": "log_rsyslog", "processor": {"max_offsets_per_trigger": 2000}}}
+    raw["spark"]["jars_file"] = str(cfg.resolve(cfg.spark.jars_file))
+    raw["spark"]["checkpoint_root"] = str(tmp_path / "checkpoints")
+    path = tmp_path / "dbus.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    mine = load_config(path)
+    env = LogEnv(mine, ds, tmp_path, Stages(mine, ds, tmp_path / "logs"))
+    kafka.ensure_topics(kafka_up, [env.topic("raw")], partitions=1)
+    env.producer = kafka.producer(kafka_up, max_request_size=16 * 1024 * 1024)
+    yield env
+    env.stages.stop_all()
+    env.producer.close()
+    topics = [env.topic(k) for k in ("raw", "ctrl", "unknown", "dead_letter")]
+    kafka.delete_topics(kafka_up, sorted({*topics, *(env.topic("result", t) for t in TABLES)}))
+    store = LogStore(mine.endpoints.meta_store.url.get_secret_value())
+    try:
+        with store.engine.begin() as conn:
+            ids = [r.id for r in conn.execute(log_table.select().where(log_table.c.ds == ds))]
+            conn.execute(log_rule_version.delete().where(log_rule_version.c.table_id.in_(ids)))
+            conn.execute(log_rule_group.delete().where(log_rule_group.c.table_id.in_(ids)))
+            conn.execute(log_table.delete().where(log_table.c.ds == ds))
+    finally:
+        store.dispose()
+
+
+def published(lp: LogEnv) -> None:
+    for table, groups in (("orders", order_rules()), ("payments", payment_rules())):
+        done = lp.publish(table, groups)
+        assert done.returncode == 0, f"publish {table}: {done.stdout}\n{done.stderr}"
+
+
+def wait_counts(lp: LogEnv, expected: Counter, timeout: float, what: str) -> Counter:
+    def arrived():
+        got = lp.counts()
+        return got if all(got[k] >= v for k, v in expected.items()) else None
+
+    try:
+        return wait_until(arrived, timeout, what)
+    except AssertionError as e:
+        log = lp.stages.log("logprocessor")
+        tail = log.read_text(errors="replace")[-4000:] if log.exists() else "(no log)"
+        raise AssertionError(f"{e}: {lp.counts()} of {expected}; the processor's log ends:\n{tail}") from e
+
+
+def test_every_line_lands_in_one_table_or_unknown_and_bad_records_are_dead_letters(lp):
+    published(lp)
+    bad_double = record("2024-03-05 10:15:33.498 | [ERROR] | OrderService order=7 amount=1.2.3")
+    malformed = [
+        b"not json at all",
+        json.dumps({"host": "app-01.prod", "timestamp": "2024-03-05T02:15:30.123Z"}).encode(),
+        b'{"host":"app-01.prod","message":"caf\xe9"}',
+        record("x" * BIG),
+    ]
+    values = (
+        [order_line(n) for n in range(1, 151)]
+        + [bad_double]
+        + malformed
+        + [payment_line(n) for n in range(1, 101)]
+        + [unknown_line(n) for n in range(1, 51)]
+    )
+    offsets = lp.produce(values)
+    lp.stages.start("logprocessor")
+    wait_counts(lp, Counter(orders=150, payments=100, unknown=50, dlq=5), 240, "every line accounted for")
+
+    orders = lp.rows("orders")
+    assert sorted(int(r["order_id"]) for r in orders) == list(range(1, 151))
+    fields = {f["name"]: f["type"] for f in orders[0]["_fields"]}
+    assert fields["order_id"] == "long" and fields["amount"] == "double" and fields["log_time"] == "datetime"
+    by_id = {int(r["order_id"]): r for r in orders}
+    assert by_id[42]["amount"] == 42.25 and by_id[42]["level"] == "WARN"
+    assert by_id[42]["src_host"] == "app-01.prod" and by_id[42]["log_time"] == "2024-03-05 10:15:30.100"
+    assert sorted(int(r["order_id"]) for r in lp.rows("payments")) == list(range(1, 101))
+    assert sorted(lp.unknown()) == sorted(unknown_line(n) for n in range(1, 51))
+
+    letters = {d["offset"]: d for d in lp.dead_letters()}
+    first_bad = offsets[150]
+    codes = {o - first_bad: letters[o]["code"] for o in letters}
+    assert codes == {
+        0: "LOG_LINE_RULE_ERROR",
+        1: "LOG_RECORD_NOT_JSON",
+        2: "LOG_RECORD_NO_MESSAGE",
+        3: "LOG_RECORD_NOT_UTF8",
+        4: "LOG_RECORD_TOO_LARGE",
+    }, letters
+    assert "saveAs column 'amount'" in letters[first_bad]["error"], letters[first_bad]
+    assert all(d["stage"] == "logprocessor" and d["topic"] == lp.topic("raw") for d in letters.values())
+    assert letters[first_bad + 1]["value_base64"] == "bm90IGpzb24gYXQgYWxs"  # one line, as Python's
+    assert letters[first_bad + 4]["value_base64"] is None and "exceed" in letters[first_bad + 4]["withheld"]
+
+
+def test_kill_9_mid_stream_loses_no_line_and_duplicates_carry_the_same_uid(lp):
+    published(lp)
+    total = 3000
+    stop = threading.Event()
+
+    def writer() -> None:
+        for start in range(0, total, 100):
+            if stop.is_set():
+                return
+            lp.produce([order_line(n) for n in range(start + 1, start + 101)])
+            stop.wait(0.2)
+
+    thread = threading.Thread(target=writer, daemon=True)
+    lp.stages.start("logprocessor")
+    thread.start()
+    try:
+        wait_counts(lp, Counter(orders=300), 180, "rows before the kill")
+        lp.stages.stop("logprocessor", sig=signal.SIGKILL)
+        lp.stages.start("logprocessor")
+        thread.join(120)
+        wait_counts(lp, Counter(orders=total), 240, "every line after the restart")
+    finally:
+        stop.set()
+        thread.join()
+    rows = lp.rows("orders")
+    by_uid: dict[str, list] = {}
+    for r in rows:
+        by_uid.setdefault(r["ums_uid_"], []).append({k: v for k, v in r.items() if k != "ums_ts_"})
+    assert sorted({int(r["order_id"]) for r in rows}) == list(range(1, total + 1))
+    differ = {u: v for u, v in by_uid.items() if any(x != v[0] for x in v)}
+    assert not differ, f"a line given twice differs: {list(differ.items())[:2]}"
+    print(f"kill -9: {total} lines, {len(rows) - len(by_uid)} duplicate row(s)")
+
+
+def test_a_publish_mid_stream_switches_at_the_offset_it_answers(lp):
+    published(lp)
+    lp.stages.start("logprocessor")
+    before = lp.produce([order_line(n) for n in range(1, 101)])
+    wait_counts(lp, Counter(orders=100), 180, "lines under version 1")
+
+    # version 2: amount is kept as text (STRING), which the message's schema says
+    done = lp.publish("orders", order_rules("STRING"), wait=True)
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    assert "applied: table versions orders 2, payments 1; new rules from partition 0 offset" in done.stdout
+    switch = int(done.stdout.rsplit("offset ", 1)[1].split()[0].rstrip(","))
+    assert switch >= before[-1] + 1, (switch, before[-1])
+
+    # refused by the store: the processor keeps version 2
+    (bad,) = order_rules("STRING")
+    bad["rules"] = [r for r in bad["rules"] if r["ruleTypeName"] != "saveAs"]
+    refused = lp.publish("orders", [bad], wait=True)
+    assert refused.returncode == 2 and "saveAs" in refused.stderr, refused.stderr
+
+    after = lp.produce([order_line(n) for n in range(101, 201)])
+    assert after[0] >= switch
+    wait_counts(lp, Counter(orders=200), 180, "lines under version 2")
+    types = {}
+    for r in lp.rows("orders"):
+        amount = next(f["type"] for f in r["_fields"] if f["name"] == "amount")
+        types.setdefault(amount, set()).add(int(r["order_id"]))
+    assert types == {"double": set(range(1, 101)), "string": set(range(101, 201))}, {
+        k: (min(v), max(v), len(v)) for k, v in types.items()
+    }
