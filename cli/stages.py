@@ -113,6 +113,7 @@ class Stages:
     ds: str
     log_dir: Path
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    started_at: dict[str, int] = field(default_factory=dict)  # each log's size when its stage last started
 
     def log(self, stage: str) -> Path:
         return self.log_dir / f"{stage}.log"
@@ -120,6 +121,7 @@ class Stages:
     def start(self, stage: str) -> subprocess.Popen:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with self.log(stage).open("ab") as out:
+            self.started_at[stage] = out.tell()  # logs are appended to: a ready line before is an old run's
             proc = subprocess.Popen(
                 command(stage, self.cfg, self.ds),
                 cwd=submit.driver_dir(self.cfg, stage) or REPO if stage in submit.SUBMITTED else REPO,
@@ -151,6 +153,11 @@ class Stages:
                 msg = f"{stage} exited with {proc.returncode}; the end of {self.log(stage)}:\n{tail}"
                 raise StageError(msg)
 
+    def since_start(self, stage: str) -> str:
+        with self.log(stage).open("rb") as f:
+            f.seek(self.started_at.get(stage, 0))
+            return f.read().decode(errors="replace")
+
     def ready_text(self, stage: str) -> str:
         """The log line that says ``stage`` is serving (Spark's own "started" lines come much earlier)."""
         return {
@@ -165,9 +172,9 @@ class Stages:
             self.wait_log(stage, self.ready_text(stage), timeout)
 
     def wait_log(self, stage: str, text: str, timeout: float) -> None:
-        """Waits until ``text`` appears in the stage's log."""
+        """Waits until ``text`` appears in what the stage's log gained since the stage last started."""
         deadline = time.monotonic() + timeout
-        while text not in self.log(stage).read_text(errors="replace"):
+        while text not in self.since_start(stage):
             self.check_alive()
             if time.monotonic() > deadline:
                 msg = f"{stage}: no '{text}' in {self.log(stage)} after {timeout:.0f}s"

@@ -401,6 +401,16 @@ class LogStore:
             out.append((t, None if v["version"] is None else _published(v)))
         return out
 
+    def drop_source(self, ds: str) -> int:
+        """Removes every table of log source ``ds`` with its draft groups and published versions (a source
+        taken out of service, a test's own); returns the tables removed."""
+        with self.engine.begin() as conn:
+            ids = [r.id for r in conn.execute(select(log_table.c.id).where(log_table.c.ds == ds))]
+            conn.execute(log_rule_version.delete().where(log_rule_version.c.table_id.in_(ids)))
+            conn.execute(log_rule_group.delete().where(log_rule_group.c.table_id.in_(ids)))
+            conn.execute(log_table.delete().where(log_table.c.ds == ds))
+        return len(ids)
+
     def dispose(self) -> None:
         self.engine.dispose()
 

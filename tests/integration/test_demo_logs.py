@@ -20,7 +20,7 @@ from cli import demolog
 from cli.stages import REPO, Stages, processes_naming
 from dbuslib import kafka
 from dbuslib.config import load_config
-from dbuslib.logstore import LogStore, log_rule_group, log_rule_version, log_table
+from dbuslib.logstore import LogStore
 
 pytestmark = pytest.mark.integration
 
@@ -53,11 +53,7 @@ def log_source(tmp_path, cfg, kafka_up):
         kafka.delete_topics(kafka_up, sorted(set(names)))
         store = LogStore(mine.endpoints.meta_store.url.get_secret_value())
         try:
-            with store.engine.begin() as conn:
-                ids = [r.id for r in conn.execute(log_table.select().where(log_table.c.ds == ds))]
-                conn.execute(log_rule_version.delete().where(log_rule_version.c.table_id.in_(ids)))
-                conn.execute(log_rule_group.delete().where(log_rule_group.c.table_id.in_(ids)))
-                conn.execute(log_table.delete().where(log_table.c.ds == ds))
+            store.drop_source(ds)
         finally:
             store.dispose()
 

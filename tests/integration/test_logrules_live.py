@@ -30,7 +30,7 @@ from helpers import wait_until
 
 from dbuslib import kafka
 from dbuslib.config import load_config
-from dbuslib.logstore import LogStore, log_rule_group, log_rule_version, log_table
+from dbuslib.logstore import LogStore
 from ums.control import from_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,11 +65,7 @@ def setup(tmp_path, kafka_up, cfg):
     kafka.delete_topics(kafka_up, [ctrl])
     store = LogStore(mine.endpoints.meta_store.url.get_secret_value())
     try:
-        with store.engine.begin() as conn:
-            ids = [r.id for r in conn.execute(log_table.select().where(log_table.c.ds == ds))]
-            conn.execute(log_rule_version.delete().where(log_rule_version.c.table_id.in_(ids)))
-            conn.execute(log_rule_group.delete().where(log_rule_group.c.table_id.in_(ids)))
-            conn.execute(log_table.delete().where(log_table.c.ds == ds))
+        store.drop_source(ds)
     finally:
         store.dispose()
 

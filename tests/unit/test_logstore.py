@@ -112,3 +112,16 @@ def test_rule_set_gives_every_table_in_creation_order_with_its_current_version(s
     store.set_status(b, "abort")
     got = [(t.table, t.status, v and v.groups) for t, v in store.rule_set("applog", "s")]
     assert got == [("a", "ok", "[a2]"), ("b", "abort", "[b1]"), ("never", "ok", None)]
+
+
+def test_drop_source_removes_its_tables_groups_and_versions_only(store):
+    t, _ = store.add_table("applog", "applog_schema", "t")
+    store.add_groups(t, [("g", True, "[]")], replace=False)
+    store.publish(t, "[1]", "[]", True)
+    store.add_table("applog", "applog_schema", "u")
+    other, _ = store.add_table("other", "other_schema", "t")
+    store.add_groups(other, [("g", True, "[]")], replace=False)
+    assert store.drop_source("applog") == 2
+    assert store.tables("applog", "applog_schema") == [] and store.rule_set("applog", "applog_schema") == []
+    assert [g.name for g in store.draft(other)] == ["g"]
+    assert store.drop_source("applog") == 0

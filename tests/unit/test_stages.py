@@ -8,6 +8,8 @@ import subprocess
 import sys
 import uuid
 
+import pytest
+
 from cli.stages import group_members, processes_naming, stop_group
 
 
@@ -58,3 +60,16 @@ def test_stop_group_of_a_process_already_gone():
     proc = spawn('print("ready", flush=True)')
     proc.wait()
     assert stop_group(proc, timeout=1) == 0
+
+
+def test_a_ready_line_of_an_earlier_run_in_the_appended_log_does_not_count(tmp_path):
+    from cli.stages import StageError, Stages
+
+    stages = Stages(cfg=None, ds="demo", log_dir=tmp_path)  # type: ignore[arg-type]
+    stages.log("dispatcher").write_text("query dispatcher_demo started\n")  # the previous demo's
+    stages.started_at["dispatcher"] = stages.log("dispatcher").stat().st_size
+    with pytest.raises(StageError, match="no 'query dispatcher_demo started'"):
+        stages.wait_log("dispatcher", "query dispatcher_demo started", timeout=0.3)
+    with stages.log("dispatcher").open("a") as f:
+        f.write("INFO ...\nquery dispatcher_demo started\n")
+    stages.wait_ready("dispatcher", timeout=5)
