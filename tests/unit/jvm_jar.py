@@ -19,3 +19,25 @@ def build() -> Path:
     out = home / "jars" / "dbus-jvm.jar"
     subprocess.run(["bash", str(REPO / "binlog/jvm/build.sh"), str(out)], check=True, timeout=300)
     return out
+
+
+def spark_session(app: str, probe_class: str):
+    """A local[2] SparkSession with the jar: the one of this process when one exists (getOrCreate), with the
+    jar added when that session was made without it (``probe_class`` not loadable)."""
+    from pyspark.sql import SparkSession
+
+    jar = build()
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.jars", str(jar))
+        .getOrCreate()
+    )
+    jvm = session._jvm
+    for part in probe_class.split("."):
+        jvm = getattr(jvm, part)
+    if type(jvm).__name__ == "JavaPackage":  # py4j's name for what it cannot load as a class
+        session.sql(f"ADD JAR '{jar}'")
+    return session

@@ -31,22 +31,8 @@ CASES = [c for c in load_cases() if c.refused is None]
 
 @pytest.fixture(scope="module")
 def spark():
-    from pyspark.sql import SparkSession
-
-    jar = jvm_jar.build()
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("test_logrules_jvm")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.jars", str(jar))
-        .getOrCreate()
-    )
-    try:
-        register(session)
-    except Exception:  # a session made before (another module) without the jar
-        session.sql(f"ADD JAR '{jar}'")
-        register(session)
+    session = jvm_jar.spark_session("test_logrules_jvm", "dbus.jvm.LogRulesUdf")
+    register(session)
     return session
 
 

@@ -50,20 +50,7 @@ RESULTS = (
 
 @pytest.fixture(scope="module")
 def spark():
-    from pyspark.sql import SparkSession
-
-    jar = jvm_jar.build()
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("test_logums_jvm")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.jars", str(jar))
-        .getOrCreate()
-    )
-    if type(session._jvm.dbus.jvm.LogUmsUdf).__name__ == "JavaPackage":  # a session made before, no jar
-        session.sql(f"ADD JAR '{jar}'")
-    return session
+    return jvm_jar.spark_session("test_logums_jvm", "dbus.jvm.LogUmsUdf")
 
 
 def _double(rnd: random.Random) -> str:
