@@ -16,11 +16,14 @@ shipped by rsyslog, structured by the log processor into two tables and the unkn
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import json
+import math
 import os
 import random
 import re
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -91,6 +94,45 @@ def log_file(cfg: DbusConfig, ds: str) -> Path:
     raise StackError(msg)
 
 
+def own_source_config(cfg: DbusConfig, ds: str, home: Path, processor: dict | None = None) -> DbusConfig:
+    """A copy of ``cfg`` in ``home/dbus.yaml`` whose only log source is ``ds`` (``log_rsyslog``, its
+    ``processor`` settings), shipped from ``home/logs/*.log``, checkpoints under ``home``: for a test or a
+    bench with a source of its own, shipped by an rsyslogd of its own (``cli.stages.private_rsyslog``)."""
+    import yaml
+
+    from dbuslib.config import load_config
+
+    raw = yaml.safe_load(cfg.path.read_text())
+    raw["spark"]["jars_file"] = str(cfg.resolve(Path(cfg.spark.jars_file)))
+    raw["spark"]["checkpoint_root"] = str(home / "checkpoints")
+    raw["log_sources"] = {
+        ds: {
+            "type": "log_rsyslog",
+            "shipper": {"files": [str(home / "logs" / "*.log")]},
+            "processor": processor or {},
+        }
+    }
+    (home / "logs").mkdir(parents=True, exist_ok=True)
+    path = home / "dbus.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return load_config(path)
+
+
+def drop_own_source(cfg: DbusConfig, ds: str) -> None:
+    """What a source of ``own_source_config`` left: its topics deleted, its tables and rules dropped from
+    the meta store."""
+    from dbuslib.logstore import LogStore
+
+    src = cfg.log_source(ds)
+    names = [src.topics.name(k, ds) for k in ("raw", "ctrl")] + list(topics_of(cfg, ds).values())
+    kafka.delete_topics(cfg.endpoints.kafka, sorted(set(names)))
+    store = LogStore(cfg.endpoints.meta_store.url.get_secret_value())
+    try:
+        store.drop_source(ds)
+    finally:
+        store.dispose()
+
+
 def topics_of(cfg: DbusConfig, ds: str) -> dict[str, str]:
     """Kind (a table, ``unknown``, ``raw``, ``dead_letter``) -> topic. The tables share one topic unless
     ``topics.result`` names the ``{table}`` (the default, ``{ds}.{schema}.result``, does not)."""
@@ -126,40 +168,54 @@ def _line(kind: str, n: int, req: str, rnd: random.Random) -> str:
 
 @dataclass
 class Written:
-    """What the writer appended: the request ids of each kind of line."""
+    """What the writer appended: the request ids of each kind of line, and when they were in the file."""
 
     path: Path
     run: str
     ids: dict[str, set[str]] = field(default_factory=lambda: {k: set() for k in (*TABLES, UNKNOWN)})
     seconds: float = 0.0
+    flushed: list[tuple[int, float]] = field(default_factory=list)  # (lines so far, epoch s) per flush
 
     @property
     def lines(self) -> int:
         return sum(len(v) for v in self.ids.values())
 
+    def written_at(self, n: int) -> float:
+        """Epoch seconds when line ``n`` (of ``req=<run>-<n>``) was in the file: the flush after it."""
+        return self.flushed[bisect.bisect_right(self.flushed, (n, math.inf))][1]
+
 
 def write_lines(path: Path, seconds: float, per_s: int, run: str) -> Written:
-    """Appends lines to ``path`` for ``seconds`` at ``per_s``, flushed every 50 ms (rsyslog reads them as
-    they come): of every 5, 2 order lines, 2 access lines, 1 line no group accepts."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rnd = random.Random(run)
-    kinds = ("app_orders", "app_orders", "http_access", "http_access", UNKNOWN)
+    """Appends lines to ``path`` for ``seconds`` at ``per_s`` (see ``append``)."""
     out = Written(path, run)
+    append(out, seconds, per_s)
+    return out
+
+
+def append(
+    out: Written, seconds: float, per_s: int, stop: threading.Event | None = None, every_s: float = 0.05
+) -> None:
+    """Appends lines to ``out.path`` at ``per_s`` until ``seconds`` have passed or ``stop`` is set, flushed
+    every ``every_s`` (rsyslog reads them as they come): of every 5, 2 order lines, 2 access lines, 1 line
+    no group accepts. ``out`` grows as they are written (another thread may read ``out.lines``)."""
+    out.path.parent.mkdir(parents=True, exist_ok=True)
+    rnd = random.Random(out.run)
+    kinds = ("app_orders", "app_orders", "http_access", "http_access", UNKNOWN)
     n = 0
     start = time.monotonic()
-    with path.open("a", encoding="utf-8") as f:
-        while time.monotonic() - start < seconds:
+    with out.path.open("a", encoding="utf-8") as f:
+        while time.monotonic() - start < seconds and not (stop and stop.is_set()):
             due = int((time.monotonic() - start) * per_s) + 1
             while n < due:
                 kind = kinds[n % len(kinds)]
-                req = f"{run}-{n:06d}"
+                req = f"{out.run}-{n:06d}"
                 f.write(_line(kind, n, req, rnd) + "\n")
                 out.ids[kind].add(req)
                 n += 1
             f.flush()
-            time.sleep(0.05)
+            out.flushed.append((n, time.time()))
+            time.sleep(max(0.0, every_s - (time.monotonic() - start) % every_s))
     out.seconds = time.monotonic() - start
-    return out
 
 
 # ---------------------------------------------------------------- what arrived
@@ -175,6 +231,10 @@ class Arrived:
     first: dict[str, bytes] = field(default_factory=dict)
     shipped: int = 0
     dead_letters: int = 0
+    # every copy of a line, by request id: (kind, the row by field name) for a table, (UNKNOWN, the record
+    # read from the unknown topic); and the raw records that shipped it: (partition, offset, the record)
+    copies: dict[str, list[tuple[str, dict]]] = field(default_factory=dict)
+    records: dict[str, list[tuple[int, int, dict]]] = field(default_factory=dict)
 
     def complete(self, written: Written) -> bool:
         return all(self.ids[k] >= written.ids[k] for k in written.ids)
@@ -209,6 +269,8 @@ def arrived(cfg: DbusConfig, ds: str, since: dict, run: str) -> Arrived:
                 out.first.setdefault(kind, r.value)
                 out.ids[kind] |= {t[req] for t in mine}
                 out.rows[kind] += len(mine)
+            for t in mine:
+                out.copies.setdefault(t[req], []).append((kind, dict(zip(names, t, strict=True))))
         elif kind in (UNKNOWN, "raw"):
             try:
                 record = json.loads(r.value)
@@ -219,10 +281,12 @@ def arrived(cfg: DbusConfig, ds: str, since: dict, run: str) -> Arrived:
                 continue
             if kind == "raw":
                 out.shipped += 1
+                out.records.setdefault(req, []).append((r.partition, r.offset, record))
             else:
                 out.first.setdefault(kind, r.value)
                 out.ids[kind].add(req)
                 out.rows[kind] += 1
+                out.copies.setdefault(req, []).append((kind, record))
         else:
             letter = json.loads(r.value)
             raw = base64.b64decode(letter.get("value_base64") or b"")

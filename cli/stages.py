@@ -53,6 +53,21 @@ def environment(cfg: DbusConfig) -> dict[str, str]:
     return submit.environment(cfg)
 
 
+def private_rsyslog(command: str, home: Path, dbus_config: Path, down_s: float = 2) -> None:
+    """``bash stack/stack.sh <command> rsyslog`` (``up``, ``restart``, ``down``) for an rsyslogd of its own
+    beside the stack's: its work directory, pid and logs in ``home`` (``RSYSLOG_HOME``), shipping the log
+    sources of the DBus configuration ``dbus_config`` (``RSYSLOG_DBUS_CONFIG``); ``up`` creates their raw
+    topics, ``restart`` keeps it down ``down_s`` seconds (``DOWN_S``). Tests and the log latency bench run
+    one each, so the stack's rsyslog and its topics are never touched."""
+    env = {
+        **os.environ,
+        "RSYSLOG_HOME": str(home),
+        "RSYSLOG_DBUS_CONFIG": str(dbus_config),
+        "DOWN_S": f"{down_s:g}",
+    }
+    subprocess.run(["bash", str(REPO / "stack" / "stack.sh"), command, "rsyslog"], env=env, check=True)
+
+
 def group_members(pgid: int) -> list[int]:
     """Live processes (not zombies) of process group ``pgid``."""
     found = []

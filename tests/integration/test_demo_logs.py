@@ -1,61 +1,27 @@
 """The demo's log step (cli/demolog.py; `make demo` step 6) on a log source of the test's own: its rules put
 in the meta store, its log processor started as the demo starts it, lines written live to a file that a
-private rsyslogd (the stack's script, ``RSYSLOG_HOME``) ships, and every line found in its table or the
-unknown bucket, as UMS. Run twice, as a second `make demo` would: the rules are left as they are (nothing
-published), and only the second run's lines are counted, though the topics hold the first's.
+private rsyslogd (the stack's script, ``RSYSLOG_HOME``: shipped_logs.py) ships, and every line found in its
+table or the unknown bucket, as UMS. Run twice, as a second `make demo` would: the rules are left as they are
+(nothing published), and only the second run's lines are counted, though the topics hold the first's.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import uuid
-from pathlib import Path
 
 import pytest
-import yaml
+from shipped_logs import shipped_log_source
 
 from cli import demolog
-from cli.stages import REPO, Stages, processes_naming
-from dbuslib import kafka
-from dbuslib.config import load_config
-from dbuslib.logstore import LogStore
+from cli.stages import Stages, processes_naming
 
 pytestmark = pytest.mark.integration
 
 
-def _rsyslog(home: Path, config: Path, command: str) -> None:
-    env = {**os.environ, "RSYSLOG_HOME": str(home), "RSYSLOG_DBUS_CONFIG": str(config), "DOWN_S": "2"}
-    subprocess.run(["bash", str(REPO / "stack" / "stack.sh"), command, "rsyslog"], env=env, check=True)
-
-
 @pytest.fixture
-def log_source(tmp_path, cfg, kafka_up):
-    ds = f"pytest_dl_{uuid.uuid4().hex[:8]}"
-    raw = yaml.safe_load(cfg.path.read_text())
-    raw["spark"]["jars_file"] = str(cfg.path.parent.joinpath(cfg.spark.jars_file).resolve())
-    raw["spark"]["checkpoint_root"] = str(tmp_path / "checkpoints")
-    raw["log_sources"] = {
-        ds: {"type": "log_rsyslog", "shipper": {"files": [str(tmp_path / "logs" / "*.log")]}}
-    }
-    (tmp_path / "logs").mkdir()
-    path = tmp_path / "dbus.yaml"
-    path.write_text(yaml.safe_dump(raw))
-    mine = load_config(path)
-    _rsyslog(tmp_path / "rsyslog", path, "up")  # creates the raw topic
-    try:
-        yield mine, ds
-    finally:
-        _rsyslog(tmp_path / "rsyslog", path, "down")
-        src = mine.log_source(ds)
-        names = [src.topics.name(k, ds) for k in ("raw", "ctrl")] + list(demolog.topics_of(mine, ds).values())
-        kafka.delete_topics(kafka_up, sorted(set(names)))
-        store = LogStore(mine.endpoints.meta_store.url.get_secret_value())
-        try:
-            store.drop_source(ds)
-        finally:
-            store.dispose()
+def log_source(tmp_path, cfg, kafka_up):  # kafka_up: fails at once when Kafka is down
+    with shipped_log_source(tmp_path, cfg, "dl") as shipped:
+        yield shipped.cfg, shipped.ds
 
 
 def test_the_demo_log_step_twice(log_source, tmp_path, capsys):

@@ -27,6 +27,7 @@ import pytest
 import yaml
 from helpers import wait_until
 
+from cli.stages import private_rsyslog
 from dbuslib import kafka
 from dbuslib.config import DEFAULT_CONFIG, KafkaEndpoint
 
@@ -45,13 +46,7 @@ class Shipper:
     kafka: KafkaEndpoint
 
     def stack(self, command: str, down_s: int = 2) -> None:
-        env = {
-            **os.environ,
-            "RSYSLOG_HOME": str(self.home / "rsyslog"),
-            "RSYSLOG_DBUS_CONFIG": str(self.home / "dbus.yaml"),
-            "DOWN_S": str(down_s),
-        }
-        subprocess.run(["bash", str(REPO / "stack" / "stack.sh"), command, "rsyslog"], env=env, check=True)
+        private_rsyslog(command, self.home / "rsyslog", self.home / "dbus.yaml", down_s)
 
     def running(self) -> bool:
         pidfile = self.home / "rsyslog" / "rsyslogd.pid"
