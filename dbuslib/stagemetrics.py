@@ -19,6 +19,11 @@ Field types as docs/monitoring.md fixes them (InfluxDB 1.x refuses a field's oth
 A query with no micro-batch for ``IDLE_S`` gives a point of zeros, so a quiet stage is visible as such.
 In real-time mode a batch's progress comes when it ends (every ``realtime_checkpoint_s``), its rates
 averaged over the batch, and the idle wait is that much longer.
+The log processor's watcher also turns each progress's ``observedMetrics`` (its per-batch counts, observed
+on the query's output) into ``dbus_log`` and ``dbus_heartbeat`` points: the ``more_points`` of ``watch``,
+``logprocessor.metrics.BatchCounts.points`` (docs/monitoring.md). A progress Spark already dropped from
+``recentProgress`` (more than ``spark.sql.streaming.numRecentProgressUpdates``, 100, batches within a poll)
+is not counted.
 Points go to a background thread that writes with influxdb-client (``dbuslib.influx.write``). A full
 queue or a failed write is logged and dropped: the query is never slowed down or failed by its metrics.
 """
@@ -40,7 +45,7 @@ from dbuslib.config import InfluxEndpoint
 log = logging.getLogger("dbus.stagemetrics")
 MEASUREMENT = "dbus_stage"
 STAGES = ("dispatcher", "appender", "logprocessor")
-QUEUE_SIZE = 200  # points waiting for the writer at most; more are dropped
+QUEUE_SIZE = 2000  # points waiting for the writer at most; more are dropped
 WRITE_BATCH = 50  # points per InfluxDB write at most
 IDLE_S = 10.0  # no micro-batch for this long: an idle point (Spark's noDataProgressEventInterval)
 
@@ -172,9 +177,10 @@ class ProgressWatcher:
         interval_s: float = 5.0,
         batch_s: float = 0.0,
         waiting: Callable[[], bool] | None = None,
+        more_points: Callable[[dict[str, Any], int | None], list[Any]] | None = None,
     ) -> None:
         self.query, self.ds, self.stage, self.writer, self.interval_s = query, ds, stage, writer, interval_s
-        self.batch_s, self.waiting = batch_s, waiting
+        self.batch_s, self.waiting, self.more_points = batch_s, waiting, more_points
         self.last_batch = -1
         self._last_seen = time.monotonic()
         self._stop = threading.Event()
@@ -199,9 +205,13 @@ class ProgressWatcher:
             log.debug("stage metrics: progress of %s not read: %s", self.stage, e)
             return 0
         new = [p for p in progresses if int(p.get("batchId", -1)) > self.last_batch]
-        for p in new:
+        for p in sorted(new, key=lambda p: int(p.get("batchId", -1))):
             try:
                 self.writer.put(stage_point(p, self.ds, self.stage))
+                if self.more_points is not None:
+                    at = _timestamp(p.get("timestamp"))
+                    for point in self.more_points(p, None if at is None else int(at.timestamp() * 1000)):
+                        self.writer.put(point)
             except Exception as e:
                 log.warning("stage metrics: progress of %s not turned into a point: %s", self.stage, e)
         if new:
@@ -235,9 +245,17 @@ def batch_s(settings: Any) -> float:
     return float(settings.realtime_checkpoint_s) if settings.trigger == "realtime" else 0.0
 
 
-def watch_stage(query: Any, session: Any, cfg: Any, ds: str, stage: str) -> Any:
+def watch_stage(
+    query: Any,
+    session: Any,
+    cfg: Any,
+    ds: str,
+    stage: str,
+    more_points: Callable[[dict[str, Any], int | None], list[Any]] | None = None,
+) -> Any:
     """``watch`` of a stage's query with the stage's settings: its batch length in real-time mode, and
-    whether its session waits for the cluster's resources (``dbuslib.spark.short_of_slots``)."""
+    whether its session waits for the cluster's resources (``dbuslib.spark.short_of_slots``);
+    ``more_points``: further points of each progress (the log processor's counts)."""
     from dbuslib import spark
 
     if stage == "logprocessor":
@@ -251,6 +269,7 @@ def watch_stage(query: Any, session: Any, cfg: Any, ds: str, stage: str) -> Any:
         stage,
         batch_s=batch_s(settings),
         waiting=lambda: spark.short_of_slots(session),
+        more_points=more_points,
     )
 
 
@@ -262,16 +281,19 @@ def watch(
     interval_s: float = 5.0,
     batch_s: float = 0.0,
     waiting: Callable[[], bool] | None = None,
+    more_points: Callable[[dict[str, Any], int | None], list[Any]] | None = None,
 ) -> Any:
     """Starts a ProgressWatcher for ``query`` (a running stage's) and returns it (None when it cannot:
     metrics are optional); ``stop()`` it when the query ends. ``batch_s``: a real-time query's batch
     length (its progress comes once per batch: idle only after that much more); ``waiting()``: the query
-    waits for resources."""
+    waits for resources; ``more_points(progress, timestamp ms)``: further points of each new progress."""
     if stage not in STAGES:
         msg = f"stage metrics: stage {stage!r} is not one of {STAGES}"
         raise ValueError(msg)
     try:
-        return ProgressWatcher(query, ds, stage, PointWriter(endpoint), interval_s, batch_s, waiting)
+        return ProgressWatcher(
+            query, ds, stage, PointWriter(endpoint), interval_s, batch_s, waiting, more_points
+        )
     except Exception as e:
         log.warning("stage metrics: no watcher for %s %s: %s", stage, ds, e)
         return None

@@ -112,6 +112,7 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
     from dbuslib import kafka, spark, stagemetrics
     from dbuslib.lifecycle import Lifecycle
     from logprocessor import job
+    from logprocessor.metrics import BatchCounts
     from logprocessor.reload import ReloadListener
 
     src = cfg.log_source(ds)
@@ -148,6 +149,7 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
                 rules,
             ).start()
         checkpoint = spark.checkpoint(cfg, "logprocessor", ds)
+        counts = BatchCounts(ds, src.schema_name(ds))  # rows since each heartbeat, kept across reloads
         applied: Any = None
         try:
             while True:
@@ -162,7 +164,9 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
                 if applied is not None and listener is not None:
                     listener.applied(applied[0], applied[1])
                 log.info("%s: query %s started, tables %s", ds, query.name, [t.table for t in rules.tables])
-                metrics = stagemetrics.watch_stage(query, session, cfg, ds, "logprocessor")
+                metrics = stagemetrics.watch_stage(
+                    query, session, cfg, ds, "logprocessor", more_points=counts.points
+                )
                 try:
                     code = life.await_query(query, FAILED)
                 finally:
