@@ -315,11 +315,14 @@ def last_points(
 
 
 def stage_rates(
-    extractor: dict[str, Any] | None, stages: dict[tuple, dict[str, Any]], now: float
+    extractor: dict[str, Any] | None,
+    stages: dict[tuple, dict[str, Any]],
+    now: float,
+    names: tuple[str, ...] = STAGES,
 ) -> tuple[StageRate, ...]:
-    """One StageRate per stage of STAGES, in pipeline order."""
+    """One StageRate per stage of ``names`` (default STAGES), in pipeline order."""
     out = []
-    for name in STAGES:
+    for name in names:
         p = extractor if name == "extractor" else stages.get((name,))
         if p is None:
             out.append(StageRate(name))
@@ -464,10 +467,11 @@ class _Collector:
 
     def _dead_letters(self) -> tuple[DeadLetterCount, ...]:
         from dbuslib import influx
+        from heartbeat.deadletters import dead_letter_topic
 
         query = dead_letter_query(self.ds, DEAD_LETTER_WINDOW_S)
         series = influx.influxql(self.cfg.endpoints.influxdb, query)
-        return dead_letters(series, self.now, self.cfg.source(self.ds).topics.name("dead_letter", self.ds))
+        return dead_letters(series, self.now, dead_letter_topic(self.cfg, self.ds))
 
     def zk_parts(self) -> tuple[tuple[FullPullStatus, ...], tuple[Alert, ...]]:
         from dbuslib import zk
@@ -547,10 +551,198 @@ class _Collector:
         )
 
 
-def collect(cfg: Any, ds: str, window_s: int = 600, now: float | None = None) -> Snapshot:
-    """Read everything ``dbus status`` shows for source ``ds``; ``window_s`` bounds the stage rates."""
+def collect(cfg: Any, ds: str, window_s: int = 600, now: float | None = None) -> Snapshot | LogSnapshot:
+    """Read everything ``dbus status`` shows for source ``ds`` (a database source, or a log source: a
+    LogSnapshot); ``window_s`` bounds the stage rates (and a log source's counts)."""
+    at = time.time() if now is None else now
+    if ds in cfg.log_sources:
+        return _LogCollector(cfg, ds, window_s, at).snapshot()
     cfg.source(ds)  # ConfigError for an unknown source before anything is contacted
-    return _Collector(cfg, ds, window_s, time.time() if now is None else now).snapshot()
+    return _Collector(cfg, ds, window_s, at).snapshot()
+
+
+# ----------------------------------------------------------------------------------------- log sources
+
+
+@dataclass(frozen=True)
+class LogTableStatus:
+    """One table of a log source as one host feeds it: the rows it accepted within the window (``dbus_log``
+    points of the log processor), and its newest heartbeat within the last day (``dbus_heartbeat``):
+    latency (ms), rows since the previous heartbeat, how long ago (s); None when there is none."""
+
+    host: str
+    table: str
+    rows: int
+    latency_ms: float | None = None
+    rows_since_heartbeat: int | None = None
+    heartbeat_age_s: float | None = None
+
+
+@dataclass(frozen=True)
+class LogCount:
+    """Lines of one host within the window that went to the unknown topic (``kind`` "unknown", ``code``
+    "") or became dead letters (``kind`` "error", ``code`` the dead-letter code); ``host`` "" when the
+    record could not be read."""
+
+    host: str
+    kind: str
+    code: str
+    count: int
+
+
+@dataclass(frozen=True)
+class LogSnapshot:
+    """What ``dbus status`` shows for a log source (docs/monitoring.md, ``dbus status``)."""
+
+    source: str
+    taken_at: float  # epoch seconds
+    window_s: int
+    stages: tuple[StageRate, ...] = ()
+    tables: tuple[LogTableStatus, ...] = ()
+    counts: tuple[LogCount, ...] = ()
+    dead_letters: tuple[DeadLetterCount, ...] = ()
+    alerts: tuple[Alert, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        obj = asdict(self)
+        obj["alerts"] = [{k: a[k] for k in (*ALERT_FIELDS, "host")} for a in obj["alerts"]]
+        return json.dumps(obj, indent=2)
+
+
+def log_counts_query(ds: str, seconds: int) -> str:
+    """InfluxQL: the log processor's counts of ``ds`` within ``seconds``, per kind, host, table and code."""
+    ds_lit = ds.replace("\\", "\\\\").replace("'", "\\'")
+    return (
+        f'SELECT sum("count") AS "count" FROM "dbus_log" WHERE "ds" = \'{ds_lit}\' '
+        f'AND time > now() - {int(seconds)}s GROUP BY "kind", "host", "table", "code"'
+    )
+
+
+def log_status(
+    count_series: list[dict[str, Any]], beats: dict[tuple, dict[str, Any]], now: float
+) -> tuple[tuple[LogTableStatus, ...], tuple[LogCount, ...]]:
+    """The tables (per host and table: rows within the window, newest heartbeat) and the unknown lines and
+    errors per host and code, from ``log_counts_query``'s series and the newest ``dbus_heartbeat`` points
+    keyed by (table, host); sorted."""
+    rows: dict[tuple[str, str], int] = {}
+    counts: dict[tuple[str, str, str], int] = {}
+    for series in count_series:
+        tags = series.get("tags") or {}
+        kind, host = tags.get("kind") or "", tags.get("host") or ""
+        total = sum(int(r[1] or 0) for r in series.get("values") or [] if len(r) > 1)
+        if kind == "rows":
+            key = (host, tags.get("table") or "")
+            rows[key] = rows.get(key, 0) + total
+        elif kind in ("unknown", "error", "invalid"):
+            ckey = (host, kind, tags.get("code") or "")
+            counts[ckey] = counts.get(ckey, 0) + total
+    pairs = set(rows) | {(h or "", t) for t, h in beats if t is not None}
+    tables = []
+    for host, table in sorted(pairs):
+        p = beats.get((table, host)) or beats.get((table, host or None))
+        latency = None if p is None or p.get("latency_ms") is None else float(p["latency_ms"])
+        since = None if p is None or p.get("rows") is None else int(p["rows"])
+        age = None if p is None else _age(p, now)
+        tables.append(LogTableStatus(host, table, rows.get((host, table), 0), latency, since, age))
+    out_counts = tuple(LogCount(h, k, c, n) for (h, k, c), n in sorted(counts.items()) if n)
+    return tuple(tables), out_counts
+
+
+def _render_log_tables(tables: tuple[LogTableStatus, ...], window_s: int) -> list[str]:
+    if not tables:
+        return ["tables         no rows and no heartbeat yet"]
+    hw = max(len("host"), *(len(t.host or "-") for t in tables))
+    tw = max(len("table"), *(len(t.table) for t in tables))
+    rows_head = f"rows ({window_s / 60:g} min)"
+    lines = [
+        f"tables         {'host':<{hw}}  {'table':<{tw}}  {rows_head:>15}  {'latency':>9} "
+        f"{'rows':>8}   last heartbeat"
+    ]
+    for t in tables:
+        latency = "-" if t.latency_ms is None else f"{t.latency_ms / 1000:.3f} s"
+        since = "-" if t.rows_since_heartbeat is None else f"{t.rows_since_heartbeat:,}"
+        last = "none in the last day" if t.heartbeat_age_s is None else _ago(t.heartbeat_age_s)
+        lines.append(
+            f"               {t.host or '-':<{hw}}  {t.table:<{tw}}  {t.rows:>15,}  {latency:>9} "
+            f"{since:>8}   {last}"
+        )
+    return lines
+
+
+def _render_log_counts(counts: tuple[LogCount, ...], window_s: int) -> list[str]:
+    if not counts:
+        return [f"unknown, errors none in the last {window_s / 60:g} minutes"]
+    hw = max(len("host"), *(len(c.host or "-") for c in counts))
+    lines = [f"unknown, errors {'host':<{hw}}  {'what':<28}  count ({window_s / 60:g} min)"]
+    for c in counts:
+        what = "unknown lines" if c.kind == "unknown" else (c.code or c.kind)
+        lines.append(f"                {c.host or '-':<{hw}}  {what:<28}  {c.count:>7,}")
+    return lines
+
+
+def render_log(s: LogSnapshot) -> str:
+    """The screen of ``dbus status`` for a log source (pure)."""
+    lines = [f"log source {s.source} at {_utc(s.taken_at)}", ""]
+    lines += _render_stages(s.stages, s.window_s) + [""]
+    lines += _render_log_tables(s.tables, s.window_s) + [""]
+    lines += _render_log_counts(s.counts, s.window_s) + [""]
+    lines += _render_dead_letters(s.dead_letters) + [""]
+    lines += _render_alerts(s.alerts)
+    if s.errors:
+        lines += ["", "could not read:"] + [f"  {e}" for e in s.errors]
+    return "\n".join(lines)
+
+
+class _LogCollector(_Collector):
+    """Gathers a LogSnapshot: the log processor's stage point, its counts and heartbeats, the dead letters
+    the heartbeat monitor counted, the monitor's open alerts."""
+
+    def _counts(self) -> list[dict[str, Any]]:
+        from dbuslib import influx
+
+        return influx.influxql(self.cfg.endpoints.influxdb, log_counts_query(self.ds, self.window_s))
+
+    def snapshot(self) -> LogSnapshot:  # type: ignore[override]
+        window = self.window_s
+        stages = self.attempt(
+            "dbus_stage",
+            lambda: self.influx_last(
+                "dbus_stage", "rows_per_s", ("stage",), window, ("lag_records", "batch_ms", "waiting")
+            ),
+            {},
+        )
+        counts = self.attempt("dbus_log", self._counts, [])
+        lookback = max(hbt.LOOKBACK_S, window)
+        beats = self.attempt(
+            "dbus_heartbeat",
+            lambda: self.influx_last(hbt.MEASUREMENT, "latency_ms", ("table", "host"), lookback, ("rows",)),
+            {},
+        )
+        tables, log_counts = log_status(counts, beats, self.now)
+        letters = self.attempt("dbus_dead_letter", self._dead_letters, ())
+        alerts = self.attempt("ZooKeeper", self._zk_alerts, ())
+        return LogSnapshot(
+            self.ds,
+            self.now,
+            window,
+            stages=stage_rates(None, stages, self.now, ("logprocessor",)),
+            tables=tables,
+            counts=log_counts,
+            dead_letters=letters,
+            alerts=alerts,
+            errors=tuple(self.errors),
+        )
+
+    def _zk_alerts(self) -> tuple[Alert, ...]:
+        from dbuslib import zk
+
+        client = zk.client(self.cfg.endpoints.zookeeper)
+        try:
+            return self._alerts(client)
+        finally:
+            client.stop()
+            client.close()
 
 
 # ----------------------------------------------------------------------------------------------- CLI
@@ -563,7 +755,7 @@ def add_parsers(sub: Any) -> None:
         "dead letters, full pulls, open alerts",
         description=DESCRIPTION,
     )
-    st.add_argument("--source", required=True, help="source name under 'sources'")
+    st.add_argument("--source", required=True, help="source name under 'sources' or 'log_sources'")
     st.add_argument(
         "--window",
         type=float,
@@ -580,5 +772,6 @@ def cli(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config)
     snap = collect(cfg, args.source, window_s=int(round(args.window * 60)))
-    print(snap.to_json() if args.json else render(snap), flush=True)
+    text = render_log(snap) if isinstance(snap, LogSnapshot) else render(snap)
+    print(snap.to_json() if args.json else text, flush=True)
     return 1 if snap.errors else 0

@@ -273,20 +273,16 @@ class MaskRule(_Model):
         return self
 
 
-class HeartbeatSettings(_Model):
-    """Heartbeat rows written into the source, and the monitor's alerts; seconds throughout.
+class MonitorSettings(_Model):
+    """The heartbeat monitor's keys, the same for database sources (``sources.<ds>.heartbeat``) and log
+    sources (``log_sources.<ds>.heartbeat``); seconds throughout.
 
-    ``interval_s``: one row per monitored table this often (writer). ``check_interval_s``: the monitor looks
-    at the time-series data this often; a table is *stale* when its last heartbeat point is older than
-    ``timeout_s`` and *slow* when its last end-to-end latency exceeds ``latency_alert_s``. Alerts always
-    go to the log, and also to ``webhook_url`` (a JSON POST, ``webhook_timeout_s`` per attempt) and to
-    ``smtp`` when given::
-
-        heartbeat: {interval_s: 60, check_interval_s: 30, timeout_s: 600, latency_alert_s: 300,
-                    webhook_url: "http://alerts.example/dbus",
-                    smtp: {host: mail.example, port: 587, from_addr: dbus@example, to_addrs: [ops@example],
-                           user: dbus, password: secret, starttls: true}}
-    """
+    ``check_interval_s``: the monitor looks at the time-series data this often; a table is *stale* when its
+    last heartbeat point is older than ``timeout_s`` and *slow* when its last end-to-end latency exceeds
+    ``latency_alert_s``. Alerts always go to the log, and also to ``webhook_url`` (a JSON POST,
+    ``webhook_timeout_s`` per attempt) and to ``smtp`` when given. Dead letters (heartbeat.deadletters): an
+    incident per stage and code when more than ``dead_letter_threshold`` arrive within one check; it clears
+    after ``dead_letter_quiet_s`` without any."""
 
     class Smtp(_Model):
         """An SMTP server that relays alert emails; ``user``/``password`` only when it wants a login."""
@@ -304,17 +300,11 @@ class HeartbeatSettings(_Model):
     check_interval_s: float = Field(30.0, ge=1)
     timeout_s: float = Field(600.0, gt=0)
     latency_alert_s: float = Field(300.0, gt=0)
-    schema_: str = Field("dbus", alias="schema")
-    table: str = "db_heartbeat_monitor"
     webhook_url: str | None = None
     webhook_timeout_s: float = Field(10.0, gt=0)
     smtp: Smtp | None = None
-    # dead letters (heartbeat.deadletters): an incident per stage and code when more than
-    # ``dead_letter_threshold`` arrive within one check; it clears after ``dead_letter_quiet_s`` without any
     dead_letter_threshold: int = Field(0, ge=0)
     dead_letter_quiet_s: float = Field(600.0, gt=0)
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     @field_validator("webhook_url")
     @classmethod
@@ -323,6 +313,22 @@ class HeartbeatSettings(_Model):
             msg = f"must be an http:// or https:// URL, got {v!r}"
             raise ValueError(msg)
         return v
+
+
+class HeartbeatSettings(MonitorSettings):
+    """Heartbeat rows written into the source (one row per monitored table every ``interval_s``, into
+    ``schema``.``table``), and the monitor's alerts (MonitorSettings)::
+
+        heartbeat: {interval_s: 60, check_interval_s: 30, timeout_s: 600, latency_alert_s: 300,
+                    webhook_url: "http://alerts.example/dbus",
+                    smtp: {host: mail.example, port: 587, from_addr: dbus@example, to_addrs: [ops@example],
+                           user: dbus, password: secret, starttls: true}}
+    """
+
+    schema_: str = Field("dbus", alias="schema")
+    table: str = "db_heartbeat_monitor"
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
 class UmsSettings(_Model):
@@ -496,14 +502,12 @@ class LogShipper(_Model):
     files: tuple[str, ...] = ()
 
 
-class LogHeartbeat(_Model):
+class LogHeartbeat(MonitorSettings):
     """Heartbeat lines for a log source: the writer appends one to ``file`` every ``interval_s``; they
-    travel through the shipper and the processor like any line (docs/logs.md, Heartbeats)."""
+    travel through the shipper and the processor like any line, and the monitor alerts per host and table
+    (MonitorSettings; docs/logs.md, Heartbeats)."""
 
     file: Path | None = None  # relative: to this file's folder; must be one of shipper.files' matches
-    interval_s: float = Field(60.0, ge=1)
-    timeout_s: float = Field(600.0, gt=0)
-    latency_alert_s: float = Field(300.0, gt=0)
 
 
 class LogUms(_Model):

@@ -7,7 +7,8 @@ monitor logs the failure and tries that channel again at its next check. The web
      "since": "2024-05-01T12:00:00+00:00", "age_s": 610.0, "latency_s": 1.2,
      "message": "demo: shop.orders: no heartbeat for 610 s (timeout 600 s)"}
 
-(``event`` is "alert" or "recovery"; ``since`` is ``since_ms`` as an ISO 8601 UTC time). A dead-letter
+(``event`` is "alert" or "recovery"; ``since`` is ``since_ms`` as an ISO 8601 UTC time; a log table's alert
+adds ``host``, the host whose lines it is about). A dead-letter
 incident (``kind`` "dead_letter") adds ``stage``, ``code``, ``count`` (letters since it opened) and the
 newest letter's original record: ``topic``, ``partition``, ``offset``, ``origin`` (``schema.table``).
 """
@@ -23,7 +24,7 @@ from datetime import datetime, timezone
 from email.message import EmailMessage
 from typing import Any, Protocol
 
-from dbuslib.config import HeartbeatSettings
+from dbuslib.config import MonitorSettings
 from dbuslib.errors import DbusError
 from heartbeat.incidents import Notification
 
@@ -61,6 +62,8 @@ def body(note: Notification) -> dict[str, Any]:
         "latency_s": a.latency_s,
         "message": a.message,
     }
+    if a.host is not None:  # a log table's alert: per host (heartbeat.logmonitor)
+        out["host"] = a.host
     if a.kind == "dead_letter":  # schema and table hold the stage and the code (heartbeat.deadletters)
         out.update(
             {
@@ -79,10 +82,11 @@ def body(note: Notification) -> dict[str, Any]:
 def subject(note: Notification) -> str:
     a = note.alert
     what = "ALERT" if note.event == "alert" else "RECOVERED"
-    return f"[DBus {what}] {a.ds} {a.schema}.{a.table} {a.kind}"
+    host = f" from {a.host}" if a.host is not None else ""
+    return f"[DBus {what}] {a.ds} {a.schema}.{a.table}{host} {a.kind}"
 
 
-def email(note: Notification, smtp: HeartbeatSettings.Smtp) -> EmailMessage:
+def email(note: Notification, smtp: MonitorSettings.Smtp) -> EmailMessage:
     msg = EmailMessage()
     msg["Subject"] = subject(note)
     msg["From"] = smtp.from_addr
@@ -121,7 +125,7 @@ class WebhookChannel:
 class SmtpChannel:
     name = "email"
 
-    def __init__(self, smtp: HeartbeatSettings.Smtp) -> None:
+    def __init__(self, smtp: MonitorSettings.Smtp) -> None:
         self.smtp = smtp
 
     def send(self, note: Notification) -> None:
@@ -138,7 +142,7 @@ class SmtpChannel:
             raise ChannelError(msg) from e
 
 
-def channels(hb: HeartbeatSettings) -> list[Channel]:
+def channels(hb: MonitorSettings) -> list[Channel]:
     """The configured channels, the log first."""
     out: list[Channel] = [LogChannel()]
     if hb.webhook_url:

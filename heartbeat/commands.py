@@ -2,8 +2,9 @@
 ``python -m heartbeat``, heartbeat/main.py).
 
     dbus heartbeat run --source demo [--no-monitor]    writer (one leads per source) + monitor thread
-    dbus heartbeat run --source applog                 a log source: heartbeat lines to its heartbeat.file
-    dbus heartbeat monitor --source demo                the monitor only
+    dbus heartbeat run --source applog [--no-monitor]  a log source: heartbeat lines to its heartbeat.file
+                                                       + monitor thread (per host and table)
+    dbus heartbeat monitor --source demo|applog         the monitor only
 
 Both run until SIGTERM or SIGINT and exit 0 (6 when their configuration file is removed,
 dbuslib/lifecycle.py); a bad configuration exits 2 and an unreachable ZooKeeper 3
@@ -43,7 +44,7 @@ def add_actions(hb: Any) -> None:
     mn = hb.add_parser(
         "monitor", parents=[config], help="alert on stale or slow tables (log, webhook, email)"
     )
-    mn.add_argument("--source", required=True, help="source name under 'sources'")
+    mn.add_argument("--source", required=True, help="source name under 'sources' or 'log_sources'")
     mn.set_defaults(handler=monitor_cli)
 
 

@@ -12,7 +12,8 @@ and has no ``stage``: it counts as stage ``dispatcher``. A record that is not a 
 ``code`` (or ``reason``) counts as stage ``unknown`` (or its own ``stage``), code ``DLQ_UNREADABLE``, at the
 DLQ record's own coordinates. Stage and code are kept to ``[A-Za-z0-9_-]`` (64 characters; others become
 ``_``): they name ZooKeeper nodes and tags. The table comes from the letter's ``key`` (or the record's Kafka
-key) when it reads ``<schema>.<table>``.
+key) when it reads ``<schema>.<table>``, except for the log processor's letters, whose key is the shipper
+record's (a file path): they have no table.
 
 One point, by example (line protocol)::
 
@@ -47,6 +48,9 @@ MAX_PER_CHECK = 50_000  # letters read in one check at most; the rest at the nex
 _NAME = re.compile(r"[^A-Za-z0-9_-]")
 _TABLE_KEY = re.compile(r"([^\x00-\x20.]{1,64})\.([^\x00-\x20]{1,64})")
 _INT64 = 2**63
+# stages whose letters' key is the original record's (the log processor's: a shipper's key, a file path
+# such as /srv/app/a.log), never a table: no schema or table is read from it
+KEYED_BY_RECORD = frozenset({"logprocessor"})
 
 
 @dataclass(frozen=True)
@@ -123,12 +127,15 @@ def parse(
         schema, table = _table(key)
         return Letter(stage, UNREADABLE, schema, table, "", -1, -1, dlq_partition, dlq_offset, at_ms)
     default_stage = "dispatcher" if "reason" in doc and "code" not in doc else UNKNOWN_STAGE
+    stage = _name(doc.get("stage"), default_stage)
     schema, table = _table(doc.get("key"))
     if schema is None:
         schema, table = _table(key)
+    if stage in KEYED_BY_RECORD:
+        schema, table = None, None
     topic = doc.get("topic") if isinstance(doc.get("topic"), str) else ""
     return Letter(
-        _name(doc.get("stage"), default_stage),
+        stage,
         _name(code, UNREADABLE),
         schema,
         table,
@@ -276,6 +283,20 @@ def evaluate(
 # ------------------------------------------------------------------------------------------ Kafka edge
 
 
+def settings_of(cfg: Any, ds: str) -> Any:
+    """The monitor's settings (``dbuslib.config.MonitorSettings``) of a database source or a log source;
+    ConfigError for a name that is neither."""
+    if ds in cfg.log_sources:
+        return cfg.log_sources[ds].heartbeat
+    return cfg.source(ds).heartbeat
+
+
+def dead_letter_topic(cfg: Any, ds: str) -> str:
+    """The dead-letter topic of a database source or a log source (``topics.dead_letter``, ``<ds>.dlq``)."""
+    src = cfg.log_sources[ds] if ds in cfg.log_sources else cfg.source(ds)
+    return str(src.topics.name("dead_letter", ds))
+
+
 def group_id(ds: str) -> str:
     """The monitor's consumer group on ``<ds>.dlq``: its committed offsets are what was counted."""
     return f"dbus-heartbeat-dlq.{ds}"
@@ -298,8 +319,8 @@ class DlqReader:
         stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         self.cfg, self.ds, self.stopping = cfg, ds, stopping
-        self.topic = cfg.source(ds).topics.name("dead_letter", ds)
-        interval = cfg.source(ds).heartbeat.check_interval_s
+        self.topic = dead_letter_topic(cfg, ds)
+        interval = settings_of(cfg, ds).check_interval_s
         self.budget_s = budget_s if budget_s is not None else min(max(interval, 1.0), 10.0)
         self._consumer: Any = None
         self._first: dict[Any, int] = {}
@@ -308,7 +329,7 @@ class DlqReader:
         if self._consumer is None:
             from dbuslib import kafka
 
-            interval_ms = int(self.cfg.source(self.ds).heartbeat.check_interval_s * 1000)
+            interval_ms = int(settings_of(self.cfg, self.ds).check_interval_s * 1000)
             self._consumer = kafka.consumer(
                 self.cfg.endpoints.kafka,
                 self.topic,

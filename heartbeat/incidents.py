@@ -45,6 +45,7 @@ class Observation:
     table: str
     last_ms: int | None = None
     latency_s: float | None = None
+    host: str | None = None  # a log table's: the host whose heartbeat lines these are (None: a database's)
 
 
 @dataclass(frozen=True)
@@ -66,14 +67,15 @@ class Alert:
     partition: int | None = None
     offset: int | None = None
     origin: str | None = None
+    host: str | None = None  # a log table's alert: per host (``schema.table@host.kind``)
 
     @property
     def key(self) -> str:
-        return alert_key(self.schema, self.table, self.kind)
+        return alert_key(self.schema, self.table, self.kind, self.host)
 
     def to_dict(self) -> dict[str, Any]:
-        """The stored JSON (the dead-letter fields only when set)."""
-        return {k: v for k, v in asdict(self).items() if v is not None or k not in _DEAD_LETTER_FIELDS}
+        """The stored JSON (the dead-letter fields and ``host`` only when set)."""
+        return {k: v for k, v in asdict(self).items() if v is not None or k not in _OPTIONAL_FIELDS}
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> Alert:
@@ -94,10 +96,11 @@ class Alert:
             partition=_int_or_none(doc.get("partition")),
             offset=_int_or_none(doc.get("offset")),
             origin=_str_or_none(doc.get("origin")),
+            host=_str_or_none(doc.get("host")),
         )
 
 
-_DEAD_LETTER_FIELDS = frozenset({"count", "last_ms", "topic", "partition", "offset", "origin"})
+_OPTIONAL_FIELDS = frozenset({"count", "last_ms", "topic", "partition", "offset", "origin", "host"})
 
 
 @dataclass(frozen=True)
@@ -121,9 +124,14 @@ def _str_or_none(v: Any) -> str | None:
     return None if v is None else str(v)
 
 
-def alert_key(schema: str, table: str, kind: str) -> str:
-    """``shop.orders.stale``: the alert's ZooKeeper node name."""
-    return f"{schema}.{table}.{kind}"
+def alert_key(schema: str, table: str, kind: str, host: str | None = None) -> str:
+    """``shop.orders.stale``: the alert's ZooKeeper node name (a log table's, per host:
+    ``applog_schema.app_orders@vm.stale``)."""
+    return f"{schema}.{table}.{kind}" if host is None else f"{schema}.{table}@{host}.{kind}"
+
+
+def _name(ds: str, schema: str, table: str, host: str | None) -> str:
+    return f"{ds}: {schema}.{table}" + ("" if host is None else f" from {host}")
 
 
 def _age_s(obs: Observation, now_ms: int, started_ms: int) -> float:
@@ -146,7 +154,7 @@ def _is_good(kind: Kind, obs: Observation, now_ms: int, th: Thresholds) -> bool:
 
 
 def _message(ds: str, kind: Kind, obs: Observation, age_s: float, th: Thresholds) -> str:
-    name = f"{ds}: {obs.schema}.{obs.table}"
+    name = _name(ds, obs.schema, obs.table, obs.host)
     if kind == "stale":
         seen = "never seen" if obs.last_ms is None else f"no heartbeat for {age_s:.0f} s"
         return f"{name}: {seen} (timeout {th.timeout_s:g} s)"
@@ -166,20 +174,22 @@ def _open(ds: str, kind: Kind, obs: Observation, now_ms: int, started_ms: int, t
         age_s=round(age, 3),
         latency_s=obs.latency_s,
         message=_message(ds, kind, obs, age, th),
+        host=obs.host,
     )
 
 
 def _recovered(alert: Alert, obs: Observation | None, now_ms: int) -> Alert:
     """The alert as its recovery notice reports it: the latest age and latency."""
+    name = _name(alert.ds, alert.schema, alert.table, alert.host)
     if obs is None:
-        return replace(alert, message=f"{alert.ds}: {alert.schema}.{alert.table}: no longer monitored")
+        return replace(alert, message=f"{name}: no longer monitored")
     age = None if obs.last_ms is None else round((now_ms - obs.last_ms) / 1000, 3)
     what = "heartbeats again" if alert.kind == "stale" else "latency back within the threshold"
     return replace(
         alert,
         age_s=age,
         latency_s=obs.latency_s,
-        message=f"{alert.ds}: {alert.schema}.{alert.table}: {what} ({alert.kind} since {alert.since_ms} ms)",
+        message=f"{name}: {what} ({alert.kind} since {alert.since_ms} ms)",
     )
 
 
@@ -198,7 +208,7 @@ def evaluate(
     seen: set[str] = set()
     for obs in observations:
         for kind in KINDS:
-            key = alert_key(obs.schema, obs.table, kind)
+            key = alert_key(obs.schema, obs.table, kind, obs.host)
             seen.add(key)
             if key in current:
                 if _is_good(kind, obs, now_ms, th):

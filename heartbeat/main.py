@@ -2,8 +2,9 @@
 alerts on stale or slow tables (docs/monitoring.md).
 
 Usage: python -m heartbeat [--config conf/dbus.yaml] run --source demo [--no-monitor]
-       python -m heartbeat [--config conf/dbus.yaml] run --source applog   (a log source: heartbeat lines)
-       python -m heartbeat [--config conf/dbus.yaml] monitor --source demo
+       python -m heartbeat [--config conf/dbus.yaml] run --source applog [--no-monitor]
+           (a log source: heartbeat lines to its heartbeat.file, and the monitor per host and table)
+       python -m heartbeat [--config conf/dbus.yaml] monitor --source demo|applog
 (also ``dbus heartbeat run|monitor``, heartbeat/commands.py).
 
 Exit codes (``dbuslib.errors.exit_code``, docs/errors.md): 0 stopped cleanly (SIGTERM/SIGINT); 2 bad
@@ -29,7 +30,7 @@ def run(cfg: DbusConfig, ds: str, monitor: bool = True) -> int:
     from heartbeat.writer import HeartbeatWriter
 
     if ds in cfg.log_sources and ds not in cfg.sources:
-        return run_log(cfg, ds)
+        return run_log(cfg, ds, monitor)
     cfg.source(ds)  # ConfigError before any connection
     writer = HeartbeatWriter(cfg, ds)
     watcher = Monitor(cfg, ds) if monitor else None
@@ -54,23 +55,42 @@ def run(cfg: DbusConfig, ds: str, monitor: bool = True) -> int:
     return life.code
 
 
-def run_log(cfg: DbusConfig, ds: str) -> int:
-    """A log source's heartbeat lines (heartbeat/logbeats.py) until stopped; no leader election: every
-    writer appends to its own host's file."""
+def run_log(cfg: DbusConfig, ds: str, monitor: bool = True) -> int:
+    """A log source's heartbeat lines (heartbeat/logbeats.py) until stopped, and with ``monitor`` the
+    monitor on a thread (per host and table, heartbeat/logmonitor.py); no leader election: every writer
+    appends to its own host's file."""
     from heartbeat.logbeats import LogHeartbeatWriter
+    from heartbeat.monitor import Monitor
 
     writer = LogHeartbeatWriter(cfg, ds)  # ConfigError when heartbeat.file is not set
+    watcher = Monitor(cfg, ds) if monitor else None
+    thread = None
+    if watcher is not None:
+        thread = threading.Thread(target=watcher.run, name=f"heartbeat-monitor-{ds}", daemon=True)
+        thread.start()
+
+    def stop() -> None:
+        writer.stop()
+        if watcher is not None:
+            watcher.stop()
+
     with Lifecycle("heartbeat", ds, cfg.path) as life:
-        life.on_stop(writer.stop)
-        writer.run()
+        life.on_stop(stop)
+        try:
+            writer.run()
+        finally:
+            stop()
+            if thread is not None:
+                thread.join(10)
     return life.code
 
 
 def monitor(cfg: DbusConfig, ds: str) -> int:
-    """Run the monitor only, until stopped."""
+    """Run the monitor only, until stopped (a database source or a log source)."""
+    from heartbeat.deadletters import settings_of
     from heartbeat.monitor import Monitor
 
-    cfg.source(ds)
+    settings_of(cfg, ds)  # ConfigError before any connection
     watcher = Monitor(cfg, ds)
     with Lifecycle("heartbeat", ds, cfg.path) as life:
         life.on_stop(watcher.stop)

@@ -34,6 +34,7 @@ from influxdb_client import Point
 from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from sqlalchemy.exc import SQLAlchemyError
 
 from binlog.heartbeat import LOOKBACK_S, MEASUREMENT
 from dbuslib import influx, mysql, zk, zkpaths
@@ -49,6 +50,7 @@ from heartbeat.writer import MYSQL_ERRORS, REFRESH_EVERY, monitored_tables
 log = logging.getLogger(__name__)
 ALERT_MEASUREMENT = "dbus_alert"
 ZK_ERRORS = (*UNREACHABLE, KazooException)
+LIST_ERRORS = (DbusError, SQLAlchemyError)  # a log source's tables not read from the meta store
 
 
 def alerts_path(root: str, ds: str) -> str:
@@ -80,14 +82,16 @@ def last_points_query(
 
 
 def records_of(series: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """InfluxQL series -> ``{"schema", "table", "_time" (ms), "_value"}`` records for ``observations``."""
+    """InfluxQL series -> ``{"schema", "table", "_time" (ms), "_value"}`` records for ``observations`` (and
+    ``"host"`` for a series tagged with one: a log table's, heartbeat.logmonitor)."""
     out = []
     for s in series:
         tags = s.get("tags") or {}
         for t, value in s.get("values") or []:
-            out.append(
-                {"schema": tags.get("schema"), "table": tags.get("table"), "_time": t, "_value": value}
-            )
+            record = {"schema": tags.get("schema"), "table": tags.get("table"), "_time": t, "_value": value}
+            if tags.get("host"):
+                record["host"] = tags["host"]
+            out.append(record)
     return out
 
 
@@ -129,6 +133,8 @@ def alert_point(note: Notification) -> Point:
         p = p.field("age_s", float(a.age_s))
     if a.latency_s is not None:
         p = p.field("latency_s", float(a.latency_s))
+    if a.host:
+        p = p.tag("host", a.host)
     return p
 
 
@@ -236,8 +242,8 @@ class Monitor:
         dlq: deadletters.DlqReader | None = None,
     ) -> None:
         self.cfg, self.ds = cfg, ds
-        self.src = cfg.source(ds)
-        hb = self.src.heartbeat
+        self.is_log = ds in cfg.log_sources  # a log source: per host and table (heartbeat.logmonitor)
+        self.hb = hb = deadletters.settings_of(cfg, ds)
         self.thresholds = Thresholds(hb.timeout_s, hb.latency_alert_s)
         self.dl_rules = deadletters.Rules(
             hb.dead_letter_threshold, hb.dead_letter_quiet_s, hb.check_interval_s
@@ -279,14 +285,18 @@ class Monitor:
                     log.warning("%s: heartbeat check skipped: %s", self.ds, e)
                 except ZK_ERRORS as e:
                     log.warning("%s: heartbeat check skipped: ZooKeeper: %r", self.ds, e)
-                self.stop_event.wait(self.src.heartbeat.check_interval_s)
+                self.stop_event.wait(self.hb.check_interval_s)
         finally:
             self.close()
 
     # ---------------------------------------------------------------- one check
 
     def _tables_from_source(self) -> list[tuple[str, str]]:
-        db = mysql.connect(self.src.mysql)
+        if self.is_log:
+            from heartbeat.logmonitor import log_tables
+
+            return log_tables(self.cfg, self.ds)
+        db = mysql.connect(self.cfg.source(self.ds).mysql)
         try:
             return monitored_tables(self.cfg, self.ds, db)
         finally:
@@ -299,7 +309,7 @@ class Monitor:
             try:
                 self._tables = self._list_tables()
                 self._checks_since_listing = 0
-            except MYSQL_ERRORS as e:
+            except (*MYSQL_ERRORS, *LIST_ERRORS) as e:
                 log.warning("%s: cannot list the monitored tables (%s)", self.ds, e)
         self._checks_since_listing += 1
         return self._tables
@@ -307,6 +317,11 @@ class Monitor:
     def observe(self, tables: list[tuple[str, str]]) -> list[Observation]:
         ep: InfluxEndpoint = self.cfg.endpoints.influxdb
         lookback = max(LOOKBACK_S, 2 * self.thresholds.timeout_s)
+        if self.is_log:
+            from heartbeat.logmonitor import log_observations
+
+            query = last_points_query(self.ds, lookback, group_by=("schema", "table", "host"))
+            return log_observations(records_of(influx.influxql(ep, query)), tables)
         series = influx.influxql(ep, last_points_query(self.ds, lookback))  # EndpointError: no verdict
         return observations(records_of(series), tables)
 

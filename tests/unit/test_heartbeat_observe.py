@@ -1,21 +1,15 @@
 """The monitor's queries, points, and its check loop against fakes of ZooKeeper, InfluxDB and channels."""
 
 import json
-from datetime import datetime, timezone
 
 import pytest
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from heartbeat_fakes import Clock, FakeChannel, FakeDlq, FakeZk, at
 
 from dbuslib.config import load_config
 from heartbeat import monitor as hbm
-from heartbeat.channels import ChannelError
 from heartbeat.incidents import Alert, Notification, Observation
 
 T0 = 1_700_000_000_000
-
-
-def at(ms):
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
 
 
 def test_the_query_takes_the_last_latency_of_each_table_of_the_source():
@@ -57,82 +51,6 @@ def test_alert_point():
     assert p.to_line_protocol() == (
         f'dbus_alert,ds=demo,kind=stale,schema=shop,table=orders age_s=610,state="open" {T0 * 1_000_000}'
     )
-
-
-class FakeZk:
-    def __init__(self):
-        self.nodes: dict[str, bytes] = {}
-
-    def ensure_path(self, path):
-        pass
-
-    def get_children(self, path):
-        return [k.rsplit("/", 1)[1] for k in self.nodes if k.rsplit("/", 1)[0] == path]
-
-    def get(self, path):
-        if path not in self.nodes:
-            raise NoNodeError
-        return self.nodes[path], None
-
-    def create(self, path, data, makepath=False):
-        if path in self.nodes:
-            raise NodeExistsError
-        self.nodes[path] = data
-
-    def delete(self, path):
-        if self.nodes.pop(path, None) is None:
-            raise NoNodeError
-
-    def set(self, path, data):
-        if path not in self.nodes:
-            raise NoNodeError
-        self.nodes[path] = data
-
-
-class FakeChannel:
-    def __init__(self, name, failures=0):
-        self.name, self.failures, self.sent = name, failures, []
-
-    def send(self, note):
-        if self.failures:
-            self.failures -= 1
-            msg = f"{self.name} down"
-            raise ChannelError(msg)
-        self.sent.append((note.event, note.alert.key))
-
-
-class Clock:
-    def __init__(self, ms):
-        self.ms = ms
-
-    def __call__(self):
-        return self.ms / 1000
-
-
-class FakeDlq:
-    """heartbeat.deadletters.DlqReader without Kafka: ``pending`` letters are read at the next check."""
-
-    topic = "demo.dlq"
-
-    def __init__(self):
-        self.pending: list = []
-        self.failure: Exception | None = None
-        self.commits = self.rewinds = 0
-
-    def read(self):
-        if self.failure is not None:
-            raise self.failure
-        out, self.pending = self.pending, []
-        return out
-
-    def commit(self):
-        self.commits += 1
-
-    def rewind(self):
-        self.rewinds += 1
-
-    def close(self):
-        pass
 
 
 @pytest.fixture
