@@ -35,6 +35,7 @@ if __package__ in (None, ""):  # a file run by spark-submit: packages come from 
 from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
 from dbuslib.errors import EXIT_CONFIG, DbusError, report
 from dbuslib.logs import setup_logging
+from ums.errors import UmsError
 
 log = logging.getLogger("logprocessor")
 
@@ -209,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         src = cfg.log_source(args.source)
         max_offsets = args.max_offsets_per_trigger or src.processor.max_offsets_per_trigger
         return run(cfg, args.source, max_offsets, args.available_now)
-    except DbusError as e:
+    except (DbusError, UmsError) as e:  # UmsError: a masking rule that cannot work (UMS_BAD_MASK)
         return report("logprocessor", e)
 
 
