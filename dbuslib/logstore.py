@@ -2,7 +2,7 @@
 
 In the meta store's database (``endpoints.meta_store.url``, beside dbuslib/metastore.py's tables), text in and
 text out: rules are the original's JSON (spec §4.1, §8.2), which only logprocessor/rules.py reads as a model.
-Three tables, by example.
+Four tables, by example.
 
 ``dbus_log_table``, one row per log table (the original's ``t_data_tables`` row under a log source); ``id``
 is the creation order, the order tables try a line in; ``version`` 0 = never published; ``columns`` are the
@@ -22,16 +22,25 @@ folded in): one row per group, ``id`` the group order, ``rules`` the group's rul
 ``dbus_log_rule_version``, the published versions (``t_plain_log_rule_group_version``, ``..._rules_version``
 and ``t_meta_version`` in one): one row per (table, version), written once, never updated. ``groups`` is the
 export format of the groups that were active when it was published, in group order; ``columns_changed`` says
-whether the output columns differ from the version before (the processor then ends the old version)::
+whether the output columns differ from the version before (either way the processor ends the old version's
+namespaces, ``dbus_log_table_host``)::
 
     {"table_id": 3, "version": 2, "groups": "[{\\"groupName\\": \\"orders\\", \\"rules\\": [...]}]",
      "columns": "[...]", "columns_changed": true, "published_ms": 1709604990456}
+
+``dbus_log_table_host``: the hosts a table's version has written rows or heartbeats of (its namespaces, the
+host being a segment of them), noted by the log processor; ``ended_ms`` is set once a
+``data_increment_termination`` ended that namespace after the table moved to a newer version
+(logprocessor/termination.py)::
+
+    {"table_id": 3, "version": 1, "host": "app-01_prod", "first_ms": 1709604930123, "ended_ms": null}
 """
 
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import (
@@ -117,6 +126,17 @@ log_rule_version = Table(
     Column("published_ms", BigInteger, nullable=False),
     UniqueConstraint("table_id", "version", name="uk_log_rule_version"),
 )
+log_table_host = Table(
+    "dbus_log_table_host",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("table_id", BigInteger, ForeignKey("dbus_log_table.id"), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("host", String(255), nullable=False),
+    Column("first_ms", BigInteger, nullable=False),
+    Column("ended_ms", BigInteger, nullable=True),
+    UniqueConstraint("table_id", "version", "host", name="uk_log_table_host"),
+)
 
 
 @dataclass(frozen=True)
@@ -177,7 +197,7 @@ def group_name_problem(name: str) -> str | None:
 
 
 # The calls the log processor retries on a transient failure (reads only; the CLI never retries).
-RETRIED = ("create_schema", "tables", "published")
+RETRIED = ("create_schema", "tables", "published", "note_hosts", "unended_hosts", "end_hosts")
 
 
 def _now_ms() -> int:
@@ -401,11 +421,79 @@ class LogStore:
             out.append((t, None if v["version"] is None else _published(v)))
         return out
 
+    # ------------------------------------------------------------ hosts of table versions
+
+    def note_hosts(self, ds: str, schema: str, seen: Iterable[tuple[str, int, str]]) -> int:
+        """Notes (table, version, host) triples the processor wrote; returns how many were new. Tables
+        that are not (or no longer) in the store are left out; a triple noted by another process first is
+        fine."""
+        wanted = set(seen)
+        if not wanted:
+            return 0
+        ids = {t.table: t.id for t in self.tables(ds, schema)}
+        rows = {(ids[t], v, h) for t, v, h in wanted if t in ids}
+        if not rows:
+            return 0
+        q = select(log_table_host.c.table_id, log_table_host.c.version, log_table_host.c.host).where(
+            log_table_host.c.table_id.in_({r[0] for r in rows})
+        )
+        added = 0
+        with self.engine.begin() as conn:
+            known = {tuple(r) for r in conn.execute(q)}
+            for table_id, version, host in sorted(rows - known):
+                try:
+                    with conn.begin_nested():
+                        conn.execute(
+                            log_table_host.insert().values(
+                                table_id=table_id, version=version, host=host, first_ms=_now_ms()
+                            )
+                        )
+                    added += 1
+                except IntegrityError:
+                    continue  # noted by another processor of the source meanwhile
+        return added
+
+    def unended_hosts(self, ds: str, schema: str) -> list[tuple[str, int, str]]:
+        """(table, version, host) of the versions older than their table's current one whose namespace has
+        not been ended yet, in table, version and host order."""
+        q = (
+            select(log_table.c.table_name, log_table_host.c.version, log_table_host.c.host)
+            .join(log_table, log_table.c.id == log_table_host.c.table_id)
+            .where(
+                log_table.c.ds == ds,
+                log_table.c.schema_name == schema,
+                log_table_host.c.version < log_table.c.version,
+                log_table_host.c.ended_ms.is_(None),
+            )
+            .order_by(log_table.c.id, log_table_host.c.version, log_table_host.c.host)
+        )
+        with self.engine.connect() as conn:
+            return [(r[0], int(r[1]), r[2]) for r in conn.execute(q)]
+
+    def end_hosts(self, ds: str, schema: str, ended: Iterable[tuple[str, int, str]]) -> None:
+        """Marks (table, version, host) namespaces as ended (their termination was written)."""
+        ids = {t.table: t.id for t in self.tables(ds, schema)}
+        now = _now_ms()
+        with self.engine.begin() as conn:
+            for table, version, host in ended:
+                if table not in ids:
+                    continue
+                conn.execute(
+                    update(log_table_host)
+                    .where(
+                        log_table_host.c.table_id == ids[table],
+                        log_table_host.c.version == version,
+                        log_table_host.c.host == host,
+                    )
+                    .values(ended_ms=now)
+                )
+
     def drop_source(self, ds: str) -> int:
         """Removes every table of log source ``ds`` with its draft groups and published versions (a source
         taken out of service, a test's own); returns the tables removed."""
         with self.engine.begin() as conn:
             ids = [r.id for r in conn.execute(select(log_table.c.id).where(log_table.c.ds == ds))]
+            conn.execute(log_table_host.delete().where(log_table_host.c.table_id.in_(ids)))
             conn.execute(log_rule_version.delete().where(log_rule_version.c.table_id.in_(ids)))
             conn.execute(log_rule_group.delete().where(log_rule_group.c.table_id.in_(ids)))
             conn.execute(log_table.delete().where(log_table.c.ds == ds))

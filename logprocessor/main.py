@@ -112,9 +112,12 @@ def released(session: Any, query: Any, wait_s: float = 60.0) -> None:
 def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
     from dbuslib import kafka, spark, stagemetrics
     from dbuslib.lifecycle import Lifecycle
+    from dbuslib.logstore import LogStore
+    from dbuslib.retry import RetryPolicy
     from logprocessor import job
     from logprocessor.metrics import BatchCounts
     from logprocessor.reload import ReloadListener
+    from logprocessor.termination import HostNotes, end_old_versions, versions_of
 
     src = cfg.log_source(ds)
     rules = load_rules(cfg, ds)
@@ -151,9 +154,18 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
             ).start()
         checkpoint = spark.checkpoint(cfg, "logprocessor", ds)
         counts = BatchCounts(ds, src.schema_name(ds))  # rows since each heartbeat, kept across reloads
+        store = LogStore(cfg.endpoints.meta_store.url.get_secret_value(), RetryPolicy.of(cfg))
+        notes = HostNotes(versions_of(rules.tables))  # the hosts of each table version, for its termination
+
+        def more_points(progress: Any, at_ms: int | None) -> list[Any]:
+            notes.take(progress)
+            notes.flush(store, ds, src.schema_name(ds))
+            return counts.points(progress, at_ms)
+
         applied: Any = None
         try:
             while True:
+                end_old_versions(cfg, ds, store)  # a version published since its namespaces were written
                 kafka.ensure_topics(
                     cfg.endpoints.kafka,
                     job.output_topics(cfg, ds, rules),
@@ -166,7 +178,7 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
                     listener.applied(applied[0], applied[1])
                 log.info("%s: query %s started, tables %s", ds, query.name, [t.table for t in rules.tables])
                 metrics = stagemetrics.watch_stage(
-                    query, session, cfg, ds, "logprocessor", more_points=counts.points
+                    query, session, cfg, ds, "logprocessor", more_points=more_points
                 )
                 try:
                     code = life.await_query(query, FAILED)
@@ -178,11 +190,16 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
                 switch.clear()
                 applied = (request, end_offsets(query))
                 released(session, query)
+                for progress in query.recentProgress or []:  # batches the watcher may not have read yet
+                    notes.take(progress)
+                notes.flush(store, ds, src.schema_name(ds))
                 rules = request.rules
+                notes.switch(versions_of(rules.tables))
                 log.info("%s: rules reloaded, query restarted from %s", ds, applied[1])
         finally:
             if listener is not None:
                 listener.stop()
+            store.dispose()
 
 
 def _parser() -> argparse.ArgumentParser:
