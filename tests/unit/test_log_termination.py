@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from dbuslib.config import LogSource, load_config
 from dbuslib.logstore import LogStore
 from logprocessor.metrics import counts_json, fold, format_metric
@@ -20,14 +18,6 @@ DS, SCHEMA = "applog", "applog_schema"
 
 def progress(*metrics: str) -> dict:
     return {"observedMetrics": {"dbus_log_counts": {"counts": counts_json(fold(metrics))}}}
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = LogStore(f"sqlite:///{tmp_path / 'meta.db'}")
-    s.create_schema()
-    yield s
-    s.dispose()
 
 
 def _publish(store: LogStore, table: str, columns: str) -> None:
@@ -90,7 +80,8 @@ def test_a_store_that_fails_keeps_the_notes_for_the_next_flush():
     assert notes.pending == {("orders", 1, "h1")}
 
 
-def test_old_versions_are_ended_once_per_host_and_the_current_one_never(store):
+def test_old_versions_are_ended_once_per_host_and_the_current_one_never(log_store):
+    store = log_store
     cfg = load_config()
     cfg = cfg.model_copy(update={"log_sources": {**cfg.log_sources, DS: LogSource(schema=SCHEMA)}})
     store.add_table(DS, SCHEMA, "orders")

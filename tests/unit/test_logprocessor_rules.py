@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dbuslib.logstore import LogStore, NotFoundError
+from dbuslib.logstore import NotFoundError
 from logprocessor import rules
 from logprocessor.grammar import Column, RuleError, groups_to_json
 
@@ -39,14 +39,6 @@ def group(name: str, *rule_list: dict) -> dict:
     return {"groupName": name, "rules": list(rule_list)}
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = LogStore(f"sqlite:///{tmp_path / 'meta.db'}")
-    s.create_schema()
-    yield s
-    s.dispose()
-
-
 def table(store, name="t"):
     return store.add_table("applog", "applog_schema", name)[0]
 
@@ -64,7 +56,8 @@ def load(store, t, *groups: dict, active=True, replace=True):
 # ---------------------------------------------------------------- import and export
 
 
-def test_the_sample_file_round_trips_through_the_draft_and_a_published_version(store):
+def test_the_sample_file_round_trips_through_the_draft_and_a_published_version(log_store):
+    store = log_store
     t = table(store)
     text = SAMPLE.read_text()
     rules.import_groups(store, t, text, str(SAMPLE), replace=False, active=True)
@@ -74,7 +67,8 @@ def test_the_sample_file_round_trips_through_the_draft_and_a_published_version(s
     assert groups_to_json(rules.published_groups(store, fresh(store))) + "\n" == text
 
 
-def test_import_adds_inactive_groups_after_the_draft_like_the_original(store):
+def test_import_adds_inactive_groups_after_the_draft_like_the_original(log_store):
+    store = log_store
     t = table(store)
     load(store, t, group("first", SPLIT, AB), active=True)
     load(store, t, group("second", AB), group("third", AB), active=False, replace=False)
@@ -85,7 +79,8 @@ def test_import_adds_inactive_groups_after_the_draft_like_the_original(store):
     ]
 
 
-def test_the_console_key_and_unknown_keys_are_dropped_on_import(store):
+def test_the_console_key_and_unknown_keys_are_dropped_on_import(log_store):
+    store = log_store
     t = table(store)
     entry = {"key": "k-81", "ruleScope": "0", "ruleType": "string", "ruleParamter": " ", "extra": 1}
     load(store, t, group("g", rule("split", entry), AB))
@@ -116,7 +111,8 @@ def test_the_console_key_and_unknown_keys_are_dropped_on_import(store):
         ),
     ],
 )
-def test_a_bad_file_is_refused_naming_the_rule_and_changes_nothing(store, doc, expected):
+def test_a_bad_file_is_refused_naming_the_rule_and_changes_nothing(log_store, doc, expected):
+    store = log_store
     t = table(store)
     load(store, t, group("kept", AB))
     with pytest.raises(RuleError, match=expected):
@@ -127,7 +123,8 @@ def test_a_bad_file_is_refused_naming_the_rule_and_changes_nothing(store, doc, e
 # ---------------------------------------------------------------- publish
 
 
-def test_publish_snapshots_the_active_groups_in_group_order(store):
+def test_publish_snapshots_the_active_groups_in_group_order(log_store):
+    store = log_store
     t = table(store)
     load(store, t, group("z", SPLIT, AB), group("off", SPLIT), group("a", AB))
     store.set_active(t, "off", False)
@@ -136,7 +133,8 @@ def test_publish_snapshots_the_active_groups_in_group_order(store):
     assert [g.name for g in rules.published_groups(store, fresh(store))] == ["z", "a"]
 
 
-def test_publishing_the_rules_in_force_again_is_a_no_op(store):
+def test_publishing_the_rules_in_force_again_is_a_no_op(log_store):
+    store = log_store
     t = table(store)
     load(store, t, group("g", SPLIT, AB))
     assert rules.publish(store, t).version == 1
@@ -145,7 +143,8 @@ def test_publishing_the_rules_in_force_again_is_a_no_op(store):
     assert len(store.versions(fresh(store))) == 1
 
 
-def test_a_version_records_whether_its_columns_changed(store):
+def test_a_version_records_whether_its_columns_changed(log_store):
+    store = log_store
     t = table(store)
     load(store, t, group("g", AB))
     assert rules.publish(store, t).columns_changed  # the first: from no columns
@@ -162,7 +161,8 @@ def test_a_version_records_whether_its_columns_changed(store):
     assert [v.columns_changed for v in store.versions(fresh(store))] == [True, False, True]
 
 
-def test_save_as_entries_in_another_order_are_the_same_schema(store):
+def test_save_as_entries_in_another_order_are_the_same_schema(log_store):
+    store = log_store
     t = table(store)
     load(store, t, group("g1", AB), group("g2", save_as(("1", "b", "long"), ("0", "a", "string"))))
     assert rules.publish(store, t).columns == (Column("a", "string"), Column("b", "long"))
@@ -193,7 +193,8 @@ def test_save_as_entries_in_another_order_are_the_same_schema(store):
         ),
     ],
 )
-def test_publish_refuses_groups_that_do_not_agree_naming_them(store, groups, expected):
+def test_publish_refuses_groups_that_do_not_agree_naming_them(log_store, groups, expected):
+    store = log_store
     t = table(store)
     load(store, t, *groups)
     with pytest.raises(rules.PublishRefused, match=expected):
@@ -201,14 +202,16 @@ def test_publish_refuses_groups_that_do_not_agree_naming_them(store, groups, exp
     assert fresh(store).version == 0
 
 
-def test_publish_refuses_a_draft_without_an_active_group(store):
+def test_publish_refuses_a_draft_without_an_active_group(log_store):
+    store = log_store
     t = table(store)
     load(store, t, group("g", AB), active=False)
     with pytest.raises(rules.PublishRefused, match=r"no active draft group to publish \(inactive: 'g'\)"):
         rules.publish(store, t)
 
 
-def test_publish_refuses_a_stored_rule_that_no_longer_checks_naming_it(store):
+def test_publish_refuses_a_stored_rule_that_no_longer_checks_naming_it(log_store):
+    store = log_store
     t = table(store)
     bad = json.dumps([SPLIT, rule("trim", {"ruleScope": "x", "ruleOperate": "both"}), AB])
     store.add_groups(t, [("g", True, bad)], replace=False)  # written past the checks: an older DBus
@@ -218,7 +221,8 @@ def test_publish_refuses_a_stored_rule_that_no_longer_checks_naming_it(store):
         rules.publish(store, t)
 
 
-def test_export_of_a_table_never_published_says_so(store):
+def test_export_of_a_table_never_published_says_so(log_store):
+    store = log_store
     t = table(store)
     with pytest.raises(NotFoundError, match="applog.applog_schema.t has no published version "):
         rules.published_groups(store, t)
@@ -229,7 +233,8 @@ def test_export_of_a_table_never_published_says_so(store):
 # ---------------------------------------------------------------- the processor's rule set
 
 
-def test_the_rule_set_is_ok_tables_in_creation_order_then_groups_in_group_order(store):
+def test_the_rule_set_is_ok_tables_in_creation_order_then_groups_in_group_order(log_store):
+    store = log_store
     second, first, aborted, never = (table(store, n) for n in ("second", "first", "aborted", "never"))
     load(store, first, group("f2", SPLIT, AB), group("f1", AB))
     rules.publish(store, first)

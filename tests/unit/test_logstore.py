@@ -5,21 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from dbuslib.logstore import BadNameError, ConflictError, LogStore, NotFoundError
+from dbuslib.logstore import BadNameError, ConflictError, NotFoundError
 
 RULES = '[{"ruleTypeName": "saveAs", "ruleGrammar": "[]"}]'
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = LogStore(f"sqlite:///{tmp_path / 'meta.db'}")
-    s.create_schema()
-    s.create_schema()  # twice is fine
-    yield s
-    s.dispose()
-
-
-def test_tables_come_in_creation_order_and_add_table_is_idempotent(store):
+def test_tables_come_in_creation_order_and_add_table_is_idempotent(log_store):
+    store = log_store
     b, created_b = store.add_table("applog", "applog_schema", "b_table")
     a, created_a = store.add_table("applog", "applog_schema", "a_table")
     again, created = store.add_table("applog", "applog_schema", "b_table")
@@ -31,12 +23,14 @@ def test_tables_come_in_creation_order_and_add_table_is_idempotent(store):
 
 
 @pytest.mark.parametrize("name", ["", "-x", "a.b", "a b", "x" * 65, "tö"])
-def test_a_table_name_that_cannot_be_part_of_a_namespace_is_refused(store, name):
+def test_a_table_name_that_cannot_be_part_of_a_namespace_is_refused(log_store, name):
+    store = log_store
     with pytest.raises(BadNameError, match="log table name"):
         store.add_table("applog", "s", name)
 
 
-def test_an_unknown_table_names_the_known_ones_and_the_command(store):
+def test_an_unknown_table_names_the_known_ones_and_the_command(log_store):
+    store = log_store
     store.add_table("applog", "s", "orders")
     with pytest.raises(NotFoundError) as e:
         store.need_table("applog", "s", "ordres")
@@ -46,7 +40,8 @@ def test_an_unknown_table_names_the_known_ones_and_the_command(store):
     )
 
 
-def test_draft_groups_keep_their_order_and_replace_makes_the_whole_draft(store):
+def test_draft_groups_keep_their_order_and_replace_makes_the_whole_draft(log_store):
+    store = log_store
     t, _ = store.add_table("applog", "s", "t")
     store.add_groups(t, [("z", True, RULES), ("a", False, RULES)], replace=False)
     store.add_groups(t, [("m", False, RULES)], replace=False)
@@ -55,7 +50,8 @@ def test_draft_groups_keep_their_order_and_replace_makes_the_whole_draft(store):
     assert [g.name for g in store.draft(t)] == ["n", "z"]
 
 
-def test_a_group_name_the_draft_has_is_a_conflict_and_nothing_is_added(store):
+def test_a_group_name_the_draft_has_is_a_conflict_and_nothing_is_added(log_store):
+    store = log_store
     t, _ = store.add_table("applog", "s", "t")
     store.add_groups(t, [("a", True, RULES)], replace=False)
     with pytest.raises(ConflictError, match=r"group\(s\) named \['a'\] already.*--replace"):
@@ -67,7 +63,8 @@ def test_a_group_name_the_draft_has_is_a_conflict_and_nothing_is_added(store):
     assert [g.name for g in store.draft(t)] == ["a"]
 
 
-def test_set_active_names_the_groups_when_the_group_is_unknown(store):
+def test_set_active_names_the_groups_when_the_group_is_unknown(log_store):
+    store = log_store
     t, _ = store.add_table("applog", "s", "t")
     store.add_groups(t, [("a", False, RULES)], replace=False)
     store.set_active(t, "a", True)
@@ -77,7 +74,8 @@ def test_set_active_names_the_groups_when_the_group_is_unknown(store):
         store.set_active(t, "b", False)
 
 
-def test_publish_moves_the_version_and_keeps_every_snapshot(store):
+def test_publish_moves_the_version_and_keeps_every_snapshot(log_store):
+    store = log_store
     t, _ = store.add_table("applog", "s", "t")
     v1 = store.publish(t, "[1]", '[{"name": "a", "type": "string"}]', True)
     t1 = store.need_table("applog", "s", "t")
@@ -94,7 +92,8 @@ def test_publish_moves_the_version_and_keeps_every_snapshot(store):
     assert store.published(t, 3) is None
 
 
-def test_a_publish_from_a_stale_read_is_refused(store):
+def test_a_publish_from_a_stale_read_is_refused(log_store):
+    store = log_store
     t, _ = store.add_table("applog", "s", "t")
     store.publish(t, "[1]", "[]", False)
     with pytest.raises(ConflictError, match="another publish made a version after version 0"):
@@ -102,7 +101,8 @@ def test_a_publish_from_a_stale_read_is_refused(store):
     assert [v.groups for v in store.versions(t)] == ["[1]"]
 
 
-def test_rule_set_gives_every_table_in_creation_order_with_its_current_version(store):
+def test_rule_set_gives_every_table_in_creation_order_with_its_current_version(log_store):
+    store = log_store
     a, _ = store.add_table("applog", "s", "a")
     b, _ = store.add_table("applog", "s", "b")
     store.add_table("applog", "s", "never")
@@ -114,7 +114,8 @@ def test_rule_set_gives_every_table_in_creation_order_with_its_current_version(s
     assert got == [("a", "ok", "[a2]"), ("b", "abort", "[b1]"), ("never", "ok", None)]
 
 
-def test_drop_source_removes_its_tables_groups_and_versions_only(store):
+def test_drop_source_removes_its_tables_groups_and_versions_only(log_store):
+    store = log_store
     t, _ = store.add_table("applog", "applog_schema", "t")
     store.add_groups(t, [("g", True, "[]")], replace=False)
     store.publish(t, "[1]", "[]", True)
