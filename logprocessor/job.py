@@ -263,5 +263,19 @@ def start(
     realtime = settings.trigger == "realtime" and not available_now
     topic = src.topics.name("raw", ds)
     raw = read_raw(spark, cfg.endpoints.kafka.bootstrap_servers, topic, None if realtime else max_offsets)
-    out = process(raw, cfg, ds, rules)
+    out = observed(process(raw, cfg, ds, rules), ds)
     return start_query(out, cfg.endpoints.kafka, query_name(ds), checkpoint, settings, available_now)
+
+
+def observed(out: DataFrame, ds: str) -> DataFrame:
+    """``out`` without its ``metric`` column (logprocessor/metrics.py), observed first: each batch's counts
+    per host and table in its progress (``logprocessor.counts_jvm``; in real-time mode once per batch, every
+    ``realtime_checkpoint_s``), made into points on the driver (``dbuslib.stagemetrics``). Without a
+    ``metric`` column, ``out`` as it is (logged)."""
+    from logprocessor.counts_jvm import observe
+    from logprocessor.metrics import COLUMN
+
+    if COLUMN not in out.columns:
+        log.info("%s: no %s column in the processor's output: per-table counts are not written", ds, COLUMN)
+        return out
+    return observe(out).drop(COLUMN)
