@@ -265,8 +265,9 @@ def _render_alerts(alerts: tuple[Alert, ...]) -> list[str]:
         figures = ", ".join(
             f"{k} {_num(v)} s" for k, v in (("age", a.age_s), ("latency", a.latency_s)) if v is not None
         )
+        host = f" from {a.host}" if a.host else ""  # a log table's alert: per host
         lines.append(
-            f"  {a.schema}.{a.table} {a.kind}{since}"
+            f"  {a.schema}.{a.table}{host} {a.kind}{since}"
             + (f" ({figures})" if figures else "")
             + (f": {a.message}" if a.message else "")
         )

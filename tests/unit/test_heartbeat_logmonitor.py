@@ -242,6 +242,7 @@ def test_status_of_a_log_source_per_host_and_table():
     assert "vm    app_orders" in screen and "0.812 s" in screen and "32 s ago" in screen
     assert "none in the last day" in screen  # db1 wrote no heartbeat
     assert "LOG_RECORD_NOT_JSON" in screen and "unknown lines" in screen
+    assert f"  {SCHEMA}.app_orders from vm stale since" in screen
     doc = json.loads(snap.to_json())
     assert doc["tables"][1] == {
         "host": "vm",
