@@ -42,6 +42,7 @@ Points are timed at the batch progress's timestamp (ms). An empty host is writte
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -62,6 +63,7 @@ LOG_MEASUREMENT = "dbus_log"
 HEARTBEAT_MEASUREMENT = "dbus_heartbeat"  # binlog.heartbeat.MEASUREMENT, with a ``host`` tag for log tables
 
 Key = tuple[str, str, str]  # (kind, host, name)
+log = logging.getLogger("logprocessor.metrics")
 
 
 @dataclass(frozen=True)
@@ -269,6 +271,16 @@ class BatchCounts:
             return []
         if at_ms is None:
             at_ms = int(time.time() * 1000)
-        self.invalid += sum(t.count for (k, _, _), t in tallies.items() if k == INVALID)
+        invalid = sum(t.count for (k, _, _), t in tallies.items() if k == INVALID)
+        if invalid:
+            self.invalid += invalid
+            log.warning(
+                "%s: %d metric(s) of a batch do not parse (%d so far): counted as kind %r; the producer of "
+                "the metric column (logprocessor/metrics.py's contract) has a bug",
+                self.ds,
+                invalid,
+                self.invalid,
+                INVALID,
+            )
         self.rows, beats = self.rows.step(tallies)
         return log_points(self.ds, tallies, at_ms) + heartbeat_points(self.ds, self.schema, beats, at_ms)

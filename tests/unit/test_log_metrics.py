@@ -151,12 +151,13 @@ def progress(batch, counts):
     }
 
 
-def test_batch_counts_from_progress_keep_rows_across_batches():
+def test_batch_counts_from_progress_keep_rows_across_batches(caplog):
     bc = BatchCounts("applog", "applog_schema")
     assert bc.points(progress(0, None), AT) == []
     assert bc.points({"batchId": 1}, AT) == []
     first = bc.points(progress(2, m.counts_json(m.fold(["rows\tvm\ta\t4", "bad"]))), AT)
     assert len(first) == 2 and bc.invalid == 1
+    assert "1 metric(s) of a batch do not parse" in caplog.text
     second = bc.points(progress(3, m.counts_json(m.fold(["heartbeat\tvm\ta\t50"]))), AT)
     assert [p.to_line_protocol() for p in second] == [
         f"dbus_heartbeat,ds=applog,host=vm,schema=applog_schema,table=a beats=1i,latency_ms=50,rows=4i {AT}"
