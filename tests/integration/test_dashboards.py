@@ -202,6 +202,11 @@ def samples(now_s: float) -> dict[str, list[tuple[dict[str, str], dict[str, Any]
                 t - 600_000,
             ),
         ],
+        "dbus_log": [
+            ({"kind": "rows", "host": "app-01_prod", "table": "orders"}, {"count": 40}, t),
+            ({"kind": "unknown", "host": "app-01_prod"}, {"count": 7}, t),
+            ({"kind": "error", "code": "LOG_RECORD_NOT_JSON"}, {"count": 1}, t),
+        ],
         "dbus_fullpull": [
             (
                 {**hb, "table": "orders", "id": ORDERS_PULL},
@@ -236,6 +241,11 @@ EXPECTED: dict[str, dict[str, list[list[Any]]]] = {
     "11A": {
         "RAW_UNDECODABLE/shop/appender/orders": [[3, "x.shop", 0, 42, 0, 17]],
         "RAW_BAD_RECORD//dispatcher/": [[1, "x", 1, 7, 1, 3]],
+    },
+    "12A": {
+        "/app-01_prod/rows/orders": [[40]],
+        "/app-01_prod/unknown/": [[7]],
+        "LOG_RECORD_NOT_JSON//error/": [[1]],
     },
 }
 RULE_EXPECTED: dict[str, tuple[dict[str, list[list[Any]]], set[str]]] = {
