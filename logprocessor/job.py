@@ -1,7 +1,9 @@
 """The log processor's Spark query: a log source's raw topic -> UMS per table, the unknown bucket and dead
-letters, in one projection of Spark SQL (no Python per line; docs/logs.md, The log processor).
+letters, in one projection with no Python per line (docs/logs.md, The log processor).
 
-Per raw record, in order:
+``process`` runs it as one JVM call per record (``dbus.jvm.LogRecordUdf``, logprocessor/record_jvm.py);
+``process_sql`` is the same in Spark SQL (with the rules' and the messages' UDFs), the reference the JVM's
+outputs are compared with, byte for byte. Per raw record, in order:
 
 - ``adapt``: the shipper record read by its type's adapter (``logprocessor.adapters_sql``): its lines (one,
   or one per tuple for log_ums), host, event time, heartbeat flag, or a record error;
@@ -64,7 +66,33 @@ def read_raw(spark: SparkSession, bootstrap: str, topic: str, max_offsets: int |
 
 
 def process(raw: DataFrame, cfg: DbusConfig, ds: str, rules: RuleSet) -> DataFrame:
-    """(topic, key, value) to write, for the records of ``raw`` (the Kafka source's columns)."""
+    """(topic, key, value, metric) for the records of ``raw`` (the Kafka source's columns): one JVM call per
+    record (``dbus.jvm.LogRecordUdf``, logprocessor/record_jvm.py) gives every output of the record, what
+    ``process_sql`` gives (key as bytes), with the ``metric`` of logprocessor/metrics.py; the Kafka sink
+    writes topic, key and value (``metric`` dropped before it)."""
+    from pyspark.sql import functions as F
+
+    from logprocessor.record_jvm import record_outputs
+
+    outputs = record_outputs(
+        raw.sparkSession,
+        cfg.log_source(ds),
+        ds,
+        rules,
+        F.col("value"),
+        F.col("key"),
+        F.col("topic"),
+        F.col("partition"),
+        F.col("offset"),
+        F.col("timestamp"),
+    )
+    return raw.select(F.explode(outputs).alias("o")).select("o.topic", "o.key", "o.value", "o.metric")
+
+
+def process_sql(raw: DataFrame, cfg: DbusConfig, ds: str, rules: RuleSet) -> DataFrame:
+    """(topic, key, value) to write, for the records of ``raw``: the projection in Spark SQL (the adapter
+    ``adapters_sql``, the rules and messages in their own UDFs, unknown lines, dead letters and heartbeats in
+    higher-order functions), the reference ``process`` is compared with (tests/unit/test_record_jvm.py)."""
     from pyspark.sql import functions as F
 
     from logprocessor.adapters_sql import with_adapter

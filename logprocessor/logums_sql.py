@@ -50,9 +50,13 @@ def namespace_col(log_type: str, ds: str, schema: str, table: str, version: int,
     """``<type>.<ds>.<schema>.<table>.<version>.<host>.0`` (``logums.log_namespace``), the host a Column."""
     from pyspark.sql import functions as F
 
-    head = ".".join(escape_part(p) for p in (log_type, ds, schema, table, str(version)))
     part = F.replace(F.replace(host, F.lit("%"), F.lit("%25")), F.lit("."), F.lit("%2E"))
-    return F.concat(F.lit(head + "."), part, F.lit(".0"))
+    return F.concat(F.lit(namespace_head(log_type, ds, schema, table, version)), part, F.lit(".0"))
+
+
+def namespace_head(log_type: str, ds: str, schema: str, table: str, version: int) -> str:
+    """A log table's namespace before its host segment: ``<type>.<ds>.<schema>.<table>.<version>.``."""
+    return ".".join(escape_part(p) for p in (log_type, ds, schema, table, str(version))) + "."
 
 
 def ums_id_col(partition: Column, offset: Column, index: Column) -> Column:
@@ -207,21 +211,27 @@ def heartbeat_json_col(
     """``logums.heartbeat_message`` as JSON: ``[ums_id_, ums_ts_]`` of the heartbeat record."""
     from pyspark.sql import functions as F
 
+    head, middle = heartbeat_frame()
+    return F.concat(
+        F.lit(head),
+        python_quote(namespace),
+        F.lit(middle),
+        ums_id_col(partition, offset, F.lit(0)).cast("string"),
+        F.lit('","'),
+        ums_ts_col(epoch_ms, timezone),
+        F.lit('"]}]}'),
+    )
+
+
+def heartbeat_frame() -> tuple[str, str]:
+    """The text of a heartbeat message before its quoted namespace, and between it and its ``ums_id_``."""
     protocol = ProtocolType.DATA_INCREMENT_HEARTBEAT
     fields = SYSTEM_FIELDS[protocol]
     fields_json = dumps_compact(
         [{"name": f.name, "type": f.type.value, "nullable": f.nullable, "encoded": f.encoded} for f in fields]
     )
     head = f'{{"protocol":{{"type":"{protocol.value}","version":"1.3"}},"schema":{{"namespace":'
-    return F.concat(
-        F.lit(head),
-        python_quote(namespace),
-        F.lit(f',"fields":{fields_json},"batchId":0}},"payload":[{{"tuple":["'),
-        ums_id_col(partition, offset, F.lit(0)).cast("string"),
-        F.lit('","'),
-        ums_ts_col(epoch_ms, timezone),
-        F.lit('"]}]}'),
-    )
+    return head, f',"fields":{fields_json},"batchId":0}},"payload":[{{"tuple":["'
 
 
 # ---------------------------------------------------------------- JSON values as Python writes them

@@ -68,6 +68,25 @@ final class Text {
     }
 
     /** Python's int() of text matching [+-]?\d+ (Unicode decimal digits), or null. */
+    /** pyInt's value of 1 to 18 ASCII digits (a sign when {@code signed}), else Long.MIN_VALUE (pyInt decides). */
+    static long asciiLong(String text, boolean signed) {
+        if (text == null) return Long.MIN_VALUE;
+        int n = text.length(), i = 0;
+        boolean neg = false;
+        if (signed && n > 0 && (text.charAt(0) == '+' || text.charAt(0) == '-')) {
+            neg = text.charAt(0) == '-';
+            i = 1;
+        }
+        if (i == n || n - i > 18) return Long.MIN_VALUE;
+        long v = 0;
+        for (; i < n; i++) {
+            char c = text.charAt(i);
+            if (c < '0' || c > '9') return Long.MIN_VALUE;
+            v = v * 10 + (c - '0');
+        }
+        return neg ? -v : v;
+    }
+
     static BigInteger pyInt(String text) {
         if (text == null || text.isEmpty()) return null;
         int i = 0;
@@ -97,6 +116,8 @@ final class Text {
 
     /** Long.valueOf(text).toString(), or null. */
     static String longText(String text) {
+        long fast = asciiLong(text, true);
+        if (fast != Long.MIN_VALUE) return Long.toString(fast);
         BigInteger n = pyInt(text);
         return n == null || n.compareTo(LONG_MIN) < 0 || n.compareTo(LONG_MAX) > 0 ? null : n.toString();
     }
@@ -115,6 +136,8 @@ final class Text {
     /** Python's str.isdecimal() and int() of it, clamped; -1 when not decimal. */
     static long decimal(String text) {
         if (text == null || text.isEmpty() || text.charAt(0) == '+' || text.charAt(0) == '-') return -1;
+        long fast = asciiLong(text, false);
+        if (fast != Long.MIN_VALUE) return Math.min(fast, SAT_MAX.longValue());
         BigInteger n = pyInt(text);
         return n == null ? -1 : n.min(SAT_MAX).longValue();
     }

@@ -1,0 +1,121 @@
+"""The log processor's whole projection in the JVM: ``dbus.jvm.LogRecordUdf`` (binlog/jvm), one call per Kafka
+record giving every output of the record (docs/logs.md, How rules run on Spark).
+
+``record_outputs(spark, src, ds, rules, ...)`` is a Column ``array<OUT_TYPE>``: what ``job.process_sql`` gives
+for the record (its Spark SQL form, the reference kept callable), in its order and with its bytes, plus the
+``metric`` column of logprocessor/metrics.py. The UDF holds the source's settings and the rule set (the
+``spec`` below, a JSON text given to its constructor), registered as ``dbus_log_record_<hash of the spec>``;
+inside it, the adapter is a port of ``logprocessor.adapters`` (``LogAdapter``), the rules
+``logrules.Engine``, the tables' messages ``LogUms`` (shared with ``LogUmsUdf``).
+tests/unit/test_record_jvm.py compares it with ``job.process_sql`` on every log type's corpus.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING
+
+from dbuslib.config import LogSource
+from dbuslib.deadletter import MAX_VALUE_BYTES, UNATTRIBUTED, too_big
+from logprocessor.adapters import AdapterSettings
+from logprocessor.rules import RuleSet
+from logprocessor.rules_jvm import ruleset_json
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, SparkSession
+
+FUNCTION, CLASS = "dbus_log_record", "dbus.jvm.LogRecordUdf"
+OUT_TYPE = "struct<topic:string,key:binary,value:string,metric:string>"
+STAGE = "logprocessor"
+
+
+def spec(src: LogSource, ds: str, rules: RuleSet) -> str:
+    """The JSON ``LogRecordUdf``'s constructor reads: the adapter's settings, the rule set, per table its
+    namespace up to the host, result topic and message frame, the aborted tables, the heartbeat frame, the
+    unknown and dead-letter topics, and the dead letters' withheld rule."""
+    from logprocessor.logums_sql import heartbeat_frame, message_frame, namespace_head
+
+    settings = AdapterSettings.of(src)
+    heads = set()
+    tables = []
+    for t in rules.tables:
+        head, middle = message_frame(t.columns)
+        heads.add(head)
+        tables.append(
+            {
+                "table": t.table,
+                "namespace": namespace_head(src.type, ds, rules.schema, t.table, t.version),
+                "topic": src.topics.name("result", ds, rules.schema, t.table),
+                "middle": middle,
+                "types": "".join("d" if c.type == "double" else "s" for c in t.columns),
+            }
+        )
+    if len(heads) > 1:
+        msg = f"logprocessor: tables' messages start differently: {sorted(heads)}"
+        raise ValueError(msg)
+    aborted = [
+        {
+            "table": t.table,
+            "namespace": namespace_head(src.type, ds, rules.schema, t.table, t.version),
+            "topic": src.topics.name("result", ds, rules.schema, t.table),
+        }
+        for t in rules.aborted
+    ]
+    hb_head, hb_middle = heartbeat_frame()
+    big_head, big_tail = too_big(0).split("0", 1)
+    doc = {
+        "adapter": {
+            "type": settings.log_type,
+            "heartbeat_type": settings.heartbeat_type,
+            "max_record_bytes": settings.max_record_bytes,
+            "json_host": settings.json_host,
+            "timezone": settings.timezone,
+        },
+        "rules": ruleset_json(rules.tables, src.processor.multi_table),
+        "head": heads.pop() if heads else message_frame(())[0],
+        "tables": tables,
+        "aborted": aborted,
+        "heartbeat_head": hb_head,
+        "heartbeat_middle": hb_middle,
+        "unknown_topic": src.topics.name("unknown", ds),
+        "dead_letter_topic": src.topics.name("dead_letter", ds),
+        "stage": STAGE,
+        "unattributed": UNATTRIBUTED if src.masking else None,
+        "max_value_bytes": MAX_VALUE_BYTES,
+        "too_big": [big_head, big_tail],
+        "timezone": src.ums.timezone,
+    }
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+
+
+def record_outputs(
+    spark: SparkSession,
+    src: LogSource,
+    ds: str,
+    rules: RuleSet,
+    value: Column,
+    key: Column,
+    topic: Column,
+    partition: Column,
+    offset: Column,
+    timestamp: Column,
+) -> Column:
+    """``array<OUT_TYPE>``: every output of the Kafka record (``timestamp`` a timestamp column). A jar without
+    the class, or a rule set the engine cannot read, fails here, before the query starts."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, _parse_datatype_string
+
+    from dbuslib.errors import StackError
+
+    text = spec(src, ds, rules)
+    name = f"{FUNCTION}_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    jvm = spark._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
+    cls = jvm.dbus.jvm.LogRecordUdf
+    if type(cls).__name__ == "JavaPackage":
+        msg = f"logprocessor: {CLASS} is not on Spark's classpath (`make stack-up` builds it)"
+        raise StackError(msg)
+    returns = ArrayType(_parse_datatype_string(OUT_TYPE))
+    jtype = jvm.org.apache.spark.sql.types.DataType.fromJson(returns.json())
+    spark._jsparkSession.udf().register(name, cls(text), jtype)  # type: ignore[attr-defined]  # py4j
+    return F.call_function(name, value, key, topic, partition, offset, F.unix_millis(timestamp))

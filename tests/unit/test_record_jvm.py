@@ -1,0 +1,198 @@
+"""The log processor's projection in one JVM call per record (``dbus.jvm.LogRecordUdf``, ``job.process``)
+gives what its Spark SQL form (``job.process_sql``) gives: the same outputs, in the same order, byte for
+byte (topic, key, value), on every log type's corpus of tests/unit/test_logprocessor_sql.py (golden and
+seeded random records: malformed, not UTF-8, too large, heartbeats, keys given twice, surrogate escapes,
+offsets past ``ums_id_``'s range), through a rule set with two tables that take rows (one with a DOUBLE),
+a table that breaks on some lines (line errors), a table with no groups and an aborted one (heartbeats only),
+lines no table takes (unknown); with multi_table on and off, and with masking (dead letters withheld); and
+on the bench's rsyslog records through the demo's tables. Each output's ``metric`` (logprocessor/metrics.py)
+agrees with the output it describes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import jvm_jar
+import pytest
+from test_logprocessor_sql import corpus
+
+from dbuslib.config import DbusConfig, LogProcessorSettings, LogSource, LogUms, MaskRule, load_config
+from logprocessor.adapters import LOG_TYPES, KafkaRecord
+from logprocessor.grammar import TableRules, groups_from_json, save_as_columns
+from logprocessor.metrics import ERROR, HEARTBEAT, ROWS, UNKNOWN, parse_metric
+from logprocessor.rules import RuleSet
+
+pytestmark = pytest.mark.jvm  # needs a JDK and the pyspark jars: `pytest -m "not jvm"` leaves it out
+
+DS = "rec"
+SCHEMA = "value binary, key binary, partition int, offset bigint, ms bigint"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = jvm_jar.spark_session("test_record_jvm", "dbus.jvm.LogRecordUdf")
+    zone = session.conf.get("spark.sql.session.timeZone")
+    session.conf.set("spark.sql.session.timeZone", "America/New_York")  # nothing may depend on it
+    yield session
+    session.conf.set("spark.sql.session.timeZone", zone)
+
+
+def _group(name: str, rules: list[tuple[str, list[dict[str, str]]]]) -> dict[str, object]:
+    return {
+        "groupName": name,
+        "rules": [{"ruleTypeName": op, "ruleGrammar": json.dumps(g)} for op, g in rules],
+    }
+
+
+HOST_RX = r'"host"\s*:\s*"([^"\\]*)"(?:.*?([-0-9]+\.[0-9]+(?:[eE][-+]?[0-9]+)?))?'
+BY_HOST = [
+    _group(
+        "hosts",
+        [
+            (
+                "filter",
+                [{"ruleScope": "0", "ruleParamter": "host", "ruleOperate": "==", "ruleType": "regex"}],
+            ),
+            ("regexExtract", [{"ruleScope": "0", "ruleParamter": HOST_RX}]),
+            (
+                "saveAs",
+                [
+                    {"ruleScope": "0", "name": "host", "type": "STRING"},
+                    {"ruleScope": "1", "name": "amount", "type": "DOUBLE"},
+                ],
+            ),
+        ],
+    )
+]
+MESSAGES = [  # toIndex breaks on a line that is not a JSON object (trailing text, a shipper's own form)
+    _group(
+        "messages",
+        [
+            (
+                "filter",
+                [{"ruleScope": "0", "ruleParamter": "message", "ruleOperate": "==", "ruleType": "regex"}],
+            ),
+            ("toIndex", [{"ruleScope": "0", "ruleParamter": "message"}]),
+            ("saveAs", [{"ruleScope": "0", "name": "message", "type": "STRING"}]),
+        ],
+    )
+]
+
+
+def _table(name: str, version: int, doc: list[dict[str, object]]) -> TableRules:
+    groups = groups_from_json(json.dumps(doc))
+    return TableRules(name, version, groups, save_as_columns(groups[0]))
+
+
+def _rules() -> RuleSet:
+    tables = (_table("by_host", 2, BY_HOST), _table("messages", 1, MESSAGES), TableRules("empty", 0, ()))
+    return RuleSet(DS, f"{DS}_schema", tables, aborted=(TableRules("gone", 3, ()),))
+
+
+def _config(source: LogSource) -> DbusConfig:
+    cfg = load_config()
+    return cfg.model_copy(update={"log_sources": {**cfg.log_sources, DS: source}})
+
+
+def _source(log_type: str, multi: bool = True, masked: bool = False) -> LogSource:
+    return LogSource(
+        type=log_type,
+        host="json.host" if log_type == "log_json" else None,
+        ums=LogUms(timezone="Asia/Shanghai"),
+        processor=LogProcessorSettings(max_line_bytes=2048, multi_table=multi),
+        masking={f"{DS}_schema.by_host": {"host": MaskRule(type="md5")}} if masked else {},
+    )
+
+
+def _frame(spark, records: list[KafkaRecord]):
+    from pyspark.sql import functions as F
+
+    rows = [(r.value, r.key, r.partition, r.offset, r.timestamp_ms) for r in records]
+    return (
+        spark.createDataFrame(rows, SCHEMA)
+        .withColumn("timestamp", F.timestamp_millis("ms"))
+        .withColumn("topic", F.lit(f"{DS}.raw"))
+        .orderBy("offset")
+    )
+
+
+def _compare(spark, cfg: DbusConfig, rules: RuleSet, records: list[KafkaRecord]) -> list:
+    """Both projections' outputs, asserted equal; the JVM's rows (with ``metric``) returned."""
+    from logprocessor.job import process, process_sql
+
+    raw = _frame(spark, records)
+    sql = (
+        process_sql(raw, cfg, DS, rules).selectExpr("topic", "cast(key as binary) as key", "value").collect()
+    )
+    before = int(time.time() * 1000)
+    jvm = process(raw, cfg, DS, rules).collect()
+    after = int(time.time() * 1000)
+    got = [(r.topic, None if r.key is None else bytes(r.key), r.value) for r in jvm]
+    want = [(r.topic, None if r.key is None else bytes(r.key), r.value) for r in sql]
+    differ = [(i, w, g) for i, (w, g) in enumerate(zip(want, got, strict=False)) if w != g]
+    assert len(got) == len(want) and not differ, (
+        f"{len(want)} outputs of the SQL form, {len(got)} of the JVM's; first differences:\n"
+        + "\n".join(f"#{i}\n  sql: {w}\n  jvm: {g}" for i, w, g in differ[:3])
+    )
+    src = cfg.log_source(DS)
+    for row in jvm:
+        _check_metric(src, row, before, after)
+    return jvm
+
+
+def _check_metric(src: LogSource, row, before: int, after: int) -> None:
+    m = parse_metric(row.metric)
+    assert m is not None, row
+    if row.topic == src.topics.name("unknown", DS):
+        assert (m.kind, m.host, m.name, m.n) == (UNKNOWN, bytes(row.key).decode(), "", 1), row
+    elif row.topic == src.topics.name("dead_letter", DS):
+        assert (m.kind, m.name, m.n) == (ERROR, json.loads(row.value)["code"], 1), row
+    else:
+        key = bytes(row.key).decode("utf-8", "replace")
+        host = key.split(".")[6].replace("%2E", ".").replace("%25", "%")
+        table = key.split(".")[4]
+        if key.startswith("data_increment_heartbeat."):
+            own = int(key.split(".")[8].split("|")[0])
+            assert (m.kind, m.name) == (HEARTBEAT, table), row
+            assert before - own <= m.n <= after - own, (row, before, after)
+        else:
+            tuples = len(json.loads(row.value)["payload"])
+            assert (m.kind, m.name, m.n) == (ROWS, table, tuples), row
+        assert m.host == host or "?" in host, row
+
+
+@pytest.mark.parametrize("log_type", LOG_TYPES)
+def test_the_jvm_projection_gives_what_the_sql_projection_gives(spark, log_type):
+    records = corpus(log_type)
+    if log_type == "log_rsyslog":  # over MAX_VALUE_BYTES: its dead letter withholds the value
+        records.append(KafkaRecord(b"x" * (4 * 1024 * 1024 + 1), b"big", 0, 7, 0))
+    rows = _compare(spark, _config(_source(log_type)), _rules(), records)
+    kinds = {parse_metric(r.metric).kind for r in rows}
+    expected = {ERROR, HEARTBEAT} | ({ROWS} if log_type != "log_ums" else set())
+    expected |= {UNKNOWN} if log_type != "log_filebeat" else set()  # a filebeat line names a host
+    assert kinds >= expected, kinds
+    codes = {parse_metric(r.metric).name for r in rows if parse_metric(r.metric).kind == ERROR}
+    assert "LOG_LINE_UMS_ID_RANGE" in codes or log_type == "log_ums", codes
+
+
+@pytest.mark.parametrize("log_type", ["log_rsyslog", "log_filebeat"])
+def test_first_table_wins_and_masking_agree_too(spark, log_type):
+    _compare(spark, _config(_source(log_type, multi=False, masked=True)), _rules(), corpus(log_type)[:120])
+
+
+def test_the_bench_records_through_the_demo_tables(spark):
+    from bench.logprocessor import DS as BENCH_DS
+    from bench.logprocessor import bench_config, record, rule_set
+    from logprocessor.job import process, process_sql
+
+    cfg = bench_config(load_config())
+    rules = rule_set(cfg)
+    records = [KafkaRecord(record(i), None, i % 2, i, 1795947330000 + i) for i in range(600)]
+    raw = _frame(spark, records)
+    sql = process_sql(raw, cfg, BENCH_DS, rules).selectExpr("topic", "cast(key as binary) as key", "value")
+    jvm = process(raw, cfg, BENCH_DS, rules).select("topic", "key", "value")
+    want, got = sql.collect(), jvm.collect()
+    assert [tuple(r) for r in got] == [tuple(r) for r in want]
+    assert len(got) == 600 and len({r.topic for r in got}) == 2  # the tables' result topic, the unknown one
