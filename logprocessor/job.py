@@ -285,6 +285,7 @@ def start(
 ) -> StreamingQuery:
     """The query ``logprocessor_<ds>`` over ``rules``, resuming from ``checkpoint``."""
     from dbuslib.spark import start_query
+    from logprocessor.masking import log_masks, mask_outputs
 
     src = cfg.log_source(ds)
     settings = src.processor
@@ -292,6 +293,7 @@ def start(
     topic = src.topics.name("raw", ds)
     raw = read_raw(spark, cfg.endpoints.kafka.bootstrap_servers, topic, None if realtime else max_offsets)
     out = observed(process(raw, cfg, ds, rules), ds)
+    out = mask_outputs(out, log_masks(src.masking, src.type, ds, rules.schema, rules.tables))
     return start_query(out, cfg.endpoints.kafka, query_name(ds), checkpoint, settings, available_now)
 
 
