@@ -9,7 +9,7 @@ topics it writes with ``ensure_topics`` so partitions and replication are what t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
@@ -58,9 +58,14 @@ def admin(cfg: KafkaEndpoint) -> KafkaAdminClient:
 
 
 def ensure_topics(
-    cfg: KafkaEndpoint, names: Iterable[str], partitions: int = 1, replication_factor: int = 1
+    cfg: KafkaEndpoint,
+    names: Iterable[str],
+    partitions: int = 1,
+    replication_factor: int = 1,
+    configs: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """Create the topics that do not exist yet; returns the names created."""
+    """Create the topics that do not exist yet, with ``topic_configs`` and ``configs`` over them (e.g.
+    ``{"message.timestamp.type": "LogAppendTime"}``); returns the names created."""
     client = admin(cfg)
     try:
         missing = sorted(set(names) - set(client.list_topics()))
@@ -70,7 +75,7 @@ def ensure_topics(
             n: {
                 "num_partitions": partitions,
                 "replication_factor": replication_factor,
-                "configs": topic_configs(cfg),
+                "configs": {**topic_configs(cfg), **(configs or {})},
             }
             for n in missing
         }

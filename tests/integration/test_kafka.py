@@ -1,5 +1,7 @@
 """Python produce/consume on the real broker."""
 
+import uuid
+
 import pytest
 from kafka.errors import KafkaTimeoutError
 
@@ -45,3 +47,18 @@ def test_topics_are_not_auto_created(kafka_up):
         assert topic not in admin.list_topics()
     finally:
         admin.close()
+
+
+def test_ensure_topics_sets_extra_configs_over_dbus_ones(kafka_up):
+    """``configs`` adds topic settings (the log latency bench: the broker's clock on every record)."""
+    topic = f"pytest_log_append_time_{uuid.uuid4().hex[:8]}"
+    made = kafka.ensure_topics(kafka_up, [topic], configs={"message.timestamp.type": "LogAppendTime"})
+    assert made == [topic]
+    try:
+        producer = kafka.producer(kafka_up)
+        producer.send(topic, b"x", timestamp_ms=1000).get(timeout=30)
+        producer.close()
+        (record,) = kafka.read_range(kafka_up, [topic])
+        assert record.timestamp_type == 1 and record.timestamp > 1000  # LogAppendTime, not the producer's
+    finally:
+        kafka.delete_topics(kafka_up, [topic])
