@@ -14,7 +14,10 @@ logstash ``keyFilter``, and a copy of it for payments. Records are written as rs
 - kill -9 of the processor mid-stream: no line lost, a line given twice has the same ``ums_uid_`` and the
   same values;
 - a publish mid-stream: lines before the switch offset the processor answers follow the old rules, lines
-  after it the new; a publish the store refuses leaves the running rules in force.
+  after it the new; a publish the store refuses leaves the running rules in force;
+- the counts per host and table (``dbus_log``) equal the lines sent, a malformed record counted under its
+  code, each host's heartbeat a ``dbus_heartbeat`` point; ``dbus status`` shows them; the heartbeat monitor
+  alerts on a slow host, on a host whose heartbeats stop, and on the dead letter.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,12 +37,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import wait_until
+from helpers import delete_zk_tree, wait_until
 
 from cli.stages import Stages
 from dbuslib import kafka
 from dbuslib.config import DbusConfig, load_config
 from dbuslib.logstore import LogStore
+from heartbeat.logbeats import heartbeat_line
+from heartbeat.monitor import Monitor
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -351,3 +357,147 @@ def test_a_publish_mid_stream_switches_at_the_offset_it_answers(lp):
     assert types == {"double": set(range(1, 101)), "string": set(range(101, 201))}, {
         k: (min(v), max(v), len(v)) for k, v in types.items()
     }
+
+
+# ------------------------------------------------------------------------------ counts, latency, alerts
+
+
+class Notices:
+    """A channel of the heartbeat monitor that keeps what it is given."""
+
+    name = "test"
+
+    def __init__(self) -> None:
+        self.sent: list = []
+
+    def send(self, note) -> None:
+        self.sent.append((note.event, note.alert.key, note.alert.host, note.alert.message))
+
+
+def influx_sums(lp: LogEnv) -> dict[tuple[str, str, str, str], int]:
+    """``dbus_log`` of the test's source summed per (kind, host, table, code), as InfluxDB holds them."""
+    from dbuslib import influx
+
+    q = (
+        f'SELECT sum("count") FROM "dbus_log" WHERE "ds" = \'{lp.ds}\' '
+        'GROUP BY "kind", "host", "table", "code"'
+    )
+    out = {}
+    for s in influx.influxql(lp.cfg.endpoints.influxdb, q):
+        t = s.get("tags") or {}
+        key = (t.get("kind") or "", t.get("host") or "", t.get("table") or "", t.get("code") or "")
+        out[key] = int(s["values"][0][1])
+    return out
+
+
+def influx_beats(lp: LogEnv) -> dict[tuple[str, str], dict]:
+    """The newest ``dbus_heartbeat`` point of the test's source per (host, table)."""
+    from dbuslib import influx
+
+    q = (
+        f'SELECT last("latency_ms") AS "latency_ms", "rows", "beats" FROM "dbus_heartbeat" '
+        f'WHERE "ds" = \'{lp.ds}\' GROUP BY "host", "table"'
+    )
+    out = {}
+    for s in influx.influxql(lp.cfg.endpoints.influxdb, q):
+        t = s.get("tags") or {}
+        out[(t.get("host") or "", t.get("table") or "")] = dict(
+            zip(s["columns"], s["values"][0], strict=True)
+        )
+    return out
+
+
+def test_counts_per_host_and_table_reach_influxdb_status_and_the_monitors_alerts(lp):
+    """Acceptance 5's "counted", and the heartbeats' latency and alerts per host and table: the
+    ``dbus_log`` counts equal the lines sent, a malformed record is counted under its code, each host's
+    heartbeat is a ``dbus_heartbeat`` point with its latency and the rows since it, ``dbus status`` shows
+    them, and the heartbeat monitor alerts on the slow host at once and on the other when its heartbeats
+    stop, and counts the dead letter."""
+    published(lp)
+    hb_type = lp.src.processor.heartbeat_type
+    now_ms = int(time.time() * 1000)
+
+    def beat(host: str, at_ms: int) -> bytes:
+        return record(heartbeat_line(hb_type, lp.ds, host, at_ms), host=host)
+
+    def paid(n: int) -> bytes:
+        return record(f"2024-03-05 10:15:31.002 | [INFO] | PaymentService paid={n}", host="app-02.prod")
+
+    values = (
+        [order_line(n) for n in range(1, 41)]  # host app-01.prod
+        + [paid(n) for n in range(1, 16)]
+        + [unknown_line(n) for n in range(1, 8)]
+        + [b"not json at all"]
+        + [beat("app-01.prod", now_ms), beat("app-02.prod", now_ms - 3_600_000)]  # app-02's an hour late
+    )
+    lp.produce(values)
+    lp.stages.start("logprocessor")
+    one, two = "app-01_prod", "app-02_prod"  # the hosts as the namespace writes them (the metric's)
+    expected = {
+        ("rows", one, "orders", ""): 40,
+        ("rows", two, "payments", ""): 15,
+        ("unknown", one, "", ""): 7,
+        ("error", "", "", "LOG_RECORD_NOT_JSON"): 1,
+    }
+
+    def counted():
+        sums = influx_sums(lp)
+        beats = influx_beats(lp)
+        return (sums, beats) if all(k in sums for k in expected) and len(beats) == 4 else None
+
+    try:
+        sums, beats = wait_until(counted, 240, "the counts and heartbeats in InfluxDB")
+    except AssertionError as e:
+        log = lp.stages.log("logprocessor")
+        tail = log.read_text(errors="replace")[-4000:] if log.exists() else "(no log)"
+        raise AssertionError(f"{e}: {influx_sums(lp)} {influx_beats(lp)}; the log ends:\n{tail}") from e
+    assert sums == expected
+    assert set(beats) == {(h, t) for h in (one, two) for t in TABLES}
+    assert beats[(two, "orders")]["latency_ms"] >= 3_600_000
+    assert 0 <= beats[(one, "orders")]["latency_ms"] < 3_600_000
+    assert beats[(one, "orders")]["rows"] == 40 and beats[(two, "payments")]["rows"] == 15
+    assert beats[(one, "payments")]["rows"] == 0 and beats[(one, "orders")]["beats"] == 1
+
+    raw = yaml.safe_load(lp.cfg.path.read_text())
+    raw["log_sources"][lp.ds]["heartbeat"] = {"timeout_s": 20, "latency_alert_s": 600, "check_interval_s": 1}
+    path = lp.tmp / "monitor.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    cfg = load_config(path)
+    notices = Notices()
+    monitor = Monitor(cfg, lp.ds, chans=[notices])
+    schema = lp.src.schema_name(lp.ds)
+    try:
+
+        def alerted(key: str):
+            monitor.check()
+            return [n for n in notices.sent if n[:2] == ("alert", key)]
+
+        slow = wait_until(lambda: alerted(f"{schema}.orders@{two}.latency"), 60, "the latency alert")
+        assert slow[0][2] == two and f"from {two}: end-to-end latency" in slow[0][3]
+        letters = wait_until(
+            lambda: alerted("logprocessor.LOG_RECORD_NOT_JSON.dead_letter"), 60, "the dead-letter alert"
+        )
+        assert f"in {lp.topic('dead_letter')} partition 0" in letters[0][3]
+        # no heartbeat line comes after these: app-01 goes stale on both tables, timeout_s after its point
+        stale = wait_until(lambda: alerted(f"{schema}.payments@{one}.stale"), 120, "the stale alert")
+        assert f"from {one}: no heartbeat for" in stale[0][3]
+
+        done = lp.dbus("status", "--source", lp.ds, "--json", check=False)
+        snap = json.loads(done.stdout)
+        tables = {(t["host"], t["table"]): t for t in snap["tables"]}
+        assert tables[(one, "orders")]["rows"] == 40
+        assert tables[(two, "orders")]["latency_ms"] >= 3_600_000
+        counts = {(c["host"], c["kind"], c["code"]): c["count"] for c in snap["counts"]}
+        assert counts == {(one, "unknown", ""): 7, ("", "error", "LOG_RECORD_NOT_JSON"): 1}
+        assert [(d["stage"], d["code"], d["count"]) for d in snap["dead_letters"]] == [
+            ("logprocessor", "LOG_RECORD_NOT_JSON", 1)
+        ]
+        keys = {(a["schema"], a["table"], a["kind"], a["host"]) for a in snap["alerts"]}
+        assert (schema, "orders", "latency", two) in keys
+        assert (schema, "payments", "stale", one) in keys
+        screen = lp.dbus("status", "--source", lp.ds, check=False).stdout
+        print(screen)
+        assert one in screen and "LOG_RECORD_NOT_JSON" in screen
+    finally:
+        monitor.close()
+        delete_zk_tree(cfg.endpoints.zookeeper, "HeartBeat", lp.ds)
