@@ -358,6 +358,17 @@ def test_a_publish_mid_stream_switches_at_the_offset_it_answers(lp):
         k: (min(v), max(v), len(v)) for k, v in types.items()
     }
 
+    # version 1's namespace (the one host) is ended by a termination, written after its last message
+    schema = lp.src.schema_name(lp.ds)
+    old_ns = f"log_rsyslog.{lp.ds}.{schema}.orders.1.app-01_prod.0"
+    records = [(r, json.loads(r.value)) for r in lp.read(lp.topic("result", "orders"))]
+    ends = [(r, m) for r, m in records if m["protocol"]["type"] == "data_increment_termination"]
+    assert [m["schema"]["namespace"] for _, m in ends] == [old_ns], [
+        m["schema"]["namespace"] for _, m in ends
+    ]
+    (end, _), last_v1 = ends[0], max(r.timestamp for r, m in records if m["schema"]["namespace"] == old_ns)
+    assert end.key.decode().startswith(f"data_increment_termination.{old_ns}.") and end.timestamp >= last_v1
+
 
 # ------------------------------------------------------------------------------ counts, latency, alerts
 
