@@ -121,10 +121,10 @@ def test_the_processor_masks_the_messages_of_masked_tables_only(spark):
     cfg = cfg.model_copy(update={"log_sources": {**cfg.log_sources, DS: src}})
     masks = log_masks(src.masking, src.type, DS, schema, rules.tables)
     assert masks is not None and len(masks.tables) == 1
-    raw = frame(spark, 600)
+    raw = frame(spark, 300)
     plain = job.process(raw, cfg, DS, rules).select("topic", "key", "value").collect()
     masked = mask_outputs(job.process(raw, cfg, DS, rules), masks).select("topic", "key", "value").collect()
-    assert len(plain) == len(masked) > 400
+    assert len(plain) == len(masked) >= 300
     [mask] = masks.compile().values()
     seen = 0
     for a, b in zip(plain, masked, strict=True):
@@ -135,7 +135,7 @@ def test_the_processor_masks_the_messages_of_masked_tables_only(spark):
             assert '"encoded":true' in _text(b.value)
         else:
             assert b.value == a.value
-    assert seen >= 150
+    assert seen >= 90
 
 
 def _text(value):
