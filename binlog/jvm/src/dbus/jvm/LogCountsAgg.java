@@ -123,37 +123,12 @@ public final class LogCountsAgg extends Aggregator<String, LogCountsAgg.Counts, 
             }
             out.append('[');
             for (String p : parts) {
-                quote(out, p);
+                LogUms.quote(out, p); // json.dumps(ensure_ascii=False)'s string
                 out.append(',');
             }
             out.append(t[0]).append(',').append(t[1]).append(',').append(t[2]).append(']');
         }
         return out.append(']').toString();
-    }
-
-    /** A JSON string as Python's {@code json.dumps(ensure_ascii=False)} writes it. */
-    static void quote(StringBuilder b, String s) {
-        b.append('"');
-        for (int k = 0; k < s.length(); k++) {
-            char c = s.charAt(k);
-            switch (c) {
-                case '"' -> b.append("\\\"");
-                case '\\' -> b.append("\\\\");
-                case '\n' -> b.append("\\n");
-                case '\r' -> b.append("\\r");
-                case '\t' -> b.append("\\t");
-                case '\b' -> b.append("\\b");
-                case '\f' -> b.append("\\f");
-                default -> {
-                    if (c < 0x20) {
-                        b.append("\\u00").append(Character.forDigit(c >> 4, 16)).append(Character.forDigit(c & 15, 16));
-                    } else {
-                        b.append(c);
-                    }
-                }
-            }
-        }
-        b.append('"');
     }
 
     /** Python's order of (kind, host, name) tuples of str: by code point, field by field. */
