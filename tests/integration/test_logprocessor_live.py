@@ -11,8 +11,8 @@ logstash ``keyFilter``, and a copy of it for payments. Records are written as rs
 - every line is in exactly one table or the unknown bucket, values and types exact; a line that breaks a
   rule and malformed records (not JSON, no message, invalid UTF-8, 10 MB) are dead letters with their
   reason and coordinates, and the lines after them arrive;
-- kill -9 of the processor mid-stream: no line lost, a line given twice has the same ``ums_uid_`` and the
-  same values;
+- (kill -9 of the processor mid-stream is tests/integration/test_logs_abnormal.py's, on the whole path
+  through rsyslog);
 - a publish mid-stream: lines before the switch offset the processor answers follow the old rules, lines
   after it the new; a publish the store refuses leaves the running rules in force;
 - the counts per host and table (``dbus_log``) equal the lines sent, a malformed record counted under its
@@ -25,10 +25,8 @@ from __future__ import annotations
 import copy
 import json
 import os
-import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections import Counter
@@ -292,40 +290,6 @@ def test_every_line_lands_in_one_table_or_unknown_and_bad_records_are_dead_lette
     assert all(d["stage"] == "logprocessor" and d["topic"] == lp.topic("raw") for d in letters.values())
     assert letters[first_bad + 1]["value_base64"] == "bm90IGpzb24gYXQgYWxs"  # one line, as Python's
     assert letters[first_bad + 4]["value_base64"] is None and "exceed" in letters[first_bad + 4]["withheld"]
-
-
-def test_kill_9_mid_stream_loses_no_line_and_duplicates_carry_the_same_uid(lp):
-    published(lp)
-    total = 3000
-    stop = threading.Event()
-
-    def writer() -> None:
-        for start in range(0, total, 100):
-            if stop.is_set():
-                return
-            lp.produce([order_line(n) for n in range(start + 1, start + 101)])
-            stop.wait(0.2)
-
-    thread = threading.Thread(target=writer, daemon=True)
-    lp.stages.start("logprocessor")
-    thread.start()
-    try:
-        wait_counts(lp, Counter(orders=300), 180, "rows before the kill")
-        lp.stages.stop("logprocessor", sig=signal.SIGKILL)
-        lp.stages.start("logprocessor")
-        thread.join(120)
-        wait_counts(lp, Counter(orders=total), 240, "every line after the restart")
-    finally:
-        stop.set()
-        thread.join()
-    rows = lp.rows("orders")
-    by_uid: dict[str, list] = {}
-    for r in rows:
-        by_uid.setdefault(r["ums_uid_"], []).append({k: v for k, v in r.items() if k != "ums_ts_"})
-    assert sorted({int(r["order_id"]) for r in rows}) == list(range(1, total + 1))
-    differ = {u: v for u, v in by_uid.items() if any(x != v[0] for x in v)}
-    assert not differ, f"a line given twice differs: {list(differ.items())[:2]}"
-    print(f"kill -9: {total} lines, {len(rows) - len(by_uid)} duplicate row(s)")
 
 
 def test_a_publish_mid_stream_switches_at_the_offset_it_answers(lp):
