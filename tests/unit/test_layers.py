@@ -4,6 +4,7 @@ another.
     5  cli/                                   the `dbus` command, status, demo, stage launcher
     4  extractor/ dispatcher/ appender/ fullpuller/ heartbeat/ logprocessor/    the stages
     3  binlog/                                the raw-event contract and what reads it
+    3  dbusclient/                            the consumer client (imports ums and dbuslib only)
     2  dbuslib/                               config, errors, edges, shared stage runtime
     1  ums/                                   the message format
 
@@ -20,7 +21,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = ("extractor", "dispatcher", "appender", "fullpuller", "heartbeat", "logprocessor")
-FLOOR = {"ums": 1, "dbuslib": 2, "binlog": 3, **dict.fromkeys(STAGES, 4), "cli": 5, "bench": 5}
+FLOOR = {
+    "ums": 1,
+    "dbuslib": 2,
+    "binlog": 3,
+    "dbusclient": 3,
+    **dict.fromkeys(STAGES, 4),
+    "cli": 5,
+    "bench": 5,
+}
 
 
 def imports_of(path: Path) -> list[tuple[int, str]]:
@@ -51,6 +60,16 @@ def violations(root: Path = ROOT) -> list[str]:
 
 def test_no_import_runs_up_a_floor_or_across_stages() -> None:
     assert violations() == []
+
+
+def test_the_client_imports_only_ums_and_dbuslib() -> None:
+    found = {
+        f"{path.relative_to(ROOT)}:{line}: dbusclient -> {target}"
+        for path in sorted((ROOT / "dbusclient").rglob("*.py"))
+        for line, target in imports_of(path)
+        if target in FLOOR and target not in ("ums", "dbuslib", "dbusclient")
+    }
+    assert found == set()
 
 
 @pytest.mark.parametrize(
