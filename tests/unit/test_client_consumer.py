@@ -1,0 +1,557 @@
+"""dbusclient.consumer over a fake Kafka: windows, callbacks, checkpoints, retries, rebalances, bootstrap.
+
+The fake broker keeps topics in memory (partitions as lists, an earliest offset per partition for
+retention, committed offsets per group). ``FakeKafka`` is the part of kafka-python's KafkaConsumer the
+Consumer uses: the rebalance listener runs inside ``poll``, as in kafka-python. The hypothesis test plays
+a bootstrap under live writes: increments before the request (skipped: the pull covers them), the pull's
+rows at its snapshot position interleaved with increments older and newer than it, duplicates, windows
+of random sizes, and kills (a new Consumer from the checkpoint, the sink and its key states kept) at
+random windows. The sink must end equal to the source, and no key may go back to an older change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from collections import namedtuple
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kafka import TopicPartition
+
+from dbusclient.checkpoint import Checkpoint, FileCheckpointStore, Mode, PartitionPosition
+from dbusclient.consumer import (
+    CallbackFailed,
+    Consumer,
+    ConsumerCallbacks,
+    ConsumerConfig,
+    ModFilter,
+    OffsetsGone,
+    RangeFilter,
+    Result,
+    Topics,
+    key_hash,
+)
+from dbusclient.decode import RowChange, TableRef
+from dbusclient.merge import KeyState
+from ums.control import ControlType
+from ums.control import from_json as control_from_json
+
+Record = namedtuple("Record", "topic partition offset key value headers")
+T = TableRef("demo", "shop", "orders")
+TOPIC, CTRL = "demo.shop.result", "demo_ctrl"
+TOPICS = Topics({T: TOPIC}, CTRL)
+FIELDS = (
+    '{"name":"ums_id_","type":"long","nullable":false,"encoded":false},'
+    '{"name":"ums_ts_","type":"datetime","nullable":false,"encoded":false},'
+    '{"name":"ums_op_","type":"string","nullable":false,"encoded":false},'
+    '{"name":"ums_uid_","type":"string","nullable":false,"encoded":false},'
+    '{"name":"id","type":"long","nullable":false,"encoded":false},'
+    '{"name":"v","type":"string","nullable":true,"encoded":false}'
+)
+
+
+def message(
+    rows: list[tuple[int, str, int, int, str | None]], initial: bool = False, version: int = 0
+) -> bytes:
+    """A UMS JSON message of shop.orders; rows are (ums_id, op, uid, id, v)."""
+    protocol = "data_initial_data" if initial else "data_increment_data"
+    tuples = ",".join(
+        json.dumps({"tuple": [str(i), "2024-01-02 03:04:05.000", op, str(uid), str(key), v]})
+        for i, op, uid, key, v in rows
+    )
+    return (
+        f'{{"protocol":{{"type":"{protocol}","version":"1.3"}},'
+        f'"schema":{{"namespace":"mysql.demo.shop.orders.{version}.0.0","fields":[{FIELDS}],'
+        f'"batchId":0}},"payload":[{tuples}]}}'
+    ).encode()
+
+
+def marker(kind: str, seqno: int, ums_id: int) -> tuple[bytes, list[tuple[str, bytes]]]:
+    headers = [("dbus_fullpull", kind.encode()), ("dbus_fullpull_id", str(seqno).encode())]
+    headers.append(("dbus_fullpull_ums_id", str(ums_id).encode()))
+    return message([], initial=True), headers
+
+
+class Broker:
+    """Topics in memory: topic -> partitions -> records; earliest offsets; committed offsets per group."""
+
+    def __init__(self, partitions: int = 1) -> None:
+        self.topics: dict[str, list[list[Record]]] = {TOPIC: [[] for _ in range(partitions)]}
+        self.earliest: dict[TopicPartition, int] = {}
+        self.committed: dict[tuple[str, TopicPartition], int] = {}
+
+    def append(self, value: bytes, partition: int = 0, headers: Any = (), topic: str = TOPIC) -> int:
+        part = self.topics.setdefault(topic, [[]])[partition]
+        part.append(Record(topic, partition, len(part), b"shop.orders", value, list(headers)))
+        return len(part) - 1
+
+    def forget_before(self, tp: TopicPartition, offset: int) -> None:
+        """Retention: records below ``offset`` are gone."""
+        self.earliest[tp] = offset
+
+    def requests(self) -> list[Any]:
+        return [control_from_json(r.value) for p in self.topics.get(CTRL, []) for r in p]
+
+
+class FakeKafka:
+    """A KafkaConsumer of one group member; ``move(assignment)`` makes the next poll rebalance (eager:
+    every partition is revoked, then the new assignment is given, at the group's committed offsets)."""
+
+    def __init__(self, broker: Broker, group: str | None = "g") -> None:
+        self.broker, self.group = broker, group
+        self.positions: dict[TopicPartition, int] = {}
+        self.listener: Any = None
+        self.pending: list[TopicPartition] | None = None
+        self.closed = False
+
+    def all_partitions(self) -> list[TopicPartition]:
+        return [TopicPartition(TOPIC, p) for p in range(len(self.broker.topics[TOPIC]))]
+
+    def subscribe(self, topics: Any, listener: Any) -> None:
+        self.listener = listener
+        if self.pending is None:
+            self.pending = self.all_partitions()
+
+    def move(self, assignment: list[TopicPartition]) -> None:
+        self.pending = assignment
+
+    def assign(self, partitions: Any) -> None:
+        self.positions = {tp: self._start(tp) for tp in partitions}
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        parts = self.broker.topics.get(topic)
+        return None if parts is None else set(range(len(parts)))
+
+    def _start(self, tp: TopicPartition) -> int:
+        committed = self.committed(tp)
+        return committed if committed is not None else self.broker.earliest.get(tp, 0)
+
+    def poll(self, timeout_ms: int, max_records: int) -> dict[TopicPartition, list[Record]]:
+        if self.pending is not None:  # kafka-python's eager protocol: revoke all, assign all anew
+            new, self.pending = self.pending, None
+            self.listener.on_partitions_revoked(list(self.positions))
+            self.positions = {tp: self._start(tp) for tp in new}
+            self.listener.on_partitions_assigned(list(new))
+        out: dict[TopicPartition, list[Record]] = {}
+        for tp, pos in sorted(self.positions.items()):
+            pos = max(pos, self.broker.earliest.get(tp, 0))
+            records = self.broker.topics[tp.topic][tp.partition][pos : pos + max_records]
+            if records:
+                out[tp] = records
+                max_records -= len(records)
+                self.positions[tp] = pos + len(records)
+        return out
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        assert tp in self.positions, f"seek of {tp}, not assigned"
+        self.positions[tp] = offset
+
+    def beginning_offsets(self, partitions: Any) -> dict[TopicPartition, int]:
+        return {tp: self.broker.earliest.get(tp, 0) for tp in partitions}
+
+    def end_offsets(self, partitions: Any) -> dict[TopicPartition, int]:
+        return {tp: len(self.broker.topics[tp.topic][tp.partition]) for tp in partitions}
+
+    def committed(self, tp: TopicPartition) -> int | None:
+        return self.broker.committed.get((str(self.group), tp))
+
+    def commit(self, offsets: Any) -> None:
+        for tp, meta in offsets.items():
+            assert tp in self.positions, f"commit of {tp}, owned by another member"
+            self.broker.committed[(str(self.group), tp)] = meta.offset
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self.positions)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeProducer:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def send(
+        self, topic: str, key: bytes | None = None, value: bytes | None = None, headers: Any = None
+    ) -> None:
+        self.broker.append(value or b"", 0, headers or (), topic=topic)
+
+    def flush(self, timeout: float | None = None) -> None:
+        pass
+
+
+class Sink(ConsumerCallbacks):
+    """An in-memory replica: key -> values, with every call logged; ``fail`` gives results to return."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self.applied: dict[tuple[Any, ...], tuple[int, int]] = {}
+        self.calls: list[str] = []
+        self.fail: list[object] = []
+        self.states: dict[Any, KeyState] = {}
+
+    def on_start_data_event_sequence(self, ums_id: int) -> Result:
+        self.calls.append("start")
+        return Result.SUCCESS
+
+    def on_data_event(self, change: RowChange) -> Result:
+        if self.fail:
+            result = self.fail.pop(0)
+            if isinstance(result, Exception):
+                raise result
+            if result is not Result.SUCCESS:
+                return result  # type: ignore[return-value]
+        # a retried window applies its changes again: equal is fine, older is not
+        assert change.position >= self.applied.get(change.key, (-1, -1)), f"{change.key} went backwards"
+        self.applied[change.key] = change.position
+        self.calls.append(f"data {change.key[0]} {change.op.value}")
+        if change.gone:
+            self.rows.pop(change.key, None)
+        else:
+            self.rows[change.key] = dict(change.values)
+        return Result.SUCCESS
+
+    def on_end_data_event_sequence(self, ums_id: int) -> Result:
+        self.calls.append("end")
+        return Result.SUCCESS
+
+    def on_schema_change(self, table: TableRef, old: int | None, new: int) -> Result:
+        self.calls.append(f"schema {old}->{new}")
+        return Result.SUCCESS
+
+    def on_start_bootstrap(self, pulls: Any) -> Result:
+        self.calls.append(f"start_bootstrap {len(pulls)}")
+        return Result.SUCCESS
+
+    def on_end_bootstrap(self, pulls: Any) -> Result:
+        self.calls.append("end_bootstrap")
+        return Result.SUCCESS
+
+    def on_rollback(self, checkpoint: Checkpoint) -> Result:
+        self.calls.append("rollback")
+        return Result.SUCCESS
+
+
+class MemoryStore:
+    def __init__(self, checkpoint: Checkpoint | None = None) -> None:
+        self.checkpoint, self.saves = checkpoint, 0
+
+    def load(self) -> Checkpoint | None:
+        return self.checkpoint
+
+    def save(self, checkpoint: Checkpoint) -> None:
+        self.checkpoint, self.saves = checkpoint, self.saves + 1
+
+
+def make(
+    broker: Broker, sink: Sink, store: Any, kafka: FakeKafka | None = None, **config: Any
+) -> tuple[Consumer, list[float]]:
+    slept: list[float] = []
+    settings_ = {"source": "demo", "tables": {"shop.orders": ("id",)}, "group_id": "g", "max_records": 100}
+    consumer = Consumer(
+        ConsumerConfig(**{**settings_, "backoff_s": 0.25, **config}),
+        sink,
+        store,
+        kafka or FakeKafka(broker),
+        TOPICS,
+        FakeProducer(broker),
+        states=sink.states,
+        sleep=slept.append,
+        now_ms=lambda: 1704164645123,
+    )
+    consumer.start()
+    if consumer.config.group_id is not None:
+        assert consumer.poll_once() == 0  # joins the group: what it read of new partitions is dropped
+    return consumer, slept
+
+
+def drain(*consumers: Consumer) -> None:
+    """Poll until two rounds in a row read nothing (a rebalance costs one empty poll)."""
+    idle = 0
+    while idle < 2:
+        idle = 0 if sum(c.poll_once() for c in consumers) else idle + 1
+
+
+def online(partitions: int = 1) -> Checkpoint:
+    """A checkpoint at the start of every partition: no bootstrap."""
+    return Checkpoint(Mode.ONLINE, tuple(PartitionPosition(TOPIC, p, 0) for p in range(partitions)))
+
+
+def test_a_window_calls_back_in_order_suppresses_duplicates_and_saves_the_checkpoint(tmp_path: Path) -> None:
+    broker, sink = Broker(), Sink()
+    store = FileCheckpointStore(tmp_path / "cp.json")
+    store.save(online())
+    inc = message(
+        [(101, "i", 101_000000, 1, "a"), (102, "u", 102_000000, 1, "b"), (102, "i", 102_000001, 2, "x")]
+    )
+    broker.append(inc)
+    broker.append(inc)  # delivered twice
+    consumer, _ = make(broker, sink, store)
+    assert consumer.poll_once() == 2
+    assert sink.calls == ["start", "schema None->0", "data 1 i", "data 1 u", "data 2 i", "end"]
+    assert sink.rows == {(1,): {"id": "1", "v": "b"}, (2,): {"id": "2", "v": "x"}}
+    saved = store.load()
+    assert saved is not None and saved.partitions == (PartitionPosition(TOPIC, 0, 2, 102),)
+    assert broker.committed[("g", TopicPartition(TOPIC, 0))] == 2
+    assert consumer.poll_once() == 0
+
+
+def test_an_error_is_retried_from_the_last_checkpoint_with_backoff() -> None:
+    broker, sink, store = Broker(), Sink(), MemoryStore(online())
+    broker.append(message([(101, "i", 101_000000, 1, "a"), (102, "i", 102_000000, 2, "b")]))
+    sink.fail = [Result.SUCCESS, Result.ERROR, RuntimeError("sink down")]  # key 1 ok, key 2 fails twice
+    consumer, slept = make(broker, sink, store)
+    consumer.poll_once()
+    assert sink.calls.count("rollback") == 2 and slept == [0.25, 0.5]
+    assert sink.rows == {(1,): {"id": "1", "v": "a"}, (2,): {"id": "2", "v": "b"}}
+    assert store.saves == 1 and store.checkpoint is not None and store.checkpoint.offsets()[(TOPIC, 0)] == 1
+
+
+def test_retries_spent_stop_with_a_clear_error_and_a_restart_reads_the_window_again() -> None:
+    broker, sink, store = Broker(), Sink(), MemoryStore(online())
+    broker.append(message([(101, "i", 101_000000, 1, "a")]))
+    sink.fail = [Result.ERROR] * 3
+    consumer, _ = make(broker, sink, store, retries=2)
+    with pytest.raises(CallbackFailed, match=r"demo.shop.result/0@0..0: the callbacks failed 3 time") as e:
+        consumer.poll_once()
+    assert e.value.code == "CLIENT_CALLBACK_FAILED" and "on_data_event returned" in str(e.value)
+    assert store.saves == 0 and sink.states == {}  # nothing applied, nothing remembered
+    again, _ = make(broker, sink, store)
+    assert again.poll_once() == 1 and sink.rows == {(1,): {"id": "1", "v": "a"}}
+
+
+def test_retries_spent_with_a_dead_letter_file_write_the_window_there_and_go_on(tmp_path: Path) -> None:
+    broker, sink, store = Broker(), Sink(), MemoryStore(online())
+    broker.append(message([(101, "i", 101_000000, 1, "a")]))
+    broker.append(b"not json")
+    sink.fail = [Result.ERROR]
+    dead = tmp_path / "dead.jsonl"
+    consumer, _ = make(broker, sink, store, retries=0, dead_letter_file=str(dead))
+    consumer.poll_once()
+    lines = [json.loads(line) for line in dead.read_text().splitlines()]
+    # the bad record is dead-lettered when decoded, then the window whose callback failed
+    assert [(d["offset"], d["error"][:20]) for d in lines] == [
+        (1, "demo.shop.result/0@1"),
+        (0, "on_data_event return"),
+    ]
+    assert store.checkpoint is not None and store.checkpoint.offsets()[(TOPIC, 0)] == 2 and sink.rows == {}
+
+
+def test_a_bad_record_without_a_dead_letter_stops_naming_its_offset() -> None:
+    broker, sink, store = Broker(), Sink(), MemoryStore(online())
+    broker.append(b"{}")
+    consumer, _ = make(broker, sink, store)
+    with pytest.raises(Exception, match=r"demo.shop.result/0@0: ") as e:
+        consumer.poll_once()
+    assert getattr(e.value, "code", None) == "CLIENT_BAD_ROW"
+
+
+def test_on_checkpoint_error_skips_saving_only() -> None:
+    broker, sink, store = Broker(), Sink(), MemoryStore(online())
+    broker.append(message([(101, "i", 101_000000, 1, "a")]))
+    sink.on_checkpoint = lambda cp: Result.ERROR  # type: ignore[method-assign]
+    consumer, _ = make(broker, sink, store)
+    consumer.poll_once()
+    assert store.saves == 0 and sink.rows == {(1,): {"id": "1", "v": "a"}}
+    assert consumer.checkpoint.offsets()[(TOPIC, 0)] == 1
+
+
+def test_a_rebalance_moves_a_partition_without_loss_or_double_apply() -> None:
+    broker = Broker(partitions=2)
+    for p in (0, 1):
+        for n in range(3):
+            i = 100 + 10 * p + n
+            broker.append(message([(i, "i", i * 10**6, 10 * p + n, "v")]), partition=p)
+    sink_a, sink_b = Sink(), Sink()
+    a, _ = make(broker, sink_a, MemoryStore(online(2)), max_records=4)
+    a.poll_once()  # reads p0 offsets 0-2 and p1 offset 0
+    # b joins: p1 moves to it, from the offset a committed
+    kafka_b = FakeKafka(broker)
+    kafka_b.pending = [TopicPartition(TOPIC, 1)]
+    b, _ = make(broker, sink_b, MemoryStore(None), kafka=kafka_b)
+    assert isinstance(a.kafka, FakeKafka)
+    a.kafka.move([TopicPartition(TOPIC, 0)])
+    drain(a, b)
+    assert set(sink_a.rows) == {(0,), (1,), (2,), (10,)} and set(sink_b.rows) == {(11,), (12,)}
+    assert [p.partition for p in a.checkpoint.partitions] == [0]  # p1 is no longer a's
+    assert b.checkpoint.offsets() == {(TOPIC, 1): 3} and broker.requests() == []
+
+
+def test_a_member_bootstraps_a_partition_without_position_not_one_with_a_committed_offset() -> None:
+    broker = Broker(partitions=2)
+    broker.append(message([(100, "i", 100 * 10**6, 1, "v")]), partition=1)
+    broker.committed[("g", TopicPartition(TOPIC, 1))] = 1
+    kafka_b = FakeKafka(broker)
+    kafka_b.pending = [TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)]
+    b, _ = make(broker, Sink(), MemoryStore(None), kafka=kafka_b)
+    b.poll_once()
+    assert [r.payload["SEQNO"] for r in broker.requests()] == ["1704164645123"]  # p0 had no position
+    assert b.checkpoint.mode is Mode.BOOTSTRAP_SNAPSHOT
+    assert kafka_b.positions[TopicPartition(TOPIC, 1)] == 1
+
+
+def test_key_filters_keep_a_slice_of_the_keys() -> None:
+    broker, sink = Broker(), Sink()
+    broker.append(message([(100 + k, "i", (100 + k) * 10**6, k, "v") for k in range(8)]))
+    consumer, _ = make(broker, sink, MemoryStore(online()), key_filter=ModFilter(4, frozenset({1, 2})))
+    consumer.poll_once()
+    assert sorted(sink.rows) == [(1,), (2,), (5,), (6,)]
+    assert key_hash(("abc",)) == key_hash(("abc",)) and key_hash((-7,)) == 7
+    assert RangeFilter(2, 4).allows((3,)) and not RangeFilter(2, 4).allows((4,))
+    with pytest.raises(ValueError, match="each must be in"):
+        ModFilter(2, frozenset({2}))
+
+
+def test_gone_offsets_bootstrap_or_stop_when_bootstrap_is_off() -> None:
+    broker = Broker()
+    for n in range(5):
+        broker.append(message([(100 + n, "i", (100 + n) * 10**6, n, "v")]))
+    broker.forget_before(TopicPartition(TOPIC, 0), 3)
+    with pytest.raises(
+        OffsetsGone, match=r"demo.shop.result/0: the checkpointed offset 0 is below the earliest"
+    ):
+        make(broker, Sink(), MemoryStore(online()), bootstrap=False, group_id=None)
+    sink = Sink()
+    consumer, _ = make(broker, sink, MemoryStore(online()), group_id=None)
+    assert len(broker.requests()) == 1 and consumer.checkpoint.mode is Mode.BOOTSTRAP_SNAPSHOT
+    assert consumer.checkpoint.offsets()[(TOPIC, 0)] == 5 and consumer.poll_once() == 0
+
+
+def test_bootstrap_requests_a_pull_follows_its_markers_and_goes_online() -> None:
+    broker, sink, store = Broker(), Sink(), MemoryStore(None)
+    broker.append(
+        message([(90, "i", 90 * 10**6, 1, "old"), (91, "i", 91 * 10**6, 2, "old")])
+    )  # before: skipped
+    consumer, _ = make(broker, sink, store)
+    consumer.poll_once()  # assignment: no position -> bootstrap
+    (request,) = broker.requests()
+    assert request.type is ControlType.FULL_DATA_INDEPENDENT_PULL_REQ
+    assert request.payload["SCHEMA_NAME"] == "shop" and request.payload["TABLE_NAME"] == "orders"
+    assert request.payload["resultTopic"] == TOPIC
+    seqno = int(request.payload["SEQNO"])
+    assert store.checkpoint is not None and store.checkpoint.mode is Mode.BOOTSTRAP_SNAPSHOT
+    assert store.checkpoint.offsets() == {(TOPIC, 0): 1}
+    s = 95  # the snapshot position: key 2 deleted at 93, key 1 updated at 94, key 3 inserted at 97
+    value, headers = marker("start", seqno, s)
+    broker.append(value, headers=headers)
+    broker.append(message([(97, "i", 97 * 10**6, 3, "new")]))
+    broker.append(message([(s, "i", s * 10**21 + 1, 1, "snap")], initial=True))
+    broker.append(message([(93, "d", 93 * 10**6, 2, "old"), (94, "u", 94 * 10**6, 1, "mid")]))  # appender lag
+    value, headers = marker("end", seqno, s)
+    broker.append(value, headers=headers)
+    consumer.poll_once()
+    assert sink.rows == {(1,): {"id": "1", "v": "snap"}, (3,): {"id": "3", "v": "new"}}
+    assert sink.calls[0] == "start_bootstrap 1" and "end_bootstrap" in sink.calls
+    assert store.checkpoint.mode is Mode.ONLINE and store.checkpoint.offsets() == {(TOPIC, 0): 6}
+
+
+def test_a_consumer_killed_mid_bootstrap_resumes_the_pending_pull() -> None:
+    broker, sink, store = Broker(), Sink(), MemoryStore(None)
+    first, _ = make(broker, sink, store)
+    first.poll_once()
+    seqno = int(broker.requests()[0].payload["SEQNO"])
+    value, headers = marker("start", seqno, 50)
+    broker.append(value, headers=headers)
+    broker.append(message([(50, "i", 50 * 10**21, 1, "snap")], initial=True))
+    first.poll_once()
+    assert store.checkpoint is not None and store.checkpoint.bootstrap is not None
+    (pull,) = store.checkpoint.bootstrap.pulls
+    assert (pull.ums_id, pull.rows, pull.ended) == (50, 1, False)
+    value, headers = marker("end", seqno, 50)
+    broker.append(value, headers=headers)
+    again, _ = make(broker, sink, store)  # killed: a new consumer from the checkpoint
+    drain(again)
+    assert len(broker.requests()) == 1 and store.checkpoint.mode is Mode.ONLINE
+    assert sink.calls.count("start_bootstrap 1") == 2 and sink.calls[-1] == "end_bootstrap"
+
+
+def test_a_rebalance_during_a_bootstrap_keeps_the_pull_and_the_position() -> None:
+    broker, sink, store = Broker(), Sink(), MemoryStore(None)
+    broker.append(message([(90, "i", 90 * 10**6, 1, "old")]))
+    consumer, _ = make(broker, sink, store)
+    consumer.poll_once()
+    seqno = int(broker.requests()[0].payload["SEQNO"])
+    value, headers = marker("start", seqno, 95)
+    broker.append(value, headers=headers)
+    consumer.poll_once()
+    assert isinstance(consumer.kafka, FakeKafka)
+    consumer.kafka.move([TopicPartition(TOPIC, 0)])  # the same partition, revoked and assigned again
+    value, headers = marker("end", seqno, 95)
+    broker.append(value, headers=headers)
+    drain(consumer)
+    assert len(broker.requests()) == 1 and sink.calls[-1] == "end_bootstrap"
+    assert store.checkpoint is not None and store.checkpoint.offsets() == {(TOPIC, 0): 3}
+
+
+@st.composite
+def histories(draw: Any) -> dict[str, Any]:
+    """Random writes to keys 0-4 at ums_id 1..n, a pull at a random position, an interleaving."""
+    n = draw(st.integers(1, 30))
+    writes = [(draw(st.integers(0, 4)), draw(st.sampled_from("iud"))) for _ in range(n)]
+    before = draw(st.integers(0, n))  # writes on the topic before the request
+    s = draw(st.integers(before, n)) + 0.5  # the snapshot position, between writes
+    seed = draw(st.integers(0, 2**32 - 1))
+    windows = draw(st.lists(st.integers(1, 6), min_size=1, max_size=8))
+    kills = draw(st.lists(st.booleans(), min_size=1, max_size=8))
+    return {"writes": writes, "before": before, "s": s, "seed": seed, "windows": windows, "kills": kills}
+
+
+@settings(max_examples=150, deadline=None)
+@given(histories())
+def test_any_interleaving_of_a_bootstrap_and_increments_ends_equal_to_the_source(h: dict[str, Any]) -> None:
+    rng = random.Random(h["seed"])
+    table: dict[int, str] = {}
+    increments: list[tuple[int, bytes]] = []
+    snapshot: dict[int, str] = {}
+    for n, (key, op) in enumerate(h["writes"], start=1):
+        ums_id = 1000 + 2 * n
+        op = op if op != "i" or key not in table else "u"
+        op = "i" if op == "u" and key not in table else op
+        if op == "d" and key not in table:
+            continue
+        if op == "d":
+            del table[key]
+        else:
+            table[key] = f"v{n}"
+        increments.append((n, message([(ums_id, op, ums_id * 10**6, key, table.get(key, "x"))])))
+        if n < h["s"]:
+            snapshot = dict(table)
+    s_id = 1000 + int(2 * h["s"])  # odd: between two writes
+    broker, sink, store = Broker(), Sink(), MemoryStore(None)
+    for n, value in increments:
+        if n <= h["before"]:
+            broker.append(value)
+    consumer, _ = make(broker, sink, store)
+    consumer.poll_once()
+    seqno = int(broker.requests()[0].payload["SEQNO"])
+    later = [value for n, value in increments if n > h["before"]]
+    pull = [
+        message([(s_id, "i", s_id * 10**21 + k, k, v)], initial=True) for k, v in sorted(snapshot.items())
+    ]
+    rng.shuffle(pull)
+    events: list[tuple[bytes, Any]] = [(v, ()) for v in later + rng.sample(later, len(later) // 2)]
+    order = sorted(events + [(v, ()) for v in pull], key=lambda _: rng.random())
+    start_value, start_headers = marker("start", seqno, s_id)
+    end_value, end_headers = marker("end", seqno, s_id)
+    last_pull = max((order.index((v, ())) for v in pull), default=-1)
+    order.insert(last_pull + 1, (end_value, end_headers))
+    order.insert(0, (start_value, start_headers))
+    for value, headers in order:
+        broker.append(value, headers=headers)
+    i = 0
+    while True:
+        size = h["windows"][i % len(h["windows"])]
+        consumer.config = dataclasses.replace(consumer.config, max_records=size)
+        if not consumer.poll_once():
+            break
+        if h["kills"][i % len(h["kills"])]:
+            consumer, _ = make(broker, sink, store, max_records=size)
+        i += 1
+    assert {k[0]: v["v"] for k, v in sink.rows.items()} == table
+    assert store.checkpoint is not None and store.checkpoint.mode is Mode.ONLINE
+    assert len(broker.requests()) == 1
