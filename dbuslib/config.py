@@ -526,6 +526,9 @@ class LogProcessorSettings(StreamSettings):
     # micro-batches: a publish switches rules between two batches, at the offsets it answers (in real-time
     # mode a batch lasts realtime_checkpoint_s: the lines of the open one would be replayed under new rules)
     trigger: Literal["microbatch", "realtime"] = "microbatch"
+    # the rows of up to this many consecutive records of a partition share a table's message per host (the
+    # original's one message per host and table per poll of <= 300 records); 1: each record its own messages
+    message_records: int = Field(300, ge=1)
 
 
 class LogSource(_Model):

@@ -65,18 +65,24 @@ def read_raw(spark: SparkSession, bootstrap: str, topic: str, max_offsets: int |
 # ---------------------------------------------------------------- process
 
 
-def process(raw: DataFrame, cfg: DbusConfig, ds: str, rules: RuleSet) -> DataFrame:
-    """(topic, key, value, metric) for the records of ``raw`` (the Kafka source's columns): one JVM call per
-    record (``dbus.jvm.LogRecordUdf``, logprocessor/record_jvm.py) gives every output of the record, what
-    ``process_sql`` gives (key as bytes), with the ``metric`` of logprocessor/metrics.py; the Kafka sink
-    writes topic, key and value (``metric`` dropped before it)."""
+def process(raw: DataFrame, cfg: DbusConfig, ds: str, rules: RuleSet, per_record: bool = False) -> DataFrame:
+    """(topic, key, value, metric) for the records of ``raw`` (the Kafka source's columns), with the
+    ``metric`` of logprocessor/metrics.py; the Kafka sink writes topic, key and value (``metric`` dropped
+    before it). ``dbus.jvm.LogBatch`` over each partition (logprocessor/record_jvm.py ``batch_outputs``):
+    the rows of up to ``processor.message_records`` consecutive records in one message per host and table.
+    ``per_record`` (real-time mode, where a partition's records never end: a message must not wait for the
+    next ones): one JVM call per record (``dbus.jvm.LogRecordUdf``), each record its own messages, what
+    ``process_sql`` gives (key as bytes)."""
     from pyspark.sql import functions as F
 
-    from logprocessor.record_jvm import record_outputs
+    from logprocessor.record_jvm import batch_outputs, record_outputs
 
+    src = cfg.log_source(ds)
+    if not per_record:
+        return batch_outputs(raw, src, ds, rules)
     outputs = record_outputs(
         raw.sparkSession,
-        cfg.log_source(ds),
+        src,
         ds,
         rules,
         F.col("value"),
@@ -292,7 +298,7 @@ def start(
     realtime = settings.trigger == "realtime" and not available_now
     topic = src.topics.name("raw", ds)
     raw = read_raw(spark, cfg.endpoints.kafka.bootstrap_servers, topic, None if realtime else max_offsets)
-    out = observed(process(raw, cfg, ds, rules), ds)
+    out = observed(process(raw, cfg, ds, rules, per_record=realtime), ds)
     out = mask_outputs(out, log_masks(src.masking, src.type, ds, rules.schema, rules.tables))
     return start_query(out, cfg.endpoints.kafka, query_name(ds), checkpoint, settings, available_now)
 

@@ -1,6 +1,11 @@
 """The log processor's whole projection in the JVM: ``dbus.jvm.LogRecordUdf`` (binlog/jvm), one call per Kafka
 record giving every output of the record (docs/logs.md, How rules run on Spark).
 
+``batch_outputs(raw, src, ds, rules)`` is the stage's form: ``dbus.jvm.LogBatch`` over each partition of the
+Kafka source's records, the same outputs with the rows of up to ``processor.message_records`` consecutive
+records in one message per host and table (the original's one message per host and table per poll), each
+message at most ``ums.max_message_bytes``; with ``message_records`` 1, ``record_outputs``'s.
+
 ``record_outputs(spark, src, ds, rules, ...)`` is a Column ``array<OUT_TYPE>``: what ``job.process_sql`` gives
 for the record (its Spark SQL form, the reference kept callable), in its order and with its bytes, plus the
 ``metric`` column of logprocessor/metrics.py. The UDF holds the source's settings and the rule set (the
@@ -23,7 +28,7 @@ from logprocessor.rules import RuleSet
 from logprocessor.rules_jvm import ruleset_json
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 FUNCTION, CLASS = "dbus_log_record", "dbus.jvm.LogRecordUdf"
 OUT_TYPE = "struct<topic:string,key:binary,value:string,metric:string>"
@@ -87,6 +92,25 @@ def spec(src: LogSource, ds: str, rules: RuleSet) -> str:
         "timezone": src.ums.timezone,
     }
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+
+
+def batch_outputs(raw: DataFrame, src: LogSource, ds: str, rules: RuleSet) -> DataFrame:
+    """(topic, key, value, metric) of the Kafka source's records ``raw`` (value, key, topic, partition,
+    offset, timestamp), by ``dbus.jvm.LogBatch`` (a JVM ``mapPartitions``: no Python per record)."""
+    from pyspark.sql import DataFrame
+
+    doc = json.loads(spec(src, ds, rules))
+    doc["message_records"] = src.processor.message_records
+    doc["message_bytes"] = src.ums.max_message_bytes
+    jvm = raw.sparkSession._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
+    cls = jvm.dbus.jvm.LogBatch
+    if type(cls).__name__ == "JavaPackage":
+        from dbuslib.errors import StackError
+
+        msg = "logprocessor: dbus.jvm.LogBatch is not on Spark's classpath (`make stack-up` builds it)"
+        raise StackError(msg)
+    jdf = cls.apply(raw._jdf, json.dumps(doc, ensure_ascii=False, separators=(",", ":")))
+    return DataFrame(jdf, raw.sparkSession)
 
 
 def record_outputs(

@@ -1,6 +1,9 @@
-"""The log processor's projection in one JVM call per record (``dbus.jvm.LogRecordUdf``, ``job.process``)
-gives what its Spark SQL form (``job.process_sql``) gives: the same outputs, in the same order, byte for
-byte (topic, key, value), on every log type's corpus of tests/unit/test_logprocessor_sql.py (golden and
+"""The log processor's projection in one JVM call per record (``dbus.jvm.LogRecordUdf``, ``job.process``
+with ``per_record``) gives what its Spark SQL form (``job.process_sql``) gives: the same outputs, in the
+same order, byte for byte (topic, key, value); ``dbus.jvm.LogBatch`` (``job.process``, the stage's form)
+gives the same with one record per chunk, and with chunks of many records the same outputs but for the
+tables' messages, whose tuples are the same in the same order in fewer messages; on every log type's
+corpus of tests/unit/test_logprocessor_sql.py (golden and
 seeded random records: malformed, not UTF-8, too large, heartbeats, keys given twice, surrogate escapes,
 offsets past ``ums_id_``'s range), through a rule set with two tables that take rows (one with a DOUBLE),
 a table that breaks on some lines (line errors), a table with no groups and an aborted one (heartbeats only),
@@ -118,8 +121,28 @@ def _frame(spark, records: list[KafkaRecord]):
     )
 
 
+def _triples(rows) -> list[tuple]:
+    return [(r.topic, None if r.key is None else bytes(r.key), r.value) for r in rows]
+
+
+def _assert_same(want: list[tuple], got: list[tuple], what: str) -> None:
+    differ = [(i, w, g) for i, (w, g) in enumerate(zip(want, got, strict=False)) if w != g]
+    assert len(got) == len(want) and not differ, (
+        f"{what}: {len(want)} outputs and {len(got)}; first differences:\n"
+        + "\n".join(f"#{i}\n  want: {w}\n  got:  {g}" for i, w, g in differ[:3])
+    )
+
+
+def _with_message_records(cfg: DbusConfig, n: int) -> DbusConfig:
+    src = cfg.log_source(DS)
+    processor = src.processor.model_copy(update={"message_records": n})
+    return cfg.model_copy(update={"log_sources": {DS: src.model_copy(update={"processor": processor})}})
+
+
 def _compare(spark, cfg: DbusConfig, rules: RuleSet, records: list[KafkaRecord]) -> list:
-    """Both projections' outputs, asserted equal; the JVM's rows (with ``metric``) returned."""
+    """The projections' outputs, asserted equal: the SQL form, one JVM call per record, ``LogBatch`` with one
+    record per chunk; then ``LogBatch`` with chunks of 50 records gives the same tuples in fewer messages. The
+    per-record JVM rows (with ``metric``) returned."""
     from logprocessor.job import process, process_sql
 
     raw = _frame(spark, records)
@@ -127,19 +150,49 @@ def _compare(spark, cfg: DbusConfig, rules: RuleSet, records: list[KafkaRecord])
         process_sql(raw, cfg, DS, rules).selectExpr("topic", "cast(key as binary) as key", "value").collect()
     )
     before = int(time.time() * 1000)
-    jvm = process(raw, cfg, DS, rules).collect()
+    jvm = process(raw, cfg, DS, rules, per_record=True).collect()
+    one = process(raw.coalesce(1), _with_message_records(cfg, 1), DS, rules).collect()
+    chunked = process(raw.coalesce(1), _with_message_records(cfg, 50), DS, rules).collect()
     after = int(time.time() * 1000)
-    got = [(r.topic, None if r.key is None else bytes(r.key), r.value) for r in jvm]
-    want = [(r.topic, None if r.key is None else bytes(r.key), r.value) for r in sql]
-    differ = [(i, w, g) for i, (w, g) in enumerate(zip(want, got, strict=False)) if w != g]
-    assert len(got) == len(want) and not differ, (
-        f"{len(want)} outputs of the SQL form, {len(got)} of the JVM's; first differences:\n"
-        + "\n".join(f"#{i}\n  sql: {w}\n  jvm: {g}" for i, w, g in differ[:3])
-    )
+    _assert_same(_triples(sql), _triples(jvm), "the SQL form, the JVM per record")
+    _assert_same(_triples(jvm), _triples(one), "the JVM per record, LogBatch by 1 record")
+    _assert_same_tuples(cfg.log_source(DS), DS, jvm, chunked)
     src = cfg.log_source(DS)
-    for row in jvm:
+    for row in [*jvm, *chunked]:
         _check_metric(src, row, before, after)
     return jvm
+
+
+def _assert_same_tuples(src: LogSource, ds: str, per_record: list, chunked: list) -> None:
+    """The same outputs but the tables' data messages, whose tuples are, per topic and namespace, the same
+    in the same order, in fewer messages (when some namespace had two); each message keyed by its namespace
+    and the event time of its first tuple, the time of that tuple's record."""
+
+    def split(rows) -> tuple[list, dict[tuple, list], dict[str, int]]:
+        others, tuples, first_ms = [], {}, {}
+        dead_letters = src.topics.name("dead_letter", ds)
+        for r in rows:
+            key = None if r.key is None else bytes(r.key)
+            if r.topic != dead_letters and (key or b"").startswith(b"data_increment_data."):
+                m = json.loads(r.value)
+                ns = m["schema"]["namespace"]
+                ms = int(key.decode().removesuffix(".wh_placeholder").rsplit(".", 1)[1])
+                assert key.decode() == f"data_increment_data.{ns}.{ms}.wh_placeholder", key
+                tuples.setdefault((r.topic, ns), []).append([t["tuple"] for t in m["payload"]])
+                first_ms[json.dumps(m["payload"][0]["tuple"])] = ms
+            else:
+                others.append((r.topic, key, r.value))
+        return others, tuples, first_ms
+
+    others_1, messages_1, ms_1 = split(per_record)
+    others_n, messages_n, ms_n = split(chunked)
+    assert sorted(others_n, key=repr) == sorted(others_1, key=repr)
+    flat = {k: [t for m in v for t in m] for k, v in messages_1.items()}
+    assert {k: [t for m in v for t in m] for k, v in messages_n.items()} == flat
+    assert all(len(messages_n[k]) <= len(v) for k, v in messages_1.items())
+    if any(len(v) > 1 for v in messages_1.values()):
+        assert sum(map(len, messages_n.values())) < sum(map(len, messages_1.values()))
+    assert all(ms == ms_1[t] for t, ms in ms_n.items()), "a message's key: not its first tuple's record time"
 
 
 def _check_metric(src: LogSource, row, before: int, after: int) -> None:
@@ -192,7 +245,12 @@ def test_the_bench_records_through_the_demo_tables(spark):
     records = [KafkaRecord(record(i), None, i % 2, i, 1795947330000 + i) for i in range(300)]
     raw = _frame(spark, records)
     sql = process_sql(raw, cfg, BENCH_DS, rules).selectExpr("topic", "cast(key as binary) as key", "value")
-    jvm = process(raw, cfg, BENCH_DS, rules).select("topic", "key", "value")
+    per_record = process(raw, cfg, BENCH_DS, rules, per_record=True)
+    jvm = per_record.select("topic", "key", "value")
     want, got = sql.collect(), jvm.collect()
     assert [tuple(r) for r in got] == [tuple(r) for r in want]
     assert len(got) == 300 and len({r.topic for r in got}) == 2  # the tables' result topic, the unknown one
+    chunked = process(raw.coalesce(1), cfg, BENCH_DS, rules).collect()  # 300 records: one chunk
+    src = cfg.log_source(BENCH_DS)
+    _assert_same_tuples(src, BENCH_DS, got, chunked)
+    assert len(chunked) == 100 + 7 * 2  # the unknown lines, one message per host and table

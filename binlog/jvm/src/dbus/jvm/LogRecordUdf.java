@@ -143,18 +143,39 @@ public final class LogRecordUdf implements UDF6<byte[], byte[], String, Integer,
     public List<Row> call(byte[] value, byte[] key, String topic, Integer partition, Long offset, Long timestampMs) {
         List<Row> out = new ArrayList<>(2);
         if (partition == null || offset == null) return out;
+        List<Row> others = new ArrayList<>(1);
+        LogMessages messages = messages(Integer.MAX_VALUE);
+        handle(value, key, topic, partition, offset, timestampMs, messages, others, out);
+        if (messages != null) messages.flush(out);
+        out.addAll(others);
+        return out;
+    }
+
+    /** Open messages of this rule set's tables, given at {@code budget} characters; null when it has no table. */
+    LogMessages messages(int budget) {
+        return ums == null ? null : new LogMessages(ums, topics, budget);
+    }
+
+    /**
+     * One record: its tables' rows into {@code messages} (a message at its budget goes to {@code out} at once), every
+     * other output of the record to {@code others} in {@link #call}'s order.
+     */
+    void handle(byte[] value, byte[] key, String topic, int p, long o, Long timestampMs, LogMessages messages,
+            List<Row> others, List<Row> out) {
         long now = System.currentTimeMillis();
-        int p = partition;
-        long o = offset;
         LogAdapter.Adapted a = adapter.adapt(value, key, p, o, timestampMs == null ? 0 : timestampMs);
         if (a.code != null) {
-            out.add(deadLetter(value, key, topic, p, o, a.code, a.message, ""));
-            return out;
+            others.add(deadLetter(value, key, topic, p, o, a.code, a.message, ""));
+            return;
         }
         String host = a.host;
         String hostPart = host.indexOf('%') < 0 && host.indexOf('.') < 0 ? host
             : host.replace("%", "%25").replace(".", "%2E");
         String[] lines = a.lines;
+        if (lines.length == 1 && lines[0] == a.text && a.record != null) { // toIndex need not read it again
+            LogAdapter.Obj record = a.record;
+            Engine.primeColumn0(a.text, () -> LogAdapter.asRulesObject(record));
+        }
         LineResult[] results = new LineResult[lines.length];
         Engine.RuleSet s = ruleSet();
         for (int l = 0; l < lines.length; l++) {
@@ -162,24 +183,24 @@ public final class LogRecordUdf implements UDF6<byte[], byte[], String, Integer,
             r.unmatched = !Engine.runLine(s, lines[l], r);
             results[l] = r;
         }
-        // the tables' messages
-        if (ums != null && lines.length > 0) {
-            String[] ns = new String[namespaces.length];
-            for (int k = 0; k < ns.length; k++) ns[k] = namespaces[k] + hostPart + ".0";
-            LogUms.Builder b = null;
+        // the tables' rows: a row whose ums_id_ is out of range is a dead letter below
+        if (messages != null && lines.length > 0 && LogUms.inRange(p, o)) {
+            String[] ns = null;
+            String ts = null;
+            int[] indexes = null;
             for (LineResult r : results) {
                 for (int i = 0; i < r.rows.size(); i++) {
-                    if (b == null) b = ums.builder(p, o, LogUms.umsTs(a.eventMs, zone()), ns);
-                    b.row(b.table(r.rowTables.get(i)), r.rows.get(i));
-                }
-            }
-            if (b != null) {
-                String[] messages = b.finish();
-                for (int k = 0; k < messages.length; k++) {
-                    if (messages[k] == null) continue;
-                    String dataKey = "data_increment_data." + ns[k] + "." + a.eventMs + ".wh_placeholder";
-                    out.add(RowFactory.create(topics[k], bytes(dataKey), messages[k],
-                        "rows\t" + host + "\t" + ums.tables[k] + "\t" + b.count(k)));
+                    int k = table(r.rowTables.get(i));
+                    if (k < 0) continue;
+                    if (ns == null) {
+                        ns = new String[namespaces.length];
+                        indexes = new int[namespaces.length];
+                        ts = LogUms.umsTs(a.eventMs, zone());
+                    }
+                    int index = indexes[k]++;
+                    if (index > LogUms.MAX_INDEX) continue;
+                    if (ns[k] == null) ns[k] = namespaces[k] + hostPart + ".0";
+                    messages.row(k, host, ns[k], p, o, index, ts, a.eventMs, r.rows.get(i), out);
                 }
             }
         }
@@ -188,16 +209,16 @@ public final class LogRecordUdf implements UDF6<byte[], byte[], String, Integer,
         for (int l = 0; l < lines.length; l++) {
             if (results[l].unmatched && results[l].errors.isEmpty()) {
                 if (hostKey == null) hostKey = bytes(host);
-                out.add(RowFactory.create(unknownTopic, hostKey, lines[l], "unknown\t" + host + "\t\t1"));
+                others.add(RowFactory.create(unknownTopic, hostKey, lines[l], "unknown\t" + host + "\t\t1"));
             }
         }
         // the line errors, then the rows out of ums_id_'s range
         for (LineResult r : results)
-            for (String e : r.errors) out.add(deadLetter(value, key, topic, p, o, LINE_ERROR, e, host));
+            for (String e : r.errors) others.add(deadLetter(value, key, topic, p, o, LINE_ERROR, e, host));
         for (LineResult r : results) {
             for (int i = 0; i < r.rows.size(); i++) {
                 String problem = LogUms.idProblem(p, o, r.rowIndexes.get(i));
-                if (problem != null) out.add(deadLetter(value, key, topic, p, o, ID_RANGE, problem, host));
+                if (problem != null) others.add(deadLetter(value, key, topic, p, o, ID_RANGE, problem, host));
             }
         }
         // a heartbeat
@@ -207,13 +228,19 @@ public final class LogRecordUdf implements UDF6<byte[], byte[], String, Integer,
             String latency = Long.toString(now - a.heartbeatMs);
             if (ums != null) {
                 for (int k = 0; k < namespaces.length; k++)
-                    out.add(heartbeat(topics[k], namespaces[k] + hostPart + ".0", a, "ok", idText, ts, host, ums.tables[k], latency));
+                    others.add(heartbeat(topics[k], namespaces[k] + hostPart + ".0", a, "ok", idText, ts, host, ums.tables[k], latency));
             }
             for (int k = 0; k < abortedTables.length; k++)
-                out.add(heartbeat(abortedTopics[k], abortedNamespaces[k] + hostPart + ".0", a, "abort", idText, ts, host,
+                others.add(heartbeat(abortedTopics[k], abortedNamespaces[k] + hostPart + ".0", a, "abort", idText, ts, host,
                     abortedTables[k], latency));
         }
-        return out;
+    }
+
+    /** The table's position in the rule set's tables, or -1. */
+    private int table(String table) {
+        String[] tables = ums.tables;
+        for (int k = 0; k < tables.length; k++) if (tables[k] == table || tables[k].equals(table)) return k;
+        return -1;
     }
 
     private Row heartbeat(String topic, String ns, LogAdapter.Adapted a, String status, String idText, String ts,

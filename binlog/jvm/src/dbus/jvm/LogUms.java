@@ -137,7 +137,7 @@ final class LogUms implements java.io.Serializable {
         }
     }
 
-    private static void tuple(StringBuilder b, boolean[] doubles, int p, long o, int i, String ts, List<String> values) {
+    static void tuple(StringBuilder b, boolean[] doubles, int p, long o, int i, String ts, List<String> values) {
         long position = (long) p * 10_000_000_000_000L + o;
         b.append("{\"tuple\":[\"").append(umsId(p, o, i)).append("\",\"").append(ts).append("\",\"i\",\"");
         uid(b, position, i);

@@ -6,6 +6,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -368,19 +369,43 @@ public final class Engine {
     }
 
     /** The last column 0 read as an object on this thread, by identity: keyFilter then toIndex read the same text
-     * (the operators never change a parsed object). */
-    private static final ThreadLocal<Object[]> LAST_COLUMN0 = ThreadLocal.withInitial(() -> new Object[2]);
+     * (the operators never change a parsed object). {text, object or null, a Supplier of it or null}. */
+    private static final ThreadLocal<Object[]> LAST_COLUMN0 = ThreadLocal.withInitial(() -> new Object[3]);
+
+    /**
+     * The object {@code text} reads as, for the next line on this thread that is this very text: the shipper's record,
+     * already read by the adapter ({@code read} gives what {@link Json#parseObject} gives for it, or null when it
+     * cannot tell: then column 0 is read as usual). Called before the line is run; {@code read} only when a rule reads
+     * column 0 as JSON.
+     */
+    public static void primeColumn0(String text, Supplier<Map<String, Object>> read) {
+        Object[] last = LAST_COLUMN0.get();
+        last[0] = text;
+        last[1] = null;
+        last[2] = read;
+    }
 
     @SuppressWarnings("unchecked")
     static Map<String, Object> column0(List<String> row) throws LineError {
         if (row.isEmpty()) throw new LineError("the row has no column 0");
         String text = row.get(0);
         Object[] last = LAST_COLUMN0.get();
-        if (text != null && last[0] == text) return (Map<String, Object>) last[1];
+        if (text != null && last[0] == text) {
+            if (last[1] != null) return (Map<String, Object>) last[1];
+            if (last[2] != null) {
+                Map<String, Object> obj = ((Supplier<Map<String, Object>>) last[2]).get();
+                last[2] = null;
+                if (obj != null) {
+                    last[1] = obj;
+                    return obj;
+                }
+            }
+        }
         try {
             Map<String, Object> obj = Json.parseObject(text);
             last[0] = text;
             last[1] = obj;
+            last[2] = null;
             return obj;
         } catch (Json.Error err) {
             throw new LineError("column 0: " + err.getMessage());

@@ -24,7 +24,7 @@ public final class Json {
     /** A JSON number: its text as written. */
     public static final class Num {
         final String text;
-        Num(String text) { this.text = text; }
+        public Num(String text) { this.text = text; }
         @Override public String toString() { return text; }
         @Override public boolean equals(Object o) { return o instanceof Num && ((Num) o).text.equals(text); }
         @Override public int hashCode() { return text.hashCode(); }
