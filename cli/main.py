@@ -139,10 +139,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     st = sub.add_parser(
-        "stack", help="the local stack: MariaDB, ZooKeeper, Kafka, rsyslog, InfluxDB, Spark jars"
+        "stack", help="the local stack: MariaDB, PostgreSQL, ZooKeeper, Kafka, rsyslog, InfluxDB, Spark jars"
     )
     st.add_argument("action", choices=["up", "down", "status", "install"], help="what to do")
-    st.add_argument("services", nargs="*", help="only these (mariadb zookeeper kafka rsyslog influxdb spark)")
+    st.add_argument(
+        "services", nargs="*", help="only these (mariadb postgresql zookeeper kafka rsyslog influxdb spark)"
+    )
     st.set_defaults(handler=_stack)
 
     cf = sub.add_parser("config", help="configuration").add_subparsers(dest="action", required=True)

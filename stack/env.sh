@@ -4,6 +4,7 @@ STACK_REPO=${STACK_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 STACK_HOME=${STACK_HOME:-$STACK_REPO/.stack}          # git-ignored: data, logs, jars, binaries
 STACK_HOST=127.0.0.1
 MARIADB_PORT=${MARIADB_PORT:-13306}
+POSTGRESQL_PORT=${POSTGRESQL_PORT:-15432}           # the SQL sink's replica target (dbusclient/sink_sql.py)
 ZOOKEEPER_PORT=${ZOOKEEPER_PORT:-12181}
 KAFKA_PORT=${KAFKA_PORT:-19092}
 KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-19093}

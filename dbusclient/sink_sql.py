@@ -1,0 +1,518 @@
+"""The replica sink: a window's merge effects applied to tables of another database (MariaDB, PostgreSQL).
+
+``SqlSink(url, keys)`` keeps, per source table, a replica table named as the source table (or as
+``names`` says) in the database of a SQLAlchemy URL (``mysql+pymysql://...``,
+``postgresql+psycopg://...``)::
+
+    sink = SqlSink("postgresql+psycopg://dbus:dbus@127.0.0.1:15432/replica", {"shop.orders": ("id",)})
+    sink.ensure_schema(msg.schema)  # each message's schema: create the table, or follow a new version
+    sink.apply(merger.merge(window).effects, checkpoint)  # one transaction: rows, tombstones, checkpoint
+
+What it keeps in the target, per table ``T`` (docs/client.md, "The SQL sink"):
+
+- ``T``: the user columns (types from ``sql_type``), the key columns as primary key, and ``ums_id_``
+  and ``ums_uid_``: the position of the change that wrote the row;
+- ``T__tombstones``: the key columns, ``ums_id_``, ``ums_uid_`` of each key whose last change was a
+  delete (or a before image): what keeps an older snapshot row from resurrecting the key after a
+  restart;
+- ``dbus_client_columns``: per replica table and column the UMS type it was made from and the newest
+  version seen (version changes are checked against it);
+- ``dbus_client_checkpoint``: the consumer's checkpoint JSON per name (``SqlCheckpointStore``), written in
+  the same transaction as the rows it covers: a crash leaves both as they were, or both new.
+
+**Never backwards.** Every write is guarded in SQL by the key's stored position: an upsert changes a row
+only when its ``(ums_id_, ums_uid_)`` is greater than the row's (``ON DUPLICATE KEY UPDATE col =
+IF(newer, new, old)`` on MariaDB, ``ON CONFLICT DO UPDATE ... WHERE`` on PostgreSQL), a row written
+behind its key's tombstone is removed again in the same transaction, and a delete removes a row only when
+it is newer (the tombstone is written, then every row older than its key's tombstone goes). So a sink that is
+handed a window again (a restart before the checkpoint), or effects of a merger that lost its states,
+leaves every key where it was or moves it forward.
+
+Errors: ``CLIENT_SINK_SCHEMA`` (a column retyped incompatibly, a key column missing: names the table and
+the column), ``CLIENT_SINK_FAILED`` (the database refused a statement or is unreachable: names the table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql as mysql_dialect
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.engine import Connection, Engine
+
+from dbusclient.checkpoint import Checkpoint, from_json, to_json
+from dbusclient.decode import TableRef
+from dbusclient.merge import Delete, Effect, KeyState, Upsert
+from dbuslib.errors import DbusError
+from ums.decode import decode_value
+from ums.errors import UmsError
+from ums.message import SYSTEM_NAMES, UmsField, UmsSchema
+from ums.types import UmsType
+
+COLUMNS_TABLE = "dbus_client_columns"
+CHECKPOINT_TABLE = "dbus_client_checkpoint"
+TOMBSTONE_SUFFIX = "__tombstones"
+_KEYS_PER_STATEMENT = 1000  # keys in one IN list of the clean-up deletes
+
+# Retypes a replica follows by widening its column; any other change of a column's UMS type stops.
+WIDENINGS = frozenset({(UmsType.INT, UmsType.LONG), (UmsType.FLOAT, UmsType.DOUBLE)})
+
+
+class SinkSchemaError(DbusError):
+    """A version change the replica cannot follow (a column retyped incompatibly), or a key column the
+    table's fields do not have; names the replica table and the column."""
+
+    code = "CLIENT_SINK_SCHEMA"
+
+
+class SinkError(DbusError):
+    """The target database refused a statement or could not be reached; names the table."""
+
+    code = "CLIENT_SINK_FAILED"
+    retriable = True
+
+
+def sql_type(ums_type: UmsType, dialect: str, key: bool = False) -> sa.types.TypeEngine[Any]:
+    """The replica column type of a UMS type on ``dialect`` (``mysql``/``mariadb`` or ``postgresql``).
+
+    UMS carries no length, precision or sign: ``long`` (which also holds BIGINT UNSIGNED) becomes
+    ``DECIMAL(20,0)``, ``decimal`` MariaDB's widest ``DECIMAL(65,30)`` or PostgreSQL's unconstrained
+    ``NUMERIC``; strings ``LONGTEXT``/``TEXT``, but a MariaDB key column (which must be indexable)
+    ``VARCHAR(255)`` with a binary collation (keys that differ in case stay apart) and ``VARBINARY(255)``.
+    """
+    maria = dialect in ("mysql", "mariadb")
+    if not maria and dialect != "postgresql":
+        msg = f"dialect {dialect!r}: the SQL sink knows mysql/mariadb and postgresql"
+        raise SinkSchemaError(msg)
+    if ums_type in (UmsType.STRING, UmsType.RAW, UmsType.JSONOBJECT):
+        if maria:
+            if key:
+                return mysql_dialect.VARCHAR(255, charset="utf8mb4", collation="utf8mb4_bin")
+            return mysql_dialect.LONGTEXT()
+        return sa.Text()
+    if ums_type is UmsType.BINARY:
+        if maria:
+            return mysql_dialect.VARBINARY(255) if key else mysql_dialect.LONGBLOB()
+        return pg_dialect.BYTEA()
+    simple: dict[UmsType, sa.types.TypeEngine[Any]] = {
+        UmsType.INT: sa.Integer(),
+        UmsType.LONG: sa.Numeric(20, 0),
+        UmsType.FLOAT: sa.REAL() if not maria else mysql_dialect.FLOAT(),
+        UmsType.DOUBLE: sa.Double() if not maria else mysql_dialect.DOUBLE(),
+        UmsType.BOOLEAN: sa.Boolean(),
+        UmsType.DATE: sa.Date(),
+        UmsType.DATETIME: mysql_dialect.DATETIME(fsp=6) if maria else pg_dialect.TIMESTAMP(precision=6),
+        UmsType.DECIMAL: mysql_dialect.DECIMAL(65, 30) if maria else sa.Numeric(),
+    }
+    return simple[ums_type]
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """What ``apply`` sent: upserts and deletes, each applied only where it is newer than the key's row
+    or tombstone."""
+
+    upserts: int
+    deletes: int
+
+
+@dataclass
+class _Replica:
+    """What the sink knows of one replica table: its SQLAlchemy tables, key, and column types."""
+
+    name: str
+    key: tuple[str, ...]
+    version: int
+    types: dict[str, UmsType]  # every user column of the replica (dropped ones too, unless dropped)
+    table: sa.Table
+    tombstones: sa.Table
+    by_version: dict[int, dict[str, UmsType]]
+
+
+class SqlCheckpointStore:
+    """A consumer checkpoint in the target database (table ``dbus_client_checkpoint``, one row per
+    ``name``). ``save`` commits on its own; ``SqlSink.apply(effects, checkpoint)`` writes it in the data's
+    transaction instead (``save_in``)."""
+
+    def __init__(self, engine: Engine, name: str = "default") -> None:
+        self.engine, self.name = engine, name
+        self.table = _checkpoint_table(sa.MetaData())
+        with _errors(CHECKPOINT_TABLE):
+            self.table.create(engine, checkfirst=True)
+
+    def load(self) -> Checkpoint | None:
+        with _errors(CHECKPOINT_TABLE), self.engine.connect() as conn:
+            text = conn.execute(
+                sa.select(self.table.c.checkpoint).where(self.table.c.name == self.name)
+            ).scalar_one_or_none()
+        return None if text is None else from_json(text, f"{CHECKPOINT_TABLE} row {self.name!r}")
+
+    def save(self, checkpoint: Checkpoint) -> None:
+        with _errors(CHECKPOINT_TABLE), self.engine.begin() as conn:
+            self.save_in(conn, checkpoint)
+
+    def save_in(self, conn: Connection, checkpoint: Checkpoint) -> None:
+        """Write the checkpoint within the caller's transaction on ``conn``."""
+        row = {"name": self.name, "checkpoint": to_json(checkpoint)}
+        conn.execute(_upsert(conn.dialect.name, self.table, ("name",), ("checkpoint",), guarded=False), [row])
+
+
+class SqlSink:
+    """Replica tables of the source tables in ``keys`` (``"schema.table"`` -> key columns, as for
+    ``Decoder``) in the database of ``url`` (or an ``Engine``). ``names`` maps ``"schema.table"`` to a
+    replica table name (default: the source table's name). ``drop_columns``: drop a replica column when
+    a version drops it (default: keep it, nullable, its values as they were)."""
+
+    def __init__(
+        self,
+        url: str | Engine,
+        keys: Mapping[str, Sequence[str]],
+        names: Mapping[str, str] | None = None,
+        drop_columns: bool = False,
+        checkpoint_name: str = "default",
+    ) -> None:
+        self.engine = url if isinstance(url, Engine) else sa.create_engine(url, pool_pre_ping=True)
+        self.dialect = self.engine.dialect.name
+        self.keys = {name: tuple(cols) for name, cols in keys.items()}
+        self.names = dict(names or {})
+        self.drop_columns = drop_columns
+        self._meta = sa.MetaData()
+        self._columns = sa.Table(
+            COLUMNS_TABLE,
+            self._meta,
+            sa.Column("replica", sa.String(128), primary_key=True),
+            sa.Column("column_name", sa.String(128), primary_key=True),
+            sa.Column("ums_type", sa.String(16), nullable=False),
+            sa.Column("version", sa.Integer, nullable=False),
+            sa.Column("dropped", sa.Boolean, nullable=False),
+        )
+        with _errors(COLUMNS_TABLE):
+            self._columns.create(self.engine, checkfirst=True)
+        self.checkpoints = SqlCheckpointStore(self.engine, checkpoint_name)
+        self._replicas: dict[TableRef, _Replica] = {}
+
+    def replica_name(self, table: TableRef) -> str:
+        return self.names.get(f"{table.schema}.{table.table}", table.table)
+
+    def _key_of(self, table: TableRef) -> tuple[str, ...]:
+        key = self.keys.get(f"{table.schema}.{table.table}")
+        if not key:
+            msg = f"{table}: no key columns given for {table.schema}.{table.table}"
+            raise SinkSchemaError(msg)
+        return key
+
+    # ------------------------------------------------------------ schema
+
+    def ensure_schema(self, schema: UmsSchema) -> None:
+        """``ensure_table`` for the table and version of a message's schema."""
+        ns = schema.namespace
+        self.ensure_table(TableRef.of(ns), ns.version, schema.fields)
+
+    def ensure_table(self, table: TableRef, version: int, fields: Sequence[UmsField]) -> None:
+        """Create the replica of ``table`` from the fields of ``version``, or follow a newer version:
+        added columns are added (nullable), dropped ones kept (or dropped with ``drop_columns``), a
+        widened type (``WIDENINGS``) widens the column, any other retype is ``CLIENT_SINK_SCHEMA``. An
+        older version changes nothing (its rows are decoded with its own types)."""
+        user = {f.name: f.type for f in fields if f.name not in SYSTEM_NAMES}
+        rep = self._replicas.get(table)
+        if rep is not None and version in rep.by_version:
+            return
+        name = self.replica_name(table)
+        key = self._key_of(table)
+        missing = [c for c in key if c not in user]
+        if missing:
+            msg = f"replica {name} ({table} version {version}): key column(s) {missing} are not fields"
+            raise SinkSchemaError(msg)
+        with _errors(name), self.engine.begin() as conn:
+            known = self._known_columns(conn, name)
+            if rep is None:
+                rep = self._load(conn, table, name, key, version, user, known)
+            if version > rep.version:
+                self._follow(conn, rep, version, user)
+        rep.by_version[version] = user
+        self._replicas[table] = rep
+
+    def _known_columns(self, conn: Connection, name: str) -> dict[str, tuple[UmsType, int, bool]]:
+        c = self._columns.c
+        rows = conn.execute(
+            sa.select(c.column_name, c.ums_type, c.version, c.dropped).where(c.replica == name)
+        ).all()
+        return {r[0]: (UmsType(r[1]), int(r[2]), bool(r[3])) for r in rows}
+
+    def _load(
+        self,
+        conn: Connection,
+        table: TableRef,
+        name: str,
+        key: tuple[str, ...],
+        version: int,
+        user: dict[str, UmsType],
+        known: dict[str, tuple[UmsType, int, bool]],
+    ) -> _Replica:
+        """The replica as the database has it, made from ``user`` when it is not there yet."""
+        if not known:
+            types, at = dict(user), version
+            self._record(conn, name, {c: (t, version, False) for c, t in types.items()})
+        else:
+            types = {c: t for c, (t, _, dropped) in known.items() if not dropped}
+            at = max(v for _, v, _ in known.values())
+        sa_table, tombs = self._tables(name, key, types)
+        sa_table.create(conn, checkfirst=True)
+        tombs.create(conn, checkfirst=True)
+        return _Replica(name, key, at, types, sa_table, tombs, {})
+
+    def _tables(
+        self, name: str, key: tuple[str, ...], types: dict[str, UmsType]
+    ) -> tuple[sa.Table, sa.Table]:
+        meta = sa.MetaData()
+        cols = [
+            sa.Column(c, sql_type(t, self.dialect, c in key), primary_key=c in key, nullable=c not in key)
+            for c, t in types.items()
+        ]
+        table = sa.Table(name, meta, *cols, *_position_columns())
+        tombs = sa.Table(
+            name + TOMBSTONE_SUFFIX,
+            meta,
+            *[sa.Column(c, sql_type(types[c], self.dialect, True), primary_key=True) for c in key],
+            *_position_columns(),
+        )
+        return table, tombs
+
+    def _record(self, conn: Connection, name: str, cols: dict[str, tuple[UmsType, int, bool]]) -> None:
+        rows = [
+            {"replica": name, "column_name": c, "ums_type": t.value, "version": v, "dropped": d}
+            for c, (t, v, d) in cols.items()
+        ]
+        if rows:
+            stmt = _upsert(
+                self.dialect,
+                self._columns,
+                ("replica", "column_name"),
+                ("ums_type", "version", "dropped"),
+                False,
+            )
+            conn.execute(stmt, rows)
+
+    def _follow(self, conn: Connection, rep: _Replica, version: int, user: dict[str, UmsType]) -> None:
+        """Bring the replica from ``rep.version`` to ``version`` (checked whole before any DDL)."""
+        for col, new in user.items():
+            old = rep.types.get(col)
+            if old is not None and old is not new and (old, new) not in WIDENINGS:
+                msg = (
+                    f"replica {rep.name}: column {col!r} changed from {old.value} to {new.value} in version "
+                    f"{version}; the replica cannot follow (drop the replica table to bootstrap it anew)"
+                )
+                raise SinkSchemaError(msg)
+        quote = self.engine.dialect.identifier_preparer.quote
+        table, changes = quote(rep.name), {}
+        for col, new in user.items():
+            old = rep.types.get(col)
+            column_sql = sql_type(new, self.dialect, col in rep.key).compile(dialect=self.engine.dialect)
+            if old is None:
+                conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {quote(col)} {column_sql} NULL"))
+            elif old is not new:
+                tables = [table, quote(rep.name + TOMBSTONE_SUFFIX)] if col in rep.key else [table]
+                for t in tables:
+                    if self.dialect == "postgresql":
+                        conn.execute(sa.text(f"ALTER TABLE {t} ALTER COLUMN {quote(col)} TYPE {column_sql}"))
+                    else:
+                        null = "NOT NULL" if col in rep.key else "NULL"
+                        conn.execute(
+                            sa.text(f"ALTER TABLE {t} MODIFY COLUMN {quote(col)} {column_sql} {null}")
+                        )
+            else:
+                continue
+            changes[col] = (new, version, False)
+        for col, old in list(rep.types.items()):
+            if col not in user and col not in rep.key:
+                if self.drop_columns:
+                    conn.execute(sa.text(f"ALTER TABLE {table} DROP COLUMN {quote(col)}"))
+                    changes[col] = (old, version, True)
+        self._record(conn, rep.name, changes)
+        types = {c: t for c, t in rep.types.items() if not (self.drop_columns and c not in user)}
+        types.update(user)
+        rep.types, rep.version = types, version
+        rep.table, rep.tombstones = self._tables(rep.name, rep.key, types)
+
+    # ------------------------------------------------------------ data
+
+    def apply(self, effects: Iterable[Effect], checkpoint: Checkpoint | None = None) -> ApplyResult:
+        """Apply a window's effects (``MergeResult.effects``) and save ``checkpoint`` (when given) in one
+        transaction. Every table must have been ``ensure_schema``'d with the version of its effects."""
+        by_table: dict[TableRef, list[Effect]] = {}
+        for e in effects:
+            by_table.setdefault(e.change.table, []).append(e)
+        ups = dels = 0
+        where = ", ".join(self.replica_name(t) for t in by_table) or CHECKPOINT_TABLE
+        with _errors(where), self.engine.begin() as conn:
+            for table, table_effects in by_table.items():
+                rep = self._replicas.get(table)
+                if rep is None:
+                    msg = f"{table}: ensure_schema was not called for it before apply"
+                    raise SinkSchemaError(msg)
+                u, d = self._apply_table(conn, rep, table_effects)
+                ups, dels = ups + u, dels + d
+            if checkpoint is not None:
+                self.checkpoints.save_in(conn, checkpoint)
+        return ApplyResult(ups, dels)
+
+    def _apply_table(self, conn: Connection, rep: _Replica, effects: list[Effect]) -> tuple[int, int]:
+        """Four set statements, whatever the window's size: the rows (guarded upsert), the tombstones of
+        the deletes (guarded upsert), then per key of the window the one of row and tombstone that is
+        older goes (a delete removes the row; a row written behind its key's tombstone is removed again;
+        a row newer than its tombstone ends the tombstone)."""
+        upserts = [e for e in effects if isinstance(e, Upsert)]
+        deletes = [e for e in effects if isinstance(e, Delete)]
+        groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        for e in upserts:
+            row = self._row(rep, e)
+            groups.setdefault(tuple(row), []).append(row)
+        for columns, rows in groups.items():
+            data = tuple(c for c in columns if c not in rep.key and c not in _POSITION)
+            conn.execute(_upsert(self.dialect, rep.table, rep.key, data, guarded=True), rows)
+        if deletes:
+            rows = [{**dict(zip(rep.key, e.change.key, strict=True)), **_position_of(e)} for e in deletes]
+            conn.execute(_upsert(self.dialect, rep.tombstones, rep.key, (), guarded=True), rows)
+        keys = [e.change.key for e in effects]
+        for i in range(0, len(keys), _KEYS_PER_STATEMENT):
+            chunk = keys[i : i + _KEYS_PER_STATEMENT]
+            conn.execute(_older_gone(rep.table, rep.tombstones, rep.key, chunk))
+            if upserts:
+                conn.execute(_older_gone(rep.tombstones, rep.table, rep.key, chunk))
+        return len(upserts), len(deletes)
+
+    def _row(self, rep: _Replica, e: Effect) -> dict[str, Any]:
+        c = e.change
+        types = rep.by_version.get(c.version)
+        if types is None:
+            msg = f"replica {rep.name}: version {c.version} of {c.table} was not ensure_schema'd before apply"
+            raise SinkSchemaError(msg)
+        row: dict[str, Any] = {}
+        for col, value in c.values.items():
+            t = types.get(col)
+            if t is None or col not in rep.types:
+                continue  # a column this version does not declare, or one the replica dropped
+            try:
+                v = decode_value(t, value, col)
+            except UmsError as err:
+                msg = f"replica {rep.name}: key {list(c.key)} (ums_uid_ {c.ums_uid}): {err}"
+                raise SinkSchemaError(msg) from None
+            row[col] = None if isinstance(v, str) and t in (UmsType.DATE, UmsType.DATETIME) else v
+        row["ums_id_"], row["ums_uid_"] = c.ums_id, c.ums_uid
+        return row
+
+    def key_states(self, table: TableRef) -> dict[tuple[TableRef, tuple[Any, ...]], KeyState]:
+        """Every key's state as the replica holds it (rows and tombstones; the greater position wins), to
+        seed a ``Merger`` after a restart. Reads the whole table: for tables that fit in memory."""
+        rep = self._replicas.get(table)
+        if rep is None:
+            msg = f"{table}: ensure_schema was not called for it"
+            raise SinkSchemaError(msg)
+        out: dict[tuple[TableRef, tuple[Any, ...]], KeyState] = {}
+        with _errors(rep.name), self.engine.connect() as conn:
+            for src, live in ((rep.tombstones, False), (rep.table, True)):
+                cols = [src.c[k] for k in rep.key]
+                for r in conn.execute(sa.select(*cols, src.c.ums_id_, src.c.ums_uid_)):
+                    k = (table, _norm(tuple(r[: len(cols)])))
+                    state = KeyState(int(r[-2]), int(r[-1]), live)
+                    old = out.get(k)
+                    if old is None or old.position < state.position:
+                        out[k] = state
+        return out
+
+
+# ---------------------------------------------------------------- statements
+
+_POSITION = ("ums_id_", "ums_uid_")
+
+
+def _position_columns() -> list[sa.Column[Any]]:
+    return [
+        sa.Column("ums_id_", sa.BigInteger, nullable=False),
+        sa.Column("ums_uid_", sa.Numeric(40, 0), nullable=False),
+    ]
+
+
+def _checkpoint_table(meta: sa.MetaData) -> sa.Table:
+    return sa.Table(
+        CHECKPOINT_TABLE,
+        meta,
+        sa.Column("name", sa.String(128), primary_key=True),
+        sa.Column("checkpoint", sa.Text, nullable=False),
+    )
+
+
+def _upsert(
+    dialect: str, table: sa.Table, key: Sequence[str], data: Sequence[str], guarded: bool
+) -> sa.Executable:
+    """INSERT of rows that replaces an existing row of the same key; with ``guarded`` only when the new
+    row's (ums_id_, ums_uid_) is greater than the stored one (``data`` plus the position are updated)."""
+    if dialect == "postgresql":
+        pg = pg_dialect.insert(table)
+        cols = [*data, *_POSITION] if guarded else list(data)
+        if not cols:
+            return pg.on_conflict_do_nothing(index_elements=list(key))
+        where = (
+            sa.tuple_(table.c.ums_id_, table.c.ums_uid_)
+            < sa.tuple_(pg.excluded.ums_id_, pg.excluded.ums_uid_)
+            if guarded
+            else None
+        )
+        return pg.on_conflict_do_update(
+            index_elements=list(key), set_={c: pg.excluded[c] for c in cols}, where=where
+        )
+    my = mysql_dialect.insert(table)
+    if not guarded:
+        return my.on_duplicate_key_update([(c, my.inserted[c]) for c in data] or [(key[0], table.c[key[0]])])
+    newer = sa.tuple_(table.c.ums_id_, table.c.ums_uid_) < sa.tuple_(
+        my.inserted.ums_id_, my.inserted.ums_uid_
+    )
+    # Assignments run left to right, each seeing the ones before: the data first, then ums_uid_, then
+    # ums_id_ (with ums_uid_ already new, "newer" stays true exactly when ums_id_ grows).
+    order = [*data, "ums_uid_", "ums_id_"]
+    return my.on_duplicate_key_update(
+        [(c, sa.case((newer, my.inserted[c]), else_=table.c[c])) for c in order]
+    )
+
+
+def _older_gone(
+    table: sa.Table, other: sa.Table, key: Sequence[str], keys: list[tuple[Any, ...]]
+) -> sa.Executable:
+    """DELETE of the rows of ``table`` whose position is below the row of ``other`` with the same key,
+    among ``keys`` (MariaDB ``DELETE FROM t USING t, o``, PostgreSQL ``DELETE FROM t USING o``)."""
+    same = [table.c[k] == other.c[k] for k in key]
+    older = sa.tuple_(table.c.ums_id_, table.c.ums_uid_) < sa.tuple_(other.c.ums_id_, other.c.ums_uid_)
+    if len(key) == 1:
+        among = other.c[key[0]].in_([k[0] for k in keys])
+    else:
+        among = sa.tuple_(*[other.c[k] for k in key]).in_(keys)
+    return sa.delete(table).where(*same, older, among)
+
+
+def _position_of(e: Effect) -> dict[str, int]:
+    return {"ums_id_": e.change.ums_id, "ums_uid_": e.change.ums_uid}
+
+
+def _norm(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A key as read back compares equal to the decoded one (DECIMAL(20,0) gives Decimal('5'), equal and
+    of the same hash as 5; bytes from a memoryview)."""
+    return tuple(bytes(v) if isinstance(v, memoryview) else v for v in key)
+
+
+class _errors:
+    """Database errors -> ``SinkError`` naming ``where``; DbusErrors pass through."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: object) -> None:
+        if isinstance(err, sa.exc.SQLAlchemyError):
+            detail = getattr(err, "orig", None) or err
+            msg = f"replica {self.where}: {type(detail).__name__}: {detail}"
+            raise SinkError(msg) from err
