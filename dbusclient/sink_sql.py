@@ -228,8 +228,11 @@ class SqlSink:
             raise SinkSchemaError(msg)
         with _errors(name), self.engine.begin() as conn:
             known = self._known_columns(conn, name)
-            if rep is None:
+            if rep is None or max((v for _, v, _ in known.values()), default=0) > rep.version:
+                # first use, or another process of the same target followed a newer version meanwhile
+                old_versions = rep.by_version if rep is not None else {}
                 rep = self._load(conn, table, name, key, version, user, known)
+                rep.by_version.update(old_versions)
             if version > rep.version:
                 self._follow(conn, rep, version, user)
         rep.by_version[version] = user
@@ -308,11 +311,15 @@ class SqlSink:
                 raise SinkSchemaError(msg)
         quote = self.engine.dialect.identifier_preparer.quote
         table, changes = quote(rep.name), {}
+        # MariaDB commits each DDL statement by itself: a crash between an ALTER and the record of it
+        # leaves a column the records do not know; the table's own columns decide what is still to do
+        present = {c["name"] for c in sa.inspect(conn).get_columns(rep.name)}
         for col, new in user.items():
             old = rep.types.get(col)
             column_sql = sql_type(new, self.dialect, col in rep.key).compile(dialect=self.engine.dialect)
             if old is None:
-                conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {quote(col)} {column_sql} NULL"))
+                if col not in present:
+                    conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {quote(col)} {column_sql} NULL"))
             elif old is not new:
                 tables = [table, quote(rep.name + TOMBSTONE_SUFFIX)] if col in rep.key else [table]
                 for t in tables:
@@ -329,7 +336,8 @@ class SqlSink:
         for col, old in list(rep.types.items()):
             if col not in user and col not in rep.key:
                 if self.drop_columns:
-                    conn.execute(sa.text(f"ALTER TABLE {table} DROP COLUMN {quote(col)}"))
+                    if col in present:
+                        conn.execute(sa.text(f"ALTER TABLE {table} DROP COLUMN {quote(col)}"))
                     changes[col] = (old, version, True)
         self._record(conn, rep.name, changes)
         types = {c: t for c, t in rep.types.items() if not (self.drop_columns and c not in user)}

@@ -213,3 +213,17 @@ def test_drops_a_dropped_column_when_asked(url, sinks):
     sink.ensure_table(T, 2, tuple(f for f in V1 if f.name != "name"))
     names = {c["name"] for c in sa.inspect(sink.engine).get_columns("orders")}
     assert "name" not in names and {"id", "qty", "ums_id_", "ums_uid_"} <= names
+
+
+def test_two_sinks_on_one_target_follow_a_version_once(url, sinks):
+    """Consumers of one group share the target: the second to see a new version finds it followed (and a
+    column an ALTER added before a crash, unrecorded, is not added twice)."""
+    first, second = new_sink(url, sinks), new_sink(url, sinks)
+    v2 = (*V1, UmsField("note", UmsType.STRING, True), UmsField("extra", UmsType.INT, True))
+    with first.engine.begin() as conn:  # the ALTER of a crashed follow, never recorded
+        conn.execute(sa.text("ALTER TABLE orders ADD COLUMN extra INTEGER NULL"))
+    first.ensure_table(T, 2, v2)
+    second.ensure_table(T, 2, v2)
+    values = {"id": "5", "name": "e", "amount": None, "qty": None, "at": None, "note": "n", "extra": 3}
+    second.apply([Upsert(RowChange(T, 2, (5,), Op.INSERT, 50, 50_000_000, "x", values))])
+    assert rows(url, "SELECT name, note, extra FROM orders WHERE id = 5") == [("e", "n", 3)]
