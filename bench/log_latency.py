@@ -16,7 +16,8 @@ seconds at the same rate, waited for through the processor (its JIT and first ba
   the source's topics itself, before rsyslog and the processor start, with
   ``message.timestamp.type=LogAppendTime`` (the producers' clocks play no part; one machine, one clock).
 - ``log_latency_p50_ms`` / ``log_latency_p99_ms``: over the measured run's table rows (every line of
-  app_orders and http_access, one UMS message each): the message's time in Kafka minus the line's write time.
+  app_orders and http_access, each a row of a UMS message): the message's time in Kafka minus the line's
+  write time.
 - baseline: the same lines' records in the raw topic, in the same run: the shipper alone (file -> rsyslog ->
   Kafka). The ratio is how many times the shipper's latency the whole path's is; the difference is what the
   processor adds (reading the raw topic, its batches, writing the UMS).
@@ -54,20 +55,29 @@ def _outputs(cfg: DbusConfig, ds: str) -> list[str]:
     return list(dict.fromkeys(topics[k] for k in (*demolog.TABLES, demolog.UNKNOWN)))
 
 
-def _wait_placed(cfg: DbusConfig, ds: str, stages: Stages, since: dict, lines: int, what: str) -> None:
-    """Until the output topics hold a record per line written (a line is one table row or one unknown
-    line; no heartbeat runs) past ``since``."""
+def _wait_placed(
+    cfg: DbusConfig, ds: str, stages: Stages, since: dict, written: demolog.Written, what: str
+) -> None:
+    """Until the output topics past ``since`` hold every line of ``written`` (a line is one table row, in a
+    message of many, or one unknown line; no heartbeat runs), read as they arrive."""
+    from kafka import TopicPartition
+
+    mark = re.compile(rb"%s-\d+" % re.escape(written.run).encode())
+    at = dict(since)
+    found = 0
     deadline = time.monotonic() + 300
     while True:
-        ends = kafka.end_offsets(cfg.endpoints.kafka, _outputs(cfg, ds))
-        if sum(end - since.get(tp, 0) for tp, end in ends.items()) >= lines:
+        for r in kafka.read_range(cfg.endpoints.kafka, _outputs(cfg, ds), at):
+            found += len(mark.findall(r.value or b""))
+            at[TopicPartition(r.topic, r.partition)] = r.offset + 1
+        if found >= written.lines:
             return
         stages.check_alive()
         if time.monotonic() > deadline:
             log = stages.log("logprocessor")
-            msg = f"log latency: the {what} lines were not all processed in 300s; see {log}"
+            msg = f"log latency: {what} lines not all placed in 300s ({found} of {written.lines}); see {log}"
             raise RuntimeError(msg)
-        time.sleep(0.2)
+        time.sleep(0.5)
 
 
 def _latencies(
@@ -115,13 +125,13 @@ def run(cfg: DbusConfig) -> list[str]:
         since = kafka.end_offsets(mine.endpoints.kafka, _outputs(mine, ds))
         warm = demolog.Written(path, f"w{uuid.uuid4().hex[:7]}")
         demolog.append(warm, WARMUP_S, RATE, every_s=FLUSH_S)
-        _wait_placed(mine, ds, stages, since, warm.lines, "warm-up")
+        _wait_placed(mine, ds, stages, since, warm, "warm-up")
 
         raw, results = [topics["raw"]], list(dict.fromkeys(topics[t] for t in demolog.TABLES))
         since = kafka.end_offsets(mine.endpoints.kafka, [*raw, *_outputs(mine, ds)])
         measured = demolog.Written(path, uuid.uuid4().hex[:8])
         demolog.append(measured, SECONDS, RATE, every_s=FLUSH_S)
-        _wait_placed(mine, ds, stages, since, measured.lines, "measured")
+        _wait_placed(mine, ds, stages, since, measured, "measured")
         shipped = _latencies(mine, raw, since, measured, rb"req=%s-(\d+)")
         ums = _latencies(mine, results, since, measured, rb'"%s-(\d+)"')
     finally:
