@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from cdc_history import KEYS, transactions
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,6 @@ from dbusclient.merge import Delete, KeyState, Merger, Upsert
 from ums.message import Op
 
 T = TableRef("demo", "shop", "orders")
-KEYS = range(6)
 
 
 def change(
@@ -33,33 +33,8 @@ def change(
 @st.composite
 def histories(draw):
     """(row changes in a random order, the source's final table {key: value})."""
-    first_id = ums_id = draw(st.integers(9_999_000, 10_000_000))  # crosses 10^7: ids of different lengths
-    state: dict[int, int] = {}
-    events: list[tuple[int, list[tuple[int, str, int]]]] = []
-    states: list[dict[int, int]] = []
-    before_images = draw(st.booleans())
-    for _ in range(draw(st.integers(0, 25))):
-        ums_id += draw(st.integers(2, 400))
-        changes: list[tuple[int, str, int]] = []
-        for _ in range(draw(st.integers(1, 3))):
-            key, value = draw(st.sampled_from(KEYS)), draw(st.integers(0, 99))
-            if key not in state:
-                changes.append((key, "i", value))
-                state[key] = value
-            elif draw(st.booleans()):
-                changes.append((key, "d", state.pop(key)))
-            elif before_images and draw(st.booleans()) and (free := [k for k in KEYS if k not in state]):
-                new_key = draw(st.sampled_from(free))  # an update that moves the row to another key
-                changes += [(key, "b", state[key]), (new_key, "u", value)]
-                del state[key]
-                state[new_key] = value
-            else:
-                if before_images:
-                    changes.append((key, "b", state[key]))
-                changes.append((key, "u", value))
-                state[key] = value
-        events.append((ums_id, changes))
-        states.append(dict(state))
+    first_id, events, states = draw(transactions())
+    state = states[-1] if states else {}
     rows = [
         change(key, op, at, at * 10**6 + i, value)
         for at, changes in events

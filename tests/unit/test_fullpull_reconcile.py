@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from cdc_history import KEYS, transactions
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,39 +28,12 @@ from fullpuller.reconcile import (
 )
 from ums.namespace import Namespace
 
-KEYS = range(6)
-
 
 @st.composite
 def histories(draw):
     """(tuples in a random order, the final table): increments of random transactions plus a full pull."""
-    first_id = ums_id = draw(st.integers(9_999_000, 10_000_000))  # crosses 10^7: ids of different lengths
-    state: dict[int, int] = {}
-    events: list[tuple[int, list[tuple[int, str, int | None]]]] = []  # (ums_id_, [(key, op, value)])
-    states: list[dict[int, int]] = []  # state after each event
-    before_images = draw(st.booleans())
-    for _ in range(draw(st.integers(0, 25))):
-        ums_id += draw(st.integers(2, 400))
-        changes: list[tuple[int, str, int | None]] = []
-        for _ in range(draw(st.integers(1, 3))):
-            key, value = draw(st.sampled_from(KEYS)), draw(st.integers(0, 99))
-            if key not in state:
-                changes.append((key, "i", value))
-                state[key] = value
-            elif draw(st.booleans()):
-                changes.append((key, "d", state.pop(key)))
-            elif before_images and draw(st.booleans()) and (free := [k for k in KEYS if k not in state]):
-                new_key = draw(st.sampled_from(free))  # an update that moves the row to another key
-                changes += [(key, "b", state[key]), (new_key, "u", value)]
-                del state[key]
-                state[new_key] = value
-            else:
-                if before_images:
-                    changes.append((key, "b", state[key]))
-                changes.append((key, "u", value))
-                state[key] = value
-        events.append((ums_id, changes))
-        states.append(dict(state))
+    first_id, events, states = draw(transactions())
+    state = states[-1] if states else {}
     tuples = [
         (key, str(at), str(at * 10**6 + i), op, value)
         for at, changes in events
