@@ -626,12 +626,14 @@ class Consumer:
             self._save(self._advance(window, applied=()))
             return
         self.versions = versions
-        if self._expect_ok(self.callbacks.on_checkpoint(checkpoint)):
+        try:
+            result: object = self.callbacks.on_checkpoint(checkpoint)
+        except Exception as e:  # as in Databus: an exception is an ERROR, and ERROR here skips the save
+            result = e
+        if result is Result.SUCCESS:
             self._save(checkpoint)
         else:
-            log.info(
-                "on_checkpoint did not return SUCCESS: the checkpoint of %s is not saved", window.where()
-            )
+            log.info("on_checkpoint gave %r: the checkpoint of %s is not saved", result, window.where())
             self.checkpoint = checkpoint
         if ended:
             log.info("bootstrap done: every pull's end marker was read")
@@ -703,10 +705,6 @@ class Consumer:
                 states[key] = state
 
     # ------------------------------------------------------------ results and dead letters
-
-    @staticmethod
-    def _expect_ok(result: object) -> bool:
-        return result is Result.SUCCESS
 
     def _expect(self, result: object, name: str) -> None:
         if result is not Result.SUCCESS:

@@ -48,8 +48,9 @@ def message(rows: list[tuple[int, str, int, int, str]], initial: bool = False) -
     ).encode()
 
 
-class Crash(Exception):
-    """The consumer process dies (after a window's callbacks, before its checkpoint)."""
+class Crash(BaseException):
+    """The consumer process dies (after a window's callbacks, before its checkpoint): not an Exception,
+    which on_checkpoint would turn into "skip this checkpoint"."""
 
 
 class Sink(ConsumerCallbacks):
