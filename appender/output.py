@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ums import UmsField, UmsMessage, UmsSchema, avro_schema, decode_avro, encode_avro, from_json, to_json
+from ums import headers as ums_headers
 
-SCHEMA_HEADER = "ums_avro_schema"
+SCHEMA_HEADER = ums_headers.AVRO_SCHEMA
 FORMATS = ("json", "avro")
 
 

@@ -50,6 +50,7 @@ from dbusclient.decode import BadRowError, Decoder, RowChange, TableRef
 from dbusclient.merge import Key, KeyState, Merger
 from dbuslib.config import DbusConfig
 from dbuslib.errors import DbusError
+from ums import headers as ums_headers
 from ums.avro import decode_avro
 from ums.control import full_pull_request
 from ums.control import to_json as control_json
@@ -60,11 +61,11 @@ from ums.names import split_table
 
 log = logging.getLogger("dbus.client")
 
-# Kafka headers written by other stages; their home is named, this package may not import it.
-AVRO_SCHEMA_HEADER = "ums_avro_schema"  # appender/output.py SCHEMA_HEADER: the Avro schema's fingerprint
-FULLPULL_HEADER = "dbus_fullpull"  # fullpuller/job.py _marker: b"start" / b"end"
-FULLPULL_ID_HEADER = "dbus_fullpull_id"  # the request's SEQNO
-FULLPULL_UMS_ID_HEADER = "dbus_fullpull_ums_id"  # the pull's snapshot position
+# Kafka headers written by the appender and the full puller (their one home: ums/headers.py)
+AVRO_SCHEMA_HEADER = ums_headers.AVRO_SCHEMA
+FULLPULL_HEADER = ums_headers.FULLPULL
+FULLPULL_ID_HEADER = ums_headers.FULLPULL_ID
+FULLPULL_UMS_ID_HEADER = ums_headers.FULLPULL_UMS_ID
 ERROR_HEADER = "dbus_client_error"  # added to a dead-lettered record
 
 

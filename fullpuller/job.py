@@ -40,6 +40,7 @@ from fullpuller import catalog, render, split
 from fullpuller.progress import ABORT, DONE, ENDING, PULLING, SPLITTING, Progress, ProgressStore, ShardState
 from fullpuller.request import PullRejected, PullRequest, reply, to_record
 from fullpuller.source import NAME, ShardJob
+from ums import headers as ums_headers
 from ums.build import data_schema
 from ums.control import to_json as control_json
 from ums.encoding import dumps_compact, to_json
@@ -337,12 +338,12 @@ class Puller:
         key = initial_data_key(Namespace.parse(p.Namespace), int(time.time() * 1000))
         headers = [
             ("ums_key", key.encode()),
-            ("dbus_fullpull", which.encode()),
-            ("dbus_fullpull_id", str(p.SeqNo).encode()),
-            ("dbus_fullpull_ums_id", p.UmsId.encode()),
+            (ums_headers.FULLPULL, which.encode()),
+            (ums_headers.FULLPULL_ID, str(p.SeqNo).encode()),
+            (ums_headers.FULLPULL_UMS_ID, p.UmsId.encode()),
         ]
-        if which == "end":
-            headers.append(("dbus_fullpull_rows", str(p.FinishedRows).encode()))
+        if which == ums_headers.FULLPULL_END:
+            headers.append((ums_headers.FULLPULL_ROWS, str(p.FinishedRows).encode()))
         self.producer.send(
             p.Topic, key=f"{p.Schema}.{p.Table}".encode(), value=value.encode(), headers=headers
         ).get(60)

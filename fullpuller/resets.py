@@ -23,13 +23,15 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from dbuslib.metastore import Reason, Version
+from ums import headers as ums_headers
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from dbuslib.config import DbusConfig
 
-END_MARKER = ("dbus_fullpull", b"end")  # header of a pull's end marker (fullpuller/job.py)
+# header of a pull's end marker (fullpuller/job.py)
+END_MARKER = (ums_headers.FULLPULL, ums_headers.FULLPULL_END.encode())
 
 
 def reset_point(history: Iterable[Version], pulls_ended: dict[int, int]) -> int | None:
@@ -85,9 +87,9 @@ def pulls_ended(spark: SparkSession, bootstrap: str, topic: str, ending: str) ->
     )
     found: dict[int, int] = {}
     for r in records.where(is_end).select("headers").collect():
-        headers = {h["key"]: bytes(h["value"] or b"").decode("utf-8", "replace") for h in r["headers"]}
+        got = {h["key"]: bytes(h["value"] or b"").decode("utf-8", "replace") for h in r["headers"]}
         try:
-            found[int(headers["dbus_fullpull_id"])] = int(headers["dbus_fullpull_ums_id"])
+            found[int(got[ums_headers.FULLPULL_ID])] = int(got[ums_headers.FULLPULL_UMS_ID])
         except (KeyError, ValueError):
             continue  # not a marker of ours: no reset point from it
     return found
