@@ -46,6 +46,7 @@ PACKAGES = (
     "fullpuller",
     "heartbeat",
     "logprocessor",
+    "dbusclient",
 )
 INSTALL_TIMEOUT = 900  # a cold run downloads pyspark
 

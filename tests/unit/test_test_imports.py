@@ -46,3 +46,15 @@ def test_the_check_sees_an_import_inside_a_function(tmp_path):
     sample = tmp_path / "test_sample.py"
     sample.write_text("def test_x():\n    from test_other import thing\n    import test_more.sub\n")
     assert imported_modules(sample) == {"test_other", "test_more"}
+
+
+def test_test_modules_have_names_of_their_own():
+    """tests/ has no __init__.py: pytest imports each test module by its file name, and two files of one
+    name in two folders stop the run with an import file mismatch (it did: the unit and the integration
+    test_client_consumer.py)."""
+    seen: dict[str, Path] = {}
+    for path in sorted(TESTS.rglob("*.py")):
+        other = seen.setdefault(path.name, path)
+        assert other == path or path.name in ("conftest.py", "__init__.py"), (
+            f"{path.relative_to(TESTS)} and {other.relative_to(TESTS)}: one module name, two files"
+        )
