@@ -234,14 +234,9 @@ def register_udf(
             array[i] = v
         return array
 
-    cls = jvm
-    for part in java_class.split("."):
-        cls = getattr(cls, part)
-    if not callable(cls) or type(cls).__name__ == "JavaPackage":
-        from dbuslib.errors import StackError
+    from dbuslib.spark import jvm_class
 
-        msg = f"{stage}: the JVM class {java_class} is not on Spark's classpath (`make stack-up` builds it)"
-        raise StackError(msg)
+    cls = jvm_class(jvm, java_class, stage)
     import hashlib
 
     # the sidecars' key: one per stage, source and configuration (the JVM adds the argv, without it)

@@ -18,6 +18,18 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+def jvm_class(jvm: Any, java_class: str, who: str) -> Any:
+    """The py4j class ``java_class`` (dotted name) of the JVM view ``jvm``; StackError naming ``who`` when
+    the class is not on Spark's classpath (py4j then gives a ``JavaPackage``)."""
+    cls = jvm
+    for part in java_class.split("."):
+        cls = getattr(cls, part)
+    if not callable(cls) or type(cls).__name__ == "JavaPackage":
+        msg = f"{who}: the JVM class {java_class} is not on Spark's classpath (`make stack-up` builds it)"
+        raise StackError(msg)
+    return cls
+
+
 def jars(cfg: DbusConfig) -> list[str]:
     """Absolute paths of the connector jars (spark-sql-kafka and its deps, the MariaDB JDBC driver) and
     the JVM decoder (``dbus-jvm.jar``); each listed file must exist (a URI, ``hdfs:``/``local:``, is

@@ -21,13 +21,10 @@ FUNCTION, CLASS = "dbus_log_counts", "dbus.jvm.LogCountsAgg"
 def register(spark: SparkSession) -> str:
     """Registers ``dbus_log_counts(metric)`` in ``spark`` (once per session is enough; again is harmless)
     and returns its name. StackError when the jar lacks the class."""
-    from dbuslib.errors import StackError
+    from dbuslib.spark import jvm_class
 
     jvm = spark._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
-    cls = jvm.dbus.jvm.LogCountsAgg
-    if type(cls).__name__ == "JavaPackage":
-        msg = f"logprocessor: {CLASS} is not on Spark's classpath (`make stack-up` builds it)"
-        raise StackError(msg)
+    cls = jvm_class(jvm, CLASS, "logprocessor")
     udaf = jvm.org.apache.spark.sql.functions.udaf(cls(), jvm.org.apache.spark.sql.Encoders.STRING())
     spark._jsparkSession.udf().register(FUNCTION, udaf)  # type: ignore[attr-defined]  # py4j
     return FUNCTION

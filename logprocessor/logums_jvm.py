@@ -40,7 +40,7 @@ def table_messages(
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StringType
 
-    from dbuslib.errors import StackError
+    from dbuslib.spark import jvm_class
     from logprocessor.logums_sql import message_frame
 
     frames = [message_frame(columns) for _, columns in tables]
@@ -55,10 +55,7 @@ def table_messages(
     spec = SEPARATOR.join((head, names, middles, types))
     name = f"{FUNCTION}_{hashlib.sha256(spec.encode()).hexdigest()[:16]}"
     jvm = spark._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
-    cls = jvm.dbus.jvm.LogUmsUdf
-    if type(cls).__name__ == "JavaPackage":
-        msg = "logprocessor: dbus.jvm.LogUmsUdf is not on Spark's classpath (`make stack-up` builds it)"
-        raise StackError(msg)
+    cls = jvm_class(jvm, "dbus.jvm.LogUmsUdf", "logprocessor")
     jtype = jvm.org.apache.spark.sql.types.DataType.fromJson(ArrayType(StringType()).json())
     udf = cls(head, names, middles, types)
     spark._jsparkSession.udf().register(name, udf, jtype)  # type: ignore[attr-defined]  # py4j

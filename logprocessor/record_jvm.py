@@ -35,7 +35,7 @@ OUT_TYPE = "struct<topic:string,key:binary,value:string,metric:string>"
 STAGE = "logprocessor"
 
 
-def spec(src: LogSource, ds: str, rules: RuleSet) -> str:
+def spec(src: LogSource, ds: str, rules: RuleSet, batch: bool = False) -> str:
     """The JSON ``LogRecordUdf``'s constructor reads: the adapter's settings, the rule set, per table its
     namespace up to the host, result topic and message frame, the aborted tables, the heartbeat frame, the
     unknown and dead-letter topics, and the dead letters' withheld rule."""
@@ -91,6 +91,8 @@ def spec(src: LogSource, ds: str, rules: RuleSet) -> str:
         "too_big": [big_head, big_tail],
         "timezone": src.ums.timezone,
     }
+    if batch:  # LogBatch's: the records sharing a message, a message's bytes at most
+        doc |= {"message_records": src.processor.message_records, "message_bytes": src.ums.max_message_bytes}
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -99,17 +101,11 @@ def batch_outputs(raw: DataFrame, src: LogSource, ds: str, rules: RuleSet) -> Da
     offset, timestamp), by ``dbus.jvm.LogBatch`` (a JVM ``mapPartitions``: no Python per record)."""
     from pyspark.sql import DataFrame
 
-    doc = json.loads(spec(src, ds, rules))
-    doc["message_records"] = src.processor.message_records
-    doc["message_bytes"] = src.ums.max_message_bytes
-    jvm = raw.sparkSession._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
-    cls = jvm.dbus.jvm.LogBatch
-    if type(cls).__name__ == "JavaPackage":
-        from dbuslib.errors import StackError
+    from dbuslib.spark import jvm_class
 
-        msg = "logprocessor: dbus.jvm.LogBatch is not on Spark's classpath (`make stack-up` builds it)"
-        raise StackError(msg)
-    jdf = cls.apply(raw._jdf, json.dumps(doc, ensure_ascii=False, separators=(",", ":")))
+    jvm = raw.sparkSession._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
+    cls = jvm_class(jvm, "dbus.jvm.LogBatch", STAGE)
+    jdf = cls.apply(raw._jdf, spec(src, ds, rules, batch=True))
     return DataFrame(jdf, raw.sparkSession)
 
 
@@ -130,15 +126,12 @@ def record_outputs(
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, _parse_datatype_string
 
-    from dbuslib.errors import StackError
+    from dbuslib.spark import jvm_class
 
     text = spec(src, ds, rules)
     name = f"{FUNCTION}_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
     jvm = spark._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
-    cls = jvm.dbus.jvm.LogRecordUdf
-    if type(cls).__name__ == "JavaPackage":
-        msg = f"logprocessor: {CLASS} is not on Spark's classpath (`make stack-up` builds it)"
-        raise StackError(msg)
+    cls = jvm_class(jvm, CLASS, STAGE)
     returns = ArrayType(_parse_datatype_string(OUT_TYPE))
     jtype = jvm.org.apache.spark.sql.types.DataType.fromJson(returns.json())
     spark._jsparkSession.udf().register(name, cls(text), jtype)  # type: ignore[attr-defined]  # py4j

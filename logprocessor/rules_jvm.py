@@ -76,17 +76,12 @@ def lines_results(
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, _parse_datatype_string
 
-    from dbuslib.errors import StackError
+    from dbuslib.spark import jvm_class
 
     ruleset = ruleset_json(tables, multi_table)
     name = f"{FUNCTION}_{hashlib.sha256(ruleset.encode()).hexdigest()[:16]}"
     jvm = spark._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
-    cls = jvm.dbus.jvm.LogRulesLinesUdf
-    if type(cls).__name__ == "JavaPackage":
-        msg = (
-            "logprocessor: dbus.jvm.LogRulesLinesUdf is not on Spark's classpath (`make stack-up` builds it)"
-        )
-        raise StackError(msg)
+    cls = jvm_class(jvm, "dbus.jvm.LogRulesLinesUdf", "logprocessor")
     returns = ArrayType(_parse_datatype_string(LINE_TYPE))
     jtype = jvm.org.apache.spark.sql.types.DataType.fromJson(returns.json())
     spark._jsparkSession.udf().register(name, cls(ruleset), jtype)  # type: ignore[attr-defined]  # py4j

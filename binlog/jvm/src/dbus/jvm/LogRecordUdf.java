@@ -151,7 +151,7 @@ public final class LogRecordUdf implements UDF6<byte[], byte[], String, Integer,
         return out;
     }
 
-    /** Open messages of this rule set's tables, given at {@code budget} characters; null when it has no table. */
+    /** Open messages of this rule set's tables, of {@code budget} bytes at most; null when it has no table. */
     LogMessages messages(int budget) {
         return ums == null ? null : new LogMessages(ums, topics, budget);
     }
@@ -190,7 +190,7 @@ public final class LogRecordUdf implements UDF6<byte[], byte[], String, Integer,
             int[] indexes = null;
             for (LineResult r : results) {
                 for (int i = 0; i < r.rows.size(); i++) {
-                    int k = table(r.rowTables.get(i));
+                    int k = ums.table(r.rowTables.get(i));
                     if (k < 0) continue;
                     if (ns == null) {
                         ns = new String[namespaces.length];
@@ -234,13 +234,6 @@ public final class LogRecordUdf implements UDF6<byte[], byte[], String, Integer,
                 others.add(heartbeat(abortedTopics[k], abortedNamespaces[k] + hostPart + ".0", a, "abort", idText, ts, host,
                     abortedTables[k], latency));
         }
-    }
-
-    /** The table's position in the rule set's tables, or -1. */
-    private int table(String table) {
-        String[] tables = ums.tables;
-        for (int k = 0; k < tables.length; k++) if (tables[k] == table || tables[k].equals(table)) return k;
-        return -1;
     }
 
     private Row heartbeat(String topic, String ns, LogAdapter.Adapted a, String status, String idText, String ts,

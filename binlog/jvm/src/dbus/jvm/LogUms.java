@@ -57,6 +57,12 @@ final class LogUms implements java.io.Serializable {
         }
     }
 
+    /** The table's position, or -1 when the rule set has no such table. */
+    int table(String table) {
+        for (int k = 0; k < tables.length; k++) if (tables[k] == table || tables[k].equals(table)) return k;
+        return -1;
+    }
+
     /** Whether (partition, offset) can be held by {@code ums_id_}. */
     static boolean inRange(int partition, long offset) {
         return partition >= 0 && partition <= MAX_PARTITION && offset >= 0 && offset <= MAX_OFFSET;
@@ -100,11 +106,6 @@ final class LogUms implements java.io.Serializable {
             this.ok = inRange(p, o);
         }
 
-        /** The table's position, or -1 when the rule set has no such table. */
-        int table(String table) {
-            for (int k = 0; k < tables.length; k++) if (tables[k] == table || tables[k].equals(table)) return k;
-            return -1;
-        }
 
         /** A row table {@code k} took (its values in saveAs order; fewer: the missing ones null). */
         void row(int k, List<String> values) {

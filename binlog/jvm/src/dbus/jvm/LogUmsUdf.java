@@ -42,7 +42,7 @@ public final class LogUmsUdf
             int m = rows.length();
             for (int r = 0; r < m; r++) {
                 Row row = rows.apply(r);
-                int k = b.table(row.getString(0));
+                int k = ums.table(row.getString(0));
                 if (k < 0) continue;
                 List<String> values = row.isNullAt(2) ? null : scala.jdk.javaapi.CollectionConverters.asJava(row.<String>getSeq(2));
                 b.row(k, values);
