@@ -56,7 +56,7 @@ from ums.control import full_pull_request
 from ums.control import to_json as control_json
 from ums.encoding import from_json
 from ums.errors import UmsError
-from ums.message import UmsMessage
+from ums.message import UmsMessage, UmsSchema
 from ums.names import split_table
 
 log = logging.getLogger("dbus.client")
@@ -98,8 +98,9 @@ class ConsumerCallbacks:
     - ``on_start_consumption()`` once, by ``Consumer.start``;
     - ``on_start_bootstrap(pulls)`` when full pulls are requested (or resumed from a checkpoint);
     - per window with applied changes: ``on_start_data_event_sequence(ums_id)`` (the first change's),
-      ``on_schema_change(table, old, new)`` before the first change of a table in a new UMS version
-      (``old`` None for the first seen), ``on_data_event(change)`` per change (per key in ``ums_id_``
+      ``on_schema_change(table, old, new, schema)`` before the first change of a table in a new UMS
+      version (``old`` None for the first seen; ``schema`` the ``UmsSchema`` of version ``new``: its
+      fields and types), ``on_data_event(change)`` per change (per key in ``ums_id_``
       order), ``on_end_data_event_sequence(ums_id)`` (the last change's);
     - ``on_end_bootstrap(pulls)`` in the window that read the last pull's end marker;
     - ``on_checkpoint(checkpoint)`` before the window's checkpoint is saved (not ``SUCCESS``: not saved);
@@ -117,7 +118,7 @@ class ConsumerCallbacks:
     def on_start_data_event_sequence(self, ums_id: int) -> Result:
         return Result.SUCCESS
 
-    def on_schema_change(self, table: TableRef, old: int | None, new: int) -> Result:
+    def on_schema_change(self, table: TableRef, old: int | None, new: int, schema: UmsSchema) -> Result:
         return Result.SUCCESS
 
     def on_data_event(self, change: RowChange) -> Result:
@@ -333,6 +334,7 @@ class Consumer:
         self._last_seqno = 0
         self.checkpoint = Checkpoint()
         self.versions: dict[TableRef, int] = {}
+        self.schemas: dict[tuple[TableRef, int], UmsSchema] = {}  # each table version's first schema seen
         self._names = {(t.schema, t.table): t for t in topics.result}
         self._started = False
         self._owns_producer = False  # closed by ``close`` (``connect`` made it)
@@ -563,6 +565,8 @@ class Consumer:
                     if (ns.schema, ns.table) not in self._names:
                         continue
                     changes = self.decoder.changes(msg)
+                    if changes:
+                        self.schemas.setdefault((changes[0].table, ns.version), msg.schema)
                     if flt is not None:
                         changes = [c for c in changes if flt.allows(c.key)]
                 except BadRowError as e:
@@ -651,7 +655,10 @@ class Consumer:
             for change in result.applied:
                 old = versions.get(change.table)
                 if old != change.version:
-                    self._expect(cb.on_schema_change(change.table, old, change.version), "on_schema_change")
+                    schema = self.schemas[(change.table, change.version)]
+                    self._expect(
+                        cb.on_schema_change(change.table, old, change.version, schema), "on_schema_change"
+                    )
                     versions[change.table] = change.version
                 self._expect(cb.on_data_event(change), "on_data_event")
             self._expect(

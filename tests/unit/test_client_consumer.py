@@ -222,7 +222,8 @@ class Sink(ConsumerCallbacks):
         self.calls.append("end")
         return Result.SUCCESS
 
-    def on_schema_change(self, table: TableRef, old: int | None, new: int) -> Result:
+    def on_schema_change(self, table: TableRef, old: int | None, new: int, schema: Any) -> Result:
+        assert schema.namespace.version == new
         self.calls.append(f"schema {old}->{new}")
         return Result.SUCCESS
 
