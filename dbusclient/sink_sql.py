@@ -47,6 +47,7 @@ from dbusclient.checkpoint import Checkpoint, from_json, to_json
 from dbusclient.decode import TableRef
 from dbusclient.merge import Delete, Effect, KeyState, Upsert
 from dbuslib.errors import DbusError
+from dbuslib.retry import transient
 from ums.decode import decode_value
 from ums.errors import UmsError
 from ums.message import SYSTEM_NAMES, UmsField, UmsSchema
@@ -69,7 +70,8 @@ class SinkSchemaError(DbusError):
 
 
 class SinkError(DbusError):
-    """The target database refused a statement or could not be reached; names the table."""
+    """The target database refused a statement or could not be reached; names the table. ``retriable``
+    when the connection failed (``dbuslib.retry.transient``), not when a statement was refused."""
 
     code = "CLIENT_SINK_FAILED"
     retriable = True
@@ -523,4 +525,6 @@ class _errors:
         if isinstance(err, sa.exc.SQLAlchemyError):
             detail = getattr(err, "orig", None) or err
             msg = f"replica {self.where}: {type(detail).__name__}: {detail}"
-            raise SinkError(msg) from err
+            error = SinkError(msg)
+            error.retriable = transient(err)  # a lost connection is worth retrying, a refused statement not
+            raise error from err
