@@ -22,8 +22,8 @@ Its JSON form (``to_json``; ``version`` 1, every field documented in docs/client
 
 ``ums_id`` and ``seqno`` are decimal strings, as in UMS: JSON readers that hold numbers as doubles lose
 digits past 2^53. ``load_checkpoint`` errors (``CLIENT_BAD_CHECKPOINT``) name the file and the field.
-Stores sit behind ``CheckpointStore`` (``load``/``save``); ``FileCheckpointStore`` is the first, with
-ZooKeeper and the sink's own database to come.
+Stores sit behind ``CheckpointStore`` (``load``/``save``): ``FileCheckpointStore`` here,
+``ZkCheckpointStore`` (dbusclient/checkpoint_zk.py) and the SQL sink's ``SqlCheckpointStore``.
 """
 
 from __future__ import annotations
@@ -310,7 +310,7 @@ class _Reader:
 
 
 class CheckpointStore(Protocol):
-    """Where a consumer keeps its checkpoint: a file now; ZooKeeper and the sink's database later."""
+    """Where a consumer keeps its checkpoint: a file, a ZooKeeper node, or the sink's own database."""
 
     def load(self) -> Checkpoint | None:
         """The saved checkpoint, or None when none was ever saved."""

@@ -18,6 +18,8 @@ The tree of source ``demo``, by example::
     /DBus/HeartBeat/demo/leader                      heartbeat_leader: the heartbeat writer's lock
     /DBus/HeartBeat/demo/alerts                      heartbeat_alerts: the monitor's open alerts
     /DBus/HeartBeat/demo/alerts/shop.orders.stale    alert(base, key): one open alert (heartbeat/incidents.py)
+    /DBus/Client/orders-replica                      client(root, name): one consumer client's nodes
+    /DBus/Client/orders-replica/checkpoint           client_checkpoint: its checkpoint (checkpoint_zk.py)
 
 ``pull*`` and ``alert`` take the node of their parent (``base``), which the stores hold, instead of the root.
 These are the paths a deployed ZooKeeper tree already has: tests/unit/test_zk_paths.py pins each one.
@@ -31,6 +33,7 @@ from dbuslib.zk import escape
 
 EXTRACTOR, APPENDER, FULLPULLER, HEARTBEAT = "Extractor", "Appender", "FullPuller", "HeartBeat"
 LOGPROCESSOR = "LogProcessor"
+CLIENT = "Client"
 _EPOCH = "epoch"
 
 
@@ -113,3 +116,13 @@ def alert(base: str, key: str) -> str:
     """One open alert's node: ``base`` is ``heartbeat_alerts(root, ds)``, ``key`` is
     ``<schema>.<table>.<kind>`` (heartbeat.incidents.alert_key)."""
     return join(base, key)
+
+
+def client(root: str, name: str) -> str:
+    """One consumer client's nodes; ``name`` is the consumer's own (one per process that saves a
+    checkpoint: members of a group each hold their own partitions' positions)."""
+    return join(root, CLIENT, name)
+
+
+def client_checkpoint(root: str, name: str) -> str:
+    return join(client(root, name), "checkpoint")

@@ -136,6 +136,8 @@ def test_every_node_dbus_uses_keeps_its_path_for_an_ordinary_name():
         "hb_leader": zkpaths.heartbeat_leader(r, "demo"),
         "alerts": alerts,
         "alert": zkpaths.alert(alerts, "shop.orders.stale"),
+        "client": zkpaths.client(r, "orders-replica"),
+        "client_checkpoint": zkpaths.client_checkpoint(r, "orders-replica"),
     } == {
         "extractor": "/DBus/Extractor/demo",
         "leader": "/DBus/Extractor/demo/leader",
@@ -152,6 +154,8 @@ def test_every_node_dbus_uses_keeps_its_path_for_an_ordinary_name():
         "hb_leader": "/DBus/HeartBeat/demo/leader",
         "alerts": "/DBus/HeartBeat/demo/alerts",
         "alert": "/DBus/HeartBeat/demo/alerts/shop.orders.stale",
+        "client": "/DBus/Client/orders-replica",
+        "client_checkpoint": "/DBus/Client/orders-replica/checkpoint",
     }
 
 
@@ -159,6 +163,7 @@ def test_the_stages_build_their_nodes_with_zkpaths():
     cfg = CFG.model_copy(update={"root": "/other"})
     assert zkpaths.extractor_position(cfg.root, "d.s") == "/other/Extractor/d.s/position"
     assert zkpaths.heartbeat_leader("/DBus", "a/b") == "/DBus/HeartBeat/a%2Fb/leader"
+    assert zkpaths.client_checkpoint(cfg.root, "..") == "/other/Client/%2E%2E/checkpoint"
     assert (
         ProgressStore(None, zkpaths.fullpuller("/DBus", "demo")).shard_path(Progress(7, "..", "t"), 3)
         == "/DBus/FullPuller/demo/%2E%2E/t/7/shards/3"
