@@ -3,8 +3,9 @@
     dbus status --source demo [--window MINUTES] [--json]
 
 It reads, and never writes: the extractor's leader, epoch and committed position from ZooKeeper
-(extractor/commands.py), the latest points of ``dbus_extractor``, ``dbus_stage`` and ``dbus_heartbeat``
-from the time-series server, the dead letters of the last hour (``dbus_dead_letter``, counted by the heartbeat
+(extractor/commands.py), the latest points of ``dbus_extractor``, ``dbus_stage``, ``dbus_heartbeat`` and
+``dbus_client`` (the consumer clients of the source, dbusclient/metrics.py) from the time-series server,
+the dead letters of the last hour (``dbus_dead_letter``, counted by the heartbeat
 monitor), the running full pulls (``<root>/FullPuller/<ds>``) and the heartbeat monitor's open alerts
 (``<root>/HeartBeat/<ds>/alerts``). ``--json`` prints the :class:`Snapshot`, e.g.::
 
@@ -14,6 +15,9 @@ monitor), the running full pulls (``<root>/FullPuller/<ds>``) and the heartbeat 
                    "position_lag_s": 0.8, "lag_s": 1.2, "metrics_age_s": 4.0},
      "stages": [{"stage": "extractor", "rows_per_s": 812.0, "lag_records": null, "batch_ms": null,
                  "age_s": 4.0}, ...],
+     "clients": [{"client": "orders-replica", "rows_per_s": 6000.0, "applied_per_s": 5987.0,
+                  "lag_records": 1200, "mode": "BOOTSTRAP_SNAPSHOT", "pulls": 2, "pulls_ended": 1,
+                  "bootstrap_rows": 420001, "age_s": 3.0}],
      "heartbeats": [{"schema": "shop", "table": "orders", "latency_ms": 1234.5, "rows": 120,
                      "age_s": 32.0}],
      "dead_letters": [{"stage": "appender", "code": "RAW_UNDECODABLE", "count": 3, "origin": "shop.orders",
@@ -43,11 +47,12 @@ if TYPE_CHECKING:
     from heartbeat.incidents import Alert
 
 from binlog import heartbeat as hbt
+from dbusclient import metrics as client_metrics
 
 STAGES = ("extractor", "dispatcher", "appender")
 DESCRIPTION = (
     "Read the extractor's leader, epoch and committed position from ZooKeeper, the newest "
-    "dbus_extractor, dbus_stage and dbus_heartbeat points and the last hour's dead letters from "
+    "dbus_extractor, dbus_stage, dbus_client and dbus_heartbeat points and the last hour's dead letters from "
     "the time-series server, running full pulls and the heartbeat monitor's open alerts; print "
     "one screen (or --json). Exit 1 "
     "when a part could not be read (it is named), 0 otherwise."
@@ -86,6 +91,23 @@ class StageRate:
     batch_ms: float | None = None
     age_s: float | None = None
     waiting: bool = False  # the query waits for the cluster's resources (no executor, too few task slots)
+
+
+@dataclass(frozen=True)
+class ClientStatus:
+    """The newest ``dbus_client`` point of one consumer client of the source within the window
+    (dbusclient/metrics.py): rows read and applied per second, records behind the result topics (None:
+    not known), its checkpoint's mode with its pulls (ended of all) and snapshot rows, and its age (s)."""
+
+    client: str
+    rows_per_s: float
+    applied_per_s: float | None
+    lag_records: int | None
+    mode: str
+    pulls: int
+    pulls_ended: int
+    bootstrap_rows: int
+    age_s: float
 
 
 @dataclass(frozen=True)
@@ -143,6 +165,7 @@ class Snapshot:
     window_s: int
     extractor: ExtractorStatus = field(default_factory=ExtractorStatus)
     stages: tuple[StageRate, ...] = ()
+    clients: tuple[ClientStatus, ...] = ()
     heartbeats: tuple[TableHeartbeat, ...] = ()
     dead_letters: tuple[DeadLetterCount, ...] = ()
     fullpulls: tuple[FullPullStatus, ...] = ()
@@ -218,6 +241,27 @@ def _render_stages(stages: tuple[StageRate, ...], window_s: int) -> list[str]:
     return lines
 
 
+def _bootstrap(c: ClientStatus) -> str:
+    if c.mode == "ONLINE":
+        return "online"
+    phase = {"BOOTSTRAP_SNAPSHOT": "snapshot", "BOOTSTRAP_CATCHUP": "catch-up"}.get(c.mode, c.mode)
+    return f"bootstrap {phase}: {c.pulls_ended}/{c.pulls} pulls ended, {c.bootstrap_rows:,} rows"
+
+
+def _render_clients(clients: tuple[ClientStatus, ...], window_s: int) -> list[str]:
+    if not clients:
+        return [f"clients        none in the last {window_s / 60:g} minutes"]
+    width = max(len("client"), *(len(c.client) for c in clients))
+    lines = [f"clients        {'client':<{width}}  {'rows/s':>9} {'lag records':>12} {'as of':>11}   state"]
+    for c in clients:
+        lag = "-" if c.lag_records is None else f"{c.lag_records:,}"
+        lines.append(
+            f"               {c.client:<{width}}  {_num(c.rows_per_s):>9} {lag:>12} {_ago(c.age_s):>11}   "
+            f"{_bootstrap(c)}"
+        )
+    return lines
+
+
 def _render_heartbeats(beats: tuple[TableHeartbeat, ...]) -> list[str]:
     if not beats:
         return ["heartbeats     none in the last day"]
@@ -279,6 +323,7 @@ def render(s: Snapshot) -> str:
     lines = [f"source {s.source} at {_utc(s.taken_at)}", ""]
     lines += _render_extractor(s.extractor) + [""]
     lines += _render_stages(s.stages, s.window_s) + [""]
+    lines += _render_clients(s.clients, s.window_s) + [""]
     lines += _render_heartbeats(s.heartbeats) + [""]
     lines += _render_dead_letters(s.dead_letters) + [""]
     lines += _render_fullpulls(s.fullpulls) + [""]
@@ -359,6 +404,28 @@ def _extractor_status(
         lag_s=lag,
         metrics_age_s=None if metrics is None else _age(metrics, now),
     )
+
+
+def clients(points: dict[tuple, dict[str, Any]], now: float) -> tuple[ClientStatus, ...]:
+    """One ClientStatus per client of the newest ``dbus_client`` points (``last_points`` by client),
+    sorted by name."""
+    out = []
+    for (name,), p in sorted((k, v) for k, v in points.items() if None not in k):
+        applied, lag = p.get("applied_per_s"), p.get("lag_records")
+        out.append(
+            ClientStatus(
+                name,
+                float(p.get(client_metrics.RATE_FIELD) or 0.0),
+                None if applied is None else float(applied),
+                None if lag is None else int(lag),
+                str(p.get("mode") or "ONLINE"),
+                int(p.get("pulls") or 0),
+                int(p.get("pulls_ended") or 0),
+                int(p.get("bootstrap_rows") or 0),
+                _age(p, now),
+            )
+        )
+    return tuple(out)
 
 
 def heartbeats(points: dict[tuple, dict[str, Any]], now: float) -> tuple[TableHeartbeat, ...]:
@@ -530,6 +597,17 @@ class _Collector:
             ),
             {},
         )
+        consumers = self.attempt(
+            client_metrics.MEASUREMENT,
+            lambda: self.influx_last(
+                client_metrics.MEASUREMENT,
+                client_metrics.RATE_FIELD,
+                (client_metrics.TAG_CLIENT,),
+                window,
+                client_metrics.STATUS_FIELDS,
+            ),
+            {},
+        )
         lookback = max(hbt.LOOKBACK_S, self.window_s)
         beats = self.attempt(
             "dbus_heartbeat",
@@ -544,6 +622,7 @@ class _Collector:
             self.window_s,
             extractor=_extractor_status(info, ext.get(()), self.now),
             stages=stage_rates(ext.get(()), stages, self.now),
+            clients=clients(consumers, self.now),
             heartbeats=heartbeats(beats, self.now),
             dead_letters=letters,
             fullpulls=pulls,
@@ -752,7 +831,7 @@ class _LogCollector(_Collector):
 def add_parsers(sub: Any) -> None:
     st = sub.add_parser(
         "status",
-        help="one screen: extractor leader/position/lag, stage rows/s, heartbeats, "
+        help="one screen: extractor leader/position/lag, stage rows/s, consumer clients, heartbeats, "
         "dead letters, full pulls, open alerts",
         description=DESCRIPTION,
     )
@@ -762,7 +841,7 @@ def add_parsers(sub: Any) -> None:
         type=float,
         default=10.0,
         metavar="MINUTES",
-        help="stage rates older than this read 'no data' (default: %(default)s)",
+        help="stage and client rates older than this read 'no data' (default: %(default)s)",
     )
     st.add_argument("--json", action="store_true", help="print the snapshot as JSON")
     st.set_defaults(handler=cli)

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cli.status import (
+    ClientStatus,
     DeadLetterCount,
     ExtractorStatus,
     FullPullStatus,
@@ -17,6 +18,7 @@ from cli.status import (
     TableHeartbeat,
     add_parsers,
     cli,
+    clients,
     dead_letter_query,
     dead_letters,
     heartbeats,
@@ -373,3 +375,58 @@ def test_render_of_a_stage_waiting_for_resources_says_so():
     screen = render(Snapshot("demo", NOW, 300, stages=stages))
     assert "dispatcher waiting for resources: the cluster runs fewer of its tasks than it needs" in screen
     assert screen.count("waiting for resources") == 1
+
+
+def test_clients_come_from_the_newest_dbus_client_points_sorted_by_name():
+    points = last_points(
+        [
+            _series(
+                ["lag_records", "mode", "pulls", "pulls_ended", "bootstrap_rows", "applied_per_s", "errors"],
+                [_t(3), 6000.0, 1200, "BOOTSTRAP_SNAPSHOT", 2, 1, 420001, 5987.0, 0],
+                client="orders-replica",
+            ),
+            _series(
+                ["lag_records", "mode", "pulls", "pulls_ended", "bootstrap_rows", "applied_per_s", "errors"],
+                [_t(40), 0.0, None, "ONLINE", 0, 0, 0, 0.0, 0],
+                client="audit",
+            ),
+        ],
+        "rows_per_s",
+        ("client",),
+    )
+    assert clients(points, NOW) == (
+        ClientStatus("audit", 0.0, 0.0, None, "ONLINE", 0, 0, 0, 40.0),
+        ClientStatus("orders-replica", 6000.0, 5987.0, 1200, "BOOTSTRAP_SNAPSHOT", 2, 1, 420001, 3.0),
+    )
+
+
+def test_the_screen_and_the_json_show_the_clients():
+    snap = Snapshot(
+        "demo",
+        NOW,
+        600,
+        clients=(
+            ClientStatus("audit", 0.0, 0.0, None, "ONLINE", 0, 0, 0, 40.0),
+            ClientStatus("orders-replica", 6000.0, 5987.0, 1200, "BOOTSTRAP_SNAPSHOT", 2, 1, 420001, 3.0),
+        ),
+    )
+    screen = render(snap)
+    for expected in [
+        "clients        client             rows/s  lag records       as of   state",
+        "               audit                 0.0            -    40 s ago   online",
+        "               orders-replica    6,000.0        1,200     3 s ago   bootstrap snapshot: 1/2 pulls "
+        "ended, 420,001 rows",
+    ]:
+        assert expected in screen, f"{expected!r} not in\n{screen}"
+    assert json.loads(snap.to_json())["clients"][1] == {
+        "client": "orders-replica",
+        "rows_per_s": 6000.0,
+        "applied_per_s": 5987.0,
+        "lag_records": 1200,
+        "mode": "BOOTSTRAP_SNAPSHOT",
+        "pulls": 2,
+        "pulls_ended": 1,
+        "bootstrap_rows": 420001,
+        "age_s": 3.0,
+    }
+    assert "clients        none in the last 10 minutes" in render(Snapshot("demo", NOW, 600))
