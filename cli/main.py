@@ -194,7 +194,7 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_parser(sub).set_defaults(handler=_submit)
 
     from appender import commands as appender_commands
-    from cli import logrules, logs, status
+    from cli import logrules, logs, replicate, status
     from extractor import commands as extractor_commands
     from fullpuller import commands as fullpuller_commands
     from heartbeat import commands as heartbeat_commands
@@ -206,6 +206,7 @@ def _parser() -> argparse.ArgumentParser:
     status.add_parsers(sub)  # status --source DS
     logs.add_parsers(sub)  # logs shipper-conf
     logrules.add_parsers(sub)  # logrules tables|add-table|import|export|show|group|test|publish|reload
+    replicate.add_parsers(sub)  # replicate (the consumer client into MariaDB/PostgreSQL)
 
     dm = sub.add_parser("demo", help="run the demo on the local stack (make demo)")
     dm.add_argument("--source", default="demo", help="source name (default: %(default)s)")

@@ -339,6 +339,7 @@ class Consumer:
         self._started = False
         self._owns_producer = False  # closed by ``close`` (``connect`` made it)
         self._assigned_now: list[Any] = []  # assigned by the group during the last poll: to seek
+        self._rebalanced = False  # the group assigned partitions (maybe none) during the last poll
 
     @classmethod
     def connect(
@@ -412,7 +413,8 @@ class Consumer:
     def poll_once(self) -> int:
         """One window: poll, decode, merge, callbacks, checkpoint. Returns the number of records read."""
         batch = self.kafka.poll(timeout_ms=self.config.poll_timeout_ms, max_records=self.config.max_records)
-        if self._assigned_now:
+        if self._rebalanced:
+            self._rebalanced = False
             # kafka-python's listener may not block (no offset requests in it): the partitions assigned
             # during this poll are sought here, and what the poll read of them, from the group's default
             # position, is dropped (read again from the right offset by the next poll)
@@ -434,13 +436,16 @@ class Consumer:
             return
         offsets = self.checkpoint.offsets()
         earliest = self.kafka.beginning_offsets(list(partitions))
-        missing, gone = [], []
+        missing, gone, moved_on = [], [], set()
         for tp in sorted(partitions):
-            known = [o for o in (offsets.get((tp.topic, tp.partition)), self._committed(tp)) if o is not None]
+            mine, committed = offsets.get((tp.topic, tp.partition)), self._committed(tp)
+            known = [o for o in (mine, committed) if o is not None]
             if not known:
                 missing.append(tp)
                 continue
             offset = max(known)
+            if committed is not None and (mine is None or committed > mine):
+                moved_on.add(tp.topic)
             if offset < earliest[tp]:
                 log.warning(
                     "%s/%d: offset %d is gone (earliest %d)", tp.topic, tp.partition, offset, earliest[tp]
@@ -448,6 +453,8 @@ class Consumer:
                 gone.append((tp, offset))
             else:
                 self.kafka.seek(tp, offset)
+        if moved_on:
+            self._drop_pulls(moved_on)
         if not self.config.bootstrap:
             if gone:
                 tp, offset = gone[0]
@@ -487,6 +494,24 @@ class Consumer:
                 return
             boot = replace(boot, pulls=pulls)
         self.checkpoint = replace(cp, partitions=kept, bootstrap=boot)
+
+    def _drop_pulls(self, topics: set[str]) -> None:
+        """Another member of the group read these topics past this member's checkpoint: the pending pulls
+        of their tables are no longer this member's to follow (the other member merged what it read of
+        them, end marker included maybe; what is still to come merges by the same rule)."""
+        boot = self.checkpoint.bootstrap
+        if boot is None:
+            return
+        pulls = tuple(p for p in boot.pulls if self._topic_of(p) not in topics)
+        if len(pulls) == len(boot.pulls):
+            return
+        log.info(
+            "the group read past the pending pull(s) of %s: not followed here", ", ".join(sorted(topics))
+        )
+        if pulls:
+            self.checkpoint = replace(self.checkpoint, bootstrap=replace(boot, pulls=pulls))
+        else:
+            self.checkpoint = Checkpoint(Mode.ONLINE, self.checkpoint.partitions)
 
     def _committed(self, tp: Any) -> int | None:
         if self.config.group_id is None:
@@ -748,6 +773,7 @@ class _Listener(ConsumerRebalanceListener):
 
     def on_partitions_assigned(self, assigned: Any) -> None:
         self.consumer._assigned_now.extend(assigned)
+        self.consumer._rebalanced = True
 
 
 def _marker(kind: bytes, headers: Mapping[str, bytes], where: str) -> tuple[str, int, int | None]:

@@ -1,6 +1,7 @@
 """Verify: does a reconciled snapshot equal the live source table?
 
 Usage: dbus verify --source demo --table shop.orders --snapshot /data/orders.parquet [--limit 20]
+       dbus verify --source demo --table shop.orders --replica URL [--replica-table NAME]
 
 The source is read in key-range shards (``fullpuller.split``), each row rendered to UMS values by the
 reference encoder ``ums.values`` (not by the full puller's SQL rendering: an independent check), masked
@@ -12,6 +13,13 @@ two are compared by key. Output, differing keys first (up to ``--limit`` of each
     extra in snapshot: id=99
     different: id=42
     shop.orders: 1000 source rows, 1000 snapshot rows: 1 missing in snapshot, 1 extra in snapshot, 1 different
+
+``--replica URL`` compares a replica that ``dbus replicate`` keeps (MariaDB or PostgreSQL, a SQLAlchemy
+URL) instead of a snapshot: its table (``--replica-table``, default the source table's name) is read and
+rendered to UMS values from the types the replica's columns were made from; the replicate's own columns
+(``ums_id_``, ``ums_uid_``) are not compared::
+
+    dbus verify --source demo --table shop.orders --replica postgresql+psycopg://dbus:dbus@127.0.0.1:15432/replica
 
 Exit codes: 0 equal, 1 different (or the column sets differ), 2 bad configuration or arguments,
 3 an endpoint could not be reached.
@@ -325,18 +333,92 @@ def snapshot_pairs(path: str, lay: Layout) -> tuple[Iterator[Pair], tuple[str, .
     return lay.pairs(rows()), only_source, only_snapshot
 
 
+def replica_pairs(
+    url: str, name: str, lay: Layout
+) -> tuple[Iterator[Pair], tuple[str, ...], tuple[str, ...]]:
+    """(key, digest) of every row of the replica table ``name`` in the database of ``url`` (dbus replicate's,
+    dbusclient/sink_sql.py), and the columns only in the source / only in the replica (``ums_*`` aside)."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            have_cols = [c["name"] for c in sa.inspect(conn).get_columns(name)]
+    except sa.exc.NoSuchTableError:
+        engine.dispose()
+        msg = f"replica {engine.url.render_as_string(hide_password=True)}: no table {name}"
+        raise VerifyError(msg) from None
+    except sa.exc.SQLAlchemyError as e:
+        engine.dispose()
+        msg = f"replica {engine.url.render_as_string(hide_password=True)}: {e}"
+        raise VerifyError(msg) from e
+    have = [n for n in have_cols if n not in SYSTEM_NAMES]
+    only_source = tuple(n for n in lay.names if n not in have)
+    only_replica = tuple(n for n in have if n not in lay.names)
+    if any(lay.names[i] in only_source for i in lay.key):
+        engine.dispose()
+        msg = f"replica table {name}: key column(s) {[lay.names[i] for i in lay.key]} missing"
+        raise VerifyError(msg)
+    present = [i for i, n in enumerate(lay.names) if n in have]
+    render = replica_renderer(lay)
+    table = sa.table(name, *[sa.column(lay.names[i]) for i in present])
+
+    def rows() -> Iterator[tuple]:
+        try:
+            with engine.connect() as conn:
+                result = conn.execution_options(stream_results=True, yield_per=20_000).execute(
+                    sa.select(table)
+                )
+                for r in result:
+                    row: list[object] = [None] * len(lay.names)
+                    for i, v in zip(present, r, strict=True):
+                        row[i] = v
+                    yield render(row)
+        finally:
+            engine.dispose()
+
+    return lay.pairs(rows()), only_source, only_replica
+
+
+def replica_renderer(lay: Layout) -> Callable[[Sequence[object]], tuple]:
+    """A replica row (SQLAlchemy values of dbusclient.sink_sql's column types) -> UMS wire values, so
+    that it hashes as the source's rendering does: DATE/DATETIME with the source column's digits, BINARY
+    in base64, BOOLEAN from MariaDB's 0/1, integers from DECIMAL(20,0); the rest as read."""
+    specs = [(t, ValueFormat(c.fsp, c.members), c.name) for c, t in zip(lay.columns, lay.types, strict=True)]
+
+    def one(spec: tuple[UmsType, ValueFormat, str], value: object) -> object:
+        ums_type, fmt, name = spec
+        if value is None:
+            return None
+        if ums_type in (UmsType.INT, UmsType.LONG):
+            return int(value)  # type: ignore[call-overload]
+        if ums_type is UmsType.BOOLEAN:
+            return bool(value)
+        if ums_type in (UmsType.DATE, UmsType.DATETIME, UmsType.BINARY):
+            return encode_value(ums_type, bytes(value) if isinstance(value, memoryview) else value, fmt, name)
+        return value
+
+    def render(row: Sequence[object]) -> tuple:
+        return tuple(map(one, specs, row))
+
+    return render
+
+
 def verify(
     cfg: DbusConfig,
     ds: str,
     schema: str,
     table: str,
-    snapshot: str,
+    snapshot: str | None = None,
     *,
+    replica: str | None = None,
+    replica_table: str | None = None,
     limit: int = 20,
     shard_size: int = 100_000,
     workers: int = 2,
 ) -> Comparison:
-    """Compare the snapshot at ``snapshot`` with the live ``schema.table`` of source ``ds``."""
+    """Compare the snapshot at ``snapshot`` (or the replica table in the database of ``replica``) with the
+    live ``schema.table`` of source ``ds``."""
     from dbuslib import mysql
     from fullpuller import catalog, split
     from ums.masking import compile_rules
@@ -352,7 +434,13 @@ def verify(
     finally:
         db.close()
     lay, _ = layout(info.columns, info.primary_key, schema, table, compile_rules(src.masking))
-    snap, only_source, only_snapshot = snapshot_pairs(snapshot, lay)
+    if replica is not None:
+        snap, only_source, only_snapshot = replica_pairs(replica, replica_table or table, lay)
+    elif snapshot is not None:
+        snap, only_source, only_snapshot = snapshot_pairs(snapshot, lay)
+    else:
+        msg = f"{schema}.{table}: nothing to verify: give a snapshot or a replica"
+        raise VerifyError(msg)
     tasks = [ShardTask(cfg, ds, schema, table, info.columns, info.primary_key, s.where) for s in shards]
     extra = (only_source, only_snapshot, info.primary_key)
     if workers <= 1 or len(tasks) <= 1:
@@ -369,7 +457,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``dbus verify``."""
     p.add_argument("--source", required=True, help="source name under 'sources'")
     p.add_argument("--table", required=True, help="schema.table to verify")
-    p.add_argument("--snapshot", required=True, help="the snapshot folder reconcile wrote (Parquet)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--snapshot", help="the snapshot folder reconcile wrote (Parquet)")
+    what.add_argument(
+        "--replica", metavar="URL", help="a replica dbus replicate keeps: its database's SQLAlchemy URL"
+    )
+    p.add_argument("--replica-table", help="the replica table's name (default: the source table's)")
     p.add_argument("--limit", type=int, default=20, help="keys printed per kind of difference (default: 20)")
     p.add_argument("--shard-size", type=int, default=100_000, help="source rows per key-range shard")
     p.add_argument("--workers", type=int, default=2, help="processes hashing source shards (default: 2)")
@@ -392,6 +485,8 @@ def cli(args: argparse.Namespace) -> int:
         parts[0],
         parts[1],
         args.snapshot,
+        replica=args.replica,
+        replica_table=args.replica_table,
         limit=args.limit,
         shard_size=args.shard_size,
         workers=args.workers,

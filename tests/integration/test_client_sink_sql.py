@@ -4,13 +4,12 @@ MARIADB_PORT (13306) and POSTGRESQL_PORT (15432), account dbus/dbus."""
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from replica_env import SERVERS, fresh_database
 
 from dbusclient.checkpoint import Checkpoint
 from dbusclient.decode import RowChange, TableRef
@@ -21,11 +20,6 @@ from ums.types import UmsType
 
 pytestmark = pytest.mark.integration
 
-HOST = "127.0.0.1"
-SERVERS = {
-    "mariadb": f"mysql+pymysql://dbus:dbus@{HOST}:{os.environ.get('MARIADB_PORT', '13306')}",
-    "postgresql": f"postgresql+psycopg://dbus:dbus@{HOST}:{os.environ.get('POSTGRESQL_PORT', '15432')}",
-}
 T = TableRef("demo", "shop", "orders")
 KEYS = {"shop.orders": ("id",)}
 V1 = (
@@ -41,21 +35,8 @@ V1 = (
 @pytest.fixture(params=sorted(SERVERS))
 def url(request) -> Iterator[str]:
     """A fresh database on the stack's MariaDB or PostgreSQL: its SQLAlchemy URL."""
-    base = SERVERS[request.param]
-    name = f"dbus_test_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(f"{base}/dbus", isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"CREATE DATABASE {name}"))
-    except sa.exc.OperationalError as e:
-        pytest.fail(f"{request.param} is not available ({e}); start the local stack with `make stack-up`")
-    yield f"{base}/{name}"
-    with admin.connect() as conn:
-        if request.param == "postgresql":
-            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        else:
-            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))
-    admin.dispose()
+    with fresh_database(request.param) as made:
+        yield made
 
 
 @pytest.fixture

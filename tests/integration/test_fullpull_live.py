@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import random
-import threading
-import time
 import uuid
 
 import pytest
 from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus, wait_for_row
 from helpers import wait_until
+from live_workload import DDL, FILL, Workload
 from pipeline_env import make_pipeline_env
 
 from cli.stages import Stages
@@ -26,66 +24,6 @@ from dbuslib import kafka, mysql
 
 pytestmark = pytest.mark.integration
 ROWS = int(os.environ.get("FULLPULL_LIVE_ROWS", "1000000"))
-DDL = (
-    "CREATE TABLE live (id INT PRIMARY KEY, customer VARCHAR(40) NOT NULL, amount DECIMAL(12,2), "
-    "status ENUM('new','paid','shipped'), note TEXT, placed DATETIME(3), score DOUBLE)"
-)
-FILL = (
-    "INSERT INTO live SELECT seq, CONCAT('customer ', seq % 9973), (seq % 100000) / 100, "
-    "ELT(1 + seq % 3, 'new', 'paid', 'shipped'), IF(seq % 10 = 0, NULL, CONCAT('n', seq)), "
-    "TIMESTAMP('2024-01-02 03:04:05.123') + INTERVAL seq SECOND, seq / 7 FROM seq_1_to_{n}"
-)
-
-
-class Workload(threading.Thread):
-    """Random single-row inserts, updates and deletes on ``live`` until stopped (autocommit each)."""
-
-    def __init__(self, source, database: str) -> None:
-        super().__init__(daemon=True)
-        self.db = mysql.connect(source.mysql, database, as_writer=True)
-        self.stop_flag = threading.Event()
-        self.counts = {"insert": 0, "update": 0, "delete": 0}
-        self.next_id = ROWS + 1
-        self.error: BaseException | None = None
-
-    def total(self) -> int:
-        """Writes so far; fails at once if the workload died."""
-        assert self.error is None, self.error
-        return sum(self.counts.values())
-
-    def run(self) -> None:
-        rnd = random.Random(5)
-        try:
-            with self.db.cursor() as cur:
-                while not self.stop_flag.is_set():
-                    op = rnd.choice(("insert", "update", "update", "delete"))
-                    if op == "insert":
-                        cur.execute(
-                            "INSERT INTO live VALUES (%s, %s, %s, 'new', %s, NOW(3), %s)",
-                            (
-                                self.next_id,
-                                f"live {self.next_id}",
-                                rnd.randint(1, 10**6) / 100,
-                                "inserted",
-                                rnd.random(),
-                            ),
-                        )
-                        self.next_id += 1
-                    elif op == "update":
-                        cur.execute(
-                            "UPDATE live SET amount = %s, status = 'paid', note = %s WHERE id = %s",
-                            (
-                                rnd.randint(1, 10**6) / 100,
-                                f"upd é {rnd.random()}",
-                                rnd.randint(1, self.next_id),
-                            ),
-                        )
-                    else:
-                        cur.execute("DELETE FROM live WHERE id = %s", (rnd.randint(1, self.next_id),))
-                    self.counts[op] += 1
-                    time.sleep(0.002)
-        except BaseException as e:
-            self.error = e
 
 
 def test_a_full_pull_under_live_writes_reconciles_to_an_exact_copy(tmp_path, source):
@@ -98,7 +36,7 @@ def test_a_full_pull_under_live_writes_reconciles_to_an_exact_copy(tmp_path, sou
         cur.execute(FILL.format(n=ROWS))  # before the extractor's start position: only the pull has these
     env = make_pipeline_env(tmp_path, database)
     stages = Stages(env.cfg, env.ds, tmp_path / "stage-logs")
-    workload = Workload(source, database)
+    workload = Workload(source, database, ROWS + 1)
     try:
         for stage in ("extractor", "dispatcher", "appender", "fullpuller"):
             stages.start(stage)

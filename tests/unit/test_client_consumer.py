@@ -501,6 +501,33 @@ def test_a_rebalance_during_a_bootstrap_keeps_the_pull_and_the_position() -> Non
     assert store.checkpoint is not None and store.checkpoint.offsets() == {(TOPIC, 0): 3}
 
 
+def test_a_pull_another_member_read_past_is_not_awaited_and_a_member_without_partitions_is_online() -> None:
+    broker = Broker(partitions=2)
+    store_a = MemoryStore(None)
+    a, _ = make(broker, Sink(), store_a)  # joins alone: both partitions, no position -> a pull
+    a.poll_once()
+    assert a.checkpoint.mode is Mode.BOOTSTRAP_SNAPSHOT
+    seqno = int(broker.requests()[0].payload["SEQNO"])
+    assert isinstance(a.kafka, FakeKafka)
+    a.kafka.move([])  # b joins and takes both partitions: a has none left
+    a.poll_once()
+    assert a.checkpoint.mode is Mode.ONLINE and a.checkpoint.partitions == ()
+    kafka_b = FakeKafka(broker)
+    kafka_b.pending = [TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)]
+    sink_b = Sink()
+    b, _ = make(broker, sink_b, MemoryStore(None), kafka=kafka_b)
+    for kind in ("start", "end"):  # b reads the whole pull, past a's checkpoint
+        value, headers = marker(kind, seqno, 95)
+        broker.append(value, headers=headers)
+    broker.append(message([(96, "i", 96 * 10**6, 1, "v")]))
+    drain(b)
+    assert sink_b.rows == {(1,): {"id": "1", "v": "v"}}
+    # b goes; a gets the partitions back at b's committed offsets and a checkpoint still pending the pull
+    a2, _ = make(broker, Sink(), MemoryStore(store_a.checkpoint))
+    drain(a2)
+    assert a2.checkpoint.mode is Mode.ONLINE and len(broker.requests()) == 1
+
+
 @st.composite
 def histories(draw: Any) -> dict[str, Any]:
     """Random writes to keys 0-4 at ums_id 1..n, a pull at a random position, an interleaving."""
