@@ -17,10 +17,24 @@ from ``int``, a JSON number, to ``long``, a JSON string) and between a full pull
 
 UMS does not say which columns form the key: the consumer gives them per table (``Decoder(keys)``), as
 ``dbus reconcile --primary-key`` does.
+
+**The fast path.** ``ums.encoding.from_json`` checks every value of every tuple against its field's type,
+most of the time of a row. ``Decoder.read_json``, which the consumer uses, trusts the appender for the
+user values: a message's protocol and schema are read checked the first time their JSON is seen (the
+whole message checked: ``read_checked``), and a later message with the same protocol and schema JSON is
+taken with them, each tuple checked for what the row change is made of: a JSON array of as many values as
+fields, an ``ums_op_`` its protocol allows, ``ums_id_`` and ``ums_uid_`` of decimal digits, an ``ums_ts_``
+string, and key values that are not null and decode (``decode_value``). The other values reach
+``RowChange.values`` unchecked (a sink decodes them: ``dbusclient.sink_sql`` refuses a value that does not
+decode, naming the column). A record that does not pass is read checked, so whatever its bytes it gives
+row changes or a ``BadRowError`` naming the record; a valid message gives the same row changes both ways
+(tests/unit/test_client_decode.py plays both with hypothesis).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,12 +44,16 @@ from ums.avro import decode_avro
 from ums.decode import decode_value
 from ums.encoding import from_json
 from ums.errors import UmsError
-from ums.message import SYSTEM_NAMES, Op, ProtocolType, UmsMessage
+from ums.message import ALLOWED_OPS, SYSTEM_FIELDS, Op, ProtocolType, UmsMessage, UmsSchema
 from ums.namespace import Namespace
-from ums.scalars import JsonValue
+from ums.scalars import INT_MAX, INT_MIN, JsonValue
+from ums.types import UmsType
 
 DATA_PROTOCOLS = frozenset({ProtocolType.DATA_INCREMENT_DATA, ProtocolType.DATA_INITIAL_DATA})
 _OPS = {op.value: op for op in Op}
+_SHAPES_KEPT = 1024  # protocol and schema pairs the fast path remembers per Decoder (then starts again)
+# what reading a message that is not as the appender writes it raises on the fast path: read it checked
+_NOT_FAST = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError)
 
 
 class BadRowError(DbusError):
@@ -91,6 +109,11 @@ class RowChange:
         return self.op is Op.DELETE or self.op is Op.BEFORE
 
 
+# the slot setters of RowChange's fields, in field order (a field added to RowChange breaks this unpacking
+# in _changes, loudly, rather than leave it unset)
+_SETTERS = tuple(getattr(RowChange, f.name).__set__ for f in dataclasses.fields(RowChange))
+
+
 class Decoder:
     """Row changes of the data messages of the tables in ``keys``: ``"schema.table"`` -> key columns,
     e.g. ``Decoder({"shop.orders": ("id",)})``. A table of any source matches by schema and table."""
@@ -109,6 +132,7 @@ class Decoder:
                 msg = f"key columns of {name!r}: none given"
                 raise BadRowError(msg)
             self._keys[schema_table] = tuple(columns)
+        self._shapes: dict[str, _Shape] = {}  # JSON of a checked message's protocol and schema -> its shape
 
     def changes(self, msg: UmsMessage) -> list[RowChange]:
         """The row changes of ``msg`` in tuple order; none for a heartbeat or termination message."""
@@ -121,14 +145,46 @@ class Decoder:
             raise BadRowError(msg_text)
         return _changes(msg, key_columns)
 
-    def from_json(self, value: str | bytes, where: str = "message") -> list[RowChange]:
-        """``changes`` of one UMS JSON record value; ``where`` (e.g. ``demo.shop.result/0@41``) names it."""
+    def from_json(self, value: str | bytes, where: str = "message", checked: bool = False) -> list[RowChange]:
+        """``changes`` of one UMS JSON record value; ``where`` (e.g. ``demo.shop.result/0@41``) names it.
+        The message is read by ``read_json`` (the fast path), or with ``checked`` by ``ums.encoding``,
+        every value checked; the row changes of a valid message are the same."""
+        msg = self.read_checked(value, where) if checked else self.read_json(value, where)
         try:
-            msg = from_json(value)
+            return self.changes(msg)
+        except BadRowError as e:
+            text = f"{where}: {e}"
+            raise BadRowError(text) from None
+
+    def read_json(self, value: str | bytes, where: str = "message") -> UmsMessage:
+        """One UMS JSON record value as a message, the fast way (module docstring, "The fast path"): the
+        JSON, protocol, schema and system values of every tuple checked, the user values trusted. A
+        message that does not pass is read by ``read_checked``, whose error names ``where``."""
+        shape_key = None
+        try:
+            obj = json.loads(value if isinstance(value, str) else bytes(value).decode("utf-8"))
+            shape_key = json.dumps((obj["protocol"], obj["schema"]))
+            shape = self._shapes.get(shape_key)
+            if shape is not None:
+                rows = shape.rows(obj["payload"])
+                if rows is not None:
+                    return UmsMessage.prevalidated(shape.protocol, shape.schema, rows)
+        except _NOT_FAST:
+            pass
+        msg = self.read_checked(value, where)
+        if shape_key is not None and msg.protocol in DATA_PROTOCOLS:
+            if len(self._shapes) >= _SHAPES_KEPT:
+                self._shapes.clear()
+            self._shapes[shape_key] = _Shape.of(msg)
+        return msg
+
+    def read_checked(self, value: str | bytes, where: str = "message") -> UmsMessage:
+        """One UMS JSON record value as a message, every value checked (``ums.encoding.from_json``)."""
+        try:
+            return from_json(value)
         except UmsError as e:
             text = f"{where}: {e}"
             raise BadRowError(text) from None
-        return self.changes(msg)
 
     def from_avro(self, value: bytes, schema: dict[str, Any], where: str = "message") -> list[RowChange]:
         """``changes`` of one Avro record value written with ``schema`` (``ums.avro.avro_schema``)."""
@@ -150,36 +206,90 @@ def _changes(msg: UmsMessage, key_columns: tuple[str, ...]) -> list[RowChange]:
         text = f"{ns}: key column(s) {missing} are not fields of version {ns.version} (fields: {list(names)})"
         raise BadRowError(text)
     key_at = [(index[c], fields[index[c]]) for c in key_columns]
-    user = [(i, name) for i, name in enumerate(names) if name not in SYSTEM_NAMES]
-    table, initial = TableRef.of(ns), msg.protocol is ProtocolType.DATA_INITIAL_DATA
+    # a data message's system fields come first (UmsMessage checks it): the user columns are the rest
+    first_user = len(SYSTEM_FIELDS[msg.protocol])
+    user_names = names[first_user:]
+    table, initial, version = TableRef.of(ns), msg.protocol is ProtocolType.DATA_INITIAL_DATA, ns.version
+    new, (s_table, s_version, s_key, s_op, s_id, s_uid, s_ts, s_values, s_initial) = object.__new__, _SETTERS
     out = []
     for t, row in enumerate(msg.payload):
-        key = []
+        key: list[Any] = []
         for i, field in key_at:
-            if row[i] is None:
+            value = row[i]
+            # the usual keys (a long as a decimal string, an int as a number) without a call; what
+            # they skip (a sign, a leading zero, a long past 19 digits) goes through decode_value
+            if field.type is UmsType.LONG and type(value) is str and value.isdigit() and value.isascii():
+                if len(value) < 20 and (value[0] != "0" or len(value) == 1):
+                    key.append(int(value))
+                    continue
+            elif field.type is UmsType.INT and type(value) is int and INT_MIN <= value <= INT_MAX:
+                key.append(value)
+                continue
+            if value is None:
                 text = f"{ns}: payload[{t}] (ums_uid_ {row[3]}): key column {field.name!r} is null"
                 raise BadRowError(text)
-            key.append(decode_value(field.type, row[i], field.name))
-        out.append(
-            RowChange(
-                table=table,
-                version=ns.version,
-                key=tuple(key),
-                op=_OPS[str(row[2])],
-                ums_id=int(str(row[0])),
-                ums_uid=_uid(row[3], ns, t),
-                ums_ts=str(row[1]),
-                values={name: row[i] for i, name in user},
-                initial=initial,
-            )
-        )
+            try:
+                key.append(decode_value(field.type, value, field.name))
+            except UmsError as e:  # a message of the fast path: its key values were not checked
+                text = f"{ns}: payload[{t}] (ums_uid_ {row[3]}): key column {e}"
+                raise BadRowError(text) from None
+        uid = row[3]
+        if not (type(uid) is str and uid.isdigit() and uid.isascii()):
+            # an increment's ums_uid_ is ums_id_ * 10^6 + index, a full-pull row's 15 digits longer
+            # (docs/fullpull.md): no width is assumed, only decimal digits
+            text = f"{ns}: payload[{t}]: ums_uid_ {uid!r} is not a decimal integer"
+            raise BadRowError(text)
+        # RowChange(table=table, version=version, ...), its fields set as its __init__ would, without the
+        # object.__setattr__ of a frozen dataclass per field (a third of the time of a row)
+        change = new(RowChange)
+        s_table(change, table)
+        s_version(change, version)
+        s_key(change, tuple(key))
+        s_op(change, _OPS[row[2]])  # type: ignore[index]
+        s_id(change, int(row[0]))  # type: ignore[arg-type]
+        s_uid(change, int(uid))
+        s_ts(change, row[1])
+        s_values(change, dict(zip(user_names, row[first_user:])))  # noqa: B905 (widths are checked)
+        s_initial(change, initial)
+        out.append(change)
     return out
 
 
-def _uid(value: JsonValue, ns: Namespace, t: int) -> int:
-    """``ums_uid_`` as an int: an increment's is ``ums_id_`` * 10^6 + index, a full-pull row's 15 digits
-    longer (docs/fullpull.md), so no width is assumed, only decimal digits."""
-    if not (isinstance(value, str) and value.isascii() and value.isdigit()):
-        text = f"{ns}: payload[{t}]: ums_uid_ {value!r} is not a decimal integer"
-        raise BadRowError(text)
-    return int(value)
+@dataclass(frozen=True)
+class _Shape:
+    """The protocol and schema of a data message that was read checked: a later message with the same
+    protocol and schema JSON has the same, valid, ones; ``rows`` checks what else the fast path checks."""
+
+    protocol: ProtocolType
+    schema: UmsSchema
+    width: int
+    ops: frozenset[str]
+
+    @classmethod
+    def of(cls, msg: UmsMessage) -> _Shape:
+        return cls(msg.protocol, msg.schema, len(msg.schema.fields), ALLOWED_OPS[msg.protocol])
+
+    def rows(self, payload: object) -> tuple[tuple[JsonValue, ...], ...] | None:
+        """The tuples of ``payload`` (a non-empty JSON array of ``{"tuple": [...]}``), or None when one
+        is not a list of ``width`` values with an ``ums_op_`` of the protocol, ``ums_id_`` and ``ums_uid_``
+        of decimal digits and an ``ums_ts_`` string. Raises one of ``_NOT_FAST`` on other shapes."""
+        if type(payload) is not list or not payload:
+            return None
+        width, ops, out = self.width, self.ops, []
+        for item in payload:
+            row = item["tuple"]
+            if type(row) is not list or len(row) != width or row[2] not in ops:
+                return None
+            ums_id, ums_uid = row[0], row[3]
+            if not (
+                type(ums_id) is str
+                and type(ums_uid) is str
+                and type(row[1]) is str
+                and ums_id.isdigit()
+                and ums_id.isascii()
+                and ums_uid.isdigit()
+                and ums_uid.isascii()
+            ):
+                return None
+            out.append(tuple(row))
+        return tuple(out)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dbusclient.decode import BadRowError, Decoder, RowChange, TableRef
 from dbusclient.merge import Delete, Merger, Upsert
@@ -146,3 +151,119 @@ def test_errors_name_the_namespace_tuple_and_column(decoder, text, error):
 def test_a_bad_table_name_in_the_key_map_is_refused():
     with pytest.raises(BadRowError, match="key columns of 'orders'"):
         Decoder({"orders": ("id",)})
+
+
+# ---------------------------------------------------------------- the fast path (Decoder.read_json)
+#
+# read_json trusts the user values of a message whose protocol and schema it has read checked before, and
+# checks the rest (JSON, structure, system values, keys): whatever the bytes, a record gives row changes or
+# BadRowError, and a valid message gives what the checked path gives.
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def outcome(decoder: Decoder, value: str | bytes, checked: bool = False) -> list[RowChange] | str:
+    try:
+        return decoder.from_json(value, "demo.shop.result/0@41", checked=checked)
+    except BadRowError as e:
+        assert str(e).startswith("demo.shop.result/0@41: "), e
+        return "BadRowError"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
+def test_any_bytes_give_row_changes_or_a_bad_row(value):
+    decoder = Decoder({"shop.orders": ("id",)})
+    decoder.from_json(INCREMENT)  # the shape of INCREMENT is known: its messages take the fast path
+    for checked in (False, True):
+        assert isinstance(outcome(decoder, value, checked), (list, str))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_broken_message_gives_row_changes_or_a_bad_row(data):
+    """A known message with any part replaced by any JSON: the fast path reads past the JSON parse."""
+    decoder = Decoder({"shop.orders": ("id",)})
+    decoder.from_json(INCREMENT)
+    obj = json.loads(INCREMENT)
+    node, path = obj, []
+    while isinstance(node, (dict, list)) and node and data.draw(st.booleans()):
+        at = data.draw(st.sampled_from(sorted(node) if isinstance(node, dict) else range(len(node))))
+        path.append(at)
+        node = node[at]
+    if path:
+        parent = obj
+        for at in path[:-1]:
+            parent = parent[at]
+        parent[path[-1]] = data.draw(JSON)
+    else:
+        obj = data.draw(JSON)
+    text = json.dumps(obj)
+    fast, checked = outcome(decoder, text), outcome(decoder, text, checked=True)
+    assert isinstance(fast, (list, str)) and isinstance(checked, (list, str))
+    if isinstance(checked, list):  # a message the checked path takes gives the same on the fast path
+        assert fast == checked
+
+
+COLUMN_TYPES = {
+    "long": st.integers(-(2**63), 2**64 - 1).map(str),
+    "int": st.integers(-(2**31), 2**31 - 1),
+    "decimal": st.decimals(allow_nan=False, allow_infinity=False, places=3).map(lambda d: format(d, "f")),
+    "string": st.text(max_size=10),
+    "datetime": st.datetimes(datetime.fromisoformat("1000-01-01")).map(
+        lambda d: d.strftime("%Y-%m-%d %H:%M:%S.%f")
+    ),
+    "double": st.floats(allow_nan=False, allow_infinity=False),
+    "boolean": st.booleans(),
+}
+
+
+@st.composite
+def valid_messages(draw: st.DrawFn) -> tuple[str, tuple[str, ...]]:
+    """A valid data message of 1-5 user columns of any type, 1-3 of them the key (never null)."""
+    names = draw(st.lists(st.sampled_from("abcdefg"), min_size=1, max_size=5, unique=True))
+    types = [draw(st.sampled_from(sorted(COLUMN_TYPES))) for _ in names]
+    key = tuple(draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True)))
+    nullable = [n not in key and draw(st.booleans()) for n in names]
+    initial = draw(st.booleans())
+    protocol = "data_initial_data" if initial else "data_increment_data"
+    system = "},{".join(FIELDS.split("},{")[:4]) + "}"
+    fields = ",".join(
+        [system]
+        + [
+            json.dumps({"name": n, "type": t, "nullable": z, "encoded": False})
+            for n, t, z in zip(names, types, nullable, strict=True)
+        ]
+    )
+    tuples = []
+    for i in range(draw(st.integers(1, 4))):
+        ums_id = draw(st.integers(0, 2**62))
+        uid = str(ums_id * 10**6 + i) + ("0" * 15 if initial else "")
+        op = "i" if initial else draw(st.sampled_from("iudb"))
+        values = [
+            None if z and draw(st.booleans()) else draw(COLUMN_TYPES[t])
+            for t, z in zip(types, nullable, strict=True)
+        ]
+        tuples.append({"tuple": [str(ums_id), "2024-01-02 03:04:05.000", op, uid, *values]})
+    text = (
+        f'{{"protocol":{{"type":"{protocol}","version":"1.3"}},"schema":{{"namespace":'
+        f'"mysql.demo.shop.orders.{draw(st.integers(0, 9))}.0.0","fields":[{fields}],"batchId":0}},'
+        f'"payload":{json.dumps(tuples)}}}'
+    )
+    return text, key
+
+
+@settings(max_examples=300, deadline=None)
+@given(valid_messages())
+def test_the_fast_path_gives_what_the_checked_path_gives(message_and_key):
+    text, key = message_and_key
+    decoder = Decoder({"shop.orders": key})
+    checked = decoder.from_json(text, checked=True)
+    assert decoder.read_json(text) == decoder.read_checked(text)  # the first of a shape: read checked
+    assert decoder.read_json(text).payload == decoder.read_checked(text).payload  # then the fast path
+    assert decoder.from_json(text) == checked
+    assert decoder.from_json(text.encode()) == checked
