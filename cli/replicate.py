@@ -123,6 +123,7 @@ def source_keys(cfg: DbusConfig, ds: str, tables: list[str]) -> dict[str, tuple[
 
 def cli(args: argparse.Namespace) -> int:
     from dbusclient.consumer import Consumer, ConsumerConfig
+    from dbusclient.metrics import ClientMetrics
     from dbusclient.replicate import BoundedStates, Replicator
     from dbusclient.sink_sql import SqlSink
     from dbuslib.config import load_config
@@ -157,8 +158,15 @@ def cli(args: argparse.Namespace) -> int:
     sink = SqlSink(args.to, keys, drop_columns=args.drop_columns, checkpoint_name=name)
     progress = _Progress(name)
     replicator = Replicator(sink, RetryPolicy.of(cfg), on_saved=progress.saved)
+    metrics = ClientMetrics.connect(cfg.endpoints.influxdb, args.source, name)
     consumer = Consumer.connect(
-        cfg, config, replicator, replicator, states=BoundedStates(), avro_schemas=_avro_schemas(cfg)
+        cfg,
+        config,
+        replicator,
+        replicator,
+        states=BoundedStates(),
+        avro_schemas=_avro_schemas(cfg),
+        metrics=metrics,
     )
     target = sink.engine.url.render_as_string(hide_password=True)
     log.info("replicating %s of %s into %s as %r", ",".join(tables), args.source, target, name)

@@ -47,7 +47,8 @@ from tenacity import Retrying, stop_after_attempt, wait_exponential
 
 from dbusclient.checkpoint import Bootstrap, Checkpoint, CheckpointStore, Mode, TablePull
 from dbusclient.decode import BadRowError, Decoder, RowChange, TableRef
-from dbusclient.merge import Key, KeyState, Merger
+from dbusclient.merge import Key, KeyState, Merger, MergeResult
+from dbusclient.metrics import ClientMetrics
 from dbuslib.config import DbusConfig
 from dbuslib.errors import DbusError
 from ums import headers as ums_headers
@@ -315,6 +316,7 @@ class Consumer:
         *,
         states: MutableMapping[Key, KeyState] | None = None,
         avro_schemas: Callable[[str], dict[str, Any]] | None = None,
+        metrics: ClientMetrics | None = None,
         sleep: Callable[[float], None] = time.sleep,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
@@ -327,6 +329,8 @@ class Consumer:
         self.merger = Merger(states)
         self.decoder = Decoder(config.tables)
         self.avro_schemas = avro_schemas
+        self.metrics = metrics
+        self._merged: MergeResult | None = None  # the last dispatched window's merge (for metrics)
         self._avro: dict[str, dict[str, Any]] = {}
         self._sleep = sleep
         self._now_ms = now_ms
@@ -405,12 +409,15 @@ class Consumer:
             if self._started:
                 self.callbacks.on_stop_consumption()
         finally:
+            if self.metrics is not None:
+                self.metrics.close()
             self.kafka.close()
             if self._owns_producer and self.producer is not None:
                 getattr(self.producer, "close", lambda: None)()
 
     def poll_once(self) -> int:
         """One window: poll, decode, merge, callbacks, checkpoint. Returns the number of records read."""
+        started = time.monotonic()
         batch = self.kafka.poll(timeout_ms=self.config.poll_timeout_ms, max_records=self.config.max_records)
         if self._rebalanced:
             self._rebalanced = False
@@ -421,9 +428,27 @@ class Consumer:
             batch = {tp: records for tp, records in batch.items() if tp not in set(new)}
             self.assigned(new)
         window = self._decode(batch)
+        self._merged = None
         if window.count:
             self._process(window)
+        if self.metrics is not None:
+            self._measure(window.count, time.monotonic() - started)
         return window.count
+
+    def _measure(self, records: int, seconds: float) -> None:
+        """Feed the window's figures to ``metrics``; when a flush is due, the lag too (one request)."""
+        assert self.metrics is not None
+        r = self._merged
+        if r is None:
+            self.metrics.window(records, 0, 0, 0, seconds)
+        else:
+            self.metrics.window(records, len(r.applied), r.duplicates, r.stale, seconds)
+        self.metrics.checkpoint(self.checkpoint)
+        if self.metrics.due():
+            owned = list(self.kafka.assignment())
+            ends = self.kafka.end_offsets(owned) if owned else {}
+            self.metrics.lag(ends, self.checkpoint.offsets())
+            self.metrics.flush()
 
     # ------------------------------------------------------------ rebalances and positions
 
@@ -644,6 +669,8 @@ class Consumer:
                         self.callbacks.on_rollback(self.checkpoint)
                         raise
         except Exception as e:
+            if self.metrics is not None:
+                self.metrics.error(getattr(e, "code", type(e).__name__))
             self.callbacks.on_error(e)
             if not self._dead_letters_on():
                 msg = (
@@ -670,6 +697,7 @@ class Consumer:
     def _dispatch(self, window: _Window) -> tuple[Checkpoint, dict[TableRef, int], bool]:
         """One attempt: merge, callbacks; returns the new checkpoint (not saved), versions, bootstrap end."""
         result = self.merger.merge(c for _, c in window.changes)
+        self._merged = result
         versions = dict(self.versions)
         cb = self.callbacks
         if result.applied:

@@ -39,6 +39,7 @@ from dbusclient.consumer import (
 )
 from dbusclient.decode import RowChange, TableRef
 from dbusclient.merge import KeyState
+from dbusclient.metrics import ClientMetrics
 from ums.control import ControlType
 from ums.control import from_json as control_from_json
 
@@ -526,6 +527,45 @@ def test_a_pull_another_member_read_past_is_not_awaited_and_a_member_without_par
     a2, _ = make(broker, Sink(), MemoryStore(store_a.checkpoint))
     drain(a2)
     assert a2.checkpoint.mode is Mode.ONLINE and len(broker.requests()) == 1
+
+
+class PointList:
+    def __init__(self) -> None:
+        self.points: list[Any] = []
+
+    def put(self, point: Any) -> None:
+        self.points.append(point)
+
+    def flush(self, timeout_s: float = 5.0) -> bool:
+        return True
+
+
+def test_metrics_get_each_windows_figures_the_lag_and_the_errors() -> None:
+    broker, sink = Broker(), Sink()
+    broker.append(message([(100, "i", 100 * 10**6, 1, "a"), (100, "i", 100 * 10**6, 1, "a")]))
+    broker.append(message([(101, "u", 101 * 10**6, 1, "b")]))
+    now = [0.0]
+    points = PointList()
+    metrics = ClientMetrics("demo", "orders-replica", points, interval_s=10, clock=lambda: now[0])
+    consumer, _ = make(broker, sink, MemoryStore(online()), max_records=1)
+    consumer.metrics = metrics
+    consumer.poll_once()  # two tuples of one key, the same: one applied, one duplicate
+    consumer.poll_once()
+    now[0] = 10.0
+    consumer.poll_once()  # nothing to read; the flush is due, with the lag
+    lines = [p.to_line_protocol() for p in points.points]
+    (client,) = [ln for ln in lines if ln.startswith("dbus_client,")]
+    assert "rows_read=2i" in client and "applied=2i" in client and "duplicates=1i" in client, client
+    (lag,) = [ln for ln in lines if ln.startswith("dbus_client_lag,")]
+    assert "lag_records=0i" in lag, lag
+    broker.append(message([(102, "u", 102 * 10**6, 1, "c")]))
+    sink.fail = [Result.ERROR] * 4
+    with pytest.raises(CallbackFailed):
+        consumer.poll_once()
+    consumer.close()
+    later = [p.to_line_protocol() for p in points.points[len(lines) :]]
+    (error,) = [ln for ln in later if ln.startswith("dbus_client_error,")]
+    assert "CLIENT_CALLBACK_FAILED" in error, error
 
 
 @st.composite
