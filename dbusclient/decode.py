@@ -73,6 +73,16 @@ class TableRef:
     schema: str
     table: str
 
+    def __post_init__(self) -> None:
+        # a key of the merge's states is (TableRef, key values): hashed several times per row change
+        object.__setattr__(self, "_hash", hash((self.ds, self.schema, self.table)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined]
+
+    def __reduce__(self) -> tuple[type[TableRef], tuple[str, str, str]]:
+        return TableRef, (self.ds, self.schema, self.table)  # the hash is made again (str hashes are per run)
+
     def __str__(self) -> str:
         return f"{self.ds}:{self.schema}.{self.table}"
 
