@@ -186,6 +186,7 @@ def cli(args: argparse.Namespace) -> int:
         "windows": replicator.counts.windows,
         "upserts": replicator.counts.upserts,
         "deletes": replicator.counts.deletes,
+        "swept": replicator.counts.swept,
     }
     print(json.dumps(summary))
     return life.code if life.stopping.is_set() else 0

@@ -14,7 +14,13 @@ says what it guarantees. ``Replicator`` is both the consumer's callbacks and its
   on a lost connection within ``endpoints.retry``. A crash before the commit leaves the replica and the
   checkpoint as they were, and the window is read again; after it, both have moved. The replica's writes
   are guarded by each key's stored position, so a window applied twice changes nothing.
-- ``load()``: the checkpoint row of this replicator's name in the target.
+- ``load()``: the checkpoint row of this replicator's name in the target;
+- ``on_end_bootstrap(pulls)``: each pulled table is **swept** in the target once the window is saved: its
+  rows older than the pull's snapshot position ``S`` are removed, each leaving a tombstone at ``(S, 0)``.
+  Every row that existed at ``S`` came with the pull at ``S`` (or a newer increment), so an older row is
+  one deleted before ``S`` whose delete the replica never saw: deleted by retention before it was read
+  (a re-bootstrap), or applied before a ``TRUNCATE``. The sweep runs in its own transaction after the
+  window's (a crash between the two reads the window again, and sweeps again).
 
 The merger's key states are kept in a bounded mapping (``BoundedStates``): they only save writes. What
 makes the replica right is the sink's guards (a row is written only when its change is newer than the
@@ -26,10 +32,13 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 
-from dbusclient.checkpoint import Checkpoint
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from dbusclient.checkpoint import Checkpoint, TablePull
 from dbusclient.consumer import ConsumerCallbacks, Result
 from dbusclient.decode import RowChange, TableRef
 from dbusclient.merge import Delete, Effect, Key, KeyState, Upsert
@@ -79,6 +88,7 @@ class Counts:
     upserts: int = 0
     deletes: int = 0
     schema_changes: int = 0
+    swept: int = 0  # rows removed by sweeps after bootstraps
 
 
 class Replicator(ConsumerCallbacks):
@@ -100,6 +110,7 @@ class Replicator(ConsumerCallbacks):
         self.on_saved = on_saved
         self._sleep = sleep
         self.pending: dict[Key, Effect] = {}
+        self.sweeps: dict[TableRef, int] = {}  # table -> snapshot position, swept after the next save
         self.counts = Counts()
 
     # ------------------------------------------------------------ CheckpointStore
@@ -116,6 +127,13 @@ class Replicator(ConsumerCallbacks):
         else:
             result = retry.call(self.policy, what, self.sink.apply, effects, checkpoint, sleep=self._sleep)
         self.pending.clear()
+        if self.sweeps:
+            sweeps, self.sweeps = self.sweeps, {}
+            if self.policy is None:
+                swept = sweep(self.sink, sweeps, checkpoint)
+            else:
+                swept = retry.call(self.policy, what, sweep, self.sink, sweeps, checkpoint, sleep=self._sleep)
+            self.counts.swept += swept
         c = self.counts
         c.windows, c.upserts, c.deletes = (
             c.windows + 1,
@@ -146,4 +164,42 @@ class Replicator(ConsumerCallbacks):
 
     def on_rollback(self, checkpoint: Checkpoint) -> Result:
         self.pending.clear()
+        self.sweeps.clear()
         return Result.SUCCESS
+
+    def on_end_bootstrap(self, pulls: tuple[TablePull, ...]) -> Result:
+        for p in pulls:
+            table = TableRef(p.ds, p.schema, p.table)
+            if p.ums_id is None:
+                log.warning("%s: the pull %d ended without its start marker read: not swept", table, p.seqno)
+            elif table in self.sink._replicas:  # a table with no row change yet has no replica to sweep
+                self.sweeps[table] = p.ums_id
+        return Result.SUCCESS
+
+
+def sweep(sink: SqlSink, sweeps: Mapping[TableRef, int], checkpoint: Checkpoint | None) -> int:
+    """In one transaction: per table, the replica rows older than its snapshot position become
+    tombstones at (position, 0); then ``checkpoint``. Returns the rows removed."""
+    removed = 0
+    with sink.engine.begin() as conn:
+        for table, below in sweeps.items():
+            rep = sink._replicas[table]
+            t, tombs = rep.table, rep.tombstones
+            older = t.c.ums_id_ < below
+            keys = [t.c[k] for k in rep.key]
+            columns = [*rep.key, "ums_id_", "ums_uid_"]
+            stale = sa.select(
+                *keys, sa.literal(below, sa.BigInteger), sa.literal(0, sa.Numeric(40, 0))
+            ).where(older)
+            # a key has a row or a tombstone, never both after a window: the conflict clause is a safeguard
+            if conn.dialect.name == "postgresql":
+                conn.execute(pg_insert(tombs).from_select(columns, stale).on_conflict_do_nothing())
+            else:
+                conn.execute(sa.insert(tombs).from_select(columns, stale).prefix_with("IGNORE"))
+            gone = conn.execute(sa.delete(t).where(older)).rowcount
+            if gone:
+                log.info("%s: %d row(s) older than the pull's position %d removed", table, gone, below)
+            removed += gone
+        if checkpoint is not None:
+            sink.checkpoints.save_in(conn, checkpoint)
+    return removed

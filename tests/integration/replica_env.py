@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,6 +116,7 @@ class ReplicateProcess:
         self.cfg_path, self.log, self.args = cfg_path, log, args
         self.proc: subprocess.Popen | None = None
         self.starts = 0
+        self.down = False  # stopped or killed by the test: not expected to be alive
 
     def start(self) -> ReplicateProcess:
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -131,11 +131,12 @@ class ReplicateProcess:
                 start_new_session=True,
             )
         self.starts += 1
+        self.down = False
         return self
 
     def check_alive(self) -> None:
         assert self.proc is not None
-        if self.proc.poll() is not None:
+        if not self.down and self.proc.poll() is not None:
             tail = self.log.read_text(errors="replace")[-4000:]
             msg = f"dbus replicate exited with {self.proc.returncode}; the end of {self.log}:\n{tail}"
             raise AssertionError(msg)
@@ -143,23 +144,23 @@ class ReplicateProcess:
     def kill(self) -> None:
         """``kill -9`` of the process group, and wait until it is gone."""
         assert self.proc is not None
+        self.down = True
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(30)
 
     def stop(self, timeout: float = 90) -> int:
         """SIGTERM; the exit code (the process finishes its window first)."""
         assert self.proc is not None
+        self.down = True
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while self.proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if self.proc.poll() is None:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(30)
             msg = f"dbus replicate did not stop within {timeout:.0f}s of SIGTERM; see {self.log}"
-            raise AssertionError(msg)
-        return self.proc.returncode
+            raise AssertionError(msg) from None
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
