@@ -27,7 +27,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
-from dbuslib.errors import ConfigError
+from dbuslib.errors import ConfigError, EndpointError
 
 if TYPE_CHECKING:
     from dbusclient.checkpoint import Checkpoint
@@ -97,6 +97,36 @@ def parse_keys(items: list[str]) -> dict[str, tuple[str, ...]]:
     return keys
 
 
+def ensure_database(url: str) -> None:
+    """Create the target database of ``url`` when it does not exist (MariaDB/MySQL, PostgreSQL)."""
+    import sqlalchemy as sa
+
+    target = sa.engine.make_url(url)
+    name = target.database
+    if not name:
+        msg = f"replicate: --to {target.render_as_string(hide_password=True)}: the URL names no database"
+        raise ConfigError(msg)
+    postgres = target.get_backend_name() == "postgresql"
+    server = sa.create_engine(
+        target._replace(database="postgres" if postgres else None), isolation_level="AUTOCOMMIT"
+    )
+    try:
+        with server.connect() as conn:
+            if not postgres:
+                conn.execute(sa.text(f"CREATE DATABASE IF NOT EXISTS `{name.replace('`', '``')}`"))
+            elif (
+                conn.execute(sa.text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).scalar()
+                is None
+            ):
+                conn.execute(sa.text('CREATE DATABASE "{}"'.format(name.replace('"', '""'))))
+                log.info("created the database %s", name)
+    except sa.exc.SQLAlchemyError as e:
+        msg = f"replicate: --to {target.render_as_string(hide_password=True)}: {e}"
+        raise EndpointError(msg) from e
+    finally:
+        server.dispose()
+
+
 def source_keys(cfg: DbusConfig, ds: str, tables: list[str]) -> dict[str, tuple[str, ...]]:
     """The primary key of each table on the source."""
     from dbuslib import mysql
@@ -155,6 +185,7 @@ def cli(args: argparse.Namespace) -> int:
         dead_letter_file=args.dead_letter_file,
         bootstrap=not args.no_bootstrap,
     )
+    ensure_database(args.to)
     sink = SqlSink(args.to, keys, drop_columns=args.drop_columns, checkpoint_name=name)
     progress = _Progress(name)
     replicator = Replicator(sink, RetryPolicy.of(cfg), on_saved=progress.saved)
