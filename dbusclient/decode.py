@@ -44,7 +44,7 @@ from ums.avro import decode_avro
 from ums.decode import decode_value
 from ums.encoding import from_json
 from ums.errors import UmsError
-from ums.message import ALLOWED_OPS, SYSTEM_FIELDS, Op, ProtocolType, UmsMessage, UmsSchema
+from ums.message import ALLOWED_OPS, SYSTEM_FIELDS, Op, ProtocolType, UmsField, UmsMessage, UmsSchema
 from ums.namespace import Namespace
 from ums.scalars import INT_MAX, INT_MIN, JsonValue
 from ums.types import UmsType
@@ -221,48 +221,70 @@ def _changes(msg: UmsMessage, key_columns: tuple[str, ...]) -> list[RowChange]:
     user_names = names[first_user:]
     table, initial, version = TableRef.of(ns), msg.protocol is ProtocolType.DATA_INITIAL_DATA, ns.version
     new, (s_table, s_version, s_key, s_op, s_id, s_uid, s_ts, s_values, s_initial) = object.__new__, _SETTERS
-    out = []
+    # one long key column (the usual key) is read here, without a call; any other key by _key
+    long_key = key_at[0][0] if len(key_at) == 1 and key_at[0][1].type is UmsType.LONG else None
+    last_id_text, last_id, out = None, 0, []
     for t, row in enumerate(msg.payload):
-        key: list[Any] = []
-        for i, field in key_at:
-            value = row[i]
-            # the usual keys (a long as a decimal string, an int as a number) without a call; what
-            # they skip (a sign, a leading zero, a long past 19 digits) goes through decode_value
-            if field.type is UmsType.LONG and type(value) is str and value.isdigit() and value.isascii():
-                if len(value) < 20 and (value[0] != "0" or len(value) == 1):
-                    key.append(int(value))
-                    continue
-            elif field.type is UmsType.INT and type(value) is int and INT_MIN <= value <= INT_MAX:
-                key.append(value)
-                continue
-            if value is None:
-                text = f"{ns}: payload[{t}] (ums_uid_ {row[3]}): key column {field.name!r} is null"
-                raise BadRowError(text)
-            try:
-                key.append(decode_value(field.type, value, field.name))
-            except UmsError as e:  # a message of the fast path: its key values were not checked
-                text = f"{ns}: payload[{t}] (ums_uid_ {row[3]}): key column {e}"
-                raise BadRowError(text) from None
+        value = row[long_key] if long_key is not None else None
+        if type(value) is str and value.isdigit() and value.isascii() and _plain_long(value):
+            key: tuple[Any, ...] = (int(value),)
+        else:
+            key = _key(row, key_at, ns, t)
         uid = row[3]
         if not (type(uid) is str and uid.isdigit() and uid.isascii()):
             # an increment's ums_uid_ is ums_id_ * 10^6 + index, a full-pull row's 15 digits longer
             # (docs/fullpull.md): no width is assumed, only decimal digits
             text = f"{ns}: payload[{t}]: ums_uid_ {uid!r} is not a decimal integer"
             raise BadRowError(text)
+        if row[0] != last_id_text:  # the tuples of one binlog event share their ums_id_
+            last_id_text, last_id = row[0], int(row[0])  # type: ignore[arg-type]
         # RowChange(table=table, version=version, ...), its fields set as its __init__ would, without the
         # object.__setattr__ of a frozen dataclass per field (a third of the time of a row)
         change = new(RowChange)
         s_table(change, table)
         s_version(change, version)
-        s_key(change, tuple(key))
+        s_key(change, key)
         s_op(change, _OPS[row[2]])  # type: ignore[index]
-        s_id(change, int(row[0]))  # type: ignore[arg-type]
+        s_id(change, last_id)
         s_uid(change, int(uid))
         s_ts(change, row[1])
         s_values(change, dict(zip(user_names, row[first_user:])))  # noqa: B905 (widths are checked)
         s_initial(change, initial)
         out.append(change)
     return out
+
+
+def _plain_long(digits: str) -> bool:
+    """True when a string of ASCII digits is a long as ``decode_value`` reads it: no leading zero, and
+    under 20 digits (LONG_TEXT, and within a long)."""
+    return len(digits) < 20 and (digits[0] != "0" or len(digits) == 1)
+
+
+def _key(
+    row: tuple[JsonValue, ...], key_at: list[tuple[int, UmsField]], ns: Namespace, t: int
+) -> tuple[Any, ...]:
+    """The key values of tuple ``t``: not null, and decoded (a message of the fast path: not checked yet)."""
+    key: list[Any] = []
+    for i, field in key_at:
+        value = row[i]
+        # the usual keys (a long as a decimal string, an int as a number) without a call; what they
+        # skip (a sign, a leading zero, a long past 19 digits) goes through decode_value
+        if field.type is UmsType.LONG and type(value) is str and value.isdigit() and value.isascii():
+            if _plain_long(value):
+                key.append(int(value))
+                continue
+        elif field.type is UmsType.INT and type(value) is int and INT_MIN <= value <= INT_MAX:
+            key.append(value)
+            continue
+        if value is None:
+            text = f"{ns}: payload[{t}] (ums_uid_ {row[3]}): key column {field.name!r} is null"
+            raise BadRowError(text)
+        try:
+            key.append(decode_value(field.type, value, field.name))
+        except UmsError as e:
+            text = f"{ns}: payload[{t}] (ums_uid_ {row[3]}): key column {e}"
+            raise BadRowError(text) from None
+    return tuple(key)
 
 
 @dataclass(frozen=True)
@@ -281,8 +303,9 @@ class _Shape:
 
     def rows(self, payload: object) -> tuple[tuple[JsonValue, ...], ...] | None:
         """The tuples of ``payload`` (a non-empty JSON array of ``{"tuple": [...]}``), or None when one
-        is not a list of ``width`` values with an ``ums_op_`` of the protocol, ``ums_id_`` and ``ums_uid_``
-        of decimal digits and an ``ums_ts_`` string. Raises one of ``_NOT_FAST`` on other shapes."""
+        is not a list of ``width`` values with an ``ums_op_`` of the protocol, an ``ums_id_`` of decimal
+        digits and an ``ums_ts_`` string (``ums_uid_`` and the key are checked by ``changes``). Raises
+        one of ``_NOT_FAST`` on other shapes."""
         if type(payload) is not list or not payload:
             return None
         width, ops, out = self.width, self.ops, []
@@ -290,16 +313,8 @@ class _Shape:
             row = item["tuple"]
             if type(row) is not list or len(row) != width or row[2] not in ops:
                 return None
-            ums_id, ums_uid = row[0], row[3]
-            if not (
-                type(ums_id) is str
-                and type(ums_uid) is str
-                and type(row[1]) is str
-                and ums_id.isdigit()
-                and ums_id.isascii()
-                and ums_uid.isdigit()
-                and ums_uid.isascii()
-            ):
+            ums_id = row[0]
+            if not (type(ums_id) is str and type(row[1]) is str and ums_id.isdigit() and ums_id.isascii()):
                 return None
             out.append(tuple(row))
         return tuple(out)
