@@ -1,9 +1,10 @@
 """A live workload on one table, for the tests of a full pull or a replica under live writes.
 
 ``live`` is made by ``DDL`` and filled by ``FILL.format(n=rows)`` (MariaDB's sequence engine: ids 1..n).
-``Workload(source, database, next_id)`` is a thread of random single-row inserts (from ``next_id`` on),
-updates and deletes (autocommit each) until ``stop_flag`` is set; ``total()`` counts them and fails at
-once if the thread died.
+``filled(source, rows)`` makes a new database ``dbus_test_<hex>`` with ``live`` filled, and gives its name
+and a writer connection on it. ``Workload(source, database, next_id)`` is a thread of random single-row
+inserts (from ``next_id`` on), updates and deletes (autocommit each) until ``stop_flag`` is set;
+``total()`` counts them and fails at once if the thread died.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import random
 import threading
 import time
+import uuid
+from typing import Any
 
 from dbuslib import mysql
 
@@ -23,6 +26,19 @@ FILL = (
     "ELT(1 + seq % 3, 'new', 'paid', 'shipped'), IF(seq % 10 = 0, NULL, CONCAT('n', seq)), "
     "TIMESTAMP('2024-01-02 03:04:05.123') + INTERVAL seq SECOND, seq / 7 FROM seq_1_to_{n}"
 )
+
+
+def filled(source: Any, rows: int) -> tuple[str, Any]:
+    """A new database with ``live`` of ``rows`` rows (made before any stage starts, so that only a full
+    pull has them); its name and a writer connection on it."""
+    database = f"dbus_test_{uuid.uuid4().hex[:12]}"
+    writer = mysql.connect(source.mysql, as_writer=True)
+    with writer.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{database}`")
+        cur.execute(f"USE `{database}`")
+        cur.execute(DDL)
+        cur.execute(FILL.format(n=rows))
+    return database, writer
 
 
 class Workload(threading.Thread):

@@ -11,29 +11,22 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 
 import pytest
 from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus, wait_for_row
 from helpers import wait_until
-from live_workload import DDL, FILL, Workload
+from live_workload import Workload, filled
 from pipeline_env import make_pipeline_env
 
 from cli.stages import Stages
-from dbuslib import kafka, mysql
+from dbuslib import kafka
 
 pytestmark = pytest.mark.integration
 ROWS = int(os.environ.get("FULLPULL_LIVE_ROWS", "1000000"))
 
 
 def test_a_full_pull_under_live_writes_reconciles_to_an_exact_copy(tmp_path, source):
-    database = f"dbus_test_{uuid.uuid4().hex[:12]}"
-    writer = mysql.connect(source.mysql, as_writer=True)
-    with writer.cursor() as cur:
-        cur.execute(f"CREATE DATABASE `{database}`")
-        cur.execute(f"USE `{database}`")
-        cur.execute(DDL)
-        cur.execute(FILL.format(n=ROWS))  # before the extractor's start position: only the pull has these
+    database, writer = filled(source, ROWS)  # before the extractor starts: only a pull has these rows
     env = make_pipeline_env(tmp_path, database)
     stages = Stages(env.cfg, env.ds, tmp_path / "stage-logs")
     workload = Workload(source, database, ROWS + 1)

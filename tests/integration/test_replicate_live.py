@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import os
 import signal
-import uuid
 from pathlib import Path
 
 import pytest
 from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus, wait_for_row
 from helpers import wait_until
-from live_workload import DDL, FILL, Workload
+from live_workload import Workload, filled
 from pipeline_env import make_pipeline_env
 from replica_env import (
     ReplicateProcess,
@@ -92,13 +91,7 @@ def delete_all_records(cfg, topic: str) -> dict[str, int]:
 
 @pytest.mark.timeout(600 + ROWS // 400)
 def test_replicas_bootstrap_under_live_writes_and_kills_and_verify_equal(tmp_path: Path, source):
-    database = f"dbus_test_{uuid.uuid4().hex[:12]}"
-    writer = mysql.connect(source.mysql, as_writer=True)
-    with writer.cursor() as cur:
-        cur.execute(f"CREATE DATABASE `{database}`")
-        cur.execute(f"USE `{database}`")
-        cur.execute(DDL)
-        cur.execute(FILL.format(n=ROWS))  # before the extractor's start position: only a pull has these
+    database, writer = filled(source, ROWS)  # before the extractor starts: only a pull has these rows
     env = make_pipeline_env(tmp_path, database)
     stages = Stages(env.cfg, env.ds, tmp_path / "stage-logs")
     workload = Workload(source, database, ROWS + 1, pause_s=0.005)
