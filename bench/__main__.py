@@ -8,7 +8,16 @@ import sys
 
 from dbuslib.config import load_config
 
-BENCHMARKS = ["kafka_produce", "extractor", "e2e", "fullpull", "logrules", "logprocessor", "log_latency"]
+BENCHMARKS = [
+    "kafka_produce",
+    "extractor",
+    "e2e",
+    "fullpull",
+    "logrules",
+    "logprocessor",
+    "log_latency",
+    "client",
+]
 # run only when named: measurements behind a design, not figures of a stage
 OPT_IN = ["realtime", "shipper"]
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from dbusclient.decode import RowChange, TableRef
+from ums.message import Op
 
 Key = tuple[TableRef, tuple[object, ...]]
 
@@ -117,7 +118,7 @@ class Merger:
         before: dict[Key, KeyState | None] = {}  # each touched key's state before the window
         last: dict[Key, RowChange] = {}
         stale = duplicates = 0
-        states, new_state = self.states, _new_state
+        states, new_state, delete, before_image = self.states, _new_state, Op.DELETE, Op.BEFORE
         for change in ordered:
             key = (change.table, change.key)
             state = states.get(key)
@@ -131,7 +132,8 @@ class Merger:
                     continue
             if key not in before:
                 before[key] = state
-            states[key] = new_state(change.ums_id, change.ums_uid, not change.gone)
+            op = change.op  # change.gone, inline: the loop runs once per change
+            states[key] = new_state(change.ums_id, change.ums_uid, not (op is delete or op is before_image))
             applied.append(change)
             last[key] = change
         effects = [
