@@ -40,7 +40,8 @@ the column), ``CLIENT_SINK_FAILED`` (the database refused a statement or is unre
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -482,25 +483,17 @@ class _MariaText:
     def apply(
         self, rep: _Replica, upserts: Sequence[Upsert], deletes: Sequence[Delete], effects: Sequence[Effect]
     ) -> None:
-        groups: dict[tuple[str, ...], list[str]] = {}
-        for e in upserts:
-            columns, row = self._row(rep, e)
-            groups.setdefault(columns, []).append(row)
-        for columns, rows in groups.items():
-            data = tuple(c for c in columns if c not in rep.key and c not in _POSITION)
-            head, tail = self._insert(rep.table, rep.key, columns, data)
-            self._run(head, tail, rows)
-        if deletes:
-            rows = [
-                "("
-                + ",".join(
-                    [*map(self._key_literal, e.change.key), str(e.change.ums_id), str(e.change.ums_uid)]
-                )
-                + ")"
-                for e in deletes
-            ]
-            head, tail = self._insert(rep.tombstones, rep.key, (*rep.key, *_POSITION), ())
-            self._run(head, tail, rows)
+        # each statement runs in a thread while the next one's text is written here: the database and
+        # the writing overlap (pymysql lets the GIL go while it waits for the server); one at a time, in
+        # order, on the transaction's connection
+        with ThreadPoolExecutor(1, thread_name_prefix="dbus-sink") as pool:
+            sent = None
+            for sql in self._writes(rep, upserts, deletes):
+                if sent is not None:
+                    sent.result()
+                sent = pool.submit(self._exec, sql)
+            if sent is not None:
+                sent.result()
         # both clean-up deletes join a key's row with its tombstone: only the keys of the window that
         # have one (read with a lock, as the deletes' joins read) can change, usually few of them
         keys = [self._key_tuple(e.change.key) for e in effects]
@@ -515,6 +508,35 @@ class _MariaText:
             self._exec(self._older_gone(rep.table, rep.tombstones, rep.key).replace(_KEYS_MARK, among))
             if upserts:
                 self._exec(self._older_gone(rep.tombstones, rep.table, rep.key).replace(_KEYS_MARK, among))
+
+    def _writes(self, rep: _Replica, upserts: Sequence[Upsert], deletes: Sequence[Delete]) -> Iterator[str]:
+        """The guarded upserts of the rows (of ``_ROWS_PER_STATEMENT`` rows each, per column set), then of
+        the deletes' tombstones."""
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for e in upserts:
+            columns, row = self._row(rep, e)
+            rows = groups.setdefault(columns, [])
+            rows.append(row)
+            if len(rows) == _ROWS_PER_STATEMENT:
+                yield self._upsert_text(rep.table, rep.key, columns, rows)
+                rows.clear()
+        for columns, rows in groups.items():
+            if rows:
+                yield self._upsert_text(rep.table, rep.key, columns, rows)
+        columns = (*rep.key, *_POSITION)
+        for i in range(0, len(deletes), _ROWS_PER_STATEMENT):
+            rows = [
+                "(" + ",".join([*map(self._key_literal, c.key), str(c.ums_id), str(c.ums_uid)]) + ")"
+                for c in (e.change for e in deletes[i : i + _ROWS_PER_STATEMENT])
+            ]
+            yield self._upsert_text(rep.tombstones, rep.key, columns, rows)
+
+    def _upsert_text(
+        self, table: sa.Table, key: Sequence[str], columns: tuple[str, ...], rows: list[str]
+    ) -> str:
+        data = tuple(c for c in columns if c not in key and c not in _POSITION)
+        head, tail = self._insert(table, key, columns, data)
+        return head + ",".join(rows) + tail
 
     def _row(self, rep: _Replica, e: Effect) -> tuple[tuple[str, ...], str]:
         """The columns of a row (in the table's order, as the compiled INSERT lists them) and its
@@ -587,10 +609,6 @@ class _MariaText:
             stmt = sa.select(*cols).where(sa.text(f"{column} IN ({_KEYS_MARK})")).with_for_update()
             self._compiled[cache_key] = (str(stmt.compile(dialect=self.conn.dialect)), "")
         return self._compiled[cache_key][0]
-
-    def _run(self, head: str, tail: str, rows: list[str]) -> None:
-        for i in range(0, len(rows), _ROWS_PER_STATEMENT):
-            self._exec(head + ",".join(rows[i : i + _ROWS_PER_STATEMENT]) + tail)
 
     def _exec(self, sql: str) -> None:
         self.conn.exec_driver_sql(sql, execution_options={"no_parameters": True})

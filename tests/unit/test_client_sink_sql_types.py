@@ -1,13 +1,21 @@
 """dbusclient.sink_sql without a database: the UMS type -> replica column type mapping per dialect, and
-the statements it builds (the never-backwards guard's order on MariaDB, the WHERE of PostgreSQL's)."""
+the statements it builds (the never-backwards guard's order on MariaDB, the WHERE of PostgreSQL's), the
+literals of the MariaDB path."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 import sqlalchemy as sa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pymysql.converters import escape_item, escape_string
 from sqlalchemy.dialects import mysql, postgresql
 
-from dbusclient.sink_sql import SinkSchemaError, _older_gone, _upsert, sql_type
+from dbusclient.sink_sql import SinkSchemaError, _older_gone, _quick_literal, _upsert, sql_type
+from ums.decode import decode_value
+from ums.errors import UmsError
 from ums.types import UmsType
 
 DIALECTS = {"mysql": mysql.dialect(), "postgresql": postgresql.dialect()}
@@ -93,3 +101,47 @@ def test_clean_up_delete_joins_the_other_table():
     assert (
         "(orders.ums_id_, orders.ums_uid_) < (orders__tombstones.ums_id_, orders__tombstones.ums_uid_)" in sql
     )
+
+
+# ---------------------------------------------------------------- the MariaDB path's literals
+
+WIRE = {
+    UmsType.LONG: st.integers(-(2**63), 2**64 - 1).map(str),
+    UmsType.INT: st.integers(-(2**31), 2**31 - 1) | st.integers(),
+    UmsType.DECIMAL: st.decimals(allow_nan=False, allow_infinity=False, places=4).map(
+        lambda d: format(d, "f")
+    ),
+    UmsType.STRING: st.text(max_size=12),
+    UmsType.RAW: st.text(max_size=12),
+    UmsType.DATETIME: st.datetimes().map(lambda d: f"{d:%Y-%m-%d %H:%M:%S.%f}")
+    | st.datetimes().map(lambda d: f"{d:%Y-%m-%d %H:%M:%S.%f}"[:-3])
+    | st.sampled_from(["0000-00-00 00:00:00", "2024-02-30 00:00:00", "2024-01-02 03:04:05"]),
+    UmsType.DATE: st.dates().map(lambda d: f"{d:%Y-%m-%d}") | st.sampled_from(["0000-00-00", "2023-02-29"]),
+    UmsType.DOUBLE: st.floats(allow_nan=False, allow_infinity=False) | st.integers(-(2**53), 2**53),
+    UmsType.FLOAT: st.floats(allow_nan=False, allow_infinity=False),
+    UmsType.BOOLEAN: st.booleans(),
+}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(sorted(WIRE, key=lambda t: t.value)).flatmap(lambda t: st.tuples(st.just(t), WIRE[t])))
+def test_a_quick_literal_is_the_literal_of_the_decoded_value(type_and_value):
+    """``_quick_literal`` writes the usual wire forms as they are; what it writes means the value that
+    decode_value gives (pymysql's literal of it), and what it leaves (None) is decoded and escaped."""
+    t, value = type_and_value
+    literal = _quick_literal(t, value, lambda s: "'" + escape_string(s) + "'")
+    if literal is None:
+        return
+    try:
+        decoded = decode_value(t, value)
+    except UmsError:
+        pytest.fail(f"{t.value} {value!r}: written as {literal}, but it does not decode")
+    if isinstance(decoded, str) and t in (UmsType.DATE, UmsType.DATETIME):
+        pytest.fail(f"a zero date {value!r} is NULL in the replica, not {literal}")
+    if t in (UmsType.DATE, UmsType.DATETIME):
+        assert literal == f"'{value}'"
+        assert type(decoded).fromisoformat(literal[1:-1]) == decoded
+    elif t is UmsType.DECIMAL:
+        assert Decimal(literal) == decoded
+    else:
+        assert literal == escape_item(decoded, "utf8mb4")
