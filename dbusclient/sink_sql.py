@@ -474,7 +474,7 @@ class _MariaText:
 
     def __init__(self, conn: Connection, compiled: dict[tuple[Any, ...], tuple[str, str]]) -> None:
         self.conn, self._compiled = conn, compiled  # the sink's: (kind, tables, columns) -> SQL text
-        self._plans: dict[tuple[Any, ...], list[tuple[str, UmsType]]] = {}
+        self._plans: dict[tuple[Any, ...], list[tuple[str, UmsType, _Writer]]] = {}
         raw: Any = conn.connection.dbapi_connection
         plain = not (raw.server_status & SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES)
         self.raw = raw
@@ -546,15 +546,19 @@ class _MariaText:
         plan = self._plans.get(plan_key)
         if plan is None:
             types = _version_types(rep, c)
-            plan = [(col.name, types[col.name]) for col in rep.table.columns if col.name in types]
+            plan = [
+                (col.name, types[col.name], _literal_writer(types[col.name], self.quote))
+                for col in rep.table.columns
+                if col.name in types
+            ]
             self._plans[plan_key] = plan
         values = c.values
         columns, literals = [], []
-        for col, t in plan:
+        for col, t, write in plan:
             value = values.get(col, _MISSING)
             if value is _MISSING:
                 continue
-            literal = _quick_literal(t, value, self.quote)  # type: ignore[arg-type]
+            literal = write(value)  # type: ignore[arg-type]
             if literal is None:
                 literal = self.raw.escape(_sql_value(rep, c, col, t, value))  # type: ignore[arg-type]
             columns.append(col)
@@ -626,35 +630,71 @@ def _quote_escaped(text: str) -> str:
 def _quick_literal(t: UmsType, value: JsonValue, quote: Callable[[str], str]) -> str | None:
     """The SQL literal of a UMS JSON value in its usual form (the literal pymysql writes for its decoded
     value, or one MariaDB reads as the same), or None: ``decode_value`` and pymysql then take it."""
-    kind = type(value)
-    if value is None:
-        return "NULL"
-    if t is UmsType.STRING or t is UmsType.RAW:
-        return quote(value) if kind is str else None  # type: ignore[arg-type]
-    if kind is str:
-        text: str = value  # type: ignore[assignment]
-        if t is UmsType.LONG:  # LONG_TEXT without a sign, under 2^63
-            ok = text.isdigit() and text.isascii() and len(text) < 19 and (text[0] != "0" or len(text) == 1)
-            return text if ok else None
-        if t is UmsType.DECIMAL:
-            return text if text.isascii() and DECIMAL_TEXT.match(text) else None
-        if t is UmsType.DATETIME or t is UmsType.DATE:  # a zero date (NULL) or a wrong one: decode_value
-            check = DATETIME_TEXT if t is UmsType.DATETIME else DATE_TEXT
-            if not (text.isascii() and check.match(text)):
-                return None
-            try:
-                (datetime if t is UmsType.DATETIME else date).fromisoformat(text)
-            except ValueError:
-                return None
-            return "'" + text + "'"
-        return None
-    if t is UmsType.INT:
-        return str(value) if kind is int and INT_MIN <= value <= INT_MAX else None  # type: ignore[operator]
-    if t is UmsType.DOUBLE or t is UmsType.FLOAT:
-        return escape_float(value) if kind is float and math.isfinite(value) else None  # type: ignore[arg-type]
-    if t is UmsType.BOOLEAN:
-        return ("1" if value else "0") if kind is bool else None
-    return None
+    return _literal_writer(t, quote)(value)
+
+
+_Writer = Callable[[JsonValue], "str | None"]
+
+
+def _literal_writer(t: UmsType, quote: Callable[[str], str]) -> _Writer:
+    """``_quick_literal`` for one type: a column's writer, chosen once per table version."""
+
+    def text(value: JsonValue) -> str | None:
+        return quote(value) if type(value) is str else None if value is not None else "NULL"
+
+    def long(value: JsonValue) -> str | None:  # LONG_TEXT without a sign, under 2^63
+        if type(value) is str and value.isdigit() and value.isascii():
+            return value if len(value) < 19 and (value[0] != "0" or len(value) == 1) else None
+        return None if value is not None else "NULL"
+
+    def decimal(value: JsonValue) -> str | None:
+        if type(value) is str:
+            return value if value.isascii() and DECIMAL_TEXT.match(value) else None
+        return None if value is not None else "NULL"
+
+    def temporal(value: JsonValue) -> str | None:  # a zero date (NULL) or a wrong one: decode_value
+        if type(value) is not str:
+            return None if value is not None else "NULL"
+        if not (value.isascii() and pattern.match(value)):
+            return None
+        try:
+            kind.fromisoformat(value)
+        except ValueError:
+            return None
+        return "'" + value + "'"
+
+    def integer(value: JsonValue) -> str | None:
+        if type(value) is int:
+            return str(value) if INT_MIN <= value <= INT_MAX else None
+        return None if value is not None else "NULL"
+
+    def floating(value: JsonValue) -> str | None:
+        if type(value) is float:
+            return escape_float(value) if math.isfinite(value) else None
+        return None if value is not None else "NULL"
+
+    def boolean(value: JsonValue) -> str | None:
+        if type(value) is bool:
+            return "1" if value else "0"
+        return None if value is not None else "NULL"
+
+    def other(value: JsonValue) -> str | None:
+        return None if value is not None else "NULL"
+
+    pattern, kind = (DATETIME_TEXT, datetime) if t is UmsType.DATETIME else (DATE_TEXT, date)
+    writers: dict[UmsType, _Writer] = {
+        UmsType.STRING: text,
+        UmsType.RAW: text,
+        UmsType.LONG: long,
+        UmsType.DECIMAL: decimal,
+        UmsType.DATETIME: temporal,
+        UmsType.DATE: temporal,
+        UmsType.INT: integer,
+        UmsType.FLOAT: floating,
+        UmsType.DOUBLE: floating,
+        UmsType.BOOLEAN: boolean,
+    }
+    return writers.get(t, other)
 
 
 # ---------------------------------------------------------------- statements
