@@ -3,9 +3,63 @@
 A Spark session a test makes runs its Python workers (Python UDFs, ``mapInArrow``) with this interpreter,
 the project's venv, not the ``python3`` on PATH: PySpark reads ``PYSPARK_PYTHON`` when its context starts.
 Tests that start stages or a cluster set their own.
+
+**The order of the test files** (``pytest_collection_modifyitems``, tests/fileorder.py). ``make test``
+runs two xdist workers that take whole files in collection order (``--dist loadfile
+--no-loadscope-reorder``). An ``exclusive`` integration test holds the stack lock alone
+(tests/integration/conftest.py), so a second worker that takes another integration file meanwhile waits,
+idle. The files are therefore ordered so that each exclusive file is followed by unit files (which take
+no lock) of about its duration: while one worker runs the exclusive test, the other runs those. A test
+marked ``exclusive(alone=True)`` (it times seconds) comes first, followed by an integration file, so that
+nothing at all runs beside it. Then come the other integration files, then the unit files left.
+Durations per file are read from tests/durations.json (seconds, from a run with
+``DBUS_TEST_DURATIONS=tests/durations.json``, which writes it); a file not in it counts as 1 s (unit) or
+30 s (integration).
 """
 
+from __future__ import annotations
+
+import json
 import os
 import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fileorder import order_files
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+DURATIONS = Path(__file__).with_name("durations.json")
+RECORD_ENV = "DBUS_TEST_DURATIONS"  # a path: write each file's duration there at the end of the run
+_spent: dict[str, float] = defaultdict(float)
+
+
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    by_file: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(_file_of(item.nodeid), []).append(item)
+    marks = {f: [m for i in its for m in i.iter_markers("exclusive")] for f, its in by_file.items()}
+    exclusive = {f for f, m in marks.items() if m}
+    alone = frozenset(f for f, m in marks.items() if any(x.kwargs.get("alone") for x in m))
+    try:
+        durations = json.loads(DURATIONS.read_text())
+    except (OSError, ValueError):
+        durations = {}
+    items[:] = [i for f in order_files(list(by_file), exclusive, durations, alone) for i in by_file[f]]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if os.environ.get(RECORD_ENV):
+        _spent[_file_of(report.nodeid)] += report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
+    out = os.environ.get(RECORD_ENV)
+    if out and not hasattr(session.config, "workerinput") and _spent:  # the controller writes it
+        Path(out).write_text(json.dumps({f: round(s, 1) for f, s in sorted(_spent.items())}, indent=1) + "\n")

@@ -88,8 +88,9 @@ def two_more_batches(db, hb_schema: str, database: str) -> None:
     wait_until(lambda: written() >= 4, 10 * INTERVAL_S, "two more heartbeat batches")
 
 
-# exclusive: it times latencies and alert delays of seconds; a Spark test beside it raised alerts early
-@pytest.mark.exclusive
+# exclusive and alone: it times latencies and alert delays of seconds; a Spark test beside it raised alerts
+# early, so not even a unit test may run beside it (tests/fileorder.py)
+@pytest.mark.exclusive(alone=True)
 def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
     writer, database = writer_db  # dropped by the fixture; the heartbeat schema below by the test
     with writer.cursor() as cur:
