@@ -50,12 +50,14 @@ def test_round_trip(value, key):
 def test_the_spark_dead_letter_is_the_python_one():
     """dbuslib.deadletter.spark_value and spark_too_big give DeadLetter.to_json's JSON: base64 on one line
     (Spark's own base64 breaks it every 76 characters), every member present."""
-    from pyspark.sql import SparkSession
+    from jvm_jar import spark_session
     from pyspark.sql import functions as F
 
     from dbuslib.deadletter import spark_too_big, spark_value
 
-    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    # the process's one session, made with the project's jar: a session made without it, then given the jar
+    # by ADD JAR, fails the JVM tests after it in this process (a ClassCastException of SerializedLambda)
+    spark = spark_session("test_deadletter", "dbus.jvm.LogCountsAgg")
     value = bytes(range(256)) * 3
     df = spark.createDataFrame(
         [("t", 2, 7, b"k", value)], "topic string, partition int, offset bigint, key binary, value binary"

@@ -42,15 +42,11 @@ SCHEMA = "value binary, key binary, partition int, offset bigint, ms bigint"
 
 @pytest.fixture(scope="module")
 def spark():
-    from pyspark.sql import SparkSession
+    from jvm_jar import spark_session
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("test_logprocessor_sql")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
+    # with the project's jar from the start: a session made without it, then given the jar by ADD JAR,
+    # fails the JVM tests after it in this process (a ClassCastException of SerializedLambda)
+    session = spark_session("test_logprocessor_sql", "dbus.jvm.LogCountsAgg")
     zone = session.conf.get("spark.sql.session.timeZone")
     session.conf.set("spark.sql.session.timeZone", "America/New_York")
     yield session
