@@ -15,9 +15,12 @@ with a workload generator, and a full pull under that load reconciled and verifi
    store (step 1), its log processor started beside the other stages (step 2), an application log file
    written live, shipped by rsyslog, structured into the two tables and the unknown bucket, one UMS
    message of each table printed.
-6. Reconcile merges the pull and the increments of ``shop.orders`` into a Parquet snapshot, and verify
+6. A replica of ``shop.orders`` in the stack's PostgreSQL (cli/demoreplica.py): ``dbus replicate``,
+   started with the stages, bootstraps by itself under the workload; once it has read everything,
+   ``verify --replica`` compares it with the table in MariaDB: 0 differences.
+7. Reconcile merges the pull and the increments of ``shop.orders`` into a Parquet snapshot, and verify
    compares it with the table in MariaDB: 0 differences.
-7. ZooKeeper and the time-series server are checked too; then the stages are stopped.
+8. ZooKeeper and the time-series server are checked too; then the stages are stopped.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from pathlib import Path
 from influxdb_client import Point
 
 from cli import demolog
+from cli.demoreplica import DemoReplica
 from cli.stages import Stages
 from dbuslib import influx, kafka, mysql, topics, zk, zkpaths
 from dbuslib.config import DbusConfig, InfluxEndpoint, Source
@@ -203,6 +207,7 @@ def run(cfg: DbusConfig, source_name: str) -> int:
     if note:
         print(f"   {note}")
     before = kafka.end_offsets(cfg.endpoints.kafka, [raw, schema_topic, result])
+    replica = DemoReplica(cfg, ds, PULLED, stages.log_dir)
     try:
         log_stages.start("logprocessor")  # its start-up overlaps the others'; the log step waits for it
         _step(
@@ -210,6 +215,10 @@ def run(cfg: DbusConfig, source_name: str) -> int:
             "start extractor, dispatcher, appender and full puller (spark-submit each), then the heartbeat "
             f"writer and monitor, and the log processor of {log_ds}; logs in {stages.log_dir}",
             lambda: start_stages(stages),
+        )
+        replica.start()
+        print(
+            f"   dbus replicate of {PULLED} into PostgreSQL started (bootstraps by itself); log {replica.log}"
         )
         db = mysql.connect(src.mysql, as_writer=True)
         first = mysql.binlog_end(db)
@@ -263,16 +272,31 @@ def run(cfg: DbusConfig, source_name: str) -> int:
             "the unknown bucket",
             lambda: demolog.run(cfg, log_ds, log_stages),
         )
+        online = _step(
+            7, f"a replica of {PULLED} in PostgreSQL (dbus replicate)", lambda: replica.wait_online(stages)
+        )
+        print(f"   {online}")
+    except BaseException:
+        replica.stop()
+        raise
     finally:
         log_stages.stop_all()
         stages.stop_all()
 
+    try:
+        replicated = _step(
+            8,
+            "the replica reads the rest, exits idle, and is verified against MariaDB",
+            replica.finish_and_verify,
+        )
+    finally:
+        replica.stop()
     equal = _step(
-        7,
+        9,
         f"reconcile {PULLED} (pull + increments, Spark batch) and verify it against MariaDB",
         lambda: _reconcile_and_verify(cfg, ds, stack_home / "demo" / "snapshot"),
     )
-    path = _step(8, "ZooKeeper and time series", lambda: _checks(cfg, ds))
+    path = _step(10, "ZooKeeper and time series", lambda: _checks(cfg, ds))
     print(f"   {path}")
     print(
         "demo: OK, every row change arrived as UMS exactly once"
@@ -291,7 +315,13 @@ def run(cfg: DbusConfig, source_name: str) -> int:
         else "demo: FAILED: no heartbeat latency reached the time-series server"
     )
     print(logs.summary(log_ds))
-    return 0 if ok and equal and beats and logs.ok else 1
+    print(
+        f"demo: OK, the replica of {PULLED} in PostgreSQL (dbus replicate, bootstrapped by itself) verifies "
+        "equal (0 differences)"
+        if replicated
+        else f"demo: FAILED: the replica of {PULLED} in PostgreSQL differs from the table (see above)"
+    )
+    return 0 if ok and equal and beats and logs.ok and replicated else 1
 
 
 PULLED = "shop.orders"

@@ -1,0 +1,120 @@
+"""The demo's replica step: ``dbus replicate`` of ``shop.orders`` into the stack's PostgreSQL.
+
+Started right after the stages, so that its bootstrap (a full pull it requests by itself) runs under the
+demo's workload; the demo waits until it is online while the stages still run, then, with the stages
+stopped, until it has read everything and exits (``--until-idle``), and compares the replica with the
+table in MariaDB (``dbus verify --replica``): 0 differences. The replica database is made anew each run.
+Its output goes to ``replicate.log`` beside the stages' logs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from cli.stages import Stages
+from dbuslib.config import DbusConfig
+
+PORT = os.environ.get("POSTGRESQL_PORT", "15432")  # the stack's PostgreSQL (stack/env.sh)
+SERVER = f"postgresql+psycopg://dbus:dbus@127.0.0.1:{PORT}"
+DATABASE = "dbus_demo_replica"
+URL = f"{SERVER}/{DATABASE}"
+NAME = "demo"  # the replicate's checkpoint row
+IDLE_S = 5  # --until-idle: online, and nothing read for this long once the stages stopped
+
+
+class DemoReplica:
+    def __init__(self, cfg: DbusConfig, ds: str, table: str, log_dir: Path) -> None:
+        self.cfg, self.ds, self.table = cfg, ds, table
+        self.log = log_dir / "replicate.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        """A fresh replica database, then ``dbus replicate`` in its own process group."""
+        admin = sa.create_engine(f"{SERVER}/dbus", isolation_level="AUTOCOMMIT")
+        try:
+            with admin.connect() as conn:
+                conn.execute(sa.text(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)"))
+        finally:
+            admin.dispose()
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "cli.main", "--config", str(self.cfg.path), "replicate"]
+        args = ["--source", self.ds, "--tables", self.table, "--to", URL, "--name", NAME]
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [*command, *args, "--until-idle", str(IDLE_S)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=Path(__file__).resolve().parent.parent,
+            )
+
+    def _alive(self) -> None:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            tail = self.log.read_text(errors="replace")[-2000:]
+            msg = f"dbus replicate exited with {self.proc.returncode}; the end of {self.log}:\n{tail}"
+            raise RuntimeError(msg)
+
+    def mode(self) -> str | None:
+        engine = sa.create_engine(URL)
+        try:
+            with engine.connect() as conn:
+                text = conn.execute(
+                    sa.text("SELECT checkpoint FROM dbus_client_checkpoint WHERE name = :n"), {"n": NAME}
+                ).scalar()
+        except sa.exc.SQLAlchemyError:
+            return None  # the database or the table is not there yet
+        finally:
+            engine.dispose()
+        return None if text is None else str(json.loads(text)["mode"])
+
+    def wait_online(self, stages: Stages, timeout: float = 600) -> str:
+        """Until the bootstrap ended (checkpoint ONLINE), with the stages still running."""
+        deadline = time.monotonic() + timeout
+        while self.mode() != "ONLINE":
+            stages.check_alive()
+            self._alive()
+            if time.monotonic() > deadline:
+                msg = f"dbus replicate of {self.table} not online after {timeout:.0f}s; see {self.log}"
+                raise TimeoutError(msg)
+            time.sleep(0.5)
+        return "online: the bootstrap (its own full pull, merged with the increments) ended"
+
+    def finish_and_verify(self, timeout: float = 300) -> bool:
+        """Wait for the replicate's exit (idle: it read everything), then verify the replica."""
+        from fullpuller import verify
+
+        assert self.proc is not None
+        rc = self.proc.wait(timeout)
+        lines = self.log.read_text(errors="replace").strip().splitlines()
+        if rc != 0 or not lines:
+            msg = f"dbus replicate exited with {rc}; see {self.log}"
+            raise RuntimeError(msg)
+        summary: dict[str, Any] = json.loads(lines[-1])
+        print(
+            f"   dbus replicate: {summary['windows']} windows, {summary['upserts']} upserts, "
+            f"{summary['deletes']} deletes into {DATABASE}.{self.table.split('.')[1]} (PostgreSQL)"
+        )
+        schema, table = self.table.split(".")
+        comparison = verify.verify(self.cfg, self.ds, schema, table, replica=URL)
+        for line in verify.report(comparison, self.table):
+            print(f"   verify --replica: {line}")
+        return comparison.equal
+
+    def stop(self) -> None:
+        """On a failure: the process group, if it still runs."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
