@@ -226,7 +226,13 @@ def _changes(msg: UmsMessage, key_columns: tuple[str, ...]) -> list[RowChange]:
     last_id_text, last_id, out = None, 0, []
     for t, row in enumerate(msg.payload):
         value = row[long_key] if long_key is not None else None
-        if type(value) is str and value.isdigit() and value.isascii() and _plain_long(value):
+        if (
+            type(value) is str
+            and value.isdigit()
+            and value.isascii()
+            and len(value) < 20
+            and (value[0] != "0" or len(value) == 1)
+        ):  # _plain_long, inline
             key: tuple[Any, ...] = (int(value),)
         else:
             key = _key(row, key_at, ns, t)
