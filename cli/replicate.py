@@ -71,6 +71,13 @@ def add_parsers(sub: Any) -> None:
     )
     rp.add_argument("--drop-columns", action="store_true", help="drop a replica column a version drops")
     rp.add_argument("--no-bootstrap", action="store_true", help="never request full pulls")
+    rp.add_argument(
+        "--on-incompatible",
+        choices=["stop", "rebootstrap"],
+        default="stop",
+        help="a version change the replica cannot follow: stop with CLIENT_CALLBACK_FAILED (default), or "
+        "drop the replica table and bootstrap it again",
+    )
     rp.add_argument("--max-records", type=int, default=5000, help="records per window (default: %(default)s)")
     rp.add_argument(
         "--dead-letter-file", help="JSON lines file for windows that keep failing (default: stop)"
@@ -188,7 +195,9 @@ def cli(args: argparse.Namespace) -> int:
     ensure_database(args.to)
     sink = SqlSink(args.to, keys, drop_columns=args.drop_columns, checkpoint_name=name)
     progress = _Progress(name)
-    replicator = Replicator(sink, RetryPolicy.of(cfg), on_saved=progress.saved)
+    replicator = Replicator(
+        sink, RetryPolicy.of(cfg), on_saved=progress.saved, on_incompatible=args.on_incompatible
+    )
     metrics = ClientMetrics.connect(cfg.endpoints.influxdb, args.source, name)
     consumer = Consumer.connect(
         cfg,
@@ -199,6 +208,7 @@ def cli(args: argparse.Namespace) -> int:
         avro_schemas=_avro_schemas(cfg),
         metrics=metrics,
     )
+    replicator.request_bootstrap = consumer.request_bootstrap
     target = sink.engine.url.render_as_string(hide_password=True)
     log.info("replicating %s of %s into %s as %r", ",".join(tables), args.source, target, name)
     with Lifecycle("replicate", args.source, cfg.path, watch_jvm=False) as life:

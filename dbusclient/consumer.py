@@ -342,6 +342,7 @@ class Consumer:
         self._started = False
         self._owns_producer = False  # closed by ``close`` (``connect`` made it)
         self._assigned_now: list[Any] = []  # assigned by the group during the last poll: to seek
+        self._requested: list[TablePull] = []  # pulls requested by request_bootstrap, until checkpointed
         self._rebalanced = False  # the group assigned partitions (maybe none) during the last poll
 
     @classmethod
@@ -569,6 +570,20 @@ class Consumer:
         if new:
             self._expect(self.callbacks.on_start_bootstrap(tuple(new)), "on_start_bootstrap")
 
+    def request_bootstrap(self, table: TableRef) -> TablePull:
+        """Request a full pull of ``table`` now, as a bootstrap does (e.g. from a callback of a sink that had
+        to drop its replica of the table). The request is sent at once; the pull joins the bootstrap of the
+        current window's checkpoint (``BOOTSTRAP_SNAPSHOT``), its rows merge by the same rule, and its end
+        marker ends it."""
+        if table not in self.topics.result:
+            msg = f"bootstrap of {table}: not a table of this consumer"
+            raise DbusError(msg)
+        pull = TablePull(table.ds, table.schema, table.table, self._seqno())
+        self._request([pull])
+        self._requested.append(pull)
+        self._expect(self.callbacks.on_start_bootstrap((pull,)), "on_start_bootstrap")
+        return pull
+
     def _seqno(self) -> int:
         self._last_seqno = max(self._now_ms(), self._last_seqno + 1)
         return self._last_seqno
@@ -734,6 +749,11 @@ class Consumer:
         cp = self.checkpoint
         for tp, end in window.ends.items():
             cp = cp.advanced(tp.topic, tp.partition, end, last.get(tp))
+        if self._requested:
+            pending = cp.bootstrap.pulls if cp.bootstrap is not None else ()
+            known = {p.seqno for p in pending}
+            new = tuple(p for p in self._requested if p.seqno not in known)
+            cp = Checkpoint(Mode.BOOTSTRAP_SNAPSHOT, cp.partitions, Bootstrap(pending + new))
         if cp.bootstrap is None:
             return cp
         pulls = _with_markers(cp.bootstrap.pulls, window)
@@ -745,6 +765,9 @@ class Consumer:
         """Save, then commit the offsets of partitions this consumer owns to its group."""
         self.store.save(checkpoint)
         self.checkpoint = checkpoint
+        if self._requested and checkpoint.bootstrap is not None:
+            saved = {p.seqno for p in checkpoint.bootstrap.pulls}
+            self._requested = [p for p in self._requested if p.seqno not in saved]
         if self.config.group_id is None:
             return
         owned = {(tp.topic, tp.partition): tp for tp in self.kafka.assignment()}

@@ -5,7 +5,8 @@ says what it guarantees. ``Replicator`` is both the consumer's callbacks and its
 
 - ``on_schema_change(table, old, new, schema)``: ``SqlSink.ensure_schema`` (create the replica table, or
   follow the new version: added columns, widened types; an incompatible change fails the window with
-  ``CLIENT_SINK_SCHEMA``, and the consumer stops once its retries are spent);
+  ``CLIENT_SINK_SCHEMA``, and the consumer stops once its retries are spent; or, with
+  ``on_incompatible="rebootstrap"``, drops the replica table, makes it anew and pulls the table again);
 - ``on_data_event(change)``: the change becomes its key's pending effect (an ``Upsert``, or a ``Delete``
   for a delete or a before image); the changes of a window arrive per key in ``ums_id_`` order, so the
   last one is the window's net effect;
@@ -42,7 +43,7 @@ from dbusclient.checkpoint import Checkpoint, TablePull
 from dbusclient.consumer import ConsumerCallbacks, Result
 from dbusclient.decode import RowChange, TableRef
 from dbusclient.merge import Delete, Effect, Key, KeyState, Upsert
-from dbusclient.sink_sql import SqlSink
+from dbusclient.sink_sql import SinkSchemaError, SqlSink
 from dbuslib import retry
 from ums.message import UmsSchema
 
@@ -96,6 +97,10 @@ class Replicator(ConsumerCallbacks):
 
     ``policy``: how long a lost connection to the target is retried (``dbuslib.retry``; None: not
     retried). ``on_saved(checkpoint, counts)`` is called after each committed window (progress, metrics).
+    ``on_incompatible``: what a version change the replica cannot follow does: ``stop`` (the window fails
+    with ``CLIENT_SINK_SCHEMA``, and the consumer stops once its retries are spent) or ``rebootstrap``
+    (the replica table is dropped, made anew from the new version, and the table pulled again through
+    ``request_bootstrap``, the consumer's ``request_bootstrap``).
     """
 
     def __init__(
@@ -104,7 +109,14 @@ class Replicator(ConsumerCallbacks):
         policy: retry.RetryPolicy | None = None,
         on_saved: Callable[[Checkpoint, Counts], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        on_incompatible: str = "stop",
     ) -> None:
+        if on_incompatible not in ("stop", "rebootstrap"):
+            msg = f"on_incompatible: {on_incompatible!r}, expected stop or rebootstrap"
+            raise ValueError(msg)
+        self.on_incompatible = on_incompatible
+        # the consumer's request_bootstrap (set once the consumer is made): for on_incompatible="rebootstrap"
+        self.request_bootstrap: Callable[[TableRef], object] | None = None
         self.sink = sink
         self.policy = policy
         self.on_saved = on_saved
@@ -150,7 +162,17 @@ class Replicator(ConsumerCallbacks):
         return Result.SUCCESS
 
     def on_schema_change(self, table: TableRef, old: int | None, new: int, schema: UmsSchema) -> Result:
-        self.sink.ensure_schema(schema)
+        try:
+            self.sink.ensure_schema(schema)
+        except SinkSchemaError as e:
+            if self.on_incompatible != "rebootstrap" or self.request_bootstrap is None:
+                raise
+            log.warning(
+                "%s: %s; the replica is dropped and bootstrapped again from version %d", table, e, new
+            )
+            self.sink.drop_table(table)
+            self.sink.ensure_schema(schema)
+            self.request_bootstrap(table)
         if old is not None and new > old:
             log.info(
                 "%s: version %d -> %d, replica %s followed", table, old, new, self.sink.replica_name(table)

@@ -423,6 +423,16 @@ class SqlSink:
         row["ums_id_"], row["ums_uid_"] = c.ums_id, c.ums_uid
         return row
 
+    def drop_table(self, table: TableRef) -> None:
+        """Drop the replica of ``table``: its rows, its tombstones and the record of its columns (a replica
+        that cannot follow a version change, to be made anew from the new version and a full pull)."""
+        name = self.replica_name(table)
+        with _errors(name), self.engine.begin() as conn:
+            for t in (name + TOMBSTONE_SUFFIX, name):
+                sa.Table(t, sa.MetaData()).drop(conn, checkfirst=True)
+            conn.execute(sa.delete(self._columns).where(self._columns.c.replica == name))
+        self._replicas.pop(table, None)
+
     def key_states(self, table: TableRef) -> dict[tuple[TableRef, tuple[Any, ...]], KeyState]:
         """Every key's state as the replica holds it (rows and tombstones; the greater position wins), to
         seed a ``Merger`` after a restart. Reads the whole table: for tables that fit in memory."""

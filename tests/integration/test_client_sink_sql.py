@@ -188,6 +188,21 @@ def test_follows_a_version_change(url, sinks):
         again.ensure_table(T, 3, v3)
 
 
+def test_a_dropped_replica_is_made_anew_from_an_incompatible_version(url, sinks):
+    sink = new_sink(url, sinks)
+    sink.apply([up(1, 10, "a"), Delete(change(2, Op.DELETE, 11))])
+    v3 = tuple(UmsField("name", UmsType.INT, True) if f.name == "name" else f for f in V1)
+    with pytest.raises(SinkSchemaError, match="changed from string to int"):
+        sink.ensure_table(T, 3, v3)
+    sink.drop_table(T)
+    sink.ensure_table(T, 3, v3)  # made anew: rows, tombstones and the column records of the old one gone
+    assert rows(url, "SELECT id, name, ums_id_ FROM orders") == []
+    assert rows(url, "SELECT COUNT(*) FROM orders__tombstones") == [(0,)]
+    values = {"id": "4", "name": 7, "amount": None, "qty": None, "at": None}
+    sink.apply([Upsert(RowChange(T, 3, (4,), Op.INSERT, 40, 40_000_000, "x", values))])
+    assert rows(url, "SELECT id, name FROM orders") == [(4, 7)]
+
+
 def test_drops_a_dropped_column_when_asked(url, sinks):
     sink = new_sink(url, sinks, drop_columns=True)
     sink.apply([up(1, 10, "a")])

@@ -529,6 +529,32 @@ def test_a_pull_another_member_read_past_is_not_awaited_and_a_member_without_par
     assert a2.checkpoint.mode is Mode.ONLINE and len(broker.requests()) == 1
 
 
+def test_a_callback_may_request_a_bootstrap_of_a_table_that_joins_the_windows_checkpoint() -> None:
+    broker, store = Broker(), MemoryStore(online())
+    broker.append(message([(101, "i", 101 * 10**6, 1, "a")], version=1))
+    requested: list[Any] = []
+
+    class Rebootstrap(Sink):
+        def on_schema_change(self, table: TableRef, old: int | None, new: int, schema: Any) -> Result:
+            requested.append(consumer.request_bootstrap(table))
+            return Result.SUCCESS
+
+    sink = Rebootstrap()
+    consumer, _ = make(broker, sink, store)
+    consumer.poll_once()
+    (pull,) = requested
+    (request,) = broker.requests()
+    assert request.payload["SEQNO"] == str(pull.seqno) and request.payload["TABLE_NAME"] == "orders"
+    assert store.checkpoint is not None and store.checkpoint.mode is Mode.BOOTSTRAP_SNAPSHOT
+    assert store.checkpoint.bootstrap is not None and store.checkpoint.bootstrap.pulls == (pull,)
+    for kind in ("start", "end"):
+        value, headers = marker(kind, pull.seqno, 150)
+        broker.append(value, headers=headers)
+    drain(consumer)
+    assert store.checkpoint.mode is Mode.ONLINE and sink.calls[-1] == "end_bootstrap"
+    assert len(broker.requests()) == 1
+
+
 class PointList:
     def __init__(self) -> None:
         self.points: list[Any] = []

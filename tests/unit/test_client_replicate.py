@@ -14,7 +14,7 @@ from dbusclient.consumer import Result
 from dbusclient.decode import RowChange, TableRef
 from dbusclient.merge import Delete, KeyState, Upsert
 from dbusclient.replicate import BoundedStates, Replicator
-from dbusclient.sink_sql import ApplyResult, SinkError
+from dbusclient.sink_sql import ApplyResult, SinkError, SinkSchemaError
 from dbuslib.errors import ConfigError
 from dbuslib.retry import RetryPolicy
 from ums.message import Op
@@ -112,6 +112,38 @@ def test_a_bootstrap_end_sweeps_each_pulled_table_after_the_window(monkeypatch: 
     r.save(cp)
     assert swept == [({T: 500}, cp)] and r.counts.swept == 3 and r.sweeps == {}
     assert len(sink.applied) == 1  # the window first, then the sweep
+
+
+class SchemaSink(FakeSink):
+    """ensure_schema refuses the first time (an incompatible version), then takes the new table."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def ensure_schema(self, schema: Any) -> None:
+        self.calls.append("ensure")
+        if self.calls.count("ensure") == 1:
+            raise SinkSchemaError("replica orders: column 'note' changed from string to int in version 2")
+
+    def drop_table(self, table: TableRef) -> None:
+        self.calls.append(f"drop {table}")
+
+    def replica_name(self, table: TableRef) -> str:
+        return table.table
+
+
+def test_an_incompatible_version_stops_or_drops_and_bootstraps_the_table_again() -> None:
+    with pytest.raises(SinkSchemaError, match="changed from string to int"):
+        Replicator(SchemaSink()).on_schema_change(T, 1, 2, None)  # type: ignore[arg-type]
+    sink = SchemaSink()
+    r = Replicator(sink, on_incompatible="rebootstrap")  # type: ignore[arg-type]
+    requested: list[TableRef] = []
+    r.request_bootstrap = requested.append
+    assert r.on_schema_change(T, 1, 2, None) is Result.SUCCESS  # type: ignore[arg-type]
+    assert sink.calls == ["ensure", f"drop {T}", "ensure"] and requested == [T]
+    with pytest.raises(ValueError, match="stop or rebootstrap"):
+        Replicator(sink, on_incompatible="ignore")  # type: ignore[arg-type]
 
 
 def test_bounded_states_forget_the_least_recently_used() -> None:
