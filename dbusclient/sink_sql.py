@@ -495,8 +495,14 @@ class _MariaText:
     ) -> None:
         # each statement runs in a thread while the next one's text is written here: the database and
         # the writing overlap (pymysql lets the GIL go while it waits for the server); one at a time, in
-        # order, on the transaction's connection
+        # order, on the transaction's connection. First the tombstones the window's keys have (read with
+        # a lock, as the clean-up deletes' joins read: none can be added for them until the commit)
+        keys = [self._key_tuple(e.change.key) for e in effects]
         with ThreadPoolExecutor(1, thread_name_prefix="dbus-sink") as pool:
+            reads = [
+                pool.submit(self._read, self._tombstoned(rep).replace(_KEYS_MARK, ",".join(chunk)))
+                for chunk in _chunks(keys, _KEYS_PER_STATEMENT)
+            ]
             sent = None
             for sql in self._writes(rep, upserts, deletes):
                 if sent is not None:
@@ -504,17 +510,12 @@ class _MariaText:
                 sent = pool.submit(self._exec, sql)
             if sent is not None:
                 sent.result()
-        # both clean-up deletes join a key's row with its tombstone: only the keys of the window that
-        # have one (read with a lock, as the deletes' joins read) can change, usually few of them
-        keys = [self._key_tuple(e.change.key) for e in effects]
-        for i in range(0, len(keys), _KEYS_PER_STATEMENT):
-            among = ",".join(keys[i : i + _KEYS_PER_STATEMENT])
-            found = self.conn.exec_driver_sql(
-                self._tombstoned(rep).replace(_KEYS_MARK, among), execution_options={"no_parameters": True}
-            ).all()
-            if not found:
-                continue
-            among = ",".join(self._key_tuple(tuple(r)) for r in found)
+            found = [self._key_tuple(tuple(r)) for read in reads for r in read.result()]
+        # both clean-up deletes join a key's row with its tombstone: only the keys of the window that have
+        # one (found above, or written by the window's deletes) can change, usually few of them
+        tombstoned = list(dict.fromkeys([*found, *(self._key_tuple(e.change.key) for e in deletes)]))
+        for chunk in _chunks(tombstoned, _KEYS_PER_STATEMENT):
+            among = ",".join(chunk)
             self._exec(self._older_gone(rep.table, rep.tombstones, rep.key).replace(_KEYS_MARK, among))
             if upserts:
                 self._exec(self._older_gone(rep.tombstones, rep.table, rep.key).replace(_KEYS_MARK, among))
@@ -624,11 +625,21 @@ class _MariaText:
             self._compiled[cache_key] = (str(stmt.compile(dialect=self.conn.dialect)), "")
         return self._compiled[cache_key][0]
 
+    def _read(self, sql: str) -> list[Any]:
+        return list(self.conn.exec_driver_sql(sql, execution_options={"no_parameters": True}).all())
+
     def _exec(self, sql: str) -> None:
         self.conn.exec_driver_sql(sql, execution_options={"no_parameters": True})
 
 
 _KEYS_MARK = "__dbus_keys__"
+
+
+def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
 _MISSING = object()
 _ROWS_PER_STATEMENT = 1000  # rows of one multi-row INSERT on MariaDB (about 200 bytes each)
 
