@@ -8,15 +8,16 @@ of 1,000,000 keys, 90% updates, 5% inserts, 5% deletes. BENCH_CLIENT_ROWS rows (
 
 consume_rows_per_s: the client's decoding of those records as the consumer does it (``Decoder.read_json``,
 the fast path, then ``Decoder.changes``) and a callback per row change (a counter); the median of
-``MEASURED`` runs. baseline: ``json.loads`` of the same records and a dict of column -> value per tuple,
-the least a consumer written by hand does. consume_merged_rows_per_s: the whole ``Consumer`` over an
-in-memory Kafka of the same records (one partition, windows of ``WINDOW_RECORDS`` records, a checkpoint
-saved in memory after each): decode, merge (its key states grow to every key seen), the callbacks of each
-window, checkpoint; the same baseline.
+``MEASURED`` runs after ``WARM_UPS``. baseline: ``json.loads`` of the same records and a dict of column ->
+value per tuple, the least a consumer written by hand does. consume_merged_rows_per_s: the whole
+``Consumer`` over an in-memory Kafka of the same records (one partition, windows of ``WINDOW_RECORDS``
+records, a checkpoint saved in memory after each): decode, merge (its key states grow to every key seen),
+the callbacks of each window, checkpoint; the same baseline.
 
 replicate_rows_per_s: windows of ``REPLICA_WINDOW`` merged changes applied by ``SqlSink.apply`` (every
 write guarded by the key's position, tombstones for the deletes, the checkpoint in the same transaction)
-into a fresh database of the stack's MariaDB, the table empty at the start; rows are the changes read.
+into a fresh database of the stack's MariaDB, the table empty at the start; rows are the merged changes
+applied; the median of ``MEASURED`` runs, each into a table of its own.
 baseline: the same changes, one guarded ``INSERT ... ON DUPLICATE KEY UPDATE`` per change (a delete: one
 guarded ``DELETE``), each its own statement, a commit per window: what a user writes without batching.
 """
@@ -57,7 +58,8 @@ WINDOW_RECORDS = 20  # records a consumer window (10,000 rows)
 REPLICA_ROWS = int(os.environ.get("BENCH_REPLICA_ROWS", "100000"))
 REPLICA_WINDOW = 10_000  # row changes a window of the sink
 BASELINE_WINDOWS = 2  # windows the per-row baseline applies (at ~5,000 rows/s)
-MEASURED = 3
+WARM_UPS = 2
+MEASURED = 5
 TABLE = TableRef("bench", "shop", "orders")
 TOPIC = "bench.shop.result"
 COLUMNS = (
@@ -218,8 +220,10 @@ def by_hand(values: list[bytes]) -> tuple[float, int]:
 
 
 def rate(measure: Any, values: list[bytes]) -> float:
-    """Median rows/s of ``MEASURED`` runs of ``measure`` after one to warm up."""
-    measure(values)
+    """Median rows/s of ``MEASURED`` runs of ``measure`` after ``WARM_UPS`` (the first runs of a process
+    are slower: its allocator's arenas grow)."""
+    for _ in range(WARM_UPS):
+        measure(values)
     runs = []
     for _ in range(MEASURED):
         seconds, rows = measure(values)
@@ -258,23 +262,25 @@ def replicate(cfg: DbusConfig, values: list[bytes]) -> tuple[float, float]:
         conn.execute(sa.text(f"CREATE DATABASE {name}"))
     try:
         effects = windows(values)
-        msg0 = from_json(values[0])
-        sink = SqlSink(f"{base}/{name}", {"shop.orders": ("id",)})
-        sink.ensure_schema(msg0.schema)
-        checkpoint = Checkpoint(Mode.ONLINE, (PartitionPosition(TOPIC, 0, 0),))
-        began = time.perf_counter()
-        for n, window in enumerate(effects):
-            sink.apply(window, checkpoint.advanced(TOPIC, 0, n + 1))
-        fast = sum(map(len, effects)) / (time.perf_counter() - began)
-        with sink.engine.begin() as conn:
-            conn.execute(sa.text("CREATE TABLE naive LIKE orders"))
-        sink.engine.dispose()
+        schema = from_json(values[0]).schema
+        runs = []
+        for run in range(MEASURED):  # each into a table of its own, empty at the start
+            sink = SqlSink(f"{base}/{name}", {"shop.orders": ("id",)}, names={"shop.orders": f"orders{run}"})
+            sink.ensure_schema(schema)
+            checkpoint = Checkpoint(Mode.ONLINE, (PartitionPosition(TOPIC, 0, 0),))
+            began = time.perf_counter()
+            for n, window in enumerate(effects):
+                sink.apply(window, checkpoint.advanced(TOPIC, 0, n + 1))
+            runs.append(sum(map(len, effects)) / (time.perf_counter() - began))
+            sink.engine.dispose()
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"CREATE TABLE {name}.naive LIKE {name}.orders0"))
         slow = per_row(f"{base}/{name}", effects[:BASELINE_WINDOWS])
     finally:
         with admin.connect() as conn:
             conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))
         admin.dispose()
-    return fast, slow
+    return statistics.median(runs), slow
 
 
 def per_row(url: str, effects: list[list[Effect]]) -> float:
