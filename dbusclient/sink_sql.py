@@ -641,7 +641,8 @@ def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
 
 
 _MISSING = object()
-_ROWS_PER_STATEMENT = 1000  # rows of one multi-row INSERT on MariaDB (about 200 bytes each)
+_ROWS_PER_STATEMENT = 2500  # rows of one multi-row INSERT on MariaDB (about 200 bytes each; measured: 2,500
+# gave 50-52k rows/s where 1,000 gave 38-42k and 5,000 46k: fewer statements, still overlapped)
 
 
 def _quote_escaped(text: str) -> str:
