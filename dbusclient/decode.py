@@ -34,10 +34,11 @@ row changes or a ``BadRowError`` naming the record; a valid message gives the sa
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from dbuslib.errors import DbusError
 from ums.avro import decode_avro
@@ -142,7 +143,7 @@ class Decoder:
                 msg = f"key columns of {name!r}: none given"
                 raise BadRowError(msg)
             self._keys[schema_table] = tuple(columns)
-        self._shapes: dict[str, _Shape] = {}  # JSON of a checked message's protocol and schema -> its shape
+        self._shapes: dict[bytes, _Shape] = {}  # JSON of a checked message's protocol and schema -> its shape
 
     def changes(self, msg: UmsMessage) -> list[RowChange]:
         """The row changes of ``msg`` in tuple order; none for a heartbeat or termination message."""
@@ -172,8 +173,10 @@ class Decoder:
         message that does not pass is read by ``read_checked``, whose error names ``where``."""
         shape_key = None
         try:
-            obj = json.loads(value if isinstance(value, str) else bytes(value).decode("utf-8"))
-            shape_key = json.dumps((obj["protocol"], obj["schema"]))
+            # orjson: 2-3x json's speed; anything it refuses (a >64-bit integer, NaN, bad UTF-8) is a
+            # ValueError, and the message goes to the checked path, which reads it with json
+            obj = orjson.loads(value)
+            shape_key = orjson.dumps((obj["protocol"], obj["schema"]))
             shape = self._shapes.get(shape_key)
             if shape is not None:
                 rows = shape.rows(obj["payload"])
