@@ -147,14 +147,12 @@ def test_reconcile_then_verify(spark, cfg, writer_db, new_topic, tmp_path):
             {r["id"]: r["customer"] for r in got.values()},
         )
 
-    args = argparse.Namespace(
-        config=str(cfg.path),
-        source="demo",
-        table=f"{name}.orders",
-        snapshot=out,
-        limit=20,
-        shard_size=100,
-        workers=2,
+    parser = argparse.ArgumentParser()  # the options as `dbus verify` parses them
+    parser.add_argument("--config")
+    verify.add_arguments(parser)
+    args = parser.parse_args(
+        ["--config", str(cfg.path), "--source", "demo", "--table", f"{name}.orders", "--snapshot", str(out)]
+        + ["--shard-size", "100", "--workers", "2"]
     )
     assert verify.cli(args) == 0
 

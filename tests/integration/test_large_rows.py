@@ -234,13 +234,11 @@ def test_reconcile_joins_chunked_records_and_verify_finds_no_difference(
     assert result.rows == 3 and result.messages_read == 3
     snap = {r["id"]: r for r in pq.read_table(out).to_pylist()}
     assert base64.b64decode(snap[2]["data"]) == _blob(2, 2 * MB)
-    args = argparse.Namespace(
-        config=str(cfg.path),
-        source="demo",
-        table=f"{name}.files",
-        snapshot=out,
-        limit=20,
-        shard_size=100,
-        workers=1,
+    parser = argparse.ArgumentParser()  # the options as `dbus verify` parses them
+    parser.add_argument("--config")
+    verify.add_arguments(parser)
+    args = parser.parse_args(
+        ["--config", str(cfg.path), "--source", "demo", "--table", f"{name}.files", "--snapshot", str(out)]
+        + ["--shard-size", "100", "--workers", "1"]
     )
     assert verify.cli(args) == 0
