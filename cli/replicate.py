@@ -274,15 +274,14 @@ def _avro_schemas(cfg: DbusConfig) -> Any:
     """Avro schemas by fingerprint from the meta store (read only when an Avro record arrives)."""
     stores: list[Any] = []
 
-    def lookup(fingerprint: str) -> dict[str, Any]:
+    def lookup(fingerprint: str) -> dict[str, Any] | None:
         from dbuslib.metastore import MetaStore
 
         if not stores:
             stores.append(MetaStore(cfg.endpoints.meta_store.url.get_secret_value()))
         row = stores[0].avro_schema(fingerprint)
         if row is None:
-            msg = f"no Avro schema with fingerprint {fingerprint} in the meta store"
-            raise ConfigError(msg)
+            return None  # that record is a bad row (CLIENT_BAD_ROW, or a dead letter), replication goes on
         parsed: dict[str, Any] = json.loads(row.schema_json)
         return parsed
 

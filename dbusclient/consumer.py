@@ -302,7 +302,8 @@ class Consumer:
     ``kafka`` is a kafka-python ``KafkaConsumer`` made without topics (``connect`` makes one), ``producer``
     sends pull requests and dead letters. ``states`` holds the merger's key states (a dict when None: lost
     on restart; docs/client.md says when that matters). ``avro_schemas`` gives an Avro schema by
-    fingerprint (e.g. ``MetaStore.avro_schema``), needed for Avro result topics. ``sleep`` waits between
+    fingerprint (e.g. ``MetaStore.avro_schema``), needed for Avro result topics; None for an unknown one
+    makes that record a bad row. ``sleep`` waits between
     retries; ``now_ms`` stamps pull requests."""
 
     def __init__(
@@ -315,7 +316,7 @@ class Consumer:
         producer: ProducerPort | None = None,
         *,
         states: MutableMapping[Key, KeyState] | None = None,
-        avro_schemas: Callable[[str], dict[str, Any]] | None = None,
+        avro_schemas: Callable[[str], dict[str, Any] | None] | None = None,
         metrics: ClientMetrics | None = None,
         sleep: Callable[[float], None] = time.sleep,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
@@ -661,7 +662,11 @@ class Consumer:
             if self.avro_schemas is None:
                 msg = f"{where}: an Avro record (schema {fingerprint}), and the Consumer has no avro_schemas"
                 raise BadRowError(msg)
-            self._avro[fingerprint] = self.avro_schemas(fingerprint)
+            schema = self.avro_schemas(fingerprint)
+            if schema is None:  # not known: this record is bad (a store that cannot answer raises instead)
+                msg = f"{where}: an Avro record of schema {fingerprint}, which the schema store does not have"
+                raise BadRowError(msg)
+            self._avro[fingerprint] = schema
         return self._avro[fingerprint]
 
     def _process(self, window: _Window) -> None:

@@ -37,7 +37,7 @@ from dbusclient.consumer import (
     Topics,
     key_hash,
 )
-from dbusclient.decode import RowChange, TableRef
+from dbusclient.decode import BadRowError, RowChange, TableRef
 from dbusclient.merge import KeyState
 from dbusclient.metrics import ClientMetrics
 from ums.control import ControlType
@@ -553,6 +553,15 @@ def test_a_callback_may_request_a_bootstrap_of_a_table_that_joins_the_windows_ch
     drain(consumer)
     assert store.checkpoint.mode is Mode.ONLINE and sink.calls[-1] == "end_bootstrap"
     assert len(broker.requests()) == 1
+
+
+def test_an_avro_record_of_an_unknown_schema_is_a_bad_row_named_by_its_offset() -> None:
+    broker = Broker()
+    broker.append(b"\x00avro", headers=[("ums_avro_schema", b"f00d")])
+    consumer, _ = make(broker, Sink(), MemoryStore(online()))
+    consumer.avro_schemas = lambda fingerprint: None  # the store does not know it
+    with pytest.raises(BadRowError, match=r"demo.shop.result/0@0: an Avro record of schema f00d, which"):
+        consumer.poll_once()
 
 
 class PointList:
