@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from cli.stages import Stages
+from cli.stages import Stages, stop_group
 from dbuslib.config import DbusConfig
 
 PORT = os.environ.get("POSTGRESQL_PORT", "15432")  # the stack's PostgreSQL (stack/env.sh)
@@ -111,10 +110,6 @@ class DemoReplica:
         return comparison.equal
 
     def stop(self) -> None:
-        """On a failure: the process group, if it still runs."""
+        """On a failure: the process group, if it still runs (SIGTERM, SIGKILL after 30 s)."""
         if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+            stop_group(self.proc, timeout=30)

@@ -33,11 +33,9 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
-
-import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from typing import Any, TypeVar
 
 from dbusclient.checkpoint import Checkpoint, TablePull
 from dbusclient.consumer import ConsumerCallbacks, Result
@@ -48,6 +46,7 @@ from dbuslib import retry
 from ums.message import UmsSchema
 
 log = logging.getLogger("dbus.replicate")
+T = TypeVar("T")
 
 
 class BoundedStates(MutableMapping[Key, KeyState]):
@@ -118,6 +117,7 @@ class Replicator(ConsumerCallbacks):
         # the consumer's request_bootstrap (set once the consumer is made): for on_incompatible="rebootstrap"
         self.request_bootstrap: Callable[[TableRef], object] | None = None
         self.sink = sink
+        self._target = f"replica {sink.engine.url.render_as_string(hide_password=True)}"  # names retries
         self.policy = policy
         self.on_saved = on_saved
         self._sleep = sleep
@@ -133,18 +133,17 @@ class Replicator(ConsumerCallbacks):
     def save(self, checkpoint: Checkpoint) -> None:
         """The pending effects and ``checkpoint`` in one transaction of the target."""
         effects = sorted(self.pending.values(), key=lambda e: e.change.position)
-        what = f"replica {self.sink.engine.url.render_as_string(hide_password=True)}"
-        if self.policy is None:
-            result = self.sink.apply(effects, checkpoint)
-        else:
-            result = retry.call(self.policy, what, self.sink.apply, effects, checkpoint, sleep=self._sleep)
+        result = self._call(self.sink.apply, effects, checkpoint)
         self.pending.clear()
         if self.sweeps:
             sweeps, self.sweeps = self.sweeps, {}
-            if self.policy is None:
-                swept = sweep(self.sink, sweeps, checkpoint)
-            else:
-                swept = retry.call(self.policy, what, sweep, self.sink, sweeps, checkpoint, sleep=self._sleep)
+            swept = self._call(self.sink.sweep, sweeps, checkpoint)
+            if swept:
+                log.info(
+                    "%s: %d row(s) older than the pulls' positions removed",
+                    ", ".join(map(str, sweeps)),
+                    swept,
+                )
             self.counts.swept += swept
         c = self.counts
         c.windows, c.upserts, c.deletes = (
@@ -154,6 +153,12 @@ class Replicator(ConsumerCallbacks):
         )
         if self.on_saved is not None:
             self.on_saved(checkpoint, c)
+
+    def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the target, a lost connection retried within ``policy``."""
+        if self.policy is None:
+            return fn(*args)
+        return retry.call(self.policy, self._target, fn, *args, sleep=self._sleep)
 
     # ------------------------------------------------------------ callbacks
 
@@ -194,34 +199,6 @@ class Replicator(ConsumerCallbacks):
             table = TableRef(p.ds, p.schema, p.table)
             if p.ums_id is None:
                 log.warning("%s: the pull %d ended without its start marker read: not swept", table, p.seqno)
-            elif table in self.sink._replicas:  # a table with no row change yet has no replica to sweep
+            elif self.sink.has_replica(table):  # a table with no row change yet has no replica to sweep
                 self.sweeps[table] = p.ums_id
         return Result.SUCCESS
-
-
-def sweep(sink: SqlSink, sweeps: Mapping[TableRef, int], checkpoint: Checkpoint | None) -> int:
-    """In one transaction: per table, the replica rows older than its snapshot position become
-    tombstones at (position, 0); then ``checkpoint``. Returns the rows removed."""
-    removed = 0
-    with sink.engine.begin() as conn:
-        for table, below in sweeps.items():
-            rep = sink._replicas[table]
-            t, tombs = rep.table, rep.tombstones
-            older = t.c.ums_id_ < below
-            keys = [t.c[k] for k in rep.key]
-            columns = [*rep.key, "ums_id_", "ums_uid_"]
-            stale = sa.select(
-                *keys, sa.literal(below, sa.BigInteger), sa.literal(0, sa.Numeric(40, 0))
-            ).where(older)
-            # a key has a row or a tombstone, never both after a window: the conflict clause is a safeguard
-            if conn.dialect.name == "postgresql":
-                conn.execute(pg_insert(tombs).from_select(columns, stale).on_conflict_do_nothing())
-            else:
-                conn.execute(sa.insert(tombs).from_select(columns, stale).prefix_with("IGNORE"))
-            gone = conn.execute(sa.delete(t).where(older)).rowcount
-            if gone:
-                log.info("%s: %d row(s) older than the pull's position %d removed", table, gone, below)
-            removed += gone
-        if checkpoint is not None:
-            sink.checkpoints.save_in(conn, checkpoint)
-    return removed

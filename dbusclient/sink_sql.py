@@ -423,6 +423,40 @@ class SqlSink:
         row["ums_id_"], row["ums_uid_"] = c.ums_id, c.ums_uid
         return row
 
+    def has_replica(self, table: TableRef) -> bool:
+        """Whether this sink has made (or loaded) the replica of ``table``."""
+        return table in self._replicas
+
+    def sweep(self, below: Mapping[TableRef, int], checkpoint: Checkpoint | None = None) -> int:
+        """In one transaction: per table, the replica rows older than its position ``below[table]`` (a
+        full pull's snapshot position) become tombstones at (position, 0); then ``checkpoint``. Every row
+        that existed at that position came with the pull or a newer change, so an older row is one the
+        source no longer had. Returns the rows removed."""
+        removed = 0
+        where = ", ".join(self.replica_name(t) for t in below) or CHECKPOINT_TABLE
+        with _errors(where), self.engine.begin() as conn:
+            for table, position in below.items():
+                rep = self._replicas[table]
+                t, tombs = rep.table, rep.tombstones
+                older = t.c.ums_id_ < position
+                columns = [*rep.key, "ums_id_", "ums_uid_"]
+                stale = sa.select(
+                    *[t.c[k] for k in rep.key],
+                    sa.literal(position, sa.BigInteger),
+                    sa.literal(0, sa.Numeric(40, 0)),
+                ).where(older)
+                # a key has a row or a tombstone, never both after a window: the conflict clause guards
+                if self.dialect == "postgresql":
+                    conn.execute(
+                        pg_dialect.insert(tombs).from_select(columns, stale).on_conflict_do_nothing()
+                    )
+                else:
+                    conn.execute(sa.insert(tombs).from_select(columns, stale).prefix_with("IGNORE"))
+                removed += conn.execute(sa.delete(t).where(older)).rowcount
+            if checkpoint is not None:
+                self.checkpoints.save_in(conn, checkpoint)
+        return removed
+
     def drop_table(self, table: TableRef) -> None:
         """Drop the replica of ``table``: its rows, its tombstones and the record of its columns (a replica
         that cannot follow a version change, to be made anew from the new version and a full pull)."""

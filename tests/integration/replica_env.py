@@ -25,6 +25,8 @@ import pytest
 import sqlalchemy as sa
 from extractor_env import REPO
 
+from cli.stages import stop_group
+
 HOST = "127.0.0.1"
 SERVERS = {
     "mariadb": f"mysql+pymysql://dbus:dbus@{HOST}:{os.environ.get('MARIADB_PORT', '13306')}",
@@ -145,22 +147,16 @@ class ReplicateProcess:
         """``kill -9`` of the process group, and wait until it is gone."""
         assert self.proc is not None
         self.down = True
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(30)
+        stop_group(self.proc, signal.SIGKILL)
 
     def stop(self, timeout: float = 90) -> int:
         """SIGTERM; the exit code (the process finishes its window first)."""
         assert self.proc is not None
         self.down = True
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(30)
+        if stop_group(self.proc, timeout=timeout) == -signal.SIGKILL:
             msg = f"dbus replicate did not stop within {timeout:.0f}s of SIGTERM; see {self.log}"
-            raise AssertionError(msg) from None
+            raise AssertionError(msg)
+        return self.proc.returncode
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")

@@ -203,6 +203,18 @@ def test_a_dropped_replica_is_made_anew_from_an_incompatible_version(url, sinks)
     assert rows(url, "SELECT id, name FROM orders") == [(4, 7)]
 
 
+def test_a_sweep_turns_rows_older_than_a_pulls_position_into_tombstones(url, sinks):
+    sink = new_sink(url, sinks)
+    sink.apply([up(1, 10, "gone at the source"), up(2, 20, "pulled")])
+    cp = Checkpoint()
+    assert sink.sweep({T: 15}, cp) == 1
+    assert rows(url) == [(2, "pulled", 20)]
+    assert rows(url, "SELECT id, ums_id_, ums_uid_ FROM orders__tombstones") == [(1, 15, 0)]
+    assert sink.checkpoints.load() == cp
+    sink.apply([up(1, 12, "an older change")])  # behind the tombstone: not resurrected
+    assert rows(url) == [(2, "pulled", 20)]
+
+
 def test_drops_a_dropped_column_when_asked(url, sinks):
     sink = new_sink(url, sinks, drop_columns=True)
     sink.apply([up(1, 10, "a")])

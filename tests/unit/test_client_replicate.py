@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from cli.replicate import parse_keys
-from dbusclient import replicate
 from dbusclient.checkpoint import Checkpoint, TablePull
 from dbusclient.consumer import Result
 from dbusclient.decode import RowChange, TableRef
@@ -36,7 +35,15 @@ class FakeSink:
         self.applied: list[tuple[list[Any], Checkpoint | None]] = []
         self.failures = failures or []
         self.engine = type("E", (), {"url": FakeUrl()})()
-        self._replicas = {T: object()}
+        self.swept: list[tuple[dict[TableRef, int], Checkpoint | None]] = []
+
+    def has_replica(self, table: TableRef) -> bool:
+        return table == T
+
+    def sweep(self, below: Any, checkpoint: Checkpoint | None = None) -> int:
+        assert self.applied, "the window is applied before the sweep"
+        self.swept.append((dict(below), checkpoint))
+        return 3
 
     def apply(self, effects: Any, checkpoint: Checkpoint | None = None) -> ApplyResult:
         if self.failures:
@@ -97,9 +104,7 @@ def test_a_lost_connection_is_retried_a_refused_statement_is_not() -> None:
     assert len(slept) == 2
 
 
-def test_a_bootstrap_end_sweeps_each_pulled_table_after_the_window(monkeypatch: pytest.MonkeyPatch) -> None:
-    swept: list[tuple[dict[TableRef, int], Checkpoint | None]] = []
-    monkeypatch.setattr(replicate, "sweep", lambda sink, sweeps, cp: swept.append((dict(sweeps), cp)) or 3)
+def test_a_bootstrap_end_sweeps_each_pulled_table_after_the_window() -> None:
     sink = FakeSink()
     r = Replicator(sink)  # type: ignore[arg-type]
     pulls = (
@@ -110,7 +115,7 @@ def test_a_bootstrap_end_sweeps_each_pulled_table_after_the_window(monkeypatch: 
     assert r.on_end_bootstrap(pulls) is Result.SUCCESS
     cp = Checkpoint()
     r.save(cp)
-    assert swept == [({T: 500}, cp)] and r.counts.swept == 3 and r.sweeps == {}
+    assert sink.swept == [({T: 500}, cp)] and r.counts.swept == 3 and r.sweeps == {}
     assert len(sink.applied) == 1  # the window first, then the sweep
 
 
