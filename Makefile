@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-integration lint bench venv stack-up stack-down stack-status cluster-up cluster-down clean-stack
+.PHONY: demo test test-unit test-integration lint bench venv stack-up stack-down stack-status browser cluster-up cluster-down clean-stack
 
 demo: stack-up
 	$(VENV)/bin/dbus demo
@@ -15,13 +15,13 @@ demo: stack-up
 # (loadfile: a module's fixtures are set up once), the next one in collection order when it is done (no
 # reordering by test count, which would leave the long one-test files for last).
 XDIST := -n 2 --dist loadfile --no-loadscope-reorder
-test: stack-up
+test: stack-up browser
 	$(PY) -m pytest tests $(XDIST) --durations=20
 
 test-unit: venv
 	$(PY) -m pytest tests/unit
 
-test-integration: stack-up
+test-integration: stack-up browser
 	$(PY) -m pytest tests/integration $(XDIST)
 
 # ruff (rules and format) over the tree, mypy over the floors below the stages (config in pyproject.toml).
@@ -49,6 +49,11 @@ stack-down:
 
 stack-status:
 	bash stack/stack.sh status
+
+# Debian's Chromium for the console's browser tests (Playwright drives it; stack/services/chromium.sh):
+# installed once, a few tenths of a second when it is there.
+browser: venv
+	bash stack/stack.sh up chromium
 
 # A local Spark standalone cluster (a master, two workers, one in its own mount namespace without the checkout)
 # and the executors' packed Python environment: stack/cluster.sh.
