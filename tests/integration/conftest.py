@@ -229,3 +229,74 @@ def receivers():
     yield hook, mail
     hook.close()
     mail.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium, headless, for the whole session, driven by Playwright (console_env.py).
+    ``--no-sandbox``: the tests may run as root, where Chromium's sandbox does not start."""
+    from console_env import CHROMIUM
+    from playwright.sync_api import sync_playwright
+
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} is missing; `make browser` installs it", pytrace=False)
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser context (no cookies) and a page in it, 1280x800; each wait gives up after 10 s."""
+    from console_env import VIEWPORT
+
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(10_000)
+    yield context.new_page()
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def console_server(hold_stack, cfg, tmp_path_factory):
+    """``dbus console`` over the test configuration on a free port, for a module's tests (console_env.py):
+    ``.url``, ``.passwords[role]``; stopped at the module's end."""
+    from console_env import ConsoleServer
+
+    server = ConsoleServer(cfg.path, tmp_path_factory.mktemp("console"))
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def logged_in(console_server):
+    """``logged_in(page, role)``: log ``page`` in as the user of ``role`` (operator or viewer) through the
+    login form; returns the page, on the page the login led to."""
+
+    def login(page, role: str):
+        page.goto(f"{console_server.url}/login")
+        page.fill("#username", role)
+        page.fill("#password", console_server.passwords[role])
+        with page.expect_navigation():
+            page.click("#login")
+        assert "/login" not in page.url, f"login as {role} failed: {page.inner_text('main')}"
+        return page
+
+    return login
+
+
+@pytest.fixture
+def screenshot():
+    """``screenshot(page, name)``: the whole page at 1280x800 into docs/console/<name>.png (its path)."""
+    from console_env import SCREENSHOTS, VIEWPORT
+
+    def take(page, name: str) -> Path:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.set_viewport_size(VIEWPORT)
+        path = SCREENSHOTS / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take
