@@ -208,6 +208,10 @@ def _parser() -> argparse.ArgumentParser:
     logrules.add_parsers(sub)  # logrules tables|add-table|import|export|show|group|test|publish|reload
     replicate.add_parsers(sub)  # replicate (the consumer client into MariaDB/PostgreSQL)
 
+    from console import commands as console_commands
+
+    console_commands.add_parsers(sub)  # console [hash-password] (the web console)
+
     dm = sub.add_parser("demo", help="run the demo on the local stack (make demo)")
     dm.add_argument("--source", default="demo", help="source name (default: %(default)s)")
     dm.set_defaults(handler=_demo)
@@ -227,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(verbose=args.verbose)
     handler: Handler = args.handler
     try:
-        if args.config is None and handler not in _WITHOUT_CONFIG:  # each command gets the file's path
+        needs_config = handler not in _WITHOUT_CONFIG and not getattr(handler, "without_config", False)
+        if args.config is None and needs_config:  # each command gets the file's path
             args.config = str(find_config(None))
         return handler(args)
     except (DbusError, UmsError) as e:

@@ -567,6 +567,41 @@ class LogSource(_Model):
         return self.schema_.replace("{ds}", ds)
 
 
+class ConsoleUser(_Model):
+    """One login of the web console: ``role`` viewer (reads every page) or operator (also requests full
+    pulls, publishes log rules, acknowledges alerts); ``password_hash`` as ``dbus console hash-password``
+    prints it (werkzeug's scrypt form), usually a ``${env:...}`` or ``${file:...}`` reference. A user whose
+    hash is empty cannot log in."""
+
+    name: str = Field(..., min_length=1, pattern=r"^[A-Za-z0-9_.@-]+$")
+    role: Literal["viewer", "operator"] = "viewer"
+    password_hash: SecretStr = SecretStr("")
+
+
+class ConsoleSettings(_Model):
+    """The web console (``dbus console``, docs/console.md). ``listen``: host:port it serves on;
+    ``secret_key`` signs the session cookies (a random one per start when unset: every login ends at a
+    restart); ``audit_log``: the JSON-lines file of every operator action (relative to this file's
+    folder); ``refresh_s``: how often the pages poll for fresh figures."""
+
+    listen: str = Field("127.0.0.1:18088", pattern=r"^[^:\s]+:\d{1,5}$")
+    users: tuple[ConsoleUser, ...] = ()
+    secret_key: SecretStr | None = None
+    audit_log: Path = Path("console-audit.log")
+    refresh_s: float = Field(3.0, ge=0.5)
+    session_hours: float = Field(12.0, gt=0)
+
+    @field_validator("users")
+    @classmethod
+    def _unique_users(cls, v: tuple[ConsoleUser, ...]) -> tuple[ConsoleUser, ...]:
+        names = [u.name for u in v]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            msg = f"user names must be unique: {twice}"
+            raise ValueError(msg)
+        return v
+
+
 class DbusConfig(_Model):
     """The whole file (docs/configuration.md lists every key); ``path`` is where it was read from, and
     relative paths in it resolve against that file's folder."""
@@ -575,6 +610,7 @@ class DbusConfig(_Model):
     spark: SparkSettings = SparkSettings()
     sources: dict[str, Source]
     log_sources: dict[str, LogSource] = Field(default_factory=dict)
+    console: ConsoleSettings = ConsoleSettings()
     path: Path = Field(DEFAULT_CONFIG, exclude=True)
 
     @field_validator("sources")

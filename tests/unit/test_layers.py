@@ -9,7 +9,8 @@ another.
     1  ums/                                   the message format
 
 Read from the source with `ast`, so every import counts: top-level, inside functions, `from x import y`.
-`bench/` sits beside `cli/` on the top floor (it drives stages to measure them).
+`bench/` sits beside `cli/` on the top floor (it drives stages to measure them), and so does `console/`
+(the web console, over the readers of `dbus status`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ FLOOR = {
     **dict.fromkeys(STAGES, 4),
     "cli": 5,
     "bench": 5,
+    "console": 5,
 }
 
 
