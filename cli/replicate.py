@@ -135,27 +135,20 @@ def ensure_database(url: str) -> None:
 
 
 def source_keys(cfg: DbusConfig, ds: str, tables: list[str]) -> dict[str, tuple[str, ...]]:
-    """The primary key of each table on the source."""
-    from dbuslib import mysql
+    """The primary key of each table on the source (``catalog.primary_keys``)."""
     from fullpuller import catalog
     from ums.names import split_table
 
-    db = mysql.connect(cfg.source(ds).mysql)
-    try:
-        keys = {}
-        for name in tables:
-            schema, table = split_table(name)
-            info = catalog.table_info(db, schema, table)
-            if info is None or not info.primary_key:
-                what = "does not exist" if info is None else "has no primary key"
-                msg = (
-                    f"replicate: {ds}: {name} {what} on the source: give its key with --key {name}=col[,col]"
-                )
-                raise ConfigError(msg)
-            keys[name] = info.primary_key
-        return keys
-    finally:
-        db.close()
+    found = catalog.primary_keys(cfg.source(ds).mysql, [split_table(name) for name in tables])
+    keys = {}
+    for name in tables:
+        key = found[split_table(name)]
+        if not key:
+            what = "does not exist" if key is None else "has no primary key"
+            msg = f"replicate: {ds}: {name} {what} on the source: give its key with --key {name}=col[,col]"
+            raise ConfigError(msg)
+        keys[name] = key
+    return keys
 
 
 def cli(args: argparse.Namespace) -> int:

@@ -7,10 +7,12 @@ TableInfo(schema='shop', table='orders', columns=(ColumnSpec(name='id', column_t
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pymysql
 
+from dbuslib.config import MysqlConnection
 from ums.types import ColumnSpec
 
 _COLUMNS_SQL = (
@@ -52,6 +54,25 @@ class TableInfo:
     def collation(self, name: str) -> tuple[str, str] | None:
         """(character set, collation) of a character column, None for other columns."""
         return next(((cs, coll) for col, cs, coll in self.collations if col == name), None)
+
+
+def primary_keys(
+    conn: MysqlConnection, tables: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[str, ...] | None]:
+    """The primary key of each ``(schema, table)`` on the source, in key order, over one connection:
+    None when the table does not exist, ``()`` when it has no primary key. Each caller names its own
+    option for a key given by hand (``dbus reconcile --primary-key``, ``dbus replicate --key``)."""
+    from dbuslib import mysql
+
+    db = mysql.connect(conn)
+    try:
+        keys: dict[tuple[str, str], tuple[str, ...] | None] = {}
+        for schema, table in tables:
+            info = table_info(db, schema, table)
+            keys[(schema, table)] = None if info is None else info.primary_key
+        return keys
+    finally:
+        db.close()
 
 
 def table_info(db: pymysql.Connection, schema: str, table: str) -> TableInfo | None:

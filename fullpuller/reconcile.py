@@ -218,16 +218,10 @@ def parse_table(text: str) -> tuple[str, str]:
 
 
 def primary_key_of(cfg: DbusConfig, ds: str, schema: str, table: str) -> tuple[str, ...]:
-    """The primary key columns of ``schema.table`` on the source, in key order (``catalog.table_info``)."""
-    from dbuslib import mysql
+    """The primary key columns of ``schema.table`` on the source, in key order (``catalog.primary_keys``)."""
     from fullpuller import catalog
 
-    db = mysql.connect(cfg.source(ds).mysql)
-    try:
-        info = catalog.table_info(db, schema, table)
-    finally:
-        db.close()
-    key = info.primary_key if info is not None else ()
+    key = catalog.primary_keys(cfg.source(ds).mysql, [(schema, table)])[(schema, table)]
     if not key:
         msg = (
             f"{ds}: {schema}.{table} has no primary key on the source (or does not exist): "

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from fullpuller.catalog import table_info
+from fullpuller.catalog import primary_keys, table_info
 from fullpuller.render import SESSION_SQL
 from fullpuller.split import SplitError, SplitPlan, plan
 from ums.types import ColumnSpec
@@ -40,13 +40,16 @@ def test_columns_keys_and_indexes_come_from_information_schema(writer_db):
     assert info.collation("a") is None and info.column("B") == info.columns[0]
 
 
-def test_table_without_keys_and_missing_table(writer_db):
+def test_table_without_keys_and_missing_table(writer_db, source):
     db, name = writer_db
     with db.cursor() as cur:
         cur.execute("CREATE TABLE bare (x INT)")
+        cur.execute("CREATE TABLE keyed (k1 INT, k2 INT, PRIMARY KEY (k2, k1))")
     info = table_info(db, name, "bare")
     assert (info.primary_key, info.unique_keys, info.indexes) == ((), (), ())
     assert table_info(db, name, "nope") is None
+    found = primary_keys(source.mysql, [(name, "bare"), (name, "nope"), (name, "keyed")])
+    assert found == {(name, "bare"): (), (name, "nope"): None, (name, "keyed"): ("k2", "k1")}
 
 
 # ---- fullpuller.split.plan on MariaDB: every row lands in exactly one shard ---------------------------
