@@ -41,13 +41,17 @@ def free_port() -> int:
 
 @dataclass
 class ConsoleServer:
-    """``dbus console`` on a free local port, with a known password per role (``passwords[role]``)."""
+    """``dbus console`` on a free local port, with a known password per role (``passwords[role]``, its
+    hash ``hashes[role]``)."""
 
     cfg_path: Path
     logs: Path
     port: int = field(default_factory=free_port)
     passwords: dict[str, str] = field(default_factory=lambda: {r: secrets.token_urlsafe(16) for r in ROLES})
     proc: subprocess.Popen | None = None
+
+    def __post_init__(self) -> None:
+        self.hashes = {r: generate_password_hash(p, method="scrypt") for r, p in self.passwords.items()}
 
     @property
     def url(self) -> str:
@@ -58,11 +62,10 @@ class ConsoleServer:
         return self.logs / "console.log"
 
     def env(self) -> dict[str, str]:
-        hashes = {r: generate_password_hash(p, method="scrypt") for r, p in self.passwords.items()}
         return {
             **os.environ,
-            "DBUS_CONSOLE_OPERATOR_HASH": hashes["operator"],
-            "DBUS_CONSOLE_VIEWER_HASH": hashes["viewer"],
+            "DBUS_CONSOLE_OPERATOR_HASH": self.hashes["operator"],
+            "DBUS_CONSOLE_VIEWER_HASH": self.hashes["viewer"],
             "PYTHONUNBUFFERED": "1",
         }
 

@@ -1,36 +1,61 @@
-"""The web console in Debian's Chromium (Playwright; fixtures in conftest.py and console_env.py)."""
+"""The web console in Debian's Chromium, on the real stack (Playwright; the fixtures browser, page,
+console_server, logged_in and screenshot are in conftest.py, the console's process in console_env.py).
+
+Each test logs in anew (a fresh browser context); the console runs once for the module. The screenshots go
+to docs/console/<page>.png."""
 
 from __future__ import annotations
 
-import threading
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+import json
 
 import pytest
 
-PAGE = """<!doctype html><title>probe</title>
-<button id="go" onclick="document.getElementById('out').textContent = 'clicked'">Go</button>
-<p id="out"></p>"""
+pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def local_page(tmp_path):
-    """A tiny page served by Python's http.server on a free port: its URL."""
-    (tmp_path / "index.html").write_text(PAGE)
+def test_operator_logs_in_and_sees_the_demo_sources_stages(page, console_server, logged_in, screenshot):
+    page.goto(f"{console_server.url}/")
+    page.wait_for_url("**/login**")  # not logged in: the login page
+    screenshot(page, "login")
+    logged_in(page, "operator")
+    assert page.url.rstrip("/") == console_server.url
+    assert "operator" in page.inner_text("#who")
+    stages = page.locator("section[data-source='demo'] tr[data-stage]")
+    stages.first.wait_for()
+    assert [stages.nth(i).get_attribute("data-stage") for i in range(stages.count())] == [
+        "extractor",
+        "dispatcher",
+        "appender",
+    ]
+    screenshot(page, "overview")
 
-    class Quiet(SimpleHTTPRequestHandler):
-        def log_message(self, *args) -> None:
-            pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(tmp_path)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/index.html"
-    server.shutdown()
-    server.server_close()
+def test_a_wrong_password_is_refused(page, console_server):
+    page.goto(f"{console_server.url}/login")
+    page.fill("#username", "operator")
+    page.fill("#password", console_server.passwords["viewer"])
+    with page.expect_response(lambda r: r.request.method == "POST") as answer:
+        page.click("#login")
+    assert answer.value.status == 401
+    assert "Wrong name or password" in page.inner_text("main")
+    assert page.locator("#who").count() == 0
 
 
-def test_chromium_clicks_a_button_on_a_local_page(page, local_page):
-    page.goto(local_page)
-    page.click("#go")
-    page.wait_for_selector("#out:has-text('clicked')")
-    assert page.title() == "probe"
+def test_a_post_without_the_csrf_token_is_refused(page, console_server, logged_in):
+    logged_in(page, "viewer")
+    refused = page.request.post(f"{console_server.url}/logout", headers={"Accept": "application/json"})
+    assert refused.status == 400, refused.text()
+    assert "CSRF" in json.loads(refused.text())["error"]
+    page.goto(f"{console_server.url}/")
+    assert "viewer" in page.inner_text("#who")  # still logged in: the POST did nothing
+
+
+def test_no_password_or_hash_reaches_a_page(page, console_server, logged_in):
+    logged_in(page, "operator")
+    secrets = [*console_server.passwords.values(), *console_server.hashes.values(), "scrypt:"]
+    seen = [page.content(), page.request.get(f"{console_server.url}/api/overview").text()]
+    for path in ("/tables/", "/pulls/", "/dead-letters/", "/alerts/", "/rules/"):
+        page.goto(f"{console_server.url}{path}")
+        seen.append(page.content())
+    for text in seen:
+        assert not [s for s in secrets if s in text]
