@@ -1,18 +1,591 @@
-"""The console's Log rules page (docs/console.md)."""
+"""The console's Log rules page (docs/console.md, Log rules): per log table of each log source, its rule
+groups as an editable list of operators, run step by step on sample lines (the newest lines of the source's
+raw topic, or pasted), saved as the draft and published as a new version, and any two versions diffed.
+
+The rules are the meta store's (dbuslib/logstore.py) as ``dbus logrules`` keeps them: the model and its
+checks are logprocessor/grammar.py, the draft and publish logprocessor/rules.py, the rules' semantics
+logprocessor/operators.py (``steps``), the shipper records logprocessor/adapters.py, and the reload a publish
+sends cli/logreload.py. This module only shapes their answers for the page:
+
+- the editor's groups: ``[{"groupName", "active", "rules": [{"ruleTypeName", "ruleGrammar": [entry, ...]}]}]``
+  (the export format, each ``ruleGrammar`` as a list instead of JSON text);
+- ``check_groups``: every problem of every group at once, each naming the group, the rule's position, its
+  operator and the parameter (``grammar.check_rule``'s messages);
+- ``preview``: per sample record, the adapter's lines and per group the rows after every rule, where the
+  group stopped and why (``operators.steps``);
+- ``diff``: a unified diff of two versions' groups, each rule's grammar spread out one entry a line.
+
+Reading is open to every user (viewers included: the preview and the samples change nothing); saving the
+draft and publishing need an operator and are audited (``rules-save-draft``, ``rules-publish``).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import difflib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from functools import wraps
+from typing import Any, TypeVar, cast
 
-from flask import Blueprint, render_template
+from flask import Blueprint, abort, current_app, jsonify, render_template, request
 
-from console.auth import viewer_required
+from console.auth import audit, config, operator_required, viewer_required
+from dbuslib.config import DbusConfig
+from dbuslib.errors import DbusError, EndpointError
+from logprocessor.grammar import OPERATORS, Group, RuleError, rule_from_json
 
 TITLE = "Log rules"
 bp = Blueprint("rules", __name__, url_prefix="/rules")
+F = TypeVar("F", bound=Callable[..., Any])
+
+SAMPLE_LINES = 20  # the newest lines of the raw topic a sample takes by default
+MAX_SAMPLE_LINES = 200
+MAX_PREVIEW_RECORDS = 200
+SAMPLE_WAIT_S = 5.0  # how long reading a sample may take
+
+# Each operator's grammar keys as the editor shows them (spec §2.1); keys an entry has beyond these are kept.
+FIELDS: dict[str, tuple[str, ...]] = {
+    "flattenUms": ("ruleParamter",),
+    "keyFilter": ("filterKey", "ruleOperate", "ruleType", "ruleParamter"),
+    "toIndex": ("ruleScope", "ruleParamter"),
+    "filter": ("ruleScope", "ruleOperate", "ruleType", "ruleParamter"),
+    "trim": ("ruleScope", "ruleOperate", "ruleParamter"),
+    "replace": ("ruleScope", "ruleType", "ruleParamter", "ruleOperate"),
+    "split": ("ruleScope", "ruleType", "ruleParamter"),
+    "subString": ("ruleScope", "subStart", "subStartType", "subEnd", "subEndType"),
+    "concat": ("ruleScope", "ruleParamter"),
+    "select": ("ruleScope",),
+    "saveAs": ("ruleScope", "name", "type"),
+    "prefixOrAppend": ("ruleScope", "ruleOperate", "ruleParamter"),
+    "regexExtract": ("ruleScope", "ruleParamter"),
+    "jsonPath": ("ruleScope", "ruleParamter"),
+    "excludeField": (),
+    "flattenJsonArray": ("ruleScope", "ruleParamter"),
+}
+assert set(FIELDS) == set(OPERATORS)
+
+
+# ---------------------------------------------------------------- pure: the editor's groups
+
+
+def editor_groups(doc: Any) -> list[dict[str, Any]]:
+    """Stored groups (the export format, or the draft's rows as such) as the editor's: each rule's
+    ``ruleGrammar`` JSON text parsed into its list of entries; ``active`` kept (default True)."""
+    out = []
+    for g in doc:
+        rules = []
+        for r in g.get("rules") or []:
+            grammar = r.get("ruleGrammar", "[]")
+            try:
+                entries = json.loads(grammar) if isinstance(grammar, str) else grammar
+            except ValueError:
+                entries = grammar  # shown as it is; check_groups names it
+            rules.append({"ruleTypeName": r.get("ruleTypeName"), "ruleGrammar": entries or []})
+        out.append({"groupName": g.get("groupName"), "active": g.get("active", True), "rules": rules})
+    return out
+
+
+def check_groups(doc: Any) -> tuple[tuple[Group, ...], list[dict[str, Any]]]:
+    """The editor's groups checked as publish checks each rule (``grammar.rule_from_json``): the groups
+    that check (in order, ``active`` kept) and every problem, each ``{"group", "rule", "op", "message"}``
+    (``rule`` 1-based, None for a problem of the group itself), the message naming the group, the rule's
+    position, its operator, the entry and the parameter."""
+    from dbuslib.logstore import group_name_problem
+
+    if not isinstance(doc, list):
+        return (), [_problem(None, None, None, "the rules must be a list of groups ({groupName, rules})")]
+    groups: list[Group] = []
+    problems: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for gi, g in enumerate(doc, 1):
+        if not isinstance(g, dict):
+            problems.append(_problem(None, None, None, f"group {gi}: not an object"))
+            continue
+        name = g.get("groupName")
+        why = group_name_problem(name) if isinstance(name, str) else "is missing"
+        if why or not isinstance(name, str):
+            problems.append(_problem(name, None, None, f"group {gi}: groupName {name!r} {why}"))
+            continue
+        if name in seen:
+            problems.append(_problem(name, None, None, f"group {name!r}: the name is given twice"))
+        seen.add(name)
+        rules, ok = [], True
+        for ri, r in enumerate(g.get("rules") or [], 1):
+            op = r.get("ruleTypeName") if isinstance(r, dict) else None
+            try:
+                rules.append(rule_from_json(r, f"group {name!r} rule {ri}"))
+            except RuleError as e:
+                problems.append(_problem(name, ri, op, str(e)))
+                ok = False
+        if ok:
+            groups.append(Group(name, tuple(rules), active=bool(g.get("active", True))))
+    return tuple(groups), problems
+
+
+def _problem(group: str | None, rule: int | None, op: str | None, message: str) -> dict[str, Any]:
+    return {"group": group, "rule": rule, "op": op, "message": message}
+
+
+def stored_rules(groups: tuple[Group, ...]) -> list[tuple[str, bool, str]]:
+    """Checked groups as the draft stores them: ``(name, active, rules JSON)``."""
+    from logprocessor.rules import rules_to_json
+
+    return [(g.name, g.active, rules_to_json(g.rules)) for g in groups]
+
+
+# ---------------------------------------------------------------- pure: the step-by-step preview
+
+
+def group_preview(group: Group, line: str) -> dict[str, Any]:
+    """One group on one line: the rows after every rule (``operators.steps``) and the outcome:
+    ``accepted`` (its rows), ``rejected`` (the rule that left no rows), ``broken`` (the rule that broke on
+    the line and why: the processor sends such a line to the dead-letter topic)::
+
+        {"group": "orders", "outcome": "rejected", "reason": "rule 2 (filter) leaves no rows: ...",
+         "steps": [{"position": 1, "op": "toIndex", "rows": [["app-01", "..."]], "columns": null}, ...]}
+
+    ``columns`` names the cells of the rows after saveAs (None before it)."""
+    from logprocessor.grammar import save_as_columns
+    from logprocessor.operators import steps
+
+    out: dict[str, Any] = {"group": group.name, "active": group.active, "steps": []}
+    if not group.rules:
+        return {**out, "outcome": "rejected", "reason": "the group has no rules (publish refuses it)"}
+    names = [c.name for c in save_as_columns(group)]
+    taken = steps(group, line)
+    for s in taken:
+        columns = names if s.op == "saveAs" else None
+        out["steps"].append(
+            {"position": s.position, "op": s.op, "rows": _plain(s.rows), "columns": columns, "error": s.error}
+        )
+    last = taken[-1]
+    at = f"rule {last.position} ({last.op})"
+    if last.error is not None:
+        return {**out, "outcome": "broken", "reason": f"{at} breaks on the line: {last.error}"}
+    if not last.rows:
+        return {**out, "outcome": "rejected", "reason": f"{at} leaves no rows: the group does not accept it"}
+    return {**out, "outcome": "accepted", "reason": f"{len(last.rows)} row(s)"}
+
+
+def preview(
+    groups: tuple[Group, ...], records: list[str], settings: Any, *, raw: bool = False
+) -> dict[str, Any]:
+    """Each sample record through the source's adapter (logprocessor/adapters.py; with ``raw`` a plain
+    text line is wrapped as the type's message first, as ``dbus logrules test --raw``), then every line it
+    gives through every group (``group_preview``)::
+
+        {"records": [{"number": 1, "record": "...", "refused": null, "heartbeat": null,
+                      "lines": [{"line": "...", "groups": [...], "table": "accepted by 'orders'"}]}],
+         "summary": {"records": 3, "accepted": 1, "rejected": 1, "broken": 0, "refused": 1}}
+
+    The groups run in order as the processor tries them; ``table`` says what the processor would do with
+    the line (the first group that accepts it takes it; otherwise the unknown bucket)."""
+    from cli.logtest import wrap
+    from logprocessor.adapters import Adapted, KafkaRecord, adapt
+
+    now_ms = int(time.time() * 1000)
+    shown, tally = [], {"records": 0, "accepted": 0, "rejected": 0, "broken": 0, "refused": 0}
+    for n, text in enumerate(records, 1):
+        if not text.strip():
+            continue
+        tally["records"] += 1
+        item: dict[str, Any] = {"number": n, "record": text, "refused": None, "heartbeat": None, "lines": []}
+        shown.append(item)
+        try:
+            value = wrap(settings.log_type, text, "pasted") if raw else text
+        except DbusError as e:
+            item["refused"] = str(e)
+            tally["refused"] += 1
+            continue
+        got = adapt(KafkaRecord(value.encode(), None, 0, n - 1, now_ms), settings)
+        if not isinstance(got, Adapted):
+            item["refused"] = f"{got.code}: {got.message.split(': ', 1)[-1]}"
+            tally["refused"] += 1
+            continue
+        if got.heartbeat:
+            item["heartbeat"] = got.host
+            continue
+        outcome = "rejected"
+        for line in got.lines:
+            results = [group_preview(g, line) for g in groups]
+            taker = next((r for r in results if r["outcome"] == "accepted"), None)
+            broke = next((r for r in results if r["outcome"] == "broken"), None)
+            if taker is not None:
+                verdict, outcome = f"accepted by {taker['group']!r}", "accepted"
+            elif broke is not None:
+                verdict = f"a dead letter: group {broke['group']!r} {broke['reason']}"
+                outcome = "broken" if outcome != "accepted" else outcome
+            else:
+                verdict = "accepted by no group: the unknown bucket"
+            item["lines"].append({"line": line, "groups": results, "table": verdict})
+        tally[outcome] += 1
+    return {"records": shown, "summary": tally}
+
+
+def _plain(rows: list[list[Any]]) -> list[list[Any]]:
+    """Rows as JSON gives them to the page (saveAs's values: text, numbers, null)."""
+    return [[v if v is None or isinstance(v, (str, int, float)) else str(v) for v in row] for row in rows]
+
+
+# ---------------------------------------------------------------- pure: diff
+
+
+def readable(groups_text: str) -> list[str]:
+    """A version's groups (the export format's JSON text) one thing a line, for a diff: the group, each
+    rule's position and operator, each grammar entry as compact JSON."""
+    lines = []
+    for g in json.loads(groups_text):
+        state = "" if g.get("active", True) else " (inactive)"
+        lines.append(f"group {g.get('groupName')!r}{state}")
+        for i, r in enumerate(g.get("rules") or [], 1):
+            lines.append(f"  {i:>2} {r.get('ruleTypeName')}")
+            grammar = r.get("ruleGrammar", "[]")
+            try:
+                entries = json.loads(grammar) if isinstance(grammar, str) else grammar
+            except ValueError:
+                entries = [grammar]
+            for e in entries or []:
+                lines.append(f"       {json.dumps(e, ensure_ascii=False)}")
+    return lines
+
+
+def diff(a_text: str, b_text: str, a_name: str, b_name: str) -> list[str]:
+    """The unified diff of two versions' groups (``readable``), named ``a_name`` and ``b_name``; no lines
+    when they are equal."""
+    return list(difflib.unified_diff(readable(a_text), readable(b_text), a_name, b_name, n=3, lineterm=""))
+
+
+# ---------------------------------------------------------------- I/O: the store, the raw topic
+
+
+def store() -> Any:
+    """The meta store's log tables, one LogStore for the application (made, with its tables, once)."""
+    from dbuslib.logstore import LogStore
+
+    found = current_app.extensions.get("dbus_logstore")
+    if found is None:
+        found = LogStore(config().endpoints.meta_store.url.get_secret_value())
+        found.create_schema()
+        current_app.extensions["dbus_logstore"] = found
+    return found
+
+
+def newest_records(cfg: DbusConfig, topic: str, n: int, wait_s: float = SAMPLE_WAIT_S) -> list[str]:
+    """The newest ``n`` records of ``topic`` (every partition), oldest first by timestamp, read from each
+    partition's end back ``n`` offsets and no longer than ``wait_s``; none when the topic does not exist."""
+    from kafka import TopicPartition
+
+    from dbuslib import kafka
+
+    consumer = kafka.consumer(cfg.endpoints.kafka, enable_auto_commit=False, group_id=None)
+    try:
+        partitions = consumer.partitions_for_topic(topic)
+        if not partitions:
+            return []
+        tps = [TopicPartition(topic, p) for p in sorted(partitions)]
+        consumer.assign(tps)
+        ends, starts = consumer.end_offsets(tps), consumer.beginning_offsets(tps)
+        todo = {}
+        for tp in tps:
+            if ends[tp] > starts[tp]:
+                consumer.seek(tp, max(starts[tp], ends[tp] - n))
+                todo[tp] = ends[tp]
+        got: list[tuple[int, int, int, bytes]] = []
+        deadline = time.monotonic() + wait_s
+        while todo and time.monotonic() < deadline:
+            for tp, records in consumer.poll(timeout_ms=500, max_records=n * len(tps)).items():
+                got += [(r.timestamp, r.partition, r.offset, r.value or b"") for r in records]
+                if consumer.position(tp) >= todo.get(tp, 0):
+                    todo.pop(tp, None)
+        got.sort()
+        return [v.decode("utf-8", errors="replace") for *_, v in got[-n:]]
+    finally:
+        consumer.close()
+
+
+# ---------------------------------------------------------------- pages and endpoints
+
+
+def _answers(view: F) -> F:
+    """The store's and the rules' refusals as JSON naming what: 404 an unknown source or table, 400 a
+    rule or draft that does not check, 409 a race with another publish, 503 an unreachable store or Kafka."""
+    from dbuslib.logstore import ConflictError, NotFoundError
+
+    @wraps(view)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        from sqlalchemy.exc import DBAPIError
+
+        try:
+            return view(*args, **kwargs)
+        except NotFoundError as e:
+            return jsonify({"error": str(e), "code": e.code}), 404
+        except ConflictError as e:
+            return jsonify({"error": str(e), "code": e.code}), 409
+        except EndpointError as e:
+            return jsonify({"error": str(e), "code": e.code}), 503
+        except DBAPIError as e:
+            return jsonify({"error": f"meta store: {getattr(e, 'orig', None) or e}"}), 503
+        except DbusError as e:
+            return jsonify({"error": str(e), "code": e.code}), 400
+
+    return cast(F, wrapped)
+
+
+def _source(ds: str) -> Any:
+    cfg = config()
+    if ds not in cfg.log_sources:
+        abort(404, description=f"no log source {ds!r} (log sources: {', '.join(sorted(cfg.log_sources))})")
+    return cfg.log_source(ds)
+
+
+def _table(ds: str, table: str) -> Any:
+    return store().need_table(ds, _source(ds).schema_name(ds), table)
+
+
+def _json_body() -> dict[str, Any]:
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        abort(400, description="expected a JSON object")
+    return body
 
 
 @bp.route("/")
 @viewer_required
 def index() -> Any:
-    return render_template("rules.html")
+    """Every log source and its tables (status, version, groups), each a link to its editor."""
+    cfg, sources, problem = config(), [], None
+    try:
+        for ds in sorted(cfg.log_sources):
+            schema = cfg.log_source(ds).schema_name(ds)
+            tables = []
+            for t in store().tables(ds, schema):
+                groups = store().draft(t)
+                tables.append(
+                    {
+                        "table": t.table,
+                        "status": t.status,
+                        "version": t.version,
+                        "groups": f"{sum(g.active for g in groups)}/{len(groups)}",
+                        "columns": ", ".join(f"{c['name']} {c['type']}" for c in json.loads(t.columns)),
+                    }
+                )
+            sources.append({"ds": ds, "type": cfg.log_source(ds).type, "tables": tables})
+    except Exception as e:  # the page still shows, saying why it has no tables
+        problem = f"meta store: {getattr(e, 'orig', None) or e}"
+    return render_template("rules.html", sources=sources, problem=problem)
+
+
+@bp.route("/<ds>/<table>")
+@viewer_required
+def editor(ds: str, table: str) -> Any:
+    src = _source(ds)
+    return render_template(
+        "rules_editor.html", ds=ds, table=table, log_type=src.type, sample_lines=SAMPLE_LINES
+    )
+
+
+@bp.route("/api/<ds>/<table>")
+@viewer_required
+@_answers
+def api_table(ds: str, table: str) -> Any:
+    """The table, its draft (the editor's groups), its published versions and the operators' fields."""
+    t = _table(ds, table)
+    draft = [
+        {"groupName": g.name, "active": g.active, "rules": json.loads(g.rules)} for g in store().draft(t)
+    ]
+    versions = [
+        {
+            "version": v.version,
+            "published": datetime.fromtimestamp(v.published_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+            "columns": json.loads(v.columns),
+            "columns_changed": v.columns_changed,
+        }
+        for v in store().versions(t)
+    ]
+    return {
+        "where": t.where,
+        "source": ds,
+        "table": t.table,
+        "status": t.status,
+        "version": t.version,
+        "columns": json.loads(t.columns),
+        "log_type": _source(ds).type,
+        "draft": editor_groups(draft),
+        "versions": versions,
+        "operators": list(OPERATORS),
+        "fields": FIELDS,
+    }
+
+
+@bp.route("/api/<ds>/<table>/version/<int:version>")
+@viewer_required
+@_answers
+def api_version(ds: str, table: str, version: int) -> Any:
+    """A published version's groups, as the editor shows them (to load into the editor)."""
+    t = _table(ds, table)
+    found = store().published(t, version)
+    if found is None:
+        abort(404, description=f"{t.where} has no published version {version}")
+    return {"version": version, "groups": editor_groups(json.loads(found.groups))}
+
+
+@bp.route("/api/<ds>/<table>/sample")
+@viewer_required
+@_answers
+def api_sample(ds: str, table: str) -> Any:
+    """The newest ``n`` records of the source's raw topic (the original's "sample lines")."""
+    src = _source(ds)
+    n = max(1, min(request.args.get("n", SAMPLE_LINES, type=int) or SAMPLE_LINES, MAX_SAMPLE_LINES))
+    topic = src.topics.name("raw", ds)
+    return {"topic": topic, "records": newest_records(config(), topic, n)}
+
+
+@bp.route("/api/<ds>/<table>/preview", methods=["POST"])
+@viewer_required
+@_answers
+def api_preview(ds: str, table: str) -> Any:
+    """The editor's groups (``groups``; only ``group`` when given) on the sample ``records``."""
+    from cli.logtest import SAMPLE_HOST
+    from logprocessor.adapters import AdapterSettings
+
+    body = _json_body()
+    groups, problems = check_groups(body.get("groups"))
+    if body.get("group"):
+        groups = tuple(g for g in groups if g.name == body["group"])
+    records = [str(r) for r in body.get("records") or []][:MAX_PREVIEW_RECORDS]
+    settings = AdapterSettings.of(_source(ds))
+    if settings.log_type == "log_json" and not settings.json_host:
+        settings = replace(settings, json_host=SAMPLE_HOST)
+    return {**preview(groups, records, settings, raw=bool(body.get("raw"))), "problems": problems}
+
+
+@bp.route("/api/<ds>/<table>/check", methods=["POST"])
+@viewer_required
+def api_check(ds: str, table: str) -> Any:
+    """Every problem of the editor's groups (what saving would refuse)."""
+    _, problems = check_groups(_json_body().get("groups"))
+    return {"problems": problems}
+
+
+def _save(t: Any, doc: Any) -> tuple[Group, ...]:
+    groups, problems = check_groups(doc)
+    if problems:
+        raise RuleError("; ".join(p["message"] for p in problems))
+    store().add_groups(t, stored_rules(groups), replace=True)
+    audit(
+        "rules-save-draft",
+        source=t.ds,
+        table=t.table,
+        groups=[g.name for g in groups],
+        active=[g.name for g in groups if g.active],
+    )
+    return groups
+
+
+@bp.route("/api/<ds>/<table>/draft", methods=["POST"])
+@operator_required
+@_answers
+def api_save(ds: str, table: str) -> Any:
+    """Make the editor's groups the table's draft (all of it: groups left out are removed)."""
+    t = _table(ds, table)
+    groups = _save(t, _json_body().get("groups"))
+    return {"saved": [g.name for g in groups], "message": f"{t.where}: draft saved, {len(groups)} group(s)"}
+
+
+@bp.route("/api/<ds>/<table>/publish", methods=["POST"])
+@operator_required
+@_answers
+def api_publish(ds: str, table: str) -> Any:
+    """Save the editor's groups as the draft (when given), publish its active groups as a new version
+    (logprocessor/rules.publish: refused with the reason otherwise) and send the processor the reload."""
+    from cli import logreload
+    from logprocessor import rules
+
+    body = _json_body()
+    t = _table(ds, table)
+    if body.get("groups") is not None:
+        _save(t, body["groups"])
+    done = rules.publish(store(), t)
+    cols = ", ".join(f"{c.name} {c.type}" for c in done.columns)
+    if not done.published:
+        return {
+            "version": done.version,
+            "published": False,
+            "reload": None,
+            "message": f"{t.where}: the active groups equal version {done.version}: nothing to publish",
+        }
+    audit(
+        "rules-publish",
+        source=ds,
+        table=t.table,
+        version=done.version,
+        groups=list(done.groups),
+        columns_changed=done.columns_changed,
+    )
+    sent = logreload.send(config(), ds, table=t.table, version=done.version)
+    change = "new columns" if done.columns_changed else "same columns"
+    return {
+        "version": done.version,
+        "published": True,
+        "reload": sent,
+        "message": f"{t.where}: version {done.version} published; {change}: {cols}; reload {sent} sent",
+    }
+
+
+@bp.route("/api/<ds>/reload/<int:request_id>")
+@viewer_required
+@_answers
+def api_reload(ds: str, request_id: int) -> Any:
+    """The log processor's answer to reload ``request_id`` (logprocessor/reload.py), or ``waiting``."""
+    from dbuslib import zk
+    from logprocessor import reload
+
+    cfg = config()
+    _source(ds)
+    client = zk.client(cfg.endpoints.zookeeper)
+    try:
+        reply = reload.read_reply(client, cfg, ds)
+    finally:
+        client.stop()
+        client.close()
+    if reply is None or reply.get("request_id") != request_id:
+        return {"state": "waiting", "message": f"reload {request_id}: no answer from the log processor yet"}
+    versions = ", ".join(f"{t} {v}" for t, v in sorted((reply.get("versions") or {}).items())) or "none"
+    if reply.get("status") == "applied":
+        switch = reply.get("switch") or {}
+        at = ", ".join(f"partition {p} offset {o}" for p, o in sorted(switch.items())) or "the next line"
+        return {"state": "applied", "message": f"applied: table versions {versions}; new rules from {at}"}
+    return {
+        "state": "rejected",
+        "message": f"rejected ({reply.get('code')}): versions {versions} stay: {reply.get('reason')}",
+    }
+
+
+@bp.route("/api/<ds>/<table>/diff")
+@viewer_required
+@_answers
+def api_diff(ds: str, table: str) -> Any:
+    """The diff of versions ``a`` and ``b`` (a number, or ``draft``: the stored draft's groups)."""
+    t = _table(ds, table)
+
+    def text(which: str) -> tuple[str, str]:
+        if which == "draft":
+            rows = store().draft(t)
+            doc = [
+                {"groupName": g.name, "rules": json.loads(g.rules), **({} if g.active else {"active": False})}
+                for g in rows
+            ]
+            return json.dumps(doc), "draft"
+        if not which.isdigit():
+            abort(400, description=f"version {which!r} is neither a number nor 'draft'")
+        found = store().published(t, int(which))
+        if found is None:
+            abort(404, description=f"{t.where} has no published version {which}")
+        return found.groups, f"version {which}"
+
+    a_text, a_name = text(request.args.get("a", ""))
+    b_text, b_name = text(request.args.get("b", ""))
+    return {"a": a_name, "b": b_name, "lines": diff(a_text, b_text, a_name, b_name)}
