@@ -66,6 +66,7 @@ AVRO_SCHEMA_HEADER = ums_headers.AVRO_SCHEMA
 FULLPULL_HEADER = ums_headers.FULLPULL
 FULLPULL_ID_HEADER = ums_headers.FULLPULL_ID
 FULLPULL_UMS_ID_HEADER = ums_headers.FULLPULL_UMS_ID
+FULLPULL_ERROR_HEADER = ums_headers.FULLPULL_ERROR
 ERROR_HEADER = "dbus_client_error"  # added to a dead-lettered record
 
 
@@ -82,6 +83,13 @@ class CallbackFailed(DbusError):
     letter is configured. The message names the partitions and offsets of the window and the last cause."""
 
     code = "CLIENT_CALLBACK_FAILED"
+
+
+class BootstrapFailed(DbusError):
+    """The full puller aborted a table's pull ``bootstrap_attempts`` times in a row (its ``abort`` marker in
+    the result topic); names the table, the pull and the puller's error."""
+
+    code = "CLIENT_BOOTSTRAP_FAILED"
 
 
 class OffsetsGone(DbusError):
@@ -202,7 +210,9 @@ class ConsumerConfig:
       spent; neither: the consumer stops with ``CLIENT_CALLBACK_FAILED``;
     - ``key_filter``: keep only a slice of the keys (``ModFilter``, ``RangeFilter``);
     - ``bootstrap``: request full pulls when there is no position or it is gone (False: start at the
-      earliest offset when there is none, stop with ``CLIENT_OFFSETS_GONE`` when it is gone).
+      earliest offset when there is none, stop with ``CLIENT_OFFSETS_GONE`` when it is gone);
+    - ``bootstrap_attempts``: a pull the full puller aborts is requested again, up to this many pulls of
+      one table in a row; then the consumer stops with ``CLIENT_BOOTSTRAP_FAILED``.
     """
 
     source: str
@@ -217,13 +227,17 @@ class ConsumerConfig:
     dead_letter_topic: str | None = None
     key_filter: ModFilter | RangeFilter | None = None
     bootstrap: bool = True
+    bootstrap_attempts: int = 3
 
     def __post_init__(self) -> None:
         if not self.tables:
             msg = "consumer: tables: none given"
             raise ValueError(msg)
-        if self.retries < 0 or self.backoff_s < 0 or self.max_records < 1:
-            msg = "consumer: retries and backoff_s must not be negative, max_records at least 1"
+        if self.retries < 0 or self.backoff_s < 0 or self.max_records < 1 or self.bootstrap_attempts < 1:
+            msg = (
+                "consumer: retries and backoff_s must not be negative, max_records and bootstrap_attempts "
+                "at least 1"
+            )
             raise ValueError(msg)
 
 
@@ -282,6 +296,7 @@ class _Window:
     records: list[tuple[Any, Any]] = field(default_factory=list)  # (TopicPartition, ConsumerRecord)
     changes: list[tuple[Any, RowChange]] = field(default_factory=list)
     markers: list[tuple[str, int, int | None]] = field(default_factory=list)  # (kind, seqno, ums_id)
+    aborts: list[tuple[int, str]] = field(default_factory=list)  # (seqno, the puller's error)
     first: dict[Any, int] = field(default_factory=dict)  # partition -> first offset read
     ends: dict[Any, int] = field(default_factory=dict)  # partition -> next offset
     count: int = 0  # records read (``records`` leaves out those dead-lettered when decoded)
@@ -345,6 +360,8 @@ class Consumer:
         self._assigned_now: list[Any] = []  # assigned by the group during the last poll: to seek
         self._requested: list[TablePull] = []  # pulls requested by request_bootstrap, until checkpointed
         self._rebalanced = False  # the group assigned partitions (maybe none) during the last poll
+        self._aborted: set[int] = set()  # pulls the full puller aborted: replaced by new requests
+        self._aborts: dict[TableRef, int] = {}  # aborted pulls of a table in a row
 
     @classmethod
     def connect(
@@ -430,6 +447,8 @@ class Consumer:
             batch = {tp: records for tp, records in batch.items() if tp not in set(new)}
             self.assigned(new)
         window = self._decode(batch)
+        if window.aborts:
+            self._request_again(window.aborts)
         self._merged = None
         if window.count:
             self._process(window)
@@ -585,6 +604,33 @@ class Consumer:
         self._expect(self.callbacks.on_start_bootstrap((pull,)), "on_start_bootstrap")
         return pull
 
+    def _request_again(self, aborts: Sequence[tuple[int, str]]) -> None:
+        """Replace each pending pull the full puller aborted by a new request of its table (the aborted
+        one leaves the bootstrap with the next checkpoint, unswept: its rows are valid, but not all of
+        the table); stop with ``CLIENT_BOOTSTRAP_FAILED`` after ``bootstrap_attempts`` pulls of one table."""
+        boot = self.checkpoint.bootstrap
+        pending = {p.seqno: p for p in [*(boot.pulls if boot is not None else ()), *self._requested]}
+        for seqno, error in aborts:
+            pull = pending.get(seqno)
+            if pull is None or pull.ended or seqno in self._aborted:
+                continue  # another consumer's pull, or one replaced already
+            table = TableRef(pull.ds, pull.schema, pull.table)
+            failed = self._aborts[table] = self._aborts.get(table, 0) + 1
+            if self.metrics is not None:
+                self.metrics.error(BootstrapFailed.code)
+            if failed >= self.config.bootstrap_attempts:
+                msg = (
+                    f"the full puller aborted pull {seqno} of {table}: {error}; {failed} pull(s) of the "
+                    f"table in a row failed (bootstrap_attempts {self.config.bootstrap_attempts}). Fix the "
+                    "cause and restart: the consumer reads the abort again and requests the table anew"
+                )
+                raise BootstrapFailed(msg)
+            log.warning(
+                "the full puller aborted pull %d of %s (%s): requesting it again", seqno, table, error
+            )
+            self._aborted.add(seqno)
+            self.request_bootstrap(table)
+
     def _seqno(self) -> int:
         self._last_seqno = max(self._now_ms(), self._last_seqno + 1)
         return self._last_seqno
@@ -623,6 +669,9 @@ class Consumer:
                 if kind is not None:
                     window.records.append((tp, r))
                     window.markers.append(_marker(kind, headers, where))
+                    if window.markers[-1][0] == ums_headers.FULLPULL_ABORT:
+                        error = headers.get(FULLPULL_ERROR_HEADER, b"no error given")
+                        window.aborts.append((window.markers[-1][1], error.decode("utf-8", "replace")))
                     continue
                 try:
                     msg = self._message(r.value, headers, where)
@@ -754,8 +803,10 @@ class Consumer:
         cp = self.checkpoint
         for tp, end in window.ends.items():
             cp = cp.advanced(tp.topic, tp.partition, end, last.get(tp))
-        if self._requested:
-            pending = cp.bootstrap.pulls if cp.bootstrap is not None else ()
+        pending = cp.bootstrap.pulls if cp.bootstrap is not None else ()
+        if self._requested or any(p.seqno in self._aborted for p in pending):
+            # an aborted pull leaves the bootstrap as the pull requested in its place joins it
+            pending = tuple(p for p in pending if p.seqno not in self._aborted)
             known = {p.seqno for p in pending}
             new = tuple(p for p in self._requested if p.seqno not in known)
             cp = Checkpoint(Mode.BOOTSTRAP_SNAPSHOT, cp.partitions, Bootstrap(pending + new))

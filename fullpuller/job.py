@@ -104,7 +104,9 @@ class Puller:
         except PullRejected as e:
             p = p or self.store.get(req.schema, req.table, req.seqno)  # rejected after the node was made
             if p is not None:
-                self._finish(replace(p, Status=ABORT, ErrorCode=e.code, ErrorMsg=str(e)))
+                p = replace(p, ErrorCode=e.code, ErrorMsg=str(e))
+                self._abort_marker(p)
+                self._finish(replace(p, Status=ABORT))
             self.reject(e, req.name)
             return p
         except Exception as e:
@@ -112,10 +114,23 @@ class Puller:
             err = PullRejected("FULLPULL_FAILED", f"request {req.seqno} ({req.name}): {e}", req.seqno)
             p = p or self.store.get(req.schema, req.table, req.seqno)
             if p is not None:
-                self._finish(replace(p, Status=ABORT, ErrorCode=err.code, ErrorMsg=str(e)[:2000]))
+                p = replace(p, ErrorCode=err.code, ErrorMsg=str(e)[:2000])
+                self._abort_marker(p)
+                self._finish(replace(p, Status=ABORT))
             self.reject(err, req.name)
             return p
         return p
+
+    def _abort_marker(self, p: Progress) -> None:
+        """The ``abort`` marker of a pull that had started (its start marker was written): a consumer
+        bootstrapping from it learns in its own stream that the pull will not end. Best effort: the
+        reply on ``<ds>_callback`` says it too."""
+        if p.Status == SPLITTING or not p.Topic:
+            return  # no start marker yet: nobody reading the result topic waits for this pull
+        try:
+            self._marker(p, ums_headers.FULLPULL_ABORT, f"{p.ErrorCode}: {p.ErrorMsg}")
+        except Exception as e:
+            log.warning("%s: the abort marker of pull %s was not written: %s", self.ds, p.SeqNo, e)
 
     def reject(self, e: PullRejected, table: str = "") -> None:
         log.warning("%s: %s: %s", self.ds, e.code, e)
@@ -330,7 +345,7 @@ class Puller:
 
     # ------------------------------------------------------------------ edges
 
-    def _marker(self, p: Progress, which: str) -> None:
+    def _marker(self, p: Progress, which: str, error: str = "") -> None:
         schema = data_schema(
             Namespace.parse(p.Namespace), tuple(ColumnSpec(**c) for c in p.Columns), p.BatchNo, PROTOCOL
         )
@@ -344,6 +359,8 @@ class Puller:
         ]
         if which == ums_headers.FULLPULL_END:
             headers.append((ums_headers.FULLPULL_ROWS, str(p.FinishedRows).encode()))
+        if error:
+            headers.append((ums_headers.FULLPULL_ERROR, error.encode()[:4000]))
         self.producer.send(
             p.Topic, key=f"{p.Schema}.{p.Table}".encode(), value=value.encode(), headers=headers
         ).get(60)

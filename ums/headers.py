@@ -7,6 +7,9 @@
   (fullpuller/job.py), with ``dbus_fullpull_id`` (the request's SEQNO), ``dbus_fullpull_ums_id`` (the
   pull's snapshot position, the ``ums_id_`` of its rows) and, on ``end``, ``dbus_fullpull_rows`` (the rows
   it wrote). fullpuller/resets.py and the consumer client (dbusclient/consumer.py) read them.
+  ``dbus_fullpull`` = ``abort``: the pull failed after its start (the puller gave up on it; the reply on
+  ``<ds>_callback`` says the same), with ``dbus_fullpull_error`` = its error code and message; a consumer
+  bootstrapping from the pull requests another.
 """
 
 from __future__ import annotations
@@ -16,4 +19,5 @@ FULLPULL = "dbus_fullpull"
 FULLPULL_ID = "dbus_fullpull_id"
 FULLPULL_UMS_ID = "dbus_fullpull_ums_id"
 FULLPULL_ROWS = "dbus_fullpull_rows"
-FULLPULL_START, FULLPULL_END = "start", "end"
+FULLPULL_ERROR = "dbus_fullpull_error"
+FULLPULL_START, FULLPULL_END, FULLPULL_ABORT = "start", "end", "abort"

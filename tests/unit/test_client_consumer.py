@@ -26,6 +26,7 @@ from kafka import TopicPartition
 
 from dbusclient.checkpoint import Checkpoint, FileCheckpointStore, Mode, PartitionPosition
 from dbusclient.consumer import (
+    BootstrapFailed,
     CallbackFailed,
     Consumer,
     ConsumerCallbacks,
@@ -482,6 +483,46 @@ def test_a_consumer_killed_mid_bootstrap_resumes_the_pending_pull() -> None:
     drain(again)
     assert len(broker.requests()) == 1 and store.checkpoint.mode is Mode.ONLINE
     assert sink.calls.count("start_bootstrap 1") == 2 and sink.calls[-1] == "end_bootstrap"
+
+
+def test_an_aborted_pull_is_requested_again_then_the_consumer_stops_with_the_pullers_error() -> None:
+    broker, sink, store = Broker(), Sink(), MemoryStore(None)
+    consumer, _ = make(broker, sink, store)
+    consumer.poll_once()
+    first = int(broker.requests()[0].payload["SEQNO"])
+    value, headers = marker("start", first, 50)
+    broker.append(value, headers=headers)
+    broker.append(message([(50, "i", 50 * 10**21, 1, "partial")], initial=True))
+    value, headers = marker("abort", first, 50)
+    broker.append(value, headers=[*headers, ("dbus_fullpull_error", b"FULLPULL_FAILED: shard 2 failed")])
+    consumer.poll_once()
+    assert len(broker.requests()) == 2  # requested again at once
+    second = int(broker.requests()[1].payload["SEQNO"])
+    assert store.checkpoint is not None and store.checkpoint.bootstrap is not None
+    assert [p.seqno for p in store.checkpoint.bootstrap.pulls] == [second]  # the aborted one left
+    assert sink.rows == {(1,): {"id": "1", "v": "partial"}}  # its rows stay: valid, only not all
+    value, headers = marker("start", second, 60)
+    broker.append(value, headers=headers)
+    broker.append(message([(60, "i", 60 * 10**21, 2, "snap")], initial=True))
+    value, headers = marker("end", second, 60)
+    broker.append(value, headers=headers)
+    consumer.poll_once()
+    assert store.checkpoint.mode is Mode.ONLINE and sink.calls[-1] == "end_bootstrap"
+    # another consumer (bootstrap_attempts 2): two aborts of the table in a row stop it, naming the error
+    broker2, store2 = Broker(), MemoryStore(None)
+    stubborn, _ = make(broker2, Sink(), store2, bootstrap_attempts=2)
+    stubborn.poll_once()
+    for n in (0, 1):
+        seqno = int(broker2.requests()[n].payload["SEQNO"])
+        value, headers = marker("abort", seqno, 50)
+        broker2.append(value, headers=[*headers, ("dbus_fullpull_error", b"FULLPULL_UNKNOWN_TABLE: gone")])
+        if n == 0:
+            stubborn.poll_once()
+    with pytest.raises(
+        BootstrapFailed, match=r"aborted pull \d+ of demo.shop.orders: FULLPULL_UNKNOWN_TABLE"
+    ):
+        stubborn.poll_once()
+    assert len(broker2.requests()) == 2
 
 
 def test_a_rebalance_during_a_bootstrap_keeps_the_pull_and_the_position() -> None:
