@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -79,31 +80,50 @@ def _close(store: Any) -> None:
     store.zk.close()
 
 
-def request_cli(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class Sent:
+    """A request on its way: the control message, the topics it went to and came back on, and the
+    callback topic's end offsets before it was sent (its reply is after them: ``reply_to``)."""
+
+    message: Any  # ums.control.ControlMessage
+    ctrl: str
+    callback: str
+    since: dict[Any, int]
+
+    @property
+    def id(self) -> int:
+        return int(self.message.id)
+
+
+def send_request(
+    cfg: Any,
+    ds: str,
+    schema: str,
+    table: str,
+    *,
+    split_col: str | None = None,
+    shard_size: int | None = None,
+    where: str | None = None,
+    result_topic: str | None = None,
+) -> Sent:
+    """Send ``FULL_DATA_INDEPENDENT_PULL_REQ`` for ``schema.table`` of source ``ds`` on ``<ds>_ctrl`` (the
+    one way ``dbus fullpull request`` and the console's Full pulls page ask for a pull); EndpointError when
+    Kafka does not take it."""
     from dbuslib import kafka
-    from dbuslib.config import load_config
     from dbuslib.errors import EndpointError
     from fullpuller import request
-    from fullpuller.progress import bar
-    from ums.names import split_table
 
-    cfg = load_config(args.config)
-    src = cfg.source(args.source)
-    try:
-        schema, table = split_table(args.table)
-    except ValueError as e:
-        print(f"dbus: FULLPULL_BAD_REQUEST: --table {e}", file=sys.stderr)
-        return 2
+    src = cfg.source(ds)
     message = request.build(
-        args.source,
+        ds,
         schema,
         table,
-        split_col=args.split_col,
-        shard_size=args.shard_size,
-        where=args.where,
-        result_topic=args.result_topic,
+        split_col=split_col,
+        shard_size=shard_size,
+        where=where,
+        result_topic=result_topic,
     )
-    ctrl, callback = src.topics.name("ctrl", args.source), src.topics.name("callback", args.source)
+    ctrl, callback = src.topics.name("ctrl", ds), src.topics.name("callback", ds)
     kafka.ensure_topics(
         cfg.endpoints.kafka, [ctrl, callback], src.topics.partitions, src.topics.replication_factor
     )
@@ -117,6 +137,32 @@ def request_cli(args: argparse.Namespace) -> int:
         raise EndpointError(msg) from e
     finally:
         producer.close()
+    return Sent(message, ctrl, callback, since)
+
+
+def request_cli(args: argparse.Namespace) -> int:
+    from dbuslib.config import load_config
+    from fullpuller.progress import bar
+    from ums.names import split_table
+
+    cfg = load_config(args.config)
+    cfg.source(args.source)
+    try:
+        schema, table = split_table(args.table)
+    except ValueError as e:
+        print(f"dbus: FULLPULL_BAD_REQUEST: --table {e}", file=sys.stderr)
+        return 2
+    sent = send_request(
+        cfg,
+        args.source,
+        schema,
+        table,
+        split_col=args.split_col,
+        shard_size=args.shard_size,
+        where=args.where,
+        result_topic=args.result_topic,
+    )
+    message, ctrl, callback, since = sent.message, sent.ctrl, sent.callback, sent.since
     print(f"{message.id}\tFULL_DATA_INDEPENDENT_PULL_REQ for {args.table} sent to {ctrl}", flush=True)
     if args.wait <= 0:
         return 0
@@ -125,7 +171,7 @@ def request_cli(args: argparse.Namespace) -> int:
         deadline = time.monotonic() + args.wait
         accepted = None
         while time.monotonic() < deadline and accepted is None:
-            answer = _reply(cfg, callback, since, message.id)
+            answer = reply_to(cfg, callback, since, message.id)
             if answer is not None and answer.get("STATUS") == "abort":
                 print(f"dbus: {answer.get('ERROR_CODE')}: {answer.get('ERROR_MSG')}", file=sys.stderr)
                 return 2
@@ -163,8 +209,8 @@ def request_cli(args: argparse.Namespace) -> int:
         _close(store)
 
 
-def _reply(cfg: Any, topic: str, since: dict[Any, int], seqno: int) -> dict[str, Any] | None:
-    """The payload of the callback reply to ``seqno`` written after ``since``, if any yet."""
+def reply_to(cfg: Any, topic: str, since: dict[Any, int], seqno: int) -> dict[str, Any] | None:
+    """The payload of the callback reply to ``seqno`` written after ``since``, if any yet (``Sent``)."""
     import json
 
     from dbuslib import kafka
