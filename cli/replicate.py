@@ -69,6 +69,12 @@ def add_parsers(sub: Any) -> None:
     rp.add_argument(
         "--group", help="Kafka consumer group: processes of one group share the tables' partitions"
     )
+    rp.add_argument(
+        "--key-filter",
+        metavar="mod:N:K[,K...]|range:LOW:HIGH",
+        help="keep only a slice of the keys: hash mod N in K (mod:4:1), or a one-column integer key in "
+        "[LOW, HIGH) (Databus' server-side filters; docs/client.md)",
+    )
     rp.add_argument("--drop-columns", action="store_true", help="drop a replica column a version drops")
     rp.add_argument("--no-bootstrap", action="store_true", help="never request full pulls")
     rp.add_argument(
@@ -152,7 +158,7 @@ def source_keys(cfg: DbusConfig, ds: str, tables: list[str]) -> dict[str, tuple[
 
 
 def cli(args: argparse.Namespace) -> int:
-    from dbusclient.consumer import Consumer, ConsumerConfig
+    from dbusclient.consumer import Consumer, ConsumerConfig, parse_key_filter
     from dbusclient.metrics import ClientMetrics
     from dbusclient.replicate import BoundedStates, Replicator
     from dbusclient.sink_sql import SqlSink
@@ -177,6 +183,11 @@ def cli(args: argparse.Namespace) -> int:
     rest = [t for t in tables if t not in given]
     keys = {**given, **(source_keys(cfg, args.source, rest) if rest else {})}
     name = args.name or args.group or args.source
+    try:
+        key_filter = parse_key_filter(args.key_filter) if args.key_filter else None
+    except ValueError as e:
+        msg = f"replicate: --key-filter: {e}"
+        raise ConfigError(msg) from None
     config = ConsumerConfig(
         source=args.source,
         tables=keys,
@@ -184,6 +195,7 @@ def cli(args: argparse.Namespace) -> int:
         max_records=args.max_records,
         dead_letter_file=args.dead_letter_file,
         bootstrap=not args.no_bootstrap,
+        key_filter=key_filter,
     )
     ensure_database(args.to)
     sink = SqlSink(args.to, keys, drop_columns=args.drop_columns, checkpoint_name=name)

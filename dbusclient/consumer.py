@@ -186,6 +186,25 @@ class RangeFilter:
         return self.low <= key[0] < self.high
 
 
+def parse_key_filter(text: str) -> ModFilter | RangeFilter:
+    """A key filter from its text: ``mod:BUCKETS:K[,K...]`` (``mod:4:1`` keeps bucket 1 of 4) or
+    ``range:LOW:HIGH`` (``range:0:1000000``); ValueError naming the text otherwise."""
+    kind, _, rest = text.strip().partition(":")
+    parts = rest.split(":")
+    try:
+        if kind == "mod" and len(parts) == 2:
+            return ModFilter(int(parts[0]), frozenset(int(k) for k in parts[1].split(",")))
+        if kind == "range" and len(parts) == 2:
+            low, high = int(parts[0]), int(parts[1])
+            if low < high:
+                return RangeFilter(low, high)
+    except ValueError as e:
+        if str(e).startswith("key filter:"):
+            raise
+    msg = f"key filter {text!r}: expected mod:BUCKETS:K[,K...] or range:LOW:HIGH (integers, LOW < HIGH)"
+    raise ValueError(msg)
+
+
 def key_hash(key: tuple[Any, ...]) -> int:
     """The hash a ``ModFilter`` takes (its docstring)."""
     if len(key) == 1 and isinstance(key[0], int) and not isinstance(key[0], bool):

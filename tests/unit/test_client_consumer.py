@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import re
 from collections import namedtuple
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from dbusclient.consumer import (
     Result,
     Topics,
     key_hash,
+    parse_key_filter,
 )
 from dbusclient.decode import BadRowError, RowChange, TableRef
 from dbusclient.merge import KeyState
@@ -717,3 +719,32 @@ def test_any_interleaving_of_a_bootstrap_and_increments_ends_equal_to_the_source
     assert {k[0]: v["v"] for k, v in sink.rows.items()} == table
     assert store.checkpoint is not None and store.checkpoint.mode is Mode.ONLINE
     assert len(broker.requests()) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("mod:4:1", ModFilter(4, frozenset({1}))),
+        (" mod:8:0,7 ", ModFilter(8, frozenset({0, 7}))),
+        ("range:0:1000000", RangeFilter(0, 1_000_000)),
+        ("range:-5:5", RangeFilter(-5, 5)),
+    ],
+)
+def test_a_key_filter_from_its_text(text: str, expected: Any) -> None:
+    assert parse_key_filter(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("mod:4", "expected mod:BUCKETS"),
+        ("mod:4:x", "expected mod:BUCKETS"),
+        ("mod:4:4", "each must be in [0, buckets)"),
+        ("range:5:5", "LOW < HIGH"),
+        ("hash:1:2", "expected mod:BUCKETS"),
+        ("", "expected mod:BUCKETS"),
+    ],
+)
+def test_a_bad_key_filter_is_refused_with_its_text(text: str, words: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(words)):
+        parse_key_filter(text)
