@@ -159,7 +159,7 @@
     if (columns && columns.length === row.length) {
       return "{" + columns.map((c, i) => `${JSON.stringify(c)}: ${JSON.stringify(row[i])}`).join(", ") + "}";
     }
-    return JSON.stringify(row);
+    return "[" + row.map((v) => JSON.stringify(v)).join(", ") + "]";  // as dbus logrules test prints it
   }
 
   function groupResult(g) {
