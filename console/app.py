@@ -72,7 +72,7 @@ def create_app(cfg: DbusConfig, *, audit_path: Path | None = None, testing: bool
 
 def _refusal(status: int, reason: str) -> Any:
     """JSON for the API (``/api/...``) and fetch calls, a page otherwise; the reason either way."""
-    wants_json = request.path.startswith("/api/") or request.accept_mimetypes.best == "application/json"
+    wants_json = auth.is_api(request.path) or request.accept_mimetypes.best == "application/json"
     if wants_json:
         return jsonify({"error": reason, "status": status}), status
     return render_template("error.html", status=status, reason=reason), status

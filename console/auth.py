@@ -153,9 +153,14 @@ def init(app: Flask) -> None:
 
     @manager.unauthorized_handler
     def unauthorized() -> Any:
-        if request.path.startswith("/api/"):
+        if is_api(request.path):
             return {"error": "not logged in"}, 401
         return redirect(url_for("auth.login", next=request.full_path))
+
+
+def is_api(path: str) -> bool:
+    """A JSON endpoint: ``/api/...`` or a page's ``/<page>/api/...``; refusals there are JSON, not pages."""
+    return path.startswith("/api/") or "/api/" in path
 
 
 def _safe_next(target: str | None) -> str:

@@ -78,8 +78,14 @@ def serve(args: argparse.Namespace) -> int:
             "(`dbus console hash-password`, docs/console.md)"
         )
     app = create_app(cfg)
-    print(
-        f"dbus console: serving on http://{host}:{port}/ (users: {', '.join(usable) or 'none'})", flush=True
-    )
-    waitress.serve(app, host=host, port=port, threads=args.threads, ident="dbus-console", _quiet=True)
+    try:
+        server = waitress.create_server(
+            app, host=host, port=port, threads=args.threads, ident="dbus-console", _quiet=True
+        )
+    except OSError as e:
+        msg = f"dbus console: cannot listen on {host}:{port}: {e.strerror or e}"
+        raise ConfigError(msg) from None
+    who = ", ".join(usable) or "none"
+    print(f"dbus console: serving on http://{host}:{port}/ (users: {who})", flush=True)
+    server.run()
     return 0

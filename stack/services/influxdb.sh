@@ -9,7 +9,7 @@
 # Heads-up: each start spends ~5 s type-checking Flux's standard library before /health answers.
 # Data and logs: .stack/influxdb/{data,log}; config rendered from conf/stack/influxdb.conf.
 INFLUXDB_VERSION=${INFLUXDB_VERSION:-1.8.10}
-INFLUXDB_RPC_PORT=${INFLUXDB_RPC_PORT:-18088}    # backup/restore RPC, loopback only
+INFLUXDB_RPC_PORT=${INFLUXDB_RPC_PORT:-18089}    # backup/restore RPC, loopback only (18088 is the console's)
 INFLUXDB_DB=${INFLUXDB_DB:-dbus}
 
 influxdb_url() { echo "http://$STACK_HOST:$INFLUXDB_PORT"; }
