@@ -79,9 +79,7 @@ def serve(args: argparse.Namespace) -> int:
         )
     app = create_app(cfg)
     try:
-        server = waitress.create_server(
-            app, host=host, port=port, threads=args.threads, ident="dbus-console", _quiet=True
-        )
+        server = waitress.create_server(app, host=host, port=port, threads=args.threads, ident="dbus-console")
     except OSError as e:
         msg = f"dbus console: cannot listen on {host}:{port}: {e.strerror or e}"
         raise ConfigError(msg) from None
