@@ -69,15 +69,23 @@ def wait(cfg: Any, ds: str, request_id: int, wait_s: float) -> int:
 
 
 def answer(reply: dict[str, Any]) -> int:
+    state, text = describe(reply)
+    if state == "applied":
+        print(f"{reply['request_id']}\t{text}")
+        return 0
+    print(f"dbus: {text}", file=sys.stderr)
+    return 2
+
+
+def describe(reply: dict[str, Any]) -> tuple[str, str]:
+    """The processor's answer as ``(state, text)``: ``applied`` and the versions and where the new rules
+    start, or ``rejected`` and why (what ``--wait`` prints, and the console's Log rules page shows)."""
     versions = ", ".join(f"{t} {v}" for t, v in sorted((reply.get("versions") or {}).items())) or "none"
     if reply.get("status") == "applied":
         switch = reply.get("switch") or {}
         at = ", ".join(f"partition {p} offset {o}" for p, o in sorted(switch.items())) or "the next line"
-        print(f"{reply['request_id']}\tapplied: table versions {versions}; new rules from {at}")
-        return 0
-    print(
-        f"dbus: {reply.get('code')}: the log processor rejected the reload, table versions {versions} stay: "
-        f"{reply.get('reason')}",
-        file=sys.stderr,
+        return "applied", f"applied: table versions {versions}; new rules from {at}"
+    return "rejected", (
+        f"{reply.get('code')}: the log processor rejected the reload, table versions {versions} stay: "
+        f"{reply.get('reason')}"
     )
-    return 2

@@ -540,6 +540,7 @@ def api_publish(ds: str, table: str) -> Any:
 @_answers
 def api_reload(ds: str, request_id: int) -> Any:
     """The log processor's answer to reload ``request_id`` (logprocessor/reload.py), or ``waiting``."""
+    from cli import logreload
     from dbuslib import zk
     from logprocessor import reload
 
@@ -553,15 +554,8 @@ def api_reload(ds: str, request_id: int) -> Any:
         client.close()
     if reply is None or reply.get("request_id") != request_id:
         return {"state": "waiting", "message": f"reload {request_id}: no answer from the log processor yet"}
-    versions = ", ".join(f"{t} {v}" for t, v in sorted((reply.get("versions") or {}).items())) or "none"
-    if reply.get("status") == "applied":
-        switch = reply.get("switch") or {}
-        at = ", ".join(f"partition {p} offset {o}" for p, o in sorted(switch.items())) or "the next line"
-        return {"state": "applied", "message": f"applied: table versions {versions}; new rules from {at}"}
-    return {
-        "state": "rejected",
-        "message": f"rejected ({reply.get('code')}): versions {versions} stay: {reply.get('reason')}",
-    }
+    state, message = logreload.describe(reply)
+    return {"state": state, "message": message}
 
 
 @bp.route("/api/<ds>/<table>/diff")

@@ -14,8 +14,9 @@ that configuration (``console_server`` is overridden here; ``logged_in`` and ``s
   operator's form, runs the preview on pasted lines and sees each step's row (``severity`` after saveAs, the
   payment line rejected by rule 2, filter), publishes (version 2; the page follows the reload until the
   processor applied it), and a line written after that arrives in the result topic with ``severity``;
-- a viewer sees the same editor read-only, without save or publish, and the server refuses a viewer's
-  publish (403) and a publish without the CSRF token (400).
+- a viewer sees the same editor read-only, without save or publish, takes the newest lines of the raw
+  topic as the sample and previews them; the server refuses a viewer's publish (403) and a POST without the
+  CSRF token (400).
 """
 
 from __future__ import annotations
@@ -233,6 +234,17 @@ def test_a_viewer_sees_the_rules_read_only_and_cannot_publish(page, console_serv
     assert page.locator("#publish").count() == 0 and page.locator("#save-draft").count() == 0
     assert group.locator("input.param").first.is_disabled()
     assert group.locator("select.op").first.is_disabled()
+
+    # the sample: the newest lines of the raw topic, previewed (a viewer may: it changes nothing)
+    req = f"{uuid.uuid4().hex[:8]}-sample"
+    env.produce(record(ORDER.format(n=3, req=req)))
+    page.click("#take-sample")
+    wait_until(lambda: req in page.input_value("#sample"), 15, "the raw topic's newest line in the sample")
+    assert json.loads(page.input_value("#sample").splitlines()[-1])["message"].endswith(req)
+    page.click("#run-preview")
+    last = page.locator(".record").last.locator("tr.step[data-op='saveAs']")
+    last.wait_for()
+    assert f'"req_id": "{req}"' in last.inner_text()
     api = f"{console_server.url}/rules/api/{env.ds}/{TABLE}"
     token = page.get_attribute("meta[name='csrf-token']", "content")
     headers = {"Content-Type": "application/json", "Accept": "application/json"}  # as dbus.post sends them

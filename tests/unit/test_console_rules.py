@@ -334,3 +334,24 @@ def test_a_draft_with_problems_is_not_saved_and_the_answer_names_them(app: Flask
     refused = client.post(f"{API}/publish", json={"groups": doc}, headers=headers)
     assert refused.status_code == 400 and "['app_orders'] do not end in saveAs" in refused.get_json()["error"]
     assert client.get(API).get_json()["version"] == 1
+
+
+def test_the_processors_answer_reads_as_the_cli_prints_it() -> None:
+    from cli.logreload import describe
+
+    applied = {"request_id": 7, "status": "applied", "versions": {"b": 1, "a": 2}, "switch": {"1": 9, "0": 4}}
+    assert describe(applied) == (
+        "applied",
+        "applied: table versions a 2, b 1; new rules from partition 0 offset 4, partition 1 offset 9",
+    )
+    rejected = {
+        "request_id": 7,
+        "status": "rejected",
+        "code": "LOG_RULE_INVALID",
+        "reason": "x",
+        "versions": {},
+    }
+    assert describe(rejected) == (
+        "rejected",
+        "LOG_RULE_INVALID: the log processor rejected the reload, table versions none stay: x",
+    )
