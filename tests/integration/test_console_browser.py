@@ -12,6 +12,13 @@ import pytest
 
 pytestmark = pytest.mark.integration
 
+# Every POST only an operator may send (console/*.py, operator_required); the role is checked first.
+OPERATOR_POSTS = (
+    "/pulls/api/request",
+    "/rules/api/applog/app_orders/draft",
+    "/rules/api/applog/app_orders/publish",
+)
+
 
 def test_operator_logs_in_and_sees_the_demo_sources_stages(page, console_server, logged_in, screenshot):
     page.goto(f"{console_server.url}/")
@@ -46,6 +53,18 @@ def test_a_post_without_the_csrf_token_is_refused(page, console_server, logged_i
     assert "CSRF" in json.loads(refused.text())["error"]
     page.goto(f"{console_server.url}/")
     assert "viewer" in page.inner_text("#who")  # still logged in: the POST did nothing
+
+
+def test_a_viewer_is_refused_every_operator_action(page, console_server, logged_in):
+    logged_in(page, "viewer")
+    token = page.get_attribute("meta[name='csrf-token']", "content")
+    headers = {"X-CSRFToken": token, "Accept": "application/json"}  # a valid token: only the role is wrong
+    for path in OPERATOR_POSTS:
+        refused = page.request.post(f"{console_server.url}{path}", data={}, headers=headers)
+        assert refused.status == 403, (path, refused.status, refused.text())
+        assert "viewer" in json.loads(refused.text())["error"]
+    page.goto(f"{console_server.url}/pulls/")
+    assert page.locator("#pull-form").count() == 0  # and the page offers no form
 
 
 def test_no_password_or_hash_reaches_a_page(page, console_server, logged_in):
