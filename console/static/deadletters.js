@@ -76,29 +76,39 @@ document.addEventListener("DOMContentLoaded", () => {
     return e;
   };
 
+  // the letters counted per hour of the last day, one stacked bar per hour, a colour per (stage, code)
   const chart = (c) => {
     if (!c.series.length) return el("p", { class: "muted" }, `No dead letters counted in the last ${c.hours} h.`);
     const W = 600, H = 120, P = 4;
-    const times = c.series[0].points.map((p) => p[0]);
-    const t0 = Math.min(...times), t1 = Math.max(...times, t0 + 1);
-    const top = Math.max(1, ...c.series.flatMap((s) => s.points.map((p) => p[1])));
-    const x = (t) => P + ((W - 2 * P) * (t - t0)) / (t1 - t0);
-    const y = (n) => H - P - ((H - 2 * P) * n) / top;
+    const buckets = c.series[0].points.length;
+    const sums = c.series[0].points.map((_, i) => c.series.reduce((n, s) => n + (s.points[i] ? s.points[i][1] : 0), 0));
+    const top = Math.max(1, ...sums);
+    const step = (W - 2 * P) / Math.max(1, buckets);
     const root = svg("svg", { viewBox: `0 0 ${W} ${H + 14}`, preserveAspectRatio: "none", role: "img",
       "aria-label": `dead letters per hour, last ${c.hours} h` });
     root.append(svg("line", { x1: P, y1: H - P, x2: W - P, y2: H - P, stroke: "#d8dee4" }));
-    const label = svg("text", { x: P, y: H + 12, "font-size": 10, fill: "#66717c" });
-    label.textContent = `${c.hours} h ago · peak ${top} per hour · now`;
-    root.append(label);
+    const base = new Array(buckets).fill(0);
     const legend = el("div", { class: "legend" });
-    c.series.forEach((s, i) => {
-      const color = COLORS[i % COLORS.length];
-      root.append(svg("polyline", { fill: "none", stroke: color, "stroke-width": 2,
-        points: s.points.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ") }));
+    c.series.forEach((s, k) => {
+      const color = COLORS[k % COLORS.length];
+      s.points.forEach(([t, n], i) => {
+        if (!n) return;
+        const h = ((H - 2 * P) * n) / top;
+        const rect = svg("rect", { x: (P + i * step + 1).toFixed(1), y: (H - P - base[i] - h).toFixed(1),
+          width: Math.max(1, step - 2).toFixed(1), height: h.toFixed(1), fill: color });
+        const tip = svg("title", {});
+        tip.textContent = `${s.stage} ${s.code}: ${n} at ${new Date(t).toLocaleString()}`;
+        rect.append(tip);
+        root.append(rect);
+        base[i] += h;
+      });
       const sw = el("span", { class: "swatch" });
       sw.style.background = color;
       legend.append(el("span", {}, sw, `${s.stage} ${s.code}`));
     });
+    const label = svg("text", { x: P, y: H + 12, "font-size": 10, fill: "#66717c" });
+    label.textContent = `${c.hours} h ago · peak ${top} per hour · now`;
+    root.append(label);
     return el("div", {}, root, legend);
   };
 

@@ -32,9 +32,17 @@ document.addEventListener("DOMContentLoaded", () => {
     return el("div", { class: "bar", role: "progressbar", "aria-valuenow": Math.round(100 * (fraction || 0)) }, fill);
   };
 
+  const opened = new Set(); // pulls whose shard list the user opened or closed stay so across refreshes
+  const closed = new Set();
   const shardTable = (p) =>
-    el("details", { open: p.finished ? null : true },
-      el("summary", {}, `${p.shards_done}/${p.shards_total} shards done`),
+    el("details", { open: closed.has(p.id) ? null : (!p.finished || opened.has(p.id)) || null },
+      el("summary", {
+        onclick: (ev) => { // the click opens a closed list and closes an open one
+          const wasOpen = ev.currentTarget.parentElement.open;
+          (wasOpen ? closed : opened).add(p.id);
+          (wasOpen ? opened : closed).delete(p.id);
+        },
+      }, `${p.shards_done}/${p.shards_total} shards done`),
       el("table", { class: "shards" },
         el("thead", {}, el("tr", {}, el("th", {}, "shard"), el("th", {}, "state"), el("th", { class: "num" }, "rows"),
           el("th", {}, "from"), el("th", {}, "to"))),
@@ -77,11 +85,15 @@ document.addEventListener("DOMContentLoaded", () => {
       r.error ? el("p", { class: "error" }, `${r.error_code}: ${r.error}`) : "");
 
   const render = (data) => {
-    const running = [...data.pending.map(pendingCard), ...data.running.map(pullCard)];
+    // a request still waiting for the full puller is with the running pulls; a refused one with the ended
+    const waiting = data.pending.filter((r) => r.status === "pending");
+    const refused = data.pending.filter((r) => r.status !== "pending");
+    const running = [...waiting.map(pendingCard), ...data.running.map(pullCard)];
+    const ended = [...refused.map(pendingCard), ...data.ended.map(pullCard)];
     document.getElementById("pulls-running").replaceChildren(
       ...(running.length ? running : [el("p", { class: "muted" }, "No pull is running.")]));
     document.getElementById("pulls-ended").replaceChildren(
-      ...(data.ended.length ? data.ended.map(pullCard) : [el("p", { class: "muted" }, "No pull has ended yet.")]));
+      ...(ended.length ? ended : [el("p", { class: "muted" }, "No pull has ended yet.")]));
     if (data.errors && data.errors.length) text(document.getElementById("problems"), data.errors.join("; "));
   };
 
