@@ -246,15 +246,46 @@ def browser():
         chromium.close()
 
 
+PAGE_ERRORS = pytest.StashKey[list[str]]()
+
+
 @pytest.fixture
-def page(browser):
-    """A fresh browser context (no cookies) and a page in it, 1280x800; each wait gives up after 10 s."""
+def page(browser, request):
+    """A fresh browser context (no cookies) and a page in it, 1280x800; each wait gives up after 10 s. The
+    page's script errors are kept: a failed test's report shows them, with the page's address and a
+    screenshot of it (pytest_runtest_makereport below)."""
     from console_env import VIEWPORT
 
     context = browser.new_context(viewport=VIEWPORT)
     context.set_default_timeout(10_000)
-    yield context.new_page()
+    errors = request.node.stash[PAGE_ERRORS] = []
+    opened = context.new_page()
+    opened.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+
+    def logged(m) -> None:
+        if m.type == "error":
+            errors.append(f"console.error: {m.text} ({m.location.get('url')})")
+
+    opened.on("console", logged)
+    yield opened
     context.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A browser test that failed: its page as it was (console_env.page_state) and the end of the console's
+    log, each in a section of the report."""
+    report = yield
+    funcargs = getattr(item, "funcargs", {})
+    opened, server = funcargs.get("page"), funcargs.get("console_server")
+    if report.failed and report.when == "call":
+        if opened is not None and PAGE_ERRORS in item.stash:
+            from console_env import page_state
+
+            report.sections.append(("browser", page_state(opened, item.stash[PAGE_ERRORS], item.name)))
+        if server is not None and hasattr(server, "tail"):
+            report.sections.append((f"dbus console ({server.log})", server.tail()))
+    return report
 
 
 @pytest.fixture(scope="module")

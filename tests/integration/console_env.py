@@ -12,11 +12,13 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -29,8 +31,23 @@ REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 VIEWPORT = {"width": 1280, "height": 800}
 SCREENSHOTS = REPO / "docs" / "console"  # docs/console/<page>.png, shown in the README
+FAILED_SHOTS = Path(tempfile.gettempdir()) / "dbus-browser-failures"  # a failed test's page
 ROLES = ("operator", "viewer")  # the user of each role is named after it
 START_S = 60  # the console imports the CLI (pyspark among it) before it listens
+
+
+def page_state(page, errors: list[str], test: str) -> str:
+    """What a failed browser test's report shows: the page's address, a screenshot of it (saved under
+    FAILED_SHOTS, named after the test) and its script errors."""
+    shot = FAILED_SHOTS / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', test)[:120]}.png"
+    try:
+        FAILED_SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shot), full_page=True, timeout=5_000)
+        taken = str(shot)
+    except Exception as e:  # a closed or hung page: the rest still helps
+        taken = f"none ({e})"
+    lines = [f"page: {page.url}", f"screenshot: {taken}", f"script errors: {len(errors)}", *errors[-20:]]
+    return "\n".join(lines)
 
 
 def free_port() -> int:
