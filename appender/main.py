@@ -84,7 +84,9 @@ def run_query(session: object, cfg: DbusConfig, ds: str, schemas: list[str]) -> 
 
     src = cfg.source(ds)
     inputs = [src.topics.name("schema", ds, s) for s in schemas]
-    with Lifecycle("appender", ds, cfg.path) as life:  # SIGTERM, the JVM and the config watched
+    # SIGTERM, the JVM and the config watched; the process announced while it runs (dbuslib/liveness.py)
+    zookeeper = cfg.endpoints.zookeeper
+    with Lifecycle("appender", ds, cfg.path, zookeeper=zookeeper) as life:
         query = job.start(session, cfg, ds, inputs, spark.checkpoint(cfg, "appender", ds))
         metrics = stagemetrics.watch_stage(query, session, cfg, ds, "appender")  # dbus_stage points
         log.info("%s: query %s started", ds, query.name)

@@ -6,8 +6,10 @@ It reads, and never writes: the extractor's leader, epoch and committed position
 (extractor/commands.py), the latest points of ``dbus_extractor``, ``dbus_stage``, ``dbus_heartbeat`` and
 ``dbus_client`` (the consumer clients of the source, dbusclient/metrics.py) from the time-series server,
 the dead letters of the last hour (``dbus_dead_letter``, counted by the heartbeat
-monitor), the running full pulls (``<root>/FullPuller/<ds>``) and the heartbeat monitor's open alerts
-(``<root>/HeartBeat/<ds>/alerts``). ``--json`` prints the :class:`Snapshot`, e.g.::
+monitor), the running full pulls (``<root>/FullPuller/<ds>``), the heartbeat monitor's open alerts
+(``<root>/HeartBeat/<ds>/alerts``) and the stage processes that announce themselves
+(``<root>/Live/<ds>``, dbuslib/liveness.py: a stage with none running is down). ``--json`` prints the
+:class:`Snapshot`, e.g.::
 
     {"source": "demo", "taken_at": 1714557600.0, "window_s": 600,
      "extractor": {"leader": "db1:4242", "epoch": 7, "committed_file": "mariadb-bin.000003",
@@ -23,7 +25,9 @@ monitor), the running full pulls (``<root>/FullPuller/<ds>``) and the heartbeat 
      "dead_letters": [{"stage": "appender", "code": "RAW_UNDECODABLE", "count": 3, "origin": "shop.orders",
                        "topic": "demo.shop", "partition": 0, "offset": 42, "dlq_topic": "demo.dlq",
                        "dlq_partition": 0, "dlq_offset": 17, "age_s": 95.0}],
-     "fullpulls": [...], "alerts": [...], "errors": []}
+     "fullpulls": [...], "alerts": [...],
+     "processes": [{"stage": "extractor", "state": "running", "processes": ["db1:4242"]}, ...],
+     "errors": []}
 
 A part whose server cannot be reached is reported in ``errors`` and the rest is still shown; the exit
 code is then 1 (0 otherwise). Rates are those of the newest point within ``--window`` minutes; older
@@ -159,6 +163,40 @@ class FullPullStatus:
 
 
 @dataclass(frozen=True)
+class StageLive:
+    """One stage's processes as announced in ZooKeeper (dbuslib/liveness.py): ``running`` when one of
+    them runs, ``down`` otherwise; ``processes`` the running ones as ``host:pid``."""
+
+    stage: str
+    state: str
+    processes: tuple[str, ...] = ()
+
+
+LIVE_STAGES = (*STAGES, "fullpuller", "heartbeat")
+LOG_LIVE_STAGES = ("logprocessor", "heartbeat")
+
+
+def stage_lives(
+    announced: dict[str, list[Any]], stages: tuple[str, ...], host: str, is_alive: Any
+) -> tuple[StageLive, ...]:
+    """``StageLive`` of each of ``stages`` from ``dbuslib.liveness.read``'s answer (pure but for
+    ``is_alive``, a pid check of this machine ``host``)."""
+    from dbuslib import liveness
+
+    out = []
+    for stage in stages:
+        running = liveness.alive(announced.get(stage, []), host, is_alive)
+        out.append(
+            StageLive(
+                stage,
+                liveness.RUNNING if running else liveness.DOWN,
+                tuple(f"{p.host}:{p.pid}" for p in running),
+            )
+        )
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class Snapshot:
     source: str
     taken_at: float  # epoch seconds
@@ -171,6 +209,7 @@ class Snapshot:
     fullpulls: tuple[FullPullStatus, ...] = ()
     alerts: tuple[Alert, ...] = ()
     errors: tuple[str, ...] = ()
+    processes: tuple[StageLive, ...] = ()
 
     def to_json(self) -> str:
         obj = asdict(self)
@@ -318,9 +357,21 @@ def _render_alerts(alerts: tuple[Alert, ...]) -> list[str]:
     return lines
 
 
+def _render_processes(lives: tuple[StageLive, ...]) -> list[str]:
+    if not lives:
+        return ["processes      not read"]
+    width = max(len(x.stage) for x in lives)
+    lines = ["processes"]
+    for x in lives:
+        where = ", ".join(x.processes) if x.processes else "no process announced"
+        lines.append(f"  {x.stage:<{width}}  {x.state:<7}  {where}")
+    return lines
+
+
 def render(s: Snapshot) -> str:
     """The screen of ``dbus status`` (pure: every figure comes from the snapshot)."""
     lines = [f"source {s.source} at {_utc(s.taken_at)}", ""]
+    lines += _render_processes(s.processes) + [""]
     lines += _render_extractor(s.extractor) + [""]
     lines += _render_stages(s.stages, s.window_s) + [""]
     lines += _render_clients(s.clients, s.window_s) + [""]
@@ -541,17 +592,24 @@ class _Collector:
         series = influx.influxql(self.cfg.endpoints.influxdb, query)
         return dead_letters(series, self.now, dead_letter_topic(self.cfg, self.ds))
 
-    def zk_parts(self) -> tuple[tuple[FullPullStatus, ...], tuple[Alert, ...]]:
+    def zk_parts(self) -> tuple[tuple[FullPullStatus, ...], tuple[Alert, ...], tuple[StageLive, ...]]:
         from dbuslib import zk
 
         client = zk.client(self.cfg.endpoints.zookeeper)
         try:
             pulls = self.attempt("full pulls (ZooKeeper)", lambda: self._fullpulls(client), ())
             alerts = self.attempt("open alerts (ZooKeeper)", lambda: self._alerts(client), ())
+            lives = self.attempt("processes (ZooKeeper)", lambda: self._lives(client, LIVE_STAGES), ())
         finally:
             client.stop()
             client.close()
-        return pulls, alerts
+        return pulls, alerts, lives
+
+    def _lives(self, client: Any, stages: tuple[str, ...]) -> tuple[StageLive, ...]:
+        from dbuslib import liveness
+
+        announced = liveness.read(client, self.cfg.endpoints.zookeeper.root, self.ds)
+        return stage_lives(announced, stages, liveness.this_host(), liveness.pid_alive)
 
     def _fullpulls(self, client: Any) -> tuple[FullPullStatus, ...]:
         from dbuslib import zkpaths
@@ -615,7 +673,7 @@ class _Collector:
             {},
         )
         letters = self.attempt("dbus_dead_letter", self._dead_letters, ())
-        pulls, alerts = self.attempt("ZooKeeper", self.zk_parts, ((), ()))
+        pulls, alerts, lives = self.attempt("ZooKeeper", self.zk_parts, ((), (), ()))
         return Snapshot(
             self.ds,
             self.now,
@@ -628,6 +686,7 @@ class _Collector:
             fullpulls=pulls,
             alerts=alerts,
             errors=tuple(self.errors),
+            processes=lives,
         )
 
 
@@ -683,6 +742,7 @@ class LogSnapshot:
     dead_letters: tuple[DeadLetterCount, ...] = ()
     alerts: tuple[Alert, ...] = ()
     errors: tuple[str, ...] = ()
+    processes: tuple[StageLive, ...] = ()
 
     def to_json(self) -> str:
         obj = asdict(self)
@@ -764,6 +824,7 @@ def _render_log_counts(counts: tuple[LogCount, ...], window_s: int) -> list[str]
 def render_log(s: LogSnapshot) -> str:
     """The screen of ``dbus status`` for a log source (pure)."""
     lines = [f"log source {s.source} at {_utc(s.taken_at)}", ""]
+    lines += _render_processes(s.processes) + [""]
     lines += _render_stages(s.stages, s.window_s) + [""]
     lines += _render_log_tables(s.tables, s.window_s) + [""]
     lines += _render_log_counts(s.counts, s.window_s) + [""]
@@ -801,7 +862,7 @@ class _LogCollector(_Collector):
         )
         tables, log_counts = log_status(counts, beats, self.now)
         letters = self.attempt("dbus_dead_letter", self._dead_letters, ())
-        alerts = self.attempt("ZooKeeper", self._zk_alerts, ())
+        alerts, lives = self.attempt("ZooKeeper", self._zk_alerts, ((), ()))
         return LogSnapshot(
             self.ds,
             self.now,
@@ -812,14 +873,17 @@ class _LogCollector(_Collector):
             dead_letters=letters,
             alerts=alerts,
             errors=tuple(self.errors),
+            processes=lives,
         )
 
-    def _zk_alerts(self) -> tuple[Alert, ...]:
+    def _zk_alerts(self) -> tuple[tuple[Alert, ...], tuple[StageLive, ...]]:
         from dbuslib import zk
 
         client = zk.client(self.cfg.endpoints.zookeeper)
         try:
-            return self._alerts(client)
+            alerts = self._alerts(client)
+            lives = self.attempt("processes (ZooKeeper)", lambda: self._lives(client, LOG_LIVE_STAGES), ())
+            return alerts, lives
         finally:
             client.stop()
             client.close()

@@ -17,6 +17,10 @@ Every long-running stage (extractor, dispatcher, appender, full puller, heartbea
   pipe no longer reaches) and exits 5 at once; a driver already stopping (SIGTERM to the whole process
   group reaches the JVM too) gets ``JVM_GONE_STOP_S`` to finish. A removed configuration stops the stage
   like SIGTERM, with exit code 6 (``STAGE_CONFIG_GONE``).
+- **Liveness**: given ``zookeeper=`` (the stages pass ``cfg.endpoints.zookeeper``), the process announces
+  itself with an ephemeral node from ``__enter__`` to ``__exit__`` (dbuslib/liveness.py): the console and
+  ``dbus status`` tell a running stage from a down one by it. Not in a process the stage does not own (a
+  test calling ``main()`` in-process).
 - **A stop is bounded.** ``STOP_GRACE_S`` after a stop began, a process still alive (a thread that does
   not end, a client that does not close, a call into a JVM that is going away) prints
   ``STAGE_STOP_TIMEOUT`` with every thread's stack and exits at once: a stopped stage never lingers.
@@ -35,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 # Exit codes of the stages: their one home is dbuslib/errors.py (docs/errors.md).
 from dbuslib.errors import (
@@ -47,6 +51,10 @@ from dbuslib.errors import (
     EXIT_STOPPED,
     EXIT_UNREACHABLE,
 )
+
+if TYPE_CHECKING:
+    from dbuslib.config import ZooKeeperEndpoint
+    from dbuslib.liveness import Announcer
 
 __all__ = [
     "EXIT_CONFIG",
@@ -98,6 +106,7 @@ class Lifecycle:
         interrupt: bool = False,
         jvm_pid: int | None = None,
         watch_jvm: bool = True,
+        zookeeper: ZooKeeperEndpoint | None = None,
     ) -> None:
         self.stage, self.ds, self.interrupt = stage, ds, interrupt
         self.config_path = Path(config_path) if config_path is not None else None
@@ -111,6 +120,8 @@ class Lifecycle:
         self._log_copy = self._jvm_log() if self.jvm_pid else None
         # never end a test process that called a stage's main() in-process
         self.owns_process = self.jvm_pid is not None or "pytest" not in sys.modules
+        self._zookeeper = zookeeper
+        self._announcer: Announcer | None = None
 
     # ------------------------------------------------------------------ context
 
@@ -119,10 +130,17 @@ class Lifecycle:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 self._saved[sig] = signal.signal(sig, self._on_signal)
         threading.Thread(target=self._watch, name=f"dbus-lifecycle-{self.stage}", daemon=True).start()
+        if self._zookeeper is not None and self.owns_process:
+            from dbuslib.liveness import Announcer
+
+            self._announcer = Announcer(self._zookeeper, self.ds, self.stage).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._done.set()
+        if self._announcer is not None:
+            self._announcer.stop()
+            self._announcer = None
         for sig, handler in self._saved.items():
             signal.signal(sig, handler)
         self._saved.clear()

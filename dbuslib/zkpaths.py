@@ -18,6 +18,9 @@ The tree of source ``demo``, by example::
     /DBus/HeartBeat/demo/leader                      heartbeat_leader: the heartbeat writer's lock
     /DBus/HeartBeat/demo/alerts                      heartbeat_alerts: the monitor's open alerts
     /DBus/HeartBeat/demo/alerts/shop.orders.stale    alert(base, key): one open alert (heartbeat/incidents.py)
+    /DBus/HeartBeat/demo/history                     heartbeat_history: the monitor's closed incidents
+    /DBus/Live/demo/appender/host1:4242              live_process(root, ds, stage, who): one running stage
+                                                     process, ephemeral (dbuslib/liveness.py)
     /DBus/Client/orders-replica                      client(root, name): one consumer client's nodes
     /DBus/Client/orders-replica/checkpoint           client_checkpoint: its checkpoint (checkpoint_zk.py)
 
@@ -33,6 +36,7 @@ from dbuslib.zk import escape
 
 EXTRACTOR, APPENDER, FULLPULLER, HEARTBEAT = "Extractor", "Appender", "FullPuller", "HeartBeat"
 LOGPROCESSOR = "LogProcessor"
+LIVE = "Live"
 CLIENT = "Client"
 _EPOCH = "epoch"
 
@@ -110,6 +114,31 @@ def heartbeat_leader(root: str, ds: str) -> str:
 
 def heartbeat_alerts(root: str, ds: str) -> str:
     return join(heartbeat(root, ds), "alerts")
+
+
+def heartbeat_history(root: str, ds: str) -> str:
+    """The monitor's closed incidents, newest last, bounded (heartbeat/monitor.py, ``AlertStore.history``)."""
+    return join(heartbeat(root, ds), "history")
+
+
+def history_beside(alerts: str) -> str:
+    """The closed incidents' node next to an alerts node (``heartbeat_alerts``): the one its store keeps."""
+    return join(posixpath.dirname(alerts), "history")
+
+
+def live(root: str, ds: str) -> str:
+    """The running stage processes of source ``ds``: one child per stage (dbuslib/liveness.py)."""
+    return join(root, LIVE, ds)
+
+
+def live_stage(root: str, ds: str, stage: str) -> str:
+    """The running processes of one stage of ``ds``: one ephemeral child each, ``<host>:<pid>``."""
+    return join(live(root, ds), stage)
+
+
+def live_process(root: str, ds: str, stage: str, who: str) -> str:
+    """One running stage process's ephemeral node; ``who`` is ``dbuslib.zk.identity()``."""
+    return join(live_stage(root, ds, stage), who)
 
 
 def alert(base: str, key: str) -> str:

@@ -57,7 +57,9 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
     from dbuslib import stagemetrics
     from dbuslib.lifecycle import Lifecycle
 
-    with Lifecycle("dispatcher", ds, cfg.path) as life:  # SIGTERM, the JVM and the config watched
+    # SIGTERM, the JVM and the config watched; the process announced while it runs (dbuslib/liveness.py)
+    zookeeper = cfg.endpoints.zookeeper
+    with Lifecycle("dispatcher", ds, cfg.path, zookeeper=zookeeper) as life:
         raw = [src.topics.name("raw", ds)]
         session = spark.stage_session(cfg, job.query_name(ds), src.dispatcher, raw, available_now)
         query = job.start(

@@ -36,7 +36,7 @@ def run(cfg: DbusConfig, ds: str) -> int:
     extractor = Extractor(cfg, ds)
     # SIGTERM/SIGINT and a removed config file set extractor.stop; a stop that hangs is ended
     # (dbuslib/lifecycle.py)
-    with Lifecycle("extractor", ds, cfg.path) as life:
+    with Lifecycle("extractor", ds, cfg.path, zookeeper=cfg.endpoints.zookeeper) as life:
         life.on_stop(extractor.stop.set)
         code = _run_until_stopped(extractor, src, ds)
     return code or life.code

@@ -51,7 +51,7 @@ def run(cfg: DbusConfig, ds: str) -> int:
     # SIGTERM/SIGINT raise KeyboardInterrupt here once (a pull under way is not committed: served again at
     # the next start) and cancel its Spark jobs; the watchdog ends the driver when its JVM or config is gone,
     # and a stop still under way after STOP_GRACE_S ends it too (dbuslib/lifecycle.py)
-    life = Lifecycle("fullpuller", ds, cfg.path, interrupt=True).start()
+    life = Lifecycle("fullpuller", ds, cfg.path, interrupt=True, zookeeper=cfg.endpoints.zookeeper).start()
     life.on_stop(session.sparkContext.cancelAllJobs)
     try:
         service.run(cfg, ds, puller, life)  # the control loop: fullpuller/service.py

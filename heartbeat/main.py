@@ -44,7 +44,9 @@ def run(cfg: DbusConfig, ds: str, monitor: bool = True) -> int:
         if watcher is not None:
             watcher.stop()
 
-    with Lifecycle("heartbeat", ds, cfg.path) as life:  # SIGTERM/SIGINT, a removed config file
+    # SIGTERM/SIGINT, a removed config file; the process announced while it runs (dbuslib/liveness.py)
+    zookeeper = cfg.endpoints.zookeeper
+    with Lifecycle("heartbeat", ds, cfg.path, zookeeper=zookeeper) as life:
         life.on_stop(stop)
         try:
             writer.run()
@@ -74,7 +76,7 @@ def run_log(cfg: DbusConfig, ds: str, monitor: bool = True) -> int:
         if watcher is not None:
             watcher.stop()
 
-    with Lifecycle("heartbeat", ds, cfg.path) as life:
+    with Lifecycle("heartbeat", ds, cfg.path, zookeeper=cfg.endpoints.zookeeper) as life:
         life.on_stop(stop)
         try:
             writer.run()
@@ -92,7 +94,7 @@ def monitor(cfg: DbusConfig, ds: str) -> int:
 
     settings_of(cfg, ds)  # ConfigError before any connection
     watcher = Monitor(cfg, ds)
-    with Lifecycle("heartbeat", ds, cfg.path) as life:
+    with Lifecycle("heartbeat", ds, cfg.path, zookeeper=cfg.endpoints.zookeeper) as life:
         life.on_stop(watcher.stop)
         watcher.run()
     return life.code

@@ -129,7 +129,7 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
         partitions=src.topics.partitions,
         replication_factor=src.topics.replication_factor,
     )
-    with Lifecycle("logprocessor", ds, cfg.path) as life:
+    with Lifecycle("logprocessor", ds, cfg.path, zookeeper=cfg.endpoints.zookeeper) as life:
         session = spark.stage_session(cfg, job.query_name(ds), src.processor, [raw], available_now)
         jvm = session.sparkContext._jvm
         check_rules(cfg, ds, rules, jvm)

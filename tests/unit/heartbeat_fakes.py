@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from heartbeat.channels import ChannelError
 
@@ -14,34 +14,52 @@ def at(ms):
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
 
 
+class Stat:
+    def __init__(self, version):
+        self.version = version
+
+
 class FakeZk:
     def __init__(self):
         self.nodes: dict[str, bytes] = {}
+        self.versions: dict[str, int] = {}
 
     def ensure_path(self, path):
         pass
 
     def get_children(self, path):
-        return [k.rsplit("/", 1)[1] for k in self.nodes if k.rsplit("/", 1)[0] == path]
+        """The direct children of ``path`` (a node whose only descendants exist counts as there)."""
+        names = {k[len(path) + 1 :].split("/")[0] for k in self.nodes if k.startswith(path + "/")}
+        if not names and path not in self.nodes:
+            raise NoNodeError
+        return sorted(names)
 
     def get(self, path):
         if path not in self.nodes:
             raise NoNodeError
-        return self.nodes[path], None
+        return self.nodes[path], Stat(self.versions.get(path, 0))
 
-    def create(self, path, data, makepath=False):
+    def exists(self, path):
+        there = path in self.nodes or any(k.startswith(path + "/") for k in self.nodes)
+        return Stat(self.versions.get(path, 0)) if there else None
+
+    def create(self, path, data=b"", makepath=False, ephemeral=False):
         if path in self.nodes:
             raise NodeExistsError
         self.nodes[path] = data
+        self.versions[path] = 0
 
     def delete(self, path):
         if self.nodes.pop(path, None) is None:
             raise NoNodeError
 
-    def set(self, path, data):
+    def set(self, path, data, version=-1):
         if path not in self.nodes:
             raise NoNodeError
+        if version != -1 and version != self.versions.get(path, 0):
+            raise BadVersionError
         self.nodes[path] = data
+        self.versions[path] = self.versions.get(path, 0) + 1
 
 
 class FakeChannel:
