@@ -17,7 +17,9 @@ An open alert is what the monitor keeps in ZooKeeper at
 
 ``since_ms`` is when the table was last known good (its last heartbeat point, or the monitor's start for a
 stale table never seen; the point's time for a latency alert); ``notified_ms`` is null until every channel
-took the alert. One alert per incident, one recovery when it clears, nothing for a table within thresholds.
+took the alert. An operator may acknowledge an open alert (the console): ``acked_by`` and ``acked_ms`` are
+then added to its node; it stays open until it clears. One alert per incident, one recovery when it
+clears, nothing for a table within thresholds.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ class Alert:
     offset: int | None = None
     origin: str | None = None
     host: str | None = None  # a log table's alert: per host (``schema.table@host.kind``)
+    # acknowledged by an operator (the console, ``AlertStore.ack``): who and when (epoch ms); None until then
+    acked_by: str | None = None
+    acked_ms: int | None = None
 
     @property
     def key(self) -> str:
@@ -97,10 +102,14 @@ class Alert:
             offset=_int_or_none(doc.get("offset")),
             origin=_str_or_none(doc.get("origin")),
             host=_str_or_none(doc.get("host")),
+            acked_by=_str_or_none(doc.get("acked_by")),
+            acked_ms=_int_or_none(doc.get("acked_ms")),
         )
 
 
-_OPTIONAL_FIELDS = frozenset({"count", "last_ms", "topic", "partition", "offset", "origin", "host"})
+_OPTIONAL_FIELDS = frozenset(
+    {"count", "last_ms", "topic", "partition", "offset", "origin", "host", "acked_by", "acked_ms"}
+)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,10 @@ channels (heartbeat.channels). Open alerts live in ZooKeeper, one node each::
 
     <root>/HeartBeat/<ds>/alerts/<schema>.<table>.<kind>    the alert's JSON (heartbeat.incidents)
 
-created when an incident opens and deleted when it clears, so a restarted monitor neither repeats nor
+    <root>/HeartBeat/<ds>/history                          the last HISTORY_MAX closed incidents (JSON list)
+
+created when an incident opens and deleted when it clears (then appended to the history with its
+``closed_ms`` and the recovery's message, ``AlertStore.history``), so a restarted monitor neither repeats nor
 forgets one; only the process that creates (or deletes) a node notifies, so two monitors of one source do
 not double the notices. A notice a channel failed to take is tried again at the next check (a recovery
 only while this process runs). Each opening and recovery is also written as a ``dbus_alert`` point: tags
@@ -27,13 +30,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from influxdb_client import Point
 from kafka.errors import KafkaError
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 from sqlalchemy.exc import SQLAlchemyError
 
 from binlog.heartbeat import LOOKBACK_S, MEASUREMENT
@@ -49,6 +53,8 @@ from heartbeat.writer import MYSQL_ERRORS, REFRESH_EVERY, monitored_tables
 
 log = logging.getLogger(__name__)
 ALERT_MEASUREMENT = "dbus_alert"
+HISTORY_MAX = 200  # closed incidents kept in the history node (about 100 KB at most)
+_WRITE_TRIES = 20  # a versioned rewrite that keeps losing to another writer gives up after these
 ZK_ERRORS = (*UNREACHABLE, KazooException)
 LIST_ERRORS = (DbusError, SQLAlchemyError)  # a log source's tables not read from the meta store
 
@@ -145,12 +151,34 @@ def unreadable_alert(key: str) -> Alert:
     return Alert("", schema, table, kind, 0, None, None, None, f"unreadable alert node {key!r}")
 
 
+@dataclass(frozen=True)
+class ClosedAlert:
+    """An incident that cleared: the alert as it was stored (its acknowledgement too), when it closed
+    (epoch ms) and the recovery's message."""
+
+    alert: Alert
+    closed_ms: int
+    closed_message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.alert.to_dict(), "closed_ms": self.closed_ms, "closed_message": self.closed_message}
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> ClosedAlert:
+        """KeyError/TypeError/ValueError when it is not one."""
+        return cls(Alert.from_dict(doc), int(doc["closed_ms"]), str(doc.get("closed_message", "")))
+
+
 class AlertStore:
     """Open alerts in ZooKeeper (see the module docstring): ``load`` for the monitor, ``read`` for
-    ``dbus status``. A node is ``zkpaths.alert`` of the alert's key (escaped; an ordinary key as it is)."""
+    ``dbus status``. A node is ``zkpaths.alert`` of the alert's key (escaped; an ordinary key as it is).
+    Closed incidents go to the history node beside (``zkpaths.history_beside``), the newest
+    ``history_max``; ``ack`` records an operator's acknowledgement on an open alert."""
 
-    def __init__(self, client: KazooClient, path: str) -> None:
+    def __init__(self, client: KazooClient, path: str, history_max: int = HISTORY_MAX) -> None:
         self.zk, self.path = client, path
+        self.history_path = zkpaths.history_beside(path)
+        self.history_max = history_max
 
     def load(self) -> dict[str, Alert]:
         """The open alerts by key, for the monitor: creates the path when missing; a node that is not an
@@ -204,27 +232,125 @@ class AlertStore:
         except NodeExistsError:
             return False
 
-    def close(self, key: str) -> bool:
-        """Delete the alert's node; False when it is already gone."""
+    def close(self, key: str, recovered: Alert | None = None, at_ms: int | None = None) -> bool:
+        """Delete the alert's node; False when it is already gone. The alert as stored (with its
+        acknowledgement) goes to the history, closed at ``at_ms`` (now when None) with ``recovered``'s
+        message; a history that cannot be written is logged, the close still counts."""
+        path = zkpaths.alert(self.path, key)
         try:
-            self.zk.delete(zkpaths.alert(self.path, key))
-            return True
+            data, _ = self.zk.get(path)
+            self.zk.delete(path)
         except NoNodeError:
             return False
+        try:
+            stored = Alert.from_dict(json.loads(data))
+        except (ValueError, KeyError, TypeError):
+            stored = recovered or unreadable_alert(key)
+        closed_ms = int(time.time() * 1000) if at_ms is None else at_ms
+        entry = ClosedAlert(stored, closed_ms, recovered.message if recovered is not None else "closed")
+        try:
+            self._append_history(entry)
+        except (*ZK_ERRORS, ValueError) as e:
+            log.warning("%s: %s not added to the history (%r)", self.history_path, key, e)
+        return True
 
     def update(self, alert: Alert) -> None:
-        """Store an open alert's new figures (a dead-letter incident's count and newest coordinates)."""
-        try:
-            self.zk.set(zkpaths.alert(self.path, alert.key), json.dumps(alert.to_dict()).encode())
-        except NoNodeError:
-            pass  # cleared meanwhile
+        """Store an open alert's new figures (a dead-letter incident's count and newest coordinates); an
+        acknowledgement stored meanwhile is kept."""
+        self._rewrite(alert.key, lambda doc: {**alert.to_dict(), **_ack_of(doc)})
 
     def mark_notified(self, alert: Alert, at_ms: int) -> None:
-        doc = {**alert.to_dict(), "notified_ms": at_ms}
+        self._rewrite(alert.key, lambda doc: {**(doc or alert.to_dict()), "notified_ms": at_ms})
+
+    def ack(self, key: str, by: str, at_ms: int) -> Alert | None:
+        """Acknowledge the open alert ``key``: ``acked_by`` and ``acked_ms`` added to its node (a second
+        acknowledgement keeps the first). The alert as stored now; None when no such alert is open."""
+        doc = self._rewrite(
+            key, lambda d: d if d is None or d.get("acked_by") else {**d, "acked_by": by, "acked_ms": at_ms}
+        )
+        if doc is None:
+            return None
         try:
-            self.zk.set(zkpaths.alert(self.path, alert.key), json.dumps(doc).encode())
+            return Alert.from_dict(doc)
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def _rewrite(
+        self, key: str, change: Callable[[dict[str, Any] | None], dict[str, Any] | None]
+    ) -> dict[str, Any] | None:
+        """Replace an alert node's JSON with ``change(stored)`` (``stored`` None when the node holds no
+        JSON object), only if nobody wrote it meanwhile (tried again then). The written document, or
+        None when the node is gone (cleared meanwhile) or ``change`` gave None."""
+        path = zkpaths.alert(self.path, key)
+        for _ in range(_WRITE_TRIES):
+            try:
+                data, stat = self.zk.get(path)
+            except NoNodeError:
+                return None
+            try:
+                doc = json.loads(data)
+            except ValueError:
+                doc = None
+            new = change(doc if isinstance(doc, dict) else None)
+            if new is None:
+                return None
+            try:
+                self.zk.set(path, json.dumps(new).encode(), version=stat.version)
+                return new
+            except BadVersionError:
+                continue
+            except NoNodeError:
+                return None
+        msg = f"{path}: written by others {_WRITE_TRIES} times in a row; not changed"
+        raise EndpointError(msg)
+
+    def _append_history(self, entry: ClosedAlert) -> None:
+        for _ in range(_WRITE_TRIES):
+            try:
+                data, stat = self.zk.get(self.history_path)
+            except NoNodeError:
+                try:
+                    self.zk.create(self.history_path, json.dumps([entry.to_dict()]).encode(), makepath=True)
+                    return
+                except NodeExistsError:
+                    continue
+            items = _history_items(data)[-(self.history_max - 1) :] if self.history_max > 1 else []
+            body = json.dumps([*items, entry.to_dict()]).encode()
+            try:
+                self.zk.set(self.history_path, body, version=stat.version)
+                return
+            except BadVersionError:
+                continue
+        msg = f"{self.history_path}: written by others {_WRITE_TRIES} times in a row"
+        raise EndpointError(msg)
+
+    def history(self) -> list[ClosedAlert]:
+        """The closed incidents, newest first, read-only (none when there is no history node); an entry
+        that is not one is skipped."""
+        try:
+            data, _ = self.zk.get(self.history_path)
         except NoNodeError:
-            pass  # cleared meanwhile
+            return []
+        out = []
+        for doc in reversed(_history_items(data)):
+            try:
+                out.append(ClosedAlert.from_dict(doc))
+            except (KeyError, TypeError, ValueError):
+                continue
+        return out
+
+
+def _ack_of(doc: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The acknowledgement fields of a stored alert document (none when it has none)."""
+    return {k: doc[k] for k in ("acked_by", "acked_ms") if doc and doc.get(k) is not None}
+
+
+def _history_items(data: bytes) -> list[dict[str, Any]]:
+    try:
+        items = json.loads(data)
+    except ValueError:
+        return []  # a history node that is not JSON starts over
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
 class Monitor:
@@ -381,7 +507,7 @@ class Monitor:
         """Open or clear the alert in ZooKeeper; False when another monitor did it first."""
         if note.event == "alert":
             return self.store.open(note.alert)
-        return self.store.close(note.alert.key)
+        return self.store.close(note.alert.key, note.alert, note.at_ms)
 
     def _write_points(self, notes: list[Notification]) -> None:
         if not notes:
