@@ -322,6 +322,7 @@ class Collector:
         self._snapshot_fn = snapshot_fn or (lambda c, ds, w: status.collect(c, ds, w))
         self._zk_fn = zk_fn
         self._client: Any = None
+        self._zk_lock = threading.Lock()
         self.clock, self.is_alive = clock, is_alive
         self.host = host or liveness.this_host()
         self.readings = Readings()
@@ -348,13 +349,7 @@ class Collector:
     def stop(self) -> None:
         self.stop_event.set()
         self.poke_event.set()
-        client, self._client = self._client, None
-        if client is not None:
-            try:
-                client.stop()
-                client.close()
-            except Exception as e:
-                log.debug("console: closing ZooKeeper: %r", e)
+        self._drop_client()
 
     def poke(self) -> None:
         """Read the processes and alerts again now (after an acknowledgement)."""
@@ -389,15 +384,17 @@ class Collector:
             self.readings.snapshots_at = self.clock()
 
     def zk(self) -> Any:
-        """The collector's ZooKeeper client (connected on first use, again after a failure)."""
-        if self._client is None:
-            if self._zk_fn is not None:
-                self._client = self._zk_fn()
-            else:
-                from dbuslib import zk
+        """The collector's ZooKeeper client (connected on first use, again after a failure); one for its
+        thread and the requests that acknowledge (kazoo's client is thread-safe)."""
+        with self._zk_lock:
+            if self._client is None:
+                if self._zk_fn is not None:
+                    self._client = self._zk_fn()
+                else:
+                    from dbuslib import zk
 
-                self._client = zk.client(self.cfg.endpoints.zookeeper)
-        return self._client
+                    self._client = zk.client(self.cfg.endpoints.zookeeper)
+            return self._client
 
     def refresh_live(self) -> None:
         """The announced processes and the monitor's alerts of every source, then the stage_down
@@ -445,13 +442,14 @@ class Collector:
                 self.down_history.append(c)
 
     def _drop_client(self) -> None:
-        client, self._client = self._client, None
+        with self._zk_lock:
+            client, self._client = self._client, None
         if client is not None:
             try:
                 client.stop()
                 client.close()
-            except Exception:
-                pass
+            except Exception as e:
+                log.debug("console: closing ZooKeeper: %r", e)
 
     # ------------------------------------------------------------------ reading
 
