@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-integration lint bench venv stack-up stack-down stack-status browser cluster-up cluster-down clean-stack
+.PHONY: demo test test-unit test-integration lint bench venv stack-up stack-down stack-status browser screenshots cluster-up cluster-down clean-stack
 
 demo: stack-up
 	$(VENV)/bin/dbus demo
@@ -54,6 +54,10 @@ stack-status:
 # installed once, a few tenths of a second when it is there.
 browser: venv
 	bash stack/stack.sh up chromium
+
+# The console's pages as the browser tests see them, into docs/console/ (shown in the README).
+screenshots: stack-up browser
+	CONSOLE_SCREENSHOTS=docs $(PY) -m pytest tests/integration -k console $(XDIST)
 
 # A local Spark standalone cluster (a master, two workers, one in its own mount namespace without the checkout)
 # and the executors' packed Python environment: stack/cluster.sh.

@@ -320,7 +320,8 @@ def logged_in(console_server):
 
 @pytest.fixture
 def screenshot():
-    """``screenshot(page, name)``: the whole page at 1280x800 into docs/console/<name>.png (its path)."""
+    """``screenshot(page, name)``: the whole page at 1280x800 into <name>.png (its path): docs/console/ under
+    `make screenshots`, a temporary folder otherwise (console_env.SCREENSHOTS)."""
     from console_env import SCREENSHOTS, VIEWPORT
 
     def take(page, name: str) -> Path:
