@@ -5,27 +5,23 @@ acknowledgement (operators only, CSRF, audited), through Flask's test client (no
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from console_fakes import CONF, console_app, csrf_token, log_in, with_users
 from flask import Flask
 from heartbeat_fakes import FakeZk
-from pydantic import SecretStr
 
-from console import alerts, auth
-from console.app import create_app
+from console import alerts
 from console.overview import Collector, StageDown
 from dbuslib import zkpaths
-from dbuslib.config import ConsoleUser, DbusConfig, load_config
+from dbuslib.config import DbusConfig, load_config
 from heartbeat.incidents import Alert
 from heartbeat.monitor import AlertStore, ClosedAlert
 
-ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_700_000_000_000
 PATH = zkpaths.heartbeat_alerts("/DBus", "demo")
-PASSWORDS = {"op": "operator-pw-1", "vi": "viewer-pw-2"}
 
 
 def stale(table: str = "orders", since: int = T0) -> Alert:
@@ -181,19 +177,12 @@ def test_alerts_view_names_a_source_it_could_not_read():
 
 @pytest.fixture(scope="module")
 def cfg() -> DbusConfig:
-    base = load_config(ROOT / "conf" / "dbus.yaml")
-    users = tuple(
-        ConsoleUser(
-            name=n, role="operator" if n == "op" else "viewer", password_hash=SecretStr(auth.hash_password(p))
-        )
-        for n, p in PASSWORDS.items()
-    )
-    return base.model_copy(update={"console": base.console.model_copy(update={"users": users})})
+    return with_users(load_config(CONF))
 
 
 @pytest.fixture
 def served(cfg: DbusConfig, tmp_path: Path) -> tuple[Flask, FakeZk, Collector]:
-    app = create_app(cfg, audit_path=tmp_path / "audit.log", testing=True)
+    app = console_app(cfg, tmp_path)
     zk = FakeZk()
     AlertStore(zk, PATH).open(stale())
     c = Collector(cfg, snapshot_fn=lambda *a: None, zk_fn=lambda: zk, host="vm1")
@@ -204,21 +193,17 @@ def served(cfg: DbusConfig, tmp_path: Path) -> tuple[Flask, FakeZk, Collector]:
     return app, zk, c
 
 
-def token(client: Any, path: str = "/login") -> str:
-    page = client.get(path).get_data(as_text=True)
-    found = re.search(r'name="csrf-token" content="([^"]+)"', page)
-    assert found, page
-    return found.group(1)
-
-
 def logged_in(app: Flask, name: str) -> Any:
     client = app.test_client()
-    client.post("/login", data={"username": name, "password": PASSWORDS[name], "csrf_token": token(client)})
+    log_in(client, name)
     return client
 
 
 def ack(client: Any, body: dict[str, Any], csrf: bool = True) -> Any:
-    headers = {"Accept": "application/json", **({"X-CSRFToken": token(client, "/alerts/")} if csrf else {})}
+    headers = {
+        "Accept": "application/json",
+        **({"X-CSRFToken": csrf_token(client, "/alerts/")} if csrf else {}),
+    }
     return client.post("/alerts/api/ack", json=body, headers=headers)
 
 

@@ -3,36 +3,25 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from console_fakes import CONF, PASSWORDS, console_app, csrf_token, log_in, with_users
 from flask import Flask
-from pydantic import SecretStr
 
 from console import auth
-from console.app import create_app
 from dbuslib.config import ConsoleUser, DbusConfig, load_config
-
-ROOT = Path(__file__).resolve().parents[2]
-PASSWORDS = {"op": "operator-secret-1", "vi": "viewer-secret-2"}
 
 
 @pytest.fixture(scope="module")
 def cfg() -> DbusConfig:
-    base = load_config(ROOT / "conf" / "dbus.yaml")
-    users = (
-        ConsoleUser(name="op", role="operator", password_hash=SecretStr(auth.hash_password(PASSWORDS["op"]))),
-        ConsoleUser(name="vi", role="viewer", password_hash=SecretStr(auth.hash_password(PASSWORDS["vi"]))),
-        ConsoleUser(name="nohash", role="operator"),
-    )
-    return base.model_copy(update={"console": base.console.model_copy(update={"users": users})})
+    return with_users(load_config(CONF), ConsoleUser(name="nohash", role="operator"))
 
 
 @pytest.fixture
 def app(cfg: DbusConfig, tmp_path: Path) -> Flask:
-    app = create_app(cfg, audit_path=tmp_path / "audit.log", testing=True)
+    app = console_app(cfg, tmp_path)
 
     @app.route("/api/test-action", methods=["POST"])
     @auth.operator_required
@@ -40,17 +29,6 @@ def app(cfg: DbusConfig, tmp_path: Path) -> Flask:
         return auth.audit("test-action", what="x")
 
     return app
-
-
-def token(client: Any, path: str = "/login") -> str:
-    page = client.get(path).get_data(as_text=True)
-    found = re.search(r'name="csrf-token" content="([^"]+)"', page)
-    assert found, page
-    return found.group(1)
-
-
-def log_in(client: Any, name: str, password: str) -> Any:
-    return client.post("/login", data={"username": name, "password": password, "csrf_token": token(client)})
 
 
 def test_every_page_needs_a_login(app: Flask) -> None:
@@ -82,8 +60,8 @@ def test_a_login_without_the_csrf_token_is_refused(app: Flask) -> None:
 
 def test_an_operator_acts_and_the_action_is_audited(app: Flask) -> None:
     client = app.test_client()
-    assert log_in(client, "op", PASSWORDS["op"]).status_code == 302
-    r = client.post("/api/test-action", headers={"X-CSRFToken": token(client, "/")})
+    assert log_in(client, "op").status_code == 302
+    r = client.post("/api/test-action", headers={"X-CSRFToken": csrf_token(client, "/")})
     assert r.status_code == 200
     lines = Path(app.config["DBUS_AUDIT_LOG"]).read_text().splitlines()
     record = json.loads(lines[-1])
@@ -93,7 +71,7 @@ def test_an_operator_acts_and_the_action_is_audited(app: Flask) -> None:
 
 def test_an_action_without_the_csrf_header_is_refused(app: Flask) -> None:
     client = app.test_client()
-    log_in(client, "op", PASSWORDS["op"])
+    log_in(client, "op")
     r = client.post("/api/test-action")
     assert r.status_code == 400 and "CSRF" in r.get_json()["error"]
     assert not Path(app.config["DBUS_AUDIT_LOG"]).exists()
@@ -101,14 +79,14 @@ def test_an_action_without_the_csrf_header_is_refused(app: Flask) -> None:
 
 def test_a_viewer_is_refused_an_operator_action(app: Flask) -> None:
     client = app.test_client()
-    log_in(client, "vi", PASSWORDS["vi"])
-    r = client.post("/api/test-action", headers={"X-CSRFToken": token(client, "/")})
+    log_in(client, "vi")
+    r = client.post("/api/test-action", headers={"X-CSRFToken": csrf_token(client, "/")})
     assert r.status_code == 403 and "viewer" in r.get_json()["error"]
 
 
 def test_no_page_carries_a_hash_or_password(app: Flask, cfg: DbusConfig) -> None:
     client = app.test_client()
-    log_in(client, "op", PASSWORDS["op"])
+    log_in(client, "op")
     secrets = [
         *PASSWORDS.values(),
         *(
@@ -124,7 +102,7 @@ def test_no_page_carries_a_hash_or_password(app: Flask, cfg: DbusConfig) -> None
 
 def test_the_login_follows_only_a_local_next(app: Flask) -> None:
     client = app.test_client()
-    tok = token(client)
+    tok = csrf_token(client)
     for target, expect in [
         ("/alerts/", "/alerts/"),
         ("//evil.example/x", "/"),
@@ -134,14 +112,14 @@ def test_the_login_follows_only_a_local_next(app: Flask) -> None:
             f"/login?next={target}", data={"username": "vi", "password": PASSWORDS["vi"], "csrf_token": tok}
         )
         assert r.headers["Location"] == expect
-        client.post("/logout", data={"csrf_token": token(client, "/")})
+        client.post("/logout", data={"csrf_token": csrf_token(client, "/")})
 
 
 def test_logout_ends_the_session(app: Flask) -> None:
     client = app.test_client()
-    log_in(client, "vi", PASSWORDS["vi"])
+    log_in(client, "vi")
     assert client.get("/tables/").status_code == 200
-    client.post("/logout", data={"csrf_token": token(client, "/")})
+    client.post("/logout", data={"csrf_token": csrf_token(client, "/")})
     assert client.get("/tables/").status_code == 302
 
 

@@ -6,34 +6,28 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from console_fakes import CONF, console_app, log_in, with_users
 from flask import Flask
-from pydantic import SecretStr
 
-from console import auth, deadletters
-from console.app import create_app
-from dbuslib.config import ConsoleUser, DbusConfig, load_config
+from console import deadletters
+from dbuslib.config import DbusConfig, load_config
 from dbuslib.deadletter import TABLE_MASKED, UNATTRIBUTED, DeadLetter
 
-ROOT = Path(__file__).resolve().parents[2]
-PASSWORD = "viewer-secret-2"
 SECRET_PHONE = "+86-13912345678"
 
 
 @pytest.fixture(scope="module")
 def cfg() -> DbusConfig:
-    base = load_config(ROOT / "conf" / "dbus.yaml")
-    users = (ConsoleUser(name="vi", role="viewer", password_hash=SecretStr(auth.hash_password(PASSWORD))),)
-    return base.model_copy(update={"console": base.console.model_copy(update={"users": users})})
+    return with_users(load_config(CONF))
 
 
 @pytest.fixture
 def app(cfg: DbusConfig, tmp_path: Path) -> Flask:
-    return create_app(cfg, audit_path=tmp_path / "audit.log", testing=True)
+    return console_app(cfg, tmp_path)
 
 
 def letter(
@@ -170,10 +164,7 @@ def test_no_masked_value_reaches_the_letters_api(
 
     monkeypatch.setattr(deadletters, "read_tail", fake_read)
     client = app.test_client()
-    page = client.get("/login").get_data(as_text=True)
-    csrf = re.search(r'name="csrf-token" content="([^"]+)"', page)
-    assert csrf
-    client.post("/login", data={"username": "vi", "password": PASSWORD, "csrf_token": csrf.group(1)})
+    log_in(client, "vi")
     r = client.get("/dead-letters/api/letters?source=demo&scan=10")
     assert r.status_code == 200
     body = r.get_json()

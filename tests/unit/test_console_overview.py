@@ -4,33 +4,28 @@ reads in the background while requests read its newest figures."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from console_fakes import CONF, console_app, log_in, with_users
 from flask import Flask
 from heartbeat_fakes import FakeZk
-from pydantic import SecretStr
 
 from cli import status
-from console import auth, overview
-from console.app import create_app
+from console import overview
 from console.overview import DOWN, RUNNING, UNKNOWN, WAITING, Collector, StageDown
 from dbuslib import zkpaths
-from dbuslib.config import ConsoleUser, DbusConfig, load_config
+from dbuslib.config import DbusConfig, load_config
 from dbuslib.liveness import Process
 
-ROOT = Path(__file__).resolve().parents[2]
 HOST = "vm1"
 NOW = 1_700_000_000.0
 
 
 @pytest.fixture(scope="module")
 def cfg() -> DbusConfig:
-    base = load_config(ROOT / "conf" / "dbus.yaml")
-    users = (ConsoleUser(name="vi", role="viewer", password_hash=SecretStr(auth.hash_password("pw-vi"))),)
-    return base.model_copy(update={"console": base.console.model_copy(update={"users": users})})
+    return with_users(load_config(CONF))
 
 
 def proc(stage: str, pid: int = 10, host: str = HOST) -> Process:
@@ -206,7 +201,7 @@ def test_a_zookeeper_that_fails_is_named_and_tried_again(cfg):
 
 @pytest.fixture
 def app(cfg: DbusConfig, tmp_path: Path) -> Flask:
-    app = create_app(cfg, audit_path=tmp_path / "audit.log", testing=True)
+    app = console_app(cfg, tmp_path)
     c = collector_of(cfg, live_zk(proc("heartbeat", 5)), {5})
     c.refresh_snapshots()
     c.refresh_live()
@@ -218,9 +213,7 @@ def app(cfg: DbusConfig, tmp_path: Path) -> Flask:
 def test_api_overview_serves_the_collectors_view(app: Flask):
     client = app.test_client()
     assert client.get("/api/overview").status_code == 401
-    page = client.get("/login").get_data(as_text=True)
-    token = re.search(r'name="csrf-token" content="([^"]+)"', page).group(1)  # type: ignore[union-attr]
-    client.post("/login", data={"username": "vi", "password": "pw-vi", "csrf_token": token})
+    log_in(client, "vi")
     body = client.get("/api/overview").get_json()
     assert [s["source"] for s in body["sources"]] == ["demo", "applog"]
     assert by_stage(body["sources"][0])["heartbeat"]["state"] == RUNNING

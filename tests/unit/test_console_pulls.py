@@ -4,53 +4,34 @@ line, progress as the page shows it (shard bounds of a masked split column withh
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from console_fakes import CONF, console_app, csrf_token, log_in, with_users
 from flask import Flask
-from pydantic import SecretStr
 
-from console import auth, pulls
-from console.app import create_app
-from dbuslib.config import ConsoleUser, DbusConfig, load_config
+from console import pulls
+from dbuslib.config import DbusConfig, load_config
 from fullpuller.commands import Sent
 from fullpuller.progress import Progress, ShardState
 from ums.control import full_pull_request
 
-ROOT = Path(__file__).resolve().parents[2]
-PASSWORDS = {"op": "operator-secret-1", "vi": "viewer-secret-2"}
-
 
 @pytest.fixture(scope="module")
 def cfg() -> DbusConfig:
-    base = load_config(ROOT / "conf" / "dbus.yaml")
-    users = (
-        ConsoleUser(name="op", role="operator", password_hash=SecretStr(auth.hash_password(PASSWORDS["op"]))),
-        ConsoleUser(name="vi", role="viewer", password_hash=SecretStr(auth.hash_password(PASSWORDS["vi"]))),
-    )
-    return base.model_copy(update={"console": base.console.model_copy(update={"users": users})})
+    return with_users(load_config(CONF))
 
 
 @pytest.fixture
 def app(cfg: DbusConfig, tmp_path: Path) -> Flask:
-    return create_app(cfg, audit_path=tmp_path / "audit.log", testing=True)
-
-
-def token(client: Any, path: str = "/login") -> str:
-    found = re.search(r'name="csrf-token" content="([^"]+)"', client.get(path).get_data(as_text=True))
-    assert found
-    return found.group(1)
+    return console_app(cfg, tmp_path)
 
 
 def logged_in(app: Flask, name: str) -> tuple[Any, str]:
     client = app.test_client()
-    r = client.post(
-        "/login", data={"username": name, "password": PASSWORDS[name], "csrf_token": token(client)}
-    )
-    assert r.status_code == 302
-    return client, token(client, "/pulls/")
+    assert log_in(client, name).status_code == 302
+    return client, csrf_token(client, "/pulls/")
 
 
 def post(client: Any, csrf: str, body: dict[str, Any]) -> Any:

@@ -6,22 +6,20 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from console_fakes import CONF, console_app, csrf_token, log_in, with_users
 from flask import Flask
 from pydantic import SecretStr
 
-from console import auth, rules
-from console.app import create_app
-from dbuslib.config import ConsoleUser, DbusConfig, load_config
+from console import rules
+from dbuslib.config import DbusConfig, load_config
 from logprocessor.adapters import AdapterSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_ORDERS = ROOT / "conf" / "demo" / "logrules" / "app_orders.json"
-PASSWORDS = {"op": "operator-secret-1", "vi": "viewer-secret-2"}
 ORDER = "2026-11-24 10:15:30.100 | [WARN] | OrderService order=98123 amount=45.50 req=r-1"
 PAYMENT = "2026-11-24 10:15:31.002 | [INFO] | PaymentService paid=98123 req=r-3"
 BAD_AMOUNT = "2026-11-24 10:15:32.000 | [WARN] | OrderService order=7 amount=1.2.3 req=r-4"
@@ -203,19 +201,12 @@ def test_the_diff_of_two_versions_shows_the_changed_entry() -> None:
 
 @pytest.fixture
 def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Flask:
-    base = load_config(ROOT / "conf" / "dbus.yaml")
-    users = (
-        ConsoleUser(name="op", role="operator", password_hash=SecretStr(auth.hash_password(PASSWORDS["op"]))),
-        ConsoleUser(name="vi", role="viewer", password_hash=SecretStr(auth.hash_password(PASSWORDS["vi"]))),
-    )
+    base = with_users(load_config(CONF))
     meta = base.endpoints.meta_store.model_copy(
         update={"url": SecretStr(f"sqlite:///{tmp_path / 'meta.db'}")}
     )
     cfg: DbusConfig = base.model_copy(
-        update={
-            "console": base.console.model_copy(update={"users": users}),
-            "endpoints": base.endpoints.model_copy(update={"meta_store": meta}),
-        }
+        update={"endpoints": base.endpoints.model_copy(update={"meta_store": meta})}
     )
     from dbuslib.logstore import LogStore
     from logprocessor import rules as lr
@@ -233,21 +224,15 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Flask:
         return 41
 
     monkeypatch.setattr("cli.logreload.send", send)
-    app = create_app(cfg, audit_path=tmp_path / "audit.log", testing=True)
+    app = console_app(cfg, tmp_path)
     app.config["SENT"] = sent
     return app
 
 
-def token(client: Any, path: str = "/login") -> str:
-    found = re.search(r'name="csrf-token" content="([^"]+)"', client.get(path).get_data(as_text=True))
-    assert found
-    return found.group(1)
-
-
 def logged_in(app: Flask, name: str) -> tuple[Any, dict[str, str]]:
     client = app.test_client()
-    client.post("/login", data={"username": name, "password": PASSWORDS[name], "csrf_token": token(client)})
-    return client, {"X-CSRFToken": token(client, "/rules/"), "Accept": "application/json"}
+    log_in(client, name)
+    return client, {"X-CSRFToken": csrf_token(client, "/rules/"), "Accept": "application/json"}
 
 
 API = "/rules/api/applog/app_orders"

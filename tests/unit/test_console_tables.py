@@ -10,18 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from console_fakes import CONF, console_app, log_in, with_users
 from flask import Flask
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import SecretStr
 
-from console import auth, tables
+from console import tables
 from console.tables import Beat, Retyped, TableVersion
-from dbuslib.config import ConsoleUser, DbusConfig, load_config
+from dbuslib.config import DbusConfig, load_config
 from dbuslib.metastore import MetaStore, Reason, Version, meta_version
 from ums import ColumnSpec
-
-ROOT = Path(__file__).resolve().parents[2]
 
 # ------------------------------------------------------------------------------------ version diffs
 
@@ -165,7 +164,7 @@ def test_masking_rules_name_type_column_and_pattern_but_no_salt_or_value() -> No
             "name": {"type": "replace", "value": "hidden-value"},
         },
     }
-    cfg = load_config(ROOT / "conf" / "dbus.yaml")
+    cfg = load_config(CONF)
     src = cfg.sources["demo"].model_copy(update={"masking": _masking(masking)})
     rules = tables.masking_rules(src.masking, "shop", "customers")
     assert [(r["column"], r["type"], r["pattern"], r["salted"], r["length"]) for r in rules] == [
@@ -201,7 +200,6 @@ def test_split_name() -> None:
 
 # ------------------------------------------------------------------------------ pages, endpoints
 
-PASSWORD = "viewer-secret-3"
 COLS_0 = (ColumnSpec("id", "int", False), ColumnSpec("amount", "decimal(10,2)"))
 COLS_1 = (
     ColumnSpec("id", "bigint", False),
@@ -212,7 +210,7 @@ COLS_1 = (
 
 @pytest.fixture
 def cfg(tmp_path: Path) -> DbusConfig:
-    base = load_config(ROOT / "conf" / "dbus.yaml")
+    base = with_users(load_config(CONF))
     url = f"sqlite:///{tmp_path / 'meta.db'}"
     store = MetaStore(url)
     store.create_schema()
@@ -241,12 +239,10 @@ def cfg(tmp_path: Path) -> DbusConfig:
             )
     assert [v.version for v in store.history("demo", "shop", "orders")] == [0, 1]
     store.dispose()
-    user = ConsoleUser(name="vi", role="viewer", password_hash=SecretStr(auth.hash_password(PASSWORD)))
     endpoints = base.endpoints.model_copy(
         update={"meta_store": base.endpoints.meta_store.model_copy(update={"url": SecretStr(url)})}
     )
-    console = base.console.model_copy(update={"users": (user,)})
-    return base.model_copy(update={"console": console, "endpoints": endpoints})
+    return base.model_copy(update={"endpoints": endpoints})
 
 
 BEATS = {
@@ -280,18 +276,12 @@ def app(cfg: DbusConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Fla
     monkeypatch.setattr(tables, "newest_beats", lambda cfg, ds, now: BEATS[ds])
     monkeypatch.setattr(tables, "monitored", lambda cfg, ds, now: [("shop", "orders"), ("shop", "products")])
     monkeypatch.setattr(tables, "chart", lambda cfg, ds, schema, table: tables.chart_series(CHART))
-    from console.app import create_app
-
-    return create_app(cfg, audit_path=tmp_path / "audit.log", testing=True)
+    return console_app(cfg, tmp_path)
 
 
 def _client(app: Flask) -> Any:
     client = app.test_client()
-    page = client.get("/login").get_data(as_text=True)
-    token = re.search(r'name="csrf-token" content="([^"]+)"', page)
-    assert token
-    r = client.post("/login", data={"username": "vi", "password": PASSWORD, "csrf_token": token.group(1)})
-    assert r.status_code == 302
+    assert log_in(client, "vi").status_code == 302
     return client
 
 
