@@ -14,7 +14,7 @@ from replica_env import SERVERS, fresh_database
 from dbusclient.checkpoint import Checkpoint
 from dbusclient.decode import RowChange, TableRef
 from dbusclient.merge import Delete, Effect, Merger, Upsert
-from dbusclient.sink_sql import SinkSchemaError, SqlSink
+from dbusclient.sink_sql import SinkError, SinkSchemaError, SqlSink
 from ums.message import Op, UmsField
 from ums.types import UmsType
 
@@ -235,3 +235,26 @@ def test_two_sinks_on_one_target_follow_a_version_once(url, sinks):
     values = {"id": "5", "name": "e", "amount": None, "qty": None, "at": None, "note": "n", "extra": 3}
     second.apply([Upsert(RowChange(T, 2, (5,), Op.INSERT, 50, 50_000_000, "x", values))])
     assert rows(url, "SELECT name, note, extra FROM orders WHERE id = 5") == [("e", "n", 3)]
+
+
+def test_a_refused_window_or_one_that_does_not_decode_leaves_the_replica_and_the_sink_usable(url, sinks):
+    """A statement the database refuses is CLIENT_SINK_FAILED (not retriable), a value that does not decode
+    CLIENT_SINK_SCHEMA (on MariaDB while the tombstones' read is still unanswered): nothing of either window
+    is applied, and the same sink's next window is."""
+    sink = new_sink(url, sinks)
+    sink.apply([up(1, 10, "a"), Delete(change(2, Op.DELETE, 10))])
+    before = rows(url)
+    with sink.engine.begin() as conn:  # what the database refuses
+        conn.execute(sa.text("ALTER TABLE orders ADD CONSTRAINT named CHECK (name <> 'refused')"))
+    with pytest.raises(SinkError, match=r"replica orders: \w+: .*named") as refused:
+        sink.apply([up(3, 20, "c"), up(4, 20, "refused")])
+    assert refused.value.code == "CLIENT_SINK_FAILED" and not refused.value.retriable
+    with pytest.raises(SinkSchemaError, match=r"replica orders: key \[6\]"):
+        sink.apply([up(5, 20, "e"), up(6, 20, "f", qty="many"), Delete(change(1, Op.DELETE, 20))])
+    assert rows(url) == before
+    sink.apply([up(3, 30, "c"), Delete(change(1, Op.DELETE, 30))])
+    assert [(int(i), n, u) for i, n, u in rows(url)] == [(3, "c", 30)]
+    assert sorted((int(i), u) for i, u in rows(url, "SELECT id, ums_id_ FROM orders__tombstones")) == [
+        (1, 30),
+        (2, 10),
+    ]
