@@ -26,18 +26,15 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from functools import wraps
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
-from flask import Blueprint, abort, jsonify, render_template
-from flask_login import current_user
+from flask import Blueprint, abort, render_template
 
 from console.auth import config, viewer_required
 from ums.ids import parse_ums_id
 
 TITLE = "Tables"
 bp = Blueprint("tables", __name__, url_prefix="/tables")
-F = TypeVar("F", bound=Callable[..., Any])
 
 CHART_WINDOW_S = 3600  # the charts: the last hour ...
 CHART_BUCKET_S = 60  # ... per minute
@@ -464,19 +461,6 @@ def table_figures(cfg: Any, ds: str, schema: str, table: str, now: float | None 
 # ----------------------------------------------------------------------------------------------- pages
 
 
-def api_viewer_required(view: F) -> F:
-    """A logged-in user, else 401 as JSON (the login manager sends only ``/api/...`` paths a 401; these
-    are under ``/tables/api/``)."""
-
-    @wraps(view)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        if not current_user.is_authenticated:
-            return jsonify({"error": "not logged in"}), 401
-        return view(*args, **kwargs)
-
-    return cast(F, wrapped)
-
-
 def _known(ds: str, name: str) -> tuple[str, str]:
     cfg = config()
     if ds not in cfg.sources and ds not in cfg.log_sources:
@@ -494,7 +478,7 @@ def index() -> Any:
 
 
 @bp.route("/api/tables")
-@api_viewer_required
+@viewer_required
 def api_tables() -> Any:
     return all_tables(config())
 
@@ -523,7 +507,7 @@ def table_page(ds: str, name: str) -> Any:
 
 
 @bp.route("/api/<ds>/<name>")
-@api_viewer_required
+@viewer_required
 def api_table(ds: str, name: str) -> Any:
     schema, table = _known(ds, name)
     return table_figures(config(), ds, schema, table)
