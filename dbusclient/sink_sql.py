@@ -43,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -51,7 +52,7 @@ from typing import Any, cast
 import pymysql
 import sqlalchemy as sa
 from pymysql.constants import COMMAND, SERVER_STATUS
-from pymysql.converters import escape_float, escape_string
+from pymysql.converters import escape_float
 from sqlalchemy.dialects import mysql as mysql_dialect
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.engine import Connection, Engine
@@ -722,8 +723,18 @@ _ROWS_PER_STATEMENT = 2500  # rows of one multi-row INSERT on MariaDB (about 200
 # gave 50-52k rows/s where 1,000 gave 38-42k and 5,000 46k: fewer statements, still overlapped)
 
 
+_ESCAPED = re.compile("[\\x00\\n\\r\\x1a\"'\\\\]")  # the characters pymysql's escape_string escapes
+
+
 def _quote_escaped(text: str) -> str:
-    return "'" + escape_string(text) + "'"
+    """``"'" + escape_string(text) + "'"``, the same text: ``str.translate`` (escape_string's) is slow
+    with two-character replacements, so a text without any of them is taken as it is, and one with them
+    goes through ``str.replace``, the backslash first (measured on the bench's rows: 0.23 and 0.55 µs a
+    value where escape_string took 0.43 and 1.42)."""
+    if _ESCAPED.search(text) is None:
+        return "'" + text + "'"
+    escaped = text.replace("\\", "\\\\").replace("'", "\\'").replace('"', '\\"').replace("\n", "\\n")
+    return "'" + escaped.replace("\r", "\\r").replace("\x00", "\\0").replace("\x1a", "\\Z") + "'"
 
 
 def _quick_literal(t: UmsType, value: JsonValue, quote: Callable[[str], str]) -> str | None:

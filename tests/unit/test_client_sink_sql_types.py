@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 from pymysql.converters import escape_item, escape_string
 from sqlalchemy.dialects import mysql, postgresql
 
-from dbusclient.sink_sql import SinkSchemaError, _older_gone, _quick_literal, _upsert, sql_type
+from dbusclient.sink_sql import (
+    SinkSchemaError,
+    _older_gone,
+    _quick_literal,
+    _quote_escaped,
+    _upsert,
+    sql_type,
+)
 from ums.decode import decode_value
 from ums.errors import UmsError
 from ums.types import UmsType
@@ -145,3 +152,9 @@ def test_a_quick_literal_is_the_literal_of_the_decoded_value(type_and_value):
         assert Decimal(literal) == decoded
     else:
         assert literal == escape_item(decoded, "utf8mb4")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text() | st.text(alphabet="\x00\n\r\x1a\"'\\ a\u00e9\u4e2d"))
+def test_a_quoted_string_is_what_pymysql_escapes(text):
+    assert _quote_escaped(text) == "'" + escape_string(text) + "'"
