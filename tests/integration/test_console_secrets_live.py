@@ -126,8 +126,9 @@ def test_no_secret_reaches_a_page_or_a_json_answer(secret_console) -> None:
     server, values = secret_console
     opener = session(server, "operator")
     seen: dict[str, int] = {}
-    # pages whose links the page's script makes: a masked table's, and a log table's rules and sample
-    shown = ["/tables/demo/shop.customers", "/tables/api/demo/shop.customers", "/rules/api/applog/app_orders"]
+    # pages whose links the page's script makes: a masked table's (a log table's rules page is linked from
+    # /rules/ when the log source has tables: crawled then)
+    shown = ["/tables/demo/shop.customers", "/tables/api/demo/shop.customers"]
     todo = deque(["/", *json_endpoints(), *shown])
     while todo and len(seen) < MAX_PAGES:
         path = todo.popleft()

@@ -20,16 +20,20 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 import tomllib
+import urllib.error
+import urllib.request
 import uuid
 import zipfile
 from pathlib import Path
 
 import pytest
 import yaml
+from helpers import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -47,6 +51,7 @@ PACKAGES = (
     "heartbeat",
     "logprocessor",
     "dbusclient",
+    "console",
 )
 INSTALL_TIMEOUT = 900  # a cold run downloads pyspark
 
@@ -169,6 +174,9 @@ def test_the_wheel_has_every_package_and_the_files_they_read(installed):
         "binlog/jvm/build.sh",
         "binlog/jvm/src/dbus/jvm/RowsUdf.java",
         "dbuslib/conf/dbus.example.yaml",
+        "console/templates/base.html",
+        "console/static/console.js",
+        "console/static/console.css",
     } <= names
     java = {n for n in names if n.endswith(".java")}
     assert java == {
@@ -224,6 +232,41 @@ def test_secrets_from_the_environment_in_the_installed_dbus(installed, tmp_path)
     _ok(
         installed.dbus("--config", str(tmp_path / "dbus.yaml"), "config", "check", DBUS_TEST_REPL="dbus_repl")
     )
+
+
+def test_the_installed_console_serves_its_pages_and_files(installed, tmp_path):
+    """``dbus console`` from the wheel: its templates and static files are in the package."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = (tmp_path / "console.log").open("wb")
+    argv = [str(installed.venv / "bin" / "dbus"), "--config", str(CHECKOUT_CONFIG), "console"]
+    proc = subprocess.Popen(
+        [*argv, "--listen", f"127.0.0.1:{port}"],
+        cwd=installed.cwd,
+        env=clean_env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+    def get(path: str) -> tuple[int, str]:
+        assert proc.poll() is None, (tmp_path / "console.log").read_text(errors="replace")[-3000:]
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+                return r.status, r.read().decode("utf-8", "replace")
+        except (urllib.error.URLError, OSError):
+            return 0, ""
+
+    try:
+        wait_until(lambda: get("/login")[0] == 200, 60, "the installed dbus console")
+        status, page = get("/login")
+        assert 'name="csrf_token"' in page and "/static/console.css" in page
+        assert get("/static/console.js")[0] == 200 and get("/static/console.css")[0] == 200
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+        log.close()
 
 
 def test_dbus_stack_says_it_needs_a_checkout(installed):
