@@ -580,9 +580,14 @@ class ConsoleUser(_Model):
 
 class ConsoleSettings(_Model):
     """The web console (``dbus console``, docs/console.md). ``listen``: host:port it serves on;
-    ``secret_key`` signs the session cookies (a random one per start when unset: every login ends at a
-    restart); ``audit_log``: the JSON-lines file of every operator action (relative to this file's
-    folder); ``refresh_s``: how often the pages poll for fresh figures."""
+    ``secret_key`` signs the session cookies (a random one per start when unset); ``audit_log``: the
+    JSON-lines file of every operator action (relative to this file's folder); ``refresh_s``: how often the
+    pages poll for fresh figures. Logins live in the console's memory (a restart or a logout ends them):
+    ``session_hours`` after the login at most, ``session_idle_minutes`` without a request; the cookies are
+    ``Secure`` with ``secure_cookies`` (for a console served over TLS, by a proxy). Failed logins in the
+    last ``login_window_s`` seconds, per user name and per client address: from ``login_slow_after`` on
+    each attempt waits ``login_delay_s``, from ``login_user_failures`` (a name) or
+    ``login_address_failures`` (an address) on they are refused (429) until the window frees."""
 
     listen: str = Field("127.0.0.1:18088", pattern=r"^[^:\s]+:\d{1,5}$")
     users: tuple[ConsoleUser, ...] = ()
@@ -590,6 +595,13 @@ class ConsoleSettings(_Model):
     audit_log: Path = Path("console-audit.log")
     refresh_s: float = Field(3.0, ge=0.5)
     session_hours: float = Field(12.0, gt=0)
+    session_idle_minutes: float = Field(60.0, gt=0)
+    secure_cookies: bool = False
+    login_window_s: float = Field(60.0, gt=0)
+    login_slow_after: int = Field(5, ge=1)
+    login_delay_s: float = Field(1.0, ge=0, le=10)
+    login_user_failures: int = Field(10, ge=1)
+    login_address_failures: int = Field(30, ge=1)
 
     @field_validator("users")
     @classmethod
