@@ -529,6 +529,9 @@ class LogProcessorSettings(StreamSettings):
     # the rows of up to this many consecutive records of a partition share a table's message per host (the
     # original's one message per host and table per poll of <= 300 records); 1: each record its own messages
     message_records: int = Field(300, ge=1)
+    # each rule regex's run on a cell (match, find, split, replace) may take this long; a line over it is a
+    # dead letter LOG_RULE_BUDGET and the lines after it go on (docs/logs.md, Regex budget)
+    regex_budget_ms: int = Field(100, ge=1, le=60_000)
 
 
 class LogSource(_Model):
