@@ -44,7 +44,7 @@ def add_parsers(sub: Any) -> None:
     lr = sub.add_parser(
         "logrules",
         help="log tables and their rules: tables | add-table | import | export | show | group | test | "
-        "publish | reload",
+        "check | publish | reload",
         description="A log source's tables and their rule groups, kept in the meta store: a draft you "
         "edit (import, group), test on sample lines (test) and publish as a new version (publish), "
         "which the running log processor applies at once (LOG_PROCESSOR_RELOAD_CONFIG).",
@@ -113,6 +113,15 @@ def add_parsers(sub: Any) -> None:
     )
     ts.add_argument("--raw", action="store_true", help="lines are plain text, wrapped as the type's message")
     ts.set_defaults(handler=_piped(test_cli))
+
+    lr.add_parser(
+        "check",
+        parents=[table],
+        help="check the active draft groups as publish would, publishing nothing",
+        description="Every rule of the active draft groups checked (operator, ruleScope, parameters, "
+        "regexes, saveAs names: none a UMS system field such as ums_id_, none twice), each group ending in "
+        "saveAs, all saving the same columns. Exit 0 with the columns, 2 naming group, rule and field.",
+    ).set_defaults(handler=check_cli)
 
     pb = lr.add_parser(
         "publish",
@@ -228,6 +237,17 @@ def group_cli(args: argparse.Namespace) -> int:
         s.store.set_active(t, args.group, args.active)
     state = "active" if args.active else "inactive"
     print(f"{t.where}: group {args.group!r} is {state} in the draft (dbus logrules publish applies it)")
+    return 0
+
+
+def check_cli(args: argparse.Namespace) -> int:
+    from logprocessor import rules
+
+    with Session(args) as s:
+        t = s.need_table(args.table)
+        groups, columns = rules.check(s.store, t)
+    cols = ", ".join(f"{c.name} {c.type}" for c in columns)
+    print(f"{t.where}: the active groups {[g.name for g in groups]} check: columns {cols}")
     return 0
 
 

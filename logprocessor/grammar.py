@@ -26,6 +26,7 @@ from typing import Any
 from dbuslib.errors import DbusError
 from logprocessor.javatext import java_regex, java_replacement
 from logprocessor.jsontext import JsonTextError, compile_path, dotted_keys
+from ums.message import SYSTEM_NAMES
 
 # The 16 operators, in the console's menu order (excludeField is the one the menu leaves out).
 OPERATORS = (
@@ -312,6 +313,35 @@ def check_rule(rule: Rule, where: str) -> None:
             raise RuleError(msg)
         _check_regex(rule.op, e, at)
         _check_path(rule.op, e, at)
+    if rule.op == "saveAs":
+        _check_save_as_names(rule.grammar, where)
+
+
+def save_as_name_problem(name: str, earlier: list[str]) -> str | None:
+    """Why a ``saveAs`` column may not be called ``name`` after the rule's ``earlier`` names, or None: a
+    name of the UMS system fields every log message carries (``ums_id_``, ``ums_ts_``, ``ums_op_``,
+    ``ums_uid_``; a heartbeat's are among them) would give the message two fields of that name, and a name
+    given twice two columns of one name. Compared without case: a SQL replica's columns ignore it."""
+    folded = name.casefold()
+    system = sorted(SYSTEM_NAMES)
+    if folded in {n.casefold() for n in system}:
+        listed = ", ".join(system)
+        return f"name {name!r} is a UMS system field ({listed}): a log table's message has it already"
+    for j, other in enumerate(earlier, 1):
+        if other.casefold() == folded:
+            return f"name {name!r} is entry {j}'s name too ({other!r}): each column needs its own name"
+    return None
+
+
+def _check_save_as_names(grammar: tuple[Entry, ...], where: str) -> None:
+    names: list[str] = []
+    for i, e in enumerate(grammar, 1):
+        name = e.name or ""
+        problem = save_as_name_problem(name, names)
+        if problem is not None:
+            msg = f"{where} entry {i}: {problem}"
+            raise RuleError(msg)
+        names.append(name)
 
 
 def _check_regex(op: str, e: Entry, at: str) -> None:

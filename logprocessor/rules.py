@@ -12,7 +12,7 @@ the rule) unless:
 2. every active group parses, passes ``check_rule`` and compiles to the processor's Spark SQL
    (logprocessor/compile.py; a ``RuleError`` names group, rule position and operator);
 3. every active group ends in ``saveAs``, whose entries each name one column index (the original ignored any
-   other entry silently) and no column name twice;
+   other entry silently); its names are distinct and none is a UMS system field (``check_rule`` in 2);
 4. all active groups' final ``saveAs`` are equal as sets of (name, type, ruleScope), and give the same
    columns in the same order, so one table has one schema.
 
@@ -127,8 +127,10 @@ def import_groups(
     return groups
 
 
-def publish(store: LogStore, table: LogTable) -> PublishResult:
-    """Publish the table's active draft groups as a new version (see the module docstring)."""
+def check(store: LogStore, table: LogTable) -> tuple[tuple[Group, ...], tuple[Column, ...]]:
+    """The table's active draft groups checked as ``publish`` checks them (rules 1 to 4 of the module
+    docstring), and the columns they save; ``RuleError``/``PublishRefused`` name what fails. Writes
+    nothing: ``dbus logrules check``."""
     rows = store.draft(table)
     active = [g for g in rows if g.active]
     if not active:
@@ -142,6 +144,12 @@ def publish(store: LogStore, table: LogTable) -> PublishResult:
     columns = check_save_as(table.where, groups)
     for g in groups:  # what the processor runs: a group Spark SQL cannot express is refused now, not there
         compile.group_sql(g)
+    return groups, columns
+
+
+def publish(store: LogStore, table: LogTable) -> PublishResult:
+    """Publish the table's active draft groups as a new version (see the module docstring)."""
+    groups, columns = check(store, table)
     current = store.published(table)
     text = groups_to_json(groups)
     names = tuple(g.name for g in groups)
@@ -178,11 +186,6 @@ def _check_entries(where: str, g: Group) -> None:
         if not (e.scope or "").isdigit():
             msg = f"{at} entry {i}: ruleScope {e.scope!r} is not a column index (0, 1, ...)"
             raise PublishRefused(msg)
-    names = [str(e.name) for e in last.grammar]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        msg = f"{at}: column name(s) {twice} saved more than once"
-        raise PublishRefused(msg)
 
 
 def _save_as_set(g: Group) -> frozenset[tuple[str, str, str]]:

@@ -187,10 +187,6 @@ def test_save_as_entries_in_another_order_are_the_same_schema(log_store):
             [group("g", save_as(("0", "a", "STRING"), ("-1", "b", "LONG")))],
             r"group 'g' rule 1 \(saveAs\) entry 2: ruleScope '-1' is not a column index",
         ),
-        (
-            [group("g", save_as(("0", "a", "STRING"), ("1", "a", "LONG")))],
-            r"group 'g' rule 1 \(saveAs\): column name\(s\) \['a'\] saved more than once",
-        ),
     ],
 )
 def test_publish_refuses_groups_that_do_not_agree_naming_them(log_store, groups, expected):
