@@ -24,10 +24,11 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from flask import Blueprint, abort, render_template, request
+from flask import Blueprint, abort, render_template
 from flask_login import current_user
 
 from console.auth import audit, config, operator_required, viewer_required
+from console.body import TEXT, json_object
 from console.overview import STAGE_DOWN, StageDown, collector, sources_of
 
 TITLE = "Alerts"
@@ -164,9 +165,9 @@ def api() -> Any:
 @bp.route("/api/ack", methods=["POST"])
 @operator_required
 def ack() -> Any:
-    body = request.get_json(silent=True) or {}
+    body = json_object(source=TEXT, key=TEXT)
     source, key = body.get("source"), body.get("key")
-    if not isinstance(source, str) or not isinstance(key, str) or not source or not key:
+    if not source or not key:
         abort(400, description="source and key: both needed")
     row = acknowledge(source, key, current_user.name, int(time.time() * 1000))
     audit("alert-ack", source=source, key=key, origin=row["origin"], subject=row["subject"])

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -15,6 +16,7 @@ from werkzeug.exceptions import HTTPException
 from console import alerts, auth, deadletters, overview, pulls, rules, tables
 from dbuslib.config import DbusConfig
 
+log = logging.getLogger("dbus.console")
 PAGES = (overview, tables, pulls, deadletters, alerts, rules)  # the nav, in this order
 
 
@@ -29,6 +31,10 @@ def create_app(cfg: DbusConfig, *, audit_path: Path | None = None, testing: bool
         DBUS_AUDIT_LOG=str(audit_path or cfg.resolve(cfg.console.audit_log)),
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
+        SESSION_COOKIE_SECURE=cfg.console.secure_cookies,  # over https only (a TLS proxy in front)
+        REMEMBER_COOKIE_HTTPONLY=True,
+        REMEMBER_COOKIE_SAMESITE="Lax",
+        REMEMBER_COOKIE_SECURE=cfg.console.secure_cookies,
         PERMANENT_SESSION_LIFETIME=timedelta(hours=cfg.console.session_hours),
         WTF_CSRF_TIME_LIMIT=None,  # the token lives as long as the session
         MAX_CONTENT_LENGTH=2 * 1024 * 1024,  # a pasted sample of log lines, at most
@@ -66,6 +72,16 @@ def create_app(cfg: DbusConfig, *, audit_path: Path | None = None, testing: bool
     @app.errorhandler(HTTPException)
     def http_error(e: HTTPException) -> Any:
         return _refusal(e.code or 500, e.description or e.name)
+
+    @app.errorhandler(Exception)
+    def unexpected(e: Exception) -> Any:
+        """Anything else: logged with its traceback, answered 500 with the request's id only (no traceback,
+        no message: it may hold what a page must not show)."""
+        if isinstance(e, HTTPException):
+            return http_error(e)
+        ref = os.urandom(4).hex()
+        log.error("%s %s failed (ref %s)", request.method, request.path, ref, exc_info=e)
+        return _refusal(500, f"internal error (ref {ref} in the console's log)")
 
     return app
 

@@ -21,6 +21,7 @@ from typing import Any
 from flask import Blueprint, current_app, render_template, request
 
 from console.auth import audit, config, operator_required, viewer_required
+from console.body import json_object
 
 TITLE = "Full pulls"
 bp = Blueprint("pulls", __name__, url_prefix="/pulls")
@@ -365,9 +366,7 @@ def api_request() -> Any:
     from fullpuller.commands import send_request
 
     cfg = config()
-    data = request.get_json(silent=True) if request.is_json else request.form
-    if not isinstance(data, Mapping):
-        return {"error": "the request must be a JSON object or a form", "fields": {}}, 400
+    data = json_object() if request.is_json else request.form
     try:
         form = validate(cfg, data)
     except FormError as e:
