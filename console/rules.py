@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -31,11 +32,16 @@ from functools import wraps
 from typing import Any, TypeVar, cast
 
 from flask import Blueprint, abort, current_app, jsonify, render_template, request
+from flask_login import current_user
 
 from console.auth import audit, config, operator_required, viewer_required
+from console.body import BOOL, LIST, TEXT, json_object, kind
+from console.budget import Budget, Busy, Failed, OverBudget
+from console.masked import Masking, mask_rows, viewer_preview, viewer_sample
 from dbuslib.config import DbusConfig
 from dbuslib.errors import DbusError, EndpointError
 from logprocessor.grammar import OPERATORS, Group, RuleError, rule_from_json
+from ums.masking import compile_rules
 
 TITLE = "Log rules"
 bp = Blueprint("rules", __name__, url_prefix="/rules")
@@ -45,6 +51,9 @@ SAMPLE_LINES = 20  # the newest lines of the raw topic a sample takes by default
 MAX_SAMPLE_LINES = 200
 MAX_PREVIEW_RECORDS = 200
 SAMPLE_WAIT_S = 5.0  # how long reading a sample may take
+PREVIEW_BUDGET_S = 5.0  # how long a preview (or a viewer's masked sample) may run in its process
+PREVIEW_SLOTS = 2  # previews running at once (one per user)
+log = logging.getLogger("dbus.console")
 
 # Each operator's grammar keys as the editor shows them (spec §2.1); keys an entry has beyond these are kept.
 FIELDS: dict[str, tuple[str, ...]] = {
@@ -112,8 +121,17 @@ def check_groups(doc: Any) -> tuple[tuple[Group, ...], list[dict[str, Any]]]:
         if name in seen:
             problems.append(_problem(name, None, None, f"group {name!r}: the name is given twice"))
         seen.add(name)
+        listed, active = g.get("rules") or [], g.get("active", True)
+        if not isinstance(listed, list) or not isinstance(active, bool):
+            what = (
+                f"rules must be a list of rules, not {kind(listed)}"
+                if not isinstance(listed, list)
+                else (f"active must be true or false, not {kind(active)}")
+            )
+            problems.append(_problem(name, None, None, f"group {name!r}: {what}"))
+            continue
         rules, ok = [], True
-        for ri, r in enumerate(g.get("rules") or [], 1):
+        for ri, r in enumerate(listed, 1):
             op = r.get("ruleTypeName") if isinstance(r, dict) else None
             try:
                 rules.append(rule_from_json(r, f"group {name!r} rule {ri}"))
@@ -121,7 +139,7 @@ def check_groups(doc: Any) -> tuple[tuple[Group, ...], list[dict[str, Any]]]:
                 problems.append(_problem(name, ri, op, str(e)))
                 ok = False
         if ok:
-            groups.append(Group(name, tuple(rules), active=bool(g.get("active", True))))
+            groups.append(Group(name, tuple(rules), active=active))
     return tuple(groups), problems
 
 
@@ -139,7 +157,7 @@ def stored_rules(groups: tuple[Group, ...]) -> list[tuple[str, bool, str]]:
 # ---------------------------------------------------------------- pure: the step-by-step preview
 
 
-def group_preview(group: Group, line: str) -> dict[str, Any]:
+def group_preview(group: Group, line: str, masking: Masking | None = None) -> dict[str, Any]:
     """One group on one line: the rows after every rule (``operators.steps``) and the outcome:
     ``accepted`` (its rows), ``rejected`` (the rule that left no rows), ``broken`` (the rule that broke on
     the line and why: the processor sends such a line to the dead-letter topic)::
@@ -147,20 +165,28 @@ def group_preview(group: Group, line: str) -> dict[str, Any]:
         {"group": "orders", "outcome": "rejected", "reason": "rule 2 (filter) leaves no rows: ...",
          "steps": [{"position": 1, "op": "toIndex", "rows": [["app-01", "..."]], "columns": null}, ...]}
 
-    ``columns`` names the cells of the rows after saveAs (None before it)."""
+    ``columns`` names the cells of the rows after saveAs (None before it); with ``masking`` (the source's),
+    the masked columns' values there are masked as the processor publishes them, ``masked`` naming them."""
     from logprocessor.grammar import save_as_columns
     from logprocessor.operators import steps
 
     out: dict[str, Any] = {"group": group.name, "active": group.active, "steps": []}
     if not group.rules:
         return {**out, "outcome": "rejected", "reason": "the group has no rules (publish refuses it)"}
-    names = [c.name for c in save_as_columns(group)]
+    columns = save_as_columns(group)
+    names = [c.name for c in columns]
+    plan = masking.plan() if masking is not None else None
     taken = steps(group, line)
     for s in taken:
-        columns = names if s.op == "saveAs" else None
-        out["steps"].append(
-            {"position": s.position, "op": s.op, "rows": _plain(s.rows), "columns": columns, "error": s.error}
-        )
+        step = {"position": s.position, "op": s.op, "rows": _plain(s.rows), "columns": None, "error": s.error}
+        if s.op == "saveAs":
+            rows, where = (
+                mask_rows(plan, masking.schema, masking.table, columns, step["rows"])
+                if (masking is not None)
+                else (step["rows"], [])
+            )
+            step.update(rows=_plain(rows), columns=names, masked=[names[i] for i in where])
+        out["steps"].append(step)
     last = taken[-1]
     at = f"rule {last.position} ({last.op})"
     if last.error is not None:
@@ -171,7 +197,13 @@ def group_preview(group: Group, line: str) -> dict[str, Any]:
 
 
 def preview(
-    groups: tuple[Group, ...], records: list[str], settings: Any, *, raw: bool = False
+    groups: tuple[Group, ...],
+    records: list[str],
+    settings: Any,
+    *,
+    raw: bool = False,
+    masking: Masking | None = None,
+    mark: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Each sample record through the source's adapter (logprocessor/adapters.py; with ``raw`` a plain
     text line is wrapped as the type's message first, as ``dbus logrules test --raw``), then every line it
@@ -182,7 +214,9 @@ def preview(
          "summary": {"records": 3, "accepted": 1, "rejected": 1, "broken": 0, "refused": 1}}
 
     The groups run in order as the processor tries them; ``table`` says what the processor would do with
-    the line (the first group that accepts it takes it; otherwise the unknown bucket)."""
+    the line (the first group that accepts it takes it; otherwise the unknown bucket). ``masking``: see
+    ``group_preview``; ``mark(record number, group index)`` is called before each group runs on a line
+    (where a preview over budget was, console/budget.py)."""
     from cli.logtest import wrap
     from logprocessor.adapters import Adapted, KafkaRecord, adapt
 
@@ -210,7 +244,11 @@ def preview(
             continue
         outcome = "rejected"
         for line in got.lines:
-            results = [group_preview(g, line) for g in groups]
+            results = []
+            for gi, g in enumerate(groups):
+                if mark is not None:
+                    mark(n, gi)
+                results.append(group_preview(g, line, masking))
             taker = next((r for r in results if r["outcome"] == "accepted"), None)
             broke = next((r for r in results if r["outcome"] == "broken"), None)
             if taker is not None:
@@ -223,6 +261,21 @@ def preview(
             item["lines"].append({"line": line, "groups": results, "table": verdict})
         tally[outcome] += 1
     return {"records": shown, "summary": tally}
+
+
+def preview_job(
+    groups: tuple[Group, ...],
+    records: list[str],
+    settings: Any,
+    raw: bool,
+    masking: Masking,
+    *,
+    mark: Callable[[int, int], None],
+) -> dict[str, Any]:
+    """``preview`` as the preview's process runs it (console/budget.py): redacted for a viewer of a masking
+    source (console/masked.py)."""
+    done = preview(groups, records, settings, raw=raw, masking=masking, mark=mark)
+    return viewer_preview(done, groups, settings, raw, masking) if masking.redact else done
 
 
 def _plain(rows: list[list[Any]]) -> list[list[Any]]:
@@ -345,11 +398,51 @@ def _table(ds: str, table: str) -> Any:
     return store().need_table(ds, _source(ds).schema_name(ds), table)
 
 
-def _json_body() -> dict[str, Any]:
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        abort(400, description="expected a JSON object")
-    return body
+def _budget() -> Budget:
+    """The app's previews' budget (console/budget.py), made once; its forkserver started then."""
+    found = current_app.extensions.get("dbus_budget")
+    if found is None:
+        found = current_app.extensions["dbus_budget"] = Budget(PREVIEW_BUDGET_S, PREVIEW_SLOTS)
+        found.warm()
+    return cast(Budget, found)
+
+
+def _masking(ds: str, table: str) -> Masking:
+    """The source's masking for the editor's ``table``; for a viewer of a source that masks columns, with
+    every masked table's published and draft groups (what ``console.masked`` redacts with)."""
+    src = _source(ds)
+    schema = src.schema_name(ds)
+    if current_user.is_operator or not src.masking:
+        return Masking(src.masking, schema, table)
+    plan = compile_rules(src.masking)
+    known = []
+    for t in store().tables(ds, schema):
+        if plan.rules_for(schema, t.table) is None:
+            continue
+        docs = [{"groupName": g.name, "rules": json.loads(g.rules)} for g in store().draft(t)]
+        found = store().published(t) if t.version else None
+        if found is not None:
+            docs += json.loads(found.groups)
+        groups, _ = check_groups([{**d, "active": True} for d in editor_groups(docs)])
+        known.append((t.table, groups))
+    return Masking(src.masking, schema, table, redact=True, known=tuple(known))
+
+
+def _budgeted(fn: Callable[..., Any], *args: Any, where: Callable[[tuple[int, int]], str]) -> Any:
+    """``fn(*args)`` in the budget's process: its answer, or a refusal as JSON: 422 over budget (where it
+    was: ``where(mark)``), 503 busy, 500 when it raised (logged)."""
+    try:
+        return _budget().run(current_user.name, fn, *args)
+    except OverBudget as e:
+        reason = (
+            f"over budget: {where(e.where)} did not finish within {e.seconds:g} s (a regex that backtracks?)"
+        )
+        return jsonify({"error": reason, "over_budget": True}), 422
+    except Busy as e:
+        return jsonify({"error": str(e)}), 503, {"Retry-After": "2"}
+    except Failed as e:
+        log.error("%s %s: %s", request.method, request.path, e)
+        return jsonify({"error": "the preview failed (the reason is in the console's log)"}), 500
 
 
 @bp.route("/")
@@ -440,33 +533,60 @@ def api_sample(ds: str, table: str) -> Any:
     src = _source(ds)
     n = max(1, min(request.args.get("n", SAMPLE_LINES, type=int) or SAMPLE_LINES, MAX_SAMPLE_LINES))
     topic = src.topics.name("raw", ds)
-    return {"topic": topic, "records": newest_records(config(), topic, n)}
+    masking = _masking(ds, table)
+    records = newest_records(config(), topic, n)
+    if not masking.redact:
+        return {"topic": topic, "records": records}
+    shown = _budgeted(viewer_sample, records, _settings(src), masking, where=lambda m: f"record {m[0]}")
+    if not isinstance(shown, dict):
+        return shown
+    note = "the source masks columns: their values are shown masked"
+    if shown["withheld"]:
+        note += f"; {shown['withheld']} record(s) withheld: " + "; ".join(shown["reasons"])
+    return {"topic": topic, **shown, "masked": note}
+
+
+def _settings(src: Any) -> Any:
+    """The source's adapter settings as ``dbus logrules test`` has them (a host for log_json lines)."""
+    from cli.logtest import SAMPLE_HOST
+    from logprocessor.adapters import AdapterSettings
+
+    settings = AdapterSettings.of(src)
+    if settings.log_type == "log_json" and not settings.json_host:
+        settings = replace(settings, json_host=SAMPLE_HOST)
+    return settings
 
 
 @bp.route("/api/<ds>/<table>/preview", methods=["POST"])
 @viewer_required
 @_answers
 def api_preview(ds: str, table: str) -> Any:
-    """The editor's groups (``groups``; only ``group`` when given) on the sample ``records``."""
-    from cli.logtest import SAMPLE_HOST
-    from logprocessor.adapters import AdapterSettings
-
-    body = _json_body()
-    groups, problems = check_groups(body.get("groups"))
+    """The editor's groups (``groups``; only ``group`` when given) on the sample ``records`` (text each),
+    in the budget's process (console/budget.py); for a viewer of a masking source, redacted."""
+    body = json_object(groups=LIST, records=LIST, raw=BOOL, group=TEXT)
+    groups, problems = check_groups(body.get("groups") or [])
     if body.get("group"):
         groups = tuple(g for g in groups if g.name == body["group"])
-    records = [str(r) for r in body.get("records") or []][:MAX_PREVIEW_RECORDS]
-    settings = AdapterSettings.of(_source(ds))
-    if settings.log_type == "log_json" and not settings.json_host:
-        settings = replace(settings, json_host=SAMPLE_HOST)
-    return {**preview(groups, records, settings, raw=bool(body.get("raw"))), "problems": problems}
+    records = body.get("records") or []
+    wrong = next((i for i, r in enumerate(records) if not isinstance(r, str)), None)
+    if wrong is not None:
+        abort(400, description=f"records[{wrong}]: must be text, not {kind(records[wrong])}")
+    records = records[:MAX_PREVIEW_RECORDS]
+    settings, masking = _settings(_source(ds)), _masking(ds, table)
+
+    def where(mark: tuple[int, int]) -> str:
+        n, gi = mark
+        return f"record {n}, group {groups[gi].name!r}" if 0 <= gi < len(groups) else f"record {n}"
+
+    done = _budgeted(preview_job, groups, records, settings, bool(body.get("raw")), masking, where=where)
+    return {**done, "problems": problems} if isinstance(done, dict) else done
 
 
 @bp.route("/api/<ds>/<table>/check", methods=["POST"])
 @viewer_required
 def api_check(ds: str, table: str) -> Any:
     """Every problem of the editor's groups (what saving would refuse)."""
-    _, problems = check_groups(_json_body().get("groups"))
+    _, problems = check_groups(json_object(groups=LIST).get("groups") or [])
     return {"problems": problems}
 
 
@@ -491,7 +611,7 @@ def _save(t: Any, doc: Any) -> tuple[Group, ...]:
 def api_save(ds: str, table: str) -> Any:
     """Make the editor's groups the table's draft (all of it: groups left out are removed)."""
     t = _table(ds, table)
-    groups = _save(t, _json_body().get("groups"))
+    groups = _save(t, json_object(groups=LIST).get("groups") or [])
     return {"saved": [g.name for g in groups], "message": f"{t.where}: draft saved, {len(groups)} group(s)"}
 
 
@@ -504,7 +624,7 @@ def api_publish(ds: str, table: str) -> Any:
     from cli import logreload
     from logprocessor import rules
 
-    body = _json_body()
+    body = json_object(groups=LIST)
     t = _table(ds, table)
     if body.get("groups") is not None:
         _save(t, body["groups"])
