@@ -4,12 +4,20 @@ viewer and operator, and the audit log of every operator action.
 Every page needs a login (``viewer_required``); what changes the bus needs the operator role
 (``operator_required``: 403 otherwise, and the pages hide those controls from a viewer). Each operator
 action calls ``audit(action, **details)``: one JSON line with who, when, from where and what, in
-``console.audit_log``, and the same line in the console's log."""
+``console.audit_log``, and the same line in the console's log.
+
+A login is kept on the server (console/sessions.py: the cookie carries a session id only), so a logout,
+the end of its lifetime or a changed password hash refuses a copied cookie too; failed logins are
+throttled per name and per address (console/throttle.py: slowed, then refused with 429 and
+``Retry-After``, each refusal audited as ``login-refused``); after a login, ``next`` is followed only when
+it is a path of this site whatever a browser makes of it (``local_path``)."""
 
 from __future__ import annotations
 
 import json
 import logging
+import math
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -17,6 +25,7 @@ from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar, cast
+from urllib.parse import unquote, urlsplit
 
 from flask import (
     Blueprint,
@@ -27,11 +36,14 @@ from flask import (
     redirect,
     render_template,
     request,
+    session,
     url_for,
 )
 from flask_login import LoginManager, UserMixin, current_user, login_required, login_user, logout_user
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from console.sessions import SessionStore, fingerprint
+from console.throttle import LoginThrottle, Verdict
 from dbuslib.config import DbusConfig
 
 log = logging.getLogger("dbus.console")
@@ -42,13 +54,15 @@ OPERATOR, VIEWER = "operator", "viewer"
 
 @dataclass(frozen=True)
 class User(UserMixin):
-    """A logged-in user: the name and role only (the hash stays in the configuration)."""
+    """A logged-in user: the name, role and the login's session id (the hash stays in the configuration;
+    Flask-Login keeps ``get_id()``, the session id, in the cookie)."""
 
     name: str
     role: str
+    sid: str = ""
 
     def get_id(self) -> str:
-        return self.name
+        return self.sid
 
     @property
     def is_operator(self) -> bool:
@@ -137,19 +151,51 @@ def audit_records(limit: int = 200) -> list[dict[str, Any]]:
     return out
 
 
+@dataclass(frozen=True)
+class Guards:
+    """The app's logins and failed-login counts (``app.extensions["dbus_auth"]``)."""
+
+    sessions: SessionStore
+    throttle: LoginThrottle
+
+
+def guards() -> Guards:
+    return cast(Guards, current_app.extensions["dbus_auth"])
+
+
+def user_fingerprint(name: str) -> str | None:
+    """The fingerprint of ``name``'s hash in the configuration now (None: no such user, or no hash)."""
+    for u in config().console.users:
+        if u.name == name:
+            return fingerprint(u.password_hash.get_secret_value())
+    return None
+
+
 def init(app: Flask) -> None:
-    """The login manager of ``app``."""
+    """The login manager of ``app``, its session store and its login throttle."""
+    settings = cast(DbusConfig, app.config["DBUS_CONFIG"]).console
+    app.extensions["dbus_auth"] = Guards(
+        SessionStore(lifetime_s=settings.session_hours * 3600, idle_s=settings.session_idle_minutes * 60),
+        LoginThrottle(
+            window_s=settings.login_window_s,
+            slow_after=settings.login_slow_after,
+            delay_s=settings.login_delay_s,
+            user_failures=settings.login_user_failures,
+            address_failures=settings.login_address_failures,
+        ),
+    )
     manager = LoginManager()
     manager.login_view = "auth.login"
     manager.login_message = "Log in to see the console."
     manager.init_app(app)
 
     @manager.user_loader
-    def load(name: str) -> User | None:
+    def load(sid: str) -> User | None:
+        name = guards().sessions.find(sid, user_fingerprint)
         for u in config().console.users:
-            if u.name == name and u.password_hash.get_secret_value():
-                return User(u.name, u.role)
-        return None  # a user removed from the configuration is logged out
+            if name is not None and u.name == name:
+                return User(u.name, u.role, sid)
+        return None  # ended, revoked, a changed hash or a user removed from the configuration
 
     @manager.unauthorized_handler
     def unauthorized() -> Any:
@@ -163,29 +209,93 @@ def is_api(path: str) -> bool:
     return path.startswith("/api/") or "/api/" in path
 
 
-def _safe_next(target: str | None) -> str:
-    """Only a path of this site (``/...``, not ``//host``) is followed after the login."""
-    if target and target.startswith("/") and not target.startswith("//"):
-        return target
-    return url_for("overview.index")
+_PATH = re.compile(r"/(?![/\\])[\x21-\x5b\x5d-\x7e]*\Z")  # printable ASCII, no space or backslash
+_DECODED = re.compile(r"/(?![/\\])[^\x00-\x1f\x7f-\x9f\\]*\Z")  # decoded: no control or backslash
+_DECODINGS = 3  # a target still encoded after this many rounds is refused
+
+
+def local_path(target: str | None) -> str | None:
+    """``target`` when it can only lead to this site: a path (``/...``) of printable ASCII with no space
+    or backslash, no scheme or host, that stays so each time it is percent-decoded (tabs, newlines and
+    control characters, which a browser drops, and ``\\``, which it reads as ``/``, are refused, encoded
+    or not: ``/%09/evil.example/``, ``/%5Cevil.example``, ``/%2F%2Fevil.example``). None otherwise."""
+    if not target or not _PATH.match(target):
+        return None
+    seen = target
+    try:
+        for _ in range(_DECODINGS + 1):
+            parts = urlsplit(seen)
+            if not _DECODED.match(seen) or parts.scheme or parts.netloc:
+                return None
+            decoded = unquote(seen, errors="strict")
+            if decoded == seen:
+                return target
+            seen = decoded
+    except (UnicodeDecodeError, ValueError):  # not UTF-8 once decoded, or not a URL at all
+        return None
+    return None
+
+
+def _after_login(target: str | None) -> str:
+    return local_path(target) or url_for("overview.index")
+
+
+def _too_many(name: str, verdict: Verdict) -> Any:
+    """429 with ``Retry-After``, audited (the name tried, never a password); nothing was checked."""
+    if verdict.audit:
+        audit(
+            "login-refused",
+            name=name[:64],
+            by=verdict.by,
+            failures=verdict.failures,
+            retry_after_s=verdict.retry_after,
+        )
+    log.warning(
+        "console: login for %r from %s refused (%s, retry after %d s)",
+        name[:64],
+        request.remote_addr,
+        f"{verdict.failures} failures of the {verdict.by}" if verdict.by else "too many attempts waiting",
+        verdict.retry_after,
+    )
+    flash(f"Too many failed logins: try again in {verdict.retry_after} s.", "error")
+    page = render_template("login.html", username=name)
+    return page, 429, {"Retry-After": str(verdict.retry_after)}
 
 
 @bp.route("/login", methods=["GET", "POST"])
 def login() -> Any:
     if request.method == "POST":
-        name = request.form.get("username", "")
-        user = check(config(), name, request.form.get("password", ""))
-        if user is None:
-            log.warning("console: failed login for %r from %s", name, request.remote_addr)
-            flash("Wrong name or password.", "error")
-            return render_template("login.html", username=name), 401
-        login_user(user)
-        log.info("console: %s (%s) logged in from %s", user.name, user.role, request.remote_addr)
-        return redirect(_safe_next(request.args.get("next")))
+        return _log_in(request.form.get("username", ""), request.form.get("password", ""))
     return render_template("login.html", username="")
+
+
+def _log_in(name: str, password: str) -> Any:
+    throttle, address = guards().throttle, request.remote_addr or "unknown"
+    verdict = throttle.verdict(name, address)
+    if verdict.refused:
+        return _too_many(name, verdict)
+    if not throttle.wait(verdict.wait_s):
+        busy = Verdict(refused=True, retry_after=math.ceil(verdict.wait_s) or 1, audit=True)
+        return _too_many(name, busy)
+    user = check(config(), name, password)
+    if user is None:
+        throttle.failed(name, address)
+        log.warning("console: failed login for %r from %s", name[:64], address)
+        flash("Wrong name or password.", "error")
+        return render_template("login.html", username=name), 401
+    throttle.succeeded(name)
+    session.clear()  # nothing of the session before the login carries over
+    sid = guards().sessions.open(user.name, user_fingerprint(user.name) or "")
+    login_user(User(user.name, user.role, sid))
+    session.permanent = True  # the cookie lasts console.session_hours; the server ends the login anyway
+    log.info("console: %s (%s) logged in from %s", user.name, user.role, address)
+    return redirect(_after_login(request.args.get("next")))
 
 
 @bp.route("/logout", methods=["POST"])
 def logout() -> Any:
+    if current_user.is_authenticated:
+        guards().sessions.revoke(current_user.sid)  # a copy of the cookie is refused from now on
     logout_user()
+    session.clear()
     return redirect(url_for("auth.login"))
