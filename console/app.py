@@ -35,10 +35,6 @@ def create_app(cfg: DbusConfig, *, audit_path: Path | None = None, testing: bool
         REMEMBER_COOKIE_HTTPONLY=True,
         REMEMBER_COOKIE_SAMESITE="Lax",
         REMEMBER_COOKIE_SECURE=cfg.console.secure_cookies,
-        SESSION_COOKIE_SECURE=cfg.console.secure_cookies,  # over https only (a TLS proxy in front)
-        REMEMBER_COOKIE_HTTPONLY=True,
-        REMEMBER_COOKIE_SAMESITE="Lax",
-        REMEMBER_COOKIE_SECURE=cfg.console.secure_cookies,
         PERMANENT_SESSION_LIFETIME=timedelta(hours=cfg.console.session_hours),
         WTF_CSRF_TIME_LIMIT=None,  # the token lives as long as the session
         MAX_CONTENT_LENGTH=2 * 1024 * 1024,  # a pasted sample of log lines, at most
