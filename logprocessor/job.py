@@ -27,6 +27,7 @@ topic partition the key picks. Delivery is at least once: a replayed batch write
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from dbuslib.config import DbusConfig, LogSource
@@ -34,6 +35,7 @@ from dbuslib.deadletter import MAX_VALUE_BYTES, UNATTRIBUTED, spark_too_big, spa
 from logprocessor.adapters import AdapterSettings
 from logprocessor.grammar import TableRules
 from logprocessor.rules import RuleSet
+from logprocessor.switch import Earlier
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -65,21 +67,29 @@ def read_raw(spark: SparkSession, bootstrap: str, topic: str, max_offsets: int |
 # ---------------------------------------------------------------- process
 
 
-def process(raw: DataFrame, cfg: DbusConfig, ds: str, rules: RuleSet, per_record: bool = False) -> DataFrame:
+def process(
+    raw: DataFrame,
+    cfg: DbusConfig,
+    ds: str,
+    rules: RuleSet,
+    per_record: bool = False,
+    earlier: Sequence[Earlier] = (),
+) -> DataFrame:
     """(topic, key, value, metric) for the records of ``raw`` (the Kafka source's columns), with the
     ``metric`` of logprocessor/metrics.py; the Kafka sink writes topic, key and value (``metric`` dropped
     before it). ``dbus.jvm.LogBatch`` over each partition (logprocessor/record_jvm.py ``batch_outputs``):
     the rows of up to ``processor.message_records`` consecutive records in one message per host and table.
     ``per_record`` (real-time mode, where a partition's records never end: a message must not wait for the
     next ones): one JVM call per record (``dbus.jvm.LogRecordUdf``), each record its own messages, what
-    ``process_sql`` gives (key as bytes)."""
+    ``process_sql`` gives (key as bytes). ``earlier``: the rule sets a reload replaced, each shaping the
+    records before its switch offsets (logprocessor/switch.py)."""
     from pyspark.sql import functions as F
 
     from logprocessor.record_jvm import batch_outputs, record_outputs
 
     src = cfg.log_source(ds)
     if not per_record:
-        return batch_outputs(raw, src, ds, rules)
+        return batch_outputs(raw, src, ds, rules, earlier)
     outputs = record_outputs(
         raw.sparkSession,
         src,
@@ -91,6 +101,7 @@ def process(raw: DataFrame, cfg: DbusConfig, ds: str, rules: RuleSet, per_record
         F.col("partition"),
         F.col("offset"),
         F.col("timestamp"),
+        earlier,
     )
     return raw.select(F.explode(outputs).alias("o")).select("o.topic", "o.key", "o.value", "o.metric")
 
@@ -288,8 +299,10 @@ def start(
     checkpoint: str,
     max_offsets: int | None = None,
     available_now: bool = False,
+    earlier: Sequence[Earlier] = (),
 ) -> StreamingQuery:
-    """The query ``logprocessor_<ds>`` over ``rules``, resuming from ``checkpoint``."""
+    """The query ``logprocessor_<ds>`` over ``rules``, resuming from ``checkpoint``; the records before an
+    ``earlier`` set's switch offsets shaped by that set (logprocessor/switch.py)."""
     from dbuslib.spark import start_query
     from logprocessor.masking import log_masks, mask_outputs
 
@@ -298,8 +311,9 @@ def start(
     realtime = settings.trigger == "realtime" and not available_now
     topic = src.topics.name("raw", ds)
     raw = read_raw(spark, cfg.endpoints.kafka.bootstrap_servers, topic, None if realtime else max_offsets)
-    out = observed(process(raw, cfg, ds, rules, per_record=realtime), ds)
-    out = mask_outputs(out, log_masks(src.masking, src.type, ds, rules.schema, rules.tables))
+    out = observed(process(raw, cfg, ds, rules, per_record=realtime, earlier=earlier), ds)
+    every = (*rules.tables, *(t for e in earlier for t in e.rules.tables))  # a replaced version masked too
+    out = mask_outputs(out, log_masks(src.masking, src.type, ds, rules.schema, every))
     return start_query(out, cfg.endpoints.kafka, query_name(ds), checkpoint, settings, available_now)
 
 

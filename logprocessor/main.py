@@ -8,8 +8,9 @@ Usage: dbus submit logprocessor --source applog
 
 The published rules of the source's tables (``dbus logrules publish``) are compiled into the query. A
 ``LOG_PROCESSOR_RELOAD_CONFIG`` (sent by ``dbus logrules publish``) makes the driver load and compile the
-new rules: refused with the rule named (the running rules stay), or applied from the next batch by
-restarting the query from its checkpoint (logprocessor/reload.py). The query is named
+new rules: refused with the rule named (the running rules stay), or applied from the switch offsets it
+answers by restarting the query from its checkpoint (logprocessor/reload.py), the lines before them keeping
+the old rules when the restarted query reads them again (logprocessor/switch.py). The query is named
 ``logprocessor_<ds>`` and checkpoints under ``<spark.checkpoint_root>/logprocessor/<ds>``.
 
 Exit codes (``dbuslib.errors.exit_code``): 0 stopped (SIGTERM/SIGINT, or ``--available-now`` drained the
@@ -117,6 +118,15 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
     from logprocessor import job
     from logprocessor.metrics import BatchCounts
     from logprocessor.reload import ReloadListener
+    from logprocessor.switch import (
+        Earlier,
+        committed_end,
+        passed,
+        planned_end,
+        start_offsets,
+        still_needed,
+        switch_at,
+    )
     from logprocessor.termination import HostNotes, end_old_versions, versions_of
 
     src = cfg.log_source(ds)
@@ -157,22 +167,35 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
         store = LogStore(cfg.endpoints.meta_store.url.get_secret_value(), RetryPolicy.of(cfg))
         notes = HostNotes(versions_of(rules.tables))  # the hosts of each table version, for its termination
 
+        # after a reload, the switch offsets: the replaced versions are ended once the query is past them
+        # (it reads the lines before them again, in their old versions, when its checkpoint was behind)
+        ending: dict[str, Any] = {"until": None}
+
         def more_points(progress: Any, at_ms: int | None) -> list[Any]:
             notes.take(progress)
             notes.flush(store, ds, src.schema_name(ds))
+            until, start = ending["until"], start_offsets(progress)
+            if until is not None and start is not None and passed(until, start):
+                try:
+                    end_old_versions(cfg, ds, store)
+                    ending["until"] = None
+                except Exception as e:  # Kafka or the meta store away: tried again at the next batch
+                    log.warning("%s: could not end the replaced table versions: %s", ds, e)
             return counts.points(progress, at_ms)
 
         applied: Any = None
+        earlier: tuple[Earlier, ...] = ()  # the rule sets reloads replaced, each until its switch offsets
         try:
             while True:
-                end_old_versions(cfg, ds, store)  # a version published since its namespaces were written
+                if ending["until"] is None:
+                    end_old_versions(cfg, ds, store)  # a version published since its namespaces were written
                 kafka.ensure_topics(
                     cfg.endpoints.kafka,
                     job.output_topics(cfg, ds, rules),
                     partitions=src.topics.partitions,
                     replication_factor=src.topics.replication_factor,
                 )
-                query = job.start(session, cfg, ds, rules, checkpoint, max_offsets, available_now)
+                query = job.start(session, cfg, ds, rules, checkpoint, max_offsets, available_now, earlier)
                 running["query"] = query
                 if applied is not None and listener is not None:
                     listener.applied(applied[0], applied[1])
@@ -188,8 +211,12 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
                 if request is None or life.stopping.is_set():
                     return code
                 switch.clear()
-                applied = (request, end_offsets(query))
                 released(session, query)
+                # exact: the lines before these keep the old rules even when the next query reads them again
+                offsets = switch_at(end_offsets(query), planned_end(checkpoint))
+                earlier = (*still_needed(earlier, committed_end(checkpoint)), Earlier(rules, offsets))
+                ending["until"] = offsets
+                applied = (request, offsets)
                 for progress in query.recentProgress or []:  # batches the watcher may not have read yet
                     notes.take(progress)
                 notes.flush(store, ds, src.schema_name(ds))

@@ -61,8 +61,10 @@ def table_masks(plan: MaskPlan, schema: str, tables: Sequence[TableRules]) -> di
 
 
 def mask_message(message: UmsMessage, mask: TableMask) -> UmsMessage:
-    """``message`` (a data message of the table ``mask`` was made for) with its masked columns."""
+    """``message`` (a data message of the table ``mask`` was made for, of any of its versions: after a reload
+    the lines before the switch offsets keep their version's fields) with its masked columns."""
     schema = message.schema
+    mask = mask.for_fields(schema.fields)
     fields = mask.apply_fields(schema.fields)
     payload = tuple(mask.apply_row(row) for row in message.payload)
     return UmsMessage.prevalidated(
@@ -123,14 +125,17 @@ def log_masks(
     tables: Sequence[TableRules],
 ) -> LogMasks | None:
     """The ``LogMasks`` of the tables the rules mask, or None when they mask none (``ums.masking.MaskError``
-    on a bad rule: the processor refuses to start, naming ``masking.<pattern>.<column>``)."""
+    on a bad rule: the processor refuses to start, naming ``masking.<pattern>.<column>``). ``tables`` may
+    hold several versions of a table (the current ones and those a reload replaced): a table is masked when
+    one of its versions is, each message then by its own version's fields (``mask_message``)."""
     if not masking:
         return None
-    masked = table_masks(compile_rules(masking), schema, tables)
+    plan = compile_rules(masking)
+    masked = {t.table: t for t in tables if plan.for_table(schema, t.table, table_fields(t)) is not None}
     if not masked:
         return None
     head = f"{DATA.value}.{log_type}.{ds}.{schema}."
-    return LogMasks(masking, schema, head, {t.table: t for t in tables if t.table in masked})
+    return LogMasks(masking, schema, head, masked)
 
 
 def mask_batches(batches: Iterator[Any], masks: LogMasks) -> Iterator[Any]:

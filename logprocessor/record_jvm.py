@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from dbuslib.config import LogSource
@@ -26,6 +27,7 @@ from dbuslib.deadletter import MAX_VALUE_BYTES, UNATTRIBUTED, too_big
 from logprocessor.adapters import AdapterSettings
 from logprocessor.rules import RuleSet
 from logprocessor.rules_jvm import ruleset_json
+from logprocessor.switch import Earlier, until_json
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -35,10 +37,13 @@ OUT_TYPE = "struct<topic:string,key:binary,value:string,metric:string>"
 STAGE = "logprocessor"
 
 
-def spec(src: LogSource, ds: str, rules: RuleSet, batch: bool = False) -> str:
+def spec(
+    src: LogSource, ds: str, rules: RuleSet, batch: bool = False, earlier: Sequence[Earlier] = ()
+) -> str:
     """The JSON ``LogRecordUdf``'s constructor reads: the adapter's settings, the rule set, per table its
     namespace up to the host, result topic and message frame, the aborted tables, the heartbeat frame, the
-    unknown and dead-letter topics, and the dead letters' withheld rule."""
+    unknown and dead-letter topics, and the dead letters' withheld rule; with ``earlier`` (after a reload,
+    logprocessor/switch.py), each replaced rule set's own spec and the offsets until which it applies."""
     from logprocessor.logums_sql import heartbeat_frame, message_frame, namespace_head
 
     settings = AdapterSettings.of(src)
@@ -77,7 +82,7 @@ def spec(src: LogSource, ds: str, rules: RuleSet, batch: bool = False) -> str:
             "json_host": settings.json_host,
             "timezone": settings.timezone,
         },
-        "rules": ruleset_json(rules.tables, src.processor.multi_table),
+        "rules": ruleset_json(rules.tables, src.processor.multi_table, src.processor.regex_budget_ms),
         "head": heads.pop() if heads else message_frame(())[0],
         "tables": tables,
         "aborted": aborted,
@@ -93,19 +98,26 @@ def spec(src: LogSource, ds: str, rules: RuleSet, batch: bool = False) -> str:
     }
     if batch:  # LogBatch's: the records sharing a message, a message's bytes at most
         doc |= {"message_records": src.processor.message_records, "message_bytes": src.ums.max_message_bytes}
+    if earlier:
+        doc["earlier"] = [
+            {"until": until_json(e.until), "spec": spec(src, ds, e.rules, batch)} for e in earlier
+        ]
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
 
 
-def batch_outputs(raw: DataFrame, src: LogSource, ds: str, rules: RuleSet) -> DataFrame:
+def batch_outputs(
+    raw: DataFrame, src: LogSource, ds: str, rules: RuleSet, earlier: Sequence[Earlier] = ()
+) -> DataFrame:
     """(topic, key, value, metric) of the Kafka source's records ``raw`` (value, key, topic, partition,
-    offset, timestamp), by ``dbus.jvm.LogBatch`` (a JVM ``mapPartitions``: no Python per record)."""
+    offset, timestamp), by ``dbus.jvm.LogBatch`` (a JVM ``mapPartitions``: no Python per record); a record
+    before an ``earlier`` set's switch offset shaped by that set."""
     from pyspark.sql import DataFrame
 
     from dbuslib.spark import jvm_class
 
     jvm = raw.sparkSession._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
     cls = jvm_class(jvm, "dbus.jvm.LogBatch", STAGE)
-    jdf = cls.apply(raw._jdf, spec(src, ds, rules, batch=True))
+    jdf = cls.apply(raw._jdf, spec(src, ds, rules, batch=True, earlier=earlier))
     return DataFrame(jdf, raw.sparkSession)
 
 
@@ -120,15 +132,17 @@ def record_outputs(
     partition: Column,
     offset: Column,
     timestamp: Column,
+    earlier: Sequence[Earlier] = (),
 ) -> Column:
-    """``array<OUT_TYPE>``: every output of the Kafka record (``timestamp`` a timestamp column). A jar without
-    the class, or a rule set the engine cannot read, fails here, before the query starts."""
+    """``array<OUT_TYPE>``: every output of the Kafka record (``timestamp`` a timestamp column; a record
+    before an ``earlier`` set's switch offset shaped by that set). A jar without the class, or a rule set the
+    engine cannot read, fails here, before the query starts."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, _parse_datatype_string
 
     from dbuslib.spark import jvm_class
 
-    text = spec(src, ds, rules)
+    text = spec(src, ds, rules, earlier=earlier)
     name = f"{FUNCTION}_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
     jvm = spark._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
     cls = jvm_class(jvm, CLASS, STAGE)

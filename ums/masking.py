@@ -361,6 +361,10 @@ class TableMask:
         """Masked schema fields: ``encoded=true`` and maybe type ``string``. Idempotent."""
         return self.fields if fields == self.fields_in else _bind(self.rules, fields).fields
 
+    def for_fields(self, fields: tuple[UmsField, ...]) -> TableMask:
+        """The same rules bound to ``fields`` (another version of the table); ``self`` for its own."""
+        return self if fields == self.fields_in else _bind(self.rules, fields)
+
     def apply_row(self, values: tuple[JsonValue, ...]) -> tuple[JsonValue, ...]:
         """One payload tuple (aligned with ``fields_in``) -> the masked tuple."""
         out = list(values)

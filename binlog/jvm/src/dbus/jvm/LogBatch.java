@@ -70,7 +70,8 @@ public final class LogBatch implements MapPartitionsFunction<Row, Row> {
         private final ArrayDeque<Row> ready = new ArrayDeque<>();
         private final List<Row> early = new ArrayList<>(); // messages at their budget, given before the chunk ends
         private final List<Row> others = new ArrayList<>();
-        private final LogMessages messages = records.messages(budget);
+        // per rule set (LogRecordUdf.version: those before a reload's switch offsets, then the current one)
+        private final LogMessages[] messages = new LogMessages[records.versions()];
         private int held;
 
         Chunks(Iterator<Row> input) {
@@ -87,8 +88,11 @@ public final class LogBatch implements MapPartitionsFunction<Row, Row> {
                 }
                 Row r = input.next();
                 if (r.isNullAt(3) || r.isNullAt(4)) continue; // no coordinates: LogRecordUdf gives nothing
-                records.handle((byte[]) r.get(0), (byte[]) r.get(1), r.getString(2), r.getInt(3), r.getLong(4),
-                    r.isNullAt(5) ? null : r.getLong(5), messages, others, early);
+                int k = records.version(r.getInt(3), r.getLong(4));
+                LogRecordUdf u = records.at(k);
+                if (messages[k] == null) messages[k] = u.messages(budget);
+                u.handle((byte[]) r.get(0), (byte[]) r.get(1), r.getString(2), r.getInt(3), r.getLong(4),
+                    r.isNullAt(5) ? null : r.getLong(5), messages[k], others, early);
                 ready.addAll(early);
                 early.clear();
                 if (++held >= chunkRecords) end();
@@ -98,7 +102,7 @@ public final class LogBatch implements MapPartitionsFunction<Row, Row> {
 
         private void end() {
             List<Row> out = new ArrayList<>();
-            if (messages != null) messages.flush(out);
+            for (LogMessages m : messages) if (m != null) m.flush(out); // the older rule sets' records came first
             out.addAll(others);
             others.clear();
             ready.addAll(out);

@@ -4,7 +4,10 @@ import java.nio.charset.StandardCharsets;
 import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
@@ -25,8 +28,9 @@ import dbus.jvm.logrules.Engine;
  *   <li>per table that took rows of the record's lines, its UMS message ({@link LogUms}) keyed
  *       {@code data_increment_data.<namespace>.<event ms>.wh_placeholder};
  *   <li>per line no table took and that broke no rule: the line, to the unknown topic, keyed by the host;
- *   <li>per line error a dead letter {@code LOG_LINE_RULE_ERROR}, then per row whose {@code ums_id_} is out of
- *       range one {@code LOG_LINE_UMS_ID_RANGE};
+ *   <li>per line error a dead letter {@code LOG_LINE_RULE_ERROR} ({@code LOG_RULE_BUDGET} when a regex ran over
+ *       {@code regex_budget_ms} on the line), then per row whose {@code ums_id_} is out of range one
+ *       {@code LOG_LINE_UMS_ID_RANGE};
  *   <li>the record's dead letter when the adapter ({@link LogAdapter}) refused it;
  *   <li>a heartbeat record: a heartbeat UMS to every table's result topic ({@code ok}, then aborted tables
  *       {@code abort}).
@@ -37,6 +41,11 @@ import dbus.jvm.logrules.Engine;
  * home): {@code <kind>\t<host>\t<name>\t<n>} with kind {@code rows} (n: the message's tuples), {@code unknown},
  * {@code error} (name: the code; host empty when the record could not be read), {@code heartbeat} (n: this JVM's
  * clock when it handled the record minus the heartbeat's own time, in ms).
+ *
+ * <p>After a reload the spec also holds the rule sets it replaces ({@code earlier}: each {@code {"until": {partition:
+ * offset}, "spec": <their spec>}}, oldest first, logprocessor/switch.py): a record before a set's {@code until} in its
+ * partition is shaped by that set, wholly (its rules, versions, namespaces, messages), so the lines a restarted query
+ * reads again keep the shape they had before the switch offsets the reload answered.
  */
 public final class LogRecordUdf implements UDF6<byte[], byte[], String, Integer, Long, Long, List<Row>> {
     private static final long serialVersionUID = 1L;
@@ -57,6 +66,8 @@ public final class LogRecordUdf implements UDF6<byte[], byte[], String, Integer,
     private final String tooBigHead, tooBigTail;
     private final String timezone;
     private transient ZoneId zone;
+    private final LogRecordUdf[] earlier; // the rule sets before the switches, oldest first
+    private final List<Map<Integer, Long>> until; // per earlier set: partition -> the offset it applies until
 
     /** {@code spec}: the JSON logprocessor/record_jvm.py {@code spec} writes. */
     public LogRecordUdf(String spec) {
@@ -106,6 +117,37 @@ public final class LogRecordUdf implements UDF6<byte[], byte[], String, Integer,
         tooBigTail = s.get("too_big").get(1).asText();
         timezone = s.get("timezone").asText();
         zone();
+        JsonNode e = s.path("earlier");
+        earlier = new LogRecordUdf[e.size()];
+        until = new ArrayList<>(e.size());
+        for (int k = 0; k < e.size(); k++) {
+            earlier[k] = new LogRecordUdf(e.get(k).get("spec").asText());
+            Map<Integer, Long> u = new HashMap<>();
+            for (Iterator<Map.Entry<String, JsonNode>> it = e.get(k).get("until").fields(); it.hasNext(); ) {
+                Map.Entry<String, JsonNode> f = it.next();
+                u.put(Integer.valueOf(f.getKey()), f.getValue().asLong());
+            }
+            until.add(u);
+        }
+    }
+
+    /** The index of the rule set that shapes the record (p, o): an earlier set's, or {@link #versions()} - 1 (this one). */
+    int version(int p, long o) {
+        for (int k = 0; k < earlier.length; k++) {
+            Long u = until.get(k).get(p);
+            if (u != null && o < u) return k;
+        }
+        return earlier.length;
+    }
+
+    /** How many rule sets: the earlier ones and this one. */
+    int versions() {
+        return earlier.length + 1;
+    }
+
+    /** The rule set of index {@code k} ({@link #version}). */
+    LogRecordUdf at(int k) {
+        return k < earlier.length ? earlier[k] : this;
     }
 
     private ZoneId zone() {
@@ -126,6 +168,7 @@ public final class LogRecordUdf implements UDF6<byte[], byte[], String, Integer,
         final List<Integer> rowIndexes = new ArrayList<>(2);
         final List<List<String>> rows = new ArrayList<>(2);
         final List<String> errors = new ArrayList<>(0);
+        final List<String> codes = new ArrayList<>(0); // per error: its dead letter's code
         boolean unmatched;
 
         @Override public void row(String table, int index, List<String> row) {
@@ -135,7 +178,12 @@ public final class LogRecordUdf implements UDF6<byte[], byte[], String, Integer,
         }
 
         @Override public void error(String table, String error) {
+            error(table, null, error);
+        }
+
+        @Override public void error(String table, String code, String error) {
             errors.add("table " + table + ": " + error);
+            codes.add(code == null ? LINE_ERROR : code);
         }
     }
 
@@ -144,8 +192,9 @@ public final class LogRecordUdf implements UDF6<byte[], byte[], String, Integer,
         List<Row> out = new ArrayList<>(2);
         if (partition == null || offset == null) return out;
         List<Row> others = new ArrayList<>(1);
-        LogMessages messages = messages(Integer.MAX_VALUE);
-        handle(value, key, topic, partition, offset, timestampMs, messages, others, out);
+        LogRecordUdf u = at(version(partition, offset));
+        LogMessages messages = u.messages(Integer.MAX_VALUE);
+        u.handle(value, key, topic, partition, offset, timestampMs, messages, others, out);
         if (messages != null) messages.flush(out);
         out.addAll(others);
         return out;
@@ -214,7 +263,8 @@ public final class LogRecordUdf implements UDF6<byte[], byte[], String, Integer,
         }
         // the line errors, then the rows out of ums_id_'s range
         for (LineResult r : results)
-            for (String e : r.errors) others.add(deadLetter(value, key, topic, p, o, LINE_ERROR, e, host));
+            for (int i = 0; i < r.errors.size(); i++)
+                others.add(deadLetter(value, key, topic, p, o, r.codes.get(i), r.errors.get(i), host));
         for (LineResult r : results) {
             for (int i = 0; i < r.rows.size(); i++) {
                 String problem = LogUms.idProblem(p, o, r.rowIndexes.get(i));
