@@ -22,10 +22,13 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
+    from dbuslib.topics import Subscription
+
 log = logging.getLogger("dbus.appender")
 JVM_FUNCTION, JVM_CLASS = "dbus_rows", "dbus.jvm.RowsUdf"
 # the same lines, a NUL and their Avro (appender/avrorows.py): for sources with ``ums.format: avro``
 JVM_AVRO_FUNCTION, JVM_AVRO_CLASS = "dbus_rows_avro", "dbus.jvm.RowsAvroUdf"
+PATTERN_METADATA_MAX_AGE_MS = "5000"  # how old a Kafka client's topic list may be when following a pattern
 OUT_SCHEMA = "topic string, key binary, value binary, headers array<struct<key: string, value: binary>>"
 
 
@@ -34,14 +37,18 @@ def query_name(ds: str) -> str:
 
 
 def read_schema_topics(
-    spark: SparkSession, cfg: DbusConfig, ds: str, topics: list[str], max_offsets: int | None
+    spark: SparkSession, cfg: DbusConfig, subscription: Subscription, max_offsets: int | None
 ) -> DataFrame:
     """The schema topics as (topic, partition, offset, key, value); ``max_offsets`` per micro-batch at most
-    (None in real-time mode)."""
+    (None in real-time mode). With a pattern (glob schemas, dbuslib.topics.schema_topic_pattern) Spark
+    asks Kafka for the matching topics at each batch, and reads a topic it finds later from its first
+    record (the offset of a partition the checkpoint does not know is its earliest)."""
     from dbuslib.spark import kafka_source
 
     reader = kafka_source(spark.readStream, cfg.endpoints.kafka.bootstrap_servers)
-    reader = reader.option("subscribe", ",".join(topics)).option("startingOffsets", "earliest")
+    reader = reader.option(*subscription.option()).option("startingOffsets", "earliest")
+    if subscription.pattern:  # topics listed afresh at each batch; a consumer's cached list too (not 5 min)
+        reader = reader.option("kafka.metadata.max.age.ms", PATTERN_METADATA_MAX_AGE_MS)
     if max_offsets is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(max_offsets))
     return reader.load().select("topic", "partition", "offset", "key", "value")
@@ -136,18 +143,21 @@ def start(
     spark: SparkSession,
     cfg: DbusConfig,
     ds: str,
-    topics: list[str],
+    topics: Subscription | list[str],
     checkpoint: str,
     available_now: bool = False,
 ) -> StreamingQuery:
-    """Start the query; ``topics`` are the per-schema topics to read. ``available_now`` processes what
-    is there and stops (tests, catch-up runs)."""
+    """Start the query; ``topics`` are the per-schema topics to read (dbuslib.topics.appender_subscription,
+    or a list of names). ``available_now`` processes what is there and stops (tests, catch-up runs)."""
     from dbuslib.spark import start_query
+    from dbuslib.topics import Subscription
+
+    subscription = topics if isinstance(topics, Subscription) else Subscription(tuple(topics))
 
     settings = cfg.source(ds).appender
     jvm_path = settings.trigger == "realtime"  # with available_now too: the same record path, drained
     realtime = jvm_path and not available_now
-    raw = read_schema_topics(spark, cfg, ds, topics, None if realtime else settings.max_offsets_per_trigger)
+    raw = read_schema_topics(spark, cfg, subscription, None if realtime else settings.max_offsets_per_trigger)
     if jvm_path:
         out = append_ums_jvm(raw, register_jvm_append(spark, cfg, ds))
     else:

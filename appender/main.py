@@ -5,9 +5,13 @@ Usage: dbus submit appender --source demo [--schema SCHEMA ...]
        spark-submit "${args[@]}" appender/main.py --config conf/dbus.yaml --source demo
            [--schema SCHEMA ...]
 
-It reads the ``<ds>.<schema>`` topic of every schema named in ``capture.include`` (or ``--schema``),
-creates the meta-store tables and the result and dead-letter topics it writes, and runs until stopped; a
-restart resumes from its checkpoint (``<checkpoint_root>/appender/<ds>``). Its masking rules are reloaded
+It reads the ``<ds>.<schema>`` topic of every schema ``capture.include`` names (or ``--schema``), and
+when an include's schema is a glob (``db_*.*``, ``*.*``) every schema topic the dispatcher can write for
+it, those made after the start included, each from its first record (a Kafka pattern:
+dbuslib.topics.appender_subscription; ``dbus config check`` says which). It creates the meta-store
+tables and the result and dead-letter topics it knows of (a new schema's when its first record is
+converted), and runs until stopped; a restart resumes from its checkpoint
+(``<checkpoint_root>/appender/<ds>``). Its masking rules are reloaded
 without a restart by ``dbus reload --source <ds>`` (``APPENDER_RELOAD_CONFIG`` on ``<ds>_ctrl``; see
 appender/rules.py and appender/commands.py).
 
@@ -27,6 +31,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # a file run by spark-submit: packages come from the repo, not this folder
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
+from dbuslib import topics
 from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
 from dbuslib.errors import DbusError, report
 from dbuslib.logs import setup_logging
@@ -37,16 +42,18 @@ log = logging.getLogger(__name__)
 def run(cfg: DbusConfig, ds: str, schemas: list[str] | None = None) -> int:
     """Start the appender of ``ds`` and run it until stopped (Maxwell's ``startInner()``: a checklist)."""
     from appender import rules
-    from dbuslib import spark, topics
+    from dbuslib import kafka, spark
 
     src = cfg.source(ds)
-    schemas = schemas or topics.literal_schemas(src)
+    subscription = topics.appender_subscription(cfg, ds, schemas)
     ensure_meta_store(cfg)
-    ensure_topics(cfg, ds, schemas)
-    inputs = [src.topics.name("schema", ds, s) for s in schemas]
+    ensure_topics(cfg, ds, schemas or topics.literal_schemas(src))
+    if subscription.pattern:
+        log.info("%s: %s", ds, topics.describe_subscription(cfg, ds))
+    inputs = kafka.subscribed_topics(cfg.endpoints.kafka, subscription)  # sizes a real-time query
     session = spark.stage_session(cfg, f"dbus-appender-{ds}", src.appender, inputs)
     rules.start_listener(cfg, ds)  # publishes the file's rules, then applies APPENDER_RELOAD_CONFIG
-    return run_query(session, cfg, ds, schemas)
+    return run_query(session, cfg, ds, subscription)
 
 
 def ensure_meta_store(cfg: DbusConfig) -> None:
@@ -76,18 +83,16 @@ def ensure_topics(cfg: DbusConfig, ds: str, schemas: list[str]) -> None:
     )
 
 
-def run_query(session: object, cfg: DbusConfig, ds: str, schemas: list[str]) -> int:
+def run_query(session: object, cfg: DbusConfig, ds: str, subscription: topics.Subscription) -> int:
     """The streaming query over the ``<ds>.<schema>`` topics, watched by the stage's lifecycle."""
     from appender import job
     from dbuslib import spark, stagemetrics
     from dbuslib.lifecycle import Lifecycle
 
-    src = cfg.source(ds)
-    inputs = [src.topics.name("schema", ds, s) for s in schemas]
     # SIGTERM, the JVM and the config watched; the process announced while it runs (dbuslib/liveness.py)
     zookeeper = cfg.endpoints.zookeeper
     with Lifecycle("appender", ds, cfg.path, zookeeper=zookeeper) as life:
-        query = job.start(session, cfg, ds, inputs, spark.checkpoint(cfg, "appender", ds))
+        query = job.start(session, cfg, ds, subscription, spark.checkpoint(cfg, "appender", ds))
         metrics = stagemetrics.watch_stage(query, session, cfg, ds, "appender")  # dbus_stage points
         log.info("%s: query %s started", ds, query.name)
         try:

@@ -42,7 +42,7 @@ def stage_tasks(cfg: DbusConfig, stage: str, ds: str, schemas: list[str] | None 
     if stage == "dispatcher":
         inputs = [src.topics.name("raw", ds)]
     else:
-        inputs = [src.topics.name("schema", ds, s) for s in (schemas or topics.literal_schemas(src))]
+        inputs = kafka.subscribed_topics(cfg.endpoints.kafka, topics.appender_subscription(cfg, ds, schemas))
     return sum(kafka.partition_count(cfg.endpoints.kafka, [t]) or src.topics.partitions for t in inputs)
 
 

@@ -10,13 +10,16 @@ topics it writes with ``ensure_topics`` so partitions and replication are what t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 
 from dbuslib.config import KafkaEndpoint
 from dbuslib.errors import ConfigError, EndpointError
+
+if TYPE_CHECKING:
+    from dbuslib.topics import Subscription
 
 # A producer that must not lose or reorder records: acknowledged by all in-sync replicas, idempotent
 # (kafka-python 3 keeps order across retries with up to 5 requests in flight), never auto-creating topics.
@@ -165,6 +168,19 @@ def ensure_topic_once(
     if key not in _made:
         ensure_topics(cfg, [topic], partitions, replication_factor)
         _made.add(key)
+
+
+def subscribed_topics(cfg: KafkaEndpoint, subscription: Subscription) -> list[str]:
+    """The topics ``subscription`` (dbuslib.topics.appender_subscription) reads now: its named topics and
+    the broker's topics its pattern matches."""
+    if not subscription.pattern:
+        return list(subscription.topics)
+    client = admin(cfg)
+    try:
+        existing = client.list_topics()
+    finally:
+        client.close()
+    return sorted({*subscription.topics, *(t for t in existing if subscription.follows(t))})
 
 
 def delete_topics(cfg: KafkaEndpoint, names: Iterable[str]) -> None:

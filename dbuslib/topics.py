@@ -25,10 +25,11 @@ says why Kafka would refuse a name, and ``include_problems`` reports it for ``db
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # config.py imports this module: no import of it at run time
-    from dbuslib.config import Source
+    from dbuslib.config import DbusConfig, Source
 
 # Kafka's rule for topic names (org.apache.kafka.common.internals.Topic): these characters, at most 249.
 TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -121,3 +122,193 @@ def source_topics(ds: str, src: Source, schemas: list[str] | None = None) -> lis
         if "{table}" not in t.result:  # per-table result topics are created when first written
             names.append(t.name("result", ds, schema))
     return names
+
+
+# ---------------------------------------------------------------- the schema topics of glob schemas
+#
+# A schema captured through a glob (``capture.include: ['db_*.*']``, the default ``*.*``) is named by its
+# first row only: the dispatcher makes its topic ``<ds>.<schema>`` then. The appender follows such topics
+# with one regular expression over whole topic names (Spark's Kafka source ``subscribePattern``, a
+# java.util.regex; the same text is a Python ``re``), built here and nowhere else: the schema template
+# with ``{schema}`` matching the *escaped* names that an include's schema glob matches, less the schemas
+# an exclude drops whole (``tmp_*.*``) and the heartbeat schema (as ``literal_schemas``), and less every
+# topic of this source or another that is not a schema topic of this one (raw, result, dead letters,
+# control, full pull): by example, for ``demo`` with ``include: ['db_*.*']``::
+#
+#     (?!(?:demo|demo_ctrl|demo\.dlq|...|demo\.[A-Za-z0-9._-]+\.result|...)$)demo\.(?!(?:dbus)$)(db_...)
+
+_LEGAL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_ANY_ESCAPE = "_x[0-9a-f]{4}|_X[0-9a-f]{6}"
+_ONE_CHAR = f"(?:[A-Za-z0-9._-]|{_ANY_ESCAPE})"  # one character of a name, escaped
+_ANY_NAME = "[A-Za-z0-9._-]+"  # any escaped name (an escape is spelled in legal characters)
+_CLASS_LIMIT = 4096  # code points a bracket's ranges may span before its escapes are taken as any escape
+
+
+def _escaped(c: str) -> str:
+    return re.escape(escape(c))
+
+
+def _bracket_chars(inner: str) -> set[str] | None:
+    """Every character a bracket expression names or spans (a superset of its members; None when its
+    ranges span more than ``_CLASS_LIMIT`` code points)."""
+    chars = set(inner)
+    for i in range(1, len(inner) - 1):
+        if inner[i] == "-":
+            lo, hi = sorted((ord(inner[i - 1]), ord(inner[i + 1])))
+            if hi - lo > _CLASS_LIMIT:
+                return None
+            chars.update(chr(cp) for cp in range(lo, hi + 1))
+    return chars
+
+
+def _bracket_regex(body: str) -> str:
+    """One escaped character that fnmatch's ``[body]`` matches: legal characters as they are, the
+    others as their escapes (any escape when the ranges are too wide to list)."""
+    import fnmatch
+
+    member = re.compile(fnmatch.translate(f"[{body}]"))
+    legal = "".join(re.escape(c) for c in sorted(_LEGAL_CHARS) if member.match(c))
+    negated = body.startswith("!")
+    named = _bracket_chars(body[1:] if negated else body)
+    if named is None:
+        escapes = _ANY_ESCAPE
+    elif negated:
+        refused = sorted(_escaped(c) for c in named - _LEGAL_CHARS if not member.match(c))
+        escapes = (f"(?!{'|'.join(refused)})" if refused else "") + f"(?:{_ANY_ESCAPE})"
+    else:
+        escapes = "|".join(sorted(_escaped(c) for c in named - _LEGAL_CHARS if member.match(c)))
+    parts = ([f"[{legal}]"] if legal else []) + ([escapes] if escapes else [])
+    return f"(?:{'|'.join(parts)})" if parts else "(?!)"
+
+
+def glob_regex(glob: str) -> str:
+    """A regex (Java's and Python's) of the escaped names (``escape``) that the fnmatch ``glob`` matches:
+    ``"db_*"`` -> ``"db_[A-Za-z0-9._-]*"``, ``"sh?p"`` -> ``"sh(?:[A-Za-z0-9._-]|_x...)p"``. Exact but
+    for names that spell an escape themselves (they share a topic with the name they spell)."""
+    out: list[str] = []
+    i, n = 0, len(glob)
+    while i < n:
+        c = glob[i]
+        i += 1
+        if c == "*":
+            if not out or out[-1] != "[A-Za-z0-9._-]*":
+                out.append("[A-Za-z0-9._-]*")
+        elif c == "?":
+            out.append(_ONE_CHAR)
+        elif c == "[":  # fnmatch's reading of a bracket: '!' negates, a ']' first is a member
+            j = i + 1 if i < n and glob[i] == "!" else i
+            j = j + 1 if j < n and glob[j] == "]" else j
+            end = glob.find("]", j)
+            if end < 0:
+                out.append(_escaped("["))
+            else:
+                out.append(_bracket_regex(glob[i:end]))
+                i = end + 1
+        else:
+            out.append(_escaped(c))
+    return "".join(out)
+
+
+def _template_regex(template: str, ds: str, schema: str, table: str = _ANY_NAME) -> str:
+    """The topics of ``template`` as a regex: ``{ds}`` filled in, ``{schema}`` and ``{table}`` matching
+    the regexes given."""
+    import string
+
+    out = []
+    for literal, field, _, _ in string.Formatter().parse(template):
+        out.append(re.escape(literal))
+        out.append({"ds": re.escape(ds), "schema": schema, "table": table}.get(field or "", ""))
+    return "".join(out)
+
+
+def foreign_topics(cfg: DbusConfig, ds: str) -> list[str]:
+    """Regexes of the topics of every source but ``ds`` (database and log sources): fixed, schema and
+    result topics, any schema and table."""
+    found = []
+    for name, src in cfg.sources.items():
+        if name != ds:
+            t = src.topics
+            found += [re.escape(t.name(kind, name)) for kind in _FIXED_KINDS]
+            found += [_template_regex(tpl, name, _ANY_NAME) for tpl in (t.schema_, t.result)]
+    for name, log in cfg.log_sources.items():
+        lt = log.topics
+        found += [
+            _template_regex(tpl, name, _ANY_NAME) for tpl in (lt.raw, lt.result, lt.ctrl, lt.dead_letter)
+        ]
+        found.append(_template_regex(lt.unknown, name, _ANY_NAME))
+    return found
+
+
+def schema_topic_pattern(ds: str, src: Source, foreign: list[str] | tuple[str, ...] = ()) -> str | None:
+    """The regex of every schema topic the dispatcher can write for source ``ds`` (module comment above),
+    or None when ``capture.include`` names each schema literally (or the template has no ``{schema}``).
+    ``foreign``: regexes of other sources' topics (``foreign_topics``), never matched. A second
+    ``{schema}`` in the template matches any name."""
+    t = src.topics
+    schemas = [p.split(".", 1)[0] for p in src.capture.include]
+    if not any(_GLOB & set(s) for s in schemas) or "{schema}" not in t.schema_:
+        return None
+    included = "|".join(dict.fromkeys(glob_regex(s) for s in schemas))
+    dropped = [
+        glob_regex(p.split(".", 1)[0]) for p in src.capture.exclude if set(p.split(".", 1)[1]) == {"*"}
+    ]
+    dropped.append(_escaped(src.heartbeat.schema_) if src.heartbeat.schema_ else "(?!)")
+    not_ours = [re.escape(t.name(kind, ds)) for kind in _FIXED_KINDS]
+    not_ours += [_template_regex(t.result, ds, _ANY_NAME), *foreign]
+    before, after = t.schema_.split("{schema}", 1)
+    head, tail = _template_regex(before, ds, _ANY_NAME), _template_regex(after, ds, _ANY_NAME)
+    return f"(?!(?:{'|'.join(not_ours)})$){head}(?!(?:{'|'.join(dropped)}){tail}$)(?:{included}){tail}"
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """The schema topics the appender reads: ``topics`` by name, and with ``pattern`` (glob schemas) every
+    topic the regex matches, those made after the query started included."""
+
+    topics: tuple[str, ...]
+    pattern: str | None = None
+
+    def option(self) -> tuple[str, str]:
+        """The Kafka source's option: ``("subscribePattern", regex)`` or ``("subscribe", "a,b")``."""
+        return ("subscribePattern", self.pattern) if self.pattern else ("subscribe", ",".join(self.topics))
+
+    def follows(self, topic: str) -> bool:
+        """The appender reads ``topic``."""
+        return topic in self.topics or bool(self.pattern and re.fullmatch(self.pattern, topic))
+
+
+def appender_subscription(cfg: DbusConfig, ds: str, schemas: list[str] | None = None) -> Subscription:
+    """What the appender of ``ds`` reads: the topics of ``schemas`` (``--schema``) when given, else those
+    of the literal schemas of ``capture.include`` and, when an include's schema is a glob, the pattern of
+    every schema topic the dispatcher can write (``schema_topic_pattern``)."""
+    src = cfg.source(ds)
+    if schemas:
+        return Subscription(tuple(src.topics.name("schema", ds, s) for s in schemas))
+    literal = tuple(src.topics.name("schema", ds, s) for s in literal_schemas(src))
+    return Subscription(literal, schema_topic_pattern(ds, src, foreign_topics(cfg, ds)))
+
+
+def describe_subscription(cfg: DbusConfig, ds: str) -> str:
+    """``dbus config check``'s words for what the appender of ``ds`` reads, by example::
+
+    reads demo.shop; and every topic demo.<schema> of a schema matching 'db_*' (not 'tmp_*', nor the
+    heartbeat schema 'dbus'), also one made after it started, from its first record
+    """
+    src = cfg.source(ds)
+    sub = appender_subscription(cfg, ds)
+    said = f"reads {', '.join(sub.topics)}" if sub.topics else "reads no topic named in advance"
+    if not sub.pattern:
+        return said
+    globs = sorted({p.split(".", 1)[0] for p in src.capture.include if _GLOB & set(p.split(".", 1)[0])})
+    dropped = sorted({p.split(".", 1)[0] for p in src.capture.exclude if set(p.split(".", 1)[1]) == {"*"}})
+    but = [f"not {', '.join(repr(d) for d in dropped)}"] if dropped else []
+    but.append(
+        f"nor the heartbeat schema {src.heartbeat.schema_!r}"
+        if but
+        else f"not the heartbeat schema {src.heartbeat.schema_!r}"
+    )
+    shape = src.topics.schema_.format(ds=ds, schema="<schema>")
+    return (
+        f"{said}; and every topic {shape} of a schema matching {' or '.join(repr(g) for g in globs)} "
+        f"({', '.join(but)}), also one made after it started, from its first record"
+    )
