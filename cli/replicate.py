@@ -31,6 +31,7 @@ from dbuslib.errors import ConfigError, EndpointError
 
 if TYPE_CHECKING:
     from dbusclient.checkpoint import Checkpoint
+    from dbusclient.replica_keys import SourceColumn
     from dbusclient.replicate import Counts
     from dbuslib.config import DbusConfig
 
@@ -140,21 +141,39 @@ def ensure_database(url: str) -> None:
         server.dispose()
 
 
-def source_keys(cfg: DbusConfig, ds: str, tables: list[str]) -> dict[str, tuple[str, ...]]:
-    """The primary key of each table on the source (``catalog.primary_keys``)."""
+def source_keys(
+    cfg: DbusConfig, ds: str, tables: list[str], given: dict[str, tuple[str, ...]]
+) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[SourceColumn, ...]]]:
+    """The key of each table (``given``, else its primary key on the source) and its columns as the
+    source declares them (type, character set, collation: the replica's key columns are made from them,
+    ``dbusclient.replica_keys``), read over one connection."""
+    from dbusclient.replica_keys import SourceColumn
+    from dbuslib import mysql
     from fullpuller import catalog
     from ums.names import split_table
 
-    found = catalog.primary_keys(cfg.source(ds).mysql, [split_table(name) for name in tables])
-    keys = {}
+    db = mysql.connect(cfg.source(ds).mysql)
+    try:
+        infos = {name: catalog.table_info(db, *split_table(name)) for name in tables}
+    finally:
+        db.close()
+    keys, declared = {}, {}
     for name in tables:
-        key = found[split_table(name)]
+        info = infos[name]
+        key = given.get(name) or (info.primary_key if info is not None else None)
         if not key:
-            what = "does not exist" if key is None else "has no primary key"
+            what = "does not exist" if info is None else "has no primary key"
             msg = f"replicate: {ds}: {name} {what} on the source: give its key with --key {name}=col[,col]"
             raise ConfigError(msg)
         keys[name] = key
-    return keys
+        if info is not None:
+            charsets = {c: (cs, coll) for c, cs, coll in info.collations}
+            declared[name] = tuple(
+                SourceColumn(c.name, c.column_type, *charsets.get(c.name, (None, None)))
+                for c in info.columns
+                if c.name in key
+            )
+    return keys, declared
 
 
 def cli(args: argparse.Namespace) -> int:
@@ -180,8 +199,7 @@ def cli(args: argparse.Namespace) -> int:
     if unknown:
         msg = f"replicate: --key for {unknown}, which are not in --tables"
         raise ConfigError(msg)
-    rest = [t for t in tables if t not in given]
-    keys = {**given, **(source_keys(cfg, args.source, rest) if rest else {})}
+    keys, declared = source_keys(cfg, args.source, tables, given)
     name = args.name or args.group or args.source
     try:
         key_filter = parse_key_filter(args.key_filter) if args.key_filter else None
@@ -198,7 +216,7 @@ def cli(args: argparse.Namespace) -> int:
         key_filter=key_filter,
     )
     ensure_database(args.to)
-    sink = SqlSink(args.to, keys, drop_columns=args.drop_columns, checkpoint_name=name)
+    sink = SqlSink(args.to, keys, drop_columns=args.drop_columns, checkpoint_name=name, declared=declared)
     progress = _Progress(name)
     replicator = Replicator(
         sink, RetryPolicy.of(cfg), on_saved=progress.saved, on_incompatible=args.on_incompatible

@@ -31,6 +31,7 @@ mid-bootstrap resumes the pending pulls from its checkpoint; it does not request
 from __future__ import annotations
 
 import base64
+import bisect
 import json
 import logging
 import time
@@ -43,10 +44,10 @@ from typing import Any, Protocol
 
 from kafka import ConsumerRebalanceListener, TopicPartition
 from kafka.structs import OffsetAndMetadata
-from tenacity import Retrying, stop_after_attempt, wait_exponential
+from tenacity import Retrying, retry_if_not_exception_type, stop_after_attempt, wait_exponential
 
 from dbusclient.checkpoint import Bootstrap, Checkpoint, CheckpointStore, Mode, TablePull
-from dbusclient.decode import BadRowError, Decoder, RowChange, TableRef
+from dbusclient.decode import BadRowError, Decoder, RowChange, RowRefused, TableRef
 from dbusclient.merge import Key, KeyState, Merger, MergeResult
 from dbusclient.metrics import ClientMetrics
 from dbuslib.config import DbusConfig
@@ -319,10 +320,37 @@ class _Window:
     first: dict[Any, int] = field(default_factory=dict)  # partition -> first offset read
     ends: dict[Any, int] = field(default_factory=dict)  # partition -> next offset
     count: int = 0  # records read (``records`` leaves out those dead-lettered when decoded)
+    # per data record (index in ``records``): where its changes start in ``changes``, in order
+    starts: list[tuple[int, int]] = field(default_factory=list)
 
     def where(self) -> str:
         return ", ".join(
             f"{tp.topic}/{tp.partition}@{self.first[tp]}..{self.ends[tp] - 1}" for tp in self.first
+        )
+
+    def record_of(self, change: RowChange) -> int | None:
+        """The index in ``records`` of the record that carried ``change`` (None: not of this window)."""
+        at = next((i for i, (_, c) in enumerate(self.changes) if c is change), None)
+        if at is None:
+            return None
+        n = bisect.bisect_right([start for start, _ in self.starts], at) - 1
+        return self.starts[n][1]
+
+    def without(self, index: int) -> _Window:
+        """The window with the record at ``index`` and its changes left out (its offset still read:
+        the checkpoint moves past it)."""
+        spans = [*self.starts, (len(self.changes), len(self.records))]
+        start, end = next((s, spans[i + 1][0]) for i, (s, r) in enumerate(spans) if r == index)
+        starts = [
+            (s if s <= start else s - (end - start), r if r < index else r - 1)
+            for s, r in self.starts
+            if r != index
+        ]
+        return replace(
+            self,
+            records=self.records[:index] + self.records[index + 1 :],
+            changes=self.changes[:start] + self.changes[end:],
+            starts=starts,
         )
 
 
@@ -707,6 +735,7 @@ class Consumer:
                         raise
                     self._dead_letter([(tp, r)], e)
                     continue
+                window.starts.append((len(window.changes), len(window.records)))
                 window.records.append((tp, r))
                 window.changes.extend((tp, c) for c in changes)
             window.ends[tp] = records[-1].offset + 1
@@ -738,11 +767,29 @@ class Consumer:
         return self._avro[fingerprint]
 
     def _process(self, window: _Window) -> None:
+        """Dispatch and save ``window``; a change a callback or the store refuses (``RowRefused``: its
+        values do not decode) sets its record aside as a dead letter, and the rest of the window is
+        dispatched again (without dead letters configured, the consumer stops with the refusal)."""
+        while True:
+            try:
+                self._process_once(window)
+                return
+            except RowRefused as e:
+                index = window.record_of(e.change)
+                if not self._dead_letters_on() or index is None:
+                    raise
+                if self.metrics is not None:
+                    self.metrics.error(e.code)
+                self._dead_letter([window.records[index]], e)
+                window = window.without(index)
+
+    def _process_once(self, window: _Window) -> None:
         touched: set[Key] = {(c.table, c.key) for _, c in window.changes}
         saved = {k: self.merger.states.get(k) for k in touched}
         attempts = Retrying(
             stop=stop_after_attempt(self.config.retries + 1),
             wait=wait_exponential(multiplier=self.config.backoff_s, max=self.config.max_backoff_s),
+            retry=retry_if_not_exception_type(RowRefused),
             sleep=self._sleep,
             reraise=True,
         )
@@ -756,6 +803,8 @@ class Consumer:
                         log.warning("window %s failed: %s", window.where(), e)
                         self.callbacks.on_rollback(self.checkpoint)
                         raise
+        except RowRefused:
+            raise
         except Exception as e:
             if self.metrics is not None:
                 self.metrics.error(getattr(e, "code", type(e).__name__))
@@ -769,13 +818,19 @@ class Consumer:
             self._dead_letter(window.records, e)
             self._save(self._advance(window, applied=()))
             return
-        self.versions = versions
+        before, self.versions = self.versions, versions
         try:
             result: object = self.callbacks.on_checkpoint(checkpoint)
         except Exception as e:  # as in Databus: an exception is an ERROR, and ERROR here skips the save
             result = e
         if result is Result.SUCCESS:
-            self._save(checkpoint)
+            try:
+                self._save(checkpoint)
+            except RowRefused:  # the store applies the changes (a replica): nothing of the window saved
+                self._restore(saved)
+                self.versions = before
+                self.callbacks.on_rollback(self.checkpoint)
+                raise
         else:
             log.info("on_checkpoint gave %r: the checkpoint of %s is not saved", result, window.where())
             self.checkpoint = checkpoint
@@ -874,12 +929,12 @@ class Consumer:
 
     def _dead_letter(self, records: Sequence[tuple[Any, Any]], error: Exception) -> None:
         """Write ``records`` to the dead-letter file (JSON lines) and/or topic, with the error."""
-        why = str(error)
+        why, code = str(error), getattr(error, "code", type(error).__name__)
         log.error("dead-lettering %d record(s): %s", len(records), why)
         if self.config.dead_letter_file is not None:
             with Path(self.config.dead_letter_file).open("a", encoding="utf-8") as f:
                 for tp, r in records:
-                    f.write(json.dumps(_dead_letter_line(tp, r, why)) + "\n")
+                    f.write(json.dumps(_dead_letter_line(tp, r, why, code)) + "\n")
         if self.config.dead_letter_topic is not None and self.producer is not None:
             for _tp, r in records:
                 headers = [*(r.headers or ()), (ERROR_HEADER, why.encode())]
@@ -928,7 +983,7 @@ def _with_markers(pulls: tuple[TablePull, ...], window: _Window) -> tuple[TableP
     return tuple(out)
 
 
-def _dead_letter_line(tp: Any, r: Any, why: str) -> dict[str, Any]:
+def _dead_letter_line(tp: Any, r: Any, why: str, code: str) -> dict[str, Any]:
     def text(b: bytes | None) -> str | None:
         if b is None:
             return None
@@ -944,6 +999,7 @@ def _dead_letter_line(tp: Any, r: Any, why: str) -> dict[str, Any]:
         "key": text(r.key),
         "value": text(r.value),
         "headers": [[k, text(v)] for k, v in (r.headers or ())],
+        "code": code,
         "error": why,
     }
 

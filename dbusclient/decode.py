@@ -65,6 +65,16 @@ class BadRowError(DbusError):
     code = "CLIENT_BAD_ROW"
 
 
+class RowRefused(BadRowError):
+    """A row change whose values do not decode, found where they are decoded (a sink: the fast path
+    leaves user values unchecked). ``change`` is the refused change: the consumer sets the record that
+    carried it aside (a dead letter, when configured) and applies the rest of its window."""
+
+    def __init__(self, message: str, change: RowChange) -> None:
+        super().__init__(message)
+        self.change = change
+
+
 @dataclass(frozen=True, order=True)
 class TableRef:
     """A table of one source: ``{"ds": "demo", "schema": "shop", "table": "orders"}``; ``str`` gives

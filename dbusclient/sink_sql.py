@@ -58,15 +58,16 @@ from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.engine import Connection, Engine
 
 from dbusclient.checkpoint import Checkpoint, from_json, to_json
-from dbusclient.decode import RowChange, TableRef
+from dbusclient.decode import RowChange, RowRefused, TableRef
 from dbusclient.merge import Delete, Effect, KeyState, Upsert
+from dbusclient.replica_keys import KeyRefused, SourceColumn, key_types
 from dbuslib.errors import DbusError
 from dbuslib.retry import transient
 from ums.decode import decode_value
 from ums.errors import UmsError
 from ums.message import SYSTEM_NAMES, UmsField, UmsSchema
 from ums.scalars import DATE_TEXT, DATETIME_TEXT, DECIMAL_TEXT, INT_MAX, INT_MIN, JsonValue
-from ums.types import UmsType
+from ums.types import UmsType, ums_type_for
 
 COLUMNS_TABLE = "dbus_client_columns"
 CHECKPOINT_TABLE = "dbus_client_checkpoint"
@@ -98,8 +99,10 @@ def sql_type(ums_type: UmsType, dialect: str, key: bool = False) -> sa.types.Typ
 
     UMS carries no length, precision or sign: ``long`` (which also holds BIGINT UNSIGNED) becomes
     ``DECIMAL(20,0)``, ``decimal`` MariaDB's widest ``DECIMAL(65,30)`` or PostgreSQL's unconstrained
-    ``NUMERIC``; strings ``LONGTEXT``/``TEXT``, but a MariaDB key column (which must be indexable)
-    ``VARCHAR(255)`` with a binary collation (keys that differ in case stay apart) and ``VARBINARY(255)``.
+    ``NUMERIC``; strings ``LONGTEXT``/``TEXT``. A string or binary key column takes its length and
+    collation from the source (``dbusclient.replica_keys``); without them, here, the longest exact form:
+    MariaDB ``VARCHAR(768)`` with the NO PAD binary collation (keys that differ in case or by trailing
+    spaces stay apart) and ``VARBINARY(3072)``, PostgreSQL ``TEXT COLLATE "C"``.
     """
     maria = dialect in ("mysql", "mariadb")
     if not maria and dialect != "postgresql":
@@ -108,12 +111,12 @@ def sql_type(ums_type: UmsType, dialect: str, key: bool = False) -> sa.types.Typ
     if ums_type in (UmsType.STRING, UmsType.RAW, UmsType.JSONOBJECT):
         if maria:
             if key:
-                return mysql_dialect.VARCHAR(255, charset="utf8mb4", collation="utf8mb4_bin")
+                return mysql_dialect.VARCHAR(768, charset="utf8mb4", collation="utf8mb4_nopad_bin")
             return mysql_dialect.LONGTEXT()
-        return sa.Text()
+        return pg_dialect.TEXT(collation="C") if key else sa.Text()
     if ums_type is UmsType.BINARY:
         if maria:
-            return mysql_dialect.VARBINARY(255) if key else mysql_dialect.LONGBLOB()
+            return mysql_dialect.VARBINARY(3072) if key else mysql_dialect.LONGBLOB()
         return pg_dialect.BYTEA()
     simple: dict[UmsType, sa.types.TypeEngine[Any]] = {
         UmsType.INT: sa.Integer(),
@@ -148,6 +151,7 @@ class _Replica:
     table: sa.Table
     tombstones: sa.Table
     by_version: dict[int, dict[str, UmsType]]
+    source: TableRef  # the source table (its declared key columns)
 
 
 class SqlCheckpointStore:
@@ -182,7 +186,10 @@ class SqlSink:
     """Replica tables of the source tables in ``keys`` (``"schema.table"`` -> key columns, as for
     ``Decoder``) in the database of ``url`` (or an ``Engine``). ``names`` maps ``"schema.table"`` to a
     replica table name (default: the source table's name). ``drop_columns``: drop a replica column when
-    a version drops it (default: keep it, nullable, its values as they were)."""
+    a version drops it (default: keep it, nullable, its values as they were). ``declared``:
+    ``"schema.table"`` -> the key columns as the source declares them (``SourceColumn``): the replica's
+    key columns hold every source key exactly (``dbusclient.replica_keys``); a table whose key the
+    target cannot hold is refused here, ``CLIENT_SINK_KEY``, before anything is written."""
 
     def __init__(
         self,
@@ -191,11 +198,13 @@ class SqlSink:
         names: Mapping[str, str] | None = None,
         drop_columns: bool = False,
         checkpoint_name: str = "default",
+        declared: Mapping[str, Sequence[SourceColumn]] | None = None,
     ) -> None:
         self.engine = url if isinstance(url, Engine) else sa.create_engine(url, pool_pre_ping=True)
         self.dialect = self.engine.dialect.name
         self.keys = {name: tuple(cols) for name, cols in keys.items()}
         self.names = dict(names or {})
+        self.declared = {name: {c.name: c for c in cols} for name, cols in (declared or {}).items()}
         self.drop_columns = drop_columns
         self._meta = sa.MetaData()
         self._columns = sa.Table(
@@ -207,6 +216,20 @@ class SqlSink:
             sa.Column("version", sa.Integer, nullable=False),
             sa.Column("dropped", sa.Boolean, nullable=False),
         )
+        with _errors(COLUMNS_TABLE), self.engine.connect():  # connected: the server's flavour is known
+            pass
+        # MariaDB's NO PAD binary collations (MySQL 8 has utf8mb4_0900_bin only): the key columns' forms
+        mariadb = self.dialect != "mysql" or getattr(self.engine.dialect, "is_mariadb", True)
+        self.flavour = "mariadb" if self.dialect in ("mysql", "mariadb") and mariadb else self.dialect
+        for name, key in self.keys.items():  # refused before anything is written: every declared key
+            columns = self.declared.get(name, {})
+            if all(c in columns for c in key):
+                types = {c: ums_type_for(columns[c].column_type) for c in key}
+                key_types(self.names.get(name, name.split(".", 1)[-1]), key, types, self.flavour, columns)
+        if self.flavour == "mariadb":
+            with _errors(COLUMNS_TABLE), self.engine.connect() as conn:
+                for name, key in self.keys.items():
+                    self._check_exact(conn, self.names.get(name, name.split(".", 1)[-1]), key)
         with _errors(COLUMNS_TABLE):
             self._columns.create(self.engine, checkfirst=True)
         self.checkpoints = SqlCheckpointStore(self.engine, checkpoint_name)
@@ -283,27 +306,52 @@ class SqlSink:
         else:
             types = {c: t for c, (t, _, dropped) in known.items() if not dropped}
             at = max(v for _, v, _ in known.values())
-        sa_table, tombs = self._tables(name, key, types)
+        sa_table, tombs = self._tables(table, name, key, types)
         sa_table.create(conn, checkfirst=True)
         tombs.create(conn, checkfirst=True)
-        return _Replica(name, key, at, types, sa_table, tombs, {})
+        return _Replica(name, key, at, types, sa_table, tombs, {}, table)
+
+    def _check_exact(self, conn: Connection, name: str, key: tuple[str, ...]) -> None:
+        """A replica table made by an earlier version of the sink (its string keys ``VARCHAR(255)`` with the
+        PAD SPACE ``utf8mb4_bin``) would merge keys that differ by trailing spaces: refused, naming it
+        (checked when the sink is made, before anything is written)."""
+        rows = conn.execute(
+            sa.text(
+                "SELECT COLUMN_NAME, COLUMN_TYPE, COLLATION_NAME FROM information_schema.COLUMNS "
+                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (:t, :tombs)"
+            ),
+            {"t": name, "tombs": name + TOMBSTONE_SUFFIX},
+        ).all()
+        for column, column_type, collation in rows:
+            if column in key and collation and not str(collation).endswith(("_nopad_bin", "_0900_bin")):
+                msg = (
+                    f"replica {name}: key column {column!r} is {column_type} COLLATE {collation}, which "
+                    "holds keys that differ by trailing spaces (or case) as one: made by an earlier dbus "
+                    f"replicate. Drop {name} and {name}{TOMBSTONE_SUFFIX} (and its rows of "
+                    f"{COLUMNS_TABLE}) to bootstrap it anew with exact keys"
+                )
+                raise KeyRefused(msg)
 
     def _tables(
-        self, name: str, key: tuple[str, ...], types: dict[str, UmsType]
+        self, table: TableRef, name: str, key: tuple[str, ...], types: dict[str, UmsType]
     ) -> tuple[sa.Table, sa.Table]:
         meta = sa.MetaData()
+        declared = self.declared.get(f"{table.schema}.{table.table}")
+        keyed = key_types(name, key, types, self.flavour, declared)
         cols = [
-            sa.Column(c, sql_type(t, self.dialect, c in key), primary_key=c in key, nullable=c not in key)
+            sa.Column(c, keyed[c], primary_key=True, nullable=False)
+            if c in keyed
+            else sa.Column(c, sql_type(t, self.dialect), nullable=True)
             for c, t in types.items()
         ]
-        table = sa.Table(name, meta, *cols, *_position_columns())
+        table_ = sa.Table(name, meta, *cols, *_position_columns())
         tombs = sa.Table(
             name + TOMBSTONE_SUFFIX,
             meta,
-            *[sa.Column(c, sql_type(types[c], self.dialect, True), primary_key=True) for c in key],
+            *[sa.Column(c, keyed[c], primary_key=True) for c in key],
             *_position_columns(),
         )
-        return table, tombs
+        return table_, tombs
 
     def _record(self, conn: Connection, name: str, cols: dict[str, tuple[UmsType, int, bool]]) -> None:
         rows = [
@@ -364,7 +412,7 @@ class SqlSink:
         types = {c: t for c, t in rep.types.items() if not (self.drop_columns and c not in user)}
         types.update(user)
         rep.types, rep.version = types, version
-        rep.table, rep.tombstones = self._tables(rep.name, rep.key, types)
+        rep.table, rep.tombstones = self._tables(rep.source, rep.name, rep.key, types)
 
     # ------------------------------------------------------------ data
 
@@ -503,12 +551,13 @@ def _version_types(rep: _Replica, c: RowChange) -> dict[str, UmsType]:
 
 def _sql_value(rep: _Replica, c: RowChange, col: str, t: UmsType, value: JsonValue) -> object:
     """The Python value a replica column gets for a UMS JSON value (a zero date: NULL); a value that
-    does not decode is ``CLIENT_SINK_SCHEMA`` naming the replica, key and column."""
+    does not decode is ``RowRefused`` (``CLIENT_BAD_ROW``) naming the replica, key and column, and
+    carrying the change (the consumer sets its record aside and applies the rest of the window)."""
     try:
         v = decode_value(t, value, col)
     except UmsError as err:
         msg = f"replica {rep.name}: key {list(c.key)} (ums_uid_ {c.ums_uid}): {err}"
-        raise SinkSchemaError(msg) from None
+        raise RowRefused(msg, c) from None
     return None if isinstance(v, str) and t in (UmsType.DATE, UmsType.DATETIME) else v
 
 

@@ -74,6 +74,7 @@ class Comparison:
     only_in_source: tuple[str, ...] = ()  # columns
     only_in_snapshot: tuple[str, ...] = ()
     key_names: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()  # replica columns kept by design (dropped on the source): not differences
 
     @property
     def equal(self) -> bool:
@@ -93,6 +94,7 @@ def compare(
     only_in_source: Sequence[str] = (),
     only_in_snapshot: Sequence[str] = (),
     key_names: Sequence[str] = (),
+    kept: Sequence[str] = (),
 ) -> Comparison:
     """Compare ``(key, digest)`` pairs: the snapshot's are held in memory (16 bytes and the key per row),
     the source's are streamed against them."""
@@ -124,6 +126,7 @@ def compare(
         tuple(only_in_source),
         tuple(only_in_snapshot),
         tuple(key_names),
+        tuple(kept),
     )
 
 
@@ -135,6 +138,8 @@ def show_key(names: Sequence[str], key: Key) -> str:
 def report(c: Comparison, table: str) -> list[str]:
     """The lines ``dbus verify`` prints: columns, then keys of each kind, then the counts."""
     lines = []
+    if c.kept:
+        lines.append(f"columns the replica keeps, dropped on the source (not compared): {list(c.kept)}")
     if c.only_in_source or c.only_in_snapshot:
         lines.append(
             f"columns only in source: {list(c.only_in_source)}, only in snapshot: {list(c.only_in_snapshot)}"
@@ -333,17 +338,34 @@ def snapshot_pairs(path: str, lay: Layout) -> tuple[Iterator[Pair], tuple[str, .
     return lay.pairs(rows()), only_source, only_snapshot
 
 
+def kept_by_design(
+    only_replica: Sequence[str], made: Iterable[str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Of the columns only in the replica, those ``dbus replicate`` made from a UMS version (``made``,
+    its record ``dbus_client_columns``): a column a later version dropped, kept by default
+    (``--drop-columns`` drops it), is not a difference; any other column is. Returns (kept, others)."""
+    known = set(made)
+    return tuple(c for c in only_replica if c in known), tuple(c for c in only_replica if c not in known)
+
+
 def replica_pairs(
     url: str, name: str, lay: Layout
-) -> tuple[Iterator[Pair], tuple[str, ...], tuple[str, ...]]:
+) -> tuple[Iterator[Pair], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """(key, digest) of every row of the replica table ``name`` in the database of ``url`` (dbus replicate's,
-    dbusclient/sink_sql.py), and the columns only in the source / only in the replica (``ums_*`` aside)."""
+    dbusclient/sink_sql.py), the columns only in the source / only in the replica (``ums_*`` aside), and
+    the replica's columns kept by design (``kept_by_design``; left out of the other three)."""
     import sqlalchemy as sa
+
+    from dbusclient.sink_sql import COLUMNS_TABLE
 
     engine = sa.create_engine(url)
     try:
         with engine.connect() as conn:
             have_cols = [c["name"] for c in sa.inspect(conn).get_columns(name)]
+            made = conn.execute(
+                sa.text(f"SELECT column_name FROM {COLUMNS_TABLE} WHERE replica = :name"), {"name": name}
+            ).scalars()
+            made_cols = [str(c) for c in made]
     except sa.exc.NoSuchTableError:
         engine.dispose()
         msg = f"replica {engine.url.render_as_string(hide_password=True)}: no table {name}"
@@ -354,7 +376,7 @@ def replica_pairs(
         raise VerifyError(msg) from e
     have = [n for n in have_cols if n not in SYSTEM_NAMES]
     only_source = tuple(n for n in lay.names if n not in have)
-    only_replica = tuple(n for n in have if n not in lay.names)
+    kept, only_replica = kept_by_design([n for n in have if n not in lay.names], made_cols)
     if any(lay.names[i] in only_source for i in lay.key):
         engine.dispose()
         msg = f"replica table {name}: key column(s) {[lay.names[i] for i in lay.key]} missing"
@@ -377,7 +399,7 @@ def replica_pairs(
         finally:
             engine.dispose()
 
-    return lay.pairs(rows()), only_source, only_replica
+    return lay.pairs(rows()), only_source, only_replica, kept
 
 
 def replica_renderer(lay: Layout) -> Callable[[Sequence[object]], tuple]:
@@ -434,15 +456,16 @@ def verify(
     finally:
         db.close()
     lay, _ = layout(info.columns, info.primary_key, schema, table, compile_rules(src.masking))
+    kept: tuple[str, ...] = ()
     if replica is not None:
-        snap, only_source, only_snapshot = replica_pairs(replica, replica_table or table, lay)
+        snap, only_source, only_snapshot, kept = replica_pairs(replica, replica_table or table, lay)
     elif snapshot is not None:
         snap, only_source, only_snapshot = snapshot_pairs(snapshot, lay)
     else:
         msg = f"{schema}.{table}: nothing to verify: give a snapshot or a replica"
         raise VerifyError(msg)
     tasks = [ShardTask(cfg, ds, schema, table, info.columns, info.primary_key, s.where) for s in shards]
-    extra = (only_source, only_snapshot, info.primary_key)
+    extra = (only_source, only_snapshot, info.primary_key, kept)
     if workers <= 1 or len(tasks) <= 1:
         return compare(snap, (p for t in tasks for p in hash_shard(t)), limit, *extra)
     with ProcessPoolExecutor(min(workers, len(tasks))) as pool:

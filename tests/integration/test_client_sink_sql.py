@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from replica_env import SERVERS, fresh_database
 
 from dbusclient.checkpoint import Checkpoint
-from dbusclient.decode import RowChange, TableRef
+from dbusclient.decode import RowChange, RowRefused, TableRef
 from dbusclient.merge import Delete, Effect, Merger, Upsert
 from dbusclient.sink_sql import SinkError, SinkSchemaError, SqlSink
 from ums.message import Op, UmsField
@@ -239,8 +239,9 @@ def test_two_sinks_on_one_target_follow_a_version_once(url, sinks):
 
 def test_a_refused_window_or_one_that_does_not_decode_leaves_the_replica_and_the_sink_usable(url, sinks):
     """A statement the database refuses is CLIENT_SINK_FAILED (not retriable), a value that does not decode
-    CLIENT_SINK_SCHEMA (on MariaDB while the tombstones' read is still unanswered): nothing of either window
-    is applied, and the same sink's next window is."""
+    RowRefused (CLIENT_BAD_ROW, naming the change: the consumer sets its record aside; on MariaDB while the
+    tombstones' read is still unanswered): nothing of either window is applied, and the same sink's next
+    window is."""
     sink = new_sink(url, sinks)
     sink.apply([up(1, 10, "a"), Delete(change(2, Op.DELETE, 10))])
     before = rows(url)
@@ -249,8 +250,10 @@ def test_a_refused_window_or_one_that_does_not_decode_leaves_the_replica_and_the
     with pytest.raises(SinkError, match=r"replica orders: \w+: .*named") as refused:
         sink.apply([up(3, 20, "c"), up(4, 20, "refused")])
     assert refused.value.code == "CLIENT_SINK_FAILED" and not refused.value.retriable
-    with pytest.raises(SinkSchemaError, match=r"replica orders: key \[6\]"):
-        sink.apply([up(5, 20, "e"), up(6, 20, "f", qty="many"), Delete(change(1, Op.DELETE, 20))])
+    bad = up(6, 20, "f", qty="many")
+    with pytest.raises(RowRefused, match=r"replica orders: key \[6\]") as undecodable:
+        sink.apply([up(5, 20, "e"), bad, Delete(change(1, Op.DELETE, 20))])
+    assert undecodable.value.code == "CLIENT_BAD_ROW" and undecodable.value.change is bad.change
     assert rows(url) == before
     sink.apply([up(3, 30, "c"), Delete(change(1, Op.DELETE, 30))])
     assert [(int(i), n, u) for i, n, u in rows(url)] == [(3, "c", 30)]

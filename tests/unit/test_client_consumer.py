@@ -40,7 +40,7 @@ from dbusclient.consumer import (
     key_hash,
     parse_key_filter,
 )
-from dbusclient.decode import BadRowError, RowChange, TableRef
+from dbusclient.decode import BadRowError, RowChange, RowRefused, TableRef
 from dbusclient.merge import KeyState
 from dbusclient.metrics import ClientMetrics
 from ums.control import ControlType
@@ -366,6 +366,77 @@ def test_a_bad_record_without_a_dead_letter_stops_naming_its_offset() -> None:
     with pytest.raises(Exception, match=r"demo.shop.result/0@0: ") as e:
         consumer.poll_once()
     assert getattr(e.value, "code", None) == "CLIENT_BAD_ROW"
+
+
+class ApplyingSink(Sink):
+    """A sink that applies a window in its checkpoint store's ``save``, as the Replicator does: a change
+    whose ``v`` is ``bad`` does not decode there (``RowRefused``); with ``refuse_early`` its
+    ``on_data_event`` refuses it instead."""
+
+    def __init__(self, refuse_early: bool = False) -> None:
+        super().__init__()
+        self.pending: list[RowChange] = []
+        self.checkpoint: Checkpoint | None = online()
+        self.saves, self.refuse_early = 0, refuse_early
+
+    def on_data_event(self, change: RowChange) -> Result:
+        if self.refuse_early and change.values.get("v") == "bad":
+            raise RowRefused(f"key {list(change.key)}: v does not decode", change)
+        self.pending.append(change)
+        return Result.SUCCESS
+
+    def on_rollback(self, checkpoint: Checkpoint) -> Result:
+        self.pending.clear()
+        return super().on_rollback(checkpoint)
+
+    def load(self) -> Checkpoint | None:
+        return self.checkpoint
+
+    def save(self, checkpoint: Checkpoint) -> None:
+        for c in self.pending:
+            if c.values.get("v") == "bad":
+                raise RowRefused(f"key {list(c.key)}: v does not decode", c)
+        for c in self.pending:
+            self.rows[c.key] = dict(c.values)
+        self.pending.clear()
+        self.checkpoint, self.saves = checkpoint, self.saves + 1
+
+
+def refused_window(broker: Broker) -> None:
+    broker.append(message([(101, "i", 101_000000, 1, "a")]))
+    broker.append(message([(102, "u", 102_000000, 1, "bad"), (102, "i", 102_000001, 2, "x")]))
+    broker.append(message([(103, "i", 103_000000, 3, "c")]))
+
+
+@pytest.mark.parametrize("refuse_early", [False, True], ids=["in-save", "in-callback"])
+def test_a_change_that_does_not_decode_sets_its_record_aside_and_the_rest_of_the_window_applies(
+    tmp_path: Path, refuse_early: bool
+) -> None:
+    broker, sink = Broker(), ApplyingSink(refuse_early)
+    refused_window(broker)
+    dead = tmp_path / "dead.jsonl"
+    consumer, slept = make(broker, sink, sink, dead_letter_file=str(dead))
+    assert consumer.poll_once() == 3
+    lines = [json.loads(line) for line in dead.read_text().splitlines()]
+    assert [(d["topic"], d["partition"], d["offset"], d["code"]) for d in lines] == [
+        (TOPIC, 0, 1, "CLIENT_BAD_ROW")
+    ]
+    assert "key [1]: v does not decode" in lines[0]["error"]
+    # the valid change before it (key 1's insert) is applied, the offset moves past the bad record
+    assert sink.rows == {(1,): {"id": "1", "v": "a"}, (3,): {"id": "3", "v": "c"}}
+    assert sink.checkpoint is not None and sink.checkpoint.offsets()[(TOPIC, 0)] == 3
+    assert slept == [] and sink.saves == 1  # not retried: the same values would not decode again
+    assert consumer.poll_once() == 0 and len(dead.read_text().splitlines()) == 1
+
+
+def test_a_change_that_does_not_decode_without_a_dead_letter_stops_with_nothing_applied() -> None:
+    broker, sink = Broker(), ApplyingSink()
+    refused_window(broker)
+    consumer, _ = make(broker, sink, sink)
+    with pytest.raises(RowRefused, match="v does not decode") as e:
+        consumer.poll_once()
+    assert e.value.code == "CLIENT_BAD_ROW" and sink.saves == 0 and sink.rows == {}
+    assert sink.states == {}  # the merge's states of the window are put back: a restart reads it again
 
 
 def test_on_checkpoint_error_skips_saving_only() -> None:

@@ -27,8 +27,9 @@ from ums.types import UmsType
 
 DIALECTS = {"mysql": mysql.dialect(), "postgresql": postgresql.dialect()}
 
+KEY_TEXT = "VARCHAR(768) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin"  # exact: no PAD SPACE, no case
 EXPECTED = {
-    # ums type: (MariaDB, MariaDB key column, PostgreSQL)
+    # ums type: (MariaDB, MariaDB key column without a source declaration, PostgreSQL)
     UmsType.INT: ("INTEGER", "INTEGER", "INTEGER"),
     UmsType.LONG: ("NUMERIC(20, 0)", "NUMERIC(20, 0)", "NUMERIC(20, 0)"),
     UmsType.FLOAT: ("FLOAT", "FLOAT", "REAL"),
@@ -37,10 +38,10 @@ EXPECTED = {
     UmsType.DATE: ("DATE", "DATE", "DATE"),
     UmsType.DATETIME: ("DATETIME(6)", "DATETIME(6)", "TIMESTAMP(6) WITHOUT TIME ZONE"),
     UmsType.DECIMAL: ("DECIMAL(65, 30)", "DECIMAL(65, 30)", "NUMERIC"),
-    UmsType.STRING: ("LONGTEXT", "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", "TEXT"),
-    UmsType.RAW: ("LONGTEXT", "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", "TEXT"),
-    UmsType.JSONOBJECT: ("LONGTEXT", "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", "TEXT"),
-    UmsType.BINARY: ("LONGBLOB", "VARBINARY(255)", "BYTEA"),
+    UmsType.STRING: ("LONGTEXT", KEY_TEXT, "TEXT"),
+    UmsType.RAW: ("LONGTEXT", KEY_TEXT, "TEXT"),
+    UmsType.JSONOBJECT: ("LONGTEXT", KEY_TEXT, "TEXT"),
+    UmsType.BINARY: ("LONGBLOB", "VARBINARY(3072)", "BYTEA"),
 }
 
 
@@ -58,7 +59,8 @@ def test_column_type_per_dialect(ums):
     assert compiled(sql_type(ums, "mariadb"), "mysql") == maria
     assert compiled(sql_type(ums, "mysql", key=True), "mysql") == maria_key
     assert compiled(sql_type(ums, "postgresql"), "postgresql") == pg
-    assert compiled(sql_type(ums, "postgresql", key=True), "postgresql") == pg
+    pg_key = 'TEXT COLLATE "C"' if pg == "TEXT" else pg
+    assert compiled(sql_type(ums, "postgresql", key=True), "postgresql") == pg_key
 
 
 def test_an_unknown_dialect_is_refused_by_name():
