@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
+from typing import Any
 
 # Character.isWhitespace: the Unicode space, line and paragraph separators except the no-break ones
 # (U+00A0, U+2007, U+202F), plus \t \n \x0b \f \r and the four information separators \x1c-\x1f.
@@ -202,8 +203,14 @@ def java_regex(pattern: str) -> re.Pattern[str]:
 def java_split(regex: re.Pattern[str], value: str) -> list[str]:
     """``String.split(regex)``: no leading empty piece for a zero-width match at 0, trailing empty pieces
     removed, no match -> the whole value (``""`` gives ``[""]``); groups are not pieces (unlike re.split)."""
+    return split_matches(value, regex.finditer(value))
+
+
+def split_matches(value: str, matches: Iterable[Any]) -> list[str]:
+    """``java_split`` of ``value`` at ``matches``, the regex's matches in it (found within a budget by
+    logprocessor/regexbudget.py)."""
     pieces, index = [], 0
-    for m in regex.finditer(value):
+    for m in matches:
         if m.end() == 0:
             continue
         pieces.append(value[index : m.start()])

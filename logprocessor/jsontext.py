@@ -6,6 +6,12 @@ the order of the input, strings escaped as ``json.dumps(..., ensure_ascii=False)
 control characters; nothing else). The original wrote fastjson's text, keys sorted (docs/logs.md,
 "Where DBus differs from the original").
 
+JSON nested deeper than ``MAX_DEPTH`` (512) objects and arrays is not read: ``loads`` says it is nested too
+deeply, as the JVM engine's ``dbus.jvm.logrules.Json`` does at the same depth, so both engines decide alike
+(a row or the same line error) at any depth. Python's own limit (a ``RecursionError``, whose depth hangs on
+the caller's stack) never decides: on one, ``room`` raises the recursion limit enough for ``MAX_DEPTH``
+levels above the caller's frames and the work runs again.
+
 ``JsonPath`` is the subset of Jayway JsonPath the ``jsonPath`` operator accepts; ``dotted_keys`` is the
 fastjson path of ``flattenJsonArray``. A path outside them is refused when rules are published.
 """
@@ -14,10 +20,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
+
+MAX_DEPTH = 512  # objects and arrays inside one another; the JVM engine's Json.MAX_DEPTH
+
+# A string (or an unterminated one, to the end), or a bracket: the depth is counted outside strings.
+_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
 
 
 class Num(str):
@@ -35,13 +47,54 @@ def _no_constant(name: str) -> Any:
     raise ValueError(msg)
 
 
+def depth(text: str) -> int:
+    """The deepest nesting of objects and arrays in ``text`` (brackets inside strings not counted)."""
+    level = deepest = 0
+    for match in _STRUCTURE.finditer(text):
+        token = match.group()
+        if token in "[{":
+            level += 1
+            deepest = max(deepest, level)
+        elif token in "]}":
+            level -= 1
+    return deepest
+
+
 def loads(text: str) -> Any:
-    """Strict JSON -> dict (input key order) / list / str / ``Num`` / bool / ``None``."""
+    """Strict JSON -> dict (input key order) / list / str / ``Num`` / bool / ``None``; nested deeper than
+    ``MAX_DEPTH`` is ``JsonTextError`` (not JSON: nested too deeply)."""
+    if text.count("[") + text.count("{") > MAX_DEPTH and depth(text) > MAX_DEPTH:
+        msg = f"not JSON: nested too deeply (more than {MAX_DEPTH} levels)"
+        raise JsonTextError(msg)
     try:
-        return json.loads(text, parse_int=Num, parse_float=Num, parse_constant=_no_constant)
+        return with_room(json.loads, text, parse_int=Num, parse_float=Num, parse_constant=_no_constant)
     except (ValueError, RecursionError) as e:
         msg = f"not JSON: {e}" if not isinstance(e, RecursionError) else "not JSON: nested too deeply"
         raise JsonTextError(msg) from None
+
+
+T = TypeVar("T")
+
+
+def with_room(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)``, run again after ``room()`` when it meets Python's recursion limit."""
+    try:
+        return fn(*args, **kwargs)
+    except RecursionError:
+        room()
+        return fn(*args, **kwargs)
+
+
+def room() -> None:
+    """A recursion limit with room for ``MAX_DEPTH`` nested values (a few frames each: the C parser, the
+    writer's generators, a JsonPath scan) above the caller's frames. Never lowered: another thread may be
+    deep in its own values."""
+    frame, used = sys._getframe(), 0
+    while frame is not None:
+        used, frame = used + 1, frame.f_back
+    need = used + 4 * MAX_DEPTH + 200
+    if sys.getrecursionlimit() < need:
+        sys.setrecursionlimit(need)
 
 
 def loads_object(text: str | None) -> dict[str, Any]:
@@ -75,7 +128,7 @@ def dumps(value: Any) -> str:
     '{"b":12.50,"a":[1,{"x":null}]}'
     """
     try:
-        return "".join(_dump(value))
+        return with_room(lambda: "".join(_dump(value)))
     except RecursionError:
         msg = "JSON nested too deeply"
         raise JsonTextError(msg) from None
@@ -150,6 +203,9 @@ class JsonPath:
 
     def find(self, doc: Any) -> list[Any]:
         """Every match, in document order."""
+        return with_room(self._find, doc)
+
+    def _find(self, doc: Any) -> list[Any]:
         nodes = [doc]
         for kind, arg in self.steps:
             nodes = [hit for node in nodes for hit in _step(kind, arg, node)]

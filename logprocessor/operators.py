@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from logprocessor import regexbudget
 from logprocessor.grammar import (
     SAVE_AS_TYPES,
     Column,
@@ -43,10 +44,10 @@ from logprocessor.javatext import (
     index_of,
     java_regex,
     java_replacement,
-    java_split,
     last_index_of,
     long_text,
     split_by_whole_separator,
+    split_matches,
     strip,
     strip_end,
     strip_start,
@@ -70,14 +71,20 @@ Grammar = tuple[Entry, ...]
 # excludeField's keys, hard-coded in the original (ExcludeFieldRule).
 EXCLUDED_KEYS = ("path", "@timestamp", "@version", "host", "message", "type")
 
+# The dead-letter codes of a line that breaks a rule (docs/errors.md): the processor's (job.py, LogRecordUdf).
+LINE_ERROR = "LOG_LINE_RULE_ERROR"
+BUDGET_ERROR = regexbudget.CODE  # LOG_RULE_BUDGET: a regex ran past processor.regex_budget_ms on the line
+
 
 class LineError(Exception):
     """A rule broke on this line (column 0 not a JSON object, a negative column, a DOUBLE that is not a
-    number, ...): the line goes to the dead-letter topic with the rule named, never silently dropped."""
+    number, a regex over its budget, ...): the line goes to the dead-letter topic with the rule named and
+    ``code``, never silently dropped."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, code: str = LINE_ERROR) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,7 @@ class LineFailure:
     position: int  # 1-based, as the console numbers rules
     op: str
     reason: str
+    code: str = LINE_ERROR  # the dead letter's code: LOG_LINE_RULE_ERROR, or LOG_RULE_BUDGET
 
     @property
     def message(self) -> str:
@@ -116,6 +124,7 @@ class Step:
     op: str
     rows: list[Row] = field(default_factory=list)
     error: str | None = None
+    code: str | None = None  # with error: the dead letter's code (LINE_ERROR, or BUDGET_ERROR: over budget)
 
 
 # ---------------------------------------------------------------- shared pieces
@@ -206,11 +215,11 @@ def _test(e: Entry, value: str | None, col: int | None = None) -> bool | None:
     if e.rule_type == "string":
         hit = value is not None and e.param is not None and e.param in value
     elif e.rule_type == "regex":
-        rx = _regex(e.param)
+        _regex(e.param)
         if value is None and col is not None:
             msg = f"column {col} is null"
             raise LineError(msg)
-        hit = value is not None and rx.search(value) is not None
+        hit = value is not None and regexbudget.search(str(e.param), value) is not None
     else:
         return None
     return hit if e.operate == "==" else not hit
@@ -405,13 +414,14 @@ def _replace_cell(e: Entry, value: Any) -> Any:
     if e.param is None:
         return value
     rx = _regex(e.param)
-    if not rx.search(value):
+    if not regexbudget.search(e.param, value):
         return value
     try:
-        return rx.sub(java_replacement(rx, replacement), value)
+        expand = java_replacement(rx, replacement)
     except (ValueError, IndexError) as err:
         msg = f"ruleOperate {replacement!r}: {err}"
         raise LineError(msg) from None
+    return regexbudget.sub(e.param, expand, value)
 
 
 def replace(grammar: Grammar, rows: list[Row]) -> list[Row]:
@@ -431,7 +441,8 @@ def _split_cell(e: Entry, value: Any, col: int) -> list[Any]:
     text = _not_null(value, col)
     if e.rule_type == "string":
         return list(split_by_whole_separator(text, e.param))
-    return list(java_split(_regex(e.param), text))
+    _regex(e.param)
+    return split_matches(text, regexbudget.finditer(str(e.param), text))
 
 
 def split(grammar: Grammar, rows: list[Row]) -> list[Row]:
@@ -474,8 +485,8 @@ def prefix_or_append(grammar: Grammar, rows: list[Row]) -> list[Row]:
 
 
 def _extract_cell(e: Entry, value: Any, col: int) -> list[Any]:
-    rx = _regex(e.param)
-    m = rx.search(_not_null(value, col))
+    _regex(e.param)
+    m = regexbudget.search(str(e.param), _not_null(value, col))
     return list(m.groups()) if m else []
 
 
@@ -581,40 +592,57 @@ def _apply(rules: tuple[Rule, ...], position: int, rows: list[Row]) -> list[Row]
     if position > 1 and rules[position - 2].op == "saveAs":
         msg = "a rule after saveAs (saveAs must be the group's last rule)"
         raise LineError(msg)
-    return run_rule(rules[position - 1], rows)
+    try:
+        return run_rule(rules[position - 1], rows)
+    except regexbudget.OverBudget as e:
+        raise LineError(e.reason, BUDGET_ERROR) from None
+    except re.error as e:  # a regex only the thread engine refuses (regexbudget)
+        msg = f"ruleParamter is not a valid regex: {e}"
+        raise LineError(msg) from None
 
 
-def run_group(group: Group, line: str) -> GroupResult:
+def run_group(group: Group, line: str, budget_ms: int | None = None) -> GroupResult:
     """The group on one line, as the processor runs it (an empty saveAs appended when the last rule is not
-    one): its rows, or none from the first rule that leaves none, or the failure. Never raises."""
+    one): its rows, or none from the first rule that leaves none, or the failure. Never raises.
+
+    Each regex runs on a cell within ``budget_ms`` (``processor.regex_budget_ms``; None: that of the
+    surrounding ``regexbudget.budget`` block, by default 100): past it the line fails with ``code``
+    ``BUDGET_ERROR`` (logprocessor/regexbudget.py)."""
     rules = with_save_as(group).rules
     columns = save_as_columns(group)
     rows: list[Row] = [[line]]
-    for position, rule in enumerate(rules, 1):
-        try:
-            rows = _apply(rules, position, rows)
-        except LineError as e:
-            return GroupResult(group.name, [], columns, LineFailure(group.name, position, rule.op, e.reason))
-        if not rows:
-            break
+    with regexbudget.budget(budget_ms):
+        for position, rule in enumerate(rules, 1):
+            try:
+                rows = _apply(rules, position, rows)
+            except LineError as e:
+                failure = LineFailure(group.name, position, rule.op, e.reason, e.code)
+                return GroupResult(group.name, [], columns, failure)
+            if not rows:
+                break
     return GroupResult(group.name, rows, columns)
 
 
-def steps(group: Group, line: str, upto: int | None = None) -> list[Step]:
+def steps(group: Group, line: str, upto: int | None = None, budget_ms: int | None = None) -> list[Step]:
     """The rows after each of the group's rules (1..``upto``), as written (no saveAs appended); the list
-    ends at the first rule that leaves no rows or breaks (its ``error``)."""
+    ends at the first rule that leaves no rows or breaks (its ``error`` and ``code``).
+
+    ``budget_ms`` as for ``run_group``: a regex over it ends the list with a step whose ``code`` is
+    ``BUDGET_ERROR`` (``LOG_RULE_BUDGET``) and whose ``error`` says which regex, its budget and the text's
+    length, as the processor's dead letter does. Each regex call takes at most about ``budget_ms``."""
     if upto is not None and not 1 <= upto <= len(group.rules):
         msg = f"upto {upto}: group {group.name!r} has rules 1..{len(group.rules)}"
         raise ValueError(msg)
     rows: list[Row] = [[line]]
     out: list[Step] = []
-    for position, rule in enumerate(group.rules[:upto], 1):
-        try:
-            rows = _apply(group.rules, position, rows)
-        except LineError as e:
-            out.append(Step(position, rule.op, [], e.reason))
-            break
-        out.append(Step(position, rule.op, rows))
-        if not rows:
-            break
+    with regexbudget.budget(budget_ms):
+        for position, rule in enumerate(group.rules[:upto], 1):
+            try:
+                rows = _apply(group.rules, position, rows)
+            except LineError as e:
+                out.append(Step(position, rule.op, [], e.reason, e.code))
+                break
+            out.append(Step(position, rule.op, rows))
+            if not rows:
+                break
     return out

@@ -10,10 +10,13 @@ through it and compares it with the reference on random lines and parameters.
 
 The rule set travels as a JSON literal of the query, parsed once per JVM (cached by its text)::
 
-    {"multi": true, "groups": [{"table": "t", "group": "g", "rules": [{"op": "split", "grammar": [{..}]}]}]}
+    {"multi": true, "regex_budget_ms": 100,
+     "groups": [{"table": "t", "group": "g", "rules": [{"op": "split", "grammar": [{..}]}]}]}
 
 with the active groups of every table in order, each as the processor runs it (``grammar.with_save_as``),
-grammar entries in the original's keys (``Entry.to_json``).
+grammar entries in the original's keys (``Entry.to_json``). ``regex_budget_ms`` is the source's
+``processor.regex_budget_ms``: each regex's run on a cell within it, or the line fails with the code
+``LOG_RULE_BUDGET`` (``dbus.jvm.logrules.Budget``; logprocessor/regexbudget.py is the Python engine's).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from logprocessor.grammar import Rule, TableRules, with_save_as
+from logprocessor.regexbudget import DEFAULT_MS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
@@ -42,20 +46,23 @@ def _rules(rules: Sequence[Rule]) -> list[dict[str, object]]:
     return [{"op": r.op, "grammar": [e.to_json() for e in r.grammar]} for r in rules]
 
 
-def ruleset_json(tables: Sequence[TableRules], multi_table: bool = True) -> str:
-    """The rule set as ``LogRulesUdf`` reads it: every table's active groups, in order."""
+def ruleset_json(tables: Sequence[TableRules], multi_table: bool = True, budget_ms: int | None = None) -> str:
+    """The rule set as ``LogRulesUdf`` reads it: every table's active groups, in order; each regex's run
+    within ``budget_ms`` (None: the default, 100)."""
     groups = [
         {"table": t.table, "group": g.name, "rules": _rules(with_save_as(g).rules)}
         for t in tables
         for g in t.groups
         if g.active
     ]
-    return json.dumps({"multi": multi_table, "groups": groups}, ensure_ascii=False, separators=(",", ":"))
+    doc = {"multi": multi_table, "regex_budget_ms": budget_ms or DEFAULT_MS, "groups": groups}
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
 
 
-def group_json(name: str, rules: Sequence[Rule]) -> str:
+def group_json(name: str, rules: Sequence[Rule], budget_ms: int | None = None) -> str:
     """One group as ``LogRulesGroupUdf`` reads it, its rules as given (no saveAs appended)."""
-    return json.dumps({"group": name, "rules": _rules(rules)}, ensure_ascii=False, separators=(",", ":"))
+    doc = {"group": name, "rules": _rules(rules), "regex_budget_ms": budget_ms or DEFAULT_MS}
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
 
 
 def register(spark: SparkSession) -> None:
@@ -66,7 +73,11 @@ def register(spark: SparkSession) -> None:
 
 
 def lines_results(
-    spark: SparkSession, lines: Column, tables: Sequence[TableRules], multi_table: bool = True
+    spark: SparkSession,
+    lines: Column,
+    tables: Sequence[TableRules],
+    multi_table: bool = True,
+    budget_ms: int | None = None,
 ) -> Column:
     """``array<LINE_TYPE>``: every line of the array column ``lines`` through the rule set, in the JVM.
 
@@ -78,7 +89,7 @@ def lines_results(
 
     from dbuslib.spark import jvm_class
 
-    ruleset = ruleset_json(tables, multi_table)
+    ruleset = ruleset_json(tables, multi_table, budget_ms)
     name = f"{FUNCTION}_{hashlib.sha256(ruleset.encode()).hexdigest()[:16]}"
     jvm = spark._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
     cls = jvm_class(jvm, "dbus.jvm.LogRulesLinesUdf", "logprocessor")

@@ -567,8 +567,8 @@ final class LogAdapter implements java.io.Serializable {
         }
     }
 
-    /** logrules.Json's nesting limit (Python's json): an object nested deeper is read by the rules themselves. */
-    private static final int RULES_DEPTH = 988;
+    /** logrules.Json's nesting limit: an object nested deeper is read (and refused) by the rules themselves. */
+    private static final int RULES_DEPTH = dbus.jvm.logrules.Json.MAX_DEPTH;
 
     /**
      * What {@code logrules.Json.parseObject} gives for the text {@code o} was read from, when {@code o} was the whole

@@ -24,6 +24,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * (a DOUBLE as {@code Double.toString}, what Spark's cast writes). A rule that breaks on a line throws
  * {@link LineError}; the group turns it into its message {@code group 'g' rule 3 (toIndex): reason}, worded as
  * operators.py words it. Nothing here throws past {@link #runGroup}: an unexpected exception is a line error too.
+ *
+ * <p>Every regex runs on a cell within the rule set's budget ({@code regex_budget_ms}, {@link Budget}): a line over
+ * it fails its group with the code {@link Budget#CODE} ({@link Result#code}), the processor's dead letter
+ * {@code LOG_RULE_BUDGET}, and the next line runs as usual.
  */
 public final class Engine {
     private Engine() {}
@@ -79,6 +83,7 @@ public final class Engine {
 
     static final class Entry {
         final String scope, param, operate, ruleType, subStart, subStartType, subEnd, subEndType, filterKey, name, type;
+        final long budgetMs; // each run of this entry's regex on a cell
         private Scope parsedScope;
         private String scopeError;
         private Pattern regex;
@@ -86,7 +91,8 @@ public final class Engine {
         private JsonPath path;
         private String pathError;
 
-        Entry(JsonNode o) {
+        Entry(JsonNode o, long budgetMs) {
+            this.budgetMs = budgetMs;
             scope = text(o, "ruleScope");
             param = text(o, "ruleParamter");
             operate = text(o, "ruleOperate");
@@ -169,7 +175,10 @@ public final class Engine {
         }
     }
 
-    /** A rule set: {"multi": bool, "groups": [{"table", "group", "rules": [{"op", "grammar": [entry]}]}]}. */
+    /**
+     * A rule set: {"multi": bool, "regex_budget_ms": ms, "groups": [{"table", "group", "rules": [{"op", "grammar":
+     * [entry]}]}]} (no budget: {@link Budget#DEFAULT_MS}).
+     */
     public static final class RuleSet {
         public final boolean multi;
         public final Group[] groups;
@@ -185,27 +194,36 @@ public final class Engine {
     public static RuleSet ruleSet(String json) {
         try {
             JsonNode doc = MAPPER.readTree(json);
+            long budgetMs = budgetMs(doc);
             List<Group> groups = new ArrayList<>();
-            for (JsonNode g : doc.get("groups")) groups.add(group(g));
+            for (JsonNode g : doc.get("groups")) groups.add(group(g, budgetMs));
             return new RuleSet(doc.path("multi").asBoolean(true), groups.toArray(new Group[0]));
         } catch (java.io.IOException e) {
             throw new IllegalArgumentException("log rules: not a rule set: " + e.getMessage(), e);
         }
     }
 
+    private static long budgetMs(JsonNode doc) {
+        long ms = doc.path("regex_budget_ms").asLong(Budget.DEFAULT_MS);
+        if (ms < 1) throw new IllegalArgumentException("log rules: regex_budget_ms " + ms + ": at least 1");
+        return ms;
+    }
+
+    /** One group: {"group", "rules", "regex_budget_ms" (optional)}. */
     public static Group group(String json) {
         try {
-            return group(MAPPER.readTree(json));
+            JsonNode g = MAPPER.readTree(json);
+            return group(g, budgetMs(g));
         } catch (java.io.IOException e) {
             throw new IllegalArgumentException("log rules: not a group: " + e.getMessage(), e);
         }
     }
 
-    static Group group(JsonNode g) {
+    static Group group(JsonNode g, long budgetMs) {
         List<Rule> rules = new ArrayList<>();
         for (JsonNode r : g.get("rules")) {
             List<Entry> entries = new ArrayList<>();
-            for (JsonNode e : r.path("grammar")) entries.add(new Entry(e));
+            for (JsonNode e : r.path("grammar")) entries.add(new Entry(e, budgetMs));
             rules.add(new Rule(r.get("op").asText(), entries.toArray(new Entry[0])));
         }
         return new Group(g.path("table").asText(null), g.get("group").asText(), rules.toArray(new Rule[0]));
@@ -213,14 +231,20 @@ public final class Engine {
 
     // ---------------------------------------------------------------- groups and tables
 
-    /** A group's rows (empty: not accepted), or its line error. */
+    /** A group's rows (empty: not accepted), or its line error and the error's dead-letter code. */
     public static final class Result {
         public final List<List<String>> rows;
         public final String error;
+        public final String code; // with error: null (a rule broke: LOG_LINE_RULE_ERROR) or Budget.CODE
 
         Result(List<List<String>> rows, String error) {
+            this(rows, error, null);
+        }
+
+        Result(List<List<String>> rows, String error, String code) {
             this.rows = rows;
             this.error = error;
+            this.code = code;
         }
     }
 
@@ -236,6 +260,8 @@ public final class Engine {
                 rows = apply(rule, rows);
             } catch (LineError e) {
                 return new Result(NONE, failure(g, i, rule, e.getMessage()));
+            } catch (Budget.Exceeded e) {
+                return new Result(NONE, failure(g, i, rule, e.getMessage()), Budget.CODE);
             } catch (RuntimeException | StackOverflowError | OutOfMemoryError e) {
                 return new Result(NONE, failure(g, i, rule, "internal error: " + e));
             }
@@ -260,6 +286,11 @@ public final class Engine {
     public interface LineSink {
         void row(String table, int index, List<String> row);
         void error(String table, String error);
+
+        /** A line error with its code: null for a rule that broke (LOG_LINE_RULE_ERROR), or Budget.CODE. */
+        default void error(String table, String code, String error) {
+            error(table, error);
+        }
     }
 
     /** Returns whether some table took the line (not unmatched). */
@@ -285,7 +316,7 @@ public final class Engine {
                 }
             }
             for (int i = 0; i < groups.length; i++)
-                if (results[i].error != null) sink.error(groups[i].table, results[i].error);
+                if (results[i].error != null) sink.error(groups[i].table, results[i].code, results[i].error);
             return any;
         }
         for (Group g : groups) {
@@ -295,7 +326,7 @@ public final class Engine {
                 for (List<String> row : r.rows) sink.row(g.table, index++, row);
                 return true;
             }
-            if (r.error != null) sink.error(g.table, r.error);
+            if (r.error != null) sink.error(g.table, r.code, r.error);
         }
         return false;
     }
@@ -473,7 +504,7 @@ public final class Engine {
         } else if ("regex".equals(e.ruleType)) {
             Pattern rx = e.regex();
             if (value == null && col >= 0) throw new LineError("column " + col + " is null");
-            hit = value != null && rx.matcher(value).find();
+            hit = value != null && Budget.matcher(rx, value, e.budgetMs).find();
         } else return null;
         return "==".equals(e.operate) ? hit : !hit;
     }
@@ -699,7 +730,7 @@ public final class Engine {
         String replacement = e.operate == null ? "" : e.operate;
         if ("string".equals(e.ruleType)) return e.param == null || e.param.isEmpty() ? value : value.replace(e.param, replacement);
         if (e.param == null) return value;
-        Matcher m = e.regex().matcher(value);
+        Matcher m = Budget.matcher(e.regex(), value, e.budgetMs);
         if (!m.find()) return value;
         try {
             return m.replaceAll(replacement);
@@ -721,7 +752,7 @@ public final class Engine {
     static List<String> splitCell(Entry e, String value, int col) throws LineError {
         String text = notNull(value, col);
         if ("string".equals(e.ruleType)) return Text.splitByWholeSeparator(text, e.param);
-        return new ArrayList<>(Arrays.asList(e.regex().split(text)));
+        return new ArrayList<>(Arrays.asList(Budget.split(e.regex(), text, e.budgetMs)));
     }
 
     static List<String> subStringCell(Entry e, String value, int col) {
@@ -752,7 +783,7 @@ public final class Engine {
 
     static List<String> extractCell(Entry e, String value, int col) throws LineError {
         Pattern rx = e.regex();
-        Matcher m = rx.matcher(notNull(value, col));
+        Matcher m = Budget.matcher(rx, notNull(value, col), e.budgetMs);
         List<String> out = new ArrayList<>();
         if (m.find()) for (int i = 1; i <= m.groupCount(); i++) out.add(m.group(i));
         return out;

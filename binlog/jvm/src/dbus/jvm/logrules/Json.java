@@ -36,10 +36,16 @@ public final class Json {
         Error(String m) { super(m, null, false, false); }
     }
 
+    /**
+     * Objects and arrays inside one another that a rule reads (jsontext.MAX_DEPTH): deeper is "not JSON: nested too
+     * deeply" in both engines, so they decide alike at any depth.
+     */
+    public static final int MAX_DEPTH = 512;
+
     private static final JsonFactory FACTORY = JsonFactory.builder()
         .streamReadConstraints(StreamReadConstraints.builder()
             .maxNumberLength(Integer.MAX_VALUE).maxStringLength(Integer.MAX_VALUE).maxNameLength(Integer.MAX_VALUE)
-            .maxNestingDepth(988).build()) // Python's json: RecursionError past about 987 levels inside a value
+            .maxNestingDepth(MAX_DEPTH).build())
         .disable(JsonFactory.Feature.CANONICALIZE_FIELD_NAMES)
         .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
         .build();
