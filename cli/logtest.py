@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from dbuslib.errors import ConfigError
+from logprocessor import regexbudget
 from logprocessor.grammar import Group
 
 SHOWN_RECORD_CHARS = 200  # the record echoed above its steps is cut to this many characters
@@ -82,7 +83,9 @@ def show_steps(group: Group, line: str, upto: int | None) -> tuple[list[str], st
     for step in taken:
         head = f"step {step.position} {step.op}:"
         if step.error is not None:
-            out.append(f"{head} error: group {group.name!r} rule {step.position} ({step.op}): {step.error}")
+            code = f" {step.code}:" if step.code == regexbudget.CODE else ""  # not the usual line error
+            where = f"group {group.name!r} rule {step.position} ({step.op})"
+            out.append(f"{head} error:{code} {where}: {step.error}")
             return out, "broken"
         if not step.rows:
             out.append(f"{head} no rows: the group does not accept the line")
@@ -118,12 +121,13 @@ def run(args: argparse.Namespace) -> int:
         msg = f"--upto {args.upto}: the groups tested have rules 1 to {most}"
         raise ConfigError(msg)
     tally = Tally(by_group={g.name: 0 for g in groups})
-    for n, record in enumerate(text.splitlines(), 1):
-        if not record.strip():
-            continue
-        tally.lines += 1
-        print(f"line {n}: {_cut(record)}")
-        _one_record(settings, n, record, args, groups, tally)
+    with regexbudget.budget(s.source.processor.regex_budget_ms):  # each regex's time, as in the processor
+        for n, record in enumerate(text.splitlines(), 1):
+            if not record.strip():
+                continue
+            tally.lines += 1
+            print(f"line {n}: {_cut(record)}")
+            _one_record(settings, n, record, args, groups, tally)
     print(tally.summary())
     return 1 if tally.broken or tally.refused else 0
 
