@@ -87,7 +87,9 @@ def add_parsers(sub: Any) -> None:
     )
     rp.add_argument("--max-records", type=int, default=5000, help="records per window (default: %(default)s)")
     rp.add_argument(
-        "--dead-letter-file", help="JSON lines file for windows that keep failing (default: stop)"
+        "--dead-letter-file",
+        help="JSON lines file for records that do not decode (set aside alone) and windows that keep "
+        "failing; replication goes on (default: stop)",
     )
     rp.add_argument(
         "--until-idle",

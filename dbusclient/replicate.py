@@ -14,7 +14,10 @@ says what it guarantees. ``Replicator`` is both the consumer's callbacks and its
   succeeded): the pending effects and the checkpoint in **one transaction** (``SqlSink.apply``), retried
   on a lost connection within ``endpoints.retry``. A crash before the commit leaves the replica and the
   checkpoint as they were, and the window is read again; after it, both have moved. The replica's writes
-  are guarded by each key's stored position, so a window applied twice changes nothing.
+  are guarded by each key's stored position, so a window applied twice changes nothing. A value that
+  does not decode (the consumer's fast path leaves user values to the sink) is ``RowRefused`` naming its
+  change: the transaction rolls back, and the consumer sets that record aside (``--dead-letter-file``)
+  and dispatches the rest of the window again.
 - ``load()``: the checkpoint row of this replicator's name in the target;
 - ``on_end_bootstrap(pulls)``: each pulled table is **swept** in the target once the window is saved: its
   rows older than the pull's snapshot position ``S`` are removed, each leaving a tombstone at ``(S, 0)``.

@@ -34,8 +34,15 @@ rows written as the literals pymysql would send; each statement sent before the 
 answer read after), and the two clean-up deletes run only for the keys of the window that have a
 tombstone; on PostgreSQL through SQLAlchemy's executemany.
 
+**Exact keys.** The key columns hold every source key exactly: their types come from the source's
+declarations (``declared``) through ``dbusclient.replica_keys``, with a NO PAD binary collation on MariaDB
+(``'k1'`` and ``'k1 '`` stay two keys); a key the target cannot hold is refused when the sink is made.
+
 Errors: ``CLIENT_SINK_SCHEMA`` (a column retyped incompatibly, a key column missing: names the table and
-the column), ``CLIENT_SINK_FAILED`` (the database refused a statement or is unreachable: names the table).
+the column), ``CLIENT_SINK_KEY`` (``KeyRefused``: a key the target cannot hold exactly, names the table and
+the column), ``CLIENT_BAD_ROW`` (``RowRefused``: a value that does not decode, names the replica, key and
+column, and carries the change, so the consumer can set its record aside), ``CLIENT_SINK_FAILED`` (the
+database refused a statement or is unreachable: names the table).
 """
 
 from __future__ import annotations
