@@ -54,6 +54,8 @@ def _jvm_build(args: argparse.Namespace) -> int:
 
 
 def _config_check(args: argparse.Namespace) -> int:
+    from dbuslib import topics
+
     cfg = _load(args)
     print(f"{cfg.path}: valid")
     for name, src in sorted(cfg.sources.items()):
@@ -62,6 +64,9 @@ def _config_check(args: argparse.Namespace) -> int:
             f"include {list(src.capture.include)}, exclude {list(src.capture.exclude)}, "
             f"{sum(len(c) for c in src.masking.values())} masked column(s)"
         )
+        print(f"    appender: {topics.describe_subscription(cfg, name)}")
+        if pattern := topics.appender_subscription(cfg, name).pattern:
+            print(f"    appender's topic pattern: {pattern}")
     return 0
 
 

@@ -291,24 +291,20 @@ def appender_subscription(cfg: DbusConfig, ds: str, schemas: list[str] | None = 
 def describe_subscription(cfg: DbusConfig, ds: str) -> str:
     """``dbus config check``'s words for what the appender of ``ds`` reads, by example::
 
-    reads demo.shop; and every topic demo.<schema> of a schema matching 'db_*' (not 'tmp_*', nor the
+    reads demo.shop, and every topic demo.<schema> of a schema matching 'db_*' (not 'tmp_*', nor the
     heartbeat schema 'dbus'), also one made after it started, from its first record
     """
     src = cfg.source(ds)
     sub = appender_subscription(cfg, ds)
-    said = f"reads {', '.join(sub.topics)}" if sub.topics else "reads no topic named in advance"
+    said = f"reads {', '.join(sub.topics)}, and" if sub.topics else "reads"
     if not sub.pattern:
-        return said
+        return said.removesuffix(", and") if sub.topics else "reads no topic"
     globs = sorted({p.split(".", 1)[0] for p in src.capture.include if _GLOB & set(p.split(".", 1)[0])})
     dropped = sorted({p.split(".", 1)[0] for p in src.capture.exclude if set(p.split(".", 1)[1]) == {"*"}})
-    but = [f"not {', '.join(repr(d) for d in dropped)}"] if dropped else []
-    but.append(
-        f"nor the heartbeat schema {src.heartbeat.schema_!r}"
-        if but
-        else f"not the heartbeat schema {src.heartbeat.schema_!r}"
-    )
+    heartbeat = f"the heartbeat schema {src.heartbeat.schema_!r}"
+    but = f"not {', '.join(map(repr, dropped))}, nor {heartbeat}" if dropped else f"not {heartbeat}"
     shape = src.topics.schema_.format(ds=ds, schema="<schema>")
     return (
-        f"{said}; and every topic {shape} of a schema matching {' or '.join(repr(g) for g in globs)} "
-        f"({', '.join(but)}), also one made after it started, from its first record"
+        f"{said} every topic {shape} of a schema matching {' or '.join(map(repr, globs))} ({but}), "
+        "also one made after it started, from its first record"
     )
