@@ -274,9 +274,9 @@ def run_appender_now(spark, cfg_path: Path, ds: str, checkpoint: Path) -> None:
 
     cfg = load_config(cfg_path)
     src = cfg.source(ds)
-    inputs = [src.topics.name("schema", ds, s) for s in topics.literal_schemas(src)]
     kafka.ensure_topics(cfg.endpoints.kafka, topics.source_topics(ds, src), src.topics.partitions)
-    query = job.start(spark, cfg, ds, inputs, str(checkpoint), available_now=True)
+    subscription = topics.appender_subscription(cfg, ds)  # the literal schemas, and a pattern for globs
+    query = job.start(spark, cfg, ds, subscription, str(checkpoint), available_now=True)
     try:
         query.awaitTermination(300)
         assert query.exception() is None, query.exception()
