@@ -24,6 +24,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from types import FrameType
 from typing import Any, TypeVar
 
 MAX_DEPTH = 512  # objects and arrays inside one another; the JVM engine's Json.MAX_DEPTH
@@ -89,7 +90,8 @@ def room() -> None:
     """A recursion limit with room for ``MAX_DEPTH`` nested values (a few frames each: the C parser, the
     writer's generators, a JsonPath scan) above the caller's frames. Never lowered: another thread may be
     deep in its own values."""
-    frame, used = sys._getframe(), 0
+    frame: FrameType | None = sys._getframe()
+    used = 0
     while frame is not None:
         used, frame = used + 1, frame.f_back
     need = used + 4 * MAX_DEPTH + 200
