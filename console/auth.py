@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 import threading
 import time
@@ -275,8 +274,7 @@ def _log_in(name: str, password: str) -> Any:
     if verdict.refused:
         return _too_many(name, verdict)
     if not throttle.wait(verdict.wait_s):
-        busy = Verdict(refused=True, retry_after=math.ceil(verdict.wait_s) or 1, audit=True)
-        return _too_many(name, busy)
+        return _too_many(name, throttle.busy(verdict.wait_s))
     user = check(config(), name, password)
     if user is None:
         throttle.failed(name, address)

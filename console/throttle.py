@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 MAX_WAITING = 4  # attempts that may wait at once (waitress serves with 8 threads)
 MAX_KEYS = 10_000
+KEY_CHARS = 256  # of a name tried (a form may send megabytes): longer names share their first 256
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class LoginThrottle:
         self._clock, self._sleep = clock, sleep
         self._failures: OrderedDict[tuple[str, str], deque[float]] = OrderedDict()
         self._refused: dict[tuple[str, str], tuple[float, int]] = {}  # key -> (its lock's oldest failure, n)
+        self._busy = (0.0, 0)  # attempts refused because MAX_WAITING waited: (since, how many)
         self._lock = threading.Lock()
         self._waiting = threading.BoundedSemaphore(MAX_WAITING)
 
@@ -69,7 +71,7 @@ class LoginThrottle:
         now = self._clock()
         with self._lock:
             counts = []
-            for key in (("user", name), ("address", address)):
+            for key in _keys(name, address):
                 recent = self._recent(key, now)
                 limit = self.limits[key[0]]
                 if len(recent) >= limit:
@@ -94,7 +96,7 @@ class LoginThrottle:
         """A wrong name or password from ``address``."""
         now = self._clock()
         with self._lock:
-            for key in (("user", name), ("address", address)):
+            for key in _keys(name, address):
                 recent = self._recent(key, now)
                 if not recent:
                     recent = self._failures[key] = deque(maxlen=max(self.limits[key[0]], self.slow_after))
@@ -106,9 +108,20 @@ class LoginThrottle:
 
     def succeeded(self, name: str) -> None:
         """``name`` logged in: its failures are forgotten (its address's stay)."""
+        key = _keys(name, "")[0]
         with self._lock:
-            self._failures.pop(("user", name), None)
-            self._refused.pop(("user", name), None)
+            self._failures.pop(key, None)
+            self._refused.pop(key, None)
+
+    def busy(self, wait_s: float) -> Verdict:
+        """The refusal of an attempt that should have waited ``wait_s`` when ``MAX_WAITING`` already do;
+        audited as locks are (1st, 2nd, 4th... within a window)."""
+        now = self._clock()
+        with self._lock:
+            since, n = self._busy
+            since, n = (since, n + 1) if now - since < self.window_s else (now, 1)
+            self._busy = (since, n)
+        return Verdict(refused=True, retry_after=max(1, math.ceil(wait_s)), audit=n & (n - 1) == 0)
 
     def __len__(self) -> int:
         return len(self._failures)
@@ -137,3 +150,7 @@ class LoginThrottle:
             failures=len(recent),
             audit=n & (n - 1) == 0,
         )
+
+
+def _keys(name: str, address: str) -> tuple[tuple[str, str], tuple[str, str]]:
+    return ("user", name[:KEY_CHARS]), ("address", address)

@@ -150,3 +150,25 @@ def test_the_window_slides(gap: float, refused: bool) -> None:
     t.failed("operator", "a")
     clock.now += gap - 1
     assert t.verdict("operator", "a").refused is refused
+
+
+def test_attempts_refused_for_too_many_waiting_are_audited_sparsely() -> None:
+    clock = Clock()
+    t = throttle(clock)
+    verdicts = [t.busy(1.0) for _ in range(9)]
+    assert all(v.refused and v.retry_after == 1 for v in verdicts)
+    assert [i + 1 for i, v in enumerate(verdicts) if v.audit] == [1, 2, 4, 8]
+    clock.now += 60  # a new window: its first is audited again
+    assert t.busy(1.0).audit
+
+
+def test_a_huge_name_is_kept_short() -> None:
+    clock = Clock()
+    t = throttle(clock, user_failures=2)
+    huge = "x" * 2_000_000
+    t.failed(huge, "a")
+    t.failed(huge, "b")
+    assert t.verdict(huge, "c").refused
+    assert all(len(key[1]) <= 256 for key in t._failures)
+    t.succeeded(huge)
+    assert not t.verdict(huge, "c").refused
