@@ -86,14 +86,6 @@ class SessionStore:
         with self._lock:
             self._logins.pop(sid, None)
 
-    def revoke_user(self, name: str) -> int:
-        """End every login of ``name``; how many there were."""
-        with self._lock:
-            ended = [s for s, login in self._logins.items() if login.name == name]
-            for sid in ended:
-                del self._logins[sid]
-        return len(ended)
-
     def __len__(self) -> int:
         return len(self._logins)
 

@@ -70,15 +70,6 @@ def test_a_changed_or_removed_hash_ends_the_login() -> None:
     assert s.find(other, {"viewer": None}.get) is None  # a user without a hash (or removed)
 
 
-def test_revoke_user_ends_every_login_of_that_user() -> None:
-    s = store(Clock())
-    mine = [s.open("operator", "f") for _ in range(3)]
-    theirs = s.open("viewer", "g")
-    assert s.revoke_user("operator") == 3
-    assert all(s.find(sid, {"operator": "f"}.get) is None for sid in mine)
-    assert s.find(theirs, {"viewer": "g"}.get) == "viewer"
-
-
 def test_the_store_is_bounded_and_drops_the_oldest() -> None:
     clock = Clock()
     s = store(clock, max_sessions=3)
