@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -45,10 +46,19 @@ class Failed(Exception):
 
 
 def context() -> Any:
-    """The forkserver context, its preload set once per process."""
+    """The forkserver context, its preload set once per process.
+
+    A process started from a script (``dbus``, the console's entry point, is one) has its ``__main__``
+    run again by every worker before the work (multiprocessing's "spawn" fix-up, which forkserver
+    workers go through too, and Python 3.11's forkserver never preloads it): the whole CLI imported per
+    preview, seconds of the budget. So the script's ``__main__`` loses its ``__file__`` here, once: the
+    workers then leave ``__main__`` alone (the work is in ``console``, never in the script)."""
     global _context
     with _CONTEXT_LOCK:
         if _context is None:
+            main = sys.modules.get("__main__")
+            if getattr(main, "__spec__", None) is None and hasattr(main, "__file__"):
+                del main.__file__  # type: ignore[union-attr]
             ctx = mp.get_context("forkserver")
             ctx.set_forkserver_preload(PRELOAD)
             _context = ctx

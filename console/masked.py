@@ -73,8 +73,12 @@ def line_secrets(m: Masking, plan: MaskPlan, line: str, extra: Sequence[Group] =
         for g in groups:
             got = run_group(g, line)
             if got.failure is not None:
-                if masked_table:
-                    return f"a rule of the masked table {table!r} (group {g.name!r}) breaks on a line"
+                if masked_table:  # the dead letter's words: they name rules and columns, never values
+                    f = got.failure
+                    return (
+                        f"a rule of the masked table {table!r} breaks on a line: group {g.name!r} rule "
+                        f"{f.position} ({f.op}): {f.reason}"
+                    )
                 continue
             masked, where = mask_rows(plan, m.schema, table, got.columns, got.rows)
             for clear_row, masked_row in zip(got.rows, masked, strict=True):

@@ -167,7 +167,8 @@
       class: `step${s.error ? " broken" : s.rows.length ? "" : " empty"}`, "data-position": s.position, "data-op": s.op,
     }, el("td", { class: "num" }, `${s.position}`), el("td", {}, s.op),
     el("td", { class: "rows" }, s.error ? `error: ${s.error}`
-      : s.rows.length ? s.rows.map((r) => el("div", { class: "row" }, rowText(r, s.columns))) : "no rows")))));
+      : s.rows.length ? s.rows.map((r) => el("div", { class: "row" }, rowText(r, s.columns))) : "no rows"),
+    el("td", { class: "muted" }, s.masked && s.masked.length ? `masked: ${s.masked.join(", ")}` : "")))));
     return el("div", { class: `group-result outcome-${g.outcome}`, "data-group": g.group },
       el("div", { class: "outcome" }, el("strong", {}, `group ${g.group}`), `: ${g.outcome} · ${g.reason}`,
         g.active === false ? " (inactive)" : ""),
@@ -175,8 +176,10 @@
   }
 
   function recordResult(r) {
-    const head = el("div", { class: "record-head" }, el("strong", {}, `record ${r.number}`), " ", el("code", {}, r.record));
+    const head = el("div", { class: "record-head" }, el("strong", {}, `record ${r.number}`), " ",
+      r.withheld ? el("em", {}, "withheld") : el("code", {}, r.record));
     const parts = [head];
+    if (r.withheld) parts.push(el("p", { class: "verdict" }, `withheld: ${r.withheld}`));
     if (r.refused) parts.push(el("p", { class: "verdict bad" }, `refused by the adapter (a dead letter): ${r.refused}`));
     if (r.heartbeat) parts.push(el("p", { class: "verdict" }, `a heartbeat of host ${r.heartbeat}: no rows`));
     for (const line of r.lines) {
@@ -208,7 +211,7 @@
       const got = await getJson(`${api}/sample?n=${root.dataset.sampleLines}`);
       $("sample").value = got.records.join("\n");
       $("sample-raw").checked = false;
-      text($("preview-summary"), `${got.records.length} record(s) from ${got.topic}`);
+      text($("preview-summary"), `${got.records.length} record(s) from ${got.topic}` + (got.masked ? ` · ${got.masked}` : ""));
     } catch (e) {
       text($("preview-summary"), `reading the raw topic failed: ${e.message}`);
     }
