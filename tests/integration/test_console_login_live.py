@@ -71,6 +71,10 @@ def test_a_cookie_copied_before_logout_is_refused_after_it(page, browser, consol
     logged_in(page, "viewer")
     copied = page.context.cookies()
     session = next(c for c in copied if c["name"] == "session")
+    assert (
+        session["httpOnly"] and session["sameSite"] == "Lax" and not session["secure"]
+    )  # secure_cookies off
+    assert session["expires"] > time.time() + 11 * 3600  # console.session_hours (12), not a browser session's
     other = browser.new_context()
     try:
         other.add_cookies(copied)
