@@ -11,7 +11,8 @@ collation merges keys (``'k1'`` = ``'K1'``) never holds both, so an exact replic
 
 The length comes from the source's declaration (``SourceColumn``: ``varchar(300)`` -> ``VARCHAR(300)``,
 ``varbinary(16)`` -> ``VARBINARY(16)``). A primary key has a size limit (InnoDB 3,072 bytes,
-PostgreSQL's B-tree 2,704 bytes a row), counted at the largest size of every column of the key: a key
+PostgreSQL's B-tree 2,704 bytes a row: its 8-byte header, each column with its own header and aligned to
+8, measured at 673 4-byte characters alone), counted at the largest size of every column of the key: a key
 that cannot fit is refused (``KeyRefused``, ``CLIENT_SINK_KEY``) naming the replica and the column,
 before any row is written. A string key with no declaration takes the bytes the rest of the key leaves.
 One derivation, as JSON::
@@ -37,7 +38,8 @@ from dbuslib.errors import ConfigError
 from ums.types import BadColumnTypeError, UmsType, parse_column_type, set_members
 
 MARIADB_KEY_BYTES = 3072  # InnoDB's longest index key (DYNAMIC rows)
-POSTGRESQL_KEY_BYTES = 2704  # the longest B-tree (version 4) index row
+POSTGRESQL_KEY_BYTES = 2704  # the longest B-tree (version 4) index row, its 8-byte header included
+_PG_ROW_HEADER = 8  # an index row's header; each column of it aligned to 8 bytes at most (counted so)
 # bytes a character takes at most, in MariaDB's own character set (the replica keeps it) and in UTF-8
 # (PostgreSQL's); a character set not listed is kept as utf8mb4
 MARIADB_MAXLEN = {"ascii": 1, "latin1": 1, "utf8mb3": 3, "utf8": 3, "utf8mb4": 4, "ucs2": 2, "utf16": 4}
@@ -56,14 +58,15 @@ _LONGEST = {
     "mediumblob": 16_777_215,
     "longblob": 4_294_967_295,
 }
-# bytes of the other key types in the index (MariaDB, PostgreSQL), as ``sink_sql.sql_type`` makes them
+# bytes of the other key types in the index (MariaDB, PostgreSQL aligned to 8), as ``sink_sql.sql_type``
+# makes them
 _FIXED = {
-    UmsType.INT: (4, 4),
+    UmsType.INT: (4, 8),
     UmsType.LONG: (9, 16),  # DECIMAL(20,0), NUMERIC(20,0)
-    UmsType.FLOAT: (4, 4),
+    UmsType.FLOAT: (4, 8),
     UmsType.DOUBLE: (8, 8),
-    UmsType.BOOLEAN: (1, 1),
-    UmsType.DATE: (3, 4),
+    UmsType.BOOLEAN: (1, 8),
+    UmsType.DATE: (3, 8),
     UmsType.DATETIME: (8, 8),
     UmsType.DECIMAL: (30, 48),  # DECIMAL(65,30); PostgreSQL's NUMERIC of 65 digits
 }
@@ -122,16 +125,19 @@ def key_types(
     declared = declared or {}
     parts = [_part(replica, c, types[c], declared.get(c), pg, dialect == "mysql") for c in key]
     limit = POSTGRESQL_KEY_BYTES if pg else MARIADB_KEY_BYTES
-    known = sum(p.size for p in parts if p.size is not None)
+    known = sum(p.size for p in parts if p.size is not None) + (_PG_ROW_HEADER if pg else 0)
     unknown = [p for p in parts if p.size is None]
     if unknown and not pg:  # what the rest of the key leaves, shared
         share = (limit - known) // len(unknown)
         parts = [p if p.size is not None else _fill(p, share) for p in parts]
-        known = sum(p.size or 0 for p in parts)
+        known = sum(p.size or 0 for p in parts)  # MariaDB: no header
     widest = max(parts, key=lambda p: p.size or 0)
     if known > limit or (widest.length is not None and widest.length < 1):
         target = "PostgreSQL" if pg else "MariaDB"
-        together = f" and the rest of the key {known - (widest.size or 0)}" if len(parts) > 1 else ""
+        rest = known - (widest.size or 0)
+        together = (
+            f" and the rest of the key{' (with the index row header)' if pg else ''} {rest}" if rest else ""
+        )
         msg = (
             f"replica {replica}: key column {widest.column!r} ({widest.what}) takes up to {widest.size} "
             f"bytes{together}; a {target} primary key holds at most {limit} bytes, so some keys of the "
@@ -157,7 +163,9 @@ def _part(replica: str, column: str, ums: UmsType, src: SourceColumn | None, pg:
         per = UTF8_MAXLEN.get(charset, 4) if pg else MARIADB_MAXLEN[charset]
     if length is None:
         return _Part(column, ums, None, charset, 0 if pg else None, what)
-    return _Part(column, ums, length, charset, length * per + (4 if pg else 0), what)
+    if pg:  # a varlena: its 4-byte header, aligned to 8
+        return _Part(column, ums, length, charset, -(-(length * per + 4) // 8) * 8, what)
+    return _Part(column, ums, length, charset, length * per, what)
 
 
 def _fill(p: _Part, share: int) -> _Part:

@@ -19,11 +19,17 @@ differences; the kept ``gone`` is not one). Run again, the replicate reads nothi
 is past the bad records) and adds no dead letter. A key the target cannot hold is refused before
 anything is read: ``wide`` (``VARCHAR(700)``, 2,800 bytes) into PostgreSQL, a ``TEXT`` key into MariaDB,
 exit 2 with ``CLIENT_SINK_KEY`` naming the table and the column.
+
+The limits the sink counts with agree with the real targets: through ``SqlSink`` (tables made, rows
+applied), the longest declared key each target takes holds keys of that length in 4-byte characters
+(random: PostgreSQL cannot compress them) that differ only by a trailing space or case, each its own row;
+one character more is refused when the sink is made.
 """
 
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -31,7 +37,13 @@ from fullpull_env import run_dbus
 from pipeline_env import Through, cleanup_pipeline, make_pipeline_env, read_records
 from replica_env import fresh_database, scalar
 
+from dbusclient.decode import RowChange, TableRef
+from dbusclient.merge import Upsert
+from dbusclient.replica_keys import KeyRefused, SourceColumn
+from dbusclient.sink_sql import SqlSink
 from dbuslib import kafka
+from ums.message import Op, UmsField
+from ums.types import UmsType
 
 pytestmark = pytest.mark.integration
 
@@ -198,3 +210,73 @@ def test_replicas_keep_exact_keys_set_bad_records_aside_and_verify_equal(
     finally:
         through.stop()
         cleanup_pipeline(env)
+
+
+# the longest key per target: (declared key columns (name, column_type), one character more refused)
+LIMITS = {
+    "mariadb": ([("k", "varchar(768)")], [("k", "varchar(769)")]),
+    "postgresql": ([("k", "varchar(673)")], [("k", "varchar(674)")]),
+}
+LIMITS_COMPOSITE = {
+    "mariadb": (
+        [("k", "varchar(383)"), ("n", "int"), ("j", "varchar(384)")],
+        [("k", "varchar(384)"), ("n", "int"), ("j", "varchar(384)")],
+    ),
+    "postgresql": (
+        [("k", "varchar(334)"), ("n", "int"), ("j", "varchar(335)")],
+        [("k", "varchar(334)"), ("n", "int"), ("j", "varchar(336)")],
+    ),
+}
+
+
+def sink_of(url: str, columns: list[tuple[str, str]]) -> SqlSink:
+    declared = [SourceColumn(n, t, "utf8mb4", "utf8mb4_nopad_bin") for n, t in columns]
+    return SqlSink(url, {"shop.longkeys": tuple(n for n, _ in columns)}, declared={"shop.longkeys": declared})
+
+
+@pytest.mark.parametrize("kind", ["mariadb", "postgresql"])
+@pytest.mark.parametrize("limits", [LIMITS, LIMITS_COMPOSITE], ids=["one-column", "composite"])
+def test_the_longest_key_a_target_takes_holds_every_key_apart_and_one_more_is_refused(kind, limits):
+    fits, too_long = limits[kind]
+    rnd = random.Random(29)
+    with fresh_database(kind) as url:
+        with pytest.raises(KeyRefused, match=r"replica longkeys: key column '(k|j)'"):
+            sink_of(url, too_long).engine.dispose()
+        sink = sink_of(url, fits)
+        try:
+            table = TableRef("demo", "shop", "longkeys")
+            types = {n: UmsType.INT if t == "int" else UmsType.STRING for n, t in fits}
+            fields = [UmsField(n, t, False) for n, t in types.items()] + [UmsField("v", UmsType.INT, True)]
+            sink.ensure_table(table, 0, fields)
+            lengths = {n: int(t.split("(")[1].rstrip(")")) for n, t in fits if t != "int"}
+            # incompressible: random characters of 4 bytes in UTF-8
+            long = {
+                n: "".join(chr(rnd.randrange(0x10000, 0x20000)) for _ in range(m)) for n, m in lengths.items()
+            }
+            variants = [
+                lambda s: s,
+                lambda s: s[:-1] + " ",
+                lambda s: s[:-2] + "  ",
+                lambda s: s[:-1] + "K",
+                lambda s: s[:-1] + "k",
+            ]
+            effects = []
+            for i, shape in enumerate(variants):
+                values = {n: (shape(long[n]) if n in long else 7) for n in types}
+                key = tuple(values[n] for n in types)
+                change = RowChange(
+                    table,
+                    0,
+                    key,
+                    Op.INSERT,
+                    100 + i,
+                    (100 + i) * 10**6,
+                    "2024-01-02 03:04:05.000",
+                    {**values, "v": i},
+                )
+                effects.append(Upsert(change))
+            sink.apply(effects)
+            assert scalar(url, "SELECT COUNT(*) FROM longkeys") == len(variants)
+            assert scalar(url, "SELECT SUM(v) FROM longkeys") == sum(range(len(variants)))
+        finally:
+            sink.engine.dispose()

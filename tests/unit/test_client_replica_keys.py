@@ -2,7 +2,8 @@
 
 Table-driven: each declaration's column type per target (MariaDB, MySQL 8, PostgreSQL), and the keys
 refused at the targets' limits (the boundaries measured on MariaDB 10.11: VARCHAR(768) utf8mb4 is a
-primary key, 769 is not, 767 with an INT is, 766 with a DECIMAL(20,0) is not). With hypothesis: any key
+primary key, 769 is not, 767 with an INT is, 766 with a DECIMAL(20,0) is not; on PostgreSQL 673 4-byte
+characters are a key's index row, 674 are not). With hypothesis: any key
 of any declared columns is either refused, naming the replica and a column of the key, or made of exact
 forms only (NO PAD binary collations, VARBINARY, PostgreSQL's "C") that fit the target's limit, and it is
 refused exactly when the largest key the source could hold does not fit.
@@ -132,7 +133,11 @@ def test_an_undeclared_string_key_takes_what_the_rest_of_the_key_leaves():
         ("mariadb", [("k", "varchar(384)", "utf8mb4"), ("j", "varchar(384)", "utf8mb4")]),
         ("mariadb", [("k", "varbinary(3072)", None)]),
         ("mariadb", [("k", "datetime(6)", None), ("j", "varchar(766)", "utf8mb4")]),
-        ("postgresql", [("k", "varchar(675)", "utf8mb4")]),
+        ("postgresql", [("k", "varchar(673)", "utf8mb4")]),
+        (
+            "postgresql",
+            [("k", "varchar(334)", "utf8mb4"), ("n", "int", None), ("j", "varchar(333)", "utf8mb4")],
+        ),
         (
             "postgresql",
             [("k", "varchar(300)", "utf8mb4"), ("b", "varchar(10)", "utf8mb4"), ("n", "int", None)],
@@ -154,6 +159,7 @@ def test_a_key_at_the_targets_limit_is_made(dialect, columns):
         ("mariadb", [("doc", "json", None)], "doc"),
         ("mariadb", [("k", "varbinary(3073)", None)], "k"),
         ("postgresql", [("k", "varchar(700)", "utf8mb4")], "k"),
+        ("postgresql", [("k", "varchar(674)", "utf8mb4")], "k"),
         ("postgresql", [("k", "varchar(1400)", "latin1")], "k"),  # 2 bytes a character in UTF-8
         ("mysql", [("k", "varchar(1000)", "latin1")], "k"),  # MySQL 8 keeps it as utf8mb4
         ("mariadb", [("k", "point", None)], "k"),  # a type whose longest value is not known
@@ -186,16 +192,17 @@ def largest(dialect: str, columns: list[tuple[str, str, str | None]]) -> int:
     """The bytes of the largest key the source could hold, in the target's index (an independent model)."""
     pg = dialect == "postgresql"
     fixed = {"int": 4, "bigint": 16 if pg else 9, "double": 8, "date": 4 if pg else 3, "datetime(6)": 8}
-    total = 0
+    total = 8 if pg else 0  # PostgreSQL: the index row's header
     for _, column_type, charset in columns:
         if "(" in column_type and column_type.split("(")[0] in ("varchar", "char", "varbinary", "binary"):
             n = int(column_type.split("(")[1].rstrip(")"))
             per = 1 if "binary" in column_type else (UTF8_MAXLEN if pg else MARIADB_MAXLEN).get(charset, 4)
             if dialect == "mysql" and "binary" not in column_type:
                 per = 4
-            total += n * per + (4 if pg else 0)
+            size = n * per + (4 if pg else 0)  # PostgreSQL: a varlena's header
         else:
-            total += fixed.get(column_type, 48 if pg else 30)
+            size = fixed.get(column_type, 48 if pg else 30)
+        total += (size + 7) // 8 * 8 if pg else size  # PostgreSQL aligns each column to 8
     return total
 
 
