@@ -282,6 +282,8 @@ def _log_in(name: str, password: str) -> Any:
         flash("Wrong name or password.", "error")
         return render_template("login.html", username=name), 401
     throttle.succeeded(name)
+    if current_user.is_authenticated:  # a login over another one ends it
+        guards().sessions.revoke(current_user.sid)
     session.clear()  # nothing of the session before the login carries over
     sid = guards().sessions.open(user.name, user_fingerprint(user.name) or "")
     login_user(User(user.name, user.role, sid))

@@ -198,6 +198,13 @@ def test_logout_ends_only_that_login(app: Flask):
     assert second.get("/api/test-whoami").status_code == 200
 
 
+def test_a_login_over_another_ends_the_first(app: Flask):
+    client, thief = copied_session(app, "op")
+    assert log_in(client, "vi").status_code == 302
+    assert client.get("/api/test-whoami").get_json() == {"user": "vi"}
+    assert thief.get("/api/test-whoami").status_code == 401
+
+
 def test_a_changed_password_hash_ends_the_users_logins(app: Flask, cfg: DbusConfig):
     client, _ = copied_session(app, "op")
     viewer, _ = copied_session(app, "vi")
