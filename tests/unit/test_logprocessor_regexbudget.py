@@ -233,3 +233,17 @@ def test_a_thread_keeps_the_main_threads_budget_default():
         t.start()
         t.join()
     assert seen == [regexbudget.DEFAULT_MS]  # a new thread starts from the default, not the caller's block
+
+
+def test_dbus_logrules_test_says_the_code_of_a_line_over_budget():
+    from cli.logtest import show_steps
+
+    with regexbudget.budget(30):
+        printed, outcome = show_steps(FILTER, CRAFTED, None)
+    assert outcome == "broken"
+    assert printed == [
+        "step 1 filter: error: LOG_RULE_BUDGET: group 'g' rule 1 (filter): regex '(.*a){12}$' ran over its "
+        "budget of 30 ms on a 48-character text"
+    ]
+    printed, outcome = show_steps(FILTER, GOOD, None)
+    assert outcome == "accepted", printed
