@@ -7,7 +7,8 @@ forkserver that imported the rule engine once (a start costs milliseconds, not a
 for its answer at most ``seconds``: past that the process is killed and ``OverBudget`` says where it was
 (the last ``mark(record, group)`` the work made). At most ``slots`` run at once and ``per_user`` of one
 user; more is refused at once with ``Busy`` (the request thread does not queue). The request thread only
-waits on a pipe, which releases the GIL: the console's other requests go on.
+waits on a pipe, which releases the GIL: the console's other requests go on. ``Slots`` alone bounds other
+slow work of a request the same way (the rules' sample: a read of Kafka of up to 5 s).
 
 The processes are ``multiprocessing``'s ``forkserver`` ones: not forked from the console's threads (a fork
 of a threaded process may copy a held lock), and killable, unlike a thread.
@@ -20,7 +21,7 @@ import multiprocessing as mp
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 # what the forkserver imports once, before it forks a worker: the rule engine and the preview
@@ -106,29 +107,47 @@ def run_killable(fn: Callable[..., Any], args: tuple[Any, ...], seconds: float) 
     return value
 
 
+class Slots:
+    """At most ``total`` things at once, ``per_user`` of one user (``what`` names them in a refusal)."""
+
+    def __init__(self, total: int, per_user: int, what: str = "previews") -> None:
+        self.total, self.per_user, self.what = total, per_user, what
+        self._lock = threading.Lock()
+        self._running: Counter[str] = Counter()
+
+    def running(self, user: str | None = None) -> int:
+        with self._lock:
+            return self._running.total() if user is None else self._running[user]
+
+    @contextlib.contextmanager
+    def take(self, user: str) -> Iterator[None]:
+        """One slot for the block; Busy at once when there is none."""
+        with self._lock:
+            if self._running.total() >= self.total:
+                msg = f"busy: {self.total} {self.what} are running; try again in a few seconds"
+                raise Busy(msg)
+            if self._running[user] >= self.per_user:
+                msg = f"busy: you have {self.what} running already (at most {self.per_user} at once)"
+                raise Busy(msg)
+            self._running[user] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running[user] -= 1
+
+
 class Budget:
     """At most ``slots`` killable runs at once, ``per_user`` of one user, each at most ``seconds``."""
 
     def __init__(self, seconds: float, slots: int = 2, per_user: int = 1) -> None:
-        self.seconds, self.slots, self.per_user = seconds, slots, per_user
-        self._lock = threading.Lock()
-        self._running: Counter[str] = Counter()
+        self.seconds = seconds
+        self.slots = Slots(slots, per_user)
 
     def run(self, user: str, fn: Callable[..., Any], *args: Any) -> Any:
         """``run_killable`` in a slot; Busy when there is none."""
-        with self._lock:
-            if self._running.total() >= self.slots:
-                msg = f"busy: {self.slots} previews are running; try again in a few seconds"
-                raise Busy(msg)
-            if self._running[user] >= self.per_user:
-                msg = f"busy: your preview before this one is still running (at most {self.per_user} at once)"
-                raise Busy(msg)
-            self._running[user] += 1
-        try:
+        with self.slots.take(user):
             return run_killable(fn, args, self.seconds)
-        finally:
-            with self._lock:
-                self._running[user] -= 1
 
     def warm(self) -> None:
         """Start the forkserver (its imports) in the background, so a first preview does not wait for it."""

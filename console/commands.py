@@ -68,6 +68,7 @@ def serve(args: argparse.Namespace) -> int:
     import waitress
 
     from console.app import create_app
+    from console.rules import budget_of
 
     cfg = load_config(args.config)
     host, port = parse_listen(args.listen or cfg.console.listen)
@@ -78,6 +79,7 @@ def serve(args: argparse.Namespace) -> int:
             "(`dbus console hash-password`, docs/console.md)"
         )
     app = create_app(cfg)
+    budget_of(app)  # the previews' forkserver imports the rule engine now, not in a user's first preview
     try:
         server = waitress.create_server(app, host=host, port=port, threads=args.threads, ident="dbus-console")
     except OSError as e:

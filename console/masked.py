@@ -73,11 +73,12 @@ def line_secrets(m: Masking, plan: MaskPlan, line: str, extra: Sequence[Group] =
         for g in groups:
             got = run_group(g, line)
             if got.failure is not None:
-                if masked_table:  # the dead letter's words: they name rules and columns, never values
+                if masked_table:  # where and the dead letter's code: a reason may quote a value
                     f = got.failure
+                    code = getattr(f, "code", "LOG_LINE_RULE_ERROR")
                     return (
                         f"a rule of the masked table {table!r} breaks on a line: group {g.name!r} rule "
-                        f"{f.position} ({f.op}): {f.reason}"
+                        f"{f.position} ({f.op}), {code}"
                     )
                 continue
             masked, where = mask_rows(plan, m.schema, table, got.columns, got.rows)
@@ -166,6 +167,20 @@ def withheld_reason(secrets: dict[str, str] | str, text: str) -> str | None:
     return None
 
 
+def _sorted_out(texts: Sequence[str], secrets_of: Any) -> tuple[list[str | None], dict[str, str]]:
+    """Per text, why it is withheld (None: shown), and the secrets of every text together: a value one
+    record gives a masked column is redacted in every record of the answer (the same id in a line no masked
+    table accepts)."""
+    reasons: list[str | None] = []
+    every: dict[str, str] = {}
+    for text in texts:
+        secrets = secrets_of(text)
+        reasons.append(withheld_reason(secrets, text))
+        if isinstance(secrets, dict):
+            every.update(secrets)
+    return reasons, every
+
+
 def viewer_sample(records: list[str], settings: Any, m: Masking, *, mark: Any = None) -> dict[str, Any]:
     """A viewer's sample of a masking source: each record redacted, or left out (counted, with the
     reasons)::
@@ -175,18 +190,19 @@ def viewer_sample(records: list[str], settings: Any, m: Masking, *, mark: Any = 
     plan = m.plan()
     if plan is None:
         return {"records": records, "withheld": 0, "reasons": []}
-    shown, reasons = [], []
-    for n, text in enumerate(records, 1):
+    count = iter(range(1, len(records) + 1))
+
+    def secrets_of(text: str) -> dict[str, str] | str:
         if mark is not None:
-            mark(n, 0)
-        secrets = record_secrets(m, plan, text, settings, raw=False)
-        why = withheld_reason(secrets, text)
-        if why is not None:
-            reasons.append(why)
-            continue
-        assert not isinstance(secrets, str)
-        shown.append(redact_text(text, secrets) or "")
-    return {"records": shown, "withheld": len(reasons), "reasons": sorted(set(reasons))}
+            mark(next(count), 0)
+        return record_secrets(m, plan, text, settings, raw=False)
+
+    reasons, every = _sorted_out(records, secrets_of)
+    shown = [
+        redact_text(t, every, strict=False) or "" for t, why in zip(records, reasons, strict=True) if not why
+    ]
+    out = sorted({why for why in reasons if why})
+    return {"records": shown, "withheld": len(records) - len(shown), "reasons": out}
 
 
 def viewer_preview(
@@ -197,22 +213,13 @@ def viewer_preview(
     plan = m.plan()
     if plan is None:
         return result
+    texts = [item["record"] for item in result["records"]]
+    reasons, every = _sorted_out(texts, lambda t: record_secrets(m, plan, t, settings, raw, groups))
     items = []
-    for item in result["records"]:
-        secrets = record_secrets(m, plan, item["record"], settings, raw, groups)
-        why = withheld_reason(secrets, item["record"])
-        if why is not None:
-            items.append(
-                {
-                    "number": item["number"],
-                    "record": None,
-                    "refused": None,
-                    "heartbeat": None,
-                    "lines": [],
-                    "withheld": why,
-                }
-            )
+    for item, why in zip(result["records"], reasons, strict=True):
+        if why is None:
+            items.append(redact(item, every))
             continue
-        assert not isinstance(secrets, str)
-        items.append(redact(item, secrets))
+        gone = {"number": item["number"], "record": None, "refused": None, "heartbeat": None, "lines": []}
+        items.append({**gone, "withheld": why})
     return {**result, "records": items}

@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -31,12 +32,12 @@ from datetime import UTC, datetime
 from functools import wraps
 from typing import Any, TypeVar, cast
 
-from flask import Blueprint, abort, current_app, jsonify, render_template, request
+from flask import Blueprint, Flask, abort, current_app, jsonify, render_template, request
 from flask_login import current_user
 
 from console.auth import audit, config, operator_required, viewer_required
 from console.body import BOOL, LIST, TEXT, json_object, kind
-from console.budget import Budget, Busy, Failed, OverBudget
+from console.budget import Budget, Busy, Failed, OverBudget, Slots
 from console.masked import Masking, mask_rows, viewer_preview, viewer_sample
 from dbuslib.config import DbusConfig
 from dbuslib.errors import DbusError, EndpointError
@@ -398,13 +399,27 @@ def _table(ds: str, table: str) -> Any:
     return store().need_table(ds, _source(ds).schema_name(ds), table)
 
 
-def _budget() -> Budget:
-    """The app's previews' budget (console/budget.py), made once; its forkserver started then."""
-    found = current_app.extensions.get("dbus_budget")
-    if found is None:
-        found = current_app.extensions["dbus_budget"] = Budget(PREVIEW_BUDGET_S, PREVIEW_SLOTS)
-        found.warm()
-    return cast(Budget, found)
+def budget_of(app: Flask) -> Budget:
+    """The app's previews' budget (console/budget.py), made once; its forkserver started then (in the
+    background: ``dbus console`` calls this as it starts, so a first preview does not wait for it)."""
+    with _made_lock:
+        found = app.extensions.get("dbus_budget")
+        if found is None:
+            found = app.extensions["dbus_budget"] = Budget(PREVIEW_BUDGET_S, PREVIEW_SLOTS)
+            found.warm()
+        return cast(Budget, found)
+
+
+def _sample_slots() -> Slots:
+    """Samples read Kafka for up to SAMPLE_WAIT_S on a request thread: two at once, one per user."""
+    with _made_lock:
+        found = current_app.extensions.get("dbus_sample_slots")
+        if found is None:
+            found = current_app.extensions["dbus_sample_slots"] = Slots(PREVIEW_SLOTS, 1, "samples")
+        return cast(Slots, found)
+
+
+_made_lock = threading.Lock()
 
 
 def _masking(ds: str, table: str) -> Masking:
@@ -432,7 +447,7 @@ def _budgeted(fn: Callable[..., Any], *args: Any, where: Callable[[tuple[int, in
     """``fn(*args)`` in the budget's process: its answer, or a refusal as JSON: 422 over budget (where it
     was: ``where(mark)``), 503 busy, 500 when it raised (logged)."""
     try:
-        return _budget().run(current_user.name, fn, *args)
+        return budget_of(current_app).run(current_user.name, fn, *args)
     except OverBudget as e:
         reason = (
             f"over budget: {where(e.where)} did not finish within {e.seconds:g} s (a regex that backtracks?)"
@@ -534,7 +549,11 @@ def api_sample(ds: str, table: str) -> Any:
     n = max(1, min(request.args.get("n", SAMPLE_LINES, type=int) or SAMPLE_LINES, MAX_SAMPLE_LINES))
     topic = src.topics.name("raw", ds)
     masking = _masking(ds, table)
-    records = newest_records(config(), topic, n)
+    try:
+        with _sample_slots().take(current_user.name):
+            records = newest_records(config(), topic, n)
+    except Busy as e:
+        return jsonify({"error": str(e)}), 503, {"Retry-After": "2"}
     if not masking.redact:
         return {"topic": topic, "records": records}
     shown = _budgeted(viewer_sample, records, _settings(src), masking, where=lambda m: f"record {m[0]}")
