@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -157,7 +156,6 @@ def test_a_crafted_backtracking_line_is_a_dead_letter_and_the_lines_after_it_arr
     env.stages.start("logprocessor")
     wait_until(lambda: len(env.lines()) >= 10 or None, 240, "the first lines in the result topic")
 
-    written = time.monotonic()
     offsets = env.produce([record(CRAFTED)] + [record(good(n)) for n in range(10, 30)])
     crafted_at = offsets[0]
 
@@ -165,13 +163,12 @@ def test_a_crafted_backtracking_line_is_a_dead_letter_and_the_lines_after_it_arr
         lines, letters = env.lines(), env.dead_letters()
         return (lines, letters) if len(set(lines)) >= 30 and letters else None
 
-    try:
+    try:  # the bound: before the budget, the line after the crafted one had not arrived 90 s later, ever
         lines, letters = wait_until(arrived, 180, "the lines after the crafted one, and its dead letter")
     except AssertionError as e:
         log = env.stages.log("logprocessor")
         tail = log.read_text(errors="replace")[-4000:] if log.exists() else "(no log)"
         raise AssertionError(f"{e}; the processor's log ends:\n{tail}") from e
-    took = time.monotonic() - written
 
     assert sorted(set(lines), key=lambda s: int(s.split("x")[0])) == [good(n) for n in range(30)]
     assert CRAFTED not in lines
@@ -183,5 +180,3 @@ def test_a_crafted_backtracking_line_is_a_dead_letter_and_the_lines_after_it_arr
         f"{BUDGET_MS} ms on a 48-character text"
     ), letter
     assert letter["stage"] == "logprocessor" and letter["value_base64"] is not None
-    # the crafted line cost its budget, not the stream: generous, a micro-batch or two on a shared machine
-    assert took < 120, took

@@ -163,9 +163,7 @@ def test_the_processor_dead_letters_the_crafted_line_and_the_lines_after_it_arri
     )
     src = _source(50)
     values = [_record(str(n) + GOOD) if n != 3 else _record(CRAFTED) for n in range(8)]
-    start = time.monotonic()
     rows = _outputs(spark, src, _rules(group), values)
-    took = time.monotonic() - start
     letters = [json.loads(r.value) for r in rows if r.topic == src.topics.name("dead_letter", DS)]
     assert [(d["code"], d["offset"], d["partition"]) for d in letters] == [("LOG_RULE_BUDGET", 3, 0)]
     assert letters[0]["error"] == (
@@ -183,7 +181,6 @@ def test_the_processor_dead_letters_the_crafted_line_and_the_lines_after_it_arri
         for p in json.loads(r.value)["payload"]
     ]
     assert tuples == [str(n) + GOOD for n in range(8) if n != 3]  # every later line, in order
-    assert took < 120, took
 
 
 # ---------------------------------------------------------------- JSON depth: both engines decide alike
