@@ -13,6 +13,7 @@ from fullpuller.canon import NULL, canonical, canonicalizer, digest
 from fullpuller.verify import (
     VerifyError,
     compare,
+    kept_by_design,
     layout,
     report,
     snapshot_pairs,
@@ -165,6 +166,25 @@ def test_a_column_set_difference_is_not_equal():
     c = compare([], [], only_in_source=("added",))
     assert not c.equal
     assert report(c, "t")[0] == "columns only in source: ['added'], only in snapshot: []"
+
+
+@pytest.mark.parametrize(
+    ("only_replica", "made", "kept", "others"),
+    [
+        (("gone",), ("id", "v", "gone"), ("gone",), ()),  # dropped by a version, kept by default
+        (("added_by_hand",), ("id", "v"), (), ("added_by_hand",)),  # not the replicate's: a difference
+        (("gone", "extra"), ("gone",), ("gone",), ("extra",)),
+        ((), ("gone",), (), ()),
+    ],
+)
+def test_a_replica_column_kept_by_design_is_listed_not_a_difference(only_replica, made, kept, others):
+    assert kept_by_design(only_replica, made) == (kept, others)
+    c = compare([], [], only_in_snapshot=others, kept=kept)
+    assert c.equal is not bool(others)
+    lines = report(c, "shop.t")
+    said = f"columns the replica keeps, dropped on the source (not compared): {list(kept)}"
+    assert (said in lines) is bool(kept)
+    assert lines[-1].endswith("equal, 0 differences") is not bool(others)
 
 
 def test_null_key_shows_as_null():
