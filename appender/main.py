@@ -26,7 +26,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # a file run by spark-submit: packages come from the repo, not this folder
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
@@ -51,7 +53,8 @@ def run(cfg: DbusConfig, ds: str, schemas: list[str] | None = None) -> int:
     if subscription.pattern:
         log.info("%s: %s", ds, topics.describe_subscription(cfg, ds))
     inputs = kafka.subscribed_topics(cfg.endpoints.kafka, subscription)  # sizes a real-time query
-    session = spark.stage_session(cfg, f"dbus-appender-{ds}", src.appender, inputs)
+    spare = src.appender.realtime_spare_tasks if subscription.pattern else 0  # for schema topics made later
+    session = spark.stage_session(cfg, f"dbus-appender-{ds}", src.appender, inputs, spare_tasks=spare)
     rules.start_listener(cfg, ds)  # publishes the file's rules, then applies APPENDER_RELOAD_CONFIG
     return run_query(session, cfg, ds, subscription)
 
@@ -95,10 +98,46 @@ def run_query(session: object, cfg: DbusConfig, ds: str, subscription: topics.Su
         query = job.start(session, cfg, ds, subscription, spark.checkpoint(cfg, "appender", ds))
         metrics = stagemetrics.watch_stage(query, session, cfg, ds, "appender")  # dbus_stage points
         log.info("%s: query %s started", ds, query.name)
+        stop = threading.Event()
+        if subscription.pattern and cfg.source(ds).appender.trigger == "realtime":
+            threading.Thread(
+                target=watch_slots, args=(session, cfg, ds, subscription, stop), daemon=True
+            ).start()
         try:
             return life.await_query(query, "APPENDER_FAILED")
         finally:
+            stop.set()
             stagemetrics.unwatch(metrics)
+
+
+def watch_slots(session: Any, cfg: DbusConfig, ds: str, subscription: topics.Subscription, stop: Any) -> None:
+    """Real-time mode with a topic pattern, once per batch length until ``stop``: the partitions the query
+    reads now against the session's task slots. A real-time batch runs all its tasks at once, and a task
+    that gets a slot only after the others ended reads nothing: a warning (once per count) says so, and
+    ``dbus status`` counts the tasks (``dbuslib.spark.TASKS_CONF``)."""
+    from dbuslib import kafka, spark
+
+    warned = 0
+    while not stop.wait(cfg.source(ds).appender.realtime_checkpoint_s):
+        try:
+            followed = kafka.subscribed_topics(cfg.endpoints.kafka, subscription)
+            tasks = kafka.partition_count(cfg.endpoints.kafka, followed)
+            slots = session.sparkContext.defaultParallelism
+            session.conf.set(spark.TASKS_CONF, str(tasks))
+        except Exception as e:  # Kafka or the session away a moment: asked again at the next batch
+            log.debug("%s: task slots not checked: %s", ds, e)
+            continue
+        if tasks > slots and tasks != warned:
+            warned = tasks
+            log.warning(
+                "%s: real-time mode reads %d partitions of %d schema topics at once and Spark has %d task "
+                "slots: the partitions beyond them are not read until the appender restarts with more "
+                "(dbus submit sizes it for the topics there, appender.realtime_spare_tasks: appender.md)",
+                ds,
+                tasks,
+                len(followed),
+                slots,
+            )
 
 
 def _parser() -> argparse.ArgumentParser:

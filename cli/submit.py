@@ -32,18 +32,25 @@ SUBMITTED = ("dispatcher", "appender", "fullpuller", "logprocessor")
 
 def stage_tasks(cfg: DbusConfig, stage: str, ds: str, schemas: list[str] | None = None) -> int:
     """How many tasks ``stage`` runs at once: one per Kafka partition it reads (its topics as they are, or
-    as the stage will create them), or the full puller's ``fullpull.parallelism`` shards."""
+    as the stage will create them; an appender following a pattern in real-time mode
+    ``appender.realtime_spare_tasks`` more, for schema topics made later), or the full puller's
+    ``fullpull.parallelism`` shards."""
     if stage == "logprocessor":
         raw = cfg.log_source(ds).topics
         return kafka.partition_count(cfg.endpoints.kafka, [raw.name("raw", ds)]) or raw.partitions
     src = cfg.source(ds)
+    spare = 0
     if stage == "fullpuller":
         return src.fullpull.parallelism
     if stage == "dispatcher":
         inputs = [src.topics.name("raw", ds)]
     else:
-        inputs = kafka.subscribed_topics(cfg.endpoints.kafka, topics.appender_subscription(cfg, ds, schemas))
-    return sum(kafka.partition_count(cfg.endpoints.kafka, [t]) or src.topics.partitions for t in inputs)
+        subscription = topics.appender_subscription(cfg, ds, schemas)
+        inputs = kafka.subscribed_topics(cfg.endpoints.kafka, subscription)
+        if subscription.pattern and src.appender.trigger == "realtime":  # slots for schema topics made later
+            spare = src.appender.realtime_spare_tasks
+    partitions = (kafka.partition_count(cfg.endpoints.kafka, [t]) or src.topics.partitions for t in inputs)
+    return spare + sum(partitions)
 
 
 def main_file(stage: str) -> Path:

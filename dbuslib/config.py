@@ -359,10 +359,14 @@ class StreamSettings(_Model):
 
 class AppenderSettings(StreamSettings):
     """``jvm_decoder``: decode rows in the JVM (``dbus_rows``, binlog/jvm) when its jar is on the
-    classpath; off, every record is decoded in Python (same output, several times slower)."""
+    classpath; off, every record is decoded in Python (same output, several times slower).
+    ``realtime_spare_tasks``: in real-time mode, with schemas captured through a glob, the task slots
+    sized beyond the partitions of the schema topics at start, for the topics that appear later (a real-time
+    batch runs all its tasks at once; a task beyond the slots reads nothing: docs/appender.md)."""
 
     max_offsets_per_trigger: int = Field(20_000, ge=1)
     jvm_decoder: bool = True
+    realtime_spare_tasks: int = Field(8, ge=0)
 
 
 class FullPullSettings(_Model):

@@ -190,16 +190,22 @@ def session(cfg: DbusConfig, app_name: str, realtime_tasks: int = 0, **conf: str
 
 
 def stage_session(
-    cfg: DbusConfig, app_name: str, settings: Any, inputs: list[str], available_now: bool = False
+    cfg: DbusConfig,
+    app_name: str,
+    settings: Any,
+    inputs: list[str],
+    available_now: bool = False,
+    spare_tasks: int = 0,
 ) -> SparkSession:
     """The session of a stage whose query reads ``inputs`` in the mode of ``settings``
     (``dbuslib.config.StreamSettings``): in real-time mode (not ``available_now``) sized for its tasks, one
-    per partition of ``inputs`` (``realtime_master``), with a warning when they cannot all run."""
+    per partition of ``inputs``, and ``spare_tasks`` more for topics that appear later (``realtime_master``),
+    with a warning when they cannot all run."""
     from dbuslib import kafka
 
     realtime = settings.trigger == "realtime" and not available_now
     tasks = kafka.partition_count(cfg.endpoints.kafka, inputs) if realtime else 0
-    spark = session(cfg, app_name, realtime_tasks=tasks)
+    spark = session(cfg, app_name, realtime_tasks=tasks + spare_tasks if realtime else 0)
     spark.conf.set(TASKS_CONF, str(tasks))
     check_slots(spark, tasks, app_name)
     return spark

@@ -2,11 +2,12 @@
 (issue #29, acceptance 00).
 
 ``capture.include: ['*.*']``; the extractor, the dispatcher and the appender run as real stages (the two
-Spark stages as ``spark-submit`` processes), in each trigger mode. Then two schemas appear that no topic
-named before: the first gets its rows, then a second one, named with characters Kafka refuses
-(``glob29_<hex>_späť``, its topic escaped), is CREATEd while everything runs. Every row change of both
-(from the binlog) must reach its result topic: the appender follows the schema topics through its
-pattern (dbuslib.topics.schema_topic_pattern) and reads each new one from its first record.
+Spark stages as ``spark-submit`` processes), in each trigger mode. A first schema gets its rows (its
+topic made ahead by make_pipeline_env, matched by the pattern at start); then a second one, named with
+characters Kafka refuses (``glob29_<hex>_späť``, its topic escaped), is CREATEd while everything runs: the
+dispatcher makes its topic, and the appender must find it and read it from its first record. Every row
+change of both (from the binlog) must reach its result topic. In real-time mode the new topic's partitions
+run in the task slots the appender keeps spare (``appender.realtime_spare_tasks``).
 
 The stack's MariaDB is shared with other tests: so that this source converts only its own schemas, it
 excludes every schema whose name does not begin with ``glob29`` (``[!g]*.*``, ``g[!l]*.*``, ...), whole
