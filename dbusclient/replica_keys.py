@@ -118,6 +118,29 @@ def key_types(
     """The replica column type of each key column (``key``, with UMS ``types``) on ``dialect``
     (``mariadb``, ``mysql`` for MySQL 8, ``postgresql``), from the source's ``declared`` columns;
     ``KeyRefused`` naming ``replica`` and the column when the key cannot be held (module docstring)."""
+    return {p.column: _sql(p, dialect) for p in _parts(replica, key, types, dialect, declared)}
+
+
+def key_lengths(
+    replica: str,
+    key: Sequence[str],
+    types: Mapping[str, UmsType],
+    dialect: str,
+    declared: Mapping[str, SourceColumn] | None = None,
+) -> tuple[int | None, ...]:
+    """Per key column, the longest value the replica's key takes (characters of a string, bytes of a
+    binary; None: a number or date, or a PostgreSQL string without declaration): a longer key (a record
+    no source could write) is refused by the sink rather than cut or failing the window's statement."""
+    return tuple(p.length for p in _parts(replica, key, types, dialect, declared))
+
+
+def _parts(
+    replica: str,
+    key: Sequence[str],
+    types: Mapping[str, UmsType],
+    dialect: str,
+    declared: Mapping[str, SourceColumn] | None,
+) -> list[_Part]:
     pg = dialect == "postgresql"
     if not pg and dialect not in ("mariadb", "mysql"):
         msg = f"dialect {dialect!r}: the SQL sink knows mysql/mariadb and postgresql"
@@ -145,7 +168,7 @@ def key_types(
             "another target"
         )
         raise KeyRefused(msg)
-    return {p.column: _sql(p, dialect) for p in parts}
+    return parts
 
 
 def _part(replica: str, column: str, ums: UmsType, src: SourceColumn | None, pg: bool, mysql8: bool) -> _Part:

@@ -67,7 +67,7 @@ from sqlalchemy.engine import Connection, Engine
 from dbusclient.checkpoint import Checkpoint, from_json, to_json
 from dbusclient.decode import RowChange, RowRefused, TableRef
 from dbusclient.merge import Delete, Effect, KeyState, Upsert
-from dbusclient.replica_keys import KeyRefused, SourceColumn, key_types
+from dbusclient.replica_keys import KeyRefused, SourceColumn, key_lengths, key_types
 from dbuslib.errors import DbusError
 from dbuslib.retry import transient
 from ums.decode import decode_value
@@ -159,6 +159,7 @@ class _Replica:
     tombstones: sa.Table
     by_version: dict[int, dict[str, UmsType]]
     source: TableRef  # the source table (its declared key columns)
+    limits: tuple[tuple[int, int], ...] = ()  # (key index, longest value) of the string and binary keys
 
 
 class SqlCheckpointStore:
@@ -316,7 +317,9 @@ class SqlSink:
         sa_table, tombs = self._tables(table, name, key, types)
         sa_table.create(conn, checkfirst=True)
         tombs.create(conn, checkfirst=True)
-        return _Replica(name, key, at, types, sa_table, tombs, {}, table)
+        return _Replica(
+            name, key, at, types, sa_table, tombs, {}, table, self._limits(table, name, key, types)
+        )
 
     def _check_exact(self, conn: Connection, name: str, key: tuple[str, ...]) -> None:
         """A replica table made by an earlier version of the sink (its string keys ``VARCHAR(255)`` with the
@@ -338,6 +341,13 @@ class SqlSink:
                     f"{COLUMNS_TABLE}) to bootstrap it anew with exact keys"
                 )
                 raise KeyRefused(msg)
+
+    def _limits(
+        self, table: TableRef, name: str, key: tuple[str, ...], types: dict[str, UmsType]
+    ) -> tuple[tuple[int, int], ...]:
+        declared = self.declared.get(f"{table.schema}.{table.table}")
+        lengths = key_lengths(name, key, types, self.flavour, declared)
+        return tuple((i, n) for i, n in enumerate(lengths) if n is not None)
 
     def _tables(
         self, table: TableRef, name: str, key: tuple[str, ...], types: dict[str, UmsType]
@@ -420,6 +430,7 @@ class SqlSink:
         types.update(user)
         rep.types, rep.version = types, version
         rep.table, rep.tombstones = self._tables(rep.source, rep.name, rep.key, types)
+        rep.limits = self._limits(rep.source, rep.name, rep.key, types)
 
     # ------------------------------------------------------------ data
 
@@ -448,6 +459,8 @@ class SqlSink:
         the deletes (guarded upsert), then per key of the window the one of row and tombstone that is
         older goes (a delete removes the row; a row written behind its key's tombstone is removed again;
         a row newer than its tombstone ends the tombstone)."""
+        if rep.limits:
+            _check_lengths(rep, effects)
         upserts = [e for e in effects if isinstance(e, Upsert)]
         deletes = [e for e in effects if isinstance(e, Delete)]
         if self.dialect in ("mysql", "mariadb"):
@@ -554,6 +567,21 @@ def _version_types(rep: _Replica, c: RowChange) -> dict[str, UmsType]:
         msg = f"replica {rep.name}: version {c.version} of {c.table} was not ensure_schema'd before apply"
         raise SinkSchemaError(msg)
     return types
+
+
+def _check_lengths(rep: _Replica, effects: Iterable[Effect]) -> None:
+    """A key longer than its replica column takes (no source could write it: a crafted or broken record)
+    is ``RowRefused``, naming the replica, the column and the lengths, never the value."""
+    for e in effects:
+        key = e.change.key
+        for i, longest in rep.limits:
+            value = key[i]
+            if isinstance(value, (str, bytes)) and len(value) > longest:
+                msg = (
+                    f"replica {rep.name}: ums_uid_ {e.change.ums_uid}: key column {rep.key[i]!r} is "
+                    f"{len(value)} long, longer than the {longest} the source declares"
+                )
+                raise RowRefused(msg, e.change)
 
 
 def _sql_value(rep: _Replica, c: RowChange, col: str, t: UmsType, value: JsonValue) -> object:

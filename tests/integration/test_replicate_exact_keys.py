@@ -23,7 +23,8 @@ exit 2 with ``CLIENT_SINK_KEY`` naming the table and the column.
 The limits the sink counts with agree with the real targets: through ``SqlSink`` (tables made, rows
 applied), the longest declared key each target takes holds keys of that length in 4-byte characters
 (random: PostgreSQL cannot compress them) that differ only by a trailing space or case, each its own row;
-one character more is refused when the sink is made.
+one character more is refused when the sink is made, and a key longer than declared (a record no source
+writes) is refused as a bad row instead of failing the window.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from fullpull_env import run_dbus
 from pipeline_env import Through, cleanup_pipeline, make_pipeline_env, read_records
 from replica_env import fresh_database, scalar
 
-from dbusclient.decode import RowChange, TableRef
+from dbusclient.decode import RowChange, RowRefused, TableRef
 from dbusclient.merge import Upsert
 from dbusclient.replica_keys import KeyRefused, SourceColumn
 from dbusclient.sink_sql import SqlSink
@@ -278,5 +279,13 @@ def test_the_longest_key_a_target_takes_holds_every_key_apart_and_one_more_is_re
             sink.apply(effects)
             assert scalar(url, "SELECT COUNT(*) FROM longkeys") == len(variants)
             assert scalar(url, "SELECT SUM(v) FROM longkeys") == sum(range(len(variants)))
+            # a key longer than the source declares (no source writes one): refused by name, not cut
+            values = {n: (long[n] + "x" if n in long else 7) for n in types}
+            key = tuple(values[n] for n in types)
+            longer = RowChange(table, 0, key, Op.INSERT, 200, 200 * 10**6, "2024-01-02 03:04:05.000", values)
+            with pytest.raises(RowRefused, match=r"replica longkeys: .* key column '(k|j)' is \d+ long") as e:
+                sink.apply([Upsert(longer)])
+            assert e.value.change is longer
+            assert scalar(url, "SELECT COUNT(*) FROM longkeys") == len(variants)
         finally:
             sink.engine.dispose()

@@ -23,6 +23,7 @@ from dbusclient.replica_keys import (
     UTF8_MAXLEN,
     KeyRefused,
     SourceColumn,
+    key_lengths,
     key_types,
 )
 from ums.types import UmsType, ums_type_for
@@ -223,3 +224,19 @@ def test_any_key_is_made_exact_within_the_limit_or_refused_by_name(columns, dial
             assert text.endswith(("_nopad_bin", "utf8mb4_0900_bin")), text
         if text.startswith("TEXT"):
             assert text == 'TEXT COLLATE "C"'
+
+
+@pytest.mark.parametrize(
+    ("dialect", "columns", "lengths"),
+    [
+        ("mariadb", [("k", "varchar(300)", "utf8mb4"), ("n", "int", None)], (300, None)),
+        ("postgresql", [("k", "varchar(300)", "utf8mb4"), ("b", "varbinary(16)", None)], (300, 16)),
+        ("mariadb", [("k", "enum('a','bbb')", "utf8mb4")], (3,)),
+    ],
+)
+def test_the_longest_key_value_the_sink_takes_per_column(dialect, columns, lengths):
+    declared = {n: SourceColumn(n, t, cs) for n, t, cs in columns}
+    types = {n: ums_type_for(t) for n, t, _ in columns}
+    assert key_lengths("orders", tuple(declared), types, dialect, declared) == lengths
+    undeclared = key_lengths("orders", ("k",), {"k": UmsType.STRING}, dialect)
+    assert undeclared == ((768,) if dialect == "mariadb" else (None,))
