@@ -83,6 +83,21 @@ def end_offsets(query: Any) -> dict[int, int]:
     return {int(p): int(o) for p, o in offsets.items()}
 
 
+def log_end(cfg: DbusConfig, topic: str, attempts: int = 3) -> dict[int, int] | None:
+    """Per partition, the end of ``topic`` now: a query stopped before this call read nothing at or after it,
+    not even in a batch its stop interrupted, whose end no log may hold (None: Kafka did not answer)."""
+    from dbuslib import kafka
+
+    for attempt in range(attempts):
+        try:
+            ends = kafka.end_offsets(cfg.endpoints.kafka, [topic])
+            return {tp.partition: int(o) for tp, o in ends.items()}
+        except Exception as e:
+            log.warning("%s: the end offsets of %s (attempt %d): %s", topic, topic, attempt + 1, e)
+            time.sleep(1.0)
+    return None
+
+
 def stop_between_batches(query: Any, wait_s: float = IDLE_WAIT_S) -> None:
     """Stops ``query`` when no batch is running (up to ``wait_s``: then whatever runs is interrupted, and
     redone by the next query from the checkpoint)."""
@@ -214,6 +229,7 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
                 released(session, query)
                 # exact: the lines before these keep the old rules even when the next query reads them again
                 offsets = switch_at(end_offsets(query), planned_end(checkpoint))
+                offsets = switch_at(offsets, log_end(cfg, raw))  # past a batch the stop interrupted
                 earlier = (*still_needed(earlier, committed_end(checkpoint)), Earlier(rules, offsets))
                 ending["until"] = offsets
                 applied = (request, offsets)
@@ -222,7 +238,7 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
                 notes.flush(store, ds, src.schema_name(ds))
                 rules = request.rules
                 notes.switch(versions_of(rules.tables))
-                log.info("%s: rules reloaded, query restarted from %s", ds, applied[1])
+                log.info("%s: rules reloaded, the new ones from the switch offsets %s", ds, applied[1])
         finally:
             if listener is not None:
                 listener.stop()

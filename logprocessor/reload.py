@@ -7,7 +7,8 @@ compiles it. A set that does not compile is *rejected*: the answer names the rul
 stays. A good set is handed to the driver (``take``), after ``switch`` has asked the running query to stop
 between two batches. The driver starts the next query on the new set from the checkpoint, so every line is
 processed by one whole rule set: the lines before the *switch offsets* (the end of the last batch the old
-query finished) by the old one, the rest by the new.
+query finished or planned) by the old one, even when the next query reads them again, the rest by the new
+(logprocessor/switch.py).
 
 The answer to each request is one ZooKeeper node, ``/DBus/LogProcessor/<ds>/reload``, by example::
 

@@ -11,9 +11,12 @@ LogRecordUdf``; ``rules_at`` is the same choice in Python)::
 
     {"until": {"0": 23773, "1": 23690}, "rules": <the rule set before the switch>}
 
-The switch offsets of a partition are the end of what the old query may have read there: the end of its
-last finished batch, or of the batch its offset log planned when that one was stopped mid-way (``switch_at``).
-A partition the old query never read has no switch offset: all its lines follow the new rules.
+The switch offsets of a partition are past everything the old query may have read there (``switch_at``):
+the end of its last finished batch, of the batch its offset log planned, and the end of the raw topic once
+the old query has stopped (a stop may interrupt a batch whose end no log holds yet: its lines, partly
+written under the old rules, are before the topic's end). The lines between the old query's last batch and
+that end are shaped by the old rules too, by the next query. A partition the old query never read and the
+topic did not have then has no switch offset: all its lines follow the new rules.
 
 An ``Earlier`` is dropped once no restart can read its lines again: when the checkpoint's last committed batch
 ends at or after its ``until`` in every partition (``committed_end``, ``still_needed``).
@@ -53,8 +56,8 @@ def rules_at(earlier: Sequence[Earlier], current: RuleSet, partition: int, offse
 
 
 def switch_at(finished: Mapping[int, int], planned: Mapping[int, int] | None) -> dict[int, int]:
-    """Per partition, the larger of the end of the last finished batch and the end of the last batch the
-    offset log planned (None: unknown): nothing at or after it was read by the old query."""
+    """Per partition, the larger of two ends the old query read up to at most (``planned`` None: unknown):
+    its last finished batch's, its offset log's latest batch's, the raw topic's after it stopped."""
     out = dict(finished)
     for p, o in (planned or {}).items():
         out[p] = max(o, out.get(p, o))
