@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     with Session(args) as s:
         t = s.need_table(args.table)
         groups = pick_groups(s.store, t, args.group, args.published)
-    settings = AdapterSettings.of(s.source)
+    settings = AdapterSettings.of(s.source, s.cfg.path.parent)
     if args.log_type:  # another type's records; a log_json source's host for them when the source has none
         settings = replace(settings, log_type=args.log_type, json_host=settings.json_host or SAMPLE_HOST)
     if args.raw:

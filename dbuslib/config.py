@@ -528,7 +528,7 @@ class LogProcessorSettings(StreamSettings):
     max_line_bytes: int = Field(1_000_000, ge=1024)  # a longer record is a dead letter (LOG_RECORD_TOO_LARGE)
     heartbeat_type: str = "dbus-heartbeat"  # the ``type`` that marks a shipper's heartbeat record
     # micro-batches: a publish switches rules between two batches, at the offsets it answers (in real-time
-    # mode a batch lasts realtime_checkpoint_s: the lines of the open one would be replayed under new rules)
+    # mode a batch lasts realtime_checkpoint_s: the open one is replayed, under the old rules)
     trigger: Literal["microbatch", "realtime"] = "microbatch"
     # the rows of up to this many consecutive records of a partition share a table's message per host (the
     # original's one message per host and table per poll of <= 300 records); 1: each record its own messages

@@ -16,7 +16,8 @@ dead-letter topic (the original replayed such a record forever, §1.4).
 Per type (``log_type``), what a record gives (lines; host; event time; heartbeat when):
 
 - ``log_rsyslog``: lines: the record; host: ``host``; event time: ``timestamp``; a heartbeat when
-  ``message`` is a JSON object whose ``type`` is the heartbeat type.
+  ``message`` is a JSON object whose ``type`` is the heartbeat type and ``path`` is the source's heartbeat
+  file (``heartbeat_files``): the same line in any other file is an ordinary line.
 - ``log_logstash``, ``log_logstash_json``: the record; ``host``; ``@timestamp``; ``type`` equals the
   heartbeat type.
 - ``log_filebeat``: the record flattened one level; ``beat.hostname`` (else ``host.name``); ``@timestamp``;
@@ -36,11 +37,13 @@ A heartbeat record has no lines.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from dbuslib.config import LogSource
@@ -98,6 +101,8 @@ class AdapterSettings:
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     json_host: str | None = None
     timezone: str = "UTC"
+    # log_rsyslog: the ``path`` a heartbeat record must come from (``heartbeat_files``); None: any path
+    heartbeat_files: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.log_type not in LOG_TYPES:
@@ -106,14 +111,34 @@ class AdapterSettings:
         _zone(self.timezone)  # an unknown zone fails here, not per record
 
     @classmethod
-    def of(cls, source: LogSource) -> AdapterSettings:
+    def of(cls, source: LogSource, base: Path | None = None) -> AdapterSettings:
+        """The settings of ``source``; ``base``, the configuration file's folder, places a relative
+        ``heartbeat.file`` (``heartbeat_files``)."""
         return cls(
             source.type,
             source.processor.heartbeat_type,
             source.processor.max_line_bytes,
             source.host,
             source.ums.timezone,
+            heartbeat_files(source, base),
         )
+
+
+def heartbeat_files(source: LogSource, base: Path | None) -> tuple[str, ...] | None:
+    """The paths a log_rsyslog record must name to be a heartbeat: the source's ``heartbeat.file`` as the
+    shipper names it (absolute against ``base``, ``..`` folded, as ``logprocessor.shipper.globs`` makes the
+    watched files; and with links resolved), so a heartbeat-shaped line of any other file is an ordinary
+    line. () when the source has no heartbeat file: no record is a heartbeat. None (any path) only when the
+    file is relative and ``base`` unknown."""
+    file = source.heartbeat.file
+    if file is None:
+        return ()
+    if not file.is_absolute():
+        if base is None:
+            return None
+        file = base / file
+    named = os.path.normpath(file)
+    return tuple(dict.fromkeys((named, str(Path(named).resolve()))))
 
 
 @dataclass(frozen=True)
@@ -263,7 +288,8 @@ def _rsyslog(obj: JsonObject, text: str, rec: KafkaRecord, s: AdapterSettings, k
         return fail(NO_HOST, 'no "host"')
     event, kafka = _time(text_of(obj.get("timestamp")), s, kafka_ms)
     beat = read_object(message) if s.heartbeat_type in message else None
-    if beat is not None and text_of(beat.get("type")) == s.heartbeat_type:
+    from_file = s.heartbeat_files is None or text_of(obj.get("path")) in s.heartbeat_files
+    if beat is not None and text_of(beat.get("type")) == s.heartbeat_type and from_file:
         own = parse_time(text_of(beat.get("@timestamp")), s.timezone)
         return Adapted((), host_segment(host), event, kafka, True, event if own is None else own)
     return Adapted((text,), host_segment(host), event, kafka)

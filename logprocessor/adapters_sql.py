@@ -331,8 +331,11 @@ def _rsyslog(s: AdapterSettings, p: Mapping[str, Column], let: Let) -> _Out:
     beat = let(
         "beat", F.when(_contains(message, s.heartbeat_type), F.from_json(message, _BEAT, STRUCT_OPTIONS))
     )
+    files = s.heartbeat_files
+    from_file = F.lit(True) if files is None else j["path"].isin(*files) if files else F.lit(False)
     is_beat = F.coalesce(
-        beat.isNotNull() & beat[CORRUPT].isNull() & (beat["type"] == s.heartbeat_type), F.lit(False)
+        beat.isNotNull() & beat[CORRUPT].isNull() & (beat["type"] == s.heartbeat_type) & from_file,
+        F.lit(False),
     )
     return _Out(
         lines=F.array(p["text"]),
@@ -530,7 +533,7 @@ def _ums(s: AdapterSettings, p: Mapping[str, Column], let: Let) -> _Out:
 
 _BEAT = f"struct<type:string,`@timestamp`:string,{CORRUPT}:string>"
 _SCHEMAS = {
-    "log_rsyslog": f"struct<host:string,timestamp:string,message:string,{CORRUPT}:string>",
+    "log_rsyslog": f"struct<host:string,path:string,timestamp:string,message:string,{CORRUPT}:string>",
     "log_logstash": f"struct<host:string,`@timestamp`:string,type:string,{CORRUPT}:string>",
     "log_logstash_json": f"struct<host:string,`@timestamp`:string,type:string,{CORRUPT}:string>",
     "log_filebeat": f"struct<{CORRUPT}:string>",

@@ -88,8 +88,9 @@ def process(
     from logprocessor.record_jvm import batch_outputs, record_outputs
 
     src = cfg.log_source(ds)
+    base = cfg.path.parent  # a relative heartbeat.file's folder
     if not per_record:
-        return batch_outputs(raw, src, ds, rules, earlier)
+        return batch_outputs(raw, src, ds, rules, earlier, base)
     outputs = record_outputs(
         raw.sparkSession,
         src,
@@ -102,6 +103,7 @@ def process(
         F.col("offset"),
         F.col("timestamp"),
         earlier,
+        base,
     )
     return raw.select(F.explode(outputs).alias("o")).select("o.topic", "o.key", "o.value", "o.metric")
 
@@ -115,7 +117,7 @@ def process_sql(raw: DataFrame, cfg: DbusConfig, ds: str, rules: RuleSet) -> Dat
     from logprocessor.adapters_sql import with_adapter
 
     src = cfg.log_source(ds)
-    adapted = with_adapter(raw, AdapterSettings.of(src))
+    adapted = with_adapter(raw, AdapterSettings.of(src, cfg.path.parent))
     lines = F.col("adapted.lines")
     results = rules_results(raw.sparkSession, lines, rules, src.processor.multi_table)
     staged = adapted.withColumn("_results", results)

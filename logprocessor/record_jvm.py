@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dbuslib.config import LogSource
@@ -38,15 +39,21 @@ STAGE = "logprocessor"
 
 
 def spec(
-    src: LogSource, ds: str, rules: RuleSet, batch: bool = False, earlier: Sequence[Earlier] = ()
+    src: LogSource,
+    ds: str,
+    rules: RuleSet,
+    batch: bool = False,
+    earlier: Sequence[Earlier] = (),
+    base: Path | None = None,
 ) -> str:
     """The JSON ``LogRecordUdf``'s constructor reads: the adapter's settings, the rule set, per table its
     namespace up to the host, result topic and message frame, the aborted tables, the heartbeat frame, the
     unknown and dead-letter topics, and the dead letters' withheld rule; with ``earlier`` (after a reload,
-    logprocessor/switch.py), each replaced rule set's own spec and the offsets until which it applies."""
+    logprocessor/switch.py), each replaced rule set's own spec and the offsets until which it applies;
+    ``base``: the configuration file's folder (a relative ``heartbeat.file``, ``AdapterSettings.of``)."""
     from logprocessor.logums_sql import heartbeat_frame, message_frame, namespace_head
 
-    settings = AdapterSettings.of(src)
+    settings = AdapterSettings.of(src, base)
     heads = set()
     tables = []
     for t in rules.tables:
@@ -81,6 +88,7 @@ def spec(
             "max_record_bytes": settings.max_record_bytes,
             "json_host": settings.json_host,
             "timezone": settings.timezone,
+            "heartbeat_files": settings.heartbeat_files,
         },
         "rules": ruleset_json(rules.tables, src.processor.multi_table, src.processor.regex_budget_ms),
         "head": heads.pop() if heads else message_frame(())[0],
@@ -100,13 +108,18 @@ def spec(
         doc |= {"message_records": src.processor.message_records, "message_bytes": src.ums.max_message_bytes}
     if earlier:
         doc["earlier"] = [
-            {"until": until_json(e.until), "spec": spec(src, ds, e.rules, batch)} for e in earlier
+            {"until": until_json(e.until), "spec": spec(src, ds, e.rules, batch, base=base)} for e in earlier
         ]
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
 
 
 def batch_outputs(
-    raw: DataFrame, src: LogSource, ds: str, rules: RuleSet, earlier: Sequence[Earlier] = ()
+    raw: DataFrame,
+    src: LogSource,
+    ds: str,
+    rules: RuleSet,
+    earlier: Sequence[Earlier] = (),
+    base: Path | None = None,
 ) -> DataFrame:
     """(topic, key, value, metric) of the Kafka source's records ``raw`` (value, key, topic, partition,
     offset, timestamp), by ``dbus.jvm.LogBatch`` (a JVM ``mapPartitions``: no Python per record); a record
@@ -117,7 +130,7 @@ def batch_outputs(
 
     jvm = raw.sparkSession._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
     cls = jvm_class(jvm, "dbus.jvm.LogBatch", STAGE)
-    jdf = cls.apply(raw._jdf, spec(src, ds, rules, batch=True, earlier=earlier))
+    jdf = cls.apply(raw._jdf, spec(src, ds, rules, batch=True, earlier=earlier, base=base))
     return DataFrame(jdf, raw.sparkSession)
 
 
@@ -133,6 +146,7 @@ def record_outputs(
     offset: Column,
     timestamp: Column,
     earlier: Sequence[Earlier] = (),
+    base: Path | None = None,
 ) -> Column:
     """``array<OUT_TYPE>``: every output of the Kafka record (``timestamp`` a timestamp column; a record
     before an ``earlier`` set's switch offset shaped by that set). A jar without the class, or a rule set the
@@ -142,7 +156,7 @@ def record_outputs(
 
     from dbuslib.spark import jvm_class
 
-    text = spec(src, ds, rules, earlier=earlier)
+    text = spec(src, ds, rules, earlier=earlier, base=base)
     name = f"{FUNCTION}_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
     jvm = spark._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
     cls = jvm_class(jvm, CLASS, STAGE)

@@ -36,6 +36,7 @@ STRINGS = [
     "dbus-heartbeat",
     "x dbus-heartbeat y",
 ]
+HEARTBEAT_FILE = "/var/log/hb.log"  # log_rsyslog: the heartbeat file of a source that names one
 TIMES = [
     "2024-03-05T02:15:30.123Z",
     "2024-03-05T10:15:30.123456+08:00",
@@ -153,7 +154,7 @@ def _record(w: Writer, log_type: str) -> tuple[bytes | None, bytes | None]:
         )
         for name, value in [
             ("host", w.string(rnd.choice(STRINGS[1:4]))),
-            ("path", w.string("/var/log/a.log")),
+            ("path", w.string(rnd.choice(["/var/log/a.log", HEARTBEAT_FILE] if hb else ["/var/log/a.log"]))),
             ("timestamp", time),
             ("message", message),
         ]:

@@ -16,7 +16,7 @@ import random
 import struct
 
 import pytest
-from log_corpus import SEED, STRINGS, TIMES, corpus
+from log_corpus import HEARTBEAT_FILE, SEED, STRINGS, TIMES, corpus
 
 from logprocessor.adapters import LOG_TYPES, AdapterSettings, RecordError, adapt
 from logprocessor.grammar import Column
@@ -79,14 +79,22 @@ def _frame(spark, records):
     )
 
 
-@pytest.mark.parametrize("log_type", LOG_TYPES)
-def test_the_sql_adapter_gives_what_the_python_adapter_gives(spark, log_type):
+@pytest.mark.parametrize(
+    ("log_type", "files"),
+    [(t, None) for t in LOG_TYPES] + [("log_rsyslog", (HEARTBEAT_FILE, "/x")), ("log_rsyslog", ())],
+)
+def test_the_sql_adapter_gives_what_the_python_adapter_gives(spark, log_type, files):
+    """``files``: the heartbeat files of a log_rsyslog source (None: a heartbeat from any path)."""
     from pyspark.sql import functions as F
 
     from logprocessor.adapters_sql import adapter_columns, with_adapter
 
     settings = AdapterSettings(
-        log_type, max_record_bytes=2048, json_host="json.host", timezone="Asia/Shanghai"
+        log_type,
+        max_record_bytes=2048,
+        json_host="json.host",
+        timezone="Asia/Shanghai",
+        heartbeat_files=files,
     )
     records = sorted(corpus(log_type), key=lambda r: r.offset)
     df = _frame(spark, records)

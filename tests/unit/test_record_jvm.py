@@ -16,12 +16,21 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import jvm_jar
 import pytest
-from log_corpus import corpus
+from log_corpus import HEARTBEAT_FILE, corpus
 
-from dbuslib.config import DbusConfig, LogProcessorSettings, LogSource, LogUms, MaskRule, load_config
+from dbuslib.config import (
+    DbusConfig,
+    LogHeartbeat,
+    LogProcessorSettings,
+    LogSource,
+    LogUms,
+    MaskRule,
+    load_config,
+)
 from logprocessor.adapters import LOG_TYPES, KafkaRecord
 from logprocessor.grammar import TableRules, groups_from_json, save_as_columns
 from logprocessor.metrics import ERROR, HEARTBEAT, ROWS, UNKNOWN, parse_metric
@@ -105,6 +114,7 @@ def _source(log_type: str, multi: bool = True, masked: bool = False) -> LogSourc
         host="json.host" if log_type == "log_json" else None,
         ums=LogUms(timezone="Asia/Shanghai"),
         processor=LogProcessorSettings(max_line_bytes=2048, multi_table=multi),
+        heartbeat=LogHeartbeat(file=Path(HEARTBEAT_FILE)),  # log_rsyslog: heartbeats from it only
         masking={f"{DS}_schema.by_host": {"host": MaskRule(type="md5")}} if masked else {},
     )
 

@@ -51,9 +51,17 @@ final class LogAdapter implements java.io.Serializable {
     final long maxRecordBytes;
     final String jsonHost;
     final String timezone;
+    final java.util.Set<String> heartbeatFiles; // log_rsyslog: the paths a heartbeat comes from; null: any
     private transient ZoneId zone;
 
     LogAdapter(String logType, String heartbeatType, long maxRecordBytes, String jsonHost, String timezone) {
+        this(logType, heartbeatType, maxRecordBytes, jsonHost, timezone, null);
+    }
+
+    /** {@code heartbeatFiles}: adapters.AdapterSettings.heartbeat_files (null: a heartbeat from any path). */
+    LogAdapter(String logType, String heartbeatType, long maxRecordBytes, String jsonHost, String timezone,
+            java.util.Set<String> heartbeatFiles) {
+        this.heartbeatFiles = heartbeatFiles;
         this.logType = logType;
         this.heartbeatType = heartbeatType;
         this.maxRecordBytes = maxRecordBytes;
@@ -146,7 +154,8 @@ final class LogAdapter implements java.io.Serializable {
         long t = parseTime(textOf(obj.get("timestamp")));
         long event = t < 0 ? kafkaMs : t;
         Obj beat = message.contains(heartbeatType) ? readObject(message) : null;
-        if (beat != null && heartbeatType.equals(textOf(beat.get("type")))) {
+        boolean fromFile = heartbeatFiles == null || heartbeatFiles.contains(textOf(obj.get("path")));
+        if (beat != null && heartbeatType.equals(textOf(beat.get("type"))) && fromFile) {
             long own = parseTime(textOf(beat.get("@timestamp")));
             return beat(a, host, event, t < 0, own < 0 ? event : own);
         }

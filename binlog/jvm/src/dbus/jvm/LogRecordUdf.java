@@ -78,8 +78,13 @@ public final class LogRecordUdf implements UDF6<byte[], byte[], String, Integer,
             throw new IllegalArgumentException("LogRecordUdf: not a spec: " + e.getMessage(), e);
         }
         JsonNode a = s.get("adapter");
+        java.util.Set<String> files = null; // a heartbeat from any path
+        if (a.path("heartbeat_files").isArray()) {
+            files = new java.util.HashSet<>();
+            for (JsonNode f : a.get("heartbeat_files")) files.add(f.asText());
+        }
         adapter = new LogAdapter(a.get("type").asText(), a.get("heartbeat_type").asText(), a.get("max_record_bytes").asLong(),
-            a.get("json_host").isNull() ? null : a.get("json_host").asText(), a.get("timezone").asText());
+            a.get("json_host").isNull() ? null : a.get("json_host").asText(), a.get("timezone").asText(), files);
         rules = s.get("rules").asText();
         set = LogRulesUdf.ruleSet(rules); // a rule set the engine cannot read fails here, at registration
         JsonNode t = s.get("tables");
