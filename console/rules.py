@@ -179,13 +179,13 @@ def group_preview(group: Group, line: str, masking: Masking | None = None) -> di
     plan = masking.plan() if masking is not None else None
     taken = steps(group, line)
     for s in taken:
-        step = {"position": s.position, "op": s.op, "rows": _plain(s.rows), "columns": None, "error": s.error}
+        rows = _plain(s.rows)
+        step: dict[str, Any] = {"position": s.position, "op": s.op, "rows": rows, "columns": None}
+        step["error"] = s.error
         if s.op == "saveAs":
-            rows, where = (
-                mask_rows(plan, masking.schema, masking.table, columns, step["rows"])
-                if (masking is not None)
-                else (step["rows"], [])
-            )
+            where: list[int] = []
+            if masking is not None:
+                rows, where = mask_rows(plan, masking.schema, masking.table, columns, rows)
             step.update(rows=_plain(rows), columns=names, masked=[names[i] for i in where])
         out["steps"].append(step)
     last = taken[-1]
@@ -270,12 +270,17 @@ def preview_job(
     settings: Any,
     raw: bool,
     masking: Masking,
+    budget_ms: int | None = None,
     *,
     mark: Callable[[int, int], None],
 ) -> dict[str, Any]:
-    """``preview`` as the preview's process runs it (console/budget.py): redacted for a viewer of a masking
-    source (console/masked.py)."""
-    done = preview(groups, records, settings, raw=raw, masking=masking, mark=mark)
+    """``preview`` as the preview's process runs it (console/budget.py), each regex within the source's
+    ``processor.regex_budget_ms`` as the processor runs it: redacted for a viewer of a masking source
+    (console/masked.py)."""
+    from logprocessor.regexbudget import budget
+
+    with budget(budget_ms):
+        done = preview(groups, records, settings, raw=raw, masking=masking, mark=mark)
     return viewer_preview(done, groups, settings, raw, masking) if masking.redact else done
 
 
@@ -591,13 +596,15 @@ def api_preview(ds: str, table: str) -> Any:
     if wrong is not None:
         abort(400, description=f"records[{wrong}]: must be text, not {kind(records[wrong])}")
     records = records[:MAX_PREVIEW_RECORDS]
-    settings, masking = _settings(_source(ds)), _masking(ds, table)
+    src = _source(ds)
+    settings, masking = _settings(src), _masking(ds, table)
 
     def where(mark: tuple[int, int]) -> str:
         n, gi = mark
         return f"record {n}, group {groups[gi].name!r}" if 0 <= gi < len(groups) else f"record {n}"
 
-    done = _budgeted(preview_job, groups, records, settings, bool(body.get("raw")), masking, where=where)
+    raw, budget_ms = bool(body.get("raw")), src.processor.regex_budget_ms
+    done = _budgeted(preview_job, groups, records, settings, raw, masking, budget_ms, where=where)
     return {**done, "problems": problems} if isinstance(done, dict) else done
 
 
