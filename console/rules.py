@@ -571,11 +571,12 @@ def api_sample(ds: str, table: str) -> Any:
 
 
 def _settings(src: Any) -> Any:
-    """The source's adapter settings as ``dbus logrules test`` has them (a host for log_json lines)."""
+    """The source's adapter settings as ``dbus logrules test`` has them (a host for log_json lines; a
+    relative ``heartbeat.file`` placed against the configuration's folder, as the processor places it)."""
     from cli.logtest import SAMPLE_HOST
     from logprocessor.adapters import AdapterSettings
 
-    settings = AdapterSettings.of(src)
+    settings = AdapterSettings.of(src, config().path.parent)
     if settings.log_type == "log_json" and not settings.json_host:
         settings = replace(settings, json_host=SAMPLE_HOST)
     return settings
