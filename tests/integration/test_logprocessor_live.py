@@ -51,6 +51,7 @@ REPO = Path(__file__).resolve().parents[2]
 DEMO_RULES = REPO / "conf" / "demo" / "logrules" / "order_events.json"
 TABLES = ("orders", "payments")
 BIG = 10 * 1024 * 1024
+READ_HANG_S = 120  # a read of a result topic that takes longer has hung (LogEnv.read)
 
 
 def _grammar(rule: dict) -> list:
@@ -163,6 +164,28 @@ class LogEnv:
         return [f.get(30).offset for f in futures]
 
     def read(self, topic: str) -> list:
+        """Every record of ``topic``. A read runs on a thread of its own and is given up (its consumer
+        abandoned) and made again after READ_HANG_S: kafka-python's ``poll(timeout_ms=...)`` once never
+        returned in a CI run (its caller waits on an event without a timeout), which stopped a test for 20
+        minutes instead of retrying."""
+        for _ in range(3):
+            done: dict = {}
+            reader = threading.Thread(target=self._read_into, args=(topic, done), daemon=True)
+            reader.start()
+            reader.join(READ_HANG_S)
+            if "error" in done:
+                raise done["error"]
+            if "records" in done:
+                return done["records"]
+        raise AssertionError(f"reading {topic} hung 3 times for {READ_HANG_S} s")
+
+    def _read_into(self, topic: str, done: dict) -> None:
+        try:
+            done["records"] = self._read_once(topic)
+        except BaseException as e:  # raised again on the test's thread
+            done["error"] = e
+
+    def _read_once(self, topic: str) -> list:
         consumer = kafka.consumer(
             self.cfg.endpoints.kafka,
             topic,
