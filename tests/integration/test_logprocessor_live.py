@@ -38,6 +38,7 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import delete_zk_tree, wait_until
+from kafka import TopicPartition
 
 from cli.stages import Stages
 from dbuslib import kafka
@@ -51,7 +52,7 @@ REPO = Path(__file__).resolve().parents[2]
 DEMO_RULES = REPO / "conf" / "demo" / "logrules" / "order_events.json"
 TABLES = ("orders", "payments")
 BIG = 10 * 1024 * 1024
-READ_HANG_S = 120  # a read of a result topic that takes longer has hung (LogEnv.read)
+READ_S = 120  # a read of a result topic to its end offsets takes at most this (LogEnv.read)
 
 
 def _grammar(rule: dict) -> list:
@@ -164,39 +165,30 @@ class LogEnv:
         return [f.get(30).offset for f in futures]
 
     def read(self, topic: str) -> list:
-        """Every record of ``topic``. A read runs on a thread of its own and is given up (its consumer
-        abandoned) and made again after READ_HANG_S: kafka-python's ``poll(timeout_ms=...)`` once never
-        returned in a CI run (its caller waits on an event without a timeout), which stopped a test for 20
-        minutes instead of retrying."""
-        for _ in range(3):
-            done: dict = {}
-            reader = threading.Thread(target=self._read_into, args=(topic, done), daemon=True)
-            reader.start()
-            reader.join(READ_HANG_S)
-            if "error" in done:
-                raise done["error"]
-            if "records" in done:
-                return done["records"]
-        raise AssertionError(f"reading {topic} hung 3 times for {READ_HANG_S} s")
-
-    def _read_into(self, topic: str, done: dict) -> None:
-        try:
-            done["records"] = self._read_once(topic)
-        except BaseException as e:  # raised again on the test's thread
-            done["error"] = e
-
-    def _read_once(self, topic: str) -> list:
+        """Every record of ``topic`` up to its end offsets when the read starts. (Reading until a poll comes
+        back empty never ended while a steady stream kept the processor writing: the fresh-clone CI of
+        5670e56 spent 20 minutes in one read.)"""
         consumer = kafka.consumer(
             self.cfg.endpoints.kafka,
-            topic,
             auto_offset_reset="earliest",
             enable_auto_commit=False,
             max_partition_fetch_bytes=32 * 1024 * 1024,
             fetch_max_bytes=64 * 1024 * 1024,
         )
         try:
-            got = []
-            while batch := consumer.poll(timeout_ms=1500):
+            parts = consumer.partitions_for_topic(topic) or set()
+            tps = [TopicPartition(topic, p) for p in sorted(parts)]
+            if not tps:
+                return []
+            consumer.assign(tps)
+            consumer.seek_to_beginning(*tps)
+            ends = consumer.end_offsets(tps)
+            got: list = []
+            deadline = time.monotonic() + READ_S
+            while any(consumer.position(tp) < ends[tp] for tp in tps):
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{topic}: not read to its end offsets {ends} within {READ_S} s")
+                batch = consumer.poll(timeout_ms=1500)
                 got += [r for rs in batch.values() for r in rs]
             return got
         finally:
