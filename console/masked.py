@@ -75,10 +75,9 @@ def line_secrets(m: Masking, plan: MaskPlan, line: str, extra: Sequence[Group] =
             if got.failure is not None:
                 if masked_table:  # where and the dead letter's code: a reason may quote a value
                     f = got.failure
-                    code = getattr(f, "code", "LOG_LINE_RULE_ERROR")
                     return (
                         f"a rule of the masked table {table!r} breaks on a line: group {g.name!r} rule "
-                        f"{f.position} ({f.op}), {code}"
+                        f"{f.position} ({f.op}), {f.code}"
                     )
                 continue
             masked, where = mask_rows(plan, m.schema, table, got.columns, got.rows)

@@ -34,6 +34,7 @@ from dbuslib.config import DbusConfig, LogSource
 from dbuslib.deadletter import MAX_VALUE_BYTES, UNATTRIBUTED, spark_too_big, spark_value
 from logprocessor.adapters import AdapterSettings
 from logprocessor.grammar import TableRules
+from logprocessor.operators import LINE_ERROR  # a rule broke on the line (group, rule and operator named)
 from logprocessor.rules import RuleSet
 from logprocessor.switch import Earlier
 
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("logprocessor")
 
 STAGE = "logprocessor"
-LINE_ERROR = "LOG_LINE_RULE_ERROR"  # a rule broke on the line (the message names group, rule and operator)
 OUT_TYPE = "struct<topic:string,key:string,value:string>"
 
 
