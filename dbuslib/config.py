@@ -18,6 +18,7 @@ The shape, by example (see conf/dbus.yaml for every key)::
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import string
@@ -115,6 +116,16 @@ class RetrySettings(_Model):
     max_backoff_s: float = Field(5.0, gt=0)
 
 
+class RegistryEndpoint(_Model):
+    """A Confluent-compatible schema registry (the ``avro`` output format, docs/formats.md): ``url`` of its
+    Confluent API (Apicurio's ``.../apis/ccompat/v7``), HTTP basic auth when ``username`` is set."""
+
+    url: str
+    username: str | None = None
+    password: SecretStr = SecretStr("")
+    timeout_s: float = Field(10.0, gt=0)
+
+
 class Endpoints(_Model):
     """The servers every source shares, and how a transient failure of one is retried."""
 
@@ -122,6 +133,7 @@ class Endpoints(_Model):
     zookeeper: ZooKeeperEndpoint
     influxdb: InfluxEndpoint
     meta_store: MetaStore
+    registry: RegistryEndpoint | None = None
     retry: RetrySettings = Field(default_factory=RetrySettings)
 
 
@@ -194,7 +206,13 @@ class Capture(_Model):
         return tuple(_check_table_pattern(p) for p in v)
 
 
-_TOPIC_FIELDS = {"raw": {"ds"}, "schema": {"ds", "schema"}, "result": {"ds", "schema", "table"}}
+_TOPIC_FIELDS = {
+    "raw": {"ds"},
+    "schema": {"ds", "schema"},
+    "result": {"ds", "schema", "table"},
+    "table": {"ds", "schema", "table"},
+    "events": {"ds", "schema"},
+}
 
 
 class Topics(_Model):
@@ -203,6 +221,8 @@ class Topics(_Model):
     raw: str = "{ds}"
     schema_: str = Field("{ds}.{schema}", alias="schema")
     result: str = "{ds}.{schema}.result"
+    table: str = "{ds}.{schema}.{table}"  # a table's own result topic (output.topic: table)
+    events: str = "{ds}.{schema}.events"  # UMS heartbeats/terminations of per-row formats (docs/formats.md)
     ctrl: str = "{ds}_ctrl"
     dead_letter: str = "{ds}.dlq"
     data_shards: str = "{ds}_data_shards"
@@ -219,6 +239,8 @@ class Topics(_Model):
             "raw",
             "schema_",
             "result",
+            "table",
+            "events",
             "ctrl",
             "dead_letter",
             "data_shards",
@@ -431,6 +453,80 @@ class ExtractorSettings(_Model):
         return v
 
 
+OutputFormat = Literal["ums", "debezium-json", "canal-json", "avro"]  # ums.formats.FORMATS
+
+
+class DebeziumSettings(_Model):
+    """How the Debezium-shaped formats (debezium-json, avro) write values: Debezium's MySQL connector
+    options of the same names (``ums.formats.FormatOptions``, docs/formats.md). ``schemas``: debezium-json
+    records carry ``schema`` beside ``payload`` (Kafka Connect's JsonConverter ``schemas.enable``)."""
+
+    schemas: bool = True
+    decimal_handling_mode: Literal["precise", "double", "string"] = "precise"
+    time_precision_mode: Literal["adaptive_time_microseconds", "connect"] = "adaptive_time_microseconds"
+    bigint_unsigned_handling_mode: Literal["long", "precise"] = "long"
+    binary_handling_mode: Literal["bytes", "base64", "base64-url-safe", "hex"] = "bytes"
+    propagate_source_types: bool = True
+
+
+RegistryCompatibility = Literal[
+    "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE", "NONE"
+]
+
+
+class OutputSettings(_Model):
+    """What the result records of a source look like (docs/formats.md).
+
+    ``format``: ``ums`` (UMS messages, ``ums.format`` json or avro; the default), or a per-row format
+    (``debezium-json``, ``canal-json``, ``avro`` in the Confluent wire format through
+    ``endpoints.registry``): one record per row change, keyed by the primary key. ``tables``: per table
+    glob (``schema.table``), another format; the first glob that matches wins. ``tombstones``: a per-row
+    delete is followed by a tombstone. ``topic``: ``schema`` (``topics.result``) or ``table``
+    (``topics.table``, a topic per table). ``compatibility``: the registry subjects' level (avro)."""
+
+    format: OutputFormat = "ums"
+    tables: dict[str, OutputFormat] = Field(default_factory=dict)
+    tombstones: bool = True
+    topic: Literal["schema", "table"] = "schema"
+    debezium: DebeziumSettings = DebeziumSettings()
+    compatibility: RegistryCompatibility = "BACKWARD"
+
+    @field_validator("tables")
+    @classmethod
+    def _table_globs(cls, v: dict[str, OutputFormat]) -> dict[str, OutputFormat]:
+        for table in v:
+            _check_table_pattern(table)
+        return v
+
+    def format_for(self, schema: str, table: str) -> str:
+        """The format of ``schema.table``: its first matching ``tables`` glob, else ``format``."""
+        name = f"{schema}.{table}"
+        for pattern, fmt in self.tables.items():
+            if fnmatch.fnmatchcase(name, pattern):
+                return fmt
+        return self.format
+
+    @property
+    def formats(self) -> frozenset[str]:
+        """Every format this source may write."""
+        return frozenset({self.format, *self.tables.values()})
+
+    def options(self) -> Any:
+        """The ``ums.formats.FormatOptions`` of these settings."""
+        from ums.formats import FormatOptions
+
+        d = self.debezium
+        return FormatOptions(
+            tombstones=self.tombstones,
+            schemas=d.schemas,
+            decimal_handling_mode=d.decimal_handling_mode,
+            time_precision_mode=d.time_precision_mode,
+            bigint_unsigned_handling_mode=d.bigint_unsigned_handling_mode,
+            binary_handling_mode=d.binary_handling_mode,
+            propagate_source_types=d.propagate_source_types,
+        )
+
+
 class Source(_Model):
     """One captured database server ("data source" in the original)."""
 
@@ -445,6 +541,7 @@ class Source(_Model):
     dispatcher: StreamSettings = StreamSettings()
     appender: AppenderSettings = AppenderSettings()
     fullpull: FullPullSettings = FullPullSettings()
+    output: OutputSettings = OutputSettings()
 
     @field_validator("masking")
     @classmethod
@@ -688,6 +785,16 @@ class DbusConfig(_Model):
                 f"max_message_bytes ({limit}) - 65536, got {over[0][1]}"
             )
             raise ValueError(msg)
+        return self
+
+    @model_validator(mode="after")
+    def _registry_for_avro(self) -> DbusConfig:
+        """A source that writes the ``avro`` output format needs ``endpoints.registry``."""
+        if self.endpoints.registry is None:
+            avro = sorted(n for n, s in self.sources.items() if "avro" in s.output.formats)
+            if avro:
+                msg = f"sources.{avro[0]}.output: format avro needs endpoints.registry (a registry URL)"
+                raise ValueError(msg)
         return self
 
     def source(self, name: str) -> Source:
