@@ -22,9 +22,12 @@ JSON example (``op`` u, one primary-key column ``id``)::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
-from ums.message import UmsField, UmsMessage
+from ums.errors import BadMessageError
+from ums.ids import OFFSET_LIMIT, parse_ums_id, parse_ums_uid
+from ums.message import SYSTEM_FIELDS, ProtocolType, UmsField, UmsMessage
 from ums.scalars import JsonValue
 from ums.types import ColumnSpec
 
@@ -46,6 +49,16 @@ class TableShape:
     columns: tuple[ColumnSpec, ...]
     fields: tuple[UmsField, ...]
     primary_key: tuple[str, ...]
+
+    @cached_property
+    def key_indices(self) -> tuple[int, ...]:
+        """Indices in ``fields`` (and in a change's images) of the primary-key columns, in key order."""
+        names = [f.name for f in self.fields]
+        missing = [k for k in self.primary_key if k not in names]
+        if missing:
+            msg = f"{self.schema}.{self.table} v{self.version}: primary key {missing} not among its fields"
+            raise BadMessageError(msg)
+        return tuple(names.index(k) for k in self.primary_key)
 
 
 @dataclass(frozen=True)
@@ -80,7 +93,10 @@ class RowChange:
     def key_changed(self) -> bool:
         """An update whose primary-key values differ between its images (formats write it as a delete of
         the old key and a create of the new one, as Debezium does)."""
-        raise NotImplementedError
+        if self.op != "u" or self.before is None or self.after is None or not self.table.primary_key:
+            return False
+        before, after = self.before, self.after
+        return any(before[i] != after[i] for i in self.table.key_indices)
 
 
 def from_message(
@@ -102,5 +118,89 @@ def from_message(
     None. ``data_initial_data`` tuples are ``r`` with ``snapshot`` true (``last_snapshot_row``: the
     message's last tuple is the pull's last row, snapshot last). ``pos`` and ``row`` come from each tuple's
     ``ums_id_`` and ``ums_uid_``.
+
+    Raises ``BadMessageError`` naming the namespace and tuple for a message that is not data, a field
+    without its column, or a ``b`` tuple not followed by a ``u``.
     """
-    raise NotImplementedError
+    schema = message.schema
+    where = str(schema.namespace)
+    if message.protocol not in (ProtocolType.DATA_INCREMENT_DATA, ProtocolType.DATA_INITIAL_DATA):
+        msg = f"{where}: {message.protocol.value} carries no row changes"
+        raise BadMessageError(msg)
+    shape = table_shape(message, columns, primary_key)
+    initial = message.protocol is ProtocolType.DATA_INITIAL_DATA
+    system = len(SYSTEM_FIELDS[message.protocol])
+    last_index = len(message.payload) - 1
+    changes: list[RowChange] = []
+    before: tuple[JsonValue, ...] | None = None
+    id_text: object = None
+    id_number = pos = 0
+    for index, row in enumerate(message.payload):
+        op = row[2]
+        values = row[system:]
+        if op == "b":
+            if before is not None:
+                msg = f"{where}: payload[{index}]: a b tuple after a b tuple (each b pairs with the next u)"
+                raise BadMessageError(msg)
+            before = values
+            continue
+        if before is not None and op != "u":
+            msg = f"{where}: payload[{index}]: a b tuple followed by {op!r}, not by its u"
+            raise BadMessageError(msg)
+        if row[0] != id_text:  # the tuples of one binlog event share ums_id_: parse it once
+            id_text = row[0]
+            file_number, pos = parse_ums_id(_text(row[0], "ums_id_", where, index))
+            id_number = file_number * OFFSET_LIMIT + pos
+        uid = _text(row[3], "ums_uid_", where, index)
+        _, row_index = parse_ums_uid(uid)
+        if initial:
+            snapshot: Snapshot = "last" if last_snapshot_row and index == last_index else "true"
+            change_op: OpCode = "r"
+            images: tuple[tuple[JsonValue, ...] | None, tuple[JsonValue, ...] | None] = (None, values)
+        elif op == "i":
+            snapshot, change_op, images = "false", "c", (None, values)
+        elif op == "u":
+            snapshot, change_op, images = "false", "u", (before, values)
+            before = None
+        elif op == "d":
+            snapshot, change_op, images = "false", "d", (values, None)
+        else:
+            msg = f"{where}: payload[{index}]: ums_op_ {op!r} is not one of b, i, u, d"
+            raise BadMessageError(msg)
+        at = Position(id_number, ts_ms, file, pos, row_index, server_id, gtid, snapshot)
+        changes.append(RowChange(shape, change_op, images[0], images[1], at, uid))
+    if before is not None:
+        msg = f"{where}: payload[{last_index}]: the last tuple is a b without its u"
+        raise BadMessageError(msg)
+    return changes
+
+
+def table_shape(
+    message: UmsMessage, columns: tuple[ColumnSpec, ...], primary_key: tuple[str, ...]
+) -> TableShape:
+    """The ``TableShape`` of a data message: its user fields (after the system fields), the columns of the
+    same names in the same order, the version and names from its namespace."""
+    schema = message.schema
+    namespace = schema.namespace
+    fields = schema.fields[len(SYSTEM_FIELDS[message.protocol]) :]
+    by_name = {c.name: c for c in columns}
+    missing = [f.name for f in fields if f.name not in by_name]
+    if missing:
+        msg = f"{namespace}: fields {missing} have no column among the table version's columns"
+        raise BadMessageError(msg)
+    return TableShape(
+        namespace.ds_alias,
+        namespace.schema,
+        namespace.table,
+        namespace.version,
+        tuple(by_name[f.name] for f in fields),
+        fields,
+        tuple(primary_key),
+    )
+
+
+def _text(value: JsonValue, name: str, where: str, index: int) -> str:
+    if not isinstance(value, str):
+        msg = f"{where}: payload[{index}] ({name}): {value!r} is not a decimal string"
+        raise BadMessageError(msg)
+    return value
