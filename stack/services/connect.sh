@@ -1,0 +1,52 @@
+# Kafka Connect for the interoperability tests: the worker's jars and two plugins from Maven Central
+# (conf/stack/connect-pom.xml, one profile per folder), under .stack/jars/connect:
+#   runtime/                      the worker's classpath (connect-runtime, connect-json: the broker's Kafka version)
+#   plugins/debezium-jdbc/        Debezium's JDBC sink connector and its drivers (PostgreSQL, MariaDB...)
+#   plugins/apicurio-converter/   Apicurio Registry's AvroConverter (io.apicurio.registry.utils.converter)
+# plugin.path is plugins/. No worker runs by default: each test starts its own on a free loopback port with
+# its own folder (tests/integration/connect.py), so start/stop only check that the jars are there.
+
+CONNECT_JARS=$STACK_HOME/jars/connect
+CONNECT_PROFILES="runtime debezium-jdbc apicurio-converter"
+
+_connect_dir() {  # the folder of a profile
+  if [ "$1" = runtime ]; then echo "$CONNECT_JARS/runtime"; else echo "$CONNECT_JARS/plugins/$1"; fi
+}
+
+# _connect_resolve PROFILE: mvn_copy's way (a marker of the pom's hash) for one profile of the pom; the
+# plugins leave out Kafka's own jars, which the worker provides.
+_connect_resolve() {
+  local pom=$STACK_REPO/conf/stack/connect-pom.xml profile=$1 out; out=$(_connect_dir "$1")
+  local marker; marker="$out/.resolved-$(sha1sum "$pom" | cut -c1-12)"
+  [ -f "$marker" ] && return 0
+  log "resolving connect-pom.xml profile $profile into $out (Maven, cached in ~/.m2)"
+  local exclude=(); [ "$profile" = runtime ] || exclude=(-DexcludeGroupIds=org.apache.kafka)
+  rm -rf "$out"; mkdir -p "$out"
+  mvn -q -B -f "$pom" -P "$profile" dependency:copy-dependencies -DoutputDirectory="$out" \
+    -DincludeScope=runtime "${exclude[@]}" >"$STACK_HOME/mvn-connect-$profile.log" 2>&1 \
+    || die "Maven could not resolve profile $profile of $pom; see $STACK_HOME/mvn-connect-$profile.log"
+  touch "$marker"
+}
+
+connect_install() {
+  local p; for p in $CONNECT_PROFILES; do _connect_resolve "$p"; done
+}
+
+connect_health() {
+  local p; for p in $CONNECT_PROFILES; do ls "$(_connect_dir "$p")"/.resolved-* >/dev/null 2>&1 || return 1; done
+  command -v java >/dev/null
+}
+
+connect_start() {
+  connect_health || die "connect: jars missing under $CONNECT_JARS (bash stack/stack.sh install connect)"
+}
+connect_stop() { :; }
+
+connect_describe() {
+  local jar v; jar=$(ls "$CONNECT_JARS"/runtime/connect-runtime-[0-9]*.jar 2>/dev/null | head -n1)
+  v=${jar##*/connect-runtime-}; v=${v%.jar}
+  local dbz; dbz=$(ls "$CONNECT_JARS"/plugins/debezium-jdbc/debezium-connector-jdbc-*.jar 2>/dev/null | head -n1)
+  dbz=${dbz##*/debezium-connector-jdbc-}; dbz=${dbz%.jar}
+  echo "kafka connect ${v:-?} (not running: tests start workers), plugins: debezium jdbc sink ${dbz:-?}," \
+    "apicurio converter, in $CONNECT_JARS"
+}
