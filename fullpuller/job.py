@@ -154,7 +154,8 @@ class Puller:
             at = ums_id(pos.file, pos.pos)
             version = self._version(req, info.columns, int(at))
             ns = Namespace("mysql", self.ds, req.schema, req.table, version.version)
-            topic = req.result_topic or self.src.topics.name("result", self.ds, req.schema, req.table)
+            fmt = self.src.output.format_for(req.schema, req.table)
+            topic = req.result_topic or self._result_topic(req.schema, req.table)
             now = datetime.now(UTC)
             p = Progress(
                 req.seqno,
@@ -168,6 +169,9 @@ class Puller:
                 Topic=topic,
                 Namespace=str(ns),
                 Columns=[asdict(c) for c in version.columns],
+                Format=fmt,
+                PrimaryKey=list(info.primary_key),
+                BinlogFile=pos.file,
             )
             self.store.create(p)
             self._history(p)
@@ -203,9 +207,10 @@ class Puller:
             SplitSource=plan.source,
             Warning=plan.warning or "",
         )
-        kafka.ensure_topic_once(
-            self.cfg.endpoints.kafka, topic, self.src.topics.partitions, self.src.topics.replication_factor
-        )
+        for t in dict.fromkeys((topic, self._marker_topic(p))):
+            kafka.ensure_topic_once(
+                self.cfg.endpoints.kafka, t, self.src.topics.partitions, self.src.topics.replication_factor
+            )
         request_json = control_json(req.message)
         for i, s in enumerate(plan.shards):
             split_json = {
@@ -334,6 +339,11 @@ class Puller:
             tuples_per_message=self.src.ums.tuples_per_message,
             max_message_bytes=self.src.ums.max_message_bytes,
             progress_interval_s=settings.progress_interval_s,
+            format=p.Format,
+            topic=p.Topic,
+            primary_key=p.PrimaryKey,
+            binlog_file=p.BinlogFile,
+            ts_ms=int(p.StartSecs * 1000),
         )
         self.store.report_shard(p, index, ShardState(0, PULLING))
         sc = self.session.sparkContext
@@ -362,8 +372,21 @@ class Puller:
         if error:
             headers.append((ums_headers.FULLPULL_ERROR, error.encode()[:4000]))
         self.producer.send(
-            p.Topic, key=f"{p.Schema}.{p.Table}".encode(), value=value.encode(), headers=headers
+            self._marker_topic(p), key=f"{p.Schema}.{p.Table}".encode(), value=value.encode(), headers=headers
         ).get(60)
+
+    def _result_topic(self, schema: str, table: str) -> str:
+        """The table's result topic: per schema (``topics.result``) or per table (``topics.table``), as
+        ``output.topic`` says."""
+        kind = "table" if self.src.output.topic == "table" else "result"
+        return self.src.topics.name(kind, self.ds, schema, table)
+
+    def _marker_topic(self, p: Progress) -> str:
+        """Where the pull's markers go: its topic for UMS; for a per-row format the schema's events topic
+        (``topics.events``, with the table's heartbeats), since a per-row topic holds row changes only."""
+        if p.Format == "ums":
+            return p.Topic
+        return self.src.topics.name("events", self.ds, p.Schema)
 
     def _reply(self, p: Progress) -> None:
         """The FULL_DATA_FINISH_REQ of a finished pull on ``<ds>_callback``."""

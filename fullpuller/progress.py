@@ -68,6 +68,11 @@ class Progress:
     Columns: list[dict[str, Any]] = field(default_factory=list)
     Resumes: int = 0
     Shards: list[dict[str, Any]] = field(default_factory=list)
+    # the output format fixed at acceptance (output.format_for the table; "ums" for a node written before
+    # per-row formats), the table's primary key and the snapshot's binlog file (per-row records carry them)
+    Format: str = "ums"
+    PrimaryKey: list[str] = field(default_factory=list)
+    BinlogFile: str = ""
 
     def to_bytes(self) -> bytes:
         return json.dumps(asdict(self), separators=(",", ":")).encode()

@@ -7,7 +7,9 @@ up to ``ums.tuples_per_message`` tuples around them (ums.text). It yields one Sp
 ``key``/``value`` binary, for Spark's Kafka sink; a message above ``endpoints.kafka.max_message_bytes``
 (one huge row) yields its ordered chunks instead (ums.chunks, docs/ums.md#large-tuples). Masked tables take
 a slower path: each tuple is parsed, masked with the appender's rules and written again, so no clear value
-of a masked column leaves the reader.
+of a masked column leaves the reader. A table written in a per-row format (``output.format``: debezium-json,
+canal-json, avro) gets one record per row instead, keyed by its primary key, one Arrow batch per fetch
+(fullpuller/perrow.py).
 
 While it reads, the reader reports the shard's rows to ZooKeeper every ``progress_interval_s``
 (fullpuller/progress.py); the driver marks the shard done once Spark's Kafka sink has committed it.
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -52,6 +54,14 @@ class ShardJob:
     tuples_per_message: int
     max_message_bytes: int
     progress_interval_s: float
+    # per-row formats (fullpuller/perrow.py): the pull's output.format ("ums": UMS messages), the topic the
+    # records go to (avro subjects are named after it), the primary key, the snapshot's binlog file and
+    # the acceptance time in epoch ms (source.ts_ms)
+    format: str = "ums"
+    topic: str = ""
+    primary_key: list[str] = field(default_factory=list)
+    binlog_file: str = ""
+    ts_ms: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -95,8 +105,9 @@ class ShardReader(DataSourceReader):
         yield from read_shard(self.job)
 
 
-def read_shard(job: ShardJob) -> Iterator[tuple[bytes, bytes, list[tuple[str, bytes]]]]:
-    """The shard's messages as (key, value, headers); reports rows to ZooKeeper as it goes and at the end."""
+def read_shard(job: ShardJob) -> Iterator[Any]:
+    """The shard's records: (key, value, headers) tuples of UMS messages, or for a per-row format one Arrow
+    record batch per fetch (fullpuller/perrow.py); reports rows to ZooKeeper as it goes and at the end."""
     from pymysql.cursors import SSCursor
 
     from dbuslib import mysql
@@ -104,7 +115,11 @@ def read_shard(job: ShardJob) -> Iterator[tuple[bytes, bytes, list[tuple[str, by
 
     cfg = _config(job.config)
     src = cfg.source(job.ds)
-    writer = MessageWriter.for_job(job, src.masking, cfg.endpoints.kafka.max_message_bytes)
+    writer: Any
+    if job.format == "ums":
+        writer = MessageWriter.for_job(job, src.masking, cfg.endpoints.kafka.max_message_bytes)
+    else:
+        writer = row_writer(job, cfg)
     reporter = _Reporter(cfg, job)
     db = mysql.connect(src.mysql, cursorclass=SSCursor, use_unicode=False)
     try:
@@ -133,11 +148,24 @@ def read_shard(job: ShardJob) -> Iterator[tuple[bytes, bytes, list[tuple[str, by
                     ]
                 if raws is not None:
                     texts = [render.splice_binaries(t, b) for t, b in zip(texts, raws, strict=True)]
-                yield from writer.messages(texts)
+                if job.format == "ums":
+                    yield from writer.messages(texts)
+                else:
+                    yield writer.batch(texts)
                 reporter.rows(writer.rows)
         reporter.rows(writer.rows, final=True)
     finally:
         db.close()  # the ZooKeeper client stays open for the worker's next shard (_zk)
+
+
+def row_writer(job: ShardJob, cfg: Any) -> Any:
+    """The ``perrow.RowWriter`` of a shard: the source's ``output`` options and masking, for ``avro`` the
+    worker's registry client (``_schema_ids``)."""
+    from fullpuller.perrow import RowWriter
+
+    src = cfg.source(job.ds)
+    ids = _schema_ids(cfg, src.output.compatibility) if job.format == "avro" else None
+    return RowWriter.for_job(job, src.output.options(), src.masking, ids)
 
 
 class MessageWriter:
@@ -239,6 +267,7 @@ class _Reporter:
 # ships the file as it is at each shard, fullpuller.job.Puller._shipped_config) and the ZooKeeper client are
 # made once per worker process.
 _ZK: dict[str, Any] = {}
+_REGISTRY: dict[tuple[str, str], Any] = {}
 
 
 def _config(document: str) -> Any:
@@ -255,3 +284,20 @@ def _zk(cfg: Any) -> Any:
 
         client = _ZK[hosts] = zk.client(cfg.endpoints.zookeeper)
     return client
+
+
+def _schema_ids(cfg: Any, level: str) -> Any:
+    """The worker's ``SchemaIds`` for avro (dbuslib/registry.py): made once per registry and compatibility
+    level, so a subject's level is set and a schema registered once per worker, not once per shard."""
+    from dbuslib.registry import Registry
+    from fullpuller.perrow import cached_schema_ids
+
+    endpoint = cfg.endpoints.registry
+    key = (endpoint.url, level)
+    ids = _REGISTRY.get(key)
+    if ids is None:
+        registry = Registry.from_config(endpoint, cfg.endpoints.retry)
+        ids = _REGISTRY[key] = cached_schema_ids(
+            registry.schema_id, lambda subject: registry.ensure_compatibility(subject, level)
+        )
+    return ids
