@@ -199,7 +199,7 @@ def chunked(records: Iterable[Any], max_bytes: int) -> Iterator[Any]:
     same topic, key and headers, plus ``ums_chunk``/``ums_chunk_id``. One length test per record."""
     fits = chunks.limit(max_bytes)
     for rec in records:
-        if len(rec.value) <= fits:
+        if rec.value is None or len(rec.value) <= fits:  # None: a per-row tombstone
             yield rec
             continue
         for part, extra in chunks.split(rec.value, max_bytes):

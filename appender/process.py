@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -58,13 +58,17 @@ class InRecord:
 
 @dataclass(frozen=True)
 class OutRecord:
+    """One output record; a per-row record of a table without a primary key has no key, and a per-row
+    tombstone no value (``ums.formats.Record``)."""
+
     topic: str
-    key: bytes
-    value: bytes
+    key: bytes | None
+    value: bytes | None
     headers: tuple[tuple[str, bytes], ...] = ()
 
 
 LONG_MAX = (1 << 63) - 1  # no ums_id_ reaches it: "no next version yet"
+_UNCUT = 1 << 62  # tuples/bytes per message on the per-row path: an update's b and u stay in one message
 RECORD_FAILED = "APPENDER_RECORD_FAILED"  # dead-letter code: converting the record raised an unforeseen error
 History = Callable[[str, str], list[Version]]  # (schema, table) -> versions, oldest first
 # The earlier chunks of the event ``record`` (a chunk i > 0) belongs to, read back from Kafka, in order.
@@ -79,10 +83,26 @@ def _now_ms() -> float:
 
 @dataclass
 class Outputs:
-    result_topic: Callable[[str, str], str]  # (schema, table) -> topic
+    result_topic: Callable[[str, str], str]  # (schema, table) -> topic (dbuslib.topics.result_topic)
     dead_letter_topic: str
     global_control_topic: str | None = None  # G_META_SYNC_WARNING on schema changes; None = not sent
     repull_topic: str | None = None  # <ds>_ctrl: a full pull after DDL removed rows; None = not asked
+    # (schema, table) -> its per-row format (ums.formats.PER_ROW), None for UMS; no function: UMS for all
+    row_format: Callable[[str, str], str | None] | None = None
+    # schema -> where the UMS heartbeats and terminations of its per-row tables go (topics.events)
+    events_topic: Callable[[str], str] | None = None
+    formatter: Callable[[str], Any] | None = None  # format name -> its ums.formats.Format (made once)
+
+    def format_of(self, schema: str, table: str) -> str | None:
+        """The per-row format of ``schema.table``, None when it is written as UMS."""
+        return None if self.row_format is None else self.row_format(schema, table)
+
+    def ums_topic(self, schema: str, table: str) -> str:
+        """Where UMS messages of ``schema.table`` go: its result topic, or for a per-row table (whose
+        result topic holds per-row records alone) its schema's events topic."""
+        if self.events_topic is not None and self.format_of(schema, table) is not None:
+            return self.events_topic(schema)
+        return self.result_topic(schema, table)
 
 
 @dataclass
@@ -136,6 +156,8 @@ class PartitionProcessor:
             return  # a chunk: the event is emitted with its last chunk
         if self.heartbeat is not None and self.heartbeat.holds(event.header):
             yield from self._heartbeats(rec, event)
+        elif event.kind == "rows" and self._per_row(event) is not None:
+            yield from self._rows_per_row(rec, event, rendered if event.chunk is None else None)
         elif event.kind == "rows" and rendered is not None and event.chunk is None:
             yield from self._rows_rendered(event, rendered)
         elif event.kind == "rows":
@@ -159,6 +181,64 @@ class PartitionProcessor:
         for message in masked(self.mask_plan, to_ums(event.header, rows, current.version, self.settings)):
             yield self._out(event, message)
         self._count(rows.schema, rows.table, len(rows.rows))
+
+    def _per_row(self, event: RawEvent) -> str | None:
+        """The per-row format of a rows event's table (from its header), None for UMS."""
+        h = event.header
+        if self.outputs.row_format is None or h.schema is None or h.table is None:
+            return None
+        return self.outputs.format_of(h.schema, h.table)
+
+    def _rows_per_row(self, rec: InRecord, event: RawEvent, rendered: bytes | None) -> Iterator[OutRecord]:
+        """Rows of a table written in a per-row format: the value path's UMS messages (the JVM's lines
+        parsed, or the reference decoder), with before images whatever ``ums.before_update_image`` says
+        (the old key of an update and Debezium's ``before``) and uncut, masked as UMS is; then one
+        ``RowChange`` per row (ums.rowchange.from_message) and its records in the table's format, on its
+        result topic. A schema the registry refuses makes the event's rows one dead letter (what came
+        before them, a termination, still goes out)."""
+        from ums.formats import SchemaRefused
+        from ums.rowchange import from_message
+
+        settings = replace(self.settings, before_update_image=True, max_tuples=_UNCUT, max_bytes=_UNCUT)
+        h = event.header
+        shape = table_of(event) if rendered is not None else decode_rows(event)
+        current = yield from self._version(event, shape.schema, shape.table, shape.columns)
+        if rendered is None:
+            messages = to_ums(h, shape, current.version, settings)
+        else:  # the JVM's lines (before a NUL and their Avro when the source's UMS is Avro)
+            text = rendered.split(b"\x00", 1)[0]
+            lines = text.split(b"\n") if text else []
+            messages = rendered_messages(h, shape, lines, current.version, settings) if lines else []
+        fmt = self.outputs.format_of(shape.schema, shape.table)
+        topic = self.outputs.result_topic(shape.schema, shape.table)
+        encoder = self.outputs.formatter(fmt) if self.outputs.formatter and fmt else None
+        if encoder is None:
+            msg = f"{shape.schema}.{shape.table}: format {fmt!r} has no formatter (Outputs.formatter)"
+            raise ValueError(msg)
+        out: list[OutRecord] = []
+        rows = 0
+        try:
+            for message in masked(self.mask_plan, messages):
+                ums_key = ("ums_key", original_key(message, h, self.settings.ds).encode())
+                changes = from_message(
+                    message,
+                    shape.columns,
+                    tuple(shape.primary_key),
+                    file=h.file,
+                    ts_ms=h.ts * 1000,
+                    server_id=h.server_id if isinstance(h.server_id, int) else None,
+                    gtid=h.gtid,
+                )
+                rows += len(changes)
+                for change in changes:
+                    for r in encoder.records(topic, change):
+                        out.append(OutRecord(topic, r.key, r.value, (*r.headers, ums_key)))
+        except SchemaRefused as e:
+            reason = f"{shape.schema}.{shape.table} ({fmt} on {topic}): {first_line(e)[:500]}"
+            yield self._dead(rec, e.code, reason, (shape.schema, shape.table), decoded=True)
+            return
+        yield from out
+        self._count(shape.schema, shape.table, rows)
 
     def _rows_rendered(self, event: RawEvent, rendered: bytes) -> Iterator[OutRecord]:
         """Rows the JVM rendered: message text straight from its lines for JSON output (a masked table's
@@ -293,7 +373,7 @@ class PartitionProcessor:
         enc = self.encoder
         value, extra = (to_json(message).encode(), ()) if enc is None else enc.encode(message)
         return OutRecord(
-            self.outputs.result_topic(hb.schema, hb.table),
+            self.outputs.ums_topic(hb.schema, hb.table),
             record_key(message).encode(),
             value,
             (("ums_key", key.encode()), *extra),
@@ -302,6 +382,8 @@ class PartitionProcessor:
     def unmasked_text_prefix(self, shape: Any, ns: Namespace) -> bytes | None:
         """The message prefix when rows of ``shape`` take the text path with nothing masked (what the
         real-time JVM writes alone, appender/sidecar.py); None when they are masked or take the value path."""
+        if self.outputs.format_of(shape.schema, shape.table) is not None:
+            return None  # a per-row table: its records are made here (no JVM fast path for them yet)
         prefix, line_mask = self._text_prefix(shape, ns)
         return prefix if line_mask is None else None
 
@@ -437,7 +519,7 @@ class PartitionProcessor:
         enc = self.encoder
         value, extra = (to_json(message).encode(), ()) if enc is None else enc.encode(message)
         return OutRecord(
-            self.outputs.result_topic(ns.schema, ns.table),
+            self.outputs.ums_topic(ns.schema, ns.table),
             record_key(message).encode(),
             value,
             headers + extra,

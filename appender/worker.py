@@ -152,6 +152,7 @@ def worker_state(document: str, ds: str) -> _WorkerState:
         from appender.output import MessageEncoder
         from appender.process import Outputs
         from binlog.heartbeat import HeartbeatTable
+        from dbuslib import topics
         from dbuslib.metastore import MetaStore
         from dbuslib.retry import RetryPolicy
 
@@ -168,11 +169,15 @@ def worker_state(document: str, ds: str) -> _WorkerState:
             max_tuples=src.ums.tuples_per_message,
             max_bytes=src.ums.max_message_bytes,
         )
+        per_row = any(f != "ums" for f in src.output.formats)
         outputs = Outputs(
-            result_topic=lambda s, t: src.topics.name("result", ds, s, t),
+            result_topic=lambda s, t: topics.result_topic(ds, src, s, t),
             dead_letter_topic=src.topics.name("dead_letter", ds),
             global_control_topic=src.topics.name("global_ctrl", ds),
             repull_topic=src.topics.name("ctrl", ds) if src.fullpull.repull_on_row_loss else None,
+            row_format=(lambda s, t: topics.row_format(src, s, t)) if per_row else None,
+            events_topic=(lambda s: topics.events_topic(ds, src, s)) if per_row else None,
+            formatter=_formatters(cfg, ds) if per_row else None,
         )
         heartbeat = HeartbeatTable(
             src.heartbeat.schema_, src.heartbeat.table, lambda schema: src.topics.name("schema", ds, schema)
@@ -182,6 +187,46 @@ def worker_state(document: str, ds: str) -> _WorkerState:
         )
         pygc.settle()  # the worker's long-lived state is made: freeze it (dbuslib/pygc.py)
     return state
+
+
+def _formatters(cfg: DbusConfig, ds: str) -> Any:
+    """Format name -> its ``ums.formats.Format`` for source ``ds``, each made once per worker; ``avro``'s
+    schema ids come from the registry (dbuslib/registry.py, made when first needed), each subject's
+    compatibility level (``output.compatibility``) set before its first registration."""
+    from ums.formats import formatter
+
+    src = cfg.source(ds)
+    made: dict[str, Any] = {}
+
+    def of(name: str) -> Any:
+        if name not in made:
+            made[name] = formatter(
+                name, src.output.options(), _schema_ids(cfg, ds) if name == "avro" else None
+            )
+        return made[name]
+
+    return of
+
+
+def _schema_ids(cfg: DbusConfig, ds: str) -> Any:
+    """The ``ums.formats.SchemaIds`` of source ``ds``: the registry of ``endpoints.registry``, each
+    subject's level set once (``ensure_compatibility``) before the first schema registered under it."""
+    from dbuslib.registry import Registry
+
+    if cfg.endpoints.registry is None:  # the config refuses avro without it; a clear error all the same
+        msg = f"sources.{ds}.output: format avro needs endpoints.registry"
+        raise ValueError(msg)
+    registry = Registry.from_config(cfg.endpoints.registry, cfg.endpoints.retry)
+    level = cfg.source(ds).output.compatibility
+    levelled: set[str] = set()
+
+    def schema_ids(subject: str, schema: str) -> int:
+        if subject not in levelled:
+            registry.ensure_compatibility(subject, level)
+            levelled.add(subject)
+        return registry.schema_id(subject, schema)
+
+    return schema_ids
 
 
 def build_processor(document: str, ds: str):

@@ -102,8 +102,9 @@ def include_problems(ds: str, src: Source) -> list[str]:
         if _GLOB & set(schema) or schema == src.heartbeat.schema_:
             continue
         named = [("schema", t.name("schema", ds, schema))]
-        if "{table}" not in t.result or not _GLOB & set(table):
-            named.append(("result", t.name("result", ds, schema, table)))
+        kind = "table" if src.output.topic == "table" else "result"
+        if "{table}" not in _result_template(src) or not _GLOB & set(table):
+            named.append((kind, result_topic(ds, src, schema, table)))
         for kind, topic in named:
             if problem := topic_problem(topic):
                 found.append(
@@ -114,14 +115,77 @@ def include_problems(ds: str, src: Source) -> list[str]:
 
 
 def source_topics(ds: str, src: Source, schemas: list[str] | None = None) -> list[str]:
-    """Every topic of source ``ds``: first level, control, dead letters, full-pull, and per schema."""
+    """Every topic of source ``ds``: first level, control, dead letters, full-pull, and per schema (its
+    schema topic, its result topic unless results go per table, its events topic when it writes a
+    per-row format)."""
     t = src.topics
     names = [t.name(kind, ds) for kind in _FIXED_KINDS]
+    per_row = any(f != "ums" for f in src.output.formats)
     for schema in schemas if schemas is not None else literal_schemas(src):
         names.append(t.name("schema", ds, schema))
-        if "{table}" not in t.result:  # per-table result topics are created when first written
-            names.append(t.name("result", ds, schema))
+        result = _result_template(src)
+        if "{table}" not in result:  # per-table result topics are created when first written
+            names.append(render(result, ds, schema))
+        if per_row:
+            names.append(t.name("events", ds, schema))
     return names
+
+
+# ---------------------------------------------------------------- where a table's changes go
+#
+# One home for "which topic does a change of this table go to" (the appender, the extractor's full-pull
+# requests, ``dbus config check``): ``output.topic`` schema -> ``topics.result``, table -> ``topics.table``.
+# A table written in a per-row format (``output.format_for``, ums.formats.PER_ROW) gets only its per-row
+# records there: its UMS heartbeats and terminations go to ``topics.events`` of its schema, so that a
+# plain Kafka consumer of the result topic reads nothing but row changes.
+
+
+def _result_template(src: Source) -> str:
+    return src.topics.table if src.output.topic == "table" else src.topics.result
+
+
+def _output_templates(src: Source) -> tuple[str, ...]:
+    """The templates of the topics the appender of ``src`` writes its results to: ``topics.result``,
+    ``topics.table`` with ``output.topic: table``, ``topics.events`` with a per-row format."""
+    table = [src.topics.table] if src.output.topic == "table" else []
+    events = [src.topics.events] if any(f != "ums" for f in src.output.formats) else []
+    return (src.topics.result, *table, *events)
+
+
+def result_topic(ds: str, src: Source, schema: str, table: str) -> str:
+    """The topic the changes of ``schema.table`` go to (``output.topic``: ``topics.result`` or
+    ``topics.table``): ``("demo", src, "shop", "orders")`` -> ``"demo.shop.result"`` (or
+    ``"demo.shop.orders"``)."""
+    return render(_result_template(src), ds, schema, table)
+
+
+def row_format(src: Source, schema: str, table: str) -> str | None:
+    """The per-row format ``schema.table`` is written in (``output.format_for``), None for UMS."""
+    fmt = src.output.format_for(schema, table)
+    return None if fmt == "ums" else fmt
+
+
+def events_topic(ds: str, src: Source, schema: str) -> str:
+    """Where the UMS heartbeats and terminations of ``schema``'s per-row tables go (``topics.events``)."""
+    return src.topics.name("events", ds, schema)
+
+
+def describe_outputs(ds: str, src: Source) -> str:
+    """``dbus config check``'s words for where source ``ds`` writes, by example::
+
+    writes ums to demo.<schema>.result; debezium-json for 'shop.orders*' to demo.<schema>.<table>
+    (a topic per table, made when first written), their heartbeats and terminations to demo.<schema>.events
+    """
+    out = src.output
+    topic = _result_template(src).format(ds=ds, schema="<schema>", table="<table>")
+    where = f"{topic} (a topic per table, made when first written)" if "{table}" in topic else topic
+    parts = [f"{out.format} to {where}"]
+    parts += [f"{fmt} for {glob!r} to {where}" for glob, fmt in out.tables.items() if fmt != out.format]
+    said = "writes " + "; ".join(parts)
+    if any(f != "ums" for f in out.formats):
+        events = src.topics.events.format(ds=ds, schema="<schema>")
+        said += f"; UMS heartbeats and terminations of per-row tables to {events}"
+    return said
 
 
 # ---------------------------------------------------------------- the schema topics of glob schemas
@@ -229,7 +293,7 @@ def foreign_topics(cfg: DbusConfig, ds: str) -> list[str]:
         if name != ds:
             t = src.topics
             found += [re.escape(t.name(kind, name)) for kind in _FIXED_KINDS]
-            found += [_template_regex(tpl, name, _ANY_NAME) for tpl in (t.schema_, t.result)]
+            found += [_template_regex(tpl, name, _ANY_NAME) for tpl in (t.schema_, *_output_templates(src))]
     for name, log in cfg.log_sources.items():
         lt = log.topics
         found += [
@@ -254,7 +318,9 @@ def schema_topic_pattern(ds: str, src: Source, foreign: list[str] | tuple[str, .
     ]
     dropped.append(_escaped(src.heartbeat.schema_) if src.heartbeat.schema_ else "(?!)")
     not_ours = [re.escape(t.name(kind, ds)) for kind in _FIXED_KINDS]
-    not_ours += [_template_regex(t.result, ds, _ANY_NAME), *foreign]
+    # our result topics (per schema, per table) and events topics: the appender must not read its output
+    not_ours += [_template_regex(tpl, ds, _ANY_NAME) for tpl in _output_templates(src)]
+    not_ours += foreign
     before, after = t.schema_.split("{schema}", 1)
     head, tail = _template_regex(before, ds, _ANY_NAME), _template_regex(after, ds, _ANY_NAME)
     return f"(?!(?:{'|'.join(not_ours)})$){head}(?!(?:{'|'.join(dropped)}){tail}$)(?:{included}){tail}"
