@@ -65,6 +65,7 @@ def _config_check(args: argparse.Namespace) -> int:
             f"{sum(len(c) for c in src.masking.values())} masked column(s)"
         )
         print(f"    appender: {topics.describe_subscription(cfg, name)}")
+        print(f"    appender: {topics.describe_outputs(name, src)}")
         if pattern := topics.appender_subscription(cfg, name).pattern:
             print(f"    appender's topic pattern: {pattern}")
     return 0

@@ -177,8 +177,9 @@ def describe_outputs(ds: str, src: Source) -> str:
     (a topic per table, made when first written), their heartbeats and terminations to demo.<schema>.events
     """
     out = src.output
-    topic = _result_template(src).format(ds=ds, schema="<schema>", table="<table>")
-    where = f"{topic} (a topic per table, made when first written)" if "{table}" in topic else topic
+    template = _result_template(src)
+    topic = template.format(ds=ds, schema="<schema>", table="<table>")
+    where = f"{topic} (a topic per table, made when first written)" if "{table}" in template else topic
     parts = [f"{out.format} to {where}"]
     parts += [f"{fmt} for {glob!r} to {where}" for glob, fmt in out.tables.items() if fmt != out.format]
     said = "writes " + "; ".join(parts)

@@ -161,7 +161,7 @@ def captured_tables(src: Source) -> list[str]:
 
 def request_full_pulls(cfg: DbusConfig, ds: str, src: Source) -> list[str]:
     """One FULL_DATA_INDEPENDENT_PULL_REQ per captured table on ``<ds>_ctrl`` (the original's payload)."""
-    from dbuslib import kafka
+    from dbuslib import kafka, topics
     from ums import control_key, control_to_json
     from ums.control import full_pull_request
     from ums.timefmt import epoch_ms
@@ -177,7 +177,7 @@ def request_full_pulls(cfg: DbusConfig, ds: str, src: Source) -> list[str]:
             ds,
             schema,
             table,
-            result_topic=src.topics.name("result", ds, schema, table),
+            result_topic=topics.result_topic(ds, src, schema, table),
             remark="after extractor reset",
             seqno=epoch_ms(now) + i,  # ids are epoch ms: keep them unique within one burst
             from_="dbus-extractor-reset",

@@ -235,3 +235,65 @@ def test_the_sidecar_gives_the_jvm_no_shape_for_per_row_tables():
 @pytest.mark.parametrize("raw", [INSERT, UPDATE, DELETE])
 def test_every_output_record_is_for_the_result_topic_of_its_table(raw):
     assert {o.topic for o in run(processor(), raw)} == {f"demo.{ORDERS}.orders"}
+
+
+# ---------------------------------------------------------------- where a table's changes go
+
+
+def _source(**output):
+    from dbuslib.config import load_config
+
+    src = load_config().source("demo")
+    return src.model_copy(update={"output": src.output.model_copy(update=output)})
+
+
+def test_result_topic_per_schema_or_per_table_and_events_topics():
+    from dbuslib import topics
+
+    per_table = _source(format="debezium-json", topic="table")
+    assert topics.result_topic("demo", per_table, "shop", "orders") == "demo.shop.orders"
+    assert topics.result_topic("demo", _source(), "shop", "orders") == "demo.shop.result"
+    assert topics.events_topic("demo", per_table, "shöp") == "demo.sh_x00f6p.events"
+    assert topics.row_format(per_table, "shop", "orders") == "debezium-json"
+    assert topics.row_format(_source(), "shop", "orders") is None
+    names = topics.source_topics("demo", per_table)
+    assert "demo.shop.events" in names and "demo.shop.result" not in names
+    assert "demo.shop.events" not in topics.source_topics("demo", _source())
+
+
+def test_dbus_config_check_says_where_rows_go():
+    from dbuslib import topics
+
+    src = _source(format="debezium-json", topic="table", tables={"shop.audit*": "ums"})
+    assert topics.describe_outputs("demo", src) == (
+        "writes debezium-json to demo.<schema>.<table> (a topic per table, made when first written); "
+        "ums for 'shop.audit*' to demo.<schema>.<table> (a topic per table, made when first written); "
+        "UMS heartbeats and terminations of per-row tables to demo.<schema>.events"
+    )
+    assert topics.describe_outputs("demo", _source()) == "writes ums to demo.<schema>.result"
+
+
+def test_the_appender_never_reads_its_own_table_or_events_topics():
+    import re
+
+    from dbuslib import topics
+
+    src = _source(format="canal-json", topic="table")
+    src = src.model_copy(update={"capture": src.capture.model_copy(update={"include": ("*.*",)})})
+    pattern = topics.schema_topic_pattern("demo", src)
+    assert re.fullmatch(pattern, "demo.shop")
+    assert not re.fullmatch(pattern, "demo.shop.orders") and not re.fullmatch(pattern, "demo.shop.events")
+
+
+def test_per_row_sources_default_to_micro_batches():
+    from dbuslib.config import Source
+
+    base = {"mysql": {"host": "h", "user": "u", "password": "p", "server_id": 7}}
+    assert Source.model_validate(base).appender.trigger == "realtime"
+    assert (
+        Source.model_validate({**base, "output": {"format": "canal-json"}}).appender.trigger == "microbatch"
+    )
+    per_glob = {**base, "output": {"tables": {"shop.o*": "debezium-json"}}}
+    assert Source.model_validate(per_glob).appender.trigger == "microbatch"
+    chosen = {**base, "output": {"format": "avro"}, "appender": {"trigger": "realtime"}}
+    assert Source.model_validate(chosen).appender.trigger == "realtime"
