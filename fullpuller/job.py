@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from dbuslib import kafka, mysql, spark, zk, zkpaths
+from dbuslib import kafka, mysql, spark, topics, zk, zkpaths
 from dbuslib.config import DbusConfig, load_config
 from dbuslib.metastore import MetaStore, Reason, Version, compatible, version_at
 from dbuslib.retry import RetryPolicy
@@ -378,15 +378,14 @@ class Puller:
     def _result_topic(self, schema: str, table: str) -> str:
         """The table's result topic: per schema (``topics.result``) or per table (``topics.table``), as
         ``output.topic`` says."""
-        kind = "table" if self.src.output.topic == "table" else "result"
-        return self.src.topics.name(kind, self.ds, schema, table)
+        return topics.result_topic(self.ds, self.src, schema, table)
 
     def _marker_topic(self, p: Progress) -> str:
         """Where the pull's markers go: its topic for UMS; for a per-row format the schema's events topic
         (``topics.events``, with the table's heartbeats), since a per-row topic holds row changes only."""
         if p.Format == "ums":
             return p.Topic
-        return self.src.topics.name("events", self.ds, p.Schema)
+        return topics.events_topic(self.ds, self.src, p.Schema)
 
     def _reply(self, p: Progress) -> None:
         """The FULL_DATA_FINISH_REQ of a finished pull on ``<ds>_callback``."""
