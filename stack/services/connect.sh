@@ -13,14 +13,17 @@ _connect_dir() {  # the folder of a profile
   if [ "$1" = runtime ]; then echo "$CONNECT_JARS/runtime"; else echo "$CONNECT_JARS/plugins/$1"; fi
 }
 
-# _connect_resolve PROFILE: mvn_copy's way (a marker of the pom's hash) for one profile of the pom; the
-# plugins leave out Kafka's own jars, which the worker provides.
+# _connect_resolve PROFILE: mvn_copy's way (a marker of the pom's hash and of this choice) for one profile
+# of the pom. The plugins leave out Kafka's own jars and Jackson's core, which the worker provides: with a
+# second Jackson in the plugin, the plugin's ObjectMapper finds the worker's Jdk8Module through the
+# ServiceLoader and Hibernate fails ("Jdk8Module not a subtype").
+CONNECT_EXCLUDE=org.apache.kafka,com.fasterxml.jackson.core
 _connect_resolve() {
   local pom=$STACK_REPO/conf/stack/connect-pom.xml profile=$1 out; out=$(_connect_dir "$1")
-  local marker; marker="$out/.resolved-$(sha1sum "$pom" | cut -c1-12)"
+  local marker; marker="$out/.resolved-$( (cat "$pom"; echo "$CONNECT_EXCLUDE") | sha1sum | cut -c1-12)"
   [ -f "$marker" ] && return 0
   log "resolving connect-pom.xml profile $profile into $out (Maven, cached in ~/.m2)"
-  local exclude=(); [ "$profile" = runtime ] || exclude=(-DexcludeGroupIds=org.apache.kafka)
+  local exclude=(); [ "$profile" = runtime ] || exclude=(-DexcludeGroupIds="$CONNECT_EXCLUDE")
   rm -rf "$out"; mkdir -p "$out"
   mvn -q -B -f "$pom" -P "$profile" dependency:copy-dependencies -DoutputDirectory="$out" \
     -DincludeScope=runtime "${exclude[@]}" >"$STACK_HOME/mvn-connect-$profile.log" 2>&1 \
