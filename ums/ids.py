@@ -124,3 +124,16 @@ def _canonical_int(value: str | int, what: str, limit: int) -> int:
         msg = f"{what} {value!r}: expected a decimal integer in 0..{limit}"
         raise BadPositionError(msg)
     return int(text)
+
+
+PULLED_UID_DIGITS = 15  # a pulled row's ums_uid_: its ums_id_ digits, shard in 6 digits, row in 9
+
+
+def row_of_uid(ums_id_value: str, uid: str) -> int:
+    """The row index an ``ums_uid_`` gives a change's position: an increment's (``parse_ums_uid``), or 0
+    for a full-pull row, whose uid is its ``ums_id_`` digits followed by 15 (docs/fullpull.md; Debezium's
+    snapshot rows are row 0 too): ``row_of_uid("1030000012345678", "1030000012345678000001000000041")``
+    -> 0."""
+    if len(uid) == len(ums_id_value) + PULLED_UID_DIGITS and uid.startswith(ums_id_value) and uid.isdigit():
+        return 0
+    return parse_ums_uid(uid)[1]

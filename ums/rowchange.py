@@ -26,7 +26,7 @@ from functools import cached_property
 from typing import Literal
 
 from ums.errors import BadMessageError
-from ums.ids import OFFSET_LIMIT, parse_ums_id, parse_ums_uid
+from ums.ids import OFFSET_LIMIT, parse_ums_id, row_of_uid
 from ums.message import SYSTEM_FIELDS, ProtocolType, UmsField, UmsMessage
 from ums.scalars import JsonValue
 from ums.types import ColumnSpec
@@ -152,7 +152,7 @@ def from_message(
             file_number, pos = parse_ums_id(_text(row[0], "ums_id_", where, index))
             id_number = file_number * OFFSET_LIMIT + pos
         uid = _text(row[3], "ums_uid_", where, index)
-        _, row_index = parse_ums_uid(uid)
+        row_index = row_of_uid(str(id_text), uid)
         if initial:
             snapshot: Snapshot = "last" if last_snapshot_row and index == last_index else "true"
             change_op: OpCode = "r"

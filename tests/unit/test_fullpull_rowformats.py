@@ -233,3 +233,25 @@ def test_a_per_row_pulls_markers_go_to_the_events_topic_and_a_ums_pulls_to_its_t
     p._marker(replace(pulled, Topic="demo.shop.result"), "end")
     assert p.producer.topics == ["demo.shop.events", "demo.shop.result"]
     assert p._result_topic("shop", "orders") == "demo.shop.orders"
+
+
+def test_the_changes_are_those_from_message_reads_from_the_ums_paths_pulled_messages():
+    from ums.rowchange import from_message
+    from ums.types import ColumnSpec
+
+    job = _job()
+    messages = [from_json(v) for _, v, _ in MessageWriter.for_job(job, None).messages(TEXTS)]
+    columns = tuple(ColumnSpec(**c) for c in COLUMNS)
+    read = [
+        c
+        for m in messages
+        for c in from_message(m, columns, ("id",), file="mysql-bin.000103", ts_ms=1704164645123)
+    ]
+    assert read == _writer(job).changes(TEXTS)  # row 0: a pulled uid is no increment's (ums.ids.row_of_uid)
+
+
+def test_a_pulled_uid_is_row_0_and_an_increments_its_last_six_digits():
+    from ums.ids import row_of_uid
+
+    assert row_of_uid(UMS_ID, f"{UMS_ID}000001000000041") == 0
+    assert row_of_uid(UMS_ID, f"{UMS_ID}000041") == 41

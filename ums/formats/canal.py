@@ -42,7 +42,7 @@ from decimal import Decimal
 
 from ums.errors import BadValueError
 from ums.formats import UMS_ID_HEADER, UMS_UID_HEADER, FormatOptions, Record
-from ums.ids import parse_ums_id, parse_ums_uid
+from ums.ids import parse_ums_id, row_of_uid
 from ums.message import UmsField
 from ums.rowchange import OpCode, Position, RowChange, Snapshot, TableShape
 from ums.scalars import JsonValue
@@ -460,7 +460,7 @@ def decode_canal(
     ums_id_text = named.get(UMS_ID_HEADER) or str(message.get("id"))
     uid = named.get(UMS_UID_HEADER, "")
     _, pos = parse_ums_id(ums_id_text)
-    row_index = parse_ums_uid(uid)[1] if uid else 0
+    row_index = row_of_uid(ums_id_text, uid) if uid else 0
     es = message.get("es")
     at = Position(
         int(ums_id_text),
