@@ -9,6 +9,7 @@ committing.
 import json
 import os
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -16,13 +17,15 @@ from every_type_changes import SHAPE, changes, pulled, rows
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ums.build import field_for
 from ums.errors import BadValueError
 from ums.formats import UMS_ID_HEADER, UMS_UID_HEADER, FormatOptions, Record
 from ums.formats.canal import CanalJson, decode_canal, java_text
 from ums.message import UmsField
-from ums.rowchange import RowChange
+from ums.rowchange import Position, RowChange, TableShape
 from ums.scalars import float32_repr
-from ums.types import UmsType
+from ums.types import ColumnSpec, UmsType
+from ums.values import encode_column
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "formats" / "canal-json"
 WRITE = os.environ.get("DBUS_GOLDEN_WRITE") == "1"
@@ -228,3 +231,57 @@ def test_java_text_reads_back_as_the_same_double(value):
 def test_a_float_column_reads_back_as_its_ums_value(value):
     ums = float32_repr(value)
     assert float(java_text(ums)) == ums
+
+
+PROPERTY_COLUMNS = {
+    "int(11)": st.integers(-(2**31), 2**31 - 1),
+    "tinyint(3) unsigned": st.integers(0, 255),
+    "int(10) unsigned": st.integers(0, 2**32 - 1),
+    "bigint(20)": st.integers(-(2**63), 2**63 - 1),
+    "bigint(20) unsigned": st.integers(0, 2**64 - 1),
+    "decimal(10,2)": st.decimals(-(10**8) + 1, 10**8 - 1, places=2),
+    "float": st.floats(width=32, allow_nan=False, allow_infinity=False),
+    "double": st.floats(allow_nan=False, allow_infinity=False),
+    "bit(1)": st.integers(0, 1),
+    "bit(64)": st.integers(0, 2**64 - 1),
+    "date": st.dates(),
+    "datetime(6)": st.datetimes(),
+    "time(3)": st.integers(-838 * 3600_000, 838 * 3600_000).map(lambda ms: timedelta(milliseconds=ms)),
+    "year(4)": st.sampled_from([0, 1901, 2000, 2155]),
+    "varchar(20)": st.text(st.characters(exclude_categories=("Cs",)), max_size=20),
+    "blob": st.binary(max_size=30),
+    "enum('small','medium','large')": st.sampled_from(["small", "medium", "large", ""]),
+    "set('red','green','blue')": st.sets(st.sampled_from(["red", "green", "blue"])),
+}
+
+
+@st.composite
+def tables_and_images(draw):
+    types = draw(st.lists(st.sampled_from(sorted(PROPERTY_COLUMNS)), min_size=1, max_size=8))
+    columns = (ColumnSpec("k", "int(11)", False),) + tuple(
+        ColumnSpec(f"c{i}", t) for i, t in enumerate(types)
+    )
+    shape = TableShape("ds", "db", "tb", 2, columns, tuple(field_for(c) for c in columns), ("k",))
+
+    def image(key: int) -> tuple:
+        values = [draw(st.none() | PROPERTY_COLUMNS[c.column_type]) for c in columns[1:]]
+        return tuple(encode_column(c, v) for c, v in zip(columns, [key, *values], strict=True))
+
+    return shape, image(draw(st.integers(0, 9))), image(draw(st.integers(0, 9)))
+
+
+@given(tables_and_images(), st.sampled_from(["c", "u", "d", "r"]))
+def test_any_row_of_any_column_types_reads_back_exactly(table, op):
+    shape, first, second = table
+    before, after = {"c": (None, first), "r": (None, first), "u": (first, second), "d": (first, None)}[op]
+    at = Position(10000000001200, 1, "mysql-bin.000001", 1200, 0, snapshot="true" if op == "r" else "false")
+    change = RowChange(shape, op, before, after, at, "10000000001200000000")  # type: ignore[arg-type]
+    decoded = [decode_canal(r.key, r.value, r.headers) for r in FORMAT.records("t", change)]
+    if change.key_changed:
+        assert decoded[0] is not None and decoded[0].before == before
+        assert decoded[-1] is not None and decoded[-1].after == after
+        return
+    got = decoded[0]
+    assert got is not None and (got.op, got.before, got.after) == (op, before, after)
+    for value, expected in zip(got.after or got.before or (), after or before or (), strict=True):
+        assert type(value) is type(expected)
