@@ -89,12 +89,31 @@ class Format(Protocol):
 
 def formatter(name: str, options: FormatOptions, schema_ids: SchemaIds | None = None) -> Format:
     """The encoder of ``name`` (one of ``PER_ROW``); ``schema_ids`` is needed for ``avro``."""
-    raise NotImplementedError
+    if name == "debezium-json":
+        from ums.formats.debezium import DebeziumJson
+
+        return DebeziumJson(options)
+    if name == "canal-json":
+        from ums.formats.canal import CanalJson  # type: ignore[import-not-found, unused-ignore]
+
+        return CanalJson(options)  # type: ignore[no-any-return, unused-ignore]
+    if name == "avro":
+        if schema_ids is None:
+            msg = "format avro: needs schema_ids (a schema registry: endpoints.registry)"
+            raise ValueError(msg)
+        from ums.formats.avro import AvroRows
+
+        return AvroRows(options, schema_ids)
+    msg = f"output format {name!r}: not a per-row format (one of {', '.join(PER_ROW)})"
+    raise ValueError(msg)
 
 
 # Every per-row record carries these headers (ASCII): the change's UMS ids, so readers merge per key by
 # ``(ums_id_, ums_uid_)`` as they do for UMS (dbusclient/merge.py), whatever the format.
 UMS_ID_HEADER, UMS_UID_HEADER = "ums_id_", "ums_uid_"
+# The table's UMS schema version (ASCII digits) on every debezium-json and avro record: the Connect schema
+# has no place for it, and decoders rebuild ``TableShape.version`` from it.
+UMS_VERSION_HEADER = "ums_version"
 
 # Avro readers: a registry id -> the schema's text (the I/O edge fetches and caches it).
 SchemaLookup = Callable[[int], str]
@@ -113,4 +132,20 @@ def decode(
     the default options; a lossy option (decimal double, bigint long without propagated types, a zero
     date Debezium writes as null) is documented in docs/formats.md. ``schemas`` is needed for ``avro``.
     Raises ``ValueError`` naming the field for a record it cannot read."""
-    raise NotImplementedError
+    if name == "debezium-json":
+        from ums.formats.debezium import decode_debezium
+
+        return decode_debezium(key, value, headers)
+    if name == "canal-json":
+        from ums.formats.canal import decode_canal  # type: ignore[import-not-found, unused-ignore]
+
+        return decode_canal(key, value, headers)  # type: ignore[no-any-return, unused-ignore]
+    if name == "avro":
+        if schemas is None:
+            msg = "format avro: needs schemas (a schema registry: endpoints.registry)"
+            raise ValueError(msg)
+        from ums.formats.avro import decode_avro_row
+
+        return decode_avro_row(key, value, headers, schemas)
+    msg = f"output format {name!r}: not a per-row format (one of {', '.join(PER_ROW)})"
+    raise ValueError(msg)

@@ -1,0 +1,419 @@
+"""debezium-json: Debezium's MySQL change event, JSON as Kafka Connect's JsonConverter writes it
+(docs/formats.md).
+
+A record's key is the primary key (``{"schema": <...Key struct>, "payload": {"id": 1}}``; no primary key:
+a null key), its value the envelope (``{"schema": <...Envelope>, "payload": {"before": ..., "after": ...,
+"source": {...}, "op": "u", "ts_ms": ..., "ts_us": ..., "ts_ns": ..., "transaction": null}}``); with
+``FormatOptions.schemas`` off both are the bare payloads. Ops: ``c`` insert, ``u`` update, ``d`` delete
+(then a tombstone: the key and a null value, when ``tombstones``), ``r`` a full-pull row. An update that
+changes the primary key is written as Debezium writes it: a delete of the old key (header
+``__debezium.newkey``), its tombstone, and a create of the new key (header ``__debezium.oldkey``).
+
+Every record carries the headers ``ums_id_``, ``ums_uid_`` and ``ums_version`` (ASCII digits), so
+``decode_debezium`` rebuilds the exact ``RowChange``: the table's columns from the value schema's
+``__dbus.column.type`` parameters, the values from the payload.
+
+Example payload of an insert (``op`` c, schema omitted)::
+
+    {"before": null, "after": {"id": 1, "amount": "AMg="}, "source": {"version": "dbus-0.1.0",
+     "connector": "mysql", "name": "demo", "ts_ms": 1700000000000, "snapshot": "false", "db": "shop", ...,
+     "table": "orders", "server_id": 1, "gtid": null, "file": "mysql-bin.000003", "pos": 1234, "row": 0,
+     "thread": null, "query": null}, "op": "c", "ts_ms": 1700000000000, ..., "transaction": null}
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ums.formats import (
+    UMS_ID_HEADER,
+    UMS_UID_HEADER,
+    UMS_VERSION_HEADER,
+    FormatOptions,
+    Record,
+)
+from ums.formats.connect import (
+    DBUS_BINARY,
+    ConnectColumn,
+    ConnectTable,
+    Schema,
+    column_from_schema,
+    connect_table,
+)
+from ums.rowchange import Position, RowChange, Snapshot, TableShape
+from ums.scalars import JsonValue
+
+OLD_KEY_HEADER, NEW_KEY_HEADER = "__debezium.oldkey", "__debezium.newkey"
+FILE_NUMBER_SCALE = 10**13  # ums_id = binlog file number * 10^13 + pos (ums.ids)
+
+Image = Callable[[Sequence[JsonValue]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One record before serialization: key and envelope payloads (Connect values), extra headers."""
+
+    key: dict[str, Any] | None
+    value: dict[str, Any] | None  # None: a tombstone
+    headers: tuple[tuple[str, bytes], ...]
+
+
+def _json_bytes(value: Any) -> str:
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(type(value).__name__)
+
+
+def dump_json(value: Any) -> bytes:
+    """JSON text of Connect values (bytes in Base64, as JsonConverter writes them)."""
+    return orjson.dumps(value, default=_json_bytes)
+
+
+def image_of(columns: Sequence[ConnectColumn], convert: Sequence[Callable[[Any], Any]]) -> Image:
+    """A converter of a UMS tuple to the Connect struct of ``columns`` (a NOT NULL column whose value
+    Debezium cannot represent, a zero date, takes Debezium's fallback)."""
+    plan = [(c.name, f, c.fallback) for c, f in zip(columns, convert, strict=True)]
+
+    def image(values: Sequence[JsonValue]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for (name, to, fallback), value in zip(plan, values, strict=True):
+            if value is None:
+                out[name] = None
+            else:
+                got = to(value)
+                out[name] = fallback if got is None else got
+        return out
+
+    return image
+
+
+def _base_headers(change: RowChange) -> tuple[tuple[str, bytes], ...]:
+    return (
+        (UMS_ID_HEADER, str(change.at.ums_id).encode("ascii")),
+        (UMS_UID_HEADER, change.ums_uid.encode("ascii")),
+        (UMS_VERSION_HEADER, str(change.table.version).encode("ascii")),
+    )
+
+
+def source_of(table: ConnectTable, at: Position) -> dict[str, Any]:
+    """The envelope's ``source`` block (Debezium's MySQL SourceInfo) for a change at ``at``."""
+    shape, options = table.shape, table.options
+    return {
+        "version": options.version,
+        "connector": options.connector,
+        "name": shape.ds,
+        "ts_ms": at.ts_ms,
+        "snapshot": at.snapshot,
+        "db": shape.schema,
+        "sequence": None,
+        "ts_us": at.ts_ms * 1000,
+        "ts_ns": at.ts_ms * 1_000_000,
+        "table": shape.table,
+        "server_id": at.server_id or 0,
+        "gtid": at.gtid,
+        "file": at.file,
+        "pos": at.pos,
+        "row": at.row,
+        "thread": None,
+        "query": None,
+    }
+
+
+def events(table: ConnectTable, change: RowChange, image: Image) -> list[Event]:
+    """The records of ``change`` in order (key changes and tombstones as Debezium writes them)."""
+    key_names = [table.columns[i].name for i in table.key_columns]
+    before = None if change.before is None else image(change.before)
+    after = None if change.after is None else image(change.after)
+    headers = _base_headers(change)
+    source = source_of(table, change.at)
+    ts = change.at.ts_ms
+
+    def envelope(op: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
+        return {"before": old, "after": new, "source": source, "op": op, "ts_ms": ts, "ts_us": ts * 1000,
+                "ts_ns": ts * 1_000_000, "transaction": None}  # fmt: skip
+
+    def key_of(row: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if row is None or not key_names else {k: row[k] for k in key_names}
+
+    tombstones = table.options.tombstones
+    if change.op == "d":
+        key = key_of(before)
+        out = [Event(key, envelope("d", before, None), headers)]
+        return [*out, Event(key, None, headers)] if tombstones else out
+    if change.op == "u" and before is not None and after is not None and key_names:
+        old_key, new_key = key_of(before), key_of(after)
+        if old_key != new_key:
+            new_header = ((NEW_KEY_HEADER, dump_json(new_key)),)
+            old_header = ((OLD_KEY_HEADER, dump_json(old_key)),)
+            out = [Event(old_key, envelope("d", before, None), headers + new_header)]
+            if tombstones:
+                out.append(Event(old_key, None, headers + new_header))
+            out.append(Event(new_key, envelope("c", None, after), headers + old_header))
+            return out
+    return [Event(key_of(after), envelope(change.op, before, after), headers)]
+
+
+def _json_converter(column: ConnectColumn) -> Callable[[Any], Any]:
+    """UMS wire value -> the JSON value JsonConverter writes for ``column``."""
+    to = column.to_connect
+    if column.binary == "bytes":
+        if column.schema.get("name") is None:  # plain bytes: the UMS Base64 text is already the JSON value
+            return lambda v: v
+
+        def b64(value: Any) -> Any:
+            got = to(value)
+            return None if got is None else base64.b64encode(got).decode("ascii")
+
+        return b64
+    if column.binary == "struct":
+
+        def struct(value: Any) -> Any:
+            got = dict(to(value))
+            got["wkb"] = base64.b64encode(got["wkb"]).decode("ascii")
+            return got
+
+        return struct
+    return to
+
+
+def _json_back(column: ConnectColumn) -> Callable[[Any], Any]:
+    """A JSON value of ``column`` -> the UMS wire value."""
+    back = column.from_connect
+    if column.binary == "bytes":
+        if column.schema.get("name") is None:
+            return lambda v: v
+        return lambda v: back(base64.b64decode(v))
+    if column.binary == "struct":
+        return lambda v: back({**v, "wkb": base64.b64decode(v["wkb"])})
+    return back
+
+
+@dataclass(frozen=True)
+class _Plan:
+    table: ConnectTable
+    image: Image
+    key_prefix: bytes
+    value_prefix: bytes
+
+
+class DebeziumJson:
+    """The debezium-json encoder (``formatter("debezium-json", options)``)."""
+
+    name = "debezium-json"
+
+    def __init__(self, options: FormatOptions) -> None:
+        self.options = options
+        self._plans: dict[TableShape, _Plan] = {}
+        self._last: tuple[TableShape | None, _Plan | None] = (None, None)
+
+    def plan(self, shape: TableShape) -> _Plan:
+        """The shape's schemas and converters, built once per shape."""
+        last_shape, last_plan = self._last
+        if shape is last_shape and last_plan is not None:
+            return last_plan
+        plan = self._plans.get(shape)
+        if plan is None:
+            table = connect_table(shape, self.options)
+            image = image_of(table.columns, [_json_converter(c) for c in table.columns])
+            key_prefix = b'{"schema":' + orjson.dumps(table.key_schema) + b',"payload":'
+            value_prefix = b'{"schema":' + orjson.dumps(table.envelope_schema) + b',"payload":'
+            plan = self._plans[shape] = _Plan(table, image, key_prefix, value_prefix)
+        self._last = (shape, plan)
+        return plan
+
+    def records(self, topic: str, change: RowChange) -> list[Record]:
+        plan = self.plan(change.table)
+        schemas = self.options.schemas
+        out = []
+        for event in events(plan.table, change, plan.image):
+            key = None if event.key is None else orjson.dumps(event.key)
+            value = None if event.value is None else orjson.dumps(event.value)
+            if schemas:
+                key = None if key is None else plan.key_prefix + key + b"}"
+                value = None if value is None else plan.value_prefix + value + b"}"
+            out.append(Record(key, value, event.headers))
+        return out
+
+
+# --- decoding -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a decoder needs of one value schema: the columns and their converters back to UMS."""
+
+    columns: tuple[tuple[str, Callable[[Any], Any]], ...]  # (Connect field name, back converter)
+    shape: TableShape
+
+
+def shape_from(
+    value_fields: list[Schema],
+    key_fields: list[Schema] | None,
+    ds: str,
+    schema: str,
+    table: str,
+    version: int,
+    options: FormatOptions,
+) -> tuple[TableShape, ConnectTable]:
+    """The TableShape a Connect value struct (and key struct) describe."""
+    specs = [column_from_schema(f) for f in value_fields]
+    by_connect = {f["field"]: spec[1].name for f, spec in zip(value_fields, specs, strict=True)}
+    primary_key = tuple(str(by_connect.get(f["field"], f["field"])) for f in key_fields or [])
+    shape = TableShape(
+        ds,
+        schema,
+        table,
+        version,
+        tuple(s[0] for s in specs),
+        tuple(s[1] for s in specs),
+        primary_key,
+    )
+    return shape, connect_table(shape, options)
+
+
+def options_from(value_fields: list[Schema]) -> FormatOptions:
+    """The value options a schema was written with, as far as decoding needs them."""
+    decimal: Any = "precise"
+    bigint: Any = "long"
+    binary: Any = "bytes"
+    time: Any = "adaptive_time_microseconds"
+    for field in value_fields:
+        params = field.get("parameters") or {}
+        column_type = params.get("__dbus.column.type", "").lower()
+        kind, name = field["type"], field.get("name")
+        if column_type.startswith(("decimal", "numeric")) and kind != "bytes":
+            decimal = "double" if kind == "float64" else "string"
+        if column_type.startswith("bigint") and "unsigned" in column_type and name:
+            bigint = "precise"
+        if (
+            name
+            and name.startswith("org.apache.kafka.connect.data.")
+            and name != "org.apache.kafka.connect.data.Decimal"
+        ):
+            time = "connect"
+        if DBUS_BINARY in params:
+            binary = params[DBUS_BINARY]
+    return FormatOptions(
+        decimal_handling_mode=decimal,
+        bigint_unsigned_handling_mode=bigint,
+        binary_handling_mode=binary,
+        time_precision_mode=time,
+    )
+
+
+def header(headers: Sequence[tuple[str, bytes]], name: str) -> str | None:
+    for key, value in headers:
+        if key == name:
+            return value.decode("ascii")
+    return None
+
+
+def position_from(source: dict[str, Any], headers: Sequence[tuple[str, bytes]]) -> tuple[Position, str]:
+    """The change's Position and ums_uid from the source block and the ums headers (a record without them,
+    e.g. from Debezium itself: ums_id from the binlog file number and position, ums_uid empty)."""
+    file, pos = source["file"], int(source["pos"])
+    ums_id_text = header(headers, UMS_ID_HEADER)
+    if ums_id_text is None:
+        number = int(file.rsplit(".", 1)[-1]) if "." in file and file.rsplit(".", 1)[-1].isdigit() else 0
+        ums_id = number * FILE_NUMBER_SCALE + pos
+    else:
+        ums_id = int(ums_id_text)
+    snapshot: Snapshot = source.get("snapshot") or "false"
+    at = Position(
+        ums_id=ums_id,
+        ts_ms=int(source["ts_ms"]),
+        file=file,
+        pos=pos,
+        row=int(source.get("row") or 0),
+        server_id=source.get("server_id") or None,
+        gtid=source.get("gtid"),
+        snapshot=snapshot if snapshot in ("false", "last") else "true",
+    )
+    return at, header(headers, UMS_UID_HEADER) or ""
+
+
+class _Decoder:
+    def __init__(self) -> None:
+        self._plans: dict[bytes, tuple[ConnectTable, list[tuple[str, Callable[[Any], Any]]]]] = {}
+
+    def decode(
+        self, key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes]]
+    ) -> RowChange | None:
+        if value is None:
+            return None
+        try:
+            doc = orjson.loads(value)
+        except orjson.JSONDecodeError as err:
+            msg = f"debezium-json value: not JSON: {err}"
+            raise ValueError(msg) from err
+        if not isinstance(doc, dict) or "schema" not in doc or "payload" not in doc:
+            msg = "debezium-json value: no schema (written with schemas off?): cannot rebuild the table"
+            raise ValueError(msg)
+        payload = doc["payload"]
+        source = payload["source"]
+        cut = value.find(b',"payload":')
+        cache_key = value[:cut] + (key[: key.find(b',"payload":')] if key else b"")
+        plan = self._plans.get(cache_key)
+        if plan is None:
+            plan = self._plans[cache_key] = self._plan(doc["schema"], key, source, headers)
+        table, backs = plan
+        version = int(header(headers, UMS_VERSION_HEADER) or "0")
+        shape = table.shape
+        if shape.version != version or shape.ds != source["name"] or shape.table != source.get("table"):
+            table, backs = self._plan(doc["schema"], key, source, headers)
+            shape = table.shape
+        at, uid = position_from(source, headers)
+
+        def tuple_of(image: dict[str, Any] | None) -> tuple[JsonValue, ...] | None:
+            if image is None:
+                return None
+            return tuple(None if image[n] is None else back(image[n]) for n, back in backs)
+
+        op = payload["op"]
+        if op not in ("c", "u", "d", "r"):
+            msg = f"debezium-json value: op {op!r} is not c, u, d or r"
+            raise ValueError(msg)
+        return RowChange(shape, op, tuple_of(payload.get("before")), tuple_of(payload.get("after")), at, uid)
+
+    def _plan(
+        self, schema: Schema, key: bytes | None, source: dict[str, Any], headers: Sequence[tuple[str, bytes]]
+    ) -> tuple[ConnectTable, list[tuple[str, Callable[[Any], Any]]]]:
+        fields = {f["field"]: f for f in schema["fields"]}
+        value_fields = fields["after"]["fields"]
+        key_fields = None
+        if key is not None:
+            key_doc = orjson.loads(key)
+            if isinstance(key_doc, dict) and "schema" in key_doc and key_doc["schema"]:
+                key_fields = key_doc["schema"]["fields"]
+        version = int(header(headers, UMS_VERSION_HEADER) or "0")
+        options = options_from(value_fields)
+        _, table = shape_from(
+            value_fields,
+            key_fields,
+            source["name"],
+            source["db"],
+            source.get("table") or "",
+            version,
+            options,
+        )
+        return table, [(c.name, _json_back(c)) for c in table.columns]
+
+
+_DECODER = _Decoder()
+
+
+def decode_debezium(
+    key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes]] = ()
+) -> RowChange | None:
+    """A debezium-json record back to its RowChange (None for a tombstone); ``ValueError`` names what it
+    cannot read. A create carrying ``__debezium.oldkey`` (a primary-key change) decodes as the create."""
+    try:
+        return _DECODER.decode(key, value, headers)
+    except (KeyError, TypeError, IndexError) as err:
+        msg = f"debezium-json value: missing or bad field {err}"
+        raise ValueError(msg) from err
