@@ -257,45 +257,63 @@ def _codec(column: ColumnSpec, field: UmsField) -> _Codec:
     return _Codec(field.name, column.column_type, sql_type, text, parse, wider)
 
 
+def _compact(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 class _Plan:
-    """How one table version's rows are written: its codecs, the static parts of the message."""
+    """How one table version's rows are written: its codecs and the message's parts that do not change
+    from row to row, already in JSON (the appender's hot path writes the rest)."""
 
     def __init__(self, shape: TableShape) -> None:
         self.shape = shape
         self.codecs = tuple(_codec(c, f) for c, f in zip(shape.columns, shape.fields, strict=True))
-        self.mysql_type = {c.name: c.mysql_type for c in self.codecs}
-        self.key_indices = shape.key_indices
-        self.pk_names = list(shape.primary_key) or None
+        # a str value written as it is: no call (most columns of most tables)
+        self.steps = tuple((c.name, None if c.text is _plain else c.text, c.wider) for c in self.codecs)
+        self.sql_types = {c.name: c.sql_type for c in self.codecs}
+        self.sql_types_json = _compact(self.sql_types)
+        self.middle = (
+            f',"isDdl":false,"mysqlType":{_compact({c.name: c.mysql_type for c in self.codecs})},"old":'
+        )
+        self.tail = f',"pkNames":{_compact(list(shape.primary_key) or None)},"sql":"","sqlType":'
+        self.database = _compact(shape.schema)
+        self.table = _compact(shape.table)
+        self.key_names = tuple((shape.fields[i].name, i) for i in shape.key_indices)
         headers = [(VERSION_HEADER, str(shape.version).encode()), (DS_HEADER, shape.ds.encode())]
         encoded = {f.name: f.type.value for f in shape.fields if f.encoded}
         if encoded:
             headers.append((ENCODED_HEADER, json.dumps(encoded, separators=(",", ":")).encode()))
         self.headers = tuple(headers)
 
-    def row(self, values: tuple[JsonValue, ...], where: str) -> tuple[dict[str, str | None], dict[str, int]]:
+    def row(
+        self, values: tuple[JsonValue, ...], where: str
+    ) -> tuple[dict[str, str | None], dict[str, int] | None]:
+        """The row's texts by column, and its sqlType when an unsigned value made one wider (else None)."""
         data: dict[str, str | None] = {}
-        sql_types: dict[str, int] = {}
-        for codec, value in zip(self.codecs, values, strict=True):
-            sql_type = codec.sql_type
+        wider: dict[str, int] | None = None
+        for (name, text_of, widen), value in zip(self.steps, values, strict=True):
             if value is None:
-                data[codec.name] = None
-            else:
-                try:
-                    text = codec.text(value)
-                except (TypeError, ValueError) as err:
-                    msg = f"{where}: field {codec.name} ({codec.mysql_type}): {err}"
-                    raise BadValueError(msg) from err
-                data[codec.name] = text
-                if codec.wider is not None and int(text) > codec.wider[0]:
-                    sql_type = codec.wider[1]
-            sql_types[codec.name] = sql_type
-        return data, sql_types
+                data[name] = None
+                continue
+            if text_of is None and widen is None and type(value) is str:
+                data[name] = value
+                continue
+            try:
+                text = _plain(value) if text_of is None else text_of(value)
+            except (TypeError, ValueError) as err:
+                msg = f"{where}: field {name} ({self.shape.columns[len(data)].column_type}): {err}"
+                raise BadValueError(msg) from err
+            data[name] = text
+            if widen is not None and int(text) > widen[0]:
+                if wider is None:
+                    wider = dict(self.sql_types)
+                wider[name] = widen[1]
+        return data, wider
 
     def key(self, values: tuple[JsonValue, ...]) -> bytes | None:
-        if not self.key_indices:
+        if not self.key_names:
             return None
-        key = {self.shape.fields[i].name: values[i] for i in self.key_indices}
-        return json.dumps(key, separators=(",", ":"), ensure_ascii=False).encode()
+        return _compact({name: values[i] for name, i in self.key_names}).encode()
 
 
 class CanalJson:
@@ -360,29 +378,21 @@ class CanalJson:
         headers: tuple[tuple[str, bytes], ...],
         where: str,
     ) -> Record:
-        data, sql_types = plan.row(values, where)
-        old = None
+        data, wider = plan.row(values, where)
+        old = "null"
         if before is not None:
             old_data, _ = plan.row(before, where)
-            old = [{name: text for name, text in old_data.items() if text != data[name]}]
-        shape, at = change.table, change.at
-        message = {
-            "data": [data],
-            "database": shape.schema,
-            "es": at.ts_ms,
-            "gtid": at.gtid or "",
-            "id": at.ums_id,
-            "isDdl": False,
-            "mysqlType": plan.mysql_type,
-            "old": old,
-            "pkNames": plan.pk_names,
-            "sql": "",
-            "sqlType": sql_types,
-            "table": shape.table,
-            "ts": at.ts_ms,
-            "type": kind,
-        }
-        value = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+            old = _compact([{name: text for name, text in old_data.items() if text != data[name]}])
+        at = change.at
+        gtid = _compact(at.gtid) if at.gtid else '""'
+        sql_types = plan.sql_types_json if wider is None else _compact(wider)
+        # the keys in fastjson2's order (alphabetical), as Canal's producer writes them
+        text = (
+            f'{{"data":[{_compact(data)}],"database":{plan.database},"es":{at.ts_ms},"gtid":{gtid},'
+            f'"id":{at.ums_id}{plan.middle}{old}{plan.tail}{sql_types},"table":{plan.table},'
+            f'"ts":{at.ts_ms},"type":"{kind}"}}'
+        )
+        value = text.encode()
         return Record(plan.key(values), value, headers)
 
 
