@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from ums.build import field_for
 from ums.errors import BadValueError
-from ums.formats import UMS_ID_HEADER, UMS_UID_HEADER, FormatOptions, Record
+from ums.formats import UMS_ID_HEADER, UMS_UID_HEADER, FormatOptions, Record, decode, formatter
 from ums.formats.canal import CanalJson, decode_canal, java_text
 from ums.message import UmsField
 from ums.rowchange import Position, RowChange, TableShape
@@ -285,3 +285,13 @@ def test_any_row_of_any_column_types_reads_back_exactly(table, op):
     assert got is not None and (got.op, got.before, got.after) == (op, before, after)
     for value, expected in zip(got.after or got.before or (), after or before or (), strict=True):
         assert type(value) is type(expected)
+
+
+def test_the_package_dispatches_to_canal_json():
+    change = changes()[4]
+    encoder = formatter("canal-json", FormatOptions())
+    assert encoder.name == "canal-json"
+    (record,) = encoder.records("t", change)
+    assert record == FORMAT.records("t", change)[0]
+    got = decode("canal-json", record.key, record.value, record.headers)
+    assert got is not None and (got.op, got.before, got.after) == ("u", change.before, change.after)

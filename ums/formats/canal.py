@@ -41,14 +41,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from ums.errors import BadValueError
-from ums.formats import UMS_ID_HEADER, UMS_UID_HEADER, FormatOptions, Record
+from ums.formats import UMS_ID_HEADER, UMS_UID_HEADER, UMS_VERSION_HEADER, FormatOptions, Record
 from ums.ids import parse_ums_id, row_of_uid
 from ums.message import UmsField
 from ums.rowchange import OpCode, Position, RowChange, Snapshot, TableShape
 from ums.scalars import JsonValue
 from ums.types import ColumnSpec, UmsType, parse_column_type, set_members
 
-VERSION_HEADER, DS_HEADER = "ums_version", "ums_ds"
+VERSION_HEADER, DS_HEADER = UMS_VERSION_HEADER, "ums_ds"
 SNAPSHOT_HEADER, ENCODED_HEADER = "ums_snapshot", "ums_encoded"
 
 # java.sql.Types codes, as Canal writes them in sqlType
