@@ -6,14 +6,13 @@ The records of every_type.sql's row changes (tests/unit/every_type_changes.py: i
 without before images, deletes and their tombstones, the primary-key change, a full pull) and 100 more
 inserts, written by ``ums.formats.canal.CanalJson`` to a fresh topic; the Java reader prints each parsed
 message's fields through FlatMessage's getters, and every field must be the one written, every value
-reading back (``decode_canal``) as the source's UMS value.
+reading back (``decode_canal``) as the source's UMS value; the table Canal's messages rebuild (applied in
+order by primary key, in Java: tests/integration/canal_reader.py) must be the source's last state.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -27,22 +26,10 @@ from ums.rowchange import RowChange
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "unit"))
+import canal_reader  # noqa: E402
 from every_type_changes import changes, pulled, rows  # noqa: E402
 
 pytestmark = pytest.mark.integration
-
-
-def _reader() -> str:
-    """The classpath of the built reader (tests/interop/canal/build.sh: Maven once, then a no-op)."""
-    home = Path(os.environ.get("STACK_HOME", REPO / ".stack"))
-    done = subprocess.run(
-        ["bash", str(REPO / "tests/interop/canal/build.sh"), str(home / "jars" / "interop-canal")],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    return done.stdout.strip().splitlines()[-1]
 
 
 def _source() -> list[RowChange]:
@@ -69,14 +56,7 @@ def test_canal_reads_every_record(kafka_up, new_topic):
     finally:
         producer.close()
 
-    done = subprocess.run(
-        ["java", "-cp", _reader(), "FlatMessageDump", "kafka", kafka_up.bootstrap_servers, topic],
-        capture_output=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")[-3000:]
-    parsed = [json.loads(line) for line in done.stdout.decode("utf-8").split("\n") if line]
+    parsed = canal_reader.messages(kafka_up.bootstrap_servers, topic)
     assert (
         len(parsed) == len(written) == 121
     )  # 117 changes: 114 one record each, 2 deletes + tombstones, 1 key change (3)
@@ -106,3 +86,16 @@ def test_canal_reads_every_record(kafka_up, new_topic):
         if got["type"] == "UPDATE":
             assert _named(again, again.before) == _named(change, change.before)
     assert tombstones == sum(1 for c in _source() if c.op == "d" or c.key_changed)
+
+    # the table Canal's messages rebuild is the source's last state
+    expected: dict[tuple, dict] = {}
+    for change in _source():
+        names = [f.name for f in change.table.fields]
+        if change.before is not None:
+            expected.pop((change.before[0],), None)
+        if change.after is not None:
+            expected[(change.after[0],)] = dict(zip(names, change.after, strict=True))
+    rebuilt = canal_reader.tables(kafka_up.bootstrap_servers, [topic])
+    assert list(rebuilt) == [("golden", "cdc_types")]
+    assert rebuilt[("golden", "cdc_types")] == expected
+    assert len(expected) == 106  # 4, 5, 10 left by the changes; 1, 2, 3 pulled again; 1000..1099

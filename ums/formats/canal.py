@@ -467,7 +467,7 @@ def decode_canal(
         if isinstance(old, list) and old and isinstance(old[0], dict):
             changed = {**data[0], **old[0]}
             before = _parse_row(codecs, changed, "old[0]")
-    ums_id_text = named.get(UMS_ID_HEADER) or str(message.get("id"))
+    ums_id_text = named.get(UMS_ID_HEADER) or str(message.get("id") or 0)
     uid = named.get(UMS_UID_HEADER, "")
     _, pos = parse_ums_id(ums_id_text)
     row_index = row_of_uid(ums_id_text, uid) if uid else 0

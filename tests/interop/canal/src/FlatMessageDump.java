@@ -11,6 +11,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeSet;
+import java.util.function.BiConsumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.PartitionInfo;
@@ -27,10 +29,16 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * <pre>
  *   java -cp CP FlatMessageDump file VALUES.jsonl             one record value per line (UTF-8)
  *   java -cp CP FlatMessageDump kafka BOOTSTRAP TOPIC         every record up to the end offsets at the start
+ *   java -cp CP FlatMessageDump table BOOTSTRAP TOPIC[,TOPIC] the tables the records rebuild, one row a line
  * </pre>
+ *
+ * <p>{@code table} applies each parsed message in order (INSERT and UPDATE put {@code data}'s row under its
+ * primary key, an UPDATE whose {@code old} holds key columns first removes the old key, DELETE removes it)
+ * and prints each table's last rows as {"database":..,"table":..,"pkNames":..,"mysqlType":..,"sqlType":..,
+ * "data":{..}}; a count of records and rows goes to stderr.
  */
 public final class FlatMessageDump {
-    private static final long KAFKA_DEADLINE_MS = 120_000;
+    private static final long KAFKA_DEADLINE_MS = 600_000; // a guard against a broker gone, not a timing
 
     private FlatMessageDump() {}
 
@@ -43,25 +51,76 @@ public final class FlatMessageDump {
                 }
             }
         } else if (args.length == 3 && args[0].equals("kafka")) {
-            for (String line : readTopic(args[1], args[2])) {
-                out.println(line);
+            readTopics(args[1], args[2], (key, value) -> out.println(dump(key, value)));
+        } else if (args.length == 3 && args[0].equals("table")) {
+            Map<String, Map<String, Object>> rows = new LinkedHashMap<>();
+            long[] records = {0};
+            readTopics(args[1], args[2], (key, value) -> {
+                records[0]++;
+                if (value != null) {
+                    apply(rows, JSON.parseObject(value, FlatMessage.class));
+                }
+            });
+            for (Map<String, Object> row : rows.values()) {
+                out.println(JSON.toJSONString(row, JSONWriter.Feature.WriteNulls));
             }
+            System.err.println("records " + records[0] + " rows " + rows.size());
         } else {
-            System.err.println("usage: FlatMessageDump file VALUES.jsonl | kafka BOOTSTRAP TOPIC");
+            System.err.println("usage: FlatMessageDump file VALUES.jsonl | kafka|table BOOTSTRAP TOPIC[,TOPIC]");
             System.exit(2);
         }
     }
 
-    private static List<String> readTopic(String bootstrap, String topic) {
+    private static void apply(Map<String, Map<String, Object>> rows, FlatMessage m) {
+        if (Boolean.TRUE.equals(m.getIsDdl()) || m.getData() == null) {
+            return;
+        }
+        for (int i = 0; i < m.getData().size(); i++) {
+            Map<String, String> data = m.getData().get(i);
+            String key = rowKey(m, data);
+            if ("DELETE".equals(m.getType())) {
+                rows.remove(key);
+                continue;
+            }
+            if ("UPDATE".equals(m.getType()) && m.getOld() != null && m.getOld().size() > i) {
+                Map<String, String> before = new LinkedHashMap<>(data);
+                before.putAll(m.getOld().get(i));
+                rows.remove(rowKey(m, before));
+            }
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("database", m.getDatabase());
+            row.put("table", m.getTable());
+            row.put("pkNames", m.getPkNames());
+            row.put("mysqlType", m.getMysqlType());
+            row.put("sqlType", m.getSqlType());
+            row.put("data", data);
+            rows.put(key, row);
+        }
+    }
+
+    private static String rowKey(FlatMessage m, Map<String, String> data) {
+        // a table without a primary key: the whole row is its key
+        List<String> names = m.getPkNames() != null ? m.getPkNames() : new ArrayList<>(new TreeSet<>(data.keySet()));
+        List<String> values = new ArrayList<>();
+        values.add(m.getDatabase());
+        values.add(m.getTable());
+        for (String name : names) {
+            values.add(data.get(name));
+        }
+        return JSON.toJSONString(values, JSONWriter.Feature.WriteNulls);
+    }
+
+    private static void readTopics(String bootstrap, String topics, BiConsumer<String, String> each) {
         Properties props = new Properties();
         props.put("bootstrap.servers", bootstrap);
         props.put("enable.auto.commit", "false");
-        List<String> lines = new ArrayList<>();
         try (KafkaConsumer<String, String> consumer =
                 new KafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer())) {
             List<TopicPartition> partitions = new ArrayList<>();
-            for (PartitionInfo info : consumer.partitionsFor(topic, Duration.ofSeconds(30))) {
-                partitions.add(new TopicPartition(topic, info.partition()));
+            for (String topic : topics.split(",")) {
+                for (PartitionInfo info : consumer.partitionsFor(topic, Duration.ofSeconds(30))) {
+                    partitions.add(new TopicPartition(topic, info.partition()));
+                }
             }
             consumer.assign(partitions);
             consumer.seekToBeginning(partitions);
@@ -69,14 +128,13 @@ public final class FlatMessageDump {
             long deadline = System.currentTimeMillis() + KAFKA_DEADLINE_MS;
             while (!reached(consumer, end)) {
                 if (System.currentTimeMillis() > deadline) {
-                    throw new IllegalStateException("did not reach the end offsets " + end + " of " + topic);
+                    throw new IllegalStateException("did not reach the end offsets " + end + " of " + topics);
                 }
                 for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(500))) {
-                    lines.add(dump(record.key(), record.value()));
+                    each.accept(record.key(), record.value());
                 }
             }
         }
-        return lines;
     }
 
     private static boolean reached(KafkaConsumer<String, String> consumer, Map<TopicPartition, Long> end) {
