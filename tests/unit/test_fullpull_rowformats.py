@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -233,6 +234,25 @@ def test_a_per_row_pulls_markers_go_to_the_events_topic_and_a_ums_pulls_to_its_t
     p._marker(replace(pulled, Topic="demo.shop.result"), "end")
     assert p.producer.topics == ["demo.shop.events", "demo.shop.result"]
     assert p._result_topic("shop", "orders") == "demo.shop.orders"
+
+
+@pytest.mark.parametrize("fmt", ["debezium-json", "canal-json"])
+def test_the_records_are_the_formats_own_and_decode_back_to_the_ums_paths_tuples(fmt):
+    from ums.formats import decode, formatter
+
+    job = _job(format=fmt)
+    records = RowWriter.for_job(job, FormatOptions()).records(TEXTS)
+    changes = _writer(job).changes(TEXTS)
+    encoder = formatter(fmt, FormatOptions())
+    assert records == [r for c in changes for r in encoder.records("demo.shop.orders", c)]
+    decoded = [decode(fmt, r.key, r.value, r.headers) for r in records]
+    tuples = _ums_tuples(job, TEXTS)
+    assert (
+        [(c.op, c.at.snapshot, c.ums_uid, *c.after) for c in decoded]
+        == [  # type: ignore[union-attr, misc]
+            ("r", "true", *t[3:]) for t in tuples
+        ]
+    )
 
 
 def test_the_changes_are_those_from_message_reads_from_the_ums_paths_pulled_messages():
