@@ -15,8 +15,10 @@ the plugins under .stack/jars/connect/plugins). A test starts its own worker and
   .JdbcSinkConnector) for a SQLAlchemy URL of the stack's PostgreSQL (upsert on the record key, deletes
   and schema evolution on); ``json_converters()`` and ``apicurio_avro_converters(url)`` the key and value
   converters for debezium-json and avro records;
-- ``wait_rows(url, table, n)`` / ``wait_state(url, query, expected)``: until PostgreSQL holds ``n`` rows,
-  or until a query's rows are the expected ones (the last rows seen are in the failure).
+- ``wait_consumed(worker, name, topics)``: until a sink has committed the topics' end offsets (every record
+  written before is applied); ``wait_rows(url, table, n)`` / ``wait_state(url, query, expected)``: until
+  PostgreSQL holds ``n`` rows, or until a query's rows are the expected ones (the last rows seen are in
+  the failure).
 """
 
 from __future__ import annotations
@@ -373,6 +375,33 @@ def wait_state(
         raise
     except AssertionError as e:
         raise ConnectError(f"{e}; last rows: {seen[0]!r}\n{worker.log_tail()}") from None
+
+
+def wait_consumed(worker: ConnectWorker, name: str, topics: Sequence[str], timeout: float = 300) -> None:
+    """Until sink connector ``name`` has committed the end offsets of ``topics`` as they are now (its
+    consumer group ``connect-<name>``): every record written before the call has been applied."""
+    ends = kafka.end_offsets(worker.endpoint, topics)
+    client = kafka.admin(worker.endpoint)
+    try:
+
+        def done() -> bool:
+            worker.fail_on_failed(name)
+            group = f"connect-{name}"
+            committed = client.list_group_offsets({group: None}).get(group, {})
+            return all(
+                end == 0 or (tp in committed and committed[tp].offset >= end) for tp, end in ends.items()
+            )
+
+        try:
+            wait_until(
+                done, timeout, f"connector {name} consumed {', '.join(topics)}", alive=[worker], interval=0.5
+            )
+        except ConnectError:
+            raise
+        except AssertionError as e:
+            raise ConnectError(f"{e}\n{worker.log_tail()}") from None
+    finally:
+        client.close()
 
 
 @contextlib.contextmanager
