@@ -433,23 +433,28 @@ def decode_canal(
         msg = "canal-json mysqlType: expected an object of column types"
         raise BadValueError(msg)
     pk_names = tuple(message.get("pkNames") or ())
-    encoded: dict[str, str] = json.loads(named[ENCODED_HEADER]) if ENCODED_HEADER in named else {}
-    columns, fields = [], []
-    for name, column_type in mysql_types.items():
-        column = ColumnSpec(name, column_type, name not in pk_names)
-        ums_type = UmsType(encoded[name]) if name in encoded else column.ums_type
-        columns.append(column)
-        fields.append(UmsField(name, ums_type, column.nullable, name in encoded))
-    shape = TableShape(
+    bad = next((n for n, t in mysql_types.items() if not isinstance(t, str)), None)
+    if bad is not None:
+        msg = f"canal-json mysqlType.{bad}: {mysql_types[bad]!r} is not a column type"
+        raise BadValueError(msg)
+    if not all(isinstance(n, str) for n in pk_names):
+        msg = f"canal-json pkNames: {list(pk_names)!r} are not column names"
+        raise BadValueError(msg)
+    shape_key = (
         named.get(DS_HEADER, ""),
         _required_str(message, "database"),
         _required_str(message, "table"),
-        int(named.get(VERSION_HEADER, "0")),
-        tuple(columns),
-        tuple(fields),
+        named.get(VERSION_HEADER, "0"),
+        tuple(mysql_types.items()),
         pk_names,
+        named.get(ENCODED_HEADER),
     )
-    codecs = tuple(_codec(c, f) for c, f in zip(shape.columns, shape.fields, strict=True))
+    known = _READ_SHAPES.get(shape_key)
+    if known is None:
+        if len(_READ_SHAPES) >= _READ_SHAPES_KEPT:
+            _READ_SHAPES.clear()
+        known = _READ_SHAPES[shape_key] = _read_shape(*shape_key)
+    shape, codecs = known
     row = _parse_row(codecs, data[0], "data[0]")
     snapshot: Snapshot = "false"
     if named.get(SNAPSHOT_HEADER) in ("true", "last"):
@@ -483,6 +488,34 @@ def decode_canal(
         snapshot,
     )
     return RowChange(shape, op, before, after, at, uid)
+
+
+_READ_SHAPES: dict[tuple[object, ...], tuple[TableShape, tuple[_Codec, ...]]] = {}
+_READ_SHAPES_KEPT = 1024  # table shapes a reader remembers (then it starts again)
+
+
+def _read_shape(
+    ds: str,
+    database: str,
+    table: str,
+    version: str,
+    mysql_types: tuple[tuple[str, object], ...],
+    pk_names: tuple[str, ...],
+    encoded_text: str | None,
+) -> tuple[TableShape, tuple[_Codec, ...]]:
+    """The shape a flat message's ``mysqlType``, ``pkNames`` and headers give, and its fields' codecs."""
+    encoded: dict[str, str] = json.loads(encoded_text) if encoded_text else {}
+    columns, fields = [], []
+    for name, column_type in mysql_types:
+        column = ColumnSpec(name, str(column_type), name not in pk_names)
+        ums_type = UmsType(encoded[name]) if name in encoded else column.ums_type
+        columns.append(column)
+        fields.append(UmsField(name, ums_type, column.nullable, name in encoded))
+    if not version.isascii() or not version.isdigit():
+        msg = f"canal-json header {VERSION_HEADER}: {version!r} is not a table version"
+        raise BadValueError(msg)
+    shape = TableShape(ds, database, table, int(version), tuple(columns), tuple(fields), pk_names)
+    return shape, tuple(_codec(c, f) for c, f in zip(shape.columns, shape.fields, strict=True))
 
 
 def _parse_row(codecs: tuple[_Codec, ...], row: dict[str, object], where: str) -> tuple[JsonValue, ...]:
