@@ -67,7 +67,7 @@ cluster-up: stack-up
 cluster-down:
 	bash stack/cluster.sh down
 
-# Removes the stack's data (databases, topics, metrics, rsyslog's read positions and queues); installed
+# Removes the stack's data (databases, topics, schemas, metrics, rsyslog's read positions and queues); installed
 # binaries and jars stay cached.
 clean-stack: stack-down
-	rm -rf .stack/mariadb .stack/postgresql .stack/zookeeper .stack/kafka .stack/influxdb .stack/rsyslog .stack/checkpoints
+	rm -rf .stack/mariadb .stack/postgresql .stack/zookeeper .stack/kafka .stack/registry .stack/influxdb .stack/rsyslog .stack/checkpoints

@@ -118,7 +118,7 @@ class RetrySettings(_Model):
 
 class RegistryEndpoint(_Model):
     """A Confluent-compatible schema registry (the ``avro`` output format, docs/formats.md): ``url`` of its
-    Confluent API (Apicurio's ``.../apis/ccompat/v7``), HTTP basic auth when ``username`` is set."""
+    Confluent API (Apicurio's ``.../apis/ccompat/v6``), HTTP basic auth when ``username`` is set."""
 
     url: str
     username: str | None = None

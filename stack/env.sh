@@ -9,5 +9,6 @@ ZOOKEEPER_PORT=${ZOOKEEPER_PORT:-12181}
 KAFKA_PORT=${KAFKA_PORT:-19092}
 KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-19093}
 INFLUXDB_PORT=${INFLUXDB_PORT:-18086}
+REGISTRY_PORT=${REGISTRY_PORT:-18081}             # the schema registry (Apicurio, Confluent API)
 SPARK_VERSION=${SPARK_VERSION:-4.2.0}                  # must match pyspark's version in pyproject.toml
 VENV=${VENV:-$STACK_REPO/.venv}
