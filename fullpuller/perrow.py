@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 from typing import Any
 
 from ums.formats import Format, FormatOptions, Record, SchemaIds, formatter
@@ -158,16 +159,25 @@ def table_shape(job: Any, masking: Any = None) -> tuple[TableShape, TableMask | 
 
 
 def to_batch(records: Sequence[Record]) -> Any:
-    """Records -> an Arrow record batch (key, value, headers) for Spark's Kafka sink."""
+    """Records -> an Arrow record batch (key, value, headers) for Spark's Kafka sink. The headers are built
+    as flat name and value arrays with list offsets: a list of dicts per record cost as much as encoding
+    the record."""
     import pyarrow as pa
 
     schema = arrow_schema()
-    headers = [[{"key": k, "value": v} for k, v in r.headers] for r in records]
+    pairs_of = [r.headers for r in records]
+    names = [name for pairs in pairs_of for name, _ in pairs]
+    data = [value for pairs in pairs_of for _, value in pairs]
+    offsets = [0, *accumulate(len(pairs) for pairs in pairs_of)]
+    header_type = schema.field("headers").type
+    pairs = pa.StructArray.from_arrays(
+        [pa.array(names, pa.string()), pa.array(data, pa.binary())], fields=list(header_type.value_type)
+    )
     return pa.RecordBatch.from_arrays(
         [
             pa.array([r.key for r in records], pa.binary()),
             pa.array([r.value for r in records], pa.binary()),
-            pa.array(headers, schema.field("headers").type),
+            pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pairs, type=header_type),
         ],
         schema=schema,
     )
