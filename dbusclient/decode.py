@@ -155,6 +155,11 @@ class Decoder:
             self._keys[schema_table] = tuple(columns)
         self._shapes: dict[bytes, _Shape] = {}  # JSON of a checked message's protocol and schema -> its shape
 
+    @property
+    def keys(self) -> Mapping[tuple[str, str], tuple[str, ...]]:
+        """``(schema, table)`` -> key columns, as given."""
+        return self._keys
+
     def changes(self, msg: UmsMessage) -> list[RowChange]:
         """The row changes of ``msg`` in tuple order; none for a heartbeat or termination message."""
         if msg.protocol not in DATA_PROTOCOLS:
