@@ -9,7 +9,8 @@ a primary-key change, deletes with their tombstones: tests/unit/every_type_chang
 of its MAX, MIN and ODD values, written with kafka-python into 6 partitions keyed by the record key. Once
 the sink has committed the topic's end offsets, PostgreSQL's table must be the final rows, every column
 compared typed (``LANDS``: how each MySQL type lands in PostgreSQL through the sink) and the column types
-too; a difference names the row and the column.
+too; a difference names the row and the column. The same again in ``avro``: the ids from the stack's
+registry (dbuslib.registry), the records read by Apicurio's AvroConverter in its Confluent mode.
 
 What the sink cannot do, and the test therefore arranges (docs/formats.md, "Kafka Connect"):
 
@@ -27,8 +28,11 @@ What the sink cannot do, and the test therefore arranges (docs/formats.md, "Kafk
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
+import re
 import struct
+import urllib.request
 from collections.abc import Callable
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
@@ -37,12 +41,13 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from connect import jdbc_sink, json_converters, rows, running_worker, wait_consumed
+from connect import apicurio_avro_converters, jdbc_sink, json_converters, rows, running_worker, wait_consumed
 from replica_env import fresh_database
 from unit.every_type_changes import SHAPE, changes
 from unit.every_type_changes import rows as more_rows
 
 from dbuslib import kafka
+from dbuslib.registry import Registry
 from ums.formats import Format, FormatOptions, formatter
 from ums.rowchange import RowChange
 from ums.scalars import JsonValue
@@ -249,3 +254,23 @@ def check_table(types: dict[str, str], got: list[dict[str, Any]], work: list[Row
 def test_debezium_json_through_the_jdbc_sink(kafka_up, new_topic, tmp_path) -> None:
     fmt = formatter("debezium-json", FormatOptions())
     check_table(*through_the_sink(kafka_up, new_topic(partitions=6), fmt, json_converters(), tmp_path))
+
+
+def test_avro_through_apicurio_and_the_jdbc_sink(cfg, kafka_up, new_topic, tmp_path) -> None:
+    """The same in ``avro``: ids from the stack's registry (dbuslib.registry, the subjects BACKWARD, as
+    ``output.compatibility`` defaults), read by Apicurio's AvroConverter in its Confluent mode (4-byte id,
+    no headers, the id a content id: what the Confluent API hands out) through Apicurio's own API."""
+    topic = new_topic(partitions=6)
+    registry = Registry.of(cfg)
+    try:
+        fmt = formatter("avro", FormatOptions(), registry.schema_ids("BACKWARD"))
+        ccompat = registry.url.rstrip("/")
+        core = re.sub(r"/apis/ccompat/v\d+$", "/apis/registry/v2", ccompat)
+        check_table(*through_the_sink(kafka_up, topic, fmt, apicurio_avro_converters(core), tmp_path))
+    finally:
+        registry.close()
+        for subject in (f"{topic}-key", f"{topic}-value"):  # the test's subjects, not left in the registry
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(
+                    urllib.request.Request(f"{ccompat}/subjects/{subject}", method="DELETE")
+                )
