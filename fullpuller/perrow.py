@@ -19,7 +19,7 @@ A pulled row of a table keyed ``id`` in debezium-json (``schema`` parts left out
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any
 
@@ -181,23 +181,3 @@ def to_batch(records: Sequence[Record]) -> Any:
         ],
         schema=schema,
     )
-
-
-def cached_schema_ids(
-    schema_id: Callable[[str, str], int], ensure: Callable[[str], None]
-) -> Callable[[str, str], int]:
-    """A ``SchemaIds`` that sets each subject's compatibility level (``ensure``) before its first
-    registration, and asks the registry once per (subject, schema)."""
-    ids: dict[tuple[str, str], int] = {}
-    ready: set[str] = set()
-
-    def schema_ids(subject: str, text: str) -> int:
-        found = ids.get((subject, text))
-        if found is None:
-            if subject not in ready:
-                ensure(subject)
-                ready.add(subject)
-            found = ids[(subject, text)] = schema_id(subject, text)
-        return found
-
-    return schema_ids

@@ -287,17 +287,14 @@ def _zk(cfg: Any) -> Any:
 
 
 def _schema_ids(cfg: Any, level: str) -> Any:
-    """The worker's ``SchemaIds`` for avro (dbuslib/registry.py): made once per registry and compatibility
-    level, so a subject's level is set and a schema registered once per worker, not once per shard."""
+    """The worker's ``SchemaIds`` for avro (dbuslib/registry.py, which caches ids per subject and schema
+    and sets a subject's level before its first schema): made once per registry and compatibility level,
+    so each schema is asked for once per worker, not once per shard."""
     from dbuslib.registry import Registry
-    from fullpuller.perrow import cached_schema_ids
 
     endpoint = cfg.endpoints.registry
     key = (endpoint.url, level)
     ids = _REGISTRY.get(key)
     if ids is None:
-        registry = Registry.from_config(endpoint, cfg.endpoints.retry)
-        ids = _REGISTRY[key] = cached_schema_ids(
-            registry.schema_id, lambda subject: registry.ensure_compatibility(subject, level)
-        )
+        ids = _REGISTRY[key] = Registry.from_config(endpoint, cfg.endpoints.retry).schema_ids(level)
     return ids

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dbuslib.config import MaskRule
-from fullpuller.perrow import RowWriter, arrow_schema, cached_schema_ids, to_batch
+from fullpuller.perrow import RowWriter, arrow_schema, to_batch
 from fullpuller.source import MessageWriter, ShardJob
 from ums import from_json
 from ums.formats import FormatOptions, Record
@@ -169,14 +169,6 @@ def test_a_batch_has_the_arrow_schema_spark_expects_of_the_data_source():
         {"key": b"k", "value": b"v", "headers": [{"key": "a", "value": b"1"}, {"key": "b", "value": b"2"}]},
         {"key": None, "value": None, "headers": []},
     ]
-
-
-def test_a_subject_gets_its_level_once_and_each_schema_is_asked_for_once():
-    asked, ensured = [], []
-    ids = cached_schema_ids(lambda s, t: asked.append((s, t)) or len(asked), ensured.append)
-    assert [ids("t-value", "A"), ids("t-value", "A"), ids("t-value", "B"), ids("t-key", "K")] == [1, 1, 2, 3]
-    assert ensured == ["t-value", "t-key"]
-    assert asked == [("t-value", "A"), ("t-value", "B"), ("t-key", "K")]
 
 
 _STRINGS = st.text(st.characters(exclude_categories=("Cs",)), max_size=8)
