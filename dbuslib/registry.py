@@ -116,8 +116,10 @@ class Registry:
     ) -> Registry:
         """The registry of ``endpoints.registry``, its transient failures retried within ``retry``
         (``endpoints.retry``; None: not retried)."""
-        policy = retry
-        if retry is not None and not isinstance(retry, RetryPolicy):
+        policy: RetryPolicy | None
+        if retry is None or isinstance(retry, RetryPolicy):
+            policy = retry
+        else:
             policy = RetryPolicy(retry.budget_s, retry.initial_backoff_s, retry.max_backoff_s)
         return cls(
             endpoint.url,
