@@ -24,7 +24,10 @@ from ums.formats import FormatOptions, SchemaRefused, decode, formatter
 from ums.formats.avro import AvroRows, _strip_logical, avro_schemas, decode_avro_row, schema_text, zigzag
 from ums.formats.connect import avro_field_name, avro_fullname, connect_table
 from ums.formats.debezium import DebeziumJson, events
+from ums.message import UmsField
+from ums.rowchange import TableShape
 from ums.scalars import float32_repr
+from ums.types import ColumnSpec
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "formats" / "avro"
 WRITE = os.environ.get("DBUS_GOLDEN_WRITE") == "1"
@@ -220,4 +223,22 @@ def test_random_values_read_back_exactly(values, op):
     change = replace(changes()[0], table=_SHAPE, op=op, before=values if op in ("u", "d") else None,
                      after=None if op == "d" else values)  # fmt: skip
     record = AvroRows(FormatOptions(), registry).records("demo.prop.every", change)[0]
+    assert decode_avro_row(record.key, record.value, record.headers, registry.lookup) == change
+
+
+def test_geometry_columns_share_one_record_and_read_back():
+    wkb = bytes.fromhex("0101000000000000000000f03f0000000000000040")  # POINT(1 2)
+    columns = (ColumnSpec("id", "int(11)", False), ColumnSpec("g", "geometry"), ColumnSpec("h", "polygon"),
+               ColumnSpec("p", "point"))  # fmt: skip
+    fields = tuple(UmsField(c.name, c.ums_type, c.nullable) for c in columns)
+    shape = TableShape("demo", "geo", "places", 3, columns, fields, ("id",))
+    value = base64.b64encode((4326).to_bytes(4, "little") + wkb).decode()
+    change = replace(changes()[0], table=shape, after=(1, value, None, value))
+    registry = Registry()
+    (record,) = AvroRows(FormatOptions(), registry).records("demo.geo.places", change)
+    _, schema = avro_schemas(connect_table(shape, FormatOptions()))
+    fastavro.parse_schema(schema)  # the Geometry record is defined once, then referenced
+    after = {f["name"]: f for f in schema["fields"][0]["type"][1]["fields"]}
+    assert after["h"]["type"] == ["null", "io.debezium.data.geometry.Geometry"]
+    assert after["h"]["connect.parameters"]["__dbus.column.type"] == "polygon"
     assert decode_avro_row(record.key, record.value, record.headers, registry.lookup) == change

@@ -80,8 +80,6 @@ def avro_schema(schema: Schema, defined: set[str] | None = None, namespace: str 
         record: dict[str, Any] = {"type": "record", "name": short}
         if space != namespace:
             record["namespace"] = space
-        if schema.get("doc"):
-            record["doc"] = schema["doc"]
         record["fields"] = [_avro_field(f, defined, space) for f in schema["fields"]]
         _connect_props(record, schema, with_name=True)
         return record
@@ -96,15 +94,18 @@ def avro_schema(schema: Schema, defined: set[str] | None = None, namespace: str 
     if name == "org.apache.kafka.connect.data.Decimal":
         out["scale"] = int(params.get("scale", "0"))
         out["precision"] = int(params.get("connect.decimal.precision", "64"))
+    _connect_props(out, schema, with_name=True)
     if kind in ("int8", "int16"):
         out["connect.type"] = kind
-    _connect_props(out, schema, with_name=True)
     if name in _LOGICAL:
         out["logicalType"] = _LOGICAL[name]
     return out
 
 
 def _connect_props(out: dict[str, Any], schema: Schema, *, with_name: bool) -> None:
+    """AvroData's connect.* properties, in its order (connect.type follows them)."""
+    if schema.get("doc") is not None:
+        out["connect.doc"] = schema["doc"]
     if schema.get("version") is not None:
         out["connect.version"] = schema["version"]
     if schema.get("parameters"):
@@ -126,10 +127,13 @@ def _optional(schema: Schema, defined: set[str], namespace: str) -> tuple[Any, A
 
 
 def _avro_field(field: Schema, defined: set[str], namespace: str) -> dict[str, Any]:
+    seen = field["type"] == "struct" and avro_fullname(field.get("name") or "ConnectDefault") in defined
     kind, default, has_default = _optional(field, defined, namespace)
     out: dict[str, Any] = {"name": field["field"], "type": kind}
     if has_default:
         out["default"] = default
+    if seen and field.get("parameters"):  # a record referenced again keeps its parameters on the field
+        out["connect.parameters"] = dict(field["parameters"])
     return out
 
 
@@ -364,7 +368,13 @@ def connect_field(field: dict[str, Any]) -> Schema:
     if isinstance(kind, list):
         optional = "null" in kind
         kind = next(k for k in kind if k != "null")
-    out: Schema = {"type": _connect_type(kind), "optional": optional}
+    if isinstance(kind, str) and kind not in _AVRO_PRIMITIVE:  # a record defined earlier, by name
+        out: Schema = {"type": "struct", "optional": optional, "name": kind}
+        if field.get("connect.parameters"):
+            out["parameters"] = field["connect.parameters"]
+        out["field"] = field["name"]
+        return out
+    out = {"type": _connect_type(kind), "optional": optional}
     if isinstance(kind, dict):
         if kind.get("connect.name"):
             out["name"] = kind["connect.name"]
@@ -372,6 +382,9 @@ def connect_field(field: dict[str, Any]) -> Schema:
             out["parameters"] = kind["connect.parameters"]
     out["field"] = field["name"]
     return out
+
+
+_AVRO_PRIMITIVE = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 
 
 def _connect_type(kind: Any) -> str:

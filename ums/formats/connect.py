@@ -1,4 +1,4 @@
-"""Kafka Connect schemas of a table version, as Debezium's MySQL connector (3.x) makes them, and the
+"""Kafka Connect schemas of a table version, as Debezium's MySQL connector (3.6) makes them, and the
 conversion of UMS wire values to Connect values and back (docs/formats.md, "Type mapping").
 
 ``connect_table(shape, options)`` builds, once per ``TableShape``, everything the per-row formats need:
@@ -241,7 +241,7 @@ def _decimal_args(column_type: str, default: tuple[int, int] = (10, 0)) -> tuple
 
 
 def connect_column(column: ColumnSpec, field: UmsField, options: FormatOptions) -> ConnectColumn:
-    """The Connect schema and converters of one column (Debezium 3.x's MySQL default mapping)."""
+    """The Connect schema and converters of one column (Debezium 3.6's MySQL default mapping)."""
     name = avro_field_name(field.name)
     optional = field.nullable
     if field.encoded:
@@ -264,15 +264,6 @@ _GEOMETRY_FIELDS: dict[str, list[Schema]] = {
     _GEOM: [
         _field("wkb", _schema("bytes", False)),
         _field("srid", _schema("int32", True)),
-        _field(
-            "extensions",
-            {
-                "type": "map",
-                "keys": {"type": "string", "optional": False},
-                "values": {"type": "string", "optional": False},
-                "optional": True,
-            },
-        ),
     ],  # fmt: skip
     _POINT: [
         _field("x", _schema("float64", False)),
@@ -319,7 +310,7 @@ def _mapping(column: ColumnSpec, options: FormatOptions) -> _Mapping:
         return ("bytes", "io.debezium.data.Bits", 1, {"length": str(width)},
                 lambda v: int(v).to_bytes(size, "little"), back_bits, "bytes", bytes(size))  # fmt: skip
     if base in ("tinyint", "int1"):
-        return ("int16" if unsigned else "int8"), None, None, {}, _ident, _ident, "", 0
+        return "int16", None, None, {}, _ident, _ident, "", 0  # Debezium 3.6: SMALLINT's JDBC type
     if base in ("smallint", "int2"):
         return ("int32" if unsigned else "int16"), None, None, {}, _ident, _ident, "", 0
     if base in ("mediumint", "int3", "middleint"):
@@ -395,7 +386,7 @@ def _mapping(column: ColumnSpec, options: FormatOptions) -> _Mapping:
     if base == "point":
         return "struct", _POINT, 1, {}, _point, _geometry_back, "struct", None
     if base in _GEOMETRY:
-        return "struct", _GEOM, 2, {}, _geometry, _geometry_back, "struct", None
+        return "struct", _GEOM, 1, {}, _geometry, _geometry_back, "struct", None
     if ums is UmsType.BINARY:
         if options.binary_handling_mode == "bytes":
             return "bytes", None, None, {}, _b64, _to_b64, "bytes", b""
@@ -419,7 +410,7 @@ def _ms(micros: int | None) -> int | None:
 
 def _geometry(value: str) -> dict[str, Any]:
     raw = base64.b64decode(value)
-    return {"wkb": raw[4:], "srid": int.from_bytes(raw[:4], "little"), "extensions": None}
+    return {"wkb": raw[4:], "srid": int.from_bytes(raw[:4], "little")}
 
 
 def _point(value: str) -> dict[str, Any]:
@@ -456,7 +447,7 @@ class ConnectTable:
 
 
 def source_schema() -> Schema:
-    """``io.debezium.connector.mysql.Source`` as Debezium 3.x builds it (SchemaFactory, BinlogSourceInfo)."""
+    """``io.debezium.connector.mysql.Source`` as Debezium 3.6 builds it (SchemaFactory, BinlogSourceInfo)."""
     snapshot = _schema(
         "string", True, "io.debezium.data.Enum", 1, {"allowed": SNAPSHOT_ALLOWED}, default="false"
     )
