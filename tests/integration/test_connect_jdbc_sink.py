@@ -1,4 +1,4 @@
-"""Debezium's JDBC sink connector, unmodified, applies what DBus writes in ``debezium-json`` to PostgreSQL.
+"""Debezium's JDBC sink connector, unmodified, applies DBus's ``debezium-json`` and ``avro`` to PostgreSQL.
 
 A Kafka Connect worker of the stack's jars (tests/integration/connect.py) runs
 io.debezium.connector.jdbc.JdbcSinkConnector with JsonConverter (``schemas.enable=true``) for key and value,
@@ -12,7 +12,7 @@ compared typed (``LANDS``: how each MySQL type lands in PostgreSQL through the s
 too; a difference names the row and the column. The same again in ``avro``: the ids from the stack's
 registry (dbuslib.registry), the records read by Apicurio's AvroConverter in its Confluent mode.
 
-What the sink cannot do, and the test therefore arranges (docs/formats.md, "Kafka Connect"):
+What the sink cannot do, and the test therefore arranges (docs/formats.md, Kafka Connect):
 
 - it creates ``decimal(65,30)`` as ``numeric(38,30)`` (Hibernate's PostgreSQL precision limit), which
   cannot hold the MAX row's 35 integer digits, and it cannot add a NOT NULL column without a default to
@@ -196,8 +196,9 @@ def differences(want: dict[int, dict[str, Any]], got: list[dict[str, Any]]) -> l
 
 
 def _connect_json_type_names() -> bool:
-    """JsonConverter names Connect's FLOAT32/FLOAT64 ``float``/``double``; an older ums.formats wrote
-    ``float32``/``float64``, which it refuses (``DataException: Unknown schema type: float32``)."""
+    """JsonConverter names Connect's FLOAT32/FLOAT64 ``float``/``double``; ums.formats.debezium (7750321)
+    writes ``float32``/``float64``, which it refuses (``DataException: Unknown schema type: float32``).
+    Once it writes JsonConverter's names, the test runs."""
     change = changes()[0]
     value = formatter("debezium-json", FormatOptions()).records("t", change)[0].value or b""
     return b'"type":"float32"' not in value and b'"type":"float64"' not in value
