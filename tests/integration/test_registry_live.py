@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
 import time
+import urllib.request
 import uuid
 from decimal import Decimal
+from pathlib import Path
 
 import fastavro
 import pytest
@@ -23,6 +27,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from dbuslib import kafka
 from dbuslib.registry import Registry, SchemaNotFound
+from dbuslib.retry import RetryPolicy
 from ums.build import field_for
 from ums.formats import FormatOptions, SchemaRefused, decode
 from ums.formats.avro import AvroRows
@@ -31,6 +36,7 @@ from ums.rowchange import Position, RowChange, TableShape
 from ums.types import ColumnSpec
 
 pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
 
 KEY = {"type": "record", "name": "Key", "namespace": "pytest", "fields": [{"name": "id", "type": "int"}]}
 VALUE = {
@@ -197,3 +203,33 @@ def test_confluent_avro_deserializer_reads_what_dbus_writes(registry, inspect, c
     lookup = Registry.of(cfg).schema
     back = [decode("avro", m.key(), m.value(), tuple(m.headers() or ()), lookup) for m in rows]
     assert [b for b in back if b is not None] == changes
+
+
+@pytest.mark.exclusive  # restarts the registry every avro test uses
+def test_a_restart_keeps_the_ids_and_costs_a_waiting_caller_latency_only(registry, cfg):
+    """The stack's registry keeps its schemas on disk (docs/stack.md#schema-registry): after a restart an
+    id still names its schema and the same schema gets the same id; a call made while it is down is
+    retried (endpoints.retry) until it is back."""
+    subject = f"{subject_base()}-value"
+    schema_id = registry.schema_id(subject, text(VALUE))
+    up = {**os.environ, "DOWN_S": "3"}
+    restart = subprocess.Popen(["bash", str(REPO / "stack" / "stack.sh"), "restart", "registry"], env=up)
+    try:
+        fresh = Registry.from_config(cfg.endpoints.registry, RetryPolicy(180.0, 0.2, 1.0))
+        deadline = time.monotonic() + 60
+        while registry_answers(cfg) and time.monotonic() < deadline:  # wait until it is down
+            pass
+        assert not registry_answers(cfg), "the registry did not go down within 60 s"
+        assert json.loads(fresh.schema(schema_id)) == VALUE  # asked while down: answered once back
+        assert fresh.schema_id(subject, text(VALUE)) == schema_id
+    finally:
+        assert restart.wait(timeout=300) == 0
+    assert Registry.of(cfg).schema_id(subject, text(VALUE)) == schema_id
+
+
+def registry_answers(cfg) -> bool:
+    try:
+        with urllib.request.urlopen(f"{cfg.endpoints.registry.url}/subjects", timeout=2) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
