@@ -50,6 +50,8 @@ from dbusclient.checkpoint import Bootstrap, Checkpoint, CheckpointStore, Mode, 
 from dbusclient.decode import BadRowError, Decoder, RowChange, RowRefused, TableRef
 from dbusclient.merge import Key, KeyState, Merger, MergeResult
 from dbusclient.metrics import ClientMetrics
+from dbusclient.rowformats import RowReader
+from dbuslib import topics as topic_names
 from dbuslib.config import DbusConfig
 from dbuslib.errors import DbusError
 from ums import headers as ums_headers
@@ -57,6 +59,7 @@ from ums.avro import decode_avro
 from ums.control import full_pull_request
 from ums.control import to_json as control_json
 from ums.errors import UmsError
+from ums.formats import UMS_ID_HEADER, SchemaLookup
 from ums.message import UmsMessage, UmsSchema
 from ums.names import split_table
 
@@ -288,22 +291,36 @@ class ProducerPort(Protocol):
 
 @dataclass(frozen=True)
 class Topics:
-    """The topics of one consumer: each table's result topic and the source's control topic."""
+    """The topics of one consumer: each table's result topic and the source's control topic; ``formats``
+    each table's output format (``ums`` or a per-row format, docs/formats.md), when known: a record that
+    contradicts it is a bad row (``dbusclient.rowformats``); without it the records' own look decides.
+    ``events``: a per-row table's events topic (``topics.events``), where its full pulls' start and end
+    markers go (its result topic holds row changes only): read beside the result topics."""
 
     result: Mapping[TableRef, str]
     ctrl: str
+    formats: Mapping[TableRef, str] = field(default_factory=dict)
+    events: Mapping[TableRef, str] = field(default_factory=dict)
+
+    @property
+    def all(self) -> list[str]:
+        """Every topic the consumer reads: the result topics and the events topics, sorted."""
+        return sorted({*self.result.values(), *self.events.values()})
 
     @classmethod
     def of(cls, cfg: DbusConfig, consumer: ConsumerConfig) -> Topics:
-        """From the source's ``topics`` templates (``topics.result``, ``topics.ctrl``)."""
+        """From the source's ``topics`` templates (``topics.result``, or ``topics.table`` when
+        ``output.topic`` is ``table``; ``topics.ctrl``) and its ``output`` formats."""
         src = cfg.source(consumer.source)
-        result = {}
+        result, formats, events = {}, {}, {}
         for name in consumer.tables:
             schema, table = split_table(name)
-            result[TableRef(consumer.source, schema, table)] = src.topics.name(
-                "result", consumer.source, schema=schema, table=table
-            )
-        return cls(result, src.topics.name("ctrl", consumer.source))
+            ref = TableRef(consumer.source, schema, table)
+            result[ref] = topic_names.result_topic(consumer.source, src, schema, table)
+            formats[ref] = src.output.format_for(schema, table)
+            if formats[ref] != "ums":
+                events[ref] = topic_names.events_topic(consumer.source, src, schema)
+        return cls(result, src.topics.name("ctrl", consumer.source), formats, events)
 
 
 # ---------------------------------------------------------------- the consumer
@@ -365,8 +382,10 @@ class Consumer:
     sends pull requests and dead letters. ``states`` holds the merger's key states (a dict when None: lost
     on restart; docs/client.md says when that matters). ``avro_schemas`` gives an Avro schema by
     fingerprint (e.g. ``MetaStore.avro_schema``), needed for Avro result topics; None for an unknown one
-    makes that record a bad row. ``sleep`` waits between
-    retries; ``now_ms`` stamps pull requests."""
+    makes that record a bad row. ``row_schemas`` gives the writer's Avro schema by registry id
+    (``dbuslib.registry``), needed for result topics in the per-row ``avro`` format (``connect`` makes it
+    from ``endpoints.registry``); per-row records are read by ``dbusclient.rowformats``. ``sleep`` waits
+    between retries; ``now_ms`` stamps pull requests."""
 
     def __init__(
         self,
@@ -379,6 +398,7 @@ class Consumer:
         *,
         states: MutableMapping[Key, KeyState] | None = None,
         avro_schemas: Callable[[str], dict[str, Any] | None] | None = None,
+        row_schemas: SchemaLookup | None = None,
         metrics: ClientMetrics | None = None,
         sleep: Callable[[float], None] = time.sleep,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
@@ -392,6 +412,7 @@ class Consumer:
         self.merger = Merger(states)
         self.decoder = Decoder(config.tables)
         self.avro_schemas = avro_schemas
+        self.rows = RowReader(self.decoder.keys, topics.formats, row_schemas)
         self.metrics = metrics
         self._merged: MergeResult | None = None  # the last dispatched window's merge (for metrics)
         self._avro: dict[str, dict[str, Any]] = {}
@@ -402,6 +423,11 @@ class Consumer:
         self.versions: dict[TableRef, int] = {}
         self.schemas: dict[tuple[TableRef, int], UmsSchema] = {}  # each table version's first schema seen
         self._names = {(t.schema, t.table): t for t in topics.result}
+        # per topic: the one per-row format the configuration gives its tables, if any (rowformats)
+        self._expected = {
+            topic: self.rows.expected([t for t, tt in topics.result.items() if tt == topic])
+            for topic in set(topics.result.values())
+        }
         self._started = False
         self._owns_producer = False  # closed by ``close`` (``connect`` made it)
         self._assigned_now: list[Any] = []  # assigned by the group during the last poll: to seek
@@ -429,7 +455,10 @@ class Consumer:
             auto_offset_reset="earliest",
         )
         producer = kafka.producer(cfg.endpoints.kafka)
-        consumer = cls(config, callbacks, store, client, Topics.of(cfg, config), producer, **kwargs)
+        topics = Topics.of(cfg, config)
+        if "avro" in topics.formats.values() and kwargs.get("row_schemas") is None:
+            kwargs["row_schemas"] = registry_lookup(cfg)
+        consumer = cls(config, callbacks, store, client, topics, producer, **kwargs)
         consumer._owns_producer = True
         return consumer
 
@@ -444,7 +473,7 @@ class Consumer:
             self._expect(
                 self.callbacks.on_start_bootstrap(self.checkpoint.bootstrap.pulls), "on_start_bootstrap"
             )
-        topics = sorted(set(self.topics.result.values()))
+        topics = self.topics.all
         self._started = True
         if self.config.group_id is not None:
             self.kafka.subscribe(topics, listener=_Listener(self))
@@ -454,6 +483,11 @@ class Consumer:
             TopicPartition(t, p) for t in topics for p in sorted(self.kafka.partitions_for_topic(t) or ())
         ]
         missing = [t for t in topics if not self.kafka.partitions_for_topic(t)]
+        events = set(self.topics.events.values()) - set(self.topics.result.values())
+        if not self.config.bootstrap and missing and set(missing) <= events:
+            # the markers of pulls this consumer never requests: nothing to read there yet
+            log.info("events topic(s) %s do not exist (yet): not read", missing)
+            missing = []
         if missing:
             msg = f"consumer of {self.config.source}: topic(s) {missing} do not exist"
             raise DbusError(msg)
@@ -721,13 +755,25 @@ class Consumer:
                         window.aborts.append((window.markers[-1][1], error.decode("utf-8", "replace")))
                     continue
                 try:
-                    msg = self._message(r.value, headers, where)
-                    ns = msg.schema.namespace
-                    if (ns.schema, ns.table) not in self._names:
-                        continue
-                    changes = self.decoder.changes(msg)
-                    if changes:
-                        self.schemas.setdefault((changes[0].table, ns.version), msg.schema)
+                    if UMS_ID_HEADER in headers or (r.value is None and self._expected.get(tp.topic)):
+                        # a per-row record (a tombstone: no change)
+                        changes, schema = self.rows.read(
+                            r.key, r.value, r.headers or (), where, self._expected.get(tp.topic)
+                        )
+                        if not changes:
+                            continue
+                        assert schema is not None
+                        self.schemas.setdefault((changes[0].table, changes[0].version), schema)
+                    else:
+                        msg = self._message(r.value, headers, where)
+                        ns = msg.schema.namespace
+                        table = self._names.get((ns.schema, ns.table))
+                        if table is None:
+                            continue
+                        changes = self.decoder.changes(msg)
+                        if changes:
+                            self.rows.check_ums(table, where)
+                            self.schemas.setdefault((changes[0].table, ns.version), msg.schema)
                     if flt is not None:
                         changes = [c for c in changes if flt.allows(c.key)]
                 except BadRowError as e:
@@ -954,6 +1000,16 @@ class _Listener(ConsumerRebalanceListener):
     def on_partitions_assigned(self, assigned: Any) -> None:
         self.consumer._assigned_now.extend(assigned)
         self.consumer._rebalanced = True
+
+
+def registry_lookup(cfg: DbusConfig) -> SchemaLookup | None:
+    """The writer's Avro schema by registry id, from ``endpoints.registry`` (``dbuslib.registry``, cached);
+    None when no registry is configured (an ``avro`` record is then a bad row naming it)."""
+    if cfg.endpoints.registry is None:
+        return None
+    from dbuslib.registry import Registry
+
+    return Registry.of(cfg).schema
 
 
 def _marker(kind: bytes, headers: Mapping[str, bytes], where: str) -> tuple[str, int, int | None]:

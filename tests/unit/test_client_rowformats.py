@@ -1,0 +1,415 @@
+"""dbusclient.rowformats: every per-row format through the reader path gives what the UMS path gives.
+
+The changes are tests/golden/cdc/every_type.sql's (tests/unit/every_type_changes.py) and its rows again as
+a full pull, written as UMS messages the way the appender writes them with before images on (a ``b``
+tuple before each ``u``, consecutive ``ums_uid_``s per binlog event); ``ums.rowchange.from_message`` turns
+those messages into ``RowChange``s and each format's encoder into records. The UMS messages read by
+``Decoder`` and the records read by ``RowReader`` must merge (``Merger``) into the same table, whatever
+mix of formats, order and duplicates the records come in (hypothesis). Then the consumer: a topic per
+table of per-row records, tombstones among them, replicated into an in-memory sink; records that
+contradict the configuration are dead letters naming their topic, partition and offset.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import namedtuple
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+import pytest
+from every_type_changes import COLUMNS, FILE, SHAPE, TS_MS, changes, pulled
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kafka import TopicPartition
+
+from dbusclient.checkpoint import Checkpoint, CheckpointStore
+from dbusclient.consumer import Consumer, ConsumerCallbacks, ConsumerConfig, Result, Topics
+from dbusclient.decode import BadRowError, Decoder, RowChange, TableRef
+from dbusclient.merge import Merger
+from dbusclient.rowformats import RowReader, sniff, ums_schema
+from ums import formats
+from ums.decode import decode_value
+from ums.encoding import to_json
+from ums.ids import ums_uid
+from ums.message import SYSTEM_FIELDS, Op, ProtocolType, UmsMessage, UmsSchema
+from ums.namespace import Namespace
+from ums.rowchange import RowChange as Change
+from ums.rowchange import from_message
+from ums.timefmt import ums_ts_ms
+from ums.types import UmsType
+
+T = TableRef(SHAPE.ds, SHAPE.schema, SHAPE.table)
+TOPIC = f"{SHAPE.ds}.{SHAPE.schema}.{SHAPE.table}"
+KEYS = {(SHAPE.schema, SHAPE.table): ("id",)}
+TYPES = {f.name: f.type for f in SHAPE.fields}
+Record = namedtuple("Record", "topic partition offset key value headers")
+
+
+class FakeRegistry:
+    """A schema registry in memory: ``ids`` registers (subject, schema) -> id, ``schema`` reads it back."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, int] = {}
+
+    def ids(self, subject: str, schema: str) -> int:
+        return self.texts.setdefault(schema, len(self.texts) + 1)
+
+    def schema(self, schema_id: int) -> str:
+        return next(t for t, i in self.texts.items() if i == schema_id)
+
+
+REGISTRY = FakeRegistry()
+
+
+# ---------------------------------------------------------------- the changes, as UMS and as records
+
+
+def messages() -> list[UmsMessage]:
+    """every_type.sql's changes and its full pull as the appender (and the puller) writes them: one
+    message per binlog event, a ``b`` tuple before each ``u``."""
+    out = []
+    for initial, group in ((False, changes()), (True, pulled())):
+        protocol = ProtocolType.DATA_INITIAL_DATA if initial else ProtocolType.DATA_INCREMENT_DATA
+        ns = Namespace("mysql", SHAPE.ds, SHAPE.schema, SHAPE.table, SHAPE.version)
+        schema = UmsSchema(ns, SYSTEM_FIELDS[protocol] + SHAPE.fields)
+        for ums_id, event in groupby(group, key=lambda c: c.at.ums_id):
+            tuples: list[tuple[Any, ...]] = []
+            for c in event:
+                ts = ums_ts_ms(c.at.ts_ms)
+                if c.op == "u":
+                    assert c.before is not None
+                    tuples.append((str(ums_id), ts, "b", ums_uid(ums_id, len(tuples)), *c.before))
+                op, image = {"c": ("i", c.after), "r": ("i", c.after), "u": ("u", c.after)}.get(
+                    c.op, ("d", c.before)
+                )
+                assert image is not None
+                tuples.append((str(ums_id), ts, op, ums_uid(ums_id, len(tuples)), *image))
+            out.append(UmsMessage(protocol, schema, tuple(tuples)))
+    return out
+
+
+def row_changes(msg: UmsMessage) -> list[Change]:
+    return from_message(msg, COLUMNS, ("id",), file=FILE, ts_ms=TS_MS, server_id=1)
+
+
+def encode(fmt: str, change: Change, tombstones: bool = True) -> list[formats.Record]:
+    options = formats.FormatOptions(tombstones=tombstones)
+    return formats.formatter(fmt, options, REGISTRY.ids).records(TOPIC, change)
+
+
+def read(reader: RowReader, record: formats.Record, where: str = f"{TOPIC}/0@0") -> list[RowChange]:
+    return reader.read(record.key, record.value, record.headers, where)[0]
+
+
+def value(name: str, wire: Any) -> Any:
+    """A UMS wire value decoded, a zero date (or one with a zero part) as None: Debezium (debezium-json,
+    avro) writes them as null, as its MySQL connector does (docs/formats.md)."""
+    decoded = decode_value(TYPES[name], wire, name)
+    zero = TYPES[name] in (UmsType.DATE, UmsType.DATETIME) and isinstance(decoded, str)
+    return None if zero else decoded
+
+
+def table(changes_: list[RowChange]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """The rows a sink ends with after applying ``changes_`` by the merge rule, values decoded."""
+    merger = Merger()
+    merger.merge(changes_)
+    applied: dict[tuple[Any, ...], RowChange] = {}
+    for (_, key), state in merger.states.items():
+        if state.live:
+            applied[key] = next(c for c in changes_ if c.key == key and c.position == state.position)
+    return {key: {n: value(n, v) for n, v in c.values.items()} for key, c in applied.items()}
+
+
+def ums_side() -> list[RowChange]:
+    decoder = Decoder({f"{SHAPE.schema}.{SHAPE.table}": ("id",)})
+    return [c for m in messages() for c in decoder.changes(m)]
+
+
+def per_row_side(fmt: str) -> list[RowChange]:
+    reader = RowReader(KEYS, schemas=REGISTRY.schema)
+    return [c for m in messages() for ch in row_changes(m) for r in encode(fmt, ch) for c in read(reader, r)]
+
+
+# ---------------------------------------------------------------- each format, as UMS
+
+
+@pytest.mark.parametrize("fmt", formats.PER_ROW)
+def test_every_type_rebuilds_the_same_table_as_ums(fmt):
+    ums, rows = ums_side(), per_row_side(fmt)
+    expected = table(ums)
+    assert len(expected) >= 4
+    assert table(rows) == expected
+    # the same rows: same keys, values, versions and positions for each live row
+    live = {c.key: c for c in rows if c.op.value in "iu"}
+    for c in ums:
+        if c.op.value in "iu" and not c.initial:
+            assert live[c.key].version == c.version
+
+
+@pytest.mark.parametrize("fmt", formats.PER_ROW)
+def test_ops_positions_values_and_pulled_rows_are_as_ums_gives_them(fmt):
+    decoder, reader = Decoder({"golden.cdc_types": ("id",)}), RowReader(KEYS, schemas=REGISTRY.schema)
+    for msg in messages():
+        ums = decoder.changes(msg)
+        befores = {c.key for c in ums if c.op is Op.BEFORE}
+        ums = [c for c in ums if c.op is not Op.BEFORE]
+        moved_from = befores - {c.key for c in ums}  # the old keys of key changes
+        got = [c for ch in row_changes(msg) for r in encode(fmt, ch, False) for c in read(reader, r)]
+        # a key change is a delete of the old key and a create of the new one in every per-row format
+        moves = [c for c in got if c.op is Op.DELETE and c.key in moved_from]
+        assert len(moves) == len(moved_from)
+        got = [c for c in got if c not in moves]
+        assert [(c.key, c.ums_id, c.ums_uid, c.initial, c.version) for c in got] == [
+            (c.key, c.ums_id, c.ums_uid, c.initial, c.version) for c in ums
+        ]
+        for g, u in zip(got, ums, strict=True):
+            assert g.op is u.op or (u.op is Op.UPDATE and g.op is Op.INSERT and moves), (fmt, g.key)
+            assert {n: value(n, v) for n, v in g.values.items()} == {
+                n: value(n, v) for n, v in u.values.items()
+            }, (fmt, g.key)
+            if fmt == "canal-json":  # Canal's values are exact
+                assert dict(g.values) == dict(u.values), g.key
+
+
+@pytest.mark.parametrize("fmt", formats.PER_ROW)
+def test_the_schema_of_a_version_is_the_ums_one(fmt):
+    reader = RowReader(KEYS, schemas=REGISTRY.schema)
+    record = encode(fmt, changes()[0])[0]
+    _, schema = reader.read(record.key, record.value, record.headers, "t/0@0")
+    assert schema is not None and schema.namespace == ums_schema(SHAPE).namespace
+    # Canal's flat message says which columns are keys, not which may be null: names, types, masking
+    assert [(f.name, f.type, f.encoded) for f in schema.fields] == [
+        (f.name, f.type, f.encoded) for f in messages()[0].schema.fields
+    ]
+
+
+@pytest.mark.parametrize("fmt", formats.PER_ROW)
+def test_a_tombstone_and_another_table_give_nothing(fmt):
+    delete = next(c for c in changes() if c.op == "d")
+    records = encode(fmt, delete)
+    assert records[-1].value is None  # the tombstone after the delete
+    reader = RowReader(KEYS, schemas=REGISTRY.schema)
+    assert read(reader, records[-1]) == []
+    assert [c.op.value for c in read(reader, records[0])] == ["d"]
+    other = RowReader({("golden", "other"): ("id",)}, schemas=REGISTRY.schema)
+    assert read(other, records[0]) == []
+
+
+# ---------------------------------------------------------------- merge across formats
+
+
+def all_records() -> list[tuple[str, Any]]:
+    """Every change as a UMS tuple group and as a record of each per-row format: (format, payload)."""
+    out: list[tuple[str, Any]] = []
+    for msg in messages():
+        out.append(("ums", msg))
+        for ch in row_changes(msg):
+            for fmt in formats.PER_ROW:
+                out.extend((fmt, r) for r in encode(fmt, ch))
+    return out
+
+
+EXPECTED = None
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_any_mix_of_formats_order_and_duplicates_merges_to_the_same_table(data):
+    global EXPECTED
+    if EXPECTED is None:
+        EXPECTED = table(ums_side())
+    everything = all_records()
+    chosen = data.draw(st.lists(st.sampled_from(range(len(everything))), min_size=0, max_size=60))
+    # every change reaches the reader at least once in some format, plus the chosen duplicates
+    picks = [data.draw(st.sampled_from(["ums", *formats.PER_ROW])) for _ in messages()]
+    base = []
+    n = -1
+    for fmt, payload in everything:
+        if fmt == "ums":
+            n += 1
+        if fmt == picks[n]:
+            base.append((fmt, payload))
+    stream = data.draw(st.permutations(base + [everything[i] for i in chosen]))
+    decoder = Decoder({"golden.cdc_types": ("id",)})
+    reader = RowReader(KEYS, schemas=REGISTRY.schema)
+    got: list[RowChange] = []
+    merger, window = Merger(), data.draw(st.integers(1, 10))
+    for i in range(0, len(stream), window):
+        batch = []
+        for fmt, payload in stream[i : i + window]:
+            batch.extend(decoder.changes(payload) if fmt == "ums" else read(reader, payload))
+        got.extend(batch)
+        merger.merge(batch)
+    live = {key for (_, key), s in merger.states.items() if s.live}
+    assert live == set(EXPECTED)
+    assert table(got) == EXPECTED
+
+
+# ---------------------------------------------------------------- which format, and contradictions
+
+
+def test_sniff_tells_the_formats_apart():
+    change = changes()[0]
+    for fmt in formats.PER_ROW:
+        r = encode(fmt, change)[0]
+        assert sniff(r.value, dict(r.headers)) == fmt
+    assert sniff(messages()[0].schema.namespace.table.encode(), {}) == "ums"
+    assert sniff(None, {"ums_id_": b"1"}) == "tombstone"
+    with pytest.raises(ValueError, match="neither"):
+        sniff(b'{"x": 1}', {"ums_id_": b"1"})
+
+
+@pytest.mark.parametrize("fmt", formats.PER_ROW)
+def test_a_record_that_contradicts_the_configuration_is_a_bad_row_naming_it(fmt):
+    other = next(f for f in formats.PER_ROW if f != fmt)
+    record = encode(other, changes()[0])[0]
+    reader = RowReader(KEYS, {T: fmt}, REGISTRY.schema)
+    with pytest.raises(BadRowError, match=rf"{TOPIC}/2@7: .*{other}.*{fmt}"):
+        reader.read(record.key, record.value, record.headers, f"{TOPIC}/2@7")
+    # the configuration's format read first (a topic of one format): not such a record
+    with pytest.raises(BadRowError, match=rf"{TOPIC}/2@7: not a {fmt} record \(it looks like {other}\)"):
+        reader.read(record.key, record.value, record.headers, f"{TOPIC}/2@7", expected=fmt)
+    with pytest.raises(BadRowError, match=rf"{TOPIC}/0@1: a UMS record of {T}, which .* {fmt}"):
+        reader.check_ums(T, f"{TOPIC}/0@1")
+    RowReader(KEYS, {T: "ums"}).check_ums(T, "x")  # UMS where UMS is configured: fine
+
+
+def test_an_avro_record_without_a_registry_is_a_bad_row():
+    record = encode("avro", changes()[0])[0]
+    with pytest.raises(BadRowError, match="no registry"):
+        RowReader(KEYS).read(record.key, record.value, record.headers, "t/0@0")
+
+
+# ---------------------------------------------------------------- the consumer
+
+
+class Kafka:
+    """A KafkaConsumer without a group over topics in memory (topic -> one partition's records)."""
+
+    def __init__(self, topics: dict[str, list[Record]]) -> None:
+        self.topics = topics
+        self.positions: dict[TopicPartition, int] = {}
+
+    def subscribe(self, topics: Any, listener: Any) -> None:
+        raise AssertionError("no group here")
+
+    def assign(self, partitions: Any) -> None:
+        self.positions = {tp: 0 for tp in partitions}
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        return {0} if topic in self.topics else None
+
+    def poll(self, timeout_ms: int, max_records: int) -> dict[TopicPartition, list[Record]]:
+        out = {}
+        for tp, pos in sorted(self.positions.items()):
+            records = self.topics[tp.topic][pos : pos + max_records]
+            if records:
+                out[tp] = records
+                self.positions[tp] = pos + len(records)
+        return out
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.positions[tp] = offset
+
+    def beginning_offsets(self, partitions: Any) -> dict[TopicPartition, int]:
+        return {tp: 0 for tp in partitions}
+
+    def end_offsets(self, partitions: Any) -> dict[TopicPartition, int]:
+        return {tp: len(self.topics[tp.topic]) for tp in partitions}
+
+    def committed(self, tp: TopicPartition) -> int | None:
+        return None
+
+    def commit(self, offsets: Any) -> None:
+        pass
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self.positions)
+
+    def close(self) -> None:
+        pass
+
+
+class Sink(ConsumerCallbacks, CheckpointStore):
+    def __init__(self) -> None:
+        self.rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self.schemas: list[UmsSchema] = []
+        self.saved: Checkpoint | None = None
+
+    def on_schema_change(self, table: TableRef, old: int | None, new: int, schema: UmsSchema) -> Result:
+        self.schemas.append(schema)
+        return Result.SUCCESS
+
+    def on_data_event(self, change: RowChange) -> Result:
+        if change.gone:
+            self.rows.pop(change.key, None)
+        else:
+            self.rows[change.key] = dict(change.values)
+        return Result.SUCCESS
+
+    def load(self) -> Checkpoint | None:
+        return self.saved
+
+    def save(self, checkpoint: Checkpoint) -> None:
+        self.saved = checkpoint
+
+
+def consume(topic: list[Record], fmt: str, tmp_path: Path, windows: int = 3) -> tuple[Sink, list[Any]]:
+    sink, dead = Sink(), tmp_path / "dead.jsonl"
+    config = ConsumerConfig(
+        "demo",
+        {"golden.cdc_types": ("id",)},
+        max_records=windows,
+        bootstrap=False,
+        dead_letter_file=str(dead),
+    )
+    topics = Topics({T: TOPIC}, "demo_ctrl", {T: fmt}, {T: "demo.golden.events"})
+    consumer = Consumer(config, sink, sink, Kafka({TOPIC: topic}), topics, row_schemas=REGISTRY.schema)
+    consumer.start()
+    while consumer.poll_once():
+        pass
+    consumer.close()
+    lines = [json.loads(line) for line in dead.read_text().splitlines()] if dead.exists() else []
+    return sink, lines
+
+
+def as_topic(records: list[formats.Record | bytes]) -> list[Record]:
+    out = []
+    for offset, r in enumerate(records):
+        if isinstance(r, bytes):  # a UMS record
+            out.append(Record(TOPIC, 0, offset, b"golden.cdc_types", r, []))
+        else:
+            out.append(Record(TOPIC, 0, offset, r.key, r.value, list(r.headers)))
+    return out
+
+
+@pytest.mark.parametrize("fmt", formats.PER_ROW)
+def test_the_consumer_replicates_a_per_row_topic_per_table(fmt, tmp_path):
+    records = [r for m in messages() for ch in row_changes(m) for r in encode(fmt, ch)]
+    assert any(r.value is None for r in records)  # tombstones among them
+    sink, dead = consume(as_topic(records), fmt, tmp_path)
+    assert dead == []
+    assert table_of(sink.rows) == table(ums_side())
+    assert [s.namespace.version for s in sink.schemas] == [SHAPE.version]
+    assert sink.saved is not None and sink.saved.offsets() == {(TOPIC, 0): len(records)}
+
+
+def table_of(rows: dict[tuple[Any, ...], dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    return {k: {n: value(n, v) for n, v in vals.items()} for k, vals in rows.items()}
+
+
+@pytest.mark.parametrize("fmt", formats.PER_ROW)
+def test_records_that_contradict_the_configuration_are_dead_letters_with_their_offsets(fmt, tmp_path):
+    other = next(f for f in formats.PER_ROW if f != fmt)
+    good = [r for m in messages() for ch in row_changes(m) for r in encode(fmt, ch)]
+    wrong = encode(other, changes()[0])[0]
+    records: list[formats.Record | bytes] = [wrong, to_json(messages()[0]).encode(), *good]
+    sink, dead = consume(as_topic(records), fmt, tmp_path)
+    assert [(d["topic"], d["partition"], d["offset"], d["code"]) for d in dead] == [
+        (TOPIC, 0, 0, "CLIENT_BAD_ROW"),
+        (TOPIC, 0, 1, "CLIENT_BAD_ROW"),
+    ]
+    assert other in dead[0]["error"] and "UMS record" in dead[1]["error"]
+    assert table_of(sink.rows) == table(ums_side())
