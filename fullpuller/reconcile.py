@@ -52,8 +52,16 @@ DATA_TYPES = (ProtocolType.DATA_INCREMENT_DATA.value, ProtocolType.DATA_INITIAL_
 SYSTEM_COLUMNS = ("ums_id_", "ums_ts_", "ums_op_", "ums_uid_")
 GONE_OPS = (Op.DELETE.value, Op.BEFORE.value)  # a winner with these ops means: no row under this key
 
-# Spark type of a snapshot column by UMS type, where the UMS text casts exactly; the rest stay strings.
-SPARK_TYPES = {"int": "int", "long": "long", "float": "double", "double": "double", "boolean": "boolean"}
+# Spark type of a snapshot column by UMS type, where the UMS text casts exactly; the rest stay strings. A
+# UMS long holds BIGINT UNSIGNED and BIT(64) too, up to 2^64-1: decimal(20,0), not Spark's signed long
+# (whose try_cast gave null above 2^63-1).
+SPARK_TYPES = {
+    "int": "int",
+    "long": "decimal(20,0)",
+    "float": "double",
+    "double": "double",
+    "boolean": "boolean",
+}
 
 # Tuple values are read as strings: Spark's JSON parser gives a number token as its text (42 -> "42",
 # 1.1 -> "1.1", 1e22 -> "1.0E22"), so int/long/decimal keep every digit and floats cast back exactly.
@@ -212,6 +220,194 @@ def parse_table(text: str) -> tuple[str, str]:
     except ValueError as e:
         msg = f"--table {e}"
         raise ValueError(msg) from None
+
+
+# ---------------------------------------------------------------- per-row formats (docs/formats.md)
+
+_OPS = {"c": Op.INSERT.value, "u": Op.UPDATE.value, "d": Op.DELETE.value, "r": Op.INSERT.value}
+# what the per-row decode gives per tuple: the UMS tuple's system fields and values by column name (as
+# text, as Spark's JSON reader gives a UMS tuple's values), its namespace, and the version's fields
+# (JSON, on a partition's first tuple of each shape only: the first pass's heads) or a record's error
+ROW_TUPLES = (
+    "ns STRING, fields STRING, ums_id_ LONG, ums_ts_ STRING, ums_op_ STRING, ums_uid_ STRING, "
+    "vals MAP<STRING, STRING>, error STRING"
+)
+
+
+def value_text(value: Any) -> str | None:
+    """A UMS wire value as the text Spark's JSON reader gives for it as a STRING (``_MESSAGE``): a
+    string as it is, a number or boolean as its JSON token, null as None."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value) if isinstance(value, int) else json.dumps(value)
+
+
+def row_tuples(
+    records: Iterable[tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes]] | None, str]],
+    fmt: str,
+    schema: str,
+    table: str,
+    key: Sequence[str],
+    schemas: dict[int, str] | None = None,
+) -> Iterable[tuple[Any, ...]]:
+    """The UMS tuples of the per-row records of ``schema.table`` (``(key, value, headers, where)``, in
+    the format ``fmt``; ``key``: the reconcile's key columns), as ``ROW_TUPLES`` rows: a create or a
+    pulled row is an insert (``i``), an update whose before image has another key a before image
+    (``b``) under the old key and the update (``u``) under the new one, a delete a delete (``d``) with
+    its before image; a tombstone gives nothing. A record that does not decode gives one row with its
+    ``error`` (naming ``where``)."""
+    from ums.formats import decode
+    from ums.timefmt import ums_ts_ms
+
+    shapes: dict[Any, str] = {}
+    lookup = None if schemas is None else schemas.__getitem__
+    for record_key, value, headers, where in records:
+        if value is None:
+            continue
+        try:
+            change = decode(fmt, record_key, value, tuple(headers or ()), lookup)
+        except (ValueError, KeyError) as e:
+            yield None, None, None, None, None, None, None, f"{where}: not a {fmt} record: {e}"
+            continue
+        if change is None:
+            continue
+        shape = change.table
+        if shape.schema != schema or shape.table != table:
+            continue
+        ns = str(Namespace("mysql", shape.ds, shape.schema, shape.table, shape.version))
+        fields = None
+        if shape not in shapes:
+            shapes[shape] = ns
+            fields = json.dumps(
+                [{"name": f.name, "type": f.type.value, "encoded": f.encoded} for f in shape.fields]
+            )
+        names = [f.name for f in shape.fields]
+        ts = ums_ts_ms(change.at.ts_ms)
+        images: list[tuple[str, tuple[Any, ...] | None]] = []
+        if change.op == "u" and change.before is not None and change.after is not None:
+            key_at = [names.index(k) for k in key if k in names]
+            if [change.before[i] for i in key_at] != [change.after[i] for i in key_at]:
+                images.append((Op.BEFORE.value, change.before))
+        images.append((_OPS[change.op], change.before if change.op == "d" else change.after))
+        for op, image in images:
+            vals = {n: value_text(v) for n, v in zip(names, image or (), strict=False)}
+            yield ns, fields, change.at.ums_id, ts, op, change.ums_uid, vals, None
+            fields = None
+
+
+def _records_of(
+    rows: Iterable[Any],
+) -> Iterable[tuple[bytes | None, bytes | None, list[tuple[str, bytes]], str]]:
+    for r in rows:
+        headers = [(h["key"], bytes(h["value"])) for h in r["headers"] or () if h["value"] is not None]
+        value = None if r["value"] is None else bytes(r["value"])
+        key = None if r["key"] is None else bytes(r["key"])
+        yield key, value, headers, f"{r['topic']}/{r['partition']}@{r['offset']}"
+
+
+def read_row_tuples(
+    spark: SparkSession,
+    cfg: DbusConfig,
+    topic: str,
+    ending: str,
+    fmt: str,
+    schema: str,
+    table: str,
+    key: Sequence[str],
+) -> DataFrame:
+    """The per-row records of ``schema.table`` in ``topic`` (earliest to ``ending``) as ``ROW_TUPLES``
+    rows, decoded by ``ums.formats.decode`` on the executors. For ``avro`` the writers' schemas are
+    fetched here, on the driver, from ``endpoints.registry`` (each schema id in the records, once), and
+    shipped with the task: the executors call no registry."""
+    from dbuslib.spark import kafka_source
+
+    records = (
+        kafka_source(spark.read, cfg.endpoints.kafka.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", ending)
+        .option("includeHeaders", "true")
+        .load()
+        .select("key", "value", "headers", "topic", "partition", "offset")
+    )
+    schemas = writer_schemas(cfg, records) if fmt == "avro" else None
+
+    def decode_partition(rows: Iterable[Any]) -> Iterable[tuple[Any, ...]]:
+        return row_tuples(_records_of(rows), fmt, schema, table, key, schemas)
+
+    return spark.createDataFrame(records.rdd.mapPartitions(decode_partition), ROW_TUPLES)
+
+
+def row_heads(rows: DataFrame, shown: int = 20) -> list[tuple[str, list[dict[str, Any]], int]]:
+    """``read_heads`` of ``read_row_tuples``' rows: (namespace, fields, tuples of the namespace), the
+    count given with the namespace's first field list. The records that did not decode are counted and
+    the first ``shown`` named on stderr, as ``join_chunks`` names a chunk it skips."""
+    from pyspark.sql import functions as F
+
+    errors = rows.where(F.col("error").isNotNull())
+    bad = errors.count()
+    if bad:
+        for r in errors.select("error").limit(shown).collect():
+            print(f"reconcile: skipped: {r['error']}", file=sys.stderr)
+        print(f"reconcile: {bad} record(s) did not decode and were skipped", file=sys.stderr)
+    counts = {
+        r["ns"]: r["count"] for r in rows.where(F.col("error").isNull()).groupBy("ns").count().collect()
+    }
+    heads = []
+    for r in rows.where(F.col("fields").isNotNull()).select("ns", "fields").distinct().collect():
+        heads.append((r["ns"], json.loads(r["fields"]), counts.pop(r["ns"], 0)))
+    return heads
+
+
+def row_columns(rows: DataFrame, columns: Sequence[OutColumn]) -> DataFrame:
+    """``tuples_of``'s columns from ``read_row_tuples``' rows: the system fields, then each snapshot
+    column from the tuple's values by name (absent in an older version: null), typed as there."""
+    from pyspark.sql import functions as F
+
+    good = rows.where(F.col("error").isNull())
+    return good.select(
+        F.col("ums_id_"),
+        F.col("ums_ts_"),
+        F.col("ums_op_"),
+        F.col("ums_uid_"),
+        F.col("ums_uid_").cast("decimal(38,0)").alias(_UID_ORDER),
+        *(_typed(F.col("vals")[c.name], c) for c in columns),
+    )
+
+
+def marker_topic(cfg: DbusConfig, ds: str, schema: str, topic: str, ending: str) -> tuple[str, str]:
+    """Where the full pulls of a per-row table put their markers (its schema's ``topics.events``) and
+    that topic's end offsets now; ``(topic, ending)`` when it does not exist (no pull wrote there)."""
+    from dbuslib import topics
+
+    events = topics.events_topic(ds, cfg.source(ds), schema)
+    try:
+        return events, end_offsets_json(cfg, events)[0]
+    except NoDataError:
+        return topic, ending
+
+
+def writer_schemas(cfg: DbusConfig, records: DataFrame) -> dict[int, str]:
+    """The registry's schema of every id that the Confluent-framed keys and values of ``records`` name."""
+    from pyspark.sql import functions as F
+
+    if cfg.endpoints.registry is None:
+        msg = "an avro result topic, and no endpoints.registry to read its schemas from"
+        raise ConfigError(msg)
+    from dbuslib.registry import Registry
+
+    ids: set[int] = set()
+    for name in ("key", "value"):
+        col = F.col(name)
+        framed = records.where((F.length(col) >= 5) & (F.substring(col, 1, 1) == F.unhex(F.lit("00"))))
+        found = framed.select(F.conv(F.hex(F.substring(col, 2, 4)), 16, 10).cast("long").alias("id"))
+        ids |= {r["id"] for r in found.distinct().collect()}
+    registry = Registry.of(cfg)
+    return {i: registry.schema(i) for i in sorted(ids)}
 
 
 # ---------------------------------------------------------------- edges: MySQL, Kafka, Spark
@@ -419,14 +615,21 @@ def run(
     """Reconcile ``schema.table`` of source ``ds`` into ``out_path`` (or ``jdbc_table``)."""
     from pyspark.sql import functions as F
 
+    from dbuslib import topics
     from fullpuller.resets import table_reset
+    from ums.formats import PER_ROW
 
     src = cfg.source(ds)
-    topic = topic or src.topics.name("result", ds, schema=schema, table=table)
+    topic = topic or topics.result_topic(ds, src, schema, table)
+    row_format = src.output.format_for(schema, table)
     key = tuple(primary_key) if primary_key else primary_key_of(cfg, ds, schema, table)
     ending, _ = end_offsets_json(cfg, topic)
     records = read_topic(spark, cfg.endpoints.kafka.bootstrap_servers, topic, ending)
-    heads = read_heads(records)
+    heads = read_heads(records)  # UMS messages (of a table written in UMS before its format changed, too)
+    per_row = None
+    if row_format in PER_ROW:
+        per_row = read_row_tuples(spark, cfg, topic, ending, row_format, schema, table, key).persist()
+        heads += row_heads(per_row)
     versions = table_versions(((ns, f) for ns, f, _ in heads), schema, table)
     if not versions:
         seen = sorted({h[0] for h in heads})[:5]
@@ -439,9 +642,13 @@ def run(
         msg = f"{schema}.{table} version {top}: key column(s) {missing} are not fields of the messages"
         raise NoDataError(msg)
     spark.sparkContext.setJobDescription(f"reconcile {ds} {schema}.{table}")
-    best = winners(tuples_of(records, sorted(versions), columns), key).persist()
+    rows = tuples_of(records, sorted(versions), columns)
+    if per_row is not None:
+        rows = rows.unionByName(row_columns(per_row, columns))
+    best = winners(rows, key).persist()
     try:
-        reset = table_reset(spark, cfg, ds, schema, table, topic, ending)
+        markers = (topic, ending) if per_row is None else marker_topic(cfg, ds, schema, topic, ending)
+        reset = table_reset(spark, cfg, ds, schema, table, *markers)
         gone = F.col("w.ums_op_").isin(*GONE_OPS)
         if reset is not None:  # rows that left without a rows event (TRUNCATE, row loss + re-pull)
             gone = gone | (F.col("w.ums_id_") < F.lit(reset))
@@ -458,6 +665,8 @@ def run(
         write(best.where(~gone).select(*out_cols), cfg, ds, out_path, fmt, jdbc_table)
     finally:
         best.unpersist()
+        if per_row is not None:
+            per_row.unpersist()
     return ReconcileResult(
         table=f"{schema}.{table}",
         rows=stats["keys"] - stats["gone"],
