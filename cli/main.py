@@ -144,12 +144,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    st = sub.add_parser(
-        "stack", help="the local stack: MariaDB, PostgreSQL, ZooKeeper, Kafka, rsyslog, InfluxDB, Spark jars"
-    )
+    servers = "MariaDB, PostgreSQL, ZooKeeper, Kafka, the schema registry, rsyslog, InfluxDB, Spark jars"
+    st = sub.add_parser("stack", help=f"the local stack: {servers}")
     st.add_argument("action", choices=["up", "down", "status", "install"], help="what to do")
     st.add_argument(
-        "services", nargs="*", help="only these (mariadb postgresql zookeeper kafka rsyslog influxdb spark)"
+        "services",
+        nargs="*",
+        help="only these (mariadb postgresql zookeeper kafka registry rsyslog influxdb spark connect)",
     )
     st.set_defaults(handler=_stack)
 
