@@ -8,6 +8,10 @@ inserts, written by ``ums.formats.canal.CanalJson`` to a fresh topic; the Java r
 message's fields through FlatMessage's getters, and every field must be the one written, every value
 reading back (``decode_canal``) as the source's UMS value; the table Canal's messages rebuild (applied in
 order by primary key, in Java: tests/integration/canal_reader.py) must be the source's last state.
+
+Then the same through the pipeline: every_type's rows and 100 more written to MariaDB, captured by the
+extractor and appended in canal-json to the table's topic; the table Canal's messages rebuild equals what
+SELECT shows, every value of every column (acceptance 1d of issue #30, on a small table).
 """
 
 from __future__ import annotations
@@ -18,11 +22,29 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
+from binlog_truth import rows_events
+from every_type import (
+    COLUMNS,
+    CREATE,
+    MAX_ROW,
+    MIN_ROW,
+    NULL_ROW,
+    ODD_ROW,
+    TRANSACTIONS,
+    as_decoded,
+    multi_row_insert,
+)
 
-from dbuslib import kafka
+from appender import job
+from dbuslib import kafka, mysql, topics
+from dbuslib.config import load_config
+from dbuslib.metastore import MetaStore
 from ums.formats import FormatOptions
 from ums.formats.canal import CanalJson, decode_canal
 from ums.rowchange import RowChange
+from ums.types import ColumnSpec
+from ums.values import encode_column
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "unit"))
@@ -99,3 +121,105 @@ def test_canal_reads_every_record(kafka_up, new_topic):
     assert list(rebuilt) == [("golden", "cdc_types")]
     assert rebuilt[("golden", "cdc_types")] == expected
     assert len(expected) == 106  # 4, 5, 10 left by the changes; 1, 2, 3 pulled again; 1000..1099
+
+
+NOT_NULL = {"id", "nn"}
+SPECS = [ColumnSpec(n, t, n not in NOT_NULL) for n, _, t, _ in COLUMNS]
+MORE = [(1000 + k, *row[1:]) for k, row in enumerate([MAX_ROW, MIN_ROW, ODD_ROW, NULL_ROW] * 25)]
+STATEMENTS = [
+    *(sql for t in TRANSACTIONS[1:] for sql in t),
+    "UPDATE every_type SET id = 2000, vc = 'moved' WHERE id = 1000",
+    "DELETE FROM every_type WHERE id BETWEEN 1010 AND 1019",
+    "UPDATE every_type SET vc = 'changed', fl = 2.5, bl = x'00ff', st = 'red,blue' "
+    "WHERE id BETWEEN 1020 AND 1029",
+]
+
+
+@pytest.fixture
+def env(extractor_env):
+    return extractor_env  # conftest.py: an extractor capturing only this test's database
+
+
+def canal_config(env):
+    """The env's configuration writing canal-json to a topic per table, the appender in micro-batches."""
+    raw = yaml.safe_load(env.cfg_path.read_text())
+    src = raw["sources"][env.ds]
+    src["output"] = {"format": "canal-json", "topic": "table"}
+    src.setdefault("appender", {})["trigger"] = "microbatch"
+    src["topics"]["table"] = "{ds}.{schema}.{table}.canal"
+    src["topics"]["events"] = "{ds}.{schema}.events.canal"
+    path = env.cfg_path.with_name("dbus-canal-json.yaml")
+    path.write_text(yaml.safe_dump(raw))
+    return load_config(path)
+
+
+def test_the_appender_writes_canal_json_that_canal_reads(spark, env, writer_db, source, tmp_path):
+    db, name = writer_db
+    cfg = canal_config(env)
+    src = cfg.source(env.ds)
+    table_topic = topics.result_topic(env.ds, src, name, "every_type")
+    events_topic = topics.events_topic(env.ds, src, name)
+    dlq = src.topics.name("dead_letter", env.ds)
+    endpoint = cfg.endpoints.kafka
+    kafka.ensure_topics(endpoint, [env.topic, dlq])
+    try:
+        with db.cursor() as cur:
+            cur.execute(CREATE)
+            start = mysql.binlog_end(db)
+            cur.execute("SET time_zone = '+00:00', sql_mode = ''")
+            cur.execute(multi_row_insert(db, [MAX_ROW, MIN_ROW, ODD_ROW, NULL_ROW, *MORE]))
+            for sql in STATEMENTS:
+                cur.execute(sql)
+            cur.execute("SELECT *, CAST(fl AS DOUBLE) FROM every_type ORDER BY id")
+            names = [spec.name for spec in SPECS]
+            selected = [{**dict(zip(names, row, strict=False)), "fl": row[-1]} for row in cur.fetchall()]
+        server_id = source.mysql.server_id + 2000
+        events = sum(1 for _ in rows_events(source.mysql, start.file, start.pos, name, server_id))
+        env.spawn()
+        env.records(lambda r: sum(x.event.kind == "rows" for x in env.whole_events(r)) >= events, timeout=120)
+        query = job.start(spark, cfg, env.ds, [env.topic], str(tmp_path / "ckpt"), available_now=True)
+        try:
+            query.awaitTermination(300)
+            assert query.exception() is None, query.exception()
+        finally:
+            query.stop()
+
+        # every record parses with Canal's class and is a row change of the table
+        parsed = canal_reader.messages(endpoint.bootstrap_servers, table_topic)
+        rows = [m for m in parsed if not m.get("tombstone")]
+        # 104 inserted, 3 updated, 1 deleted; 5 in the transaction (its key change a DELETE and an INSERT);
+        # 2 for the key change 1000 -> 2000, 10 deleted, 10 updated
+        assert len(rows) == 104 + 3 + 1 + 5 + 2 + 10 + 10
+        assert {(m["database"], m["table"], m["isDdl"]) for m in rows} == {(name, "every_type", False)}
+        assert {m["type"] for m in rows} == {"INSERT", "UPDATE", "DELETE"}
+        assert all(m["pkNames"] == ["id"] and len(m["data"]) == 1 for m in rows)
+        assert sum(1 for m in parsed if m.get("tombstone")) == sum(1 for m in rows if m["type"] == "DELETE")
+
+        # the table Canal's messages rebuild is the source table, every value of every column
+        rebuilt = canal_reader.tables(endpoint.bootstrap_servers, [table_topic])
+        expected = {
+            (row["id"],): {spec.name: encode_column(spec, as_decoded(spec, row[spec.name])) for spec in SPECS}
+            for row in selected
+        }
+        assert list(rebuilt) == [(name, "every_type")]
+        got = rebuilt[(name, "every_type")]
+        assert sorted(got) == sorted(expected)
+        bad = [
+            (key, column, got[key][column], value)
+            for key, row in expected.items()
+            for column, value in row.items()
+            if got[key][column] != value or type(got[key][column]) is not type(value)
+        ]
+        assert bad == [], str(bad)[:2000]
+        assert (
+            len(got) == 4 - 2 + 1 + len(MORE) - 10
+        )  # 1 became 10, 2 and 3 deleted, 5 added; 10 of MORE gone
+        assert kafka.read_range(endpoint, [dlq]) == []
+    finally:
+        kafka.delete_topics(endpoint, [table_topic, events_topic, dlq])
+        store = MetaStore(env.cfg.endpoints.meta_store.url.get_secret_value())
+        try:
+            with store.engine.begin() as conn:
+                conn.exec_driver_sql("DELETE FROM dbus_meta_version WHERE ds = %s", (env.ds,))
+        finally:
+            store.dispose()
