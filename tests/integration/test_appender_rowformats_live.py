@@ -1,0 +1,157 @@
+"""The appender's per-row formats on the real stack (docs/appender.md, Per-row formats).
+
+A source with ``output: {format: debezium-json, topic: table}``: rows written to MariaDB, captured by the
+extractor, appended in micro-batch mode (Python) and in real-time mode (the JVM record path and its
+sidecar, drained with ``available_now`` as tests/integration/test_appender_golden.py drains it), then read
+back from the table's own topic and decoded with ``ums.formats.decode``: the row changes are the source's,
+keyed by the primary key (a table without one: no key), a delete followed by its tombstone, a primary-key
+change a delete and a create; the table's UMS termination goes to ``{ds}.{schema}.events``, nothing to
+the dead letters.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from appender import job
+from dbuslib import kafka, topics
+from dbuslib.config import load_config
+from dbuslib.metastore import MetaStore
+from ums import from_json
+from ums.formats import decode
+
+pytestmark = pytest.mark.integration
+
+FORMAT = "debezium-json"
+
+
+@pytest.fixture
+def env(extractor_env):
+    return extractor_env  # conftest.py: an extractor capturing only this test's database
+
+
+def per_row_config(env, trigger: str):
+    """The env's configuration writing ``FORMAT`` to a topic per table, the appender in ``trigger`` mode;
+    each mode its own topic names (``{ds}.{schema}.{table}.<trigger>``, events likewise)."""
+    raw = yaml.safe_load(env.cfg_path.read_text())
+    src = raw["sources"][env.ds]
+    src["output"] = {"format": FORMAT, "topic": "table"}
+    src.setdefault("appender", {})["trigger"] = trigger
+    src["topics"]["table"] = "{ds}.{schema}.{table}." + trigger
+    src["topics"]["events"] = "{ds}.{schema}.events." + trigger
+    path = env.cfg_path.with_name(f"dbus-{FORMAT}-{trigger}.yaml")
+    path.write_text(yaml.safe_dump(raw))
+    return load_config(path)
+
+
+def read_all(endpoint, topic: str, n: int, timeout_ms: int = 20_000) -> list:
+    """The first ``n`` records of ``topic`` (fewer when it has fewer within the timeout)."""
+    consumer = kafka.consumer(
+        endpoint,
+        topic,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+        consumer_timeout_ms=timeout_ms,
+    )
+    got = []
+    try:
+        for m in consumer:
+            got.append(m)
+            if len(got) >= n:
+                break
+    finally:
+        consumer.close()
+    return got
+
+
+def run_appender(spark, cfg, ds: str, topic: str, checkpoint: str) -> None:
+    query = job.start(spark, cfg, ds, [topic], checkpoint, available_now=True)
+    try:
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+    finally:
+        query.stop()
+
+
+# per primary key, its records in order (op, before, after), a tombstone as ("tombstone", None, None); values
+# as UMS wire values of (id INT, total DECIMAL(10,2), note VARCHAR(20)[, extra INT]). Kafka keeps the order
+# of one key (one partition), not across keys.
+EXPECTED = {
+    1: [
+        ("c", None, [1, "9.50", "a"]),
+        ("u", [1, "9.50", "a"], [1, "9.50", "c"]),
+        ("d", [1, "9.50", "c"], None),  # UPDATE ... SET id = 3: the old key goes
+        ("tombstone", None, None),
+    ],
+    2: [("c", None, [2, None, "b"]), ("d", [2, None, "b"], None), ("tombstone", None, None)],
+    3: [("c", None, [3, "9.50", "c"])],  # and the new one comes
+    4: [("c", None, [4, "1.00", "d", 7])],  # after ALTER TABLE: version 1
+}
+
+
+@pytest.mark.parametrize("trigger", ["microbatch", "realtime"])
+def test_debezium_json_records_per_table_keyed_by_primary_key(spark, env, writer_db, tmp_path, trigger):
+    db, name = writer_db
+    cfg = per_row_config(env, trigger)
+    src = cfg.source(env.ds)
+    table_topic = topics.result_topic(env.ds, src, name, "orders")
+    events = topics.events_topic(env.ds, src, name)
+    dlq = src.topics.name("dead_letter", env.ds)
+    assert table_topic == f"{env.ds}.{name}.orders.{trigger}"
+    kafka.ensure_topics(env.cfg.endpoints.kafka, [env.topic, dlq])
+    try:
+        with db.cursor() as cur:
+            cur.execute("CREATE TABLE orders (id INT PRIMARY KEY, total DECIMAL(10,2), note VARCHAR(20))")
+            cur.execute("INSERT INTO orders VALUES (1, 9.50, 'a'), (2, NULL, 'b')")
+            cur.execute("UPDATE orders SET note = 'c' WHERE id = 1")
+            cur.execute("DELETE FROM orders WHERE id = 2")
+            cur.execute("UPDATE orders SET id = 3 WHERE id = 1")
+            cur.execute("ALTER TABLE orders ADD COLUMN extra INT")  # the next rows open version 1
+            cur.execute("INSERT INTO orders VALUES (4, 1.00, 'd', 7)")
+            cur.execute("CREATE TABLE nokey (a INT, b VARCHAR(5))")
+            cur.execute("INSERT INTO nokey VALUES (1, 'x')")
+        env.spawn()
+        env.records(lambda r: sum(x.event.kind == "rows" for x in r) >= 6, timeout=120)
+        run_appender(spark, cfg, env.ds, env.topic, str(tmp_path / f"ckpt-{trigger}"))
+
+        n = sum(len(v) for v in EXPECTED.values())
+        records = read_all(cfg.endpoints.kafka, table_topic, n + 1)
+        assert len(records) == n
+        got: dict[int, list] = {}
+        for r in sorted(records, key=lambda r: (r.partition, r.offset)):
+            change = decode(FORMAT, r.key, r.value, tuple(r.headers))
+            key = json.loads(r.key)["payload"]["id"]
+            if change is None:
+                assert r.value is None, "a tombstone: the key and a null value"
+                got.setdefault(key, []).append(("tombstone", None, None))
+                continue
+            assert change.table.primary_key == ("id",) and change.table.table == "orders"
+            before = list(change.before) if change.before is not None else None
+            after = list(change.after) if change.after is not None else None
+            got.setdefault(key, []).append((change.op, before, after))
+            assert dict(r.headers)["ums_key"].startswith(b"data_increment_data.mysql.")
+        assert got == EXPECTED
+        # one ums_uid_ per row change: the key change's delete and create are one change, tombstones none
+        assert len({dict(r.headers)["ums_uid_"] for r in records if r.value is not None}) == n - 2 - 1
+
+        [keyless] = read_all(cfg.endpoints.kafka, topics.result_topic(env.ds, src, name, "nokey"), 2, 10_000)
+        change = decode(FORMAT, keyless.key, keyless.value, tuple(keyless.headers))
+        assert keyless.key is None and change.table.primary_key == () and list(change.after) == [1, "x"]
+
+        ums = [from_json(m.value) for m in read_all(cfg.endpoints.kafka, events, 2, timeout_ms=10_000)]
+        assert [m.protocol.value for m in ums] == ["data_increment_termination"]
+        assert str(ums[0].schema.namespace) == f"mysql.{env.ds}.{name}.orders.0.0.0"
+        assert read_all(cfg.endpoints.kafka, dlq, 1, timeout_ms=3000) == []
+    finally:
+        nokey = topics.result_topic(env.ds, src, name, "nokey")
+        kafka.delete_topics(env.cfg.endpoints.kafka, [table_topic, nokey, events, dlq])
+        store = MetaStore(env.cfg.endpoints.meta_store.url.get_secret_value())
+        try:
+            with store.engine.begin() as conn:
+                conn.exec_driver_sql("DELETE FROM dbus_meta_version WHERE ds = %s", (env.ds,))
+        finally:
+            store.dispose()
