@@ -73,7 +73,7 @@ def test_confluent_avro_data_forms():
     fields = {f["name"]: f for f in value["fields"]}
     assert fields["after"] == {
         "name": "after",
-        "type": ["null", "demo.golden.cdc_types.Value"],
+        "type": ["null", "Value"],
         "default": None,
     }
     columns = {f["name"]: f for f in fields["before"]["type"][1]["fields"]}

@@ -259,7 +259,25 @@ def test_connect_time_mode_uses_connects_logical_types():
     assert fields["dt"]["name"] == "org.apache.kafka.connect.data.Date"
     assert fields["dtm6"]["name"] == "org.apache.kafka.connect.data.Timestamp"
     assert fields["tm"]["name"] == "org.apache.kafka.connect.data.Time"
-    assert json.loads(record.value)["payload"]["after"]["tm"] == 3020399000
+    assert (
+        json.loads(record.value)["payload"]["after"]["tm"] is None
+    )  # 838:59:59: Connect's Time is within a day
+    odd = json.loads(fmt.records(TOPIC, changes()[4])[0].value)["payload"]["after"]
+    assert odd["tm3"] is None and odd["dtm"] == 253402300799000
+    columns = (ColumnSpec("id", "int(11)", False), ColumnSpec("t", "time(3)"))
+    shape = TableShape(
+        "demo",
+        "x",
+        "times",
+        1,
+        columns,
+        tuple(UmsField(c.name, c.ums_type, c.nullable) for c in columns),
+        ("id",),
+    )
+    change = replace(changes()[0], table=shape, after=(1, "12:34:56.789"))
+    (record,) = fmt.records(TOPIC, change)
+    assert json.loads(record.value)["payload"]["after"]["t"] == 45_296_789
+    assert decode_debezium(record.key, record.value, record.headers) == change
 
 
 def test_unreadable_records_name_the_problem():

@@ -51,8 +51,8 @@ _PRIMITIVE = {
     "int16": "int",
     "int32": "int",
     "int64": "long",
-    "float32": "float",
-    "float64": "double",
+    "float": "float",
+    "double": "double",
     "boolean": "boolean",
     "string": "string",
     "bytes": "bytes",
@@ -73,10 +73,10 @@ def avro_schema(schema: Schema, defined: set[str] | None = None, namespace: str 
     name = schema.get("name")
     if kind == "struct":
         full = avro_fullname(name or "ConnectDefault")
-        if full in defined:
-            return full
-        defined.add(full)
         space, _, short = full.rpartition(".")
+        if full in defined:  # referenced by name, short within its own namespace (as Avro writes it)
+            return short if space == namespace else full
+        defined.add(full)
         record: dict[str, Any] = {"type": "record", "name": short}
         if space != namespace:
             record["namespace"] = space
@@ -198,8 +198,8 @@ _ENCODERS: dict[str, Encode] = {
     "int16": zigzag,
     "int32": zigzag,
     "int64": zigzag,
-    "float32": _FLOAT,
-    "float64": _DOUBLE,
+    "float": _FLOAT,
+    "double": _DOUBLE,
     "string": _text,
     "bytes": _blob,
 }
@@ -389,7 +389,7 @@ _AVRO_PRIMITIVE = frozenset({"null", "boolean", "int", "long", "float", "double"
 
 def _connect_type(kind: Any) -> str:
     if isinstance(kind, str):
-        return {"int": "int32", "long": "int64", "float": "float32", "double": "float64"}.get(kind, kind)
+        return {"int": "int32", "long": "int64"}.get(kind, kind)
     if kind.get("type") == "record":
         return "struct"
     if kind.get("connect.type"):

@@ -266,8 +266,8 @@ _GEOMETRY_FIELDS: dict[str, list[Schema]] = {
         _field("srid", _schema("int32", True)),
     ],  # fmt: skip
     _POINT: [
-        _field("x", _schema("float64", False)),
-        _field("y", _schema("float64", False)),
+        _field("x", _schema("double", False)),
+        _field("y", _schema("double", False)),
         _field("wkb", _schema("bytes", True)),
         _field("srid", _schema("int32", True)),
     ],
@@ -333,16 +333,16 @@ def _mapping(column: ColumnSpec, options: FormatOptions) -> _Mapping:
     if base in ("float", "real", "double"):
         precision, scale = _float_args(parsed.args)
         if base == "float" and scale is None and precision <= 24:
-            return "float32", None, None, {}, float, float32_repr, "", 0.0
+            return "float", None, None, {}, float, float32_repr, "", 0.0
         if base == "real":  # REAL is DOUBLE in MySQL's default sql_mode (COLUMN_TYPE says double)
-            return "float64", None, None, {}, float, float, "", 0.0
+            return "double", None, None, {}, float, float, "", 0.0
         back_f: Convert = float32_repr if ums is UmsType.FLOAT else float
-        return "float64", None, None, {}, float, back_f, "", 0.0
+        return "double", None, None, {}, float, back_f, "", 0.0
     if ums is UmsType.DECIMAL:
         precision, scale = _decimal_args(column.column_type)
         mode = options.decimal_handling_mode
         if mode == "double":
-            return "float64", None, None, {}, float, lambda f: format(Decimal(repr(f)), "f"), "", 0.0
+            return "double", None, None, {}, float, lambda f: format(Decimal(repr(f)), "f"), "", 0.0
         if mode == "string":
             return "string", None, None, {}, _ident, _ident, "", "0"
         params = {"scale": str(scale), "connect.decimal.precision": str(precision)}
@@ -369,7 +369,7 @@ def _mapping(column: ColumnSpec, options: FormatOptions) -> _Mapping:
         fsp = fsp_for(column.column_type) or 0
         if connect_time:
             return ("int32", "org.apache.kafka.connect.data.Time", 1, {},
-                    lambda v: (parse_time(v) // _US) // 1000,
+                    _time_ms,
                     lambda ms: format_time(timedelta(milliseconds=ms), fsp), "", 0)  # fmt: skip
         return ("int64", "io.debezium.time.MicroTime", 1, {}, lambda v: parse_time(v) // _US,
                 lambda us: format_time(timedelta(microseconds=us), fsp), "", 0)  # fmt: skip
@@ -402,6 +402,13 @@ def _float_args(args: str) -> tuple[int, int | None]:
     precision = int(parts[0]) if parts else -1
     scale = int(parts[1]) if len(parts) > 1 else None
     return precision, scale
+
+
+def _time_ms(text: str) -> int | None:
+    """TIME in Connect's Time: ms past midnight, which Connect only takes within a day (its ``Time``
+    refuses others, and Debezium's connect mode fails on them): another TIME is null."""
+    ms = (parse_time(text) // _US) // 1000
+    return ms if 0 <= ms < 86_400_000 else None
 
 
 def _ms(micros: int | None) -> int | None:
@@ -534,8 +541,8 @@ _INFERRED: dict[tuple[str, str | None], str] = {
     ("int16", None): "smallint(6)",
     ("int32", None): "int(11)",
     ("int64", None): "bigint(20)",
-    ("float32", None): "float",
-    ("float64", None): "double",
+    ("float", None): "float",
+    ("double", None): "double",
     ("string", None): "longtext",
     ("bytes", None): "longblob",
     ("int32", "io.debezium.time.Date"): "date",

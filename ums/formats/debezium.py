@@ -287,7 +287,7 @@ def options_from(value_fields: list[Schema]) -> FormatOptions:
         column_type = params.get("__dbus.column.type", "").lower()
         kind, name = field["type"], field.get("name")
         if column_type.startswith(("decimal", "numeric")) and kind != "bytes":
-            decimal = "double" if kind == "float64" else "string"
+            decimal = "double" if kind == "double" else "string"
         if column_type.startswith("bigint") and "unsigned" in column_type and name:
             bigint = "precise"
         if (
