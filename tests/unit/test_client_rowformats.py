@@ -24,12 +24,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka import TopicPartition
 
-from dbusclient.checkpoint import Checkpoint, CheckpointStore
+from dbusclient.checkpoint import Checkpoint, CheckpointStore, Mode
 from dbusclient.consumer import Consumer, ConsumerCallbacks, ConsumerConfig, Result, Topics
 from dbusclient.decode import BadRowError, Decoder, RowChange, TableRef
 from dbusclient.merge import Merger
 from dbusclient.rowformats import RowReader, sniff, ums_schema
 from ums import formats
+from ums.control import from_json as control_from_json
 from ums.decode import decode_value
 from ums.encoding import to_json
 from ums.ids import ums_uid
@@ -336,6 +337,7 @@ class Sink(ConsumerCallbacks, CheckpointStore):
     def __init__(self) -> None:
         self.rows: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.schemas: list[UmsSchema] = []
+        self.changes: list[RowChange] = []
         self.saved: Checkpoint | None = None
 
     def on_schema_change(self, table: TableRef, old: int | None, new: int, schema: UmsSchema) -> Result:
@@ -343,6 +345,7 @@ class Sink(ConsumerCallbacks, CheckpointStore):
         return Result.SUCCESS
 
     def on_data_event(self, change: RowChange) -> Result:
+        self.changes.append(change)
         if change.gone:
             self.rows.pop(change.key, None)
         else:
@@ -375,13 +378,13 @@ def consume(topic: list[Record], fmt: str, tmp_path: Path, windows: int = 3) -> 
     return sink, lines
 
 
-def as_topic(records: list[formats.Record | bytes]) -> list[Record]:
+def as_topic(records: list[formats.Record | bytes], topic: str = TOPIC, start: int = 0) -> list[Record]:
     out = []
-    for offset, r in enumerate(records):
+    for offset, r in enumerate(records, start):
         if isinstance(r, bytes):  # a UMS record
-            out.append(Record(TOPIC, 0, offset, b"golden.cdc_types", r, []))
+            out.append(Record(topic, 0, offset, b"golden.cdc_types", r, []))
         else:
-            out.append(Record(TOPIC, 0, offset, r.key, r.value, list(r.headers)))
+            out.append(Record(topic, 0, offset, r.key, r.value, list(r.headers)))
     return out
 
 
@@ -413,3 +416,55 @@ def test_records_that_contradict_the_configuration_are_dead_letters_with_their_o
     ]
     assert other in dead[0]["error"] and "UMS record" in dead[1]["error"]
     assert table_of(sink.rows) == table(ums_side())
+
+
+class Producer:
+    """Where the consumer's pull requests go."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes | None]] = []
+
+    def send(
+        self, topic: str, key: bytes | None = None, value: bytes | None = None, headers: Any = None
+    ) -> None:
+        self.sent.append((topic, value))
+
+    def flush(self, timeout: float | None = None) -> None:
+        pass
+
+
+def marker(kind: str, seqno: int, ums_id: int) -> formats.Record:
+    headers = (("dbus_fullpull", kind.encode()), ("dbus_fullpull_id", str(seqno).encode()))
+    return formats.Record(
+        b"golden.cdc_types", b"{}", (*headers, ("dbus_fullpull_ums_id", str(ums_id).encode()))
+    )
+
+
+@pytest.mark.parametrize("fmt", formats.PER_ROW)
+def test_a_bootstrap_of_a_per_row_table_ends_at_its_end_marker_on_the_events_topic(fmt):
+    events = "demo.golden.events"
+    before = [r for ch in row_changes(messages()[0]) for r in encode(fmt, ch)]  # before the request: skipped
+    kafka = Kafka({TOPIC: as_topic(before), events: []})
+    sink, producer = Sink(), Producer()
+    config = ConsumerConfig("demo", {"golden.cdc_types": ("id",)}, max_records=4)
+    topics = Topics({T: TOPIC}, "demo_ctrl", {T: fmt}, {T: events})
+    consumer = Consumer(config, sink, sink, kafka, topics, producer, row_schemas=REGISTRY.schema)
+    consumer.start()
+    assert set(kafka.positions) == {TopicPartition(events, 0), TopicPartition(TOPIC, 0)}
+    ((ctrl, request),) = producer.sent
+    pull = control_from_json(request or b"")
+    assert ctrl == "demo_ctrl" and pull.payload["resultTopic"] == TOPIC
+    assert consumer.checkpoint.mode is Mode.BOOTSTRAP_SNAPSHOT
+    seqno = int(pull.payload["SEQNO"])
+    # the full puller: its markers on the events topic, its rows (op r) on the table's topic
+    rows = [r for ch in row_changes(messages()[-1]) for r in encode(fmt, ch)]
+    position = row_changes(messages()[-1])[0].at.ums_id
+    kafka.topics[events] = as_topic(
+        [marker("start", seqno, position), marker("end", seqno, position)], events
+    )
+    kafka.topics[TOPIC] += as_topic(rows, TOPIC, start=len(before))
+    while consumer.poll_once():
+        pass
+    assert consumer.checkpoint.mode is Mode.ONLINE
+    assert sorted(sink.rows) == sorted((c.after[0],) for c in pulled() if c.after is not None)
+    assert all(c.initial for c in sink.changes)
