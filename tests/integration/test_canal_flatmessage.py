@@ -17,6 +17,7 @@ SELECT shows, every value of every column (acceptance 1d of issue #30, on a smal
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -125,14 +126,25 @@ def test_canal_reads_every_record(kafka_up, new_topic):
 
 NOT_NULL = {"id", "nn"}
 SPECS = [ColumnSpec(n, t, n not in NOT_NULL) for n, _, t, _ in COLUMNS]
-MORE = [(1000 + k, *row[1:]) for k, row in enumerate([MAX_ROW, MIN_ROW, ODD_ROW, NULL_ROW] * 25)]
+# rows beyond every_type's four (ids 1000...): 100, or DBUS_CANAL_ROWS (100000: the acceptance's size)
+ROWS = int(os.environ.get("DBUS_CANAL_ROWS", "100"))
+MORE = [(1000 + k, *row[1:]) for k, row in enumerate([MAX_ROW, MIN_ROW, ODD_ROW, NULL_ROW] * (ROWS // 4 + 1))]
+MORE = MORE[:ROWS]
 STATEMENTS = [
     *(sql for t in TRANSACTIONS[1:] for sql in t),
-    "UPDATE every_type SET id = 2000, vc = 'moved' WHERE id = 1000",
-    "DELETE FROM every_type WHERE id BETWEEN 1010 AND 1019",
+    "UPDATE every_type SET id = id + 1000000, vc = 'moved' WHERE id BETWEEN 1000 AND 1009",  # key changes
+    "DELETE FROM every_type WHERE id BETWEEN 1010 AND 999999 AND id % 10 = 0",
     "UPDATE every_type SET vc = 'changed', fl = 2.5, bl = x'00ff', st = 'red,blue' "
-    "WHERE id BETWEEN 1020 AND 1029",
+    "WHERE id >= 1000 AND id % 10 = 5",
 ]
+
+
+def records_of(sql: str, rowcount: int) -> int:
+    """How many row records a statement gives: a key change two (a DELETE and an INSERT), others one."""
+    verb = sql.split()[0].upper()
+    if verb not in ("INSERT", "UPDATE", "DELETE"):
+        return 0
+    return rowcount * (2 if verb == "UPDATE" and " SET id = " in sql else 1)
 
 
 @pytest.fixture
@@ -167,19 +179,25 @@ def test_the_appender_writes_canal_json_that_canal_reads(spark, env, writer_db, 
             cur.execute(CREATE)
             start = mysql.binlog_end(db)
             cur.execute("SET time_zone = '+00:00', sql_mode = ''")
-            cur.execute(multi_row_insert(db, [MAX_ROW, MIN_ROW, ODD_ROW, NULL_ROW, *MORE]))
+            inserted = [MAX_ROW, MIN_ROW, ODD_ROW, NULL_ROW, *MORE]
+            for at in range(0, len(inserted), 500):
+                cur.execute(multi_row_insert(db, inserted[at : at + 500]))
+            expected_records = len(inserted)
             for sql in STATEMENTS:
-                cur.execute(sql)
+                expected_records += records_of(sql, cur.execute(sql))
             cur.execute("SELECT *, CAST(fl AS DOUBLE) FROM every_type ORDER BY id")
             names = [spec.name for spec in SPECS]
             selected = [{**dict(zip(names, row, strict=False)), "fl": row[-1]} for row in cur.fetchall()]
         server_id = source.mysql.server_id + 2000
         events = sum(1 for _ in rows_events(source.mysql, start.file, start.pos, name, server_id))
         env.spawn()
-        env.records(lambda r: sum(x.event.kind == "rows" for x in env.whole_events(r)) >= events, timeout=120)
+        wait_s = 120 + ROWS / 100  # a deadline for a broken stage, not a timing
+        env.records(
+            lambda r: sum(x.event.kind == "rows" for x in env.whole_events(r)) >= events, timeout=wait_s
+        )
         query = job.start(spark, cfg, env.ds, [env.topic], str(tmp_path / "ckpt"), available_now=True)
         try:
-            query.awaitTermination(300)
+            query.awaitTermination(300 + ROWS / 50)
             assert query.exception() is None, query.exception()
         finally:
             query.stop()
@@ -187,9 +205,7 @@ def test_the_appender_writes_canal_json_that_canal_reads(spark, env, writer_db, 
         # every record parses with Canal's class and is a row change of the table
         parsed = canal_reader.messages(endpoint.bootstrap_servers, table_topic)
         rows = [m for m in parsed if not m.get("tombstone")]
-        # 104 inserted, 3 updated, 1 deleted; 5 in the transaction (its key change a DELETE and an INSERT);
-        # 2 for the key change 1000 -> 2000, 10 deleted, 10 updated
-        assert len(rows) == 104 + 3 + 1 + 5 + 2 + 10 + 10
+        assert len(rows) == expected_records  # 135 for 100 rows
         assert {(m["database"], m["table"], m["isDdl"]) for m in rows} == {(name, "every_type", False)}
         assert {m["type"] for m in rows} == {"INSERT", "UPDATE", "DELETE"}
         assert all(m["pkNames"] == ["id"] and len(m["data"]) == 1 for m in rows)
@@ -211,9 +227,7 @@ def test_the_appender_writes_canal_json_that_canal_reads(spark, env, writer_db, 
             if got[key][column] != value or type(got[key][column]) is not type(value)
         ]
         assert bad == [], str(bad)[:2000]
-        assert (
-            len(got) == 4 - 2 + 1 + len(MORE) - 10
-        )  # 1 became 10, 2 and 3 deleted, 5 added; 10 of MORE gone
+        assert len(got) == 4 - 2 + 1 + ROWS - len(range(1010, 1000 + ROWS, 10))  # 2 and 3 gone, 5 added
         assert kafka.read_range(endpoint, [dlq]) == []
     finally:
         kafka.delete_topics(endpoint, [table_topic, events_topic, dlq])
