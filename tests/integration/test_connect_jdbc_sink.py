@@ -37,7 +37,7 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 import sqlalchemy as sa
@@ -205,10 +205,16 @@ def _connect_json_type_names() -> bool:
 
 
 def through_the_sink(
-    kafka_up: Any, topic: str, fmt: Format, converters: dict[str, str], folder: Path
+    kafka_up: Any,
+    topic: str,
+    fmt: Format,
+    converters: dict[str, str],
+    folder: Path,
+    mode: Literal["distributed", "standalone"] = "distributed",
 ) -> tuple[dict[str, str], list[dict[str, Any]], list[RowChange]]:
-    """Every change in ``fmt`` into ``topic``, Debezium's JDBC sink from it into a fresh PostgreSQL
-    database until it has committed the topic's end: (column types, rows, the changes written)."""
+    """Every change in ``fmt`` into ``topic``, Debezium's JDBC sink from it (a worker in ``mode``) into a
+    fresh PostgreSQL database until it has committed the topic's end: (column types, rows, the changes
+    written)."""
     work = [in_a_day(c) for c in [*changes(), *more_rows(3)]]
     producer = kafka.producer(kafka_up)
     tombstones = 0
@@ -225,7 +231,7 @@ def through_the_sink(
         with engine.begin() as conn:
             conn.execute(sa.text(CREATED_FIRST))
         name = f"jdbc-{topic[-8:]}"
-        with running_worker(kafka_up, folder) as worker:
+        with running_worker(kafka_up, folder, mode) as worker:
             worker.create(name, jdbc_sink(topic, url, table=TABLE, converters=converters))
             worker.wait_running(name)
             wait_consumed(worker, name, [topic])
@@ -260,14 +266,16 @@ def test_debezium_json_through_the_jdbc_sink(kafka_up, new_topic, tmp_path) -> N
 def test_avro_through_apicurio_and_the_jdbc_sink(cfg, kafka_up, new_topic, tmp_path) -> None:
     """The same in ``avro``: ids from the stack's registry (dbuslib.registry, the subjects BACKWARD, as
     ``output.compatibility`` defaults), read by Apicurio's AvroConverter in its Confluent mode (4-byte id,
-    no headers, the id a content id: what the Confluent API hands out) through Apicurio's own API."""
+    no headers, the id a content id: what the Confluent API hands out) through Apicurio's own API. The
+    worker is a standalone one here (the debezium-json test's is distributed)."""
     topic = new_topic(partitions=6)
     registry = Registry.of(cfg)
     try:
         fmt = formatter("avro", FormatOptions(), registry.schema_ids("BACKWARD"))
         ccompat = registry.url.rstrip("/")
         core = re.sub(r"/apis/ccompat/v\d+$", "/apis/registry/v2", ccompat)
-        check_table(*through_the_sink(kafka_up, topic, fmt, apicurio_avro_converters(core), tmp_path))
+        converters = apicurio_avro_converters(core)
+        check_table(*through_the_sink(kafka_up, topic, fmt, converters, tmp_path, "standalone"))
     finally:
         registry.close()
         for subject in (f"{topic}-key", f"{topic}-value"):  # the test's subjects, not left in the registry
