@@ -1,6 +1,6 @@
 """A full pull in a per-row format on the real stack: ``dbus fullpull request`` of a table of every column
-type of tests/golden/cdc/every_type.sql whose ``output.format`` is debezium-json or canal-json (per table
-globs), with ``output.topic: table``.
+type of tests/golden/cdc/every_type.sql whose ``output.format`` is debezium-json, canal-json or avro (per
+table globs; avro through the stack's registry), with ``output.topic: table``.
 
 Every record of the table's own topic is decoded with ``ums.formats.decode`` (the readers' decoder) and
 must give back the source rows: op r, ``source.snapshot`` true, the pull's ``ums_id_`` in the headers,
@@ -11,7 +11,9 @@ rows.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import urllib.request
 
 import pytest
 import yaml
@@ -20,6 +22,7 @@ from fullpull_env import cleanup_fullpull, make_fullpull_env
 
 from dbuslib import kafka, topics
 from dbuslib.config import load_config
+from dbuslib.registry import Registry
 from fullpuller import catalog
 from fullpuller.render import python_columns
 from ums.formats import UMS_ID_HEADER, UMS_UID_HEADER, decode
@@ -27,7 +30,7 @@ from ums.values import encode_column
 
 pytestmark = pytest.mark.integration
 
-TABLES = {"every_dbz": "debezium-json", "every_canal": "canal-json"}
+TABLES = {"every_dbz": "debezium-json", "every_canal": "canal-json", "every_avro": "avro"}
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +56,13 @@ def fp(hold_stack, tmp_path_factory, source):  # hold_stack: its full puller run
         yield env
     finally:
         cleanup_fullpull(env)
+        ccompat = env.cfg.endpoints.registry.url.rstrip("/")
+        avro = topics.result_topic(env.ds, env.cfg.source(env.ds), env.database, "every_avro")
+        for subject in (f"{avro}-key", f"{avro}-value"):  # the test's subjects, not left in the registry
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(
+                    urllib.request.Request(f"{ccompat}/subjects/{subject}", method="DELETE")
+                )
 
 
 def reference(fp, table: str) -> dict[str, list]:
@@ -89,11 +99,10 @@ def test_every_pulled_record_decodes_back_to_the_source_row(fp, table):
     topic = topics.result_topic(fp.ds, src, fp.database, table)
     assert p.Topic == topic == f"{fp.ds}.{fp.database}.{table}"
     records = list(kafka.read_range(fp.cfg.endpoints.kafka, [topic]))
+    registry = Registry.of(fp.cfg) if fmt == "avro" else None
     assert len(records) == 4
     want = reference(fp, table)
-    if (
-        fmt == "debezium-json"
-    ):  # Debezium writes a zero date (or a zero month or day) as null: docs/formats.md
+    if fmt != "canal-json":  # Debezium (and so its Avro) writes a zero date, month or day as null: formats.md
         for values in want.values():
             for i, (_, _, column_type, _) in enumerate(COLUMNS):
                 if column_type.startswith(("date", "timestamp")) and _zero_date(values[i]):
@@ -102,7 +111,7 @@ def test_every_pulled_record_decodes_back_to_the_source_row(fp, table):
     got, uids = {}, set()
     for r in records:
         headers = tuple(r.headers or ())
-        change = decode(fmt, r.key, r.value, headers)
+        change = decode(fmt, r.key, r.value, headers, registry.schema if registry else None)
         assert change is not None
         assert (change.op, change.before, change.at.snapshot) == ("r", None, "true")
         assert dict(headers)[UMS_ID_HEADER] == p.UmsId.encode()
