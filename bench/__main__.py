@@ -9,6 +9,7 @@ import sys
 from dbuslib.config import load_config
 
 BENCHMARKS = [
+    "bytes_per_row",
     "kafka_produce",
     "extractor",
     "e2e",

@@ -10,6 +10,13 @@ of them).
 - ``fullpull_rows_per_s``: the pull above, beside the baseline: pymysql SELECT of the same table (a
   streaming cursor) + one UMS-shaped JSON per row + kafka-python produce (batched, lz4, acks=all), over
   BENCH_FULLPULL_BASELINE_ROWS rows, in the same run.
+- ``fullpull_<format>_rows_per_s`` for each per-row format of BENCH_FULLPULL_FORMATS (default
+  ``debezium-json``; ``debezium-json,canal-json,avro`` for all, avro through ``endpoints.registry``; empty:
+  none): the same rows (a copy of the table, ``output.tables`` names its format) pulled by the same
+  service into one record per row (docs/fullpull.md#per-row-formats), after a warm-up pull of
+  BENCH_FULLPULL_WARMUP_ROWS / 5 rows in that format, beside ``fullpull_rows_per_s`` of the same run
+  as baseline. Its end marker is on the schema's events topic; its rows are the records carrying
+  ``ums_uid_``.
 """
 
 from __future__ import annotations
@@ -28,12 +35,14 @@ import yaml
 
 from bench.report import bench_line
 from cli.stages import REPO, Stages
-from dbuslib import kafka, mysql, zk, zkpaths
+from dbuslib import kafka, mysql, topics, zk, zkpaths
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from ums.formats import UMS_UID_HEADER
 
 ROWS = int(os.environ.get("BENCH_FULLPULL_ROWS", "1000000"))
 WARMUP = int(os.environ.get("BENCH_FULLPULL_WARMUP_ROWS", "100000"))
 BASELINE_ROWS = int(os.environ.get("BENCH_FULLPULL_BASELINE_ROWS", "100000"))
+FORMATS = [f for f in os.environ.get("BENCH_FULLPULL_FORMATS", "debezium-json").split(",") if f]
 COLUMNS = (
     "id BIGINT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(16) NOT NULL, total DECIMAL(12,2) "
     "NOT NULL, placed_at DATETIME(3) NOT NULL, note VARCHAR(64), qty SMALLINT"
@@ -43,6 +52,11 @@ FILL = (
     "TIMESTAMP('2024-01-02 03:04:05.123') + INTERVAL seq SECOND, CONCAT('note ', seq), seq % 1000 "
     "FROM seq_1_to_{n}"
 )
+
+
+def _suffix(fmt: str) -> str:
+    """``debezium-json`` -> ``debezium_json``: a table name's and a figure's spelling of a format."""
+    return fmt.replace("-", "_")
 
 
 class Service(Stages):
@@ -55,6 +69,9 @@ class Service(Stages):
         src["capture"] = {"include": [f"{database}.*"], "exclude": []}
         src["masking"] = {}
         src.setdefault("fullpull", {}).update(json.loads(os.environ.get("BENCH_FULLPULL_SETTINGS", "{}")))
+        src["output"] = {
+            "tables": {f"{database}.{t}_{_suffix(f)}": f for f in FORMATS for t in ("warm", "big")}
+        }
         raw["sources"] = {ds: src}
         raw["spark"]["jars_file"] = str((Path(base.path).parent / base.spark.jars_file).resolve())
         raw["spark"]["checkpoint_root"] = str(tmp / "checkpoints")
@@ -65,11 +82,14 @@ class Service(Stages):
         self.database = database
 
     def pull(self, table: str) -> tuple[int, float, int]:
-        """Request a pull of ``table`` and wait for its end marker: (request id, seconds, tuples)."""
+        """Request a pull of ``table`` and wait for its end marker: (request id, seconds, tuples: rows
+        of UMS messages, or per-row records)."""
         src = self.cfg.source(self.ds)
-        topic = src.topics.name("result", self.ds, self.database, table)
-        kafka.ensure_topics(self.cfg.endpoints.kafka, [topic])
-        since = kafka.end_offsets(self.cfg.endpoints.kafka, [topic])
+        topic = topics.result_topic(self.ds, src, self.database, table)
+        per_row = src.output.format_for(self.database, table) != "ums"
+        watched = [topic, topics.events_topic(self.ds, src, self.database)] if per_row else [topic]
+        kafka.ensure_topics(self.cfg.endpoints.kafka, watched)
+        since = kafka.end_offsets(self.cfg.endpoints.kafka, watched)
         t0 = time.time()
         out = subprocess.run(
             [
@@ -100,7 +120,8 @@ class Service(Stages):
             consumer.assign(list(since))
             for tp, offset in since.items():
                 consumer.seek(tp, offset)
-            while end_ms is None:
+            rest: dict | None = None  # per-row: the result topic's end offsets once the end marker is in
+            while end_ms is None or rest and any(consumer.position(tp) < end for tp, end in rest.items()):
                 self.check_alive()
                 if time.monotonic() > deadline:
                     msg = f"full pull {seqno} of {table} did not end within 900 s"
@@ -113,6 +134,10 @@ class Service(Stages):
                             and headers.get("dbus_fullpull_id") == str(seqno).encode()
                         ):
                             end_ms = rec.timestamp
+                            # the marker is on the events topic: the rows before it may not be read yet
+                            rest = kafka.end_offsets(self.cfg.endpoints.kafka, [topic]) if per_row else None
+                        elif per_row:
+                            tuples += any(k == UMS_UID_HEADER for k, _ in rec.headers or ())
                         elif b'"tuple":' in rec.value:
                             tuples += rec.value.count(b'{"tuple":')
         finally:
@@ -122,9 +147,10 @@ class Service(Stages):
     def cleanup(self) -> None:
         self.stop_all()
         src = self.cfg.source(self.ds)
-        topics = [src.topics.name(k, self.ds) for k in ("ctrl", "callback", "data_shards")]
-        topics += [src.topics.name("result", self.ds, self.database, t) for t in ("warm", "big")]
-        kafka.delete_topics(self.cfg.endpoints.kafka, list(dict.fromkeys(topics)))
+        names = [src.topics.name(k, self.ds) for k in ("ctrl", "callback", "data_shards")]
+        names += [topics.result_topic(self.ds, src, self.database, t) for t in ("warm", "big")]
+        names.append(topics.events_topic(self.ds, src, self.database))
+        kafka.delete_topics(self.cfg.endpoints.kafka, list(dict.fromkeys(names)))
         client = zk.client(self.cfg.endpoints.zookeeper)
         client.delete(zkpaths.fullpuller(self.cfg.endpoints.zookeeper.root, self.ds), recursive=True)
         client.stop()
@@ -175,6 +201,10 @@ def run(cfg: DbusConfig) -> list[str]:
             for table, n in (("warm", WARMUP), ("big", ROWS)):
                 cur.execute(f"CREATE TABLE {table} ({COLUMNS})")
                 cur.execute(f"INSERT INTO {table} {FILL.format(n=n)}")
+            for fmt in FORMATS:  # copies pulled in a per-row format (output.tables)
+                for table, n in (("warm", WARMUP // 5), ("big", ROWS)):
+                    cur.execute(f"CREATE TABLE {table}_{_suffix(fmt)} ({COLUMNS})")
+                    cur.execute(f"INSERT INTO {table}_{_suffix(fmt)} SELECT * FROM {table} LIMIT {n}")
         base = baseline(cfg, database, BASELINE_ROWS)
         service = Service(cfg, database, tmp)
         service.start("fullpuller")
@@ -185,7 +215,17 @@ def run(cfg: DbusConfig) -> list[str]:
         if tuples != ROWS:
             msg = f"full pull {seqno}: {tuples} tuples in the result topic, expected {ROWS}"
             raise RuntimeError(msg)
-        return [bench_line("fullpull_rows_per_s", ROWS / seconds, "rows/s", base)]
+        ums = ROWS / seconds
+        lines = [bench_line("fullpull_rows_per_s", ums, "rows/s", base)]
+        for fmt in FORMATS:
+            service.pull(f"warm_{_suffix(fmt)}")
+            seqno, seconds, rows = service.pull(f"big_{_suffix(fmt)}")
+            print(f"fullpull {fmt}: {rows} records in {seconds:.2f} s (request {seqno})", file=sys.stderr)
+            if rows != ROWS:
+                msg = f"full pull {seqno} ({fmt}): {rows} records with {UMS_UID_HEADER}, expected {ROWS}"
+                raise RuntimeError(msg)
+            lines.append(bench_line(f"fullpull_{_suffix(fmt)}_rows_per_s", ROWS / seconds, "rows/s", ums))
+        return lines
     finally:
         if service is not None:
             service.cleanup()
