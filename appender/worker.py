@@ -209,24 +209,12 @@ def _formatters(cfg: DbusConfig, ds: str) -> Any:
 
 
 def _schema_ids(cfg: DbusConfig, ds: str) -> Any:
-    """The ``ums.formats.SchemaIds`` of source ``ds``: the registry of ``endpoints.registry``, each
-    subject's level set once (``ensure_compatibility``) before the first schema registered under it."""
+    """The ``ums.formats.SchemaIds`` of source ``ds``: the registry of ``endpoints.registry`` (retried
+    within ``endpoints.retry``), each subject's level set to ``output.compatibility`` before the first
+    schema registered under it."""
     from dbuslib.registry import Registry
 
-    if cfg.endpoints.registry is None:  # the config refuses avro without it; a clear error all the same
-        msg = f"sources.{ds}.output: format avro needs endpoints.registry"
-        raise ValueError(msg)
-    registry = Registry.from_config(cfg.endpoints.registry, cfg.endpoints.retry)
-    level = cfg.source(ds).output.compatibility
-    levelled: set[str] = set()
-
-    def schema_ids(subject: str, schema: str) -> int:
-        if subject not in levelled:
-            registry.ensure_compatibility(subject, level)
-            levelled.add(subject)
-        return registry.schema_id(subject, schema)
-
-    return schema_ids
+    return Registry.of(cfg).schema_ids(cfg.source(ds).output.compatibility)
 
 
 def build_processor(document: str, ds: str):

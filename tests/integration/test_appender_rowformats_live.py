@@ -2,16 +2,16 @@
 
 A source with ``output: {format: debezium-json, topic: table}``: rows written to MariaDB, captured by the
 extractor, appended in micro-batch mode (Python) and in real-time mode (the JVM record path and its
-sidecar, drained with ``available_now`` as tests/integration/test_appender_golden.py drains it), then read
-back from the table's own topic and decoded with ``ums.formats.decode``: the row changes are the source's,
-keyed by the primary key (a table without one: no key), a delete followed by its tombstone, a primary-key
-change a delete and a create; the table's UMS termination goes to ``{ds}.{schema}.events``, nothing to
-the dead letters.
+sidecar, drained with ``available_now`` as tests/integration/test_appender_golden.py drains it), and with
+``avro`` through the stack's registry in micro-batch mode; then read back from the table's own topic and
+decoded with ``ums.formats.decode``: the row changes are the source's, keyed by the primary key (a table
+without one: no key), a delete followed by its tombstone, a primary-key change a delete and a create;
+the table's UMS terminations go to ``{ds}.{schema}.events``, nothing to the dead letters. With avro, a
+column retyped INT -> VARCHAR is a schema the registry refuses (BACKWARD): that row is one dead letter
+``REGISTRY_SCHEMA_REFUSED`` and the next table's rows still flow.
 """
 
 from __future__ import annotations
-
-import json
 
 import pytest
 import yaml
@@ -19,13 +19,13 @@ import yaml
 from appender import job
 from dbuslib import kafka, topics
 from dbuslib.config import load_config
+from dbuslib.deadletter import DeadLetter
 from dbuslib.metastore import MetaStore
+from dbuslib.registry import Registry
 from ums import from_json
 from ums.formats import decode
 
 pytestmark = pytest.mark.integration
-
-FORMAT = "debezium-json"
 
 
 @pytest.fixture
@@ -33,16 +33,16 @@ def env(extractor_env):
     return extractor_env  # conftest.py: an extractor capturing only this test's database
 
 
-def per_row_config(env, trigger: str):
-    """The env's configuration writing ``FORMAT`` to a topic per table, the appender in ``trigger`` mode;
-    each mode its own topic names (``{ds}.{schema}.{table}.<trigger>``, events likewise)."""
+def per_row_config(env, fmt: str, trigger: str):
+    """The env's configuration writing ``fmt`` to a topic per table, the appender in ``trigger`` mode;
+    each run its own topic names (``{ds}.{schema}.{table}.<trigger>``, events likewise)."""
     raw = yaml.safe_load(env.cfg_path.read_text())
     src = raw["sources"][env.ds]
-    src["output"] = {"format": FORMAT, "topic": "table"}
+    src["output"] = {"format": fmt, "topic": "table"}
     src.setdefault("appender", {})["trigger"] = trigger
     src["topics"]["table"] = "{ds}.{schema}.{table}." + trigger
     src["topics"]["events"] = "{ds}.{schema}.events." + trigger
-    path = env.cfg_path.with_name(f"dbus-{FORMAT}-{trigger}.yaml")
+    path = env.cfg_path.with_name(f"dbus-{fmt}-{trigger}.yaml")
     path.write_text(yaml.safe_dump(raw))
     return load_config(path)
 
@@ -93,10 +93,14 @@ EXPECTED = {
 }
 
 
-@pytest.mark.parametrize("trigger", ["microbatch", "realtime"])
-def test_debezium_json_records_per_table_keyed_by_primary_key(spark, env, writer_db, tmp_path, trigger):
+@pytest.mark.parametrize(
+    ("fmt", "trigger"),
+    [("debezium-json", "microbatch"), ("debezium-json", "realtime"), ("avro", "microbatch")],
+)
+def test_per_row_records_per_table_keyed_by_primary_key(spark, env, writer_db, tmp_path, fmt, trigger):
     db, name = writer_db
-    cfg = per_row_config(env, trigger)
+    cfg = per_row_config(env, fmt, trigger)
+    schemas = Registry.of(cfg).schema if fmt == "avro" else None  # the stack's registry (Apicurio)
     src = cfg.source(env.ds)
     table_topic = topics.result_topic(env.ds, src, name, "orders")
     events = topics.events_topic(env.ds, src, name)
@@ -112,40 +116,55 @@ def test_debezium_json_records_per_table_keyed_by_primary_key(spark, env, writer
             cur.execute("UPDATE orders SET id = 3 WHERE id = 1")
             cur.execute("ALTER TABLE orders ADD COLUMN extra INT")  # the next rows open version 1
             cur.execute("INSERT INTO orders VALUES (4, 1.00, 'd', 7)")
-            cur.execute("CREATE TABLE nokey (a INT, b VARCHAR(5))")
+            if fmt == "avro":  # INT -> VARCHAR: a schema BACKWARD refuses (Avro reads no int as a string)
+                cur.execute("ALTER TABLE orders MODIFY extra VARCHAR(10)")
+                cur.execute("INSERT INTO orders VALUES (5, 2.00, 'e', 'x')")
+            cur.execute("CREATE TABLE nokey (a INT, b VARCHAR(5))")  # and the stream goes on
             cur.execute("INSERT INTO nokey VALUES (1, 'x')")
         env.spawn()
-        env.records(lambda r: sum(x.event.kind == "rows" for x in r) >= 6, timeout=120)
+        rows_events = 7 if fmt == "avro" else 6
+        env.records(lambda r: sum(x.event.kind == "rows" for x in r) >= rows_events, timeout=120)
         run_appender(spark, cfg, env.ds, env.topic, str(tmp_path / f"ckpt-{trigger}"))
 
         n = sum(len(v) for v in EXPECTED.values())
         records = read_all(cfg.endpoints.kafka, table_topic, n + 1)
         assert len(records) == n
-        got: dict[int, list] = {}
+        by_key: dict[bytes, list] = {}  # the record key's bytes -> its records in order
+        ids: dict[bytes, int] = {}  # the record key's bytes -> the id its changes carry
         for r in sorted(records, key=lambda r: (r.partition, r.offset)):
-            change = decode(FORMAT, r.key, r.value, tuple(r.headers))
-            key = json.loads(r.key)["payload"]["id"]
+            change = decode(fmt, r.key, r.value, tuple(r.headers), schemas)
             if change is None:
                 assert r.value is None, "a tombstone: the key and a null value"
-                got.setdefault(key, []).append(("tombstone", None, None))
+                by_key.setdefault(r.key, []).append(("tombstone", None, None))
                 continue
             assert change.table.primary_key == ("id",) and change.table.table == "orders"
             before = list(change.before) if change.before is not None else None
             after = list(change.after) if change.after is not None else None
-            got.setdefault(key, []).append((change.op, before, after))
+            by_key.setdefault(r.key, []).append((change.op, before, after))
+            assert ids.setdefault(r.key, (after or before)[0]) == (after or before)[0], "one id per key"
             assert dict(r.headers)["ums_key"].startswith(b"data_increment_data.mysql.")
-        assert got == EXPECTED
+        assert {ids[k]: v for k, v in by_key.items()} == EXPECTED
         # one ums_uid_ per row change: the key change's delete and create are one change, tombstones none
         assert len({dict(r.headers)["ums_uid_"] for r in records if r.value is not None}) == n - 2 - 1
 
         [keyless] = read_all(cfg.endpoints.kafka, topics.result_topic(env.ds, src, name, "nokey"), 2, 10_000)
-        change = decode(FORMAT, keyless.key, keyless.value, tuple(keyless.headers))
+        change = decode(fmt, keyless.key, keyless.value, tuple(keyless.headers), schemas)
         assert keyless.key is None and change.table.primary_key == () and list(change.after) == [1, "x"]
 
-        ums = [from_json(m.value) for m in read_all(cfg.endpoints.kafka, events, 2, timeout_ms=10_000)]
-        assert [m.protocol.value for m in ums] == ["data_increment_termination"]
-        assert str(ums[0].schema.namespace) == f"mysql.{env.ds}.{name}.orders.0.0.0"
-        assert read_all(cfg.endpoints.kafka, dlq, 1, timeout_ms=3000) == []
+        versions = 2 if fmt == "avro" else 1  # each version change ends the version before it
+        ums = [from_json(m.value) for m in read_all(cfg.endpoints.kafka, events, versions + 1, 10_000)]
+        assert [m.protocol.value for m in ums] == ["data_increment_termination"] * versions
+        assert [str(m.schema.namespace) for m in ums] == [
+            f"mysql.{env.ds}.{name}.orders.{v}.0.0" for v in range(versions)
+        ]
+        letters = [DeadLetter.from_json(m.value) for m in read_all(cfg.endpoints.kafka, dlq, 2, 5000)]
+        if fmt == "avro":  # the refused row: one dead letter, its coordinates and the registry's reason
+            assert [(d.code, d.topic, d.stage) for d in letters] == [
+                ("REGISTRY_SCHEMA_REFUSED", env.topic, "appender")
+            ]
+            assert f"{name}.orders" in letters[0].error and table_topic in letters[0].error
+        else:
+            assert letters == []
     finally:
         nokey = topics.result_topic(env.ds, src, name, "nokey")
         kafka.delete_topics(env.cfg.endpoints.kafka, [table_topic, nokey, events, dlq])
