@@ -195,15 +195,6 @@ def differences(want: dict[int, dict[str, Any]], got: list[dict[str, Any]]) -> l
     return out
 
 
-def _connect_json_type_names() -> bool:
-    """JsonConverter names Connect's FLOAT32/FLOAT64 ``float``/``double``; ums.formats.debezium (7750321)
-    writes ``float32``/``float64``, which it refuses (``DataException: Unknown schema type: float32``).
-    Once it writes JsonConverter's names, the test runs."""
-    change = changes()[0]
-    value = formatter("debezium-json", FormatOptions()).records("t", change)[0].value or b""
-    return b'"type":"float32"' not in value and b'"type":"float64"' not in value
-
-
 def through_the_sink(
     kafka_up: Any,
     topic: str,
@@ -252,12 +243,6 @@ def check_table(types: dict[str, str], got: list[dict[str, Any]], work: list[Row
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.xfail(
-    not _connect_json_type_names(),
-    reason="ums.formats.debezium writes the Connect JSON types float32/float64; JsonConverter reads "
-    "float/double and fails the task (DataException: Unknown schema type: float32)",
-    run=False,
-)
 def test_debezium_json_through_the_jdbc_sink(kafka_up, new_topic, tmp_path) -> None:
     fmt = formatter("debezium-json", FormatOptions())
     check_table(*through_the_sink(kafka_up, new_topic(partitions=6), fmt, json_converters(), tmp_path))
