@@ -23,7 +23,7 @@ from test_formats_debezium import _SHAPE, VALUES, _expected, _key_changed
 from ums.formats import FormatOptions, SchemaRefused, decode, formatter
 from ums.formats.avro import AvroRows, _strip_logical, avro_schemas, decode_avro_row, schema_text, zigzag
 from ums.formats.connect import avro_field_name, avro_fullname, connect_table
-from ums.formats.debezium import DebeziumJson, events
+from ums.formats.debezium import DebeziumJson, base_headers, envelope_dict, events
 from ums.message import UmsField
 from ums.rowchange import TableShape
 from ums.scalars import float32_repr
@@ -117,9 +117,10 @@ def test_the_bytes_are_fastavros_for_every_golden_row():
     )
     for change in [*changes(), *pulled()]:
         plan = fmt.plan(change.table)
-        for event, record in zip(
-            events(plan.table, change, plan.image), fmt.records(TOPIC, change), strict=True
-        ):
+        datums = events(
+            plan.table, change, plan.image, envelope_dict(plan.table, change.at), base_headers(change)
+        )
+        for event, record in zip(datums, fmt.records(TOPIC, change), strict=True):
             theirs = io.BytesIO()
             fastavro.schemaless_writer(theirs, key_schema, event.key)
             assert record.key[5:] == theirs.getvalue()

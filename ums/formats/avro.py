@@ -41,8 +41,18 @@ import fastavro
 
 from ums.formats import UMS_VERSION_HEADER, FormatOptions, Record, SchemaIds, SchemaLookup
 from ums.formats.connect import ConnectTable, Schema, avro_fullname, connect_table
-from ums.formats.debezium import Event, events, header, image_of, options_from, position_from, shape_from
-from ums.rowchange import RowChange, TableShape
+from ums.formats.debezium import (
+    Envelope,
+    base_headers,
+    events,
+    header,
+    image_of,
+    options_from,
+    position_from,
+    shape_from,
+    source_of,
+)
+from ums.rowchange import Position, RowChange, TableShape
 from ums.scalars import JsonValue
 
 MAGIC = b"\x00"
@@ -241,7 +251,7 @@ class _Plan:
     key_schema: Any  # Avro JSON (None: no primary key)
     value_schema: Any
     key_encode: Encode | None
-    value_encode: Encode
+    envelope: Callable[[Position], Envelope]  # the envelope encoder of a change at a position
 
 
 def avro_schemas(table: ConnectTable) -> tuple[Any, Any]:
@@ -296,61 +306,48 @@ class AvroRows:
     def records(self, topic: str, change: RowChange) -> list[Record]:
         plan = self.plan(change.table)
         key_prefix, value_prefix = self._prefixes(topic, change.table, plan)
+        key_encode = plan.key_encode
         out = []
-        for event in events(plan.table, change, plan.image):
-            out.append(
-                Record(
-                    self._key(event, plan, key_prefix), self._value(event, plan, value_prefix), event.headers
-                )
+        for event in events(plan.table, change, plan.image, plan.envelope(change.at), base_headers(change)):
+            key = (
+                None
+                if event.key is None or key_prefix is None or key_encode is None
+                else key_prefix + key_encode(event.key)
             )
+            value = None if event.value is None else value_prefix + event.value
+            out.append(Record(key, value, event.headers))
         return out
 
-    @staticmethod
-    def _key(event: Event, plan: _Plan, prefix: bytes | None) -> bytes | None:
-        if event.key is None or prefix is None or plan.key_encode is None:
-            return None
-        return prefix + plan.key_encode(event.key)
 
-    @staticmethod
-    def _value(event: Event, plan: _Plan, prefix: bytes) -> bytes | None:
-        if event.value is None:
-            return None
-        return prefix + plan.value_encode(event.value)
-
-
-def envelope_encoder(table: ConnectTable) -> Encode:
-    """The encoder of the envelope: the generic one for before and after, the source block's parts that
-    stay the same through an event (all but ``row``) and the timestamps encoded once per event."""
+def envelope_encoder(table: ConnectTable) -> Callable[[Position], Envelope]:
+    """The encoder of the envelope of a change at a position: the generic one for before and after; the
+    source block's parts that stay the same through a binlog event (all but ``row``) and the timestamps
+    encoded once per event."""
     fields = {f["field"]: f for f in table.envelope_schema["fields"]}
     row_image = encoder(fields["before"])
     source_fields = fields["source"]["fields"]
     head = encoder(
         {**fields["source"], "fields": [f for f in source_fields if f["field"] not in _SOURCE_TAIL]}
     )
-    cache: dict[str, Any] = {"key": None, "bytes": b""}
+    cache: dict[str, Any] = {"key": None, "head": b"", "times": b""}
+    ops = {op: _text(op) for op in ("c", "u", "d", "r")}
 
-    def envelope(value: dict[str, Any]) -> bytes:
-        source = value["source"]
-        key = (source["ts_ms"], source["file"], source["pos"], source["snapshot"], source["server_id"],
-               source["gtid"])  # fmt: skip
+    def at_position(at: Position) -> Envelope:
+        key = (at.ts_ms, at.file, at.pos, at.snapshot, at.server_id, at.gtid)
         if key != cache["key"]:
-            ts = source["ts_ms"]
+            ts = at.ts_ms
             times = b"\x02" + zigzag(ts) + b"\x02" + zigzag(ts * 1000) + b"\x02" + zigzag(ts * 1_000_000)
-            cache["key"], cache["bytes"], cache["times"] = key, head(source), times
-        return b"".join(
-            (
-                row_image(value["before"]),
-                row_image(value["after"]),
-                cache["bytes"],
-                zigzag(source["row"]),
-                b"\x00\x00",  # thread, query: null
-                _text(value["op"]),
-                cache["times"],
-                b"\x00",  # transaction: null
-            )
-        )
+            cache["key"], cache["head"], cache["times"] = key, head(source_of(table, at)), times
+        source = b"".join((cache["head"], zigzag(at.row), b"\x00\x00"))  # thread, query: null
+        times = cache["times"]
 
-    return envelope
+        def envelope(op: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> bytes:
+            # transaction: null
+            return b"".join((row_image(old), row_image(new), source, ops[op], times, b"\x00"))
+
+        return envelope
+
+    return at_position
 
 
 # the source fields after ``pos`` (row, thread, query): written per row

@@ -278,6 +278,9 @@ def _ident(value: Any) -> Any:
     return value
 
 
+identity = _ident  # the converter of a column whose UMS value is its Connect value
+
+
 # UMS types whose wire value is a string already; a masked field of another type is written as JSON text
 _TEXT_TYPES = frozenset({UmsType.STRING, UmsType.LONG, UmsType.DECIMAL, UmsType.DATE, UmsType.DATETIME,
                          UmsType.BINARY, UmsType.JSONOBJECT, UmsType.RAW})  # fmt: skip
@@ -444,6 +447,7 @@ class ConnectTable:
     options: FormatOptions
     columns: tuple[ConnectColumn, ...]
     key_columns: tuple[int, ...]  # indexes into ``columns``, in key order
+    key_names: tuple[str, ...]  # their Connect field names
     key_schema: Schema | None  # None: no primary key (Debezium writes a null key)
     value_schema: Schema  # the optional ``...Value`` struct
     envelope_schema: Schema
@@ -530,7 +534,8 @@ def connect_table(shape: TableShape, options: FormatOptions) -> ConnectTable:
             _field("transaction", transaction_schema()),
         ],
     )
-    return ConnectTable(shape, options, columns, key_columns, key_schema, value_schema, envelope)
+    key_names = tuple(columns[i].name for i in key_columns)
+    return ConnectTable(shape, options, columns, key_columns, key_names, key_schema, value_schema, envelope)
 
 
 # --- rebuilding a table shape from a Connect value schema (decoders) ----------------------------------

@@ -24,6 +24,7 @@ Example payload of an insert (``op`` c, schema omitted)::
 from __future__ import annotations
 
 import base64
+import binascii
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,7 @@ from ums.formats.connect import (
     Schema,
     column_from_schema,
     connect_table,
+    identity,
 )
 from ums.rowchange import Position, RowChange, Snapshot, TableShape
 from ums.scalars import JsonValue
@@ -56,11 +58,16 @@ Image = Callable[[Sequence[JsonValue]], dict[str, Any]]
 
 @dataclass(frozen=True)
 class Event:
-    """One record before serialization: key and envelope payloads (Connect values), extra headers."""
+    """One record before serialization: the key payload (Connect values), the value as the format built
+    it (None: a tombstone), extra headers."""
 
     key: dict[str, Any] | None
-    value: dict[str, Any] | None  # None: a tombstone
+    value: Any
     headers: tuple[tuple[str, bytes], ...]
+
+
+# (op, before image, after image) -> the record's value in the format's terms
+Envelope = Callable[[str, dict[str, Any] | None, dict[str, Any] | None], Any]
 
 
 def _json_bytes(value: Any) -> str:
@@ -74,25 +81,29 @@ def dump_json(value: Any) -> bytes:
     return orjson.dumps(value, default=_json_bytes)
 
 
-def image_of(columns: Sequence[ConnectColumn], convert: Sequence[Callable[[Any], Any]]) -> Image:
-    """A converter of a UMS tuple to the Connect struct of ``columns`` (a NOT NULL column whose value
-    Debezium cannot represent, a zero date, takes Debezium's fallback)."""
-    plan = [(c.name, f, c.fallback) for c, f in zip(columns, convert, strict=True)]
+def image_of(columns: Sequence[ConnectColumn], convert: Sequence[Callable[[Any], Any] | None]) -> Image:
+    """A converter of a UMS tuple to the Connect struct of ``columns`` (``convert``: one converter per
+    column, None where the UMS value is the Connect value); a NOT NULL column whose value Debezium cannot
+    represent (a zero date) takes Debezium's fallback."""
+    names = tuple(c.name for c in columns)
+    funcs = tuple(None if f is identity else f for f in convert)
+    fallbacks = tuple((i, c.fallback) for i, c in enumerate(columns) if c.fallback is not None)
+    size = len(names)
 
     def image(values: Sequence[JsonValue]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for (name, to, fallback), value in zip(plan, values, strict=True):
-            if value is None:
-                out[name] = None
-            else:
-                got = to(value)
-                out[name] = fallback if got is None else got
-        return out
+        if len(values) != size:
+            msg = f"a row of {len(values)} values for {size} columns"
+            raise ValueError(msg)
+        out = [v if v is None or f is None else f(v) for f, v in zip(funcs, values, strict=True)]
+        for i, fallback in fallbacks:
+            if out[i] is None and values[i] is not None:
+                out[i] = fallback
+        return dict(zip(names, out, strict=True))
 
     return image
 
 
-def _base_headers(change: RowChange) -> tuple[tuple[str, bytes], ...]:
+def base_headers(change: RowChange) -> tuple[tuple[str, bytes], ...]:
     return (
         (UMS_ID_HEADER, str(change.at.ums_id).encode("ascii")),
         (UMS_UID_HEADER, change.ums_uid.encode("ascii")),
@@ -124,18 +135,29 @@ def source_of(table: ConnectTable, at: Position) -> dict[str, Any]:
     }
 
 
-def events(table: ConnectTable, change: RowChange, image: Image) -> list[Event]:
-    """The records of ``change`` in order (key changes and tombstones as Debezium writes them)."""
-    key_names = [table.columns[i].name for i in table.key_columns]
-    before = None if change.before is None else image(change.before)
-    after = None if change.after is None else image(change.after)
-    headers = _base_headers(change)
-    source = source_of(table, change.at)
-    ts = change.at.ts_ms
+def envelope_dict(table: ConnectTable, at: Position) -> Envelope:
+    """The envelope as a dict of Connect values (the Avro writer's datum, the tests' reference)."""
+    source = source_of(table, at)
+    ts = at.ts_ms
 
     def envelope(op: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
         return {"before": old, "after": new, "source": source, "op": op, "ts_ms": ts, "ts_us": ts * 1000,
                 "ts_ns": ts * 1_000_000, "transaction": None}  # fmt: skip
+
+    return envelope
+
+
+def events(
+    table: ConnectTable,
+    change: RowChange,
+    image: Image,
+    envelope: Envelope,
+    headers: tuple[tuple[str, bytes], ...],
+) -> list[Event]:
+    """The records of ``change`` in order (key changes and tombstones as Debezium writes them)."""
+    key_names = table.key_names
+    before = None if change.before is None else image(change.before)
+    after = None if change.after is None else image(change.after)
 
     def key_of(row: dict[str, Any] | None) -> dict[str, Any] | None:
         return None if row is None or not key_names else {k: row[k] for k in key_names}
@@ -163,11 +185,11 @@ def _json_converter(column: ConnectColumn) -> Callable[[Any], Any]:
     to = column.to_connect
     if column.binary == "bytes":
         if column.schema.get("name") is None:  # plain bytes: the UMS Base64 text is already the JSON value
-            return lambda v: v
+            return identity
 
         def b64(value: Any) -> Any:
             got = to(value)
-            return None if got is None else base64.b64encode(got).decode("ascii")
+            return None if got is None else binascii.b2a_base64(got, newline=False).decode("ascii")
 
         return b64
     if column.binary == "struct":
@@ -199,10 +221,16 @@ class _Plan:
     image: Image
     key_prefix: bytes
     value_prefix: bytes
+    version_header: tuple[str, bytes]
+
+
+_OPS = {op: op.encode("ascii") for op in ("c", "u", "d", "r")}
 
 
 class DebeziumJson:
-    """The debezium-json encoder (``formatter("debezium-json", options)``)."""
+    """The debezium-json encoder (``formatter("debezium-json", options)``). Per row it converts the values
+    and writes the images; the schemas' JSON is written once per table version, the ``source`` block once
+    per binlog event (all but its ``row``)."""
 
     name = "debezium-json"
 
@@ -210,6 +238,8 @@ class DebeziumJson:
         self.options = options
         self._plans: dict[TableShape, _Plan] = {}
         self._last: tuple[TableShape | None, _Plan | None] = (None, None)
+        self._event_key: tuple[Any, ...] = ()
+        self._event: tuple[bytes, bytes, bytes] = (b"", b"", b"")
 
     def plan(self, shape: TableShape) -> _Plan:
         """The shape's schemas and converters, built once per shape."""
@@ -222,17 +252,56 @@ class DebeziumJson:
             image = image_of(table.columns, [_json_converter(c) for c in table.columns])
             key_prefix = b'{"schema":' + orjson.dumps(table.key_schema) + b',"payload":'
             value_prefix = b'{"schema":' + orjson.dumps(table.envelope_schema) + b',"payload":'
-            plan = self._plans[shape] = _Plan(table, image, key_prefix, value_prefix)
+            version = (UMS_VERSION_HEADER, str(shape.version).encode("ascii"))
+            plan = self._plans[shape] = _Plan(table, image, key_prefix, value_prefix, version)
         self._last = (shape, plan)
         return plan
 
+    def _event_parts(self, plan: _Plan, at: Position) -> tuple[bytes, bytes, bytes]:
+        """(the source block's JSON up to ``"row":``, the envelope's tail after ``op``, the ums_id_ header)
+        of the binlog event at ``at``."""
+        key = (plan, at.ums_id, at.ts_ms, at.file, at.pos, at.snapshot, at.server_id, at.gtid)
+        if key != self._event_key:
+            source = source_of(plan.table, at)
+            for name in ("row", "thread", "query"):
+                del source[name]
+            head = orjson.dumps(source)[:-1] + b',"row":'
+            ts = at.ts_ms
+            tail = b',"ts_ms":%d,"ts_us":%d,"ts_ns":%d,"transaction":null}' % (ts, ts * 1000, ts * 1_000_000)
+            self._event_key, self._event = key, (head, tail, str(at.ums_id).encode("ascii"))
+        return self._event
+
     def records(self, topic: str, change: RowChange) -> list[Record]:
         plan = self.plan(change.table)
+        head, tail, ums_id = self._event_parts(plan, change.at)
+        source = b"".join((head, str(change.at.row).encode("ascii"), b',"thread":null,"query":null}'))
+
+        def envelope(op: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> bytes:
+            return b"".join(
+                (
+                    b'{"before":',
+                    b"null" if old is None else orjson.dumps(old),
+                    b',"after":',
+                    b"null" if new is None else orjson.dumps(new),
+                    b',"source":',
+                    source,
+                    b',"op":"',
+                    _OPS[op],
+                    b'"',
+                    tail,
+                )
+            )
+
+        headers = (
+            (UMS_ID_HEADER, ums_id),
+            (UMS_UID_HEADER, change.ums_uid.encode("ascii")),
+            plan.version_header,
+        )
         schemas = self.options.schemas
         out = []
-        for event in events(plan.table, change, plan.image):
+        for event in events(plan.table, change, plan.image, envelope, headers):
             key = None if event.key is None else orjson.dumps(event.key)
-            value = None if event.value is None else orjson.dumps(event.value)
+            value = event.value
             if schemas:
                 key = None if key is None else plan.key_prefix + key + b"}"
                 value = None if value is None else plan.value_prefix + value + b"}"
