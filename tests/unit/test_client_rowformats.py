@@ -12,6 +12,7 @@ contradict the configuration are dead letters naming their topic, partition and 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import namedtuple
 from itertools import groupby
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from every_type_changes import COLUMNS, FILE, SHAPE, TS_MS, changes, pulled
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,6 +31,7 @@ from dbusclient.consumer import Consumer, ConsumerCallbacks, ConsumerConfig, Res
 from dbusclient.decode import BadRowError, Decoder, RowChange, TableRef
 from dbusclient.merge import Merger
 from dbusclient.rowformats import RowReader, sniff, ums_schema
+from dbuslib.config import DEFAULT_CONFIG, load_config
 from ums import formats
 from ums.control import from_json as control_from_json
 from ums.decode import decode_value
@@ -468,3 +471,67 @@ def test_a_bootstrap_of_a_per_row_table_ends_at_its_end_marker_on_the_events_top
     assert consumer.checkpoint.mode is Mode.ONLINE
     assert sorted(sink.rows) == sorted((c.after[0],) for c in pulled() if c.after is not None)
     assert all(c.initial for c in sink.changes)
+
+
+def test_a_schema_topic_of_tables_in_several_formats_and_ums_replicates_each(tmp_path):
+    """One result topic per schema: a table in each per-row format and one in UMS, interleaved. No one
+    format for the topic: each record's look says, and its table's configured format must agree."""
+    tables = {f"t_{n}": fmt for n, fmt in enumerate(formats.PER_ROW)}
+    refs = {name: TableRef(SHAPE.ds, SHAPE.schema, name) for name in [*tables, "t_ums"]}
+    records: list[formats.Record | bytes] = []
+    for msg in messages():
+        for name, fmt in tables.items():
+            shape = dataclasses.replace(SHAPE, table=name)
+            for ch in row_changes(msg):
+                records += encode(fmt, dataclasses.replace(ch, table=shape))
+        ns = dataclasses.replace(msg.schema.namespace, table="t_ums")
+        records.append(
+            to_json(dataclasses.replace(msg, schema=dataclasses.replace(msg.schema, namespace=ns))).encode()
+        )
+    topic = "demo.golden.result"
+    dead = tmp_path / "dead.jsonl"
+    keys = {f"golden.{name}": ("id",) for name in refs}
+    config = ConsumerConfig("demo", keys, max_records=7, bootstrap=False, dead_letter_file=str(dead))
+    formats_of = {ref: tables.get(name, "ums") for name, ref in refs.items()}
+    events = {ref: "demo.golden.events" for name, ref in refs.items() if name in tables}
+    topics = Topics(dict.fromkeys(refs.values(), topic), "demo_ctrl", formats_of, events)
+    rows: dict[TableRef, dict[tuple[Any, ...], dict[str, Any]]] = {}
+
+    class PerTable(Sink):
+        def on_data_event(self, change: RowChange) -> Result:
+            held = rows.setdefault(change.table, {})
+            if change.gone:
+                held.pop(change.key, None)
+            else:
+                held[change.key] = dict(change.values)
+            return Result.SUCCESS
+
+    sink = PerTable()
+    consumer = Consumer(
+        config, sink, sink, Kafka({topic: as_topic(records, topic)}), topics, row_schemas=REGISTRY.schema
+    )
+    consumer.start()
+    while consumer.poll_once():
+        pass
+    assert not dead.exists()
+    expected = table(ums_side())
+    assert {ref.table: table_of(r) for ref, r in rows.items()} == {name: expected for name in refs}
+
+
+def test_topics_of_a_source_name_each_table_s_topic_format_and_events_topic(tmp_path):
+    raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    raw["sources"]["demo"]["output"] = {"topic": "table", "tables": {"shop.orders*": "avro"}}
+    path = tmp_path / "dbus.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    cfg = load_config(path)
+    config = ConsumerConfig("demo", {"shop.orders": ("id",), "shop.customers": ("id",)})
+    topics = Topics.of(cfg, config)
+    orders, customers = TableRef("demo", "shop", "orders"), TableRef("demo", "shop", "customers")
+    assert topics.result == {orders: "demo.shop.orders", customers: "demo.shop.customers"}
+    assert topics.formats == {orders: "avro", customers: "ums"}
+    assert topics.events == {orders: "demo.shop.events"}
+    assert topics.all == ["demo.shop.customers", "demo.shop.events", "demo.shop.orders"]
+    raw["sources"]["demo"]["output"] = {}
+    path.write_text(yaml.safe_dump(raw))
+    plain = Topics.of(load_config(path), config)
+    assert set(plain.result.values()) == {"demo.shop.result"} and plain.events == {}
