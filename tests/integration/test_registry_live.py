@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import time
 import urllib.request
@@ -100,6 +101,18 @@ def test_key_and_value_subjects_evolve_under_backward(registry, inspect, cfg):
     with pytest.raises(SchemaRefused, match=rf"subject {topic}-value: refused .*Incompatible"):
         ids(f"{topic}-value", text(retyped))
     assert inspect.get_versions(f"{topic}-value") == [1, 2]
+
+
+def test_the_id_is_apicurios_content_id(registry, cfg):
+    """The stack's Apicurio hands out content ids through its Confluent API (docs/stack.md#schema-registry):
+    the same schema text has the same id under any subject, and Apicurio's own API serves it under
+    /ids/contentIds/<id>, where its converter (apicurio.registry.use-id=contentId) looks for it."""
+    base = subject_base()
+    first = registry.schema_id(f"{base}-a-value", text(VALUE))
+    assert registry.schema_id(f"{base}-b-value", text(VALUE)) == first  # not a per-version global id
+    core = re.sub(r"/apis/ccompat/v\d+$", "/apis/registry/v2", cfg.endpoints.registry.url)
+    with urllib.request.urlopen(f"{core}/ids/contentIds/{first}", timeout=10) as answer:
+        assert json.loads(answer.read()) == VALUE
 
 
 def test_unknown_id(registry):
