@@ -183,7 +183,7 @@ def _varint(number: int) -> bytes:
     return bytes(out)
 
 
-_SMALL = {n: _varint(n) for n in range(-1024, 1024)}  # the common case, looked up
+_SMALL = {n: _varint(n) for n in range(-8192, 8192)}  # one and two bytes: looked up
 
 
 def zigzag(number: int) -> bytes:
@@ -329,16 +329,19 @@ def envelope_encoder(table: ConnectTable) -> Callable[[Position], Envelope]:
     head = encoder(
         {**fields["source"], "fields": [f for f in source_fields if f["field"] not in _SOURCE_TAIL]}
     )
-    cache: dict[str, Any] = {"key": None, "head": b"", "times": b""}
+    cache: dict[str, Any] = {"key": None, "head": b"", "times": b"", "file": None, "file_bytes": b""}
     ops = {op: _text(op) for op in ("c", "u", "d", "r")}
 
     def at_position(at: Position) -> Envelope:
-        key = (at.ts_ms, at.file, at.pos, at.snapshot, at.server_id, at.gtid)
+        key = (at.ts_ms, at.snapshot, at.server_id, at.gtid)
         if key != cache["key"]:
             ts = at.ts_ms
             times = b"\x02" + zigzag(ts) + b"\x02" + zigzag(ts * 1000) + b"\x02" + zigzag(ts * 1_000_000)
             cache["key"], cache["head"], cache["times"] = key, head(source_of(table, at)), times
-        source = b"".join((cache["head"], zigzag(at.row), b"\x00\x00"))  # thread, query: null
+        if at.file != cache["file"]:
+            cache["file"], cache["file_bytes"] = at.file, _text(at.file)
+        # the source block: its fields up to gtid, file, pos, row, thread and query (null)
+        source = b"".join((cache["head"], cache["file_bytes"], zigzag(at.pos), zigzag(at.row), b"\x00\x00"))
         times = cache["times"]
 
         def envelope(op: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> bytes:
@@ -350,8 +353,8 @@ def envelope_encoder(table: ConnectTable) -> Callable[[Position], Envelope]:
     return at_position
 
 
-# the source fields after ``pos`` (row, thread, query): written per row
-_SOURCE_TAIL = frozenset({"row", "thread", "query"})
+# the source fields from ``file`` on (file, pos, row, thread, query): written per change
+_SOURCE_TAIL = frozenset({"file", "pos", "row", "thread", "query"})
 
 
 # --- decoding -----------------------------------------------------------------------------------------
