@@ -377,3 +377,23 @@ def test_one_hundred_rows_share_one_schema_build():
     for change in rows(100):
         fmt.records(TOPIC, change)
     assert len(fmt._plans) == 1
+
+
+def test_without_propagated_types_the_columns_are_inferred():
+    """A record without the source-type parameters (Debezium's default) still reads back: the column types
+    come from the Connect types (int16 -> smallint(6)...), values exact but for the documented losses."""
+    fmt = DebeziumJson(FormatOptions(propagate_source_types=False))
+    for change in [*changes(), *pulled()]:
+        for record in fmt.records(TOPIC, change):
+            decode_debezium(record.key, record.value, record.headers)
+    (record,) = fmt.records(TOPIC, changes()[0])
+    back = decode_debezium(record.key, record.value, record.headers)
+    types = {c.name: c.column_type for c in back.table.columns}
+    assert (types["ti"], types["iu"], types["d2"], types["dtm6"]) == (
+        "smallint(6)",
+        "bigint(20)",
+        "decimal(10,2)",
+        "datetime(6)",
+    )
+    values = dict(zip(types, back.after, strict=True))
+    assert values["d2"] == "99999999.99" and values["biu"] == "-1"  # BIGINT UNSIGNED: wrapped, as documented
