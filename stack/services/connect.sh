@@ -50,6 +50,8 @@ connect_describe() {
   v=${jar##*/connect-runtime-}; v=${v%.jar}
   local dbz; dbz=$(ls "$CONNECT_JARS"/plugins/debezium-jdbc/debezium-connector-jdbc-*.jar 2>/dev/null | head -n1)
   dbz=${dbz##*/debezium-connector-jdbc-}; dbz=${dbz%.jar}
+  local api; api=$(ls "$CONNECT_JARS"/plugins/apicurio-converter/apicurio-registry-utils-converter-*.jar 2>/dev/null | head -n1)
+  api=${api##*/apicurio-registry-utils-converter-}; api=${api%.jar}
   echo "kafka connect ${v:-?} (not running: tests start workers), plugins: debezium jdbc sink ${dbz:-?}," \
-    "apicurio converter, in $CONNECT_JARS"
+    "apicurio converter ${api:-?}, in $CONNECT_JARS"
 }
