@@ -40,6 +40,7 @@ from typing import Any
 import orjson
 
 from dbusclient.decode import BadRowError, RowChange, TableRef
+from dbuslib.errors import DbusError
 from ums import formats as ums_formats
 from ums.decode import decode_value
 from ums.errors import UmsError
@@ -54,6 +55,10 @@ UMS = "ums"
 TOMBSTONE = "tombstone"  # what ``sniff`` says of a per-row record with a null value
 _OPS = {"c": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE, "r": Op.INSERT}
 _PLANS_KEPT = 1024  # table shapes remembered per reader (then it starts again)
+# what a decoder raises for a record it cannot read: ValueError by its contract, and what bytes that are
+# not as the encoder writes them may raise on the way (a date out of range, a short Avro buffer). Not a
+# DbusError that is no ValueError: the registry unreachable stops the reader, its records are not bad.
+_UNREADABLE = (ValueError, UmsError, ArithmeticError, TypeError, LookupError, AttributeError, EOFError)
 
 
 def is_per_row(headers: Mapping[str, bytes]) -> bool:
@@ -164,7 +169,9 @@ class RowReader:
             raise BadRowError(msg)
         try:
             change = ums_formats.decode(name, key, value, tuple(headers), self.schemas)
-        except (ValueError, UmsError) as e:
+        except _UNREADABLE as e:
+            if isinstance(e, DbusError) and not isinstance(e, ValueError):
+                raise
             msg = f"{where}: not a {name} record{self._looks(value, by_name, name)}: {e}"
             raise BadRowError(msg) from None
         if change is None:
@@ -224,7 +231,11 @@ def changes_of(change: Change, plan: _Plan, where: str) -> list[RowChange]:
     if image is None or len(image) != len(plan.names):
         msg = f"{where}: a {change.op} change of {plan.table} without its {len(plan.names)} values"
         raise BadRowError(msg)
-    ts = ums_ts_ms(change.at.ts_ms)
+    try:
+        ts = ums_ts_ms(change.at.ts_ms)
+    except (ValueError, OverflowError) as e:
+        msg = f"{where}: {plan.table}: ts_ms {change.at.ts_ms!r} is not a time ({e})"
+        raise BadRowError(msg) from None
     common = (plan.table, change.table.version)
     key = _key(image, plan, where)
     out = []

@@ -270,7 +270,7 @@ def row_tuples(
             continue
         try:
             change = decode(fmt, record_key, value, tuple(headers or ()), lookup)
-        except (ValueError, KeyError) as e:
+        except (ValueError, ArithmeticError, TypeError, LookupError, AttributeError, EOFError) as e:
             yield None, None, None, None, None, None, None, f"{where}: not a {fmt} record: {e}"
             continue
         if change is None:
@@ -286,7 +286,11 @@ def row_tuples(
                 [{"name": f.name, "type": f.type.value, "encoded": f.encoded} for f in shape.fields]
             )
         names = [f.name for f in shape.fields]
-        ts = ums_ts_ms(change.at.ts_ms)
+        try:
+            ts = ums_ts_ms(change.at.ts_ms)
+        except (ValueError, OverflowError) as e:
+            yield None, None, None, None, None, None, None, f"{where}: ts_ms {change.at.ts_ms!r}: {e}"
+            continue
         images: list[tuple[str, tuple[Any, ...] | None]] = []
         if change.op == "u" and change.before is not None and change.after is not None:
             key_at = [names.index(k) for k in key if k in names]

@@ -535,3 +535,34 @@ def test_topics_of_a_source_name_each_table_s_topic_format_and_events_topic(tmp_
     path.write_text(yaml.safe_dump(raw))
     plain = Topics.of(load_config(path), config)
     assert set(plain.result.values()) == {"demo.shop.result"} and plain.events == {}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(formats.PER_ROW),
+    st.integers(0, 5),
+    st.lists(
+        st.tuples(st.integers(0, 10**6), st.integers(0, 2), st.binary(max_size=6)), min_size=1, max_size=4
+    ),
+    st.booleans(),
+)
+def test_whatever_its_bytes_a_per_row_record_gives_changes_or_a_bad_row_naming_it(
+    fmt, pick, edits, configured
+):
+    """A record the encoder did not write (bytes changed, cut or added) is a BadRowError naming it, never
+    another exception: the consumer sets it aside and goes on."""
+    records = [r for r in encode(fmt, changes()[pick]) if r.value is not None]
+    value = bytearray(records[0].value or b"")
+    for at, kind, data in edits:
+        p = at % len(value) if value else 0
+        if kind == 0:
+            value[p : p + len(data)] = data
+        elif kind == 1:
+            del value[p : p + len(data) + 1]
+        else:
+            value[p:p] = data
+    reader = RowReader(KEYS, {T: fmt} if configured else {}, REGISTRY.schema)
+    try:
+        reader.read(records[0].key, bytes(value), records[0].headers, f"{TOPIC}/0@3")
+    except BadRowError as e:
+        assert str(e).startswith(f"{TOPIC}/0@3: ")
