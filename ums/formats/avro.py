@@ -51,6 +51,7 @@ from ums.formats.debezium import (
     position_from,
     shape_from,
     source_of,
+    tuple_from,
 )
 from ums.rowchange import Position, RowChange, TableShape
 from ums.scalars import JsonValue
@@ -458,7 +459,7 @@ class _Decoder:
         def tuple_of(image: dict[str, Any] | None) -> tuple[JsonValue, ...] | None:
             if image is None:
                 return None
-            return tuple(None if image[n] is None else back(image[n]) for n, back in backs)
+            return tuple_from(image, backs)
 
         op = datum["op"]
         if op not in ("c", "u", "d", "r"):

@@ -208,7 +208,7 @@ def _json_back(column: ConnectColumn) -> Callable[[Any], Any]:
     back = column.from_connect
     if column.binary == "bytes":
         if column.schema.get("name") is None:
-            return lambda v: v
+            return identity
         return lambda v: back(base64.b64decode(v))
     if column.binary == "struct":
         return lambda v: back({**v, "wkb": base64.b64decode(v["wkb"])})
@@ -260,7 +260,7 @@ class DebeziumJson:
     def _event_parts(self, plan: _Plan, at: Position) -> tuple[bytes, bytes, bytes]:
         """(the source block's JSON up to ``"row":``, the envelope's tail after ``op``, the ums_id_ header)
         of the binlog event at ``at``."""
-        key = (plan, at.ums_id, at.ts_ms, at.file, at.pos, at.snapshot, at.server_id, at.gtid)
+        key = (id(plan), at.ums_id, at.ts_ms, at.file, at.pos, at.snapshot, at.server_id, at.gtid)
         if key != self._event_key:
             source = source_of(plan.table, at)
             for name in ("row", "thread", "query"):
@@ -406,52 +406,76 @@ def position_from(source: dict[str, Any], headers: Sequence[tuple[str, bytes]]) 
     return at, header(headers, UMS_UID_HEADER) or ""
 
 
+_SCHEMA, _PAYLOAD = b'{"schema":', b',"payload":'
+_Reader = tuple[ConnectTable, list[tuple[str, Callable[[Any], Any]]]]
+
+
 class _Decoder:
+    """Reads records, the table built once per (value schema, key schema, version): a record's schema part
+    is compared with the last one's bytes, and only its payload parsed."""
+
     def __init__(self) -> None:
-        self._plans: dict[bytes, tuple[ConnectTable, list[tuple[str, Callable[[Any], Any]]]]] = {}
+        self._readers: dict[tuple[bytes, bytes, int], _Reader] = {}
+        self._last: tuple[bytes, bytes, int, _Reader] | None = None
 
     def decode(
         self, key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes]]
     ) -> RowChange | None:
         if value is None:
             return None
-        try:
-            doc = orjson.loads(value)
-        except orjson.JSONDecodeError as err:
-            msg = f"debezium-json value: not JSON: {err}"
-            raise ValueError(msg) from err
-        if not isinstance(doc, dict) or "schema" not in doc or "payload" not in doc:
-            msg = "debezium-json value: no schema (written with schemas off?): cannot rebuild the table"
-            raise ValueError(msg)
-        payload = doc["payload"]
-        source = payload["source"]
-        cut = value.find(b',"payload":')
-        cache_key = value[:cut] + (key[: key.find(b',"payload":')] if key else b"")
-        plan = self._plans.get(cache_key)
-        if plan is None:
-            plan = self._plans[cache_key] = self._plan(doc["schema"], key, source, headers)
-        table, backs = plan
         version = int(header(headers, UMS_VERSION_HEADER) or "0")
-        shape = table.shape
-        if shape.version != version or shape.ds != source["name"] or shape.table != source.get("table"):
-            table, backs = self._plan(doc["schema"], key, source, headers)
-            shape = table.shape
+        cut = value.find(_PAYLOAD) if value.startswith(_SCHEMA) else -1
+        payload: Any = None
+        if cut > 0:
+            try:
+                payload = orjson.loads(memoryview(value)[cut + len(_PAYLOAD) : len(value) - 1])
+            except orjson.JSONDecodeError:
+                payload = None
+        if isinstance(payload, dict):
+            value_schema = value[:cut]
+            schema: Any = None
+        else:  # not our layout: the whole value parsed
+            doc = _whole(value)
+            payload, schema = doc["payload"], doc["schema"]
+            value_schema = orjson.dumps(schema)
+        key_schema = b""
+        if key is not None and key.startswith(_SCHEMA):
+            key_cut = key.find(_PAYLOAD)
+            key_schema = key[:key_cut] if key_cut > 0 else key
+        source = payload["source"]
+        last = self._last
+        if last is not None and last[0] == value_schema and last[1] == key_schema and last[2] == version:
+            reader = last[3]
+        else:
+            cache_key = (value_schema, key_schema, version)
+            reader = self._readers.get(cache_key) or self._readers.setdefault(
+                cache_key, self._reader(schema, value, cut, key, source, version)
+            )
+            self._last = (value_schema, key_schema, version, reader)
+        table, backs = reader
+        if table.shape.ds != source["name"] or table.shape.table != (source.get("table") or ""):
+            table, backs = self._reader(schema, value, cut, key, source, version)
         at, uid = position_from(source, headers)
 
         def tuple_of(image: dict[str, Any] | None) -> tuple[JsonValue, ...] | None:
             if image is None:
                 return None
-            return tuple(None if image[n] is None else back(image[n]) for n, back in backs)
+            return tuple_from(image, backs)
 
         op = payload["op"]
         if op not in ("c", "u", "d", "r"):
             msg = f"debezium-json value: op {op!r} is not c, u, d or r"
             raise ValueError(msg)
-        return RowChange(shape, op, tuple_of(payload.get("before")), tuple_of(payload.get("after")), at, uid)
+        return RowChange(
+            table.shape, op, tuple_of(payload.get("before")), tuple_of(payload.get("after")), at, uid
+        )
 
-    def _plan(
-        self, schema: Schema, key: bytes | None, source: dict[str, Any], headers: Sequence[tuple[str, bytes]]
-    ) -> tuple[ConnectTable, list[tuple[str, Callable[[Any], Any]]]]:
+    @staticmethod
+    def _reader(
+        schema: Any, value: bytes, cut: int, key: bytes | None, source: dict[str, Any], version: int
+    ) -> _Reader:
+        if schema is None:
+            schema = orjson.loads(memoryview(value)[len(_SCHEMA) : cut])
         fields = {f["field"]: f for f in schema["fields"]}
         value_fields = fields["after"]["fields"]
         key_fields = None
@@ -459,8 +483,6 @@ class _Decoder:
             key_doc = orjson.loads(key)
             if isinstance(key_doc, dict) and "schema" in key_doc and key_doc["schema"]:
                 key_fields = key_doc["schema"]["fields"]
-        version = int(header(headers, UMS_VERSION_HEADER) or "0")
-        options = options_from(value_fields)
         _, table = shape_from(
             value_fields,
             key_fields,
@@ -468,9 +490,28 @@ class _Decoder:
             source["db"],
             source.get("table") or "",
             version,
-            options,
+            options_from(value_fields),
         )
         return table, [(c.name, _json_back(c)) for c in table.columns]
+
+
+def tuple_from(
+    image: dict[str, Any], backs: Sequence[tuple[str, Callable[[Any], Any]]]
+) -> tuple[JsonValue, ...]:
+    """A Connect struct back to the UMS tuple, by (field, converter back) in field order."""
+    return tuple([v if (v := image[n]) is None or back is identity else back(v) for n, back in backs])
+
+
+def _whole(value: bytes) -> dict[str, Any]:
+    try:
+        doc = orjson.loads(value)
+    except orjson.JSONDecodeError as err:
+        msg = f"debezium-json value: not JSON: {err}"
+        raise ValueError(msg) from err
+    if not isinstance(doc, dict) or "schema" not in doc or "payload" not in doc:
+        msg = "debezium-json value: no schema (written with schemas off?): cannot rebuild the table"
+        raise ValueError(msg)
+    return doc
 
 
 _DECODER = _Decoder()
