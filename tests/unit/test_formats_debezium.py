@@ -397,3 +397,16 @@ def test_without_propagated_types_the_columns_are_inferred():
     )
     values = dict(zip(types, back.after, strict=True))
     assert values["d2"] == "99999999.99" and values["biu"] == "-1"  # BIGINT UNSIGNED: wrapped, as documented
+
+
+def test_other_json_layouts_and_versions_read_back():
+    """A record written by another JSON writer (payload first, spaces) reads back the same; the table's
+    version comes from each record's ums_version header."""
+    change = changes()[4]
+    (record,) = FORMAT.records(TOPIC, change)
+    doc = json.loads(record.value)
+    rewritten = json.dumps({"payload": doc["payload"], "schema": doc["schema"]}, indent=1).encode()
+    assert decode_debezium(record.key, rewritten, record.headers) == change
+    headers = tuple((k, b"7" if k == UMS_VERSION_HEADER else v) for k, v in record.headers)
+    assert decode_debezium(record.key, record.value, headers).table.version == 7
+    assert decode_debezium(record.key, record.value, record.headers) == change
