@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the Canal flat-message reader (src/FlatMessageDump.java) into OUT_DIR/canal-reader.jar against Canal's
-# own jars: pom.xml resolved once into OUT_DIR/lib by Maven (stack/lib.sh's mvn_copy: a marker file names the
+# own jars: canal-pom.xml resolved once into OUT_DIR/lib by Maven (stack/lib.sh's mvn_copy: a marker file names the
 # pom's hash, so a second run does nothing), then javac --release 17. Prints the classpath to run it with.
 # Idempotent: the jar is rebuilt only when the source or this script is newer.
 set -euo pipefail
@@ -13,7 +13,7 @@ STACK_HOST=127.0.0.1
 . "$repo/stack/lib.sh"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-mvn_copy "$here/pom.xml" "$out/lib"
+mvn_copy "$here/canal-pom.xml" "$out/lib"
 jar=$out/canal-reader.jar
 if [ ! -f "$jar" ] || [ -n "$(find "$here/src" "$here/build.sh" -newer "$jar" -print -quit)" ]; then
   tmp=$(mktemp -d)
