@@ -358,6 +358,14 @@ def test_real_formats_decode_back_to_the_changes_keyed_by_primary_key(name):
         (c.op, _lossy(name, c.before), _lossy(name, c.after), c.ums_uid) for c in seen.changes
     ]
     assert [c.table.primary_key for c in changes] == [c.table.primary_key for c in seen.changes]
+    at = seen.changes[0].at  # the raw header's coordinates (records.py's INSERT)
+    assert (at.file, at.pos, at.server_id, at.gtid, at.ts_ms) == (
+        "mariadb-bin.000007",
+        2843119,
+        1,
+        "0-1-111",
+        1795356395000,
+    )
     tombstones = [i for i, c in enumerate(decoded) if c is None]
     assert [decoded[i - 1].op for i in tombstones] == ["d", "d"]  # one after each delete
     assert all(out[i].key == out[i - 1].key and out[i].value is None for i in tombstones)
