@@ -16,6 +16,7 @@ import subprocess
 import time
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
@@ -67,12 +68,24 @@ def inspect(cfg) -> SchemaRegistryClient:
 
 
 @pytest.fixture
-def registry(cfg, inspect) -> Registry:
-    return Registry.of(cfg)
+def registry(cfg, inspect) -> Iterator[Registry]:
+    """DBus's client; the subjects the test made under its names (``made``) are deleted afterwards."""
+    reg = Registry.of(cfg)
+    yield reg
+    for subject in inspect.get_subjects():
+        if any(subject.startswith(prefix) for prefix in made):
+            inspect.delete_subject(subject)
+    made.clear()
+    reg.close()
+
+
+made: list[str] = []  # prefixes of the subjects the running test registers
 
 
 def subject_base() -> str:
-    return f"pytest_registry_{uuid.uuid4().hex[:8]}"
+    base = f"pytest_registry_{uuid.uuid4().hex[:8]}"
+    made.append(base)
+    return base
 
 
 def test_key_and_value_subjects_evolve_under_backward(registry, inspect, cfg):
@@ -169,6 +182,7 @@ def _read_all(cfg, topic: str, count: int) -> list:
 
 def test_confluent_avro_deserializer_reads_what_dbus_writes(registry, inspect, cfg, new_topic):
     topic = new_topic()
+    made.append(topic)
     changes = _changes(topic)
     fmt = AvroRows(FormatOptions(), registry.schema_ids("BACKWARD"))
     records = [r for c in changes for r in fmt.records(topic, c)]
