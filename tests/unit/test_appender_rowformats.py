@@ -403,3 +403,15 @@ def test_avro_a_refused_subject_is_a_dead_letter_and_other_tables_go_on():
     assert [(d.code, d.offset) for d in letters] == [("REGISTRY_SCHEMA_REFUSED", 0)]
     assert "incompatible" in letters[0].error
     assert len(data(out, "narrow", NARROW)) == 4 and registry.texts
+
+
+def test_a_registry_unreachable_past_its_retries_stops_the_stage():
+    from dbuslib.retry import RetriesExhausted
+    from ums.formats import FormatOptions, formatter
+
+    def down(subject: str, text: str) -> int:
+        raise RetriesExhausted("registry http://127.0.0.1:18081: register a schema: connection refused")
+
+    p = processor(fmt=formatter("avro", FormatOptions(), down))
+    with pytest.raises(RetriesExhausted):
+        run(p, INSERT)  # not a dead letter: an endpoint down is not the record's fault
