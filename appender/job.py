@@ -92,6 +92,12 @@ def append_ums(df: DataFrame, document: str, ds: str) -> DataFrame:
     return df.mapInArrow(run, OUT_SCHEMA)
 
 
+# The values an output Arrow batch holds at most before it is sent on: a binary array's offsets are 32-bit,
+# so pyarrow makes a ChunkedArray of more than 2 GiB and RecordBatch.from_pydict refuses it (seen: a
+# debezium-json micro-batch of the e2e bench, 6 KB a row with its Connect schema).
+OUT_BATCH_BYTES = 256 << 20
+
+
 def process_batches(batches: Iterator[pa.RecordBatch], document: str, ds: str) -> Iterator[pa.RecordBatch]:
     """Executor side: one PartitionProcessor for this task's partition, records in offset order."""
     import pyarrow as pa
@@ -106,7 +112,8 @@ def process_batches(batches: Iterator[pa.RecordBatch], document: str, ds: str) -
     for batch in batches:
         if processor is None:
             processor = build_processor(document, ds)
-        out = {"topic": [], "key": [], "value": [], "headers": []}
+        out: dict[str, list] = {"topic": [], "key": [], "value": [], "headers": []}
+        size = 0  # bytes of the values in ``out``: an Arrow binary array holds at most 2 GiB
         cols = batch.to_pydict()
         rendered = cols.get("rendered") or [None] * batch.num_rows
         for t, p, o, k, v, r in zip(
@@ -124,6 +131,10 @@ def process_batches(batches: Iterator[pa.RecordBatch], document: str, ds: str) -
                 out["key"].append(rec.key)
                 out["value"].append(rec.value)
                 out["headers"].append([{"key": hk, "value": hv} for hk, hv in rec.headers])
+                size += len(rec.value or b"")
+                if size >= OUT_BATCH_BYTES:  # per-row records of a batch of big events: many GB
+                    yield pa.RecordBatch.from_pydict(out, schema=_arrow_schema())
+                    out, size = {"topic": [], "key": [], "value": [], "headers": []}, 0
         yield pa.RecordBatch.from_pydict(out, schema=_arrow_schema())
     if processor is not None:
         state.report_heartbeats(processor)
