@@ -19,7 +19,7 @@ A pulled row of a table keyed ``id`` in debezium-json (``schema`` parts left out
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import accumulate
 from typing import Any
 
@@ -28,6 +28,7 @@ from ums.masking import TableMask
 from ums.rowchange import Position, RowChange, TableShape
 
 POSITION_DIGITS = 10**13  # ums_id = binlog file number * 10^13 + position (ums.ids)
+BATCH_BYTES = 256 << 20  # the values of one Arrow batch at most (rows of big BLOBs: RowWriter.batches)
 
 
 def arrow_schema() -> Any:
@@ -124,9 +125,18 @@ class RowWriter:
             out += encode(topic, change)
         return out
 
-    def batch(self, texts: Sequence[bytes]) -> Any:
-        """The records of the next rows as one Arrow record batch of ``arrow_schema()``."""
-        return to_batch(self.records(texts))
+    def batches(self, texts: Sequence[bytes]) -> Iterator[Any]:
+        """The records of the next rows as Arrow record batches of ``arrow_schema()``: one, unless their
+        values pass ``BATCH_BYTES`` (an Arrow binary array holds at most 2 GiB)."""
+        records = self.records(texts)
+        start = size = 0
+        for i, r in enumerate(records):
+            size += len(r.value or b"")
+            if size >= BATCH_BYTES:
+                yield to_batch(records[start : i + 1])
+                start, size = i + 1, 0
+        if start < len(records) or not records:
+            yield to_batch(records[start:])
 
 
 def table_shape(job: Any, masking: Any = None) -> tuple[TableShape, TableMask | None]:

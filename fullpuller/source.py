@@ -151,7 +151,7 @@ def read_shard(job: ShardJob) -> Iterator[Any]:
                 if job.format == "ums":
                     yield from writer.messages(texts)
                 else:
-                    yield writer.batch(texts)
+                    yield from writer.batches(texts)
                 reporter.rows(writer.rows)
         reporter.rows(writer.rows, final=True)
     finally:

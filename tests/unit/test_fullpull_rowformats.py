@@ -149,6 +149,19 @@ def test_records_are_the_formats_own_in_row_order_to_the_pull_topic():
     assert w.format.topics == ["demo.shop.orders"] * 3  # type: ignore[attr-defined]
 
 
+def test_records_past_the_batch_limit_leave_in_several_batches_in_order(monkeypatch):
+    from fullpuller import perrow
+
+    monkeypatch.setattr(perrow, "BATCH_BYTES", 100)
+    w = _writer(_job())
+    out = list(w.batches(TEXTS * 3))  # values of about 60 bytes: a batch each time two pass 100
+    assert [b.num_rows for b in out] == [2, 2, 2, 2, 1]
+    assert [json.loads(v)[2] for b in out for v in b.column("value").to_pylist()] == [
+        f"{UMS_ID}000007{i:09d}" for i in range(9)
+    ]
+    assert [b.num_rows for b in _writer(_job()).batches([])] == [0]
+
+
 def test_a_batch_has_the_arrow_schema_spark_expects_of_the_data_source():
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
