@@ -267,6 +267,14 @@ class ShardTask:
     where: str
 
 
+def _selected(column: ColumnSpec) -> str:
+    """A column as the source is read: a FLOAT as DOUBLE, since MariaDB's text protocol prints a FLOAT to
+    6 digits (-3.14159 for the stored float32 -3.1415927), and a snapshot or replica holding the exact
+    value would differ."""
+    name = _quote(column.name)
+    return f"CAST({name} AS DOUBLE)" if column.ums_type is UmsType.FLOAT else name
+
+
 def hash_shard(task: ShardTask) -> list[Pair]:
     """Read one shard of the source (session time zone UTC, like the full puller) and hash its rows."""
     from dbuslib import mysql
@@ -275,7 +283,7 @@ def hash_shard(task: ShardTask) -> list[Pair]:
     src = task.cfg.source(task.ds)
     lay, mask = layout(task.columns, task.primary_key, task.schema, task.table, compile_rules(src.masking))
     render = source_renderer(lay.columns, mask)
-    cols = ", ".join(_quote(c.name) for c in lay.columns)
+    cols = ", ".join(map(_selected, lay.columns))
     sql = f"SELECT {cols} FROM {_quote(task.schema)}.{_quote(task.table)} WHERE {task.where}"
     db = mysql.connect(src.mysql)
     try:
