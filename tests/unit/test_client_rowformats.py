@@ -32,6 +32,7 @@ from dbusclient.decode import BadRowError, Decoder, RowChange, TableRef
 from dbusclient.merge import Merger
 from dbusclient.rowformats import RowReader, sniff, ums_schema
 from dbuslib.config import DEFAULT_CONFIG, load_config
+from dbuslib.errors import EndpointError
 from ums import formats
 from ums.control import from_json as control_from_json
 from ums.decode import decode_value
@@ -566,3 +567,23 @@ def test_whatever_its_bytes_a_per_row_record_gives_changes_or_a_bad_row_naming_i
         reader.read(records[0].key, bytes(value), records[0].headers, f"{TOPIC}/0@3")
     except BadRowError as e:
         assert str(e).startswith(f"{TOPIC}/0@3: ")
+
+
+def test_a_registry_that_cannot_be_reached_stops_the_consumer_and_sets_nothing_aside(tmp_path):
+    """Its records are not bad: the consumer stops (exit 3 in dbus replicate) and reads them again."""
+
+    def down(schema_id: int) -> str:
+        raise EndpointError("registry http://127.0.0.1:1: unreachable")
+
+    records = [r for ch in row_changes(messages()[0]) for r in encode("avro", ch)]
+    dead = tmp_path / "dead.jsonl"
+    config = ConsumerConfig(
+        "demo", {"golden.cdc_types": ("id",)}, bootstrap=False, dead_letter_file=str(dead)
+    )
+    topics = Topics({T: TOPIC}, "demo_ctrl", {T: "avro"})
+    sink = Sink()
+    consumer = Consumer(config, sink, sink, Kafka({TOPIC: as_topic(records)}), topics, row_schemas=down)
+    consumer.start()
+    with pytest.raises(EndpointError, match="unreachable"):
+        consumer.poll_once()
+    assert not dead.exists() and sink.saved is None
