@@ -19,7 +19,8 @@ changes the primary key becomes a delete of the old key (and its tombstone) and 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -148,4 +149,30 @@ def decode(
 
         return decode_avro_row(key, value, headers, schemas)
     msg = f"output format {name!r}: not a per-row format (one of {', '.join(PER_ROW)})"
+    raise ValueError(msg)
+
+
+def sniff(value: bytes | None, headers: Mapping[str, bytes]) -> str:
+    """The format a record looks like, for readers of a topic that mixes them (a per-schema topic of
+    tables in several formats): ``ums`` (no ``ums_id_`` header: a UMS JSON or Avro message), ``tombstone``
+    (a per-row record with a null value), ``avro`` (the Confluent wire format's magic byte 0),
+    ``canal-json`` (``isDdl``), ``debezium-json`` (``payload`` and ``schema``, or ``op``). ValueError for a
+    per-row record that is none of them."""
+    if UMS_ID_HEADER not in headers:
+        return "ums"
+    if value is None:
+        return "tombstone"
+    if value[:1] == b"\x00":
+        return "avro"
+    try:
+        obj = json.loads(value)
+    except ValueError as e:  # not JSON, or not UTF-8
+        msg = f"a per-row record (header {UMS_ID_HEADER}) that is neither Avro nor JSON: {e}"
+        raise ValueError(msg) from None
+    if isinstance(obj, dict):
+        if "isDdl" in obj:
+            return "canal-json"
+        if ("payload" in obj and "schema" in obj) or "op" in obj:
+            return "debezium-json"
+    msg = "a per-row JSON record that is neither Debezium's envelope nor Canal's flat message"
     raise ValueError(msg)
