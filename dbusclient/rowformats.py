@@ -16,11 +16,11 @@ headers ``ums_id_`` and ``ums_uid_``. ``RowReader.read`` turns one such record i
 - a tombstone (a key with a null value, after a delete): no change (the delete before it did the work).
 
 Which format a record is in: the configuration's (``output.format_for(schema, table)``, given per table
-as ``formats``) when the reader has it, else the record's own look (``sniff``: no ``ums_id_`` header is
-UMS; Avro's magic byte 0; Canal's ``isDdl``; Debezium's ``payload``/``schema`` or ``op``). A record that
-contradicts the configuration (another format, or a table the configuration writes in another format)
-is a ``BadRowError`` naming its topic, partition and offset: the consumer sets it aside as a dead letter
-(or stops), as it does for a UMS record that does not parse.
+as ``formats``) when the reader has it, else the record's own look (``ums.formats.sniff``: no ``ums_id_``
+header is UMS; Avro's magic byte 0; Canal's ``isDdl``; Debezium's ``payload``/``schema`` or ``op``). A
+record that contradicts the configuration (another format, or a table the configuration writes in
+another format) is a ``BadRowError`` naming its topic, partition and offset: the consumer sets it aside
+as a dead letter (or stops), as it does for a UMS record that does not parse.
 
 Example: the Debezium record of an update of ``shop.orders`` (key ``{"id": 42}``, headers ``ums_id_``
 ``1030000012345678``, ``ums_uid_`` ``1030000012345678000001``) gives one change::
@@ -37,13 +37,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from dbusclient.decode import BadRowError, RowChange, TableRef
 from dbuslib.errors import DbusError
 from ums import formats as ums_formats
 from ums.decode import decode_value
 from ums.errors import UmsError
+from ums.formats import sniff
 from ums.message import SYSTEM_FIELDS, Op, ProtocolType, UmsField, UmsSchema
 from ums.namespace import Namespace
 from ums.rowchange import RowChange as Change
@@ -59,35 +58,6 @@ _PLANS_KEPT = 1024  # table shapes remembered per reader (then it starts again)
 # not as the encoder writes them may raise on the way (a date out of range, a short Avro buffer). Not a
 # DbusError that is no ValueError: the registry unreachable stops the reader, its records are not bad.
 _UNREADABLE = (ValueError, UmsError, ArithmeticError, TypeError, LookupError, AttributeError, EOFError)
-
-
-def is_per_row(headers: Mapping[str, bytes]) -> bool:
-    """True for a record a per-row format wrote: it carries the ``ums_id_`` header (UMS records do not)."""
-    return ums_formats.UMS_ID_HEADER in headers
-
-
-def sniff(value: bytes | None, headers: Mapping[str, bytes]) -> str:
-    """The format a record looks like: ``ums`` (no ``ums_id_`` header: a UMS JSON or Avro message),
-    ``tombstone`` (a per-row record with a null value), ``avro`` (magic byte 0), ``canal-json``
-    (``isDdl``), ``debezium-json`` (``payload`` and ``schema``, or ``op``); ValueError otherwise."""
-    if not is_per_row(headers):
-        return UMS
-    if value is None:
-        return TOMBSTONE
-    if value[:1] == b"\x00":
-        return "avro"
-    try:
-        obj = orjson.loads(value)
-    except orjson.JSONDecodeError as e:
-        msg = f"a per-row record (header {ums_formats.UMS_ID_HEADER}) that is neither Avro nor JSON: {e}"
-        raise ValueError(msg) from None
-    if isinstance(obj, dict):
-        if "isDdl" in obj:
-            return "canal-json"
-        if ("payload" in obj and "schema" in obj) or "op" in obj:
-            return "debezium-json"
-    msg = "a per-row JSON record that is neither Debezium's envelope nor Canal's flat message"
-    raise ValueError(msg)
 
 
 def ums_schema(shape: TableShape) -> UmsSchema:

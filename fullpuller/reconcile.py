@@ -260,17 +260,20 @@ def row_tuples(
     (``b``) under the old key and the update (``u``) under the new one, a delete a delete (``d``) with
     its before image; a tombstone gives nothing. A record that does not decode gives one row with its
     ``error`` (naming ``where``)."""
-    from ums.formats import decode
+    from ums.formats import UMS_ID_HEADER, decode
     from ums.timefmt import ums_ts_ms
 
     shapes: dict[Any, str] = {}
     lookup = None if schemas is None else schemas.__getitem__
     for record_key, value, headers, where in records:
-        if value is None:
+        named = dict(headers or ())
+        if value is None or UMS_ID_HEADER not in named:  # a tombstone; a UMS message (the UMS passes')
             continue
         try:
             change = decode(fmt, record_key, value, tuple(headers or ()), lookup)
         except (ValueError, ArithmeticError, TypeError, LookupError, AttributeError, EOFError) as e:
+            if _looks(value, named) not in (fmt, None):
+                continue  # another table's format, on a topic per schema: not a record of this table
             yield None, None, None, None, None, None, None, f"{where}: not a {fmt} record: {e}"
             continue
         if change is None:
@@ -301,6 +304,16 @@ def row_tuples(
             vals = {n: value_text(v) for n, v in zip(names, image or (), strict=False)}
             yield ns, fields, change.at.ums_id, ts, op, change.ums_uid, vals, None
             fields = None
+
+
+def _looks(value: bytes, headers: dict[str, bytes]) -> str | None:
+    """The format ``value`` looks like (``ums.formats.sniff``), None when it looks like none."""
+    from ums.formats import sniff
+
+    try:
+        return sniff(value, headers)
+    except ValueError:
+        return None
 
 
 def _records_of(
@@ -396,14 +409,18 @@ def marker_topic(cfg: DbusConfig, ds: str, schema: str, topic: str, ending: str)
 
 
 def writer_schemas(cfg: DbusConfig, records: DataFrame) -> dict[int, str]:
-    """The registry's schema of every id that the Confluent-framed keys and values of ``records`` name."""
+    """The registry's schema of every id that the Confluent-framed keys and values of the per-row records
+    (header ``ums_id_``) of ``records`` name (a UMS Avro message may start with a zero byte too)."""
     from pyspark.sql import functions as F
 
     if cfg.endpoints.registry is None:
         msg = "an avro result topic, and no endpoints.registry to read its schemas from"
         raise ConfigError(msg)
     from dbuslib.registry import Registry
+    from ums.formats import UMS_ID_HEADER
 
+    per_row = F.coalesce(F.exists(F.col("headers"), lambda h: h["key"] == UMS_ID_HEADER), F.lit(False))
+    records = records.where(per_row)
     ids: set[int] = set()
     for name in ("key", "value"):
         col = F.col(name)
