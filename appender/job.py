@@ -94,8 +94,9 @@ def append_ums(df: DataFrame, document: str, ds: str) -> DataFrame:
 
 # The values an output Arrow batch holds at most before it is sent on: a binary array's offsets are 32-bit,
 # so pyarrow makes a ChunkedArray of more than 2 GiB and RecordBatch.from_pydict refuses it (seen: a
-# debezium-json micro-batch of the e2e bench, 6 KB a row with its Connect schema).
-OUT_BATCH_BYTES = 256 << 20
+# debezium-json micro-batch of the e2e bench, 6 KB a row with its Connect schema); and the JVM allocates
+# each batch whole off-heap (256 MiB batches failed with Arrow's OutOfMemoryException in local[2]).
+OUT_BATCH_BYTES = 32 << 20
 
 
 def process_batches(batches: Iterator[pa.RecordBatch], document: str, ds: str) -> Iterator[pa.RecordBatch]:

@@ -28,7 +28,7 @@ from ums.masking import TableMask
 from ums.rowchange import Position, RowChange, TableShape
 
 POSITION_DIGITS = 10**13  # ums_id = binlog file number * 10^13 + position (ums.ids)
-BATCH_BYTES = 256 << 20  # the values of one Arrow batch at most (rows of big BLOBs: RowWriter.batches)
+BATCH_BYTES = 32 << 20  # the values of one Arrow batch at most (rows of big BLOBs: RowWriter.batches)
 
 
 def arrow_schema() -> Any:
