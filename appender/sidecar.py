@@ -147,6 +147,8 @@ class AppenderSidecar:
         current, until = span
         s = p.settings
         ns = Namespace(s.ds_type, s.ds, shape.schema, shape.table, current.version)
+        if p.outputs.format_of(shape.schema, shape.table) is not None:
+            return self._row_shape(shape, ns, at, until)
         prefix = p.unmasked_text_prefix(shape, ns)  # the processor's own choice of the text path
         if prefix is None:
             return []
@@ -171,6 +173,34 @@ class AppenderSidecar:
             shape.table,
         )
         return [f if isinstance(f, bytes) else f.encode() for f in fields]
+
+    def _row_shape(self, shape: Any, ns: Namespace, at: int, until: int) -> list[Field]:
+        """The description of a per-row table the JVM may write alone (appender/rowshape.py), or nothing:
+        debezium-json, nothing masked, no column named like a system field, JSON UMS lines."""
+        from appender.rowshape import FORMAT, describe, table_shape
+        from ums.build import user_columns
+
+        p, s = self.processor, self.processor.settings
+        if p.outputs.format_of(shape.schema, shape.table) != FORMAT or p.outputs.formatter is None:
+            return []
+        if len(user_columns(shape.columns)) != len(shape.columns):
+            return []
+        plan = p.mask_plan
+        if plan is not None and plan.has_rules and plan.rules_for(shape.schema, shape.table):
+            return []
+        if getattr(p.encoder, "format", "json") != "json":
+            return []  # the JVM's lines carry their Avro then
+        encoder = p.outputs.formatter(FORMAT)
+        table = table_shape(shape, ns, s)
+        plan_ = encoder.plan(table)
+        head = f"{PROTOCOL.value}.{ns}."
+        key0 = data_key(PROTOCOL, ns, 0, s.ds)
+        if not key0.startswith(head + "0|"):
+            return []
+        where = (at, until, p.outputs.result_topic(shape.schema, shape.table), head, key0[len(head) + 1 :],
+                 self.record_limit)  # fmt: skip
+        described = describe(table, encoder.options, plan_.key_prefix, plan_.value_prefix, where)
+        return [] if described is None else list(described)
 
     def _report_heartbeats(self) -> None:
         """Heartbeats measured go to InfluxDB from a thread: the partition's next records do not wait."""

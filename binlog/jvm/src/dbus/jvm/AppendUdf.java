@@ -19,7 +19,8 @@ import org.apache.spark.sql.api.java.UDF5;
  * value)} -> the record's output records {@code array<struct<topic, key, value, headers>>}, as
  * {@code appender.process} makes them. A rows record of a table shape this partition's sidecar has described
  * (no masking, JSON, its version valid at the record's position) is written here: the decoder's lines
- * ({@link RowsDecoder}) into message texts ({@link UmsText}). Every other record (the first of a shape, DDL,
+ * ({@link RowsDecoder}) into message texts ({@link UmsText}), or, for a table written in debezium-json (a per-row
+ * format: appender/rowshape.py describes it), into one record per row change ({@link DebeziumJson}). Every other record (the first of a shape, DDL,
  * heartbeats, chunks, masked tables, Avro, what the decoder declines, anything malformed) goes, in order, to the
  * partition's Python sidecar ({@code python -m appender.sidecar}), which runs {@code PartitionProcessor.process}
  * on it and may describe its shape for the next records. A version change the sidecar reports forgets every
@@ -78,6 +79,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
         boolean beforeUpdateImage;
         int maxTuples, maxBytes, recordLimit;
         String schema, table;
+        DebeziumJson perRow;       // a table written in debezium-json: its records (no UMS text)
     }
 
     /** A partition's state: its sidecar, its shapes, the row changes written here since they were last reported. */
@@ -140,6 +142,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
         long tsMs = (Long) ts * 1000;
         char op = op(h);
         if (op == 0) return null;
+        if (s.perRow != null) return perRow(p, s, h, umsId, tsMs, op, lines);
         List<byte[]> texts = UmsText.eventMessages(s.prefix, umsId, tsText(p, tsMs, s.zone), op, lines,
             s.beforeUpdateImage, s.maxTuples, s.maxBytes);
         if (texts == null) return null;
@@ -152,6 +155,28 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
         }
         String table = s.schema + "\0" + s.table;
         p.counts.merge(table, (long) UmsText.rowChanges(lines, op), Long::sum);
+        return out;
+    }
+
+    /** A per-row table's records (DebeziumJson), as the sidecar's PartitionProcessor._rows_per_row writes them. */
+    private List<Row> perRow(Partition p, Shape s, Header h, long umsId, long tsMs, char op, byte[] lines) {
+        if (avro) return null; // lines followed by their Avro: the sidecar's
+        Object sid = h.values.get("server_id"), gtid = h.values.get("gtid");
+        if (sid != null && sid != Header.NULL && !(sid instanceof Long)) return null;
+        if (gtid != null && gtid != Header.NULL && !(gtid instanceof String)) return null;
+        List<DebeziumJson.Rec> recs = s.perRow.records(umsId, tsMs, h.str("file"), (Long) h.values.get("pos"),
+            sid instanceof Long ? (Long) sid : null, gtid instanceof String ? (String) gtid : null, op, lines);
+        if (recs == null || recs.isEmpty()) return null;
+        Row umsKey = RowFactory.create(UMS_KEY, Sidecar.utf8(s.umsKeyHead + tsMs + s.umsKeyTail));
+        List<Row> out = new ArrayList<>(recs.size());
+        for (DebeziumJson.Rec r : recs) {
+            if (r.value != null && r.value.length > s.recordLimit) return null; // chunked by Python (ums.chunks)
+            List<Row> headers = new ArrayList<>(r.headers.size() + 1);
+            for (Object[] hv : r.headers) headers.add(RowFactory.create(hv[0], hv[1]));
+            headers.add(umsKey);
+            out.add(RowFactory.create(s.topic, r.key, r.value, headers));
+        }
+        p.counts.merge(s.schema + "\0" + s.table, (long) UmsText.rowChanges(lines, op), Long::sum);
         return out;
     }
 
@@ -201,7 +226,21 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
             out.add(RowFactory.create(t, k, v, hs));
         }
         if ("1".equals(Sidecar.string(a.get(i++)))) p.shapes.clear();
-        if (i < a.size() && lines != null) {
+        if (i < a.size() && lines != null && DebeziumJson.FORMAT.equals(Sidecar.string(a.get(i)))) {
+            i++; // a per-row table's description (appender/rowshape.py)
+            Shape s = new Shape();
+            s.from = Long.parseLong(Sidecar.string(a.get(i++)));
+            s.until = Long.parseLong(Sidecar.string(a.get(i++)));
+            s.topic = Sidecar.string(a.get(i++));
+            s.umsKeyHead = Sidecar.string(a.get(i++));
+            s.umsKeyTail = Sidecar.string(a.get(i++));
+            s.recordLimit = Integer.parseInt(Sidecar.string(a.get(i++)));
+            s.schema = Sidecar.string(a.get(i++));
+            s.table = Sidecar.string(a.get(i++));
+            s.perRow = DebeziumJson.parse(a, i);
+            if (p.shapes.size() >= 1024) p.shapes.clear();
+            p.shapes.put(DECODER.get().lastTable(), s);
+        } else if (i < a.size() && lines != null) {
             Shape s = new Shape();
             s.from = Long.parseLong(Sidecar.string(a.get(i++)));
             s.until = Long.parseLong(Sidecar.string(a.get(i++)));

@@ -1,0 +1,451 @@
+package dbus.jvm;
+
+import java.math.BigDecimal;
+import java.math.BigInteger;
+import java.math.RoundingMode;
+import java.nio.charset.StandardCharsets;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.List;
+
+/**
+ * debezium-json records of one table version's rows events, from the decoder's lines: what
+ * {@code ums.formats.formatter("debezium-json", options)} writes through the appender's per-row path
+ * ({@code PartitionProcessor._rows_per_row}), byte for byte (tests/unit/test_jvm_rowformats.py holds the two to
+ * each other). The table is described by the sidecar (appender/rowshape.py: the schemas' JSON, the source block's
+ * constant parts, a kind per column). A value this class cannot convert with certainty makes {@link #records}
+ * answer null: the record then goes to the sidecar, which writes it (or its dead letter).
+ */
+final class DebeziumJson {
+    static final String FORMAT = "debezium-json";
+    private static final byte[] B_NULL = bytes("null"), THREAD_QUERY = bytes(",\"thread\":null,\"query\":null}"),
+        TS_NS = bytes(",\"ts_ns\":"), GTID = bytes(",\"gtid\":"), FILE = bytes(",\"file\":"), POS = bytes(",\"pos\":"),
+        ROW = bytes(",\"row\":"), BEFORE = bytes("{\"before\":"), AFTER = bytes(",\"after\":"),
+        SOURCE = bytes(",\"source\":"), OP = bytes(",\"op\":\""), TRUE = bytes("true"), FALSE = bytes("false");
+    static final String UMS_ID = "ums_id_", UMS_UID = "ums_uid_", UMS_VERSION = "ums_version",
+        OLD_KEY = "__debezium.oldkey", NEW_KEY = "__debezium.newkey";
+    private static final long EPOCH_DAY_US = 86_400_000_000L;
+    /** A converter's answer "Python's None" (a zero date): the column's NOT NULL fallback, or null. */
+    private static final byte[] NONE = new byte[0];
+
+    static final int ID = 0, LONG = 1, ULONG = 2, UDEC = 3, DEC = 4, BOOL = 5, FLOAT = 6, DATE = 7, DT_MS = 8,
+        DT_US = 9, TS = 10, TIME_US = 11, TIME_MS = 12, BITS = 13, BIN_HEX = 14, BIN_B64 = 15, BIN_B64URL = 16;
+
+    byte[] version;
+    boolean schemas, tombstones;
+    byte[] keyPrefix, valuePrefix, srcHead, srcMiddle, srcTail;
+    byte[][] names, fallbacks;
+    int[] kinds, params, keys;
+
+    /** One output record: key (null: no primary key), value (null: a tombstone), headers as name, value pairs. */
+    static final class Rec {
+        final byte[] key, value;
+        final List<Object[]> headers;
+
+        Rec(byte[] key, byte[] value, List<Object[]> headers) {
+            this.key = key;
+            this.value = value;
+            this.headers = headers;
+        }
+    }
+
+    /** The description fields from {@code i} on (appender/rowshape.py, after the record limit, schema and table). */
+    static DebeziumJson parse(List<byte[]> a, int i) {
+        DebeziumJson d = new DebeziumJson();
+        d.version = a.get(i++);
+        d.schemas = "1".equals(Sidecar.string(a.get(i++)));
+        d.tombstones = "1".equals(Sidecar.string(a.get(i++)));
+        d.keyPrefix = a.get(i++);
+        d.valuePrefix = a.get(i++);
+        d.srcHead = a.get(i++);
+        d.srcMiddle = a.get(i++);
+        d.srcTail = a.get(i++);
+        int n = Integer.parseInt(Sidecar.string(a.get(i++)));
+        d.names = new byte[n][];
+        d.fallbacks = new byte[n][];
+        d.kinds = new int[n];
+        d.params = new int[n];
+        for (int c = 0; c < n; c++) {
+            d.names[c] = a.get(i++);
+            String kind = Sidecar.string(a.get(i++));
+            d.fallbacks[c] = a.get(i++);
+            int colon = kind.indexOf(':');
+            String head = colon < 0 ? kind : kind.substring(0, colon), arg = colon < 0 ? "" : kind.substring(colon + 1);
+            switch (head) {
+                case "id": d.kinds[c] = ID; break;
+                case "long": d.kinds[c] = LONG; break;
+                case "ulong": d.kinds[c] = ULONG; break;
+                case "udec": d.kinds[c] = UDEC; break;
+                case "dec": d.kinds[c] = DEC; d.params[c] = Integer.parseInt(arg); break;
+                case "bool": d.kinds[c] = BOOL; break;
+                case "float": d.kinds[c] = FLOAT; break;
+                case "date": d.kinds[c] = DATE; break;
+                case "dt_ms": d.kinds[c] = DT_MS; break;
+                case "dt_us": d.kinds[c] = DT_US; break;
+                case "ts": d.kinds[c] = TS; d.params[c] = Integer.parseInt(arg); break;
+                case "time_us": d.kinds[c] = TIME_US; break;
+                case "time_ms": d.kinds[c] = TIME_MS; break;
+                case "bits": d.kinds[c] = BITS; d.params[c] = Integer.parseInt(arg); break;
+                case "bin":
+                    d.kinds[c] = "hex".equals(arg) ? BIN_HEX : "base64-url-safe".equals(arg) ? BIN_B64URL : BIN_B64;
+                    break;
+                default: throw new IllegalArgumentException("debezium-json: unknown column kind " + kind);
+            }
+        }
+        String k = Sidecar.string(a.get(i));
+        d.keys = k.isEmpty() ? new int[0] : Arrays.stream(k.split(",")).mapToInt(Integer::parseInt).toArray();
+        return d;
+    }
+
+    /**
+     * The records of one rows event ({@code op} i, u or d; {@code lines} one line per row image, an update's
+     * before and after), or null when the sidecar must write them. {@code serverId}/{@code gtid}: the raw
+     * header's values (null when absent).
+     */
+    List<Rec> records(long umsId, long tsMs, String file, long pos, Long serverId, String gtid, char op, byte[] lines) {
+        if (lines.length == 0 || umsId <= 0) return null;
+        int[] bounds = UmsText.lineBounds(lines);
+        int images = bounds.length / 2;
+        if (images >= UmsText.ROW_LIMIT || (op == 'u' && images % 2 != 0)) return null;
+        Out w = new Out();
+        // the source block up to "row": and the envelope's tail, once per event
+        w.put(SOURCE);
+        w.put(srcHead); w.num(tsMs); w.put(srcMiddle); w.num(tsMs * 1000); w.put(TS_NS); w.num(tsMs * 1_000_000);
+        w.put(srcTail); w.num(serverId == null ? 0 : serverId);
+        w.put(GTID);
+        if (gtid == null) w.put(B_NULL); else if (!string(gtid, w)) return null;
+        w.put(FILE);
+        if (file == null || !string(file, w)) return null;
+        w.put(POS); w.num(pos); w.put(ROW);
+        byte[] source = w.toBytes();
+        w.reset();
+        w.put('"'); w.put(',');
+        w.ascii("\"ts_ms\":"); w.num(tsMs); w.ascii(",\"ts_us\":"); w.num(tsMs * 1000);
+        w.ascii(",\"ts_ns\":"); w.num(tsMs * 1_000_000); w.ascii(",\"transaction\":null}");
+        byte[] tail = w.toBytes();
+        byte[] id = bytes(Long.toString(umsId));
+        List<Rec> out = new ArrayList<>();
+        int n = names.length;
+        byte[][] before = new byte[n][], after = new byte[n][];
+        for (int t = 0; t < images; t++) {
+            byte[][] image = op == 'u' && t % 2 == 0 ? before : after;
+            if (!convert(lines, bounds[2 * t], bounds[2 * t + 1], image)) return null;
+            if (op == 'u' && t % 2 == 0) continue;
+            w.reset();
+            w.put(id);
+            w.pad(t, 6);
+            byte[] uid = w.toBytes();
+            List<Object[]> headers = List.of(new Object[] {UMS_ID, id}, new Object[] {UMS_UID, uid},
+                new Object[] {UMS_VERSION, version});
+            byte[] row = bytes(Integer.toString(t));
+            if (op == 'i') {
+                out.add(new Rec(key(after, w), envelope('c', null, after, source, row, tail, w), headers));
+            } else if (op == 'd') {
+                byte[] key = key(after, w);
+                out.add(new Rec(key, envelope('d', after, null, source, row, tail, w), headers));
+                if (tombstones) out.add(new Rec(key, null, headers));
+            } else {
+                byte[] oldKey = keyPayload(before, w), newKey = keyPayload(after, w);
+                if (oldKey != null && !Arrays.equals(oldKey, newKey)) {
+                    List<Object[]> newH = with(headers, NEW_KEY, newKey), oldH = with(headers, OLD_KEY, oldKey);
+                    byte[] ok = wrapKey(oldKey, w), nk = wrapKey(newKey, w);
+                    out.add(new Rec(ok, envelope('d', before, null, source, row, tail, w), newH));
+                    if (tombstones) out.add(new Rec(ok, null, newH));
+                    out.add(new Rec(nk, envelope('c', null, after, source, row, tail, w), oldH));
+                } else {
+                    out.add(new Rec(wrapKey(newKey, w), envelope('u', before, after, source, row, tail, w), headers));
+                }
+            }
+        }
+        return out;
+    }
+
+    private static List<Object[]> with(List<Object[]> headers, String name, byte[] value) {
+        List<Object[]> out = new ArrayList<>(headers);
+        out.add(new Object[] {name, value});
+        return out;
+    }
+
+    private byte[] key(byte[][] image, Out w) { return wrapKey(keyPayload(image, w), w); }
+
+    /** {@code {"id":1}}: the key columns' values; null without a primary key. */
+    private byte[] keyPayload(byte[][] image, Out w) {
+        if (keys.length == 0) return null;
+        w.reset();
+        w.put('{');
+        for (int j = 0; j < keys.length; j++) {
+            if (j > 0) w.put(',');
+            w.put(names[keys[j]]);
+            w.put(':');
+            w.put(image[keys[j]]);
+        }
+        w.put('}');
+        return w.toBytes();
+    }
+
+    private byte[] wrapKey(byte[] payload, Out w) {
+        if (payload == null || !schemas) return payload;
+        w.reset();
+        w.put(keyPrefix);
+        w.put(payload);
+        w.put('}');
+        return w.toBytes();
+    }
+
+    private byte[] envelope(char op, byte[][] old, byte[][] now, byte[] source, byte[] row, byte[] tail, Out w) {
+        w.reset();
+        if (schemas) w.put(valuePrefix);
+        w.put(BEFORE);
+        image(old, w);
+        w.put(AFTER);
+        image(now, w);
+        w.put(source);
+        w.put(row);
+        w.put(THREAD_QUERY);
+        w.put(OP);
+        w.put(op);
+        w.put(tail);
+        if (schemas) w.put('}');
+        return w.toBytes();
+    }
+
+    private void image(byte[][] values, Out w) {
+        if (values == null) { w.put(B_NULL); return; }
+        w.put('{');
+        for (int c = 0; c < values.length; c++) {
+            if (c > 0) w.put(',');
+            w.put(names[c]);
+            w.put(':');
+            w.put(values[c]);
+        }
+        w.put('}');
+    }
+
+    /** One line's tokens converted into {@code into}; false when the sidecar must convert them. */
+    private boolean convert(byte[] line, int from, int to, byte[][] into) {
+        int c = 0, i = from;
+        while (i <= to) {
+            if (c >= names.length) return false;
+            int end;
+            if (i < to && line[i] == '"') {
+                end = i + 1;
+                while (end < to && line[end] != '"') end += line[end] == '\\' ? 2 : 1;
+                if (end >= to) return false;
+                end++;
+            } else {
+                end = i;
+                while (end < to && line[end] != ',') end++;
+            }
+            if (end < to && line[end] != ',') return false;
+            byte[] v = value(c, line, i, end);
+            if (v == null) return false;
+            if (v == NONE) v = fallbacks[c] == null ? B_NULL : fallbacks[c];
+            into[c++] = v;
+            i = end + 1;
+        }
+        return c == names.length;
+    }
+
+    /** The Connect JSON of column c's token line[s, e); NONE for Python's None, null when not certain. */
+    private byte[] value(int c, byte[] b, int s, int e) {
+        if (e - s == 4 && b[s] == 'n' && b[s + 1] == 'u' && b[s + 2] == 'l' && b[s + 3] == 'l') return B_NULL;
+        if (e <= s) return null;
+        boolean quoted = b[s] == '"';
+        try {
+            switch (kinds[c]) {
+                case ID: {
+                    byte f = b[s];
+                    return f == '"' || f == '-' || (f >= '0' && f <= '9') ? Arrays.copyOfRange(b, s, e) : null;
+                }
+                case LONG: {
+                    if (!quoted || !integer(b, s + 1, e - 1)) return null;
+                    String t = ascii(b, s + 1, e - 1);
+                    Long.parseLong(t); // orjson writes 64-bit integers only
+                    return bytes(t);
+                }
+                case ULONG: {
+                    if (!quoted || !integer(b, s + 1, e - 1) || b[s + 1] == '-') return null;
+                    return bytes(Long.toString(Long.parseUnsignedLong(ascii(b, s + 1, e - 1))));
+                }
+                case UDEC: {
+                    if (!quoted || !integer(b, s + 1, e - 1)) return null;
+                    return b64(new BigInteger(ascii(b, s + 1, e - 1)).toByteArray(), Base64.getEncoder());
+                }
+                case DEC: {
+                    if (!quoted) return null;
+                    String t = ascii(b, s + 1, e - 1);
+                    if (!t.matches("-?[0-9]+(\\.[0-9]+)?")) return null;
+                    BigDecimal d = new BigDecimal(t).setScale(params[c], RoundingMode.UNNECESSARY);
+                    return b64(d.unscaledValue().toByteArray(), Base64.getEncoder());
+                }
+                case BOOL:
+                    if (quoted || !integer(b, s, e)) return null;
+                    return e - s == 1 && b[s] == '0' ? FALSE : TRUE;
+                case FLOAT: return floatJson(ascii(b, s, e));
+                case DATE: {
+                    if (!quoted || e - s != 12) return null;
+                    LocalDate d = date(b, s + 1);
+                    return d == null ? NONE : bytes(Long.toString(d.toEpochDay()));
+                }
+                case DT_MS: case DT_US: {
+                    long[] us = datetime(b, s, e);
+                    if (us == null) return null;
+                    if (us.length == 0) return NONE;
+                    return bytes(Long.toString(kinds[c] == DT_US ? us[0] : Math.floorDiv(us[0], 1000)));
+                }
+                case TS: {
+                    long[] us = datetime(b, s, e);
+                    if (us == null) return null;
+                    if (us.length == 0) return NONE;
+                    int fsp = params[c];
+                    long micros = Math.floorMod(us[0], 1_000_000L);
+                    String digits = String.format("%06d", micros), frac;
+                    if (fsp == 0) frac = micros == 0 ? "" : "." + digits;
+                    else {
+                        for (int k = fsp; k < 6; k++) if (digits.charAt(k) != '0') return null;
+                        frac = "." + digits.substring(0, fsp);
+                    }
+                    return bytes("\"" + ascii(b, s + 1, s + 11) + "T" + ascii(b, s + 12, s + 20) + frac + "Z\"");
+                }
+                case TIME_US: case TIME_MS: {
+                    if (!quoted) return null;
+                    Long us = time(ascii(b, s + 1, e - 1));
+                    if (us == null) return null;
+                    if (kinds[c] == TIME_US) return bytes(Long.toString(us));
+                    long ms = Math.floorDiv(us, 1000);
+                    return ms >= 0 && ms < 86_400_000L ? bytes(Long.toString(ms)) : NONE;
+                }
+                case BITS: {
+                    int from = quoted ? s + 1 : s, to = quoted ? e - 1 : e;
+                    if (!integer(b, from, to) || b[from] == '-') return null;
+                    BigInteger x = new BigInteger(ascii(b, from, to));
+                    int size = params[c];
+                    if (x.bitLength() > size * 8) return null;
+                    byte[] be = x.toByteArray(), le = new byte[size];
+                    for (int k = 0; k < size && k < be.length; k++) le[k] = be[be.length - 1 - k];
+                    return b64(le, Base64.getEncoder());
+                }
+                case BIN_HEX: case BIN_B64: case BIN_B64URL: {
+                    if (!quoted) return null;
+                    byte[] raw = Base64.getDecoder().decode(ascii(b, s + 1, e - 1));
+                    if (kinds[c] == BIN_B64) return b64(raw, Base64.getEncoder());
+                    if (kinds[c] == BIN_B64URL) return b64(raw, Base64.getUrlEncoder());
+                    StringBuilder h = new StringBuilder(raw.length * 2 + 2).append('"');
+                    for (byte x : raw) h.append(Character.forDigit(x >> 4 & 15, 16)).append(Character.forDigit(x & 15, 16));
+                    return bytes(h.append('"').toString());
+                }
+                default: return null;
+            }
+        } catch (RuntimeException ex) { // a number out of range, a bad Base64 text, an inexact decimal: Python says
+            return null;
+        }
+    }
+
+    /**
+     * A float token (Python's repr) as orjson writes the same double: the same shortest digits, plain from
+     * 1e-5 (repr: from 1e-4) and an exponent without leading zeros ({@code 1e-07} -> {@code 1e-7}); null for
+     * anything else.
+     */
+    static byte[] floatJson(String t) {
+        if (!t.matches("-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]{2,3})?")) return null;
+        int ex = t.indexOf('e');
+        if (ex < 0) return t.indexOf('.') < 0 ? null : bytes(t);
+        String mantissa = t.substring(0, ex);
+        int exp = Integer.parseInt(t.substring(ex + 1));
+        if (exp == -5) {
+            boolean neg = mantissa.startsWith("-");
+            return bytes((neg ? "-" : "") + "0.0000" + mantissa.substring(neg ? 1 : 0).replace(".", ""));
+        }
+        return bytes(mantissa + "e" + (exp < 0 ? "-" : "+") + Math.abs(exp));
+    }
+
+    private static boolean integer(byte[] b, int s, int e) {
+        int i = s < e && b[s] == '-' ? s + 1 : s;
+        if (i >= e || (b[i] == '0' && e - i > 1)) return false;
+        for (; i < e; i++) if (b[i] < '0' || b[i] > '9') return false;
+        return true;
+    }
+
+    /** yyyy-MM-dd at o as Python's date.fromisoformat reads it; null where it raises (a zero date). */
+    private static LocalDate date(byte[] b, int o) {
+        if (b[o + 4] != '-' || b[o + 7] != '-') return null;
+        int y = digits(b, o, 4), m = digits(b, o + 5, 2), d = digits(b, o + 8, 2);
+        if (y < 1 || m < 1 || m > 12 || d < 1) return null;
+        LocalDate first = LocalDate.of(y, m, 1);
+        return d > first.lengthOfMonth() ? null : first.withDayOfMonth(d);
+    }
+
+    /** "yyyy-MM-dd HH:mm:ss[.f]" -> {µs since the epoch}; {} for Python's None; null when not certain. */
+    private static long[] datetime(byte[] b, int s, int e) {
+        int n = e - s - 2;
+        if (b[s] != '"' || b[e - 1] != '"' || n < 19 || n == 20 || n > 26) return null;
+        int o = s + 1;
+        if (b[o + 10] != ' ' || b[o + 13] != ':' || b[o + 16] != ':' || (n > 19 && b[o + 19] != '.')) return null;
+        int hh = digits(b, o + 11, 2), mm = digits(b, o + 14, 2), ss = digits(b, o + 17, 2);
+        long frac = 0;
+        for (int k = 0; k < 6; k++) {
+            int at = o + 20 + k;
+            int dgt = at < o + n ? b[at] - '0' : 0;
+            if (dgt < 0 || dgt > 9) return null;
+            frac = frac * 10 + dgt;
+        }
+        if (hh < 0 || mm < 0 || ss < 0 || digits(b, o, 4) < 0 || digits(b, o + 5, 2) < 0 || digits(b, o + 8, 2) < 0)
+            return null;
+        LocalDate d = date(b, o);
+        if (d == null || hh > 23 || mm > 59 || ss > 59) return new long[0];
+        return new long[] {d.toEpochDay() * EPOCH_DAY_US + (hh * 3600L + mm * 60L + ss) * 1_000_000L + frac};
+    }
+
+    /** ums.scalars.parse_time in µs: [-]HH:MM:SS[.ffffff] (two or more hour digits); null when not one. */
+    private static Long time(String t) {
+        if (!t.matches("-?[0-9]{2,9}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,6})?")) return null;
+        boolean neg = t.startsWith("-");
+        String[] p = (neg ? t.substring(1) : t).split("[:.]");
+        long us = (Long.parseLong(p[0]) * 3600 + Long.parseLong(p[1]) * 60 + Long.parseLong(p[2])) * 1_000_000L;
+        if (p.length > 3) us += Long.parseLong((p[3] + "00000").substring(0, 6));
+        return neg ? -us : us;
+    }
+
+    private static int digits(byte[] b, int o, int n) {
+        int v = 0;
+        for (int k = 0; k < n; k++) {
+            int dgt = b[o + k] - '0';
+            if (dgt < 0 || dgt > 9) return -1;
+            v = v * 10 + dgt;
+        }
+        return v;
+    }
+
+    private static byte[] b64(byte[] raw, Base64.Encoder enc) {
+        byte[] t = enc.encode(raw), out = new byte[t.length + 2];
+        out[0] = '"';
+        System.arraycopy(t, 0, out, 1, t.length);
+        out[out.length - 1] = '"';
+        return out;
+    }
+
+    /** s as orjson writes a str; false for a lone surrogate (orjson refuses it). */
+    static boolean string(String s, Out w) {
+        w.put('"');
+        for (int i = 0; i < s.length(); i++) {
+            char ch = s.charAt(i);
+            if (ch < 0x80) { w.escAscii(ch); continue; }
+            if (Character.isSurrogate(ch)) {
+                if (!Character.isHighSurrogate(ch) || i + 1 >= s.length() || !Character.isLowSurrogate(s.charAt(i + 1)))
+                    return false;
+                w.put(s.substring(i, i + 2).getBytes(StandardCharsets.UTF_8));
+                i++;
+                continue;
+            }
+            w.put(String.valueOf(ch).getBytes(StandardCharsets.UTF_8));
+        }
+        w.put('"');
+        return true;
+    }
+
+    private static String ascii(byte[] b, int s, int e) { return new String(b, s, e - s, StandardCharsets.ISO_8859_1); }
+
+    private static byte[] bytes(String s) { return s.getBytes(StandardCharsets.UTF_8); }
+}
