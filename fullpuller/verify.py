@@ -265,6 +265,7 @@ class ShardTask:
     columns: tuple[ColumnSpec, ...]
     primary_key: tuple[str, ...]
     where: str
+    zero_dates_null: bool = False  # the other side holds a zero date as NULL (``zero_dates_null``)
 
 
 def _selected(column: ColumnSpec) -> str:
@@ -275,6 +276,36 @@ def _selected(column: ColumnSpec) -> str:
     return f"CAST({name} AS DOUBLE)" if column.ums_type is UmsType.FLOAT else name
 
 
+def without_zero_dates(
+    render: Callable[[Sequence[object]], tuple], types: Sequence[UmsType]
+) -> Callable[[Sequence[object]], tuple]:
+    """``render`` with MySQL's zero dates (``0000-00-00``, a zero month or day: no date) as None, as a
+    replica holds them (docs/client.md, The SQL sink) and Debezium's formats write them (docs/formats.md)."""
+    dates = [i for i, t in enumerate(types) if t in (UmsType.DATE, UmsType.DATETIME)]
+
+    def zero(value: object) -> bool:
+        return isinstance(value, str) and (value[:4] == "0000" or "00" in (value[5:7], value[8:10]))
+
+    def rendered(row: Sequence[object]) -> tuple:
+        wire = render(row)
+        if not any(zero(wire[i]) for i in dates):
+            return wire
+        out = list(wire)
+        for i in dates:
+            if zero(out[i]):
+                out[i] = None
+        return tuple(out)
+
+    return rendered
+
+
+def zero_dates_null(cfg: DbusConfig, ds: str, schema: str, table: str, replica: bool) -> bool:
+    """Whether the compared side holds MySQL's zero dates as NULL: a replica (neither MariaDB nor
+    PostgreSQL has a value for them), or a snapshot of a table written in debezium-json or avro (Debezium
+    writes them as null)."""
+    return replica or cfg.source(ds).output.format_for(schema, table) in ("debezium-json", "avro")
+
+
 def hash_shard(task: ShardTask) -> list[Pair]:
     """Read one shard of the source (session time zone UTC, like the full puller) and hash its rows."""
     from dbuslib import mysql
@@ -283,6 +314,8 @@ def hash_shard(task: ShardTask) -> list[Pair]:
     src = task.cfg.source(task.ds)
     lay, mask = layout(task.columns, task.primary_key, task.schema, task.table, compile_rules(src.masking))
     render = source_renderer(lay.columns, mask)
+    if task.zero_dates_null:
+        render = without_zero_dates(render, lay.types)
     cols = ", ".join(map(_selected, lay.columns))
     sql = f"SELECT {cols} FROM {_quote(task.schema)}.{_quote(task.table)} WHERE {task.where}"
     db = mysql.connect(src.mysql)
@@ -472,7 +505,8 @@ def verify(
     else:
         msg = f"{schema}.{table}: nothing to verify: give a snapshot or a replica"
         raise VerifyError(msg)
-    tasks = [ShardTask(cfg, ds, schema, table, info.columns, info.primary_key, s.where) for s in shards]
+    zero = zero_dates_null(cfg, ds, schema, table, replica is not None)
+    tasks = [ShardTask(cfg, ds, schema, table, info.columns, info.primary_key, s.where, zero) for s in shards]
     extra = (only_source, only_snapshot, info.primary_key, kept)
     if workers <= 1 or len(tasks) <= 1:
         return compare(snap, (p for t in tasks for p in hash_shard(t)), limit, *extra)

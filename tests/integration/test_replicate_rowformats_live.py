@@ -3,17 +3,18 @@ verify`` finds no difference.
 
 A table of every column type of tests/golden/cdc/every_type.sql (tests/integration/every_type.py) per
 per-row format, in a source whose ``output.tables`` globs give each its format and ``output.topic: table``
-a topic of its own. The test writes the rows on MariaDB (MAX, MIN, NULL; not ODD, whose zero dates no
-replica holds: docs/client.md, The SQL sink), then an insert, an update, a delete and a primary-key
-change. The records of those changes (the rows as a full pull, op r, then c/u/d at later positions,
-tombstones after deletes) are made from ``RowChange``s by each format's encoder (``ums.formats``; Avro
-ids from the stack's registry through ``dbuslib.registry``) and produced to the tables' topics (two
-partitions each): no appender runs, so this tests the readers alone. One ``dbus replicate
---no-bootstrap`` reads the three topics into PostgreSQL, and ``dbus verify --replica`` finds 0
-differences for each table; reconcile of each topic (``reconcile.run``, the code of ``dbus reconcile``,
-on the tests' Spark session) gives a snapshot that ``dbus verify --snapshot`` finds equal too. The second
-test bootstraps a new replica of such tables through the full puller (rows on the tables' topics, markers
-on the events topic).
+a topic of its own, with the rows MAX, MIN, ODD and NULL (the ODD row's zero dates are NULL in a replica
+and in Debezium's formats, and verify compares them so).
+
+The first test then makes an insert, an update, a delete and a primary-key change on MariaDB; the records
+of those changes (the rows as a full pull, op r, then c/u/d at later positions, tombstones after deletes)
+are made from ``RowChange``s by each format's encoder (``ums.formats``; Avro ids from the stack's
+registry through ``dbuslib.registry``) and produced to the tables' topics (two partitions each): no
+appender runs, so this tests the readers alone. One ``dbus replicate --no-bootstrap`` reads the three
+topics into PostgreSQL, and ``dbus verify --replica`` finds 0 differences for each table; reconcile of
+each topic (``reconcile.run``, the code of ``dbus reconcile``, on the tests' Spark session) gives a
+snapshot that ``dbus verify --snapshot`` finds equal too. The second test bootstraps a new replica of
+such tables through the full puller (rows on the tables' topics, markers on the events topic).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 import pytest
 import yaml
-from every_type import CREATE, MAX_ROW, MIN_ROW, NULL_ROW, as_decoded, multi_row_insert
+from every_type import CREATE, MAX_ROW, MIN_ROW, NULL_ROW, ODD_ROW, as_decoded, multi_row_insert
 from extractor_env import make_env
 from fullpull_env import cleanup_fullpull, make_fullpull_env, run_dbus
 from replica_env import fresh_database, scalar
@@ -44,7 +45,7 @@ pytestmark = pytest.mark.integration
 
 TABLES = {"rows_dbz": "debezium-json", "rows_canal": "canal-json", "rows_avro": "avro"}
 FILE = "mysql-bin.000001"
-ROWS = [MAX_ROW, MIN_ROW, NULL_ROW]  # not ODD: its zero dates are NULL in a replica (docs/client.md)
+ROWS = [MAX_ROW, MIN_ROW, ODD_ROW, NULL_ROW]
 
 
 def selected(db: Any, database: str, table: str) -> tuple[list[Any], dict[int, tuple[Any, ...]]]:
@@ -166,7 +167,7 @@ def test_replicate_and_reconcile_read_every_per_row_format_and_verify_agrees(
             assert out.returncode == 0, out.stdout + out.stderr
             assert not (tmp_path / "dead.jsonl").exists(), (tmp_path / "dead.jsonl").read_text()
             for table in TABLES:
-                assert scalar(pg, f"SELECT COUNT(*) FROM {table}") == 3
+                assert scalar(pg, f"SELECT COUNT(*) FROM {table}") == 4
                 check = run_dbus(
                     env.cfg_path,
                     "verify",
@@ -184,7 +185,7 @@ def test_replicate_and_reconcile_read_every_per_row_format_and_verify_agrees(
             name, snapshot = f"{database}.{table}", str(tmp_path / f"snapshot-{table}")
             result = reconcile.run(spark, cfg, env.ds, database, table, snapshot)  # one JVM for the three
             print(result)
-            assert (result.rows, result.topic, result.versions) == (3, names[table], (1,))
+            assert (result.rows, result.topic, result.versions) == (4, names[table], (1,))
             args = ("--source", env.ds, "--table", name, "--snapshot", snapshot)
             check = run_dbus(env.cfg_path, "verify", *args)
             print(check.stdout)
@@ -214,9 +215,7 @@ def test_replicate_bootstraps_per_row_tables_from_full_pulls_and_verify_finds_no
         for table in TABLES:
             fp.sql(
                 CREATE.replace("TABLE every_type", f"TABLE {table}"),
-                multi_row_insert(fp.db, [MAX_ROW, MIN_ROW, NULL_ROW]).replace(
-                    "INTO every_type", f"INTO {table}"
-                ),
+                multi_row_insert(fp.db, ROWS).replace("INTO every_type", f"INTO {table}"),
             )
         names = [topics.result_topic(fp.ds, src, fp.database, t) for t in TABLES]
         kafka.ensure_topics(fp.cfg.endpoints.kafka, [*names, topics.events_topic(fp.ds, src, fp.database)])
@@ -246,6 +245,6 @@ def test_replicate_bootstraps_per_row_tables_from_full_pulls_and_verify_finds_no
                 )
                 print(check.stdout)
                 assert check.returncode == 0, check.stdout + check.stderr
-                assert "3 source rows, 3 snapshot rows: equal, 0 differences" in check.stdout, check.stdout
+                assert "4 source rows, 4 snapshot rows: equal, 0 differences" in check.stdout, check.stdout
     finally:
         cleanup_fullpull(fp)

@@ -14,9 +14,11 @@ import json
 import random
 
 import pytest
+import yaml
 from every_type_changes import SHAPE
 from test_client_rowformats import REGISTRY, TOPIC, encode, messages, row_changes
 
+from dbuslib.config import DEFAULT_CONFIG, load_config
 from fullpuller.reconcile import merge, row_tuples, value_text
 from ums import formats
 from ums.encoding import to_json
@@ -122,3 +124,32 @@ def test_a_schema_topic_of_several_formats_and_ums_gives_the_table_s_tuples_only
     assert [r[7] for r in rows if r[7] is not None] == []
     got = merge((vals["id"], str(ums_id), uid, op, vals) for _, _, ums_id, _, op, uid, vals, _ in rows)
     assert without_zero_dates(got) == without_zero_dates(merge(ums_tuples()))
+
+
+def test_verify_compares_zero_dates_as_null_where_the_other_side_has_no_value_for_them(tmp_path):
+    from fullpuller.verify import without_zero_dates as zero_as_null
+    from fullpuller.verify import zero_dates_null
+
+    types = (UmsType.INT, UmsType.DATE, UmsType.DATETIME, UmsType.STRING)
+    render = zero_as_null(tuple, types)
+    assert render((1, "0000-00-00", "2024-00-15 01:02:03", "0000-00-00")) == (1, None, None, "0000-00-00")
+    assert render((1, "2024-01-02", "2024-01-02 00:00:00", "x")) == (
+        1,
+        "2024-01-02",
+        "2024-01-02 00:00:00",
+        "x",
+    )
+    raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    raw["sources"]["demo"]["output"] = {
+        "tables": {"shop.a": "avro", "shop.d": "debezium-json", "shop.c": "canal-json"}
+    }
+    path = tmp_path / "dbus.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    cfg = load_config(path)
+    assert [zero_dates_null(cfg, "demo", "shop", t, False) for t in ("a", "d", "c", "u")] == [
+        True,
+        True,
+        False,
+        False,
+    ]
+    assert zero_dates_null(cfg, "demo", "shop", "u", True)
