@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from dbusclient.decode import BadRowError, RowChange, TableRef
@@ -93,6 +94,10 @@ class RowReader:
         self._formats = dict(formats or {})
         self.schemas = schemas
         self._plans: dict[TableShape, _Plan] = {}
+        # a decoder gives the same TableShape object for a table version: found by identity first (a
+        # shape's hash walks every column and field)
+        self._by_id: dict[int, tuple[TableShape, _Plan]] = {}
+        self._json: str | None = None  # the JSON format last read without an expected one: tried first
 
     def expected(self, tables: Sequence[TableRef]) -> str | None:
         """The one per-row format the configuration gives ``tables`` (a topic's), None when they have
@@ -126,24 +131,24 @@ class RowReader:
         if value is None:
             return [], None
         by_name = dict(headers)
-        try:
-            name = expected or sniff(value, by_name)
-        except ValueError as e:
-            msg = f"{where}: {e}"
-            raise BadRowError(msg) from None
-        if name == UMS:
+        if ums_formats.UMS_ID_HEADER not in by_name:
             msg = f"{where}: not a per-row record (no {ums_formats.UMS_ID_HEADER} header)"
             raise BadRowError(msg)
-        if name == "avro" and self.schemas is None:
-            msg = f"{where}: an Avro record (Confluent wire format), and no registry (endpoints.registry)"
-            raise BadRowError(msg)
+        # no expected format: Avro by its magic byte, a JSON record in the JSON format last read (a topic
+        # mixes few), the record's look (a JSON parse more) only for the first or when that one fails
+        name = expected or (
+            "avro" if value[:1] == b"\x00" else self._json or self._sniffed(value, by_name, where)
+        )
         try:
-            change = ums_formats.decode(name, key, value, tuple(headers), self.schemas)
-        except _UNREADABLE as e:
-            if isinstance(e, DbusError) and not isinstance(e, ValueError):
+            change = self._decode(name, key, value, headers, where)
+        except BadRowError:
+            looks = None if expected else self._sniffed(value, by_name, where)
+            if looks is None or looks == name:
                 raise
-            msg = f"{where}: not a {name} record{self._looks(value, by_name, name)}: {e}"
-            raise BadRowError(msg) from None
+            name = looks
+            change = self._decode(name, key, value, headers, where)
+        if expected is None and name != "avro":
+            self._json = name
         if change is None:
             return [], None
         shape = change.table
@@ -156,6 +161,27 @@ class RowReader:
             raise BadRowError(msg)
         return changes_of(change, plan, where), plan.schema
 
+    def _decode(
+        self, name: str, key: bytes | None, value: bytes, headers: Sequence[tuple[str, bytes]], where: str
+    ) -> Change | None:
+        if name == "avro" and self.schemas is None:
+            msg = f"{where}: an Avro record (Confluent wire format), and no registry (endpoints.registry)"
+            raise BadRowError(msg)
+        try:
+            return ums_formats.decode(name, key, value, tuple(headers), self.schemas)
+        except _UNREADABLE as e:
+            if isinstance(e, DbusError) and not isinstance(e, ValueError):
+                raise
+            msg = f"{where}: not a {name} record{self._looks(value, dict(headers), name)}: {e}"
+            raise BadRowError(msg) from None
+
+    def _sniffed(self, value: bytes, headers: Mapping[str, bytes], where: str) -> str:
+        try:
+            return sniff(value, headers)
+        except ValueError as e:
+            msg = f"{where}: {e}"
+            raise BadRowError(msg) from None
+
     def _looks(self, value: bytes, headers: Mapping[str, bytes], name: str) -> str:
         try:
             looks = sniff(value, headers)
@@ -164,8 +190,12 @@ class RowReader:
         return f" (it looks like {looks})" if looks != name else ""
 
     def _plan(self, shape: TableShape, where: str) -> _Plan:
+        hit = self._by_id.get(id(shape))
+        if hit is not None and hit[0] is shape:
+            return hit[1]
         plan = self._plans.get(shape)
         if plan is not None:
+            self._by_id[id(shape)] = (shape, plan)
             return plan
         table = TableRef(shape.ds, shape.schema, shape.table)
         key_columns = self._keys[(shape.schema, shape.table)]
@@ -186,7 +216,9 @@ class RowReader:
         plan = _Plan(table, names, tuple((index[c], shape.fields[index[c]]) for c in key_columns), schema)
         if len(self._plans) >= _PLANS_KEPT:
             self._plans.clear()
+            self._by_id.clear()
         self._plans[shape] = plan
+        self._by_id[id(shape)] = (shape, plan)
         return plan
 
 
@@ -202,7 +234,7 @@ def changes_of(change: Change, plan: _Plan, where: str) -> list[RowChange]:
         msg = f"{where}: a {change.op} change of {plan.table} without its {len(plan.names)} values"
         raise BadRowError(msg)
     try:
-        ts = ums_ts_ms(change.at.ts_ms)
+        ts = _ums_ts(change.at.ts_ms)
     except (ValueError, OverflowError) as e:
         msg = f"{where}: {plan.table}: ts_ms {change.at.ts_ms!r} is not a time ({e})"
         raise BadRowError(msg) from None
@@ -218,6 +250,12 @@ def changes_of(change: Change, plan: _Plan, where: str) -> list[RowChange]:
     initial = change.op == "r"
     out.append(RowChange(*common, key, _OPS[change.op], change.at.ums_id, ums_uid, ts, values, initial))
     return out
+
+
+@lru_cache(maxsize=1024)
+def _ums_ts(ts_ms: int) -> str:
+    """``ums_ts_`` of a commit time (the changes of one transaction share it: cached)."""
+    return ums_ts_ms(ts_ms)
 
 
 def _key(image: Sequence[JsonValue], plan: _Plan, where: str) -> tuple[Any, ...]:
