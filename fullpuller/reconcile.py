@@ -263,7 +263,10 @@ def row_tuples(
     from ums.formats import UMS_ID_HEADER, decode
     from ums.timefmt import ums_ts_ms
 
-    shapes: dict[Any, str] = {}
+    # per table shape (a decoder gives the same object for a version: by identity, not by its deep hash):
+    # its namespace text and field names
+    shapes: dict[int, tuple[Any, str, list[str]]] = {}
+    last_ts: tuple[int, str] | None = None
     lookup = None if schemas is None else schemas.__getitem__
     for record_key, value, headers, where in records:
         named = dict(headers or ())
@@ -281,19 +284,25 @@ def row_tuples(
         shape = change.table
         if shape.schema != schema or shape.table != table:
             continue
-        ns = str(Namespace("mysql", shape.ds, shape.schema, shape.table, shape.version))
         fields = None
-        if shape not in shapes:
-            shapes[shape] = ns
-            fields = json.dumps(
-                [{"name": f.name, "type": f.type.value, "encoded": f.encoded} for f in shape.fields]
-            )
-        names = [f.name for f in shape.fields]
-        try:
-            ts = ums_ts_ms(change.at.ts_ms)
-        except (ValueError, OverflowError) as e:
-            yield None, None, None, None, None, None, None, f"{where}: ts_ms {change.at.ts_ms!r}: {e}"
-            continue
+        known = shapes.get(id(shape))
+        if known is None or known[0] is not shape:
+            ns = str(Namespace("mysql", shape.ds, shape.schema, shape.table, shape.version))
+            if all(other[1] != ns or other[0] != shape for other in shapes.values()):
+                fields = json.dumps(
+                    [{"name": f.name, "type": f.type.value, "encoded": f.encoded} for f in shape.fields]
+                )
+            if len(shapes) >= 1024:  # a decoder that made a new shape per record: no more than this kept
+                shapes.clear()
+            known = shapes[id(shape)] = (shape, ns, [f.name for f in shape.fields])
+        _, ns, names = known
+        if last_ts is None or last_ts[0] != change.at.ts_ms:
+            try:
+                last_ts = (change.at.ts_ms, ums_ts_ms(change.at.ts_ms))
+            except (ValueError, OverflowError) as e:
+                yield None, None, None, None, None, None, None, f"{where}: ts_ms {change.at.ts_ms!r}: {e}"
+                continue
+        ts = last_ts[1]
         images: list[tuple[str, tuple[Any, ...] | None]] = []
         if change.op == "u" and change.before is not None and change.after is not None:
             key_at = [names.index(k) for k in key if k in names]
