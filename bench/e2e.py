@@ -31,9 +31,14 @@ topics with BENCH_E2E_PARTITIONS partitions, checkpoints, ZooKeeper path).
   the same at BENCH_E2E_LATENCY_RATE_HIGH (50,000) rows/s, after it on the same pipeline.
 - ``e2e_masked_rows_per_s``: the same workload through a pipeline whose source masks two columns of every
   table (``status`` sha256 with a salt, ``note`` truncated to 6 characters: docs/masking.md), JSON out.
-- ``e2e_avro_rows_per_s``: the same workload with ``ums.format: avro``, nothing masked.
+- ``e2e_ums_avro_rows_per_s``: the same workload with ``ums.format: avro`` (UMS in Avro), nothing masked.
+- ``e2e_debezium_json_rows_per_s``, ``e2e_avro_rows_per_s``: the same workload with ``output.format``
+  ``debezium-json`` and ``avro`` (per-row records keyed by primary key, Confluent wire format through
+  ``endpoints.registry``: docs/formats.md), printed beside the ``e2e_rows_per_s`` (UMS JSON) of the same
+  run as baseline (the extractor baseline when ``plain`` is not run). A per-row record is one row change.
   Each variant is its own pipeline (own source, topics, warm-up) on the same database and tables, so the
-  tables land in the same partitions; BENCH_E2E_VARIANTS (``plain,masked,avro``) picks some.
+  tables land in the same partitions; BENCH_E2E_VARIANTS (``plain,masked,ums_avro,debezium_json,avro``)
+  picks some.
 - baseline: python-mysql-replication decoding every row + one UMS-shaped JSON per row + kafka-python
   produce, over the same binlog (``bench.extractor.baseline``), in the same run; every rows/s figure is
   printed beside it.
@@ -57,6 +62,7 @@ from bench.report import bench_line
 from cli.stages import Stages
 from dbuslib import kafka, mysql, zk
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from ums.formats import UMS_UID_HEADER
 
 CLUSTER_SH = Path(__file__).resolve().parent.parent / "stack" / "cluster.sh"
 
@@ -71,8 +77,15 @@ LATENCY_S = float(os.environ.get("BENCH_E2E_LATENCY_S", "30"))
 LATENCY_RATE_HIGH = int(os.environ.get("BENCH_E2E_LATENCY_RATE_HIGH", "50000"))
 MICROBATCH = os.environ.get("BENCH_E2E_MICROBATCH", "1") == "1"  # 0: no micro-batch run beside the default
 CLUSTER = os.environ.get("BENCH_E2E_CLUSTER", "1") == "1"  # 0: no run on the standalone cluster
-VARIANTS = {"plain": "e2e_rows_per_s", "masked": "e2e_masked_rows_per_s", "avro": "e2e_avro_rows_per_s"}
-CHOSEN = [v for v in os.environ.get("BENCH_E2E_VARIANTS", "plain,masked,avro").split(",") if v]
+VARIANTS = {
+    "plain": "e2e_rows_per_s",
+    "masked": "e2e_masked_rows_per_s",
+    "ums_avro": "e2e_ums_avro_rows_per_s",
+    "debezium_json": "e2e_debezium_json_rows_per_s",
+    "avro": "e2e_avro_rows_per_s",
+}
+OUTPUT_FORMATS = {"debezium_json": "debezium-json", "avro": "avro"}  # variants in a per-row output.format
+CHOSEN = [v for v in os.environ.get("BENCH_E2E_VARIANTS", ",".join(VARIANTS)).split(",") if v]
 MASKING = {"status": {"type": "sha256", "salt": "bench"}, "note": {"type": "truncate", "length": 6}}
 COLUMNS = (
     "id BIGINT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(16) NOT NULL, total DECIMAL(12,2) "
@@ -97,6 +110,9 @@ class Pipeline(Stages):
         raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
         src = raw["sources"]["demo"]
         src["capture"] = {"include": [f"{database}.*"], "exclude": []}
+        # a replica id of its own: two benches (or a bench and a test) reading the binlog with the
+        # configuration's id throw each other off ("A slave with the same server_uuid/server_id")
+        src["mysql"]["server_id"] = 100_000 + int(ds[4:], 16) % 900_000
         src["extractor"].update(
             {"start": "current", "state_dir": str(tmp / "state"), "metrics_interval_s": 5}
         )
@@ -104,7 +120,9 @@ class Pipeline(Stages):
         src["extractor"].update(json.loads(os.environ.get("BENCH_E2E_EXTRACTOR", "{}")))
         src["topics"]["partitions"] = PARTITIONS
         src["masking"] = {f"{database}.*": MASKING} if variant == "masked" else {}
-        src.setdefault("ums", {})["format"] = "avro" if variant == "avro" else "json"
+        src.setdefault("ums", {})["format"] = "avro" if variant == "ums_avro" else "json"
+        if variant in OUTPUT_FORMATS:
+            src["output"] = {"format": OUTPUT_FORMATS[variant]}
         for stage in (
             "dispatcher",
             "appender",
@@ -127,8 +145,11 @@ class Pipeline(Stages):
         self._schemas: Any = None  # appender.output.SchemaCache, for counting Avro tuples
 
     def tuples(self, record: Any) -> int:
-        """Tuples in one result record: JSON counted by text, Avro decoded (schema from the meta store)."""
-        if self.variant != "avro":
+        """Tuples in one result record: JSON counted by text, Avro decoded (schema from the meta store); a
+        per-row record is one row change (a tombstone none)."""
+        if self.variant in OUTPUT_FORMATS:
+            return int(record.value is not None and any(k == UMS_UID_HEADER for k, _ in record.headers or ()))
+        if self.variant != "ums_avro":
             return record.value.count(TUPLE)
         from appender.output import SchemaCache, decode
         from dbuslib.metastore import MetaStore
@@ -152,6 +173,7 @@ class Pipeline(Stages):
             *self.result_topics(),
             src.topics.name("dead_letter", self.ds),
             src.topics.name("ctrl", self.ds),
+            src.topics.name("events", self.ds, self.database),
         ]
         kafka.delete_topics(self.cfg.endpoints.kafka, topics)
         client = zk.client(self.cfg.endpoints.zookeeper)
@@ -312,7 +334,8 @@ def run(cfg: DbusConfig) -> list[str]:
                     lines.append(bench_line("cluster_e2e_rows_per_s", rate, "rows/s", local))
                     continue
                 name = "e2e_microbatch_rows_per_s" if trigger == "microbatch" else VARIANTS[variant]
-                lines.append(bench_line(name, rate, "rows/s", base))
+                per_row = variant in OUTPUT_FORMATS and local is not None  # beside UMS JSON's figure
+                lines.append(bench_line(name, rate, "rows/s", local if per_row else base))
                 if variant == "plain" and trigger is None:
                     local = rate
                 if variant == "plain" and trigger is None:
