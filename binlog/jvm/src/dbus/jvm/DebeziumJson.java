@@ -34,7 +34,7 @@ final class DebeziumJson {
         DT_US = 9, TS = 10, TIME_US = 11, TIME_MS = 12, BITS = 13, BIN_HEX = 14, BIN_B64 = 15, BIN_B64URL = 16;
 
     byte[] version;
-    boolean schemas, tombstones;
+    boolean schemas, tombstones, floatKey;
     byte[] keyPrefix, valuePrefix, srcHead, srcMiddle, srcTail;
     byte[][] names, fallbacks;
     int[] kinds, params, keys;
@@ -96,6 +96,7 @@ final class DebeziumJson {
         }
         String k = Sidecar.string(a.get(i));
         d.keys = k.isEmpty() ? new int[0] : Arrays.stream(k.split(",")).mapToInt(Integer::parseInt).toArray();
+        for (int key : d.keys) d.floatKey |= d.kinds[key] == FLOAT;
         return d;
     }
 
@@ -149,6 +150,7 @@ final class DebeziumJson {
             } else {
                 byte[] oldKey = keyPayload(before, w), newKey = keyPayload(after, w);
                 if (oldKey != null && !Arrays.equals(oldKey, newKey)) {
+                    if (floatKey) return null; // Python compares the floats (-0.0 == 0.0), not their text
                     List<Object[]> newH = with(headers, NEW_KEY, newKey), oldH = with(headers, OLD_KEY, oldKey);
                     byte[] ok = wrapKey(oldKey, w), nk = wrapKey(newKey, w);
                     out.add(new Rec(ok, envelope('d', before, null, source, row, tail, w), newH));
