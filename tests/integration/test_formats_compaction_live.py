@@ -1,11 +1,12 @@
 """A compacted per-row topic keeps each key's last state (issue #30, acceptance 3), on the real stack.
 
-The table's own topic (``output: {format: debezium-json, topic: table}``, tombstones on) is created first
-with ``cleanup.policy=compact``, one partition, ``segment.ms`` of a second (segments roll while the appender
-writes), ``min.cleanable.dirty.ratio`` near 0 and ``delete.retention.ms=0`` (a tombstone may go at a later
-cleaning), so the broker's cleaner (conf/stack/kafka-server.properties: the default backoff of 15 s) takes
-it. MariaDB gets inserts, updates, primary-key changes, deletes and keys inserted again after their
-delete; the extractor captures them and the appender writes them (in this process, ``available_now``).
+The table's own topic (``output: {format: <fmt>, topic: table}``: ``debezium-json``, and ``avro`` through
+the stack's registry; tombstones on) is created first with ``cleanup.policy=compact``, one partition,
+``segment.ms`` of a second (segments roll while the appender writes), ``min.cleanable.dirty.ratio`` near 0
+and ``delete.retention.ms=0`` (a tombstone may go at a later cleaning), so the broker's cleaner
+(conf/stack/kafka-server.properties: the default backoff of 15 s) takes it. MariaDB gets inserts, updates,
+primary-key changes, deletes and keys inserted again after their delete; the extractor captures them and
+the appender writes them (in this process, ``available_now``).
 A last insert of a new key, once a segment's time has passed, rolls the segment that holds the changes,
 which the cleaner may then compact: the test waits until no key is in the topic twice (the compaction
 ran), then reads the topic from its start, applies each record per key (a tombstone or a delete removes
@@ -14,7 +15,9 @@ the key) and compares with ``SELECT``, typed: 0 differences, one record per key.
 
 from __future__ import annotations
 
+import contextlib
 import time
+import urllib.request
 from collections import Counter
 from decimal import Decimal
 from typing import Any
@@ -26,11 +29,11 @@ from test_appender_rowformats_live import per_row_config, run_appender
 from dbuslib import kafka, topics
 from dbuslib.config import DbusConfig
 from dbuslib.metastore import MetaStore
+from dbuslib.registry import Registry
 from ums.formats import decode
 
 pytestmark = pytest.mark.integration
 
-FMT = "debezium-json"
 COMPACTED = {
     "cleanup.policy": "compact",
     "segment.ms": "1000",
@@ -46,11 +49,11 @@ def read_topic(cfg: DbusConfig, topic: str) -> list[Any]:
     return sorted(kafka.read_range(cfg.endpoints.kafka, [topic]), key=lambda r: (r.partition, r.offset))
 
 
-def applied(records: list[Any], schemas: Any = None) -> dict[int, tuple[Any, ...]]:
+def applied(fmt: str, records: list[Any], schemas: Any) -> dict[int, tuple[Any, ...]]:
     """The table the records give, by id: each record applied in offset order, per key."""
     table: dict[bytes, tuple[Any, ...]] = {}
     for r in records:
-        change = None if r.value is None else decode(FMT, r.key, r.value, tuple(r.headers), schemas)
+        change = None if r.value is None else decode(fmt, r.key, r.value, tuple(r.headers), schemas)
         if change is None or change.after is None:  # a tombstone, a delete (a key change's too)
             table.pop(r.key, None)
         else:
@@ -71,10 +74,15 @@ def captured(env, table: str, n: int = 1):
     env.records(lambda got: sum(x.event.header.table == table for x in got) >= n, timeout=120)
 
 
-def test_compacted_topic_read_from_its_start_equals_the_source(spark, extractor_env, writer_db, tmp_path):
+@pytest.mark.parametrize("fmt", ["debezium-json", "avro"])
+def test_compacted_topic_read_from_its_start_equals_the_source(
+    spark, extractor_env, writer_db, tmp_path, fmt
+):
     env = extractor_env
     db, name = writer_db
-    cfg = per_row_config(env, FMT, "microbatch")
+    cfg = per_row_config(env, fmt, "microbatch")
+    registry = Registry.of(cfg) if fmt == "avro" else None  # the stack's registry (Apicurio)
+    schemas = registry.schema if registry is not None else None
     src = cfg.source(env.ds)
     topic = topics.result_topic(env.ds, src, name, "items")
     dlq = src.topics.name("dead_letter", env.ds)
@@ -110,7 +118,9 @@ def test_compacted_topic_read_from_its_start_equals_the_source(spark, extractor_
         run_appender(spark, cfg, env.ds, env.topic, checkpoint)
         written = read_topic(cfg, topic)
         keys = Counter(r.key for r in written)
-        assert applied(written) == source_rows(db), "the topic as written already gives the table"
+        assert applied(fmt, written, schemas) == source_rows(db), (
+            "the topic as written already gives the table"
+        )
         assert keys.most_common(1)[0][1] > 1, "keys written more than once: something to compact"
 
         # a new key once a segment's time has passed since the last record: the segment of the changes rolls
@@ -128,7 +138,7 @@ def test_compacted_topic_read_from_its_start_equals_the_source(spark, extractor_
 
         after = wait_until(compacted, 150, f"{topic} compacted: every key once", interval=2)
         want = source_rows(db)
-        got = applied(after)
+        got = applied(fmt, after, schemas)
         differences = [
             f"id {k}: source {want.get(k)!r}, topic {got.get(k)!r}"
             for k in sorted(set(want) | set(got))
@@ -138,7 +148,7 @@ def test_compacted_topic_read_from_its_start_equals_the_source(spark, extractor_
         live = [
             r
             for r in after
-            if r.value is not None and decode(FMT, r.key, r.value, tuple(r.headers), None).after
+            if r.value is not None and decode(fmt, r.key, r.value, tuple(r.headers), schemas).after
         ]
         assert len(live) == len(want), "one live record per row of the table"
         assert [r for r in read_topic(cfg, dlq)] == []
@@ -147,6 +157,15 @@ def test_compacted_topic_read_from_its_start_equals_the_source(spark, extractor_
             f"({len(live)} live, {len(want)} source rows), 0 differences; {time.monotonic() - t0:.0f}s"
         )
     finally:
+        if registry is not None:
+            registry.close()
+            for subject in (f"{topic}-key", f"{topic}-value"):  # the test's subjects
+                with contextlib.suppress(OSError):
+                    urllib.request.urlopen(
+                        urllib.request.Request(
+                            f"{registry.url.rstrip('/')}/subjects/{subject}", method="DELETE"
+                        )
+                    )
         kafka.delete_topics(
             cfg.endpoints.kafka, [topic, events, dlq, topics.result_topic(env.ds, src, name, "marker")]
         )

@@ -21,7 +21,8 @@ long as a string). The rows of ``evo`` written after it are dead letters ``REGIS
 ``<ds>.dlq`` with their coordinates (the raw topic, partition, offset), the subject keeps its two
 versions, a row of ``other`` written after them arrives, and the heartbeat monitor's check (as
 tests/integration/test_heartbeat_deadletters_live.py runs it) opens the dead-letter incident
-``appender.REGISTRY_SCHEMA_REFUSED`` naming the newest letter's coordinates (docs/monitoring.md).
+``appender.REGISTRY_SCHEMA_REFUSED`` naming the newest letter's coordinates, posted to the source's
+``heartbeat.webhook_url`` (docs/monitoring.md).
 """
 
 from __future__ import annotations
@@ -114,10 +115,16 @@ def delete_subjects(url: str, subjects: list[str]) -> None:
             urllib.request.urlopen(urllib.request.Request(f"{url}/subjects/{subject}", method="DELETE"))
 
 
-def test_added_and_widened_columns_then_a_refused_change(spark, extractor_env, writer_db, tmp_path):
+def test_added_and_widened_columns_then_a_refused_change(
+    spark, extractor_env, writer_db, tmp_path, receivers
+):
     env = extractor_env
     db, name = writer_db
+    hook, _ = receivers
     raw = yaml.safe_load(env.cfg_path.read_text())
+    raw["sources"][env.ds].setdefault("heartbeat", {}).update(
+        {"webhook_url": f"http://127.0.0.1:{hook.port}/alerts", "webhook_timeout_s": 5}
+    )
     raw["sources"][env.ds]["output"] = {
         "format": "avro",
         "topic": "table",
@@ -256,6 +263,16 @@ def test_added_and_widened_columns_then_a_refused_change(spark, extractor_env, w
         incident = json.loads(client.get(f"{alerts_path(cfg.endpoints.zookeeper.root, env.ds)}/{key}")[0])
         newest = letters[-1][1]
         assert (incident["count"], incident["topic"], incident["offset"]) == (2, env.topic, newest.offset)
+        wait_until(lambda: hook.hooks, 10, "the dead-letter alert at the webhook")
+        [alert] = hook.hooks
+        assert (alert["event"], alert["kind"], alert["stage"], alert["code"], alert["count"]) == (
+            "alert",
+            "dead_letter",
+            "appender",
+            REFUSED,
+            2,
+        )
+        assert (alert["topic"], alert["offset"], alert["origin"]) == (env.topic, newest.offset, f"{name}.evo")
         print(
             f"{time.monotonic() - t0:.0f}s: 2 dead letters {REFUSED} ({env.topic} offsets "
             f"{[d.offset for _, d in letters]}), incident {key} open, other's row after them arrived"
