@@ -120,8 +120,9 @@ def database_topics(cfg: DbusConfig, ds: str) -> tuple[str, list[str], list[str]
     src = cfg.source(ds)
     t = src.topics
     schemas = topics.literal_schemas(src)
+    template = topics.result_template(src)  # output.topic: topics.result, or topics.table per table
     results = [
-        t.name("result", ds, s) if "{table}" not in t.result else _topic_pattern(t.result, ds, s)
+        topics.result_topic(ds, src, s, "") if "{table}" not in template else _topic_pattern(template, ds, s)
         for s in schemas
     ]
     return t.name("raw", ds), [t.name("schema", ds, s) for s in schemas], results

@@ -103,7 +103,7 @@ def include_problems(ds: str, src: Source) -> list[str]:
             continue
         named = [("schema", t.name("schema", ds, schema))]
         kind = "table" if src.output.topic == "table" else "result"
-        if "{table}" not in _result_template(src) or not _GLOB & set(table):
+        if "{table}" not in result_template(src) or not _GLOB & set(table):
             named.append((kind, result_topic(ds, src, schema, table)))
         for kind, topic in named:
             if problem := topic_problem(topic):
@@ -123,7 +123,7 @@ def source_topics(ds: str, src: Source, schemas: list[str] | None = None) -> lis
     per_row = any(f != "ums" for f in src.output.formats)
     for schema in schemas if schemas is not None else literal_schemas(src):
         names.append(t.name("schema", ds, schema))
-        result = _result_template(src)
+        result = result_template(src)
         if "{table}" not in result:  # per-table result topics are created when first written
             names.append(render(result, ds, schema))
         if per_row:
@@ -140,7 +140,9 @@ def source_topics(ds: str, src: Source, schemas: list[str] | None = None) -> lis
 # plain Kafka consumer of the result topic reads nothing but row changes.
 
 
-def _result_template(src: Source) -> str:
+def result_template(src: Source) -> str:
+    """The template of ``src``'s result topics: ``topics.table`` with ``output.topic: table``, else
+    ``topics.result``."""
     return src.topics.table if src.output.topic == "table" else src.topics.result
 
 
@@ -156,7 +158,7 @@ def result_topic(ds: str, src: Source, schema: str, table: str) -> str:
     """The topic the changes of ``schema.table`` go to (``output.topic``: ``topics.result`` or
     ``topics.table``): ``("demo", src, "shop", "orders")`` -> ``"demo.shop.result"`` (or
     ``"demo.shop.orders"``)."""
-    return render(_result_template(src), ds, schema, table)
+    return render(result_template(src), ds, schema, table)
 
 
 def row_format(src: Source, schema: str, table: str) -> str | None:
@@ -177,7 +179,7 @@ def describe_outputs(ds: str, src: Source) -> str:
     (a topic per table, made when first written), their heartbeats and terminations to demo.<schema>.events
     """
     out = src.output
-    template = _result_template(src)
+    template = result_template(src)
     topic = template.format(ds=ds, schema="<schema>", table="<table>")
     where = f"{topic} (a topic per table, made when first written)" if "{table}" in template else topic
     parts = [f"{out.format} to {where}"]
