@@ -409,6 +409,7 @@ class Alive:
             assert proc.poll() is None, f"the extractor exited with {proc.returncode}; see {log}"
 
 
+@pytest.mark.timeout(600 + ROWS // 50)  # 100,000 rows: 2,600 s, a deadline for a stuck stage, not a timing
 def test_unmodified_readers_rebuild_every_format(writer_db, kafka_up, tmp_path: Path) -> None:
     db, database = writer_db
     env = make_pipeline_env(tmp_path, database, partitions=PARTITIONS)
