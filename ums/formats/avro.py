@@ -44,6 +44,7 @@ from ums.formats.connect import ConnectTable, Schema, avro_fullname, connect_tab
 from ums.formats.debezium import (
     Envelope,
     base_headers,
+    change_from,
     events,
     header,
     image_of,
@@ -51,7 +52,6 @@ from ums.formats.debezium import (
     position_from,
     shape_from,
     source_of,
-    tuple_from,
 )
 from ums.rowchange import Position, RowChange, TableShape
 from ums.scalars import JsonValue
@@ -455,19 +455,7 @@ class _Decoder:
             reader = self._readers[(key_text, value_text, version)] = (table, backs)
         table, backs = reader
         at, uid = position_from(source, headers)
-
-        def tuple_of(image: dict[str, Any] | None) -> tuple[JsonValue, ...] | None:
-            if image is None:
-                return None
-            return tuple_from(image, backs)
-
-        op = datum["op"]
-        if op not in ("c", "u", "d", "r"):
-            msg = f"avro value: op {op!r} is not c, u, d or r"
-            raise ValueError(msg)
-        return RowChange(
-            table.shape, op, tuple_of(datum.get("before")), tuple_of(datum.get("after")), at, uid
-        )
+        return change_from(datum, table.shape, backs, at, uid, "avro")
 
 
 def _schema_id(data: bytes, what: str) -> int:

@@ -456,19 +456,7 @@ class _Decoder:
         if table.shape.ds != source["name"] or table.shape.table != (source.get("table") or ""):
             table, backs = self._reader(schema, value, cut, key, source, version)
         at, uid = position_from(source, headers)
-
-        def tuple_of(image: dict[str, Any] | None) -> tuple[JsonValue, ...] | None:
-            if image is None:
-                return None
-            return tuple_from(image, backs)
-
-        op = payload["op"]
-        if op not in ("c", "u", "d", "r"):
-            msg = f"debezium-json value: op {op!r} is not c, u, d or r"
-            raise ValueError(msg)
-        return RowChange(
-            table.shape, op, tuple_of(payload.get("before")), tuple_of(payload.get("after")), at, uid
-        )
+        return change_from(payload, table.shape, backs, at, uid, "debezium-json")
 
     @staticmethod
     def _reader(
@@ -493,6 +481,30 @@ class _Decoder:
             options_from(value_fields),
         )
         return table, [(c.name, _json_back(c)) for c in table.columns]
+
+
+def change_from(
+    envelope: dict[str, Any],
+    shape: TableShape,
+    backs: Sequence[tuple[str, Callable[[Any], Any]]],
+    at: Position,
+    uid: str,
+    what: str,
+) -> RowChange:
+    """The change an envelope (debezium-json's payload, avro's datum) holds: its op, before and after."""
+    op = envelope["op"]
+    if op not in ("c", "u", "d", "r"):
+        msg = f"{what} value: op {op!r} is not c, u, d or r"
+        raise ValueError(msg)
+    before, after = envelope.get("before"), envelope.get("after")
+    return RowChange(
+        shape,
+        op,
+        None if before is None else tuple_from(before, backs),
+        None if after is None else tuple_from(after, backs),
+        at,
+        uid,
+    )
 
 
 def tuple_from(
