@@ -14,11 +14,9 @@ column retyped INT -> VARCHAR is a schema the registry refuses (BACKWARD): that 
 from __future__ import annotations
 
 import pytest
-import yaml
+from rowformats_live import per_row_config, run_appender
 
-from appender import job
 from dbuslib import kafka, topics
-from dbuslib.config import load_config
 from dbuslib.deadletter import DeadLetter
 from dbuslib.metastore import MetaStore
 from dbuslib.registry import Registry
@@ -31,20 +29,6 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def env(extractor_env):
     return extractor_env  # conftest.py: an extractor capturing only this test's database
-
-
-def per_row_config(env, fmt: str, trigger: str):
-    """The env's configuration writing ``fmt`` to a topic per table, the appender in ``trigger`` mode;
-    each run its own topic names (``{ds}.{schema}.{table}.<trigger>``, events likewise)."""
-    raw = yaml.safe_load(env.cfg_path.read_text())
-    src = raw["sources"][env.ds]
-    src["output"] = {"format": fmt, "topic": "table"}
-    src.setdefault("appender", {})["trigger"] = trigger
-    src["topics"]["table"] = "{ds}.{schema}.{table}." + trigger
-    src["topics"]["events"] = "{ds}.{schema}.events." + trigger
-    path = env.cfg_path.with_name(f"dbus-{fmt}-{trigger}.yaml")
-    path.write_text(yaml.safe_dump(raw))
-    return load_config(path)
 
 
 def read_all(endpoint, topic: str, n: int, timeout_ms: int = 20_000) -> list:
@@ -66,15 +50,6 @@ def read_all(endpoint, topic: str, n: int, timeout_ms: int = 20_000) -> list:
     finally:
         consumer.close()
     return got
-
-
-def run_appender(spark, cfg, ds: str, topic: str, checkpoint: str) -> None:
-    query = job.start(spark, cfg, ds, [topic], checkpoint, available_now=True)
-    try:
-        query.awaitTermination(300)
-        assert query.exception() is None, query.exception()
-    finally:
-        query.stop()
 
 
 # per primary key, its records in order (op, before, after), a tombstone as ("tombstone", None, None); values

@@ -21,7 +21,7 @@ d. Canal's own ``FlatMessage`` (tests/interop/canal, through canal_reader.py): e
    ``t_canal``'s topic parsed and applied per primary key.
 
 Each rebuilt table is compared with SELECT on the source, every row and every column, typed (the first
-differences named): a and b as the sink lands each type in PostgreSQL (test_connect_jdbc_sink.py's
+differences named): a and b as the sink lands each type in PostgreSQL (jdbc_sink_compare.py's
 ``LANDS`` and ``differences``, and its column types), c the same way (the Avro values read as those
 PostgreSQL values), d as UMS values (``decode_canal`` of what Canal parsed, as test_canal_flatmessage.py).
 
@@ -55,9 +55,9 @@ from pathlib import Path
 from typing import Any
 
 import canal_reader
+import jdbc_sink_compare as sink
 import pytest
 import sqlalchemy as sa
-import test_connect_jdbc_sink as sink
 import yaml
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -290,7 +290,7 @@ class Workload:
 
 
 def landed(table: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """UMS values -> the values Debezium's JDBC sink lands in PostgreSQL (test_connect_jdbc_sink.LANDS)."""
+    """UMS values -> the values Debezium's JDBC sink lands in PostgreSQL (jdbc_sink_compare.LANDS)."""
     return {
         key: {n: None if v is None else sink.LANDS[n][1](v) for n, v in row.items()}
         for key, row in table.items()

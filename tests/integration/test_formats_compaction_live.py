@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from helpers import wait_until
-from test_appender_rowformats_live import per_row_config, run_appender
+from rowformats_live import per_row_config, run_appender
 
 from dbuslib import kafka, topics
 from dbuslib.config import DbusConfig

@@ -44,7 +44,7 @@ from connect import apicurio_avro_converters, jdbc_sink, json_converters, runnin
 from dashboards import influxql
 from helpers import wait_until
 from replica_env import fresh_database
-from test_appender_rowformats_live import run_appender
+from rowformats_live import run_appender
 
 from dbuslib import kafka, topics, zk
 from dbuslib.config import load_config
