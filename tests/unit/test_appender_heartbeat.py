@@ -1,23 +1,22 @@
 """Heartbeats in the appender: packet parsing, conversion to data_increment_heartbeat, counting, dead letters.
 
-Heartbeat records are made from a captured one (``HEARTBEAT_ONE`` of tests/unit/test_dispatcher_routing.py,
-heartbeat table ``dbus_unit_dispatcher.db_heartbeat_monitor``) with other rows in its rows event; data
-records are the captured ``dbus_unit_rowdecode.orders`` ones of tests/unit/test_rowdecode.py.
+Heartbeat records (tests/unit/appender_cases.py) are made from a captured one (``HEARTBEAT_ONE`` of
+tests/unit/test_dispatcher_routing.py, heartbeat table ``dbus_unit_dispatcher.db_heartbeat_monitor``)
+with other rows in its rows event; data records are the captured ``dbus_unit_rowdecode.orders`` ones of
+tests/unit/test_rowdecode.py.
 """
 
 from __future__ import annotations
 
 import json
-import struct
-from dataclasses import replace
 
 import pytest
-from records import CREATE_TABLE, HEARTBEAT_DELETE, HEARTBEAT_ONE, INSERT, UPDATE, sealed
+from appender_cases import BASE, DATA, HB_SCHEMA, HB_TABLE, NOW, beat_row, heartbeat, packet
+from records import CREATE_TABLE, HEARTBEAT_DELETE, INSERT, UPDATE
 
 from appender.convert import ConvertSettings
 from appender.heartbeat import UNKNOWN_TABLE, Beat, bad_point
 from appender.process import InRecord, Outputs, PartitionProcessor
-from binlog import rawevent
 from binlog.heartbeat import (
     BAD_HEARTBEAT,
     BadHeartbeat,
@@ -31,49 +30,7 @@ from dbuslib.deadletter import DeadLetter
 from dbuslib.metastore import Reason, Version
 from ums import from_json, ums_id
 
-HB_SCHEMA, HB_TABLE = "dbus_unit_dispatcher", "db_heartbeat_monitor"
-DATA = "dbus_unit_rowdecode"  # the schema of the captured data records (table orders)
 TOPIC = f"demo.{DATA}"
-NOW = 1_795_356_400_000
-BASE = rawevent.decode(HEARTBEAT_ONE)
-_TM, _ROWS = BASE.table_map_bytes(), BASE.rows_event_bytes()
-_DATETIME = bytes.fromhex("99bb6cf000")  # CREATE_TIME / UPDATE_TIME as captured
-
-
-def packet(time_ms: int = NOW - 1500, tx_ms: int | None = None, **extra: object) -> str:
-    return json.dumps(
-        {
-            "node": f"/DBus/HeartBeat/Monitor/demo/{DATA}/orders/0",
-            "time": time_ms,
-            "type": "checkpoint",
-            "txTime": time_ms if tx_ms is None else tx_ms,
-            **extra,
-        }
-    )
-
-
-def heartbeat(*rows: tuple, pos: int = 25208496) -> bytes:
-    """A heartbeat insert record with ``rows`` of (DS_NAME, SCHEMA_NAME, TABLE_NAME, PACKET), None = NULL."""
-
-    def varchar(v: str) -> bytes:
-        b = v.encode()
-        return struct.pack("<H", len(b)) + b
-
-    body = b""
-    for n, row in enumerate(rows, start=1):
-        nulls = 0x80 | sum(1 << i for i, v in enumerate(row, start=1) if v is None)
-        body += (
-            bytes([nulls])
-            + struct.pack("<q", n)
-            + b"".join(varchar(v) for v in row if v is not None)
-            + _DATETIME * 2
-        )
-    event = sealed(_ROWS[:29] + body + b"\0\0\0\0")  # header, table id, flags, width, columns bitmap
-    return rawevent.encode(replace(BASE, header=replace(BASE.header, pos=pos), body=_TM + event))
-
-
-def beat_row(table: str = "orders", **packet_args: object) -> tuple:
-    return ("demo", DATA, table, packet(**packet_args))
 
 
 def processor(stored=None, known=None):

@@ -2,7 +2,8 @@
 
 import json
 from dataclasses import replace
-from pathlib import Path
+
+from appender_cases import golden_record
 
 from appender.convert import ConvertSettings
 from appender.process import InRecord, Outputs, PartitionProcessor
@@ -11,16 +12,8 @@ from dbuslib.deadletter import DeadLetter
 from dbuslib.metastore import Reason, Version
 from ums import from_json
 
-RECORDS_DIR = Path(__file__).resolve().parents[1] / "golden" / "records"
-
-
-def _record(name: str) -> bytes:
-    text = (RECORDS_DIR / name).read_text()
-    return bytes.fromhex("".join(line for line in text.splitlines() if not line.startswith("#")))
-
-
 INSERT, UPDATE, DELETE = (
-    _record(f"{n}.hex") for n in ("14_orders_insert", "15_orders_update", "16_orders_delete")
+    golden_record(f"{n}.hex") for n in ("14_orders_insert", "15_orders_update", "16_orders_delete")
 )
 
 

@@ -16,9 +16,8 @@ import re
 from dataclasses import replace
 
 import pytest
+from appender_cases import HB_SCHEMA, HB_TABLE, NOW, beat_row, golden_record, heartbeat
 from records import DELETE, INSERT, UPDATE
-from test_appender_heartbeat import HB_SCHEMA, HB_TABLE, NOW, beat_row, heartbeat
-from test_appender_process import _record
 
 from appender.convert import ConvertSettings, chunked, to_ums
 from appender.process import InRecord, Outputs, OutRecord, PartitionProcessor
@@ -33,7 +32,7 @@ from ums.rowchange import RowChange
 
 ORDERS, NARROW = "dbus_unit_rowdecode", "dbus_unit_fastdecode"
 NARROW_INSERT, NARROW_UPDATE, NARROW_DELETE = (
-    _record(f"{n}.hex") for n in ("08_narrow_insert", "09_narrow_update", "10_narrow_delete")
+    golden_record(f"{n}.hex") for n in ("08_narrow_insert", "09_narrow_update", "10_narrow_delete")
 )
 
 

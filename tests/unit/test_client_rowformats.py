@@ -2,12 +2,13 @@
 
 The changes are tests/golden/cdc/every_type.sql's (tests/unit/every_type_changes.py) and its rows again as
 a full pull, written as UMS messages the way the appender writes them with before images on (a ``b``
-tuple before each ``u``, consecutive ``ums_uid_``s per binlog event); ``ums.rowchange.from_message`` turns
-those messages into ``RowChange``s and each format's encoder into records. The UMS messages read by
-``Decoder`` and the records read by ``RowReader`` must merge (``Merger``) into the same table, whatever
-mix of formats, order and duplicates the records come in (hypothesis). Then the consumer: a topic per
-table of per-row records, tombstones among them, replicated into an in-memory sink; records that
-contradict the configuration are dead letters naming their topic, partition and offset.
+tuple before each ``u``, consecutive ``ums_uid_``s per binlog event; tests/unit/rowformat_records.py);
+``ums.rowchange.from_message`` turns those messages into ``RowChange``s and each format's encoder into
+records. The UMS messages read by ``Decoder`` and the records read by ``RowReader`` must merge
+(``Merger``) into the same table, whatever mix of formats, order and duplicates the records come in
+(hypothesis). Then the consumer: a topic per table of per-row records, tombstones among them, replicated
+into an in-memory sink; records that contradict the configuration are dead letters naming their topic,
+partition and offset.
 """
 
 from __future__ import annotations
@@ -15,16 +16,16 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import namedtuple
-from itertools import groupby
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from every_type_changes import COLUMNS, FILE, SHAPE, TS_MS, changes, pulled
+from every_type_changes import SHAPE, changes, pulled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka import TopicPartition
+from rowformat_records import REGISTRY, TOPIC, encode, messages, row_changes
 
 from dbusclient.checkpoint import Checkpoint, CheckpointStore, Mode
 from dbusclient.consumer import Consumer, ConsumerCallbacks, ConsumerConfig, Result, Topics
@@ -37,71 +38,16 @@ from ums import formats
 from ums.control import from_json as control_from_json
 from ums.decode import decode_value
 from ums.encoding import to_json
-from ums.ids import ums_uid
-from ums.message import SYSTEM_FIELDS, Op, ProtocolType, UmsMessage, UmsSchema
-from ums.namespace import Namespace
-from ums.rowchange import RowChange as Change
-from ums.rowchange import from_message
-from ums.timefmt import ums_ts_ms
+from ums.message import Op, UmsSchema
 from ums.types import UmsType
 
 T = TableRef(SHAPE.ds, SHAPE.schema, SHAPE.table)
-TOPIC = f"{SHAPE.ds}.{SHAPE.schema}.{SHAPE.table}"
 KEYS = {(SHAPE.schema, SHAPE.table): ("id",)}
 TYPES = {f.name: f.type for f in SHAPE.fields}
 Record = namedtuple("Record", "topic partition offset key value headers")
 
 
-class FakeRegistry:
-    """A schema registry in memory: ``ids`` registers (subject, schema) -> id, ``schema`` reads it back."""
-
-    def __init__(self) -> None:
-        self.texts: dict[str, int] = {}
-
-    def ids(self, subject: str, schema: str) -> int:
-        return self.texts.setdefault(schema, len(self.texts) + 1)
-
-    def schema(self, schema_id: int) -> str:
-        return next(t for t, i in self.texts.items() if i == schema_id)
-
-
-REGISTRY = FakeRegistry()
-
-
 # ---------------------------------------------------------------- the changes, as UMS and as records
-
-
-def messages() -> list[UmsMessage]:
-    """every_type.sql's changes and its full pull as the appender (and the puller) writes them: one
-    message per binlog event, a ``b`` tuple before each ``u``."""
-    out = []
-    for initial, group in ((False, changes()), (True, pulled())):
-        protocol = ProtocolType.DATA_INITIAL_DATA if initial else ProtocolType.DATA_INCREMENT_DATA
-        ns = Namespace("mysql", SHAPE.ds, SHAPE.schema, SHAPE.table, SHAPE.version)
-        schema = UmsSchema(ns, SYSTEM_FIELDS[protocol] + SHAPE.fields)
-        for ums_id, event in groupby(group, key=lambda c: c.at.ums_id):
-            tuples: list[tuple[Any, ...]] = []
-            for c in event:
-                ts = ums_ts_ms(c.at.ts_ms)
-                if c.op == "u":
-                    assert c.before is not None
-                    tuples.append((str(ums_id), ts, "b", ums_uid(ums_id, len(tuples)), *c.before))
-                op, image = {"c": ("i", c.after), "r": ("i", c.after), "u": ("u", c.after)}.get(
-                    c.op, ("d", c.before)
-                )
-                assert image is not None
-                tuples.append((str(ums_id), ts, op, ums_uid(ums_id, len(tuples)), *image))
-            out.append(UmsMessage(protocol, schema, tuple(tuples)))
-    return out
-
-
-def row_changes(msg: UmsMessage) -> list[Change]:
-    return from_message(msg, COLUMNS, ("id",), file=FILE, ts_ms=TS_MS, server_id=1)
-
-
-def encode(fmt: str, change: Change, tombstones: bool = True) -> list[formats.Record]:
-    options = formats.FormatOptions(tombstones=tombstones)
-    return formats.formatter(fmt, options, REGISTRY.ids).records(TOPIC, change)
 
 
 def read(reader: RowReader, record: formats.Record, where: str = f"{TOPIC}/0@0") -> list[RowChange]:

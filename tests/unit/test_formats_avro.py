@@ -15,10 +15,10 @@ from pathlib import Path
 
 import fastavro
 import pytest
+from debezium_cases import RANDOM_SHAPE, VALUES, key_changed, read_back
 from every_type_changes import SHAPE, changes, pulled, rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_formats_debezium import _SHAPE, VALUES, _expected, _key_changed
 
 from ums.formats import FormatOptions, SchemaRefused, decode, formatter
 from ums.formats.avro import AvroRows, _strip_logical, avro_schemas, decode_avro_row, schema_text, zigzag
@@ -167,16 +167,16 @@ def test_every_change_reads_back_exactly():
         back = [
             decode("avro", r.key, r.value, r.headers, registry.lookup) for r in fmt.records(TOPIC, change)
         ]
-        if _key_changed(change):
+        if key_changed(change):
             assert back == [
-                replace(_expected(change), op="d", after=None),
+                replace(read_back(change), op="d", after=None),
                 None,
-                replace(_expected(change), op="c", before=None),
+                replace(read_back(change), op="c", before=None),
             ]
         elif change.op == "d":
-            assert back == [_expected(change), None]
+            assert back == [read_back(change), None]
         else:
-            assert back == [_expected(change)]
+            assert back == [read_back(change)]
 
 
 def test_formatter_needs_a_registry_and_a_refusal_propagates():
@@ -221,7 +221,7 @@ def test_zigzag_is_avros_long():
 def test_random_values_read_back_exactly(values, op):
     registry = Registry()
     values = (values[0] if values[0] is not None else 0, *values[1:])
-    change = replace(changes()[0], table=_SHAPE, op=op, before=values if op in ("u", "d") else None,
+    change = replace(changes()[0], table=RANDOM_SHAPE, op=op, before=values if op in ("u", "d") else None,
                      after=None if op == "d" else values)  # fmt: skip
     record = AvroRows(FormatOptions(), registry).records("demo.prop.every", change)[0]
     assert decode_avro_row(record.key, record.value, record.headers, registry.lookup) == change

@@ -12,11 +12,12 @@ import base64
 import json
 import os
 from dataclasses import replace
-from datetime import date, datetime, timedelta
+from datetime import date
 from decimal import Context, Decimal
 from pathlib import Path
 
 import pytest
+from debezium_cases import RANDOM_SHAPE, VALUES, ZERO, key_changed, read_back
 from every_type_changes import SHAPE, changes, pulled, rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -26,32 +27,21 @@ from ums.formats.connect import connect_table, scaled_text, unscaled_bytes
 from ums.formats.debezium import NEW_KEY_HEADER, OLD_KEY_HEADER, DebeziumJson, decode_debezium
 from ums.message import UmsField
 from ums.rowchange import RowChange, TableShape
-from ums.scalars import float32_repr, format_time
 from ums.types import ColumnSpec, UmsType
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "formats" / "debezium-json"
 WRITE = os.environ.get("DBUS_GOLDEN_WRITE") == "1"
 FORMAT = DebeziumJson(FormatOptions())
 TOPIC = "demo.golden.cdc_types"
-ZERO = {"dt", "dtm", "dtm6", "ts", "ts3"}  # the ODD row's zero and invalid dates: null in Debezium
-
-
-def _key_changed(change: RowChange) -> bool:
-    return (
-        change.op == "u"
-        and change.before is not None
-        and change.after is not None
-        and (change.before[0] != change.after[0])
-    )
 
 
 def _by_operation() -> dict[str, list[RowChange]]:
     every = changes()
     return {
         "insert": [c for c in every if c.op == "c"],
-        "update": [c for c in every if c.op == "u" and not _key_changed(c)],
+        "update": [c for c in every if c.op == "u" and not key_changed(c)],
         "delete": [c for c in every if c.op == "d"],
-        "key_change": [c for c in every if _key_changed(c)],
+        "key_change": [c for c in every if key_changed(c)],
         "update_without_before": [replace(c, before=None) for c in every if c.op == "u"][:1],
         "full_pull": pulled(),
     }
@@ -90,19 +80,6 @@ def test_golden_file(operation):
             assert json.loads(record.value)["schema"] == table.envelope_schema
 
 
-def _expected(change: RowChange) -> RowChange:
-    """What a record reads back as: Debezium writes zero and invalid dates as null."""
-    names = [f.name for f in change.table.fields]
-
-    def clean(values):
-        if values is None:
-            return None
-        return tuple(None if n in ZERO and v is not None and (v.startswith("0000") or "-00-" in v) else v
-                     for n, v in zip(names, values, strict=True))  # fmt: skip
-
-    return replace(change, before=clean(change.before), after=clean(change.after))
-
-
 def _records_back(fmt, change):
     return [decode_debezium(r.key, r.value, r.headers) for r in fmt.records(TOPIC, change)]
 
@@ -110,14 +87,14 @@ def _records_back(fmt, change):
 def test_every_change_reads_back_exactly():
     for change in [*changes(), *pulled()]:
         back = _records_back(FORMAT, change)
-        if _key_changed(change):
+        if key_changed(change):
             assert [b and b.op for b in back] == ["d", None, "c"]
-            assert back[0] == replace(_expected(change), op="d", after=None)
-            assert back[2] == replace(_expected(change), op="c", before=None)
+            assert back[0] == replace(read_back(change), op="d", after=None)
+            assert back[2] == replace(read_back(change), op="c", before=None)
         elif change.op == "d":
-            assert back == [_expected(change), None]
+            assert back == [read_back(change), None]
         else:
-            assert back == [_expected(change)]
+            assert back == [read_back(change)]
 
 
 def test_decode_dispatches_by_format_name():
@@ -170,7 +147,7 @@ def test_records_keys_headers_and_source():
 
 
 def test_key_change_is_a_delete_its_tombstone_and_a_create():
-    change = next(c for c in changes() if _key_changed(c))
+    change = next(c for c in changes() if key_changed(c))
     delete, tombstone, create = FORMAT.records(TOPIC, change)
     assert json.loads(delete.key)["payload"] == {"id": 1} and json.loads(create.key)["payload"] == {"id": 10}
     assert tombstone.key == delete.key and tombstone.value is None
@@ -242,7 +219,7 @@ def test_an_int_masked_field_keeps_its_type():
 def test_exact_options_read_back(options):
     fmt = DebeziumJson(options)
     for change in changes()[:4]:
-        assert _records_back(fmt, change) == [_expected(change)]
+        assert _records_back(fmt, change) == [read_back(change)]
 
 
 def test_precise_bigint_unsigned_is_a_decimal():
@@ -307,59 +284,12 @@ def test_geometry_is_debeziums_struct_and_reads_back():
 
 # --- hypothesis: random values per type read back exactly ---------------------------------------------
 
-_DT = st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59))  # noqa: DTZ001
-
-
-def _datetime_text(fsp):
-    def text(moment: datetime) -> str:
-        micros = moment.microsecond // 10 ** (6 - fsp) * 10 ** (6 - fsp)
-        frac = f".{micros:06d}"[: fsp + 1] if fsp else ""
-        return f"{moment:%Y-%m-%d %H:%M:%S}{frac}"
-
-    return _DT.map(text)
-
-
-def _decimal_text(precision, scale):
-    limit = 10**precision - 1
-    return st.integers(-limit, limit).map(lambda n: scaled_text(n, scale))
-
-
-VALUES = {
-    "tinyint(4)": st.integers(-128, 127),
-    "smallint(5) unsigned": st.integers(0, 65535),
-    "int(10) unsigned": st.integers(0, 2**32 - 1).map(str),
-    "bigint(20)": st.integers(-(2**63), 2**63 - 1).map(str),
-    "bigint(20) unsigned": st.integers(0, 2**64 - 1).map(str),
-    "decimal(65,30)": _decimal_text(65, 30),
-    "decimal(10,0)": _decimal_text(10, 0),
-    "float": st.floats(width=32, allow_nan=False, allow_infinity=False).map(float32_repr),
-    "double": st.floats(allow_nan=False, allow_infinity=False),
-    "bit(1)": st.integers(0, 1),
-    "bit(17)": st.integers(0, 2**17 - 1),
-    "bit(64)": st.integers(0, 2**64 - 1).map(str),
-    "date": st.dates(min_value=date(1000, 1, 1)).map(date.isoformat),
-    "datetime(3)": _datetime_text(3),
-    "datetime(6)": _datetime_text(6),
-    "timestamp(6)": _datetime_text(6),
-    "timestamp": _datetime_text(0),
-    "time(6)": st.integers(-(838 * 3600 + 3599) * 10**6, (838 * 3600 + 3599) * 10**6).map(
-        lambda us: format_time(timedelta(microseconds=us), 6)
-    ),
-    "year(4)": st.integers(1901, 2155),
-    "varchar(20)": st.text(),
-    "set('a','b','c')": st.sampled_from(["", "a", "a,c", "b,c", "a,b,c"]),
-    "longblob": st.binary().map(lambda b: base64.b64encode(b).decode()),
-}
-_COLUMNS = tuple(ColumnSpec(f"c{i}", t) for i, t in enumerate(VALUES))
-_FIELDS = tuple(UmsField(c.name, c.ums_type, True) for c in _COLUMNS)
-_SHAPE = TableShape("demo", "prop", "every", 7, _COLUMNS, _FIELDS, ("c0",))
-
 
 @settings(max_examples=60, deadline=None)
 @given(st.tuples(*[st.one_of(st.none(), s) for s in VALUES.values()]), st.sampled_from(["c", "u", "d", "r"]))
 def test_random_values_read_back_exactly(values, op):
     values = (values[0] if values[0] is not None else 0, *values[1:])
-    change = replace(changes()[0], table=_SHAPE, op=op, before=values if op in ("u", "d") else None,
+    change = replace(changes()[0], table=RANDOM_SHAPE, op=op, before=values if op in ("u", "d") else None,
                      after=None if op == "d" else values)  # fmt: skip
     assert _records_back(FORMAT, change)[0] == change
 

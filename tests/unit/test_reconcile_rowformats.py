@@ -2,7 +2,7 @@
 (``reconcile.merge``) into the table that the UMS messages of the same changes give.
 
 The changes are tests/golden/cdc/every_type.sql's and its rows as a full pull (tests/unit/
-test_client_rowformats.py writes them as UMS messages, b before u, as the appender does); the UMS side
+rowformat_records.py writes them as UMS messages, b before u, as the appender does); the UMS side
 is each message's tuples as the Spark passes read them (every value as the text Spark's JSON reader
 gives: ``value_text``), the per-row side ``row_tuples`` of each format's records, in any order.
 """
@@ -16,7 +16,7 @@ import random
 import pytest
 import yaml
 from every_type_changes import SHAPE
-from test_client_rowformats import REGISTRY, TOPIC, encode, messages, row_changes
+from rowformat_records import REGISTRY, TOPIC, encode, messages, row_changes
 
 from dbuslib.config import DEFAULT_CONFIG, load_config
 from fullpuller.reconcile import merge, row_tuples, value_text
