@@ -14,8 +14,8 @@ from __future__ import annotations
 import pytest
 import yaml
 from golden_cdc import cases, read_case
+from rowformats_live import run_appender
 
-from appender import job
 from dbuslib import kafka, topics
 from dbuslib.config import load_config
 from dbuslib.metastore import MetaStore
@@ -57,15 +57,6 @@ def read_all(endpoint, topic: str, n: int) -> list:
     finally:
         consumer.close()
     return sorted(got, key=lambda r: (r.partition, r.offset))
-
-
-def run_appender(spark, cfg, ds: str, topic: str, checkpoint: str) -> None:
-    query = job.start(spark, cfg, ds, [topic], checkpoint, available_now=True)
-    try:
-        query.awaitTermination(300)
-        assert query.exception() is None, query.exception()
-    finally:
-        query.stop()
 
 
 def comparable(records) -> tuple[list, list]:
