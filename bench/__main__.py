@@ -10,6 +10,7 @@ from dbuslib.config import load_config
 
 BENCHMARKS = [
     "bytes_per_row",
+    "formats_encode",
     "kafka_produce",
     "extractor",
     "e2e",
