@@ -1,9 +1,15 @@
-"""What the real-time JVM needs to write a per-row table's records alone (binlog/jvm ``RowFormat``).
+"""What the real-time JVM needs to write a per-row table's records alone (binlog/jvm ``PerRowFormat``).
 
-The sidecar (appender/sidecar.py) describes a table version written in debezium-json after it wrote
+The sidecar (appender/sidecar.py) describes a table version written in a per-row format after it wrote
 the version's first record; from then on ``dbus.jvm.AppendUdf`` writes its rows events in the JVM, byte
-for byte what ``ums.formats.formatter("debezium-json", options)`` writes through the micro-batch path
-(``PartitionProcessor._rows_per_row``). The description is a list of frame fields::
+for byte what ``ums.formats.formatter(format, options)`` writes through the micro-batch path
+(``PartitionProcessor._rows_per_row``). ``describer(format)`` gives the format's describe function
+(``DESCRIBERS``: one module per format, e.g. appender/rowshape_avro.py), None for a format the JVM does
+not write. A description's first field is the format's name (``AppendUdf`` picks its Java class by it),
+then the fields every format shares: from, until, topic, ums_key head, ums_key tail, record limit,
+schema, table; then the format's own.
+
+In debezium-json (``describe`` below, ``dbus.jvm.DebeziumJson``) the description is::
 
     debezium-json, from, until, topic, ums_key head, ums_key tail, record limit, schema, table,
     ums_version, schemas (0/1), tombstones (0/1), key prefix, value prefix,
@@ -24,6 +30,8 @@ record by record (the JVM then sends that record to the sidecar).
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -35,6 +43,26 @@ from ums.rowchange import TableShape
 from ums.types import UmsType, fsp_for, parse_column_type
 
 FORMAT = "debezium-json"
+
+Where = tuple[int, int, str, str, str, int]
+"""(from, until, topic, ums_key head, ums_key tail, record limit): a description's shared fields."""
+Describe = Callable[[TableShape, Any, Where], "list[bytes | None] | None"]
+"""(table, the format's formatter, where) -> the description, or None when the table keeps the sidecar."""
+
+DESCRIBERS: dict[str, str] = {
+    FORMAT: "appender.rowshape:describe_formatter",
+}
+"""Per-row format -> ``module:function``, its ``Describe`` (imported when first asked for)."""
+
+
+def describer(fmt: str) -> Describe | None:
+    """The describe function of per-row format ``fmt``, None when the JVM does not write it."""
+    target = DESCRIBERS.get(fmt)
+    if target is None:
+        return None
+    module, name = target.split(":")
+    found: Describe = getattr(importlib.import_module(module), name)
+    return found
 
 
 def table_shape(shape: Any, ns: Any, settings: Any) -> TableShape:
@@ -119,7 +147,7 @@ def describe(
     options: FormatOptions,
     key_prefix: bytes,
     value_prefix: bytes,
-    where: tuple[int, int, str, str, str, int],
+    where: Where,
 ) -> list[bytes | None] | None:
     """The description of ``shape`` in debezium-json (module docstring), None when a column keeps the
     sidecar. ``key_prefix``/``value_prefix``: the formatter's ``{"schema":...,"payload":`` parts;
@@ -139,3 +167,9 @@ def describe(
         fields += [orjson.dumps(column.name), kind, _fallback(column)]
     fields.append(",".join(str(i) for i in table.key_columns))
     return [f if f is None or isinstance(f, bytes) else str(f).encode() for f in fields]
+
+
+def describe_formatter(shape: TableShape, encoder: Any, where: Where) -> list[bytes | None] | None:
+    """``describe`` with the key and value prefixes of ``encoder`` (the debezium-json formatter)."""
+    plan = encoder.plan(shape)
+    return describe(shape, encoder.options, plan.key_prefix, plan.value_prefix, where)

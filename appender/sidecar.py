@@ -176,12 +176,14 @@ class AppenderSidecar:
 
     def _row_shape(self, shape: Any, ns: Namespace, at: int, until: int) -> list[Field]:
         """The description of a per-row table the JVM may write alone (appender/rowshape.py), or nothing:
-        debezium-json, nothing masked, no column named like a system field, JSON UMS lines."""
-        from appender.rowshape import FORMAT, describe, table_shape
+        a format the JVM writes, nothing masked, no column named like a system field, JSON UMS lines."""
+        from appender.rowshape import describer, table_shape
         from ums.build import user_columns
 
         p, s = self.processor, self.processor.settings
-        if p.outputs.format_of(shape.schema, shape.table) != FORMAT or p.outputs.formatter is None:
+        fmt = p.outputs.format_of(shape.schema, shape.table)
+        describe = None if fmt is None else describer(fmt)
+        if describe is None or p.outputs.formatter is None:
             return []
         if len(user_columns(shape.columns)) != len(shape.columns):
             return []
@@ -190,16 +192,15 @@ class AppenderSidecar:
             return []
         if getattr(p.encoder, "format", "json") != "json":
             return []  # the JVM's lines carry their Avro then
-        encoder = p.outputs.formatter(FORMAT)
+        encoder = p.outputs.formatter(fmt)
         table = table_shape(shape, ns, s)
-        plan_ = encoder.plan(table)
         head = f"{PROTOCOL.value}.{ns}."
         key0 = data_key(PROTOCOL, ns, 0, s.ds)
         if not key0.startswith(head + "0|"):
             return []
         where = (at, until, p.outputs.result_topic(shape.schema, shape.table), head, key0[len(head) + 1 :],
                  self.record_limit)  # fmt: skip
-        described = describe(table, encoder.options, plan_.key_prefix, plan_.value_prefix, where)
+        described = describe(table, encoder, where)
         return [] if described is None else list(described)
 
     def _report_heartbeats(self) -> None:

@@ -20,7 +20,8 @@ import org.apache.spark.sql.api.java.UDF5;
  * {@code appender.process} makes them. A rows record of a table shape this partition's sidecar has described
  * (no masking, JSON, its version valid at the record's position) is written here: the decoder's lines
  * ({@link RowsDecoder}) into message texts ({@link UmsText}), or, for a table written in debezium-json (a per-row
- * format: appender/rowshape.py describes it), into one record per row change ({@link DebeziumJson}). Every other record (the first of a shape, DDL,
+ * formats: appender/rowshape.py describes them), into one record per row change ({@link PerRowFormat}:
+ * {@link DebeziumJson}...). Every other record (the first of a shape, DDL,
  * heartbeats, chunks, masked tables, Avro, what the decoder declines, anything malformed) goes, in order, to the
  * partition's Python sidecar ({@code python -m appender.sidecar}), which runs {@code PartitionProcessor.process}
  * on it and may describe its shape for the next records. A version change the sidecar reports forgets every
@@ -38,6 +39,9 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
     private static final byte[] RECORD = Sidecar.utf8("record"), BEGIN = Sidecar.utf8("begin"),
         RULES = Sidecar.utf8("rules");
     private static final String UMS_KEY = "ums_key";
+    /** The per-row formats written here, by the name a description starts with (appender/rowshape.py). */
+    private static final Map<String, PerRowFormat.Parser> PER_ROW = Map.of(
+        DebeziumJson.FORMAT, DebeziumJson::parse);
 
     private final String name;
     private final String[] command;
@@ -79,7 +83,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
         boolean beforeUpdateImage;
         int maxTuples, maxBytes, recordLimit;
         String schema, table;
-        DebeziumJson perRow;       // a table written in debezium-json: its records (no UMS text)
+        PerRowFormat perRow;       // a table written in a per-row format: its records (no UMS text)
     }
 
     /** A partition's state: its sidecar, its shapes, the row changes written here since they were last reported. */
@@ -158,7 +162,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
         return out;
     }
 
-    /** A per-row table's records (DebeziumJson), as the sidecar's PartitionProcessor._rows_per_row writes them. */
+    /** A per-row table's records (a {@link PerRowFormat}), as the sidecar's PartitionProcessor._rows_per_row writes them. */
     private List<Row> perRow(Partition p, Shape s, Header h, long umsId, long tsMs, char op, byte[] lines) {
         if (avro) return null; // lines followed by their Avro: the sidecar's
         Object sid = h.values.get("server_id"), gtid = h.values.get("gtid");
@@ -226,7 +230,8 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
             out.add(RowFactory.create(t, k, v, hs));
         }
         if ("1".equals(Sidecar.string(a.get(i++)))) p.shapes.clear();
-        if (i < a.size() && lines != null && DebeziumJson.FORMAT.equals(Sidecar.string(a.get(i)))) {
+        PerRowFormat.Parser format = i < a.size() && lines != null ? PER_ROW.get(Sidecar.string(a.get(i))) : null;
+        if (format != null) {
             i++; // a per-row table's description (appender/rowshape.py)
             Shape s = new Shape();
             s.from = Long.parseLong(Sidecar.string(a.get(i++)));
@@ -237,7 +242,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
             s.recordLimit = Integer.parseInt(Sidecar.string(a.get(i++)));
             s.schema = Sidecar.string(a.get(i++));
             s.table = Sidecar.string(a.get(i++));
-            s.perRow = DebeziumJson.parse(a, i);
+            s.perRow = format.parse(a, i);
             if (p.shapes.size() >= 1024) p.shapes.clear();
             p.shapes.put(DECODER.get().lastTable(), s);
         } else if (i < a.size() && lines != null) {

@@ -18,7 +18,7 @@ import java.util.List;
  * constant parts, a kind per column). A value this class cannot convert with certainty makes {@link #records}
  * answer null: the record then goes to the sidecar, which writes it (or its dead letter).
  */
-final class DebeziumJson {
+final class DebeziumJson extends PerRowFormat {
     static final String FORMAT = "debezium-json";
     private static final byte[] B_NULL = bytes("null"), THREAD_QUERY = bytes(",\"thread\":null,\"query\":null}"),
         TS_NS = bytes(",\"ts_ns\":"), GTID = bytes(",\"gtid\":"), FILE = bytes(",\"file\":"), POS = bytes(",\"pos\":"),
