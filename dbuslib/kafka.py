@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import OffsetSpec
 from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 
 from dbuslib.config import KafkaEndpoint
@@ -84,6 +85,7 @@ def ensure_topics(
         }
         try:
             client.create_topics(new, wait_for_metadata=True)
+            _await_leaders(client, missing, partitions)
         except TopicAlreadyExistsError:
             pass  # a concurrent creator won the race; the topic is there either way
         except KafkaError as e:
@@ -92,6 +94,15 @@ def ensure_topics(
         return missing
     finally:
         client.close()
+
+
+def _await_leaders(client: KafkaAdminClient, names: list[str], partitions: int) -> None:
+    """Wait until each new partition's leader answers (a ListOffsets, retried while the broker says
+    NOT_LEADER_OR_FOLLOWER). On KRaft a topic is in the metadata with a leader named before that broker
+    has taken the partition up; an idempotent producer's first batches then meet NOT_LEADER and
+    OUT_OF_ORDER_SEQUENCE_NUMBER and can expire (seen with Spark's producer, 120 s then a failed task)."""
+    specs = {TopicPartition(n, p): OffsetSpec.LATEST for n in names for p in range(partitions)}
+    client.list_partition_offsets(specs, timeout_ms=30_000)
 
 
 def topic_configs(cfg: KafkaEndpoint) -> dict[str, str]:
@@ -205,7 +216,6 @@ def partition_count(cfg: KafkaEndpoint, topics: Iterable[str]) -> int:
 
 def end_offsets(cfg: KafkaEndpoint, topics: Iterable[str]) -> dict[Any, int]:
     """``TopicPartition -> end offset`` of every partition of ``topics`` (missing topics: none)."""
-    from kafka import TopicPartition
 
     c = consumer(cfg, enable_auto_commit=False, group_id=None)
     try:
@@ -218,7 +228,6 @@ def end_offsets(cfg: KafkaEndpoint, topics: Iterable[str]) -> dict[Any, int]:
 def read_range(cfg: KafkaEndpoint, topics: Iterable[str], since: dict[Any, int] | None = None) -> list[Any]:
     """Every record of ``topics`` from ``since`` (``TopicPartition -> offset``; default: the start) to the
     end offsets as they are now, in offset order per partition (kafka-python ``ConsumerRecord``s)."""
-    from kafka import TopicPartition
 
     c = consumer(cfg, enable_auto_commit=False, group_id=None)
     try:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -45,6 +46,7 @@ log = logging.getLogger("dbus.registry")
 
 # HTTP statuses a registry may answer while it (re)starts or is overloaded: worth another attempt.
 TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+CONFLICT_ATTEMPTS = 3  # a 409 asked again this many times in all before it is a refusal (see _register)
 
 
 class RegistryAuthFailed(EndpointError):
@@ -160,7 +162,7 @@ class Registry:
         def register() -> int:
             return int(self._client.register_schema(subject, Schema(schema_text, "AVRO")))
 
-        schema_id = self._call(f"register a schema under subject {subject}", register, subject=subject)
+        schema_id = self._register(subject, register)
         with self._lock:
             self._ids[key] = schema_id
             self._schemas.setdefault(schema_id, schema_text)
@@ -169,6 +171,20 @@ class Registry:
         if level is not None:
             self.ensure_compatibility(subject, level)
         return schema_id
+
+    def _register(self, subject: str, register: Any) -> int:
+        """``register()``; a 409 is asked again (up to ``CONFLICT_ATTEMPTS`` times) before it counts as a
+        refusal: two writers registering a new subject's first schema at once (two shards of a full pull)
+        get one id and one 409 from Apicurio ("An artifact with ID ... already exists"), and asked again
+        the loser gets the same id. A schema the subject's level refuses is refused every time."""
+        what = f"register a schema under subject {subject}"
+        for attempt in range(1, CONFLICT_ATTEMPTS):
+            try:
+                return int(self._call(what, register, subject=subject))
+            except SchemaRefused:
+                log.info("registry %s: subject %s answered 409, asked again (%d)", self.url, subject, attempt)
+                time.sleep(0.05 * attempt)
+        return int(self._call(what, register, subject=subject))  # a refusal now is the level's
 
     def schema(self, schema_id: int) -> str:
         """The text of the schema with id ``schema_id`` (``ums.formats.SchemaLookup``)."""

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from dbuslib.config import RegistryEndpoint, RetrySettings
 from dbuslib.errors import exit_code
 from dbuslib.registry import (
+    CONFLICT_ATTEMPTS,
     Registry,
     RegistryAuthFailed,
     RegistryRequestFailed,
@@ -47,6 +48,7 @@ class FakeRegistry:
     user: tuple[str, str] | None = None  # basic auth required when set
     refuse: set[str] = field(default_factory=set)  # texts answered 409
     fail_next: list[int] = field(default_factory=list)  # statuses answered before serving normally
+    races: int = 0  # registrations answered 409 "already exists" (another writer's first schema won)
     hang: threading.Event | None = None  # when set: every request waits for it (a registry that hangs)
     ids: dict[str, int] = field(default_factory=dict)
     subjects: dict[str, list[str]] = field(default_factory=dict)
@@ -68,6 +70,10 @@ class FakeRegistry:
         if method == "POST" and len(parts) == 3 and parts[0] == "subjects" and parts[2] == "versions":
             assert body is not None
             subject, text = parts[1], body["schema"]
+            if self.races:
+                self.races -= 1
+                self.subjects.setdefault(subject, [text])
+                return 409, {"error_code": 409, "message": f"An artifact with ID '{subject}' already exists."}
             if text in self.refuse and self.subjects.get(subject):
                 return 409, {"error_code": 409, "message": f"Incompatible artifact: {subject} [AVRO]"}
             schema_id = self.ids.setdefault(text, len(self.ids) + 1)
@@ -179,7 +185,14 @@ def test_refused_schema_names_subject_and_the_registrys_message(server):
     fake.refuse.add(avro("V", "x"))
     with pytest.raises(SchemaRefused, match=r"subject t-value: refused .*Incompatible artifact: t-value"):
         reg.schema_id("t-value", avro("V", "x"))
-    assert fake.requests.count(("POST", "/apis/ccompat/v6/subjects/t-value/versions?normalize=False")) == 2
+    posts = fake.requests.count(("POST", "/apis/ccompat/v6/subjects/t-value/versions?normalize=False"))
+    assert posts == 1 + CONFLICT_ATTEMPTS  # the first schema, then the refused one asked again
+
+
+def test_a_subjects_first_schema_registered_by_two_writers_at_once_is_not_a_refusal(server):
+    fake, url = server
+    fake.races = CONFLICT_ATTEMPTS - 1  # Apicurio's 409 to the writer that lost the race
+    assert Registry(url, retry=FAST).schema_id("t-value", avro("V", "a")) == 1
 
 
 def test_basic_auth(server):
