@@ -53,15 +53,20 @@ SYSTEM_COLUMNS = ("ums_id_", "ums_ts_", "ums_op_", "ums_uid_")
 GONE_OPS = (Op.DELETE.value, Op.BEFORE.value)  # a winner with these ops means: no row under this key
 
 # Spark type of a snapshot column by UMS type, where the UMS text casts exactly; the rest stay strings. A
-# UMS long holds BIGINT UNSIGNED and BIT(64) too, up to 2^64-1: decimal(20,0), not Spark's signed long
-# (whose try_cast gave null above 2^63-1).
+# UMS long is Spark's long (Parquet int64) when its source column is signed BIGINT, INT UNSIGNED or BIT(n)
+# up to 63 bits; BIGINT UNSIGNED and BIT(64) reach 2^64-1, and a column whose source type is not known may
+# be one of them: decimal(20,0) (a long's try_cast gave null above 2^63-1). See ``OutColumn.spark_type``.
 SPARK_TYPES = {
     "int": "int",
-    "long": "decimal(20,0)",
+    "long": "bigint",
     "float": "double",
     "double": "double",
     "boolean": "boolean",
 }
+WIDE_LONG = "decimal(20,0)"
+# integer COLUMN_TYPEs (base names) whose every value fits a signed 64-bit long, signed or unsigned
+_INT64_BASES = frozenset({"tinyint", "smallint", "mediumint", "int", "integer", "year", "bool", "boolean"})
+_BIT_INT64_WIDTH = 63
 
 # Tuple values are read as strings: Spark's JSON parser gives a number token as its text (42 -> "42",
 # 1.1 -> "1.1", 1e22 -> "1.0E22"), so int/long/decimal keep every digit and floats cast back exactly.
@@ -92,16 +97,52 @@ class NoDataError(DbusError):
 
 @dataclass(frozen=True)
 class OutColumn:
-    """One snapshot column: a field of the table's newest version. ``{"name": "amount", "ums_type":
-    "decimal", "encoded": false}``; ``ums_type`` is ``string`` when the version's messages disagree."""
+    """One snapshot column: a field of the table's newest version. ``{"name": "id", "ums_type": "long",
+    "encoded": false, "column_type": "bigint(20) unsigned"}``; ``ums_type`` is ``string`` when the
+    version's messages disagree; ``column_type`` the source column's MySQL COLUMN_TYPE (None: not known)."""
 
     name: str
     ums_type: str
     encoded: bool = False
+    column_type: str | None = None
 
     @property
     def spark_type(self) -> str:
+        if self.ums_type == "long" and not fits_int64(self.column_type):
+            return WIDE_LONG
         return SPARK_TYPES.get(self.ums_type, "string")
+
+
+def fits_int64(column_type: str | None) -> bool:
+    """Whether every value of a source column of this COLUMN_TYPE fits a signed 64-bit long: signed
+    BIGINT, the smaller integers signed or not, BIT(n) up to 63 bits. ``"bigint(20)"`` -> True,
+    ``"bigint(20) unsigned"``, ``"bit(64)"``, ``"serial"`` (BIGINT UNSIGNED) and None -> False."""
+    from ums.errors import BadColumnTypeError
+    from ums.types import parse_column_type
+
+    if column_type is None:
+        return False
+    try:
+        parsed = parse_column_type(column_type)
+    except BadColumnTypeError:
+        return False
+    if parsed.base == "bit":
+        width = parsed.args.strip() or "1"
+        return width.isascii() and width.isdigit() and int(width) <= _BIT_INT64_WIDTH
+    if parsed.base == "bigint":  # ZEROFILL implies UNSIGNED (COLUMN_TYPE shows both)
+        return not parsed.unsigned and "zerofill" not in column_type.lower()
+    return parsed.base in _INT64_BASES
+
+
+def with_column_types(columns: Sequence[OutColumn], column_types: dict[str, str]) -> tuple[OutColumn, ...]:
+    """``columns`` with their source ``column_type`` from ``column_types`` (column name -> COLUMN_TYPE,
+    matched as MariaDB matches names: case-insensitively); a column not there keeps None."""
+    from dataclasses import replace
+
+    folded = {name.lower(): t for name, t in column_types.items()}
+    return tuple(
+        replace(c, column_type=column_types.get(c.name, folded.get(c.name.lower()))) for c in columns
+    )
 
 
 @dataclass(frozen=True)
@@ -457,6 +498,31 @@ def primary_key_of(cfg: DbusConfig, ds: str, schema: str, table: str) -> tuple[s
     return key
 
 
+def source_column_types(cfg: DbusConfig, ds: str, schema: str, table: str, version: int) -> dict[str, str]:
+    """Column name -> MySQL COLUMN_TYPE of ``schema.table`` at ``version``: the version's columns in the
+    meta store (what the appender and the full puller recorded), else the table's columns on the source
+    now (a topic written without a DBus stage, a meta store of another deployment), else nothing (the
+    table is gone: every UMS long is then decimal(20,0))."""
+    from dbuslib import mysql
+    from dbuslib.metastore import MetaStore
+    from fullpuller import catalog
+
+    store = MetaStore(cfg.endpoints.meta_store.url.get_secret_value())
+    try:
+        store.create_schema()  # idempotent: a stack where no appender ran yet has no version table
+        found = [v for v in store.history(ds, schema, table) if v.version == version]
+    finally:
+        store.dispose()
+    if found:
+        return {c.name: c.column_type for c in found[0].columns}
+    db = mysql.connect(cfg.source(ds).mysql)
+    try:
+        info = catalog.table_info(db, schema, table)
+    finally:
+        db.close()
+    return {} if info is None else {c.name: c.column_type for c in info.columns}
+
+
 def end_offsets_json(cfg: DbusConfig, topic: str) -> tuple[str, int]:
     """Spark's ``endingOffsets`` for ``topic`` as it is now, and the number of records before it."""
     from dbuslib import kafka
@@ -667,6 +733,8 @@ def run(
         raise NoDataError(msg)
     top, field_lists = newest(versions, ((ns, f) for ns, f, _ in heads))
     columns = output_columns(field_lists)
+    if any(c.ums_type == "long" for c in columns):  # signed or not: the source's column types say
+        columns = with_column_types(columns, source_column_types(cfg, ds, schema, table, top))
     missing = [k for k in key if k not in {c.name for c in columns}]
     if missing:
         msg = f"{schema}.{table} version {top}: key column(s) {missing} are not fields of the messages"

@@ -36,10 +36,14 @@ V0 = (
     ColumnSpec("customer", "varchar(40)"),
     ColumnSpec("amount", "decimal(10,2)"),
 )
-V1 = V0 + (ColumnSpec("price", "float"), ColumnSpec("paid_at", "datetime(3)"))
+V1 = V0 + (
+    ColumnSpec("price", "float"),
+    ColumnSpec("paid_at", "datetime(3)"),
+    ColumnSpec("balance", "bigint(20)"),
+)
 DDL = (
     "CREATE TABLE orders (id BIGINT UNSIGNED PRIMARY KEY, customer VARCHAR(40), amount DECIMAL(10,2), "
-    "price FLOAT, paid_at DATETIME(3))"
+    "price FLOAT, paid_at DATETIME(3), balance BIGINT)"
 )
 TS = "2024-01-02 03:04:05.000"
 
@@ -67,7 +71,7 @@ class Writer:
             if op is Op.DELETE:
                 cur.execute("DELETE FROM orders WHERE id = %s", (values[0],))
             else:
-                cur.execute("REPLACE INTO orders VALUES (%s, %s, %s, %s, %s)", values)
+                cur.execute("REPLACE INTO orders VALUES (%s, %s, %s, %s, %s, %s)", values)
 
     def full_pull(self, rows: list[tuple]) -> None:
         """data_initial_data of ``rows`` at the current binlog end: one ums_id_ for all, uids differ."""
@@ -87,6 +91,7 @@ def _row(i: int, rng: random.Random) -> tuple:
         Decimal(rng.randrange(100000)) / 100,
         rng.choice([1.1, 0.5, None]),
         datetime(2024, 1, 2, 3, 4, 5, rng.randrange(1000) * 1000),  # noqa: DTZ001 (a DATETIME value is naive)
+        rng.choice([-(2**63), 2**63 - 1, -1, None]),
     )
 
 
@@ -103,7 +108,7 @@ def test_reconcile_then_verify(spark, cfg, writer_db, new_topic, tmp_path):
     w.messages.append((f"x.{v0}", to_json(build_termination_message(v0, TS))))
     table = {i: _row(i, rng) for i in range(1, 301)}
     with db.cursor() as cur:
-        cur.executemany("INSERT INTO orders VALUES (%s, %s, %s, %s, %s)", list(table.values()))
+        cur.executemany("INSERT INTO orders VALUES (%s, %s, %s, %s, %s, %s)", list(table.values()))
     w.full_pull(list(table.values()))
     # after the pull: updates, deletes, re-inserts, new rows
     for _ in range(200):
@@ -131,14 +136,17 @@ def test_reconcile_then_verify(spark, cfg, writer_db, new_topic, tmp_path):
     assert result.versions == (0, 1)
     assert result.max_ums_id == w.next_id - 2 * 137  # the last change of orders (items came after)
     snap = pq.read_table(out)
-    # UMS long is decimal(20,0) in a snapshot (a BIGINT UNSIGNED reaches 2^64-1: docs/reconcile.md)
+    # a UMS long: int64 for a signed BIGINT, decimal(20,0) for a BIGINT UNSIGNED (up to 2^64-1), by the
+    # source's column types (no DBus stage wrote this topic: no version in the meta store)
     assert snap.schema.field("id").type == pa.decimal128(20, 0)
+    assert snap.schema.field("balance").type == pa.int64()
     assert snap.schema.field("price").type == "double"
     assert snap.schema.field("amount").type == "string"
     got = {r["id"]: r for r in snap.to_pylist()}
     assert set(got) == set(table)
     some = next(iter(table))
     assert Decimal(got[some]["amount"]) == table[some][2]
+    assert {r["balance"] for r in got.values()} == {table[i][5] for i in got}  # 2^63-1 and -2^63 exactly
 
     jdbc = reconcile.run(
         spark, cfg, "demo", name, "orders", "", fmt="jdbc", jdbc_table=f"{name}.snapshot", topic=topic

@@ -123,7 +123,7 @@ def test_a_column_masked_differently_within_a_version_becomes_string():
     ("ums_type", "spark_type"),
     [
         ("int", "int"),
-        ("long", "decimal(20,0)"),  # BIGINT UNSIGNED: up to 2^64-1
+        ("long", "decimal(20,0)"),  # source type not known: maybe a BIGINT UNSIGNED, up to 2^64-1
         ("float", "double"),
         ("double", "double"),
         ("boolean", "boolean"),
