@@ -40,8 +40,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
         RULES = Sidecar.utf8("rules");
     private static final String UMS_KEY = "ums_key";
     /** The per-row formats written here, by the name a description starts with (appender/rowshape.py). */
-    private static final Map<String, PerRowFormat.Parser> PER_ROW = Map.of(
-        DebeziumJson.FORMAT, DebeziumJson::parse);
+    private static final Map<String, PerRowFormat.Parser> PER_ROW = PerRowFormat.FORMATS;
 
     private final String name;
     private final String[] command;

@@ -1,6 +1,7 @@
 package dbus.jvm;
 
 import java.util.List;
+import java.util.Map;
 
 /**
  * A per-row output format written in the JVM in real-time mode ({@link AppendUdf}): the records of one table
@@ -10,6 +11,11 @@ import java.util.List;
  * the format, and {@code AppendUdf} picks the format's {@link Parser} by it.
  */
 abstract class PerRowFormat {
+    /** The per-row formats written in the JVM, by the name a description starts with (appender/rowshape.py). */
+    static final Map<String, Parser> FORMATS = Map.of(
+        DebeziumJson.FORMAT, DebeziumJson::parse, CanalJson.FORMAT, CanalJson::parse,
+        ConfluentAvro.FORMAT, ConfluentAvro::parse);
+
     /** Reads a format's description fields from {@code i} on (after the format name, the range, topic,
      *  ums_key parts, record limit, schema and table). */
     interface Parser {

@@ -11,12 +11,12 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Test driver of {@link DebeziumJson} (tests/unit/test_jvm_rowformats.py), in the sidecar's frames: a request
- * {@code lines, ums_id, ts_ms, file, pos, server_id (or null), gtid (or null), op, lines, description...} or
- * {@code raw, value, description...} (the raw record decoded by {@link RowsDecoder} and its header, as
- * {@code AppendUdf} does) is answered by {@code lines, n, n x (key, value, header count, (name, value)...)}, or
- * {@code lines, null} when the JVM leaves the record to the sidecar. The description is the sidecar's from
- * {@code debezium-json} on (appender/rowshape.py).
+ * Test driver of the {@link PerRowFormat}s (tests/unit/test_jvm_rowformats.py, test_jvm_canal.py), in the
+ * sidecar's frames: a request {@code lines, ums_id, ts_ms, file, pos, server_id (or null), gtid (or null), op,
+ * lines, description...} or {@code raw, value, description...} (the raw record decoded by {@link RowsDecoder}
+ * and its header, as {@code AppendUdf} does) is answered by {@code lines, n, n x (key, value, header count,
+ * (name, value)...)}, or {@code lines, null} when the JVM leaves the record to the sidecar. The description is
+ * the sidecar's from the format's name on (appender/rowshape.py), which picks the format.
  */
 public final class RowFormatMain {
     public static void main(String[] args) throws IOException {
@@ -31,7 +31,7 @@ public final class RowFormatMain {
             byte[] lines;
             if (s(f.get(0)).equals("raw")) {
                 lines = dec.decode(f.get(1));
-                DebeziumJson d = DebeziumJson.parse(f, 2 + 9);
+                PerRowFormat d = PerRowFormat.FORMATS.get(s(f.get(2))).parse(f, 2 + 9);
                 Header h = dec.lastHeader;
                 if (lines != null && h != null) {
                     Object ts = h.values.get("ts"), pos = h.values.get("pos"), sid = h.values.get("server_id"),
@@ -49,7 +49,7 @@ public final class RowFormatMain {
                 }
             } else {
                 lines = f.get(8);
-                DebeziumJson d = DebeziumJson.parse(f, 9 + 9);
+                PerRowFormat d = PerRowFormat.FORMATS.get(s(f.get(9))).parse(f, 9 + 9);
                 recs = d.records(Long.parseLong(s(f.get(1))), Long.parseLong(s(f.get(2))), s(f.get(3)),
                     Long.parseLong(s(f.get(4))), f.get(5) == null ? null : Long.parseLong(s(f.get(5))),
                     f.get(6) == null ? null : s(f.get(6)), s(f.get(7)).charAt(0), lines);
