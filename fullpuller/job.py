@@ -25,6 +25,7 @@ empty payload and headers ``dbus_fullpull`` = ``start``/``end`` and ``dbus_fullp
 from __future__ import annotations
 
 import logging
+import re
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, replace
@@ -53,6 +54,18 @@ from ums.types import ColumnSpec
 
 log = logging.getLogger("dbus.fullpuller")
 PROTOCOL = ProtocolType.DATA_INITIAL_DATA
+SCHEMA_REFUSED = "FULLPULL_SCHEMA_REFUSED"  # the registry refused an avro pull's schema (docs/errors.md)
+
+
+def refusal(text: str) -> str | None:
+    """The registry's refusal of a schema (``ums.formats.SchemaRefused``'s message: the subject and the
+    registry's reason) in the text of an error, a shard's Spark failure whose Python traceback ends with
+    it among them; None when there is none."""
+    found = _REFUSED.findall(text)
+    return found[-1].strip() if found else None
+
+
+_REFUSED = re.compile(r"SchemaRefused: ([^\n]+)")
 
 
 @dataclass
@@ -63,6 +76,7 @@ class Puller:
     cfg: DbusConfig
     ds: str
     _document: str = field(default="", init=False)  # the configuration shipped to shards (_shipped_config)
+    _registry: Any = field(default=None, init=False)  # dbuslib.registry.Registry of avro pulls, made once
     _stamp: int = field(default=-1, init=False)
 
     def __post_init__(self) -> None:
@@ -81,6 +95,8 @@ class Puller:
         self.zk.stop()
         self.zk.close()
         self.meta.dispose()
+        if self._registry is not None:
+            self._registry.close()
 
     # ------------------------------------------------------------------ one request
 
@@ -111,10 +127,12 @@ class Puller:
             return p
         except Exception as e:
             log.exception("%s: full pull %s of %s failed", self.ds, req.seqno, req.name)
-            err = PullRejected("FULLPULL_FAILED", f"request {req.seqno} ({req.name}): {e}", req.seqno)
+            refused = refusal(str(e))  # by a shard, the registry's level changed since _register_schemas
+            code, why = ("FULLPULL_FAILED", str(e)) if refused is None else (SCHEMA_REFUSED, refused)
+            err = PullRejected(code, f"request {req.seqno} ({req.name}): {why}", req.seqno)
             p = p or self.store.get(req.schema, req.table, req.seqno)
             if p is not None:
-                p = replace(p, ErrorCode=err.code, ErrorMsg=str(e)[:2000])
+                p = replace(p, ErrorCode=err.code, ErrorMsg=why[:2000])
                 self._abort_marker(p)
                 self._finish(replace(p, Status=ABORT))
             self.reject(err, req.name)
@@ -259,6 +277,7 @@ class Puller:
     # ------------------------------------------------------------------ pull
 
     def _pull(self, p: Progress) -> Progress:
+        self._register_schemas(p)
         states = self.store.shards(p)
         pending = [i for i in range(p.TotalCount) if states.get(i, ShardState()).state != DONE]
         log.info(
@@ -320,9 +339,32 @@ class Puller:
             self._stamp = stamp
         return self._document
 
-    def _pull_shard(self, p: Progress, index: int) -> None:
+    def _register_schemas(self, p: Progress) -> None:
+        """``avro``: the pull's key and value schemas registered on the driver before any shard runs
+        (fullpuller.perrow.register_schemas), so a schema the registry refuses (its subject's level)
+        aborts the pull at once as ``FULLPULL_SCHEMA_REFUSED`` naming the subject and the registry's
+        reason, instead of failing each shard's Spark job. The shards' own registry clients then get the
+        same ids."""
+        if p.Format != "avro":
+            return
+        from dbuslib.registry import Registry
+        from fullpuller.perrow import RowWriter, register_schemas
+        from ums.formats import SchemaRefused
+
+        if self._registry is None:
+            self._registry = Registry.of(self.cfg)
+        ids = self._registry.schema_ids(self.src.output.compatibility)
+        writer = RowWriter.for_job(self._job(p, 0), self.src.output.options(), self.src.masking, ids)
+        try:
+            register_schemas(writer)
+        except SchemaRefused as e:
+            raise PullRejected(
+                SCHEMA_REFUSED, f"request {p.SeqNo} ({p.Schema}.{p.Table}): {e}", p.SeqNo
+            ) from e
+
+    def _job(self, p: Progress, index: int) -> ShardJob:
         settings = self.src.fullpull
-        job = ShardJob(
+        return ShardJob(
             config=self._shipped_config(),
             ds=self.ds,
             schema=p.Schema,
@@ -345,6 +387,9 @@ class Puller:
             binlog_file=p.BinlogFile,
             ts_ms=int(p.StartSecs * 1000),
         )
+
+    def _pull_shard(self, p: Progress, index: int) -> None:
+        job = self._job(p, index)
         self.store.report_shard(p, index, ShardState(0, PULLING))
         sc = self.session.sparkContext
         sc.setJobDescription(f"full pull {p.SeqNo} {p.Schema}.{p.Table} shard {index + 1}/{p.TotalCount}")

@@ -139,6 +139,22 @@ class RowWriter:
             yield to_batch(records[start:])
 
 
+def register_schemas(writer: RowWriter) -> None:
+    """Register the key and value schemas of an ``avro`` writer's table version under ``<topic>-key`` /
+    ``<topic>-value`` (the subjects its records name), as its first record would: the full puller asks
+    on the driver before any shard runs, so a schema the registry refuses aborts the pull at once with
+    the registry's ``SchemaRefused`` (subject and reason), not as a shard's Spark failure. Another
+    format registers nothing."""
+    from ums.formats.avro import AvroRows, schema_text
+
+    if not isinstance(writer.format, AvroRows):
+        return
+    plan = writer.format.plan(writer.shape)
+    if plan.key_schema is not None:
+        writer.format.schema_ids(f"{writer.topic}-key", schema_text(plan.key_schema))
+    writer.format.schema_ids(f"{writer.topic}-value", schema_text(plan.value_schema))
+
+
 def table_shape(job: Any, masking: Any = None) -> tuple[TableShape, TableMask | None]:
     """The shape of a shard's table at the pull's version (``job``: a ``ShardJob``), its fields masked by
     ``masking`` (the source's rules) as the UMS path masks them, and that mask (None: nothing masked)."""
