@@ -8,9 +8,11 @@ through ``json.dumps``.
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
+import fastavro
 import orjson
 
 from ums.formats import UMS_ID_HEADER, UMS_UID_HEADER, FormatOptions, Record, SchemaIds, avro, canal, debezium
@@ -49,6 +51,8 @@ class DebeziumJsonReference:
 
 
 class AvroRowsReference:
+    """Each record's datum (the Connect values as dicts) written by fastavro with the registered schemas."""
+
     def __init__(self, options: FormatOptions, schema_ids: SchemaIds) -> None:
         self.options = options
         self.schema_ids = schema_ids
@@ -57,22 +61,23 @@ class AvroRowsReference:
         table = connect_table(change.table, self.options)
         image = debezium.image_of(table.columns, [c.to_connect for c in table.columns])
         key_schema, value_schema = avro.avro_schemas(table)
-        key_prefix = None
+        key_prefix = b""
         if key_schema is not None:
-            key_prefix = avro.MAGIC + self.schema_ids(f"{topic}-key", avro.schema_text(key_schema)).to_bytes(
-                4, "big"
-            )
-        value_prefix = avro.MAGIC + self.schema_ids(
-            f"{topic}-value", avro.schema_text(value_schema)
-        ).to_bytes(4, "big")
-        key_encode = None if table.key_schema is None else avro.encoder(table.key_schema)
-        envelope = avro.envelope_encoder(table)(change.at)
+            key_id = self.schema_ids(f"{topic}-key", avro.schema_text(key_schema))
+            key_prefix = avro.MAGIC + key_id.to_bytes(4, "big")
+        value_id = self.schema_ids(f"{topic}-value", avro.schema_text(value_schema))
+        value_prefix = avro.MAGIC + value_id.to_bytes(4, "big")
+
+        def write(schema: Any, datum: Any) -> bytes:
+            out = io.BytesIO()
+            fastavro.schemaless_writer(out, fastavro.parse_schema(schema), datum)
+            return out.getvalue()
+
+        envelope = debezium.envelope_dict(table, change.at)
         out = []
         for event in debezium.events(table, change, image, envelope, debezium.base_headers(change)):
-            key = None
-            if event.key is not None and key_prefix is not None and key_encode is not None:
-                key = key_prefix + key_encode(event.key)
-            value = None if event.value is None else value_prefix + event.value
+            key = None if event.key is None else key_prefix + write(key_schema, event.key)
+            value = None if event.value is None else value_prefix + write(value_schema, event.value)
             out.append(Record(key, value, event.headers))
         return out
 

@@ -39,13 +39,22 @@ from typing import Any
 
 import fastavro
 
-from ums.formats import UMS_VERSION_HEADER, FormatOptions, Record, SchemaIds, SchemaLookup
-from ums.formats.connect import ConnectTable, Schema, avro_fullname, connect_table
+from ums.formats import (
+    UMS_ID_HEADER,
+    UMS_UID_HEADER,
+    UMS_VERSION_HEADER,
+    FormatOptions,
+    Record,
+    SchemaIds,
+    SchemaLookup,
+)
+from ums.formats.connect import ConnectTable, Schema, avro_fullname, connect_table, identity
 from ums.formats.debezium import (
+    NEW_KEY_HEADER,
+    OLD_KEY_HEADER,
     Envelope,
-    base_headers,
     change_from,
-    events,
+    dump_json,
     header,
     image_of,
     options_from,
@@ -176,6 +185,8 @@ def _varint(number: int) -> bytes:
     n = (number << 1) ^ (number >> 63)
     if n < 0x4000:
         return bytes((n,)) if n < 0x80 else bytes(((n & 0x7F) | 0x80, n >> 7))
+    if n < 0x200000:
+        return bytes(((n & 0x7F) | 0x80, (n >> 7 & 0x7F) | 0x80, n >> 14))
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
@@ -217,11 +228,35 @@ _ENCODERS: dict[str, Encode] = {
 _NULL_FIRST, _VALUE_SECOND = b"\x00", b"\x02"  # union branch 0 and 1
 
 
+def _optional_text(v: Any) -> bytes:
+    if v is None:
+        return b"\x00"
+    data = v.encode("utf-8")
+    small = _SMALL.get(len(data))
+    return b"\x02" + (_varint(len(data)) if small is None else small) + data
+
+
+def _optional_number(v: Any) -> bytes:
+    if v is None:
+        return b"\x00"
+    small = _SMALL.get(v)
+    return b"\x02" + (_varint(v) if small is None else small)
+
+
+# optional schemas (union null first) of these types: one call per value
+_OPTIONAL: dict[str, Encode] = {
+    "string": _optional_text,
+    **dict.fromkeys(("int8", "int16", "int32", "int64"), _optional_number),
+}
+
+
 def encoder(schema: Schema) -> Encode:
     """The Avro binary encoder of a Connect schema, for the Avro schema ``avro_schema`` makes of it."""
     inner = _inner_encoder(schema)
     if not schema.get("optional"):
         return inner
+    if schema.get("default") is None and schema["type"] in _OPTIONAL:
+        return _OPTIONAL[schema["type"]]
     if schema.get("default") is not None:  # [T, "null"]
         return lambda v: _VALUE_SECOND if v is None else _NULL_FIRST + inner(v)
     return lambda v: _NULL_FIRST if v is None else _VALUE_SECOND + inner(v)
@@ -248,11 +283,16 @@ def _inner_encoder(schema: Schema) -> Encode:
 @dataclass(frozen=True)
 class _Plan:
     table: ConnectTable
-    image: Callable[[Sequence[JsonValue]], dict[str, Any]]
+    image: Callable[[Sequence[JsonValue]], dict[str, Any]]  # a UMS tuple -> its Connect struct (tests)
     key_schema: Any  # Avro JSON (None: no primary key)
     value_schema: Any
     key_encode: Encode | None
-    envelope: Callable[[Position], Envelope]  # the envelope encoder of a change at a position
+    envelope: EnvelopeEncoder
+    version_header: tuple[str, bytes]
+    values: Callable[[Sequence[JsonValue]], list[Any]]  # a UMS tuple -> its Connect values, in order
+    row: Callable[[list[Any]], bytes]  # Connect values -> the Value record's Avro, as before/after
+    key: Callable[[list[Any]], bytes]  # Connect values -> the Key record's Avro
+    key_columns: tuple[int, ...]
 
 
 def avro_schemas(table: ConnectTable) -> tuple[Any, Any]:
@@ -261,8 +301,50 @@ def avro_schemas(table: ConnectTable) -> tuple[Any, Any]:
     return key, avro_schema(table.envelope_schema)
 
 
+def connect_values(table: ConnectTable) -> Callable[[Sequence[JsonValue]], list[Any]]:
+    """A UMS tuple -> its Connect values (``debezium.image_of``'s, as a list in column order)."""
+    columns = table.columns
+    funcs = tuple((i, c.to_connect) for i, c in enumerate(columns) if c.to_connect is not identity)
+    fallbacks = tuple((i, c.fallback) for i, c in enumerate(columns) if c.fallback is not None)
+    size = len(columns)
+
+    def values_of(values: Sequence[JsonValue]) -> list[Any]:
+        if len(values) != size:
+            msg = f"a row of {len(values)} values for {size} columns"
+            raise ValueError(msg)
+        out = list(values)
+        for i, f in funcs:
+            if (v := out[i]) is not None:
+                out[i] = f(v)
+        for i, fallback in fallbacks:
+            if out[i] is None and values[i] is not None:
+                out[i] = fallback
+        return out
+
+    return values_of
+
+
+def _row_encoder(table: ConnectTable) -> Callable[[list[Any]], bytes]:
+    """Connect values -> the optional Value record (union branch 1, then each field's encoding)."""
+    encoders = tuple(encoder(c.schema) for c in table.columns)
+
+    def row(values: list[Any]) -> bytes:
+        return b"\x02" + b"".join([enc(v) for enc, v in zip(encoders, values, strict=True)])
+
+    return row
+
+
+def _key_encoder(table: ConnectTable) -> Callable[[list[Any]], bytes]:
+    """Connect values -> the Key record (its columns NOT NULL, in key order)."""
+    encoders = tuple((i, encoder({**table.columns[i].schema, "optional": False})) for i in table.key_columns)
+    return lambda values: b"".join([enc(values[i]) for i, enc in encoders])
+
+
 class AvroRows:
-    """The avro encoder (``formatter("avro", options, schema_ids)``)."""
+    """The avro encoder (``formatter("avro", options, schema_ids)``). Per row it converts the values to
+    Connect's (only the columns whose UMS value is not already its Connect value) and writes each field
+    with its column's encoder; the source block's parts and the timestamps are encoded once per binlog
+    event (``envelope_encoder``), the registry ids asked once per (topic, table version)."""
 
     name = "avro"
 
@@ -273,6 +355,7 @@ class AvroRows:
         self._ids: dict[tuple[str, TableShape], tuple[bytes | None, bytes]] = {}
         self._last: tuple[TableShape | None, _Plan | None] = (None, None)
         self._last_ids: tuple[str, TableShape | None, tuple[bytes | None, bytes] | None] = ("", None, None)
+        self._ums_id, self._ums_id_bytes = -1, b""
 
     def plan(self, shape: TableShape) -> _Plan:
         last_shape, last_plan = self._last
@@ -284,7 +367,11 @@ class AvroRows:
             image = image_of(table.columns, [c.to_connect for c in table.columns])
             key, value = avro_schemas(table)
             key_encode = None if table.key_schema is None else encoder(table.key_schema)
-            plan = _Plan(table, image, key, value, key_encode, envelope_encoder(table))
+            version = (UMS_VERSION_HEADER, str(shape.version).encode("ascii"))
+            plan = _Plan(
+                table, image, key, value, key_encode, EnvelopeEncoder(table), version,
+                connect_values(table), _row_encoder(table), _key_encoder(table), table.key_columns,
+            )  # fmt: skip
             self._plans[shape] = plan
         self._last = (shape, plan)
         return plan
@@ -305,53 +392,126 @@ class AvroRows:
         return got
 
     def records(self, topic: str, change: RowChange) -> list[Record]:
-        plan = self.plan(change.table)
-        key_prefix, value_prefix = self._prefixes(topic, change.table, plan)
-        key_encode = plan.key_encode
-        out = []
-        for event in events(plan.table, change, plan.image, plan.envelope(change.at), base_headers(change)):
-            key = (
-                None
-                if event.key is None or key_prefix is None or key_encode is None
-                else key_prefix + key_encode(event.key)
+        """The change's records in order, as ``debezium.events`` orders them."""
+        shape = change.table
+        last_shape, plan = self._last
+        if shape is not last_shape or plan is None:
+            plan = self.plan(shape)
+        key_prefix, value_prefix = self._prefixes(topic, shape, plan)
+        at = change.at
+        upto, tail = plan.envelope.event(at)
+        source = upto + zigzag(at.row) + b"\x00\x00"  # row, then thread and query: null
+        if at.ums_id != self._ums_id:
+            self._ums_id, self._ums_id_bytes = at.ums_id, str(at.ums_id).encode("ascii")
+        headers = (
+            (UMS_ID_HEADER, self._ums_id_bytes),
+            (UMS_UID_HEADER, change.ums_uid.encode("ascii")),
+            plan.version_header,
+        )
+
+        def envelope(op: str, old: bytes, new: bytes) -> bytes:
+            return b"".join((value_prefix, old, new, source, _OPS[op], tail))
+
+        values_of, row, key_columns = plan.values, plan.row, plan.key_columns
+        before = None if change.before is None else values_of(change.before)
+        after = None if change.after is None else values_of(change.after)
+        old = b"\x00" if before is None else row(before)
+        keyed = key_prefix is not None and bool(key_columns)
+        op = change.op
+        if op == "d":
+            key = None if before is None or not keyed else key_prefix + plan.key(before)  # type: ignore[operator]
+            deleted = Record(key, envelope("d", old, b"\x00"), headers)
+            return [deleted, Record(key, None, headers)] if self.options.tombstones else [deleted]
+        new = b"\x00" if after is None else row(after)
+        key = None if after is None or not keyed else key_prefix + plan.key(after)  # type: ignore[operator]
+        if (
+            op == "u"
+            and before is not None
+            and after is not None
+            and key_columns
+            and [before[i] for i in key_columns] != [after[i] for i in key_columns]
+        ):
+            names = plan.table.key_names
+            new_header = (
+                (NEW_KEY_HEADER, dump_json({n: after[i] for n, i in zip(names, key_columns, strict=True)})),
             )
-            value = None if event.value is None else value_prefix + event.value
-            out.append(Record(key, value, event.headers))
-        return out
+            old_header = (
+                (OLD_KEY_HEADER, dump_json({n: before[i] for n, i in zip(names, key_columns, strict=True)})),
+            )
+            old_key = None if not keyed else key_prefix + plan.key(before)  # type: ignore[operator]
+            out = [Record(old_key, envelope("d", old, b"\x00"), headers + new_header)]
+            if self.options.tombstones:
+                out.append(Record(old_key, None, headers + new_header))
+            out.append(Record(key, envelope("c", b"\x00", new), headers + old_header))
+            return out
+        return [Record(key, envelope(op, old, new), headers)]
 
 
-def envelope_encoder(table: ConnectTable) -> Callable[[Position], Envelope]:
-    """The encoder of the envelope of a change at a position: the generic one for before and after; the
-    source block's parts that stay the same through a binlog event (all but ``row``) and the timestamps
-    encoded once per event."""
-    fields = {f["field"]: f for f in table.envelope_schema["fields"]}
-    row_image = encoder(fields["before"])
-    source_fields = fields["source"]["fields"]
-    head = encoder(
-        {**fields["source"], "fields": [f for f in source_fields if f["field"] not in _SOURCE_TAIL]}
-    )
-    cache: dict[str, Any] = {"key": None, "head": b"", "times": b"", "file": None, "file_bytes": b""}
-    ops = {op: _text(op) for op in ("c", "u", "d", "r")}
+class EnvelopeEncoder:
+    """The Envelope record's Avro for one table version. The source block's parts that stay the same
+    through a binlog event (all but ``row``: up to ``pos``) and the timestamps are encoded once per event
+    (``event``); ``encoder(at)`` gives the envelope of a change at ``at`` from its images (dicts of
+    Connect values, or already encoded)."""
 
-    def at_position(at: Position) -> Envelope:
+    def __init__(self, table: ConnectTable) -> None:
+        self.table = table
+        fields = {f["field"]: f for f in table.envelope_schema["fields"]}
+        self.row_image = encoder(fields["before"])
+        source_fields = fields["source"]["fields"]
+        self._head = encoder(
+            {**fields["source"], "fields": [f for f in source_fields if f["field"] not in _SOURCE_TAIL]}
+        )
+        self._key: tuple[Any, ...] | None = None
+        self._file: str | None = None
+        self._pos: int | None = None
+        self._parts = (b"", b"", b"", b"")  # head, file, up to pos, the times and transaction
+
+    def event(self, at: Position) -> tuple[bytes, bytes]:
+        """(the source block up to and with ``pos``, the envelope's fields after ``op``) at ``at``."""
+        head, file_bytes, upto, tail = self._parts
         key = (at.ts_ms, at.snapshot, at.server_id, at.gtid)
-        if key != cache["key"]:
+        if key != self._key:
             ts = at.ts_ms
-            times = b"\x02" + zigzag(ts) + b"\x02" + zigzag(ts * 1000) + b"\x02" + zigzag(ts * 1_000_000)
-            cache["key"], cache["head"], cache["times"] = key, head(source_of(table, at)), times
-        if at.file != cache["file"]:
-            cache["file"], cache["file_bytes"] = at.file, _text(at.file)
-        # the source block: its fields up to gtid, file, pos, row, thread and query (null)
-        source = b"".join((cache["head"], cache["file_bytes"], zigzag(at.pos), zigzag(at.row), b"\x00\x00"))
-        times = cache["times"]
+            # ts_ms, ts_us, ts_ns, then transaction: null
+            tail = (
+                b"\x02"
+                + zigzag(ts)
+                + b"\x02"
+                + zigzag(ts * 1000)
+                + b"\x02"
+                + zigzag(ts * 1_000_000)
+                + b"\x00"
+            )
+            self._key, head, self._pos = key, self._head(source_of(self.table, at)), None
+        if at.file != self._file:
+            self._file, file_bytes, self._pos = at.file, _text(at.file), None
+        if at.pos != self._pos:
+            self._pos, upto = at.pos, head + file_bytes + zigzag(at.pos)
+            self._parts = (head, file_bytes, upto, tail)
+        return upto, tail
 
-        def envelope(op: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> bytes:
-            # transaction: null
-            return b"".join((row_image(old), row_image(new), source, ops[op], times, b"\x00"))
+    def __call__(self, at: Position) -> Envelope:
+        upto, tail = self.event(at)
+        # the source block: its fields up to pos, row, thread and query (null)
+        source = upto + zigzag(at.row) + b"\x00\x00"
+        row_image = self.row_image
+
+        def envelope(op: str, old: Any, new: Any) -> bytes:
+            if type(old) is not bytes:
+                old = row_image(old)
+            if type(new) is not bytes:
+                new = row_image(new)
+            return b"".join((old, new, source, _OPS[op], tail))
 
         return envelope
 
-    return at_position
+
+def envelope_encoder(table: ConnectTable) -> Callable[[Position], Envelope]:
+    """The encoder of the envelope of a change at a position (``EnvelopeEncoder``)."""
+    return EnvelopeEncoder(table)
+
+
+_OPS = {op: _text(op) for op in ("c", "u", "d", "r")}
 
 
 # the source fields from ``file`` on (file, pos, row, thread, query): written per change

@@ -139,6 +139,17 @@ def scaled_text(unscaled: int, scale: int) -> str:
     return f"{sign}{digits[:-scale]}.{digits[-scale:]}"
 
 
+def _decimal_bytes(scale: int) -> Convert:
+    """DECIMAL text -> Connect Decimal's bytes (``unscaled_bytes`` of ``_unscaled``, in one call)."""
+
+    def convert(text: str) -> bytes:
+        whole, _, frac = text.partition(".")
+        n = int(whole + frac) if len(frac) == scale else _unscaled(text, scale)
+        return n.to_bytes(((n if n >= 0 else ~n).bit_length() + 8) // 8, "big", signed=True)
+
+    return convert
+
+
 def _days(text: str) -> int | None:
     try:
         return date.fromisoformat(text).toordinal() - _EPOCH_ORDINAL
@@ -149,6 +160,17 @@ def _days(text: str) -> int | None:
 def _micros(text: str) -> int | None:
     try:
         return (datetime.fromisoformat(text) - _EPOCH) // _US
+    except ValueError:
+        return None
+
+
+_MS = timedelta(milliseconds=1)
+
+
+def _millis(text: str) -> int | None:
+    """DATETIME text -> ms since the epoch (``_micros`` // 1000), None for a zero or invalid one."""
+    try:
+        return (datetime.fromisoformat(text) - _EPOCH) // _MS
     except ValueError:
         return None
 
@@ -349,7 +371,7 @@ def _mapping(column: ColumnSpec, options: FormatOptions) -> _Mapping:
         if mode == "string":
             return "string", None, None, {}, _ident, _ident, "", "0"
         params = {"scale": str(scale), "connect.decimal.precision": str(precision)}
-        return ("bytes", DECIMAL, 1, params, lambda v: unscaled_bytes(_unscaled(v, scale)),
+        return ("bytes", DECIMAL, 1, params, _decimal_bytes(scale),
                 lambda b: scaled_text(int.from_bytes(b, "big", signed=True), scale),
                 "bytes", bytes(1))  # fmt: skip
     if base == "date":
@@ -360,7 +382,7 @@ def _mapping(column: ColumnSpec, options: FormatOptions) -> _Mapping:
         fsp = fsp_for(column.column_type) or 0
         if connect_time or fsp <= 3:
             name = "org.apache.kafka.connect.data.Timestamp" if connect_time else "io.debezium.time.Timestamp"
-            return ("int64", name, 1, {}, lambda v: _ms(_micros(v)),
+            return ("int64", name, 1, {}, _millis,
                     lambda ms: _datetime_text(ms * 1000, fsp), "", 0)  # fmt: skip
         return ("int64", "io.debezium.time.MicroTimestamp", 1, {}, _micros,
                 lambda us: _datetime_text(us, fsp), "", 0)  # fmt: skip
@@ -412,10 +434,6 @@ def _time_ms(text: str) -> int | None:
     refuses others, and Debezium's connect mode fails on them): another TIME is null."""
     ms = (parse_time(text) // _US) // 1000
     return ms if 0 <= ms < 86_400_000 else None
-
-
-def _ms(micros: int | None) -> int | None:
-    return None if micros is None else micros // 1000
 
 
 def _geometry(value: str) -> dict[str, Any]:

@@ -86,7 +86,7 @@ def image_of(columns: Sequence[ConnectColumn], convert: Sequence[Callable[[Any],
     column, None where the UMS value is the Connect value); a NOT NULL column whose value Debezium cannot
     represent (a zero date) takes Debezium's fallback."""
     names = tuple(c.name for c in columns)
-    funcs = tuple(None if f is identity else f for f in convert)
+    funcs = tuple((i, f) for i, f in enumerate(convert) if f is not None and f is not identity)
     fallbacks = tuple((i, c.fallback) for i, c in enumerate(columns) if c.fallback is not None)
     size = len(names)
 
@@ -94,7 +94,10 @@ def image_of(columns: Sequence[ConnectColumn], convert: Sequence[Callable[[Any],
         if len(values) != size:
             msg = f"a row of {len(values)} values for {size} columns"
             raise ValueError(msg)
-        out = [v if v is None or f is None else f(v) for f, v in zip(funcs, values, strict=True)]
+        out = list(values)
+        for i, f in funcs:
+            if (v := out[i]) is not None:
+                out[i] = f(v)
         for i, fallback in fallbacks:
             if out[i] is None and values[i] is not None:
                 out[i] = fallback
@@ -222,15 +225,34 @@ class _Plan:
     key_prefix: bytes
     value_prefix: bytes
     version_header: tuple[str, bytes]
+    key_of: Callable[[dict[str, Any]], bytes | None]  # an image -> its key payload's JSON (None: no key)
+    before: bytes  # the value's start, up to before's image
+    close: bytes  # after the envelope: "}" with the schema, else nothing
 
 
-_OPS = {op: op.encode("ascii") for op in ("c", "u", "d", "r")}
+_OPS = {op: b'"' + op.encode("ascii") + b'"' for op in ("c", "u", "d", "r")}
+_SOURCE_END = b',"thread":null,"query":null},"op":'
+
+
+def _key_changed(names: tuple[str, ...], before: dict[str, Any], after: Any) -> bool:
+    """As the images' key dicts compare (identity first, then ==)."""
+    return [before[k] for k in names] != [after[k] for k in names]
+
+
+def _key_json(key_names: tuple[str, ...]) -> Callable[[dict[str, Any]], bytes | None]:
+    if not key_names:
+        return lambda row: None
+    if len(key_names) == 1:
+        (name,) = key_names
+        return lambda row: orjson.dumps({name: row[name]})
+    return lambda row: orjson.dumps({k: row[k] for k in key_names})
 
 
 class DebeziumJson:
     """The debezium-json encoder (``formatter("debezium-json", options)``). Per row it converts the values
-    and writes the images; the schemas' JSON is written once per table version, the ``source`` block once
-    per binlog event (all but its ``row``)."""
+    (only the columns whose UMS value is not already their JSON value), writes each image with one
+    ``orjson.dumps`` and joins the parts: the schemas' JSON is written once per table version, the
+    ``source`` block and the envelope's tail once per binlog event (all but the source's ``row``)."""
 
     name = "debezium-json"
 
@@ -238,6 +260,8 @@ class DebeziumJson:
         self.options = options
         self._plans: dict[TableShape, _Plan] = {}
         self._last: tuple[TableShape | None, _Plan | None] = (None, None)
+        self._event_at: Position | None = None
+        self._event_plan: _Plan | None = None
         self._event_key: tuple[Any, ...] = ()
         self._event: tuple[bytes, bytes, bytes] = (b"", b"", b"")
 
@@ -253,13 +277,19 @@ class DebeziumJson:
             key_prefix = b'{"schema":' + orjson.dumps(table.key_schema) + b',"payload":'
             value_prefix = b'{"schema":' + orjson.dumps(table.envelope_schema) + b',"payload":'
             version = (UMS_VERSION_HEADER, str(shape.version).encode("ascii"))
-            plan = self._plans[shape] = _Plan(table, image, key_prefix, value_prefix, version)
+            schemas = self.options.schemas
+            before = (value_prefix if schemas else b"") + b'{"before":'
+            key_of, close = _key_json(table.key_names), b"}" if schemas else b""
+            plan = _Plan(table, image, key_prefix, value_prefix, version, key_of, before, close)
+            self._plans[shape] = plan
         self._last = (shape, plan)
         return plan
 
     def _event_parts(self, plan: _Plan, at: Position) -> tuple[bytes, bytes, bytes]:
-        """(the source block's JSON up to ``"row":``, the envelope's tail after ``op``, the ums_id_ header)
-        of the binlog event at ``at``."""
+        """(the source block's JSON up to ``"row":``, the envelope's tail after ``op`` with the value's
+        closing, the ums_id_ header) of the binlog event at ``at``."""
+        if at is self._event_at and plan is self._event_plan:
+            return self._event
         key = (id(plan), at.ums_id, at.ts_ms, at.file, at.pos, at.snapshot, at.server_id, at.gtid)
         if key != self._event_key:
             source = source_of(plan.table, at)
@@ -267,46 +297,58 @@ class DebeziumJson:
                 del source[name]
             head = orjson.dumps(source)[:-1] + b',"row":'
             ts = at.ts_ms
-            tail = b',"ts_ms":%d,"ts_us":%d,"ts_ns":%d,"transaction":null}' % (ts, ts * 1000, ts * 1_000_000)
+            tail = b',"ts_ms":%d,"ts_us":%d,"ts_ns":%d,"transaction":null}%s' % (
+                ts, ts * 1000, ts * 1_000_000, plan.close)  # fmt: skip
             self._event_key, self._event = key, (head, tail, str(at.ums_id).encode("ascii"))
+        self._event_at, self._event_plan = at, plan
         return self._event
 
     def records(self, topic: str, change: RowChange) -> list[Record]:
-        plan = self.plan(change.table)
-        head, tail, ums_id = self._event_parts(plan, change.at)
-        source = b"".join((head, str(change.at.row).encode("ascii"), b',"thread":null,"query":null}'))
-
-        def envelope(op: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> bytes:
-            return b"".join(
-                (
-                    b'{"before":',
-                    b"null" if old is None else orjson.dumps(old),
-                    b',"after":',
-                    b"null" if new is None else orjson.dumps(new),
-                    b',"source":',
-                    source,
-                    b',"op":"',
-                    _OPS[op],
-                    b'"',
-                    tail,
-                )
-            )
-
+        """The change's records in order, as ``events`` orders them (key changes and tombstones)."""
+        shape = change.table
+        last_shape, plan = self._last
+        if shape is not last_shape or plan is None:
+            plan = self.plan(shape)
+        at = change.at
+        head, tail, ums_id = self._event_parts(plan, at)
+        source = b"%s%d%s" % (head, at.row, _SOURCE_END)
         headers = (
             (UMS_ID_HEADER, ums_id),
             (UMS_UID_HEADER, change.ums_uid.encode("ascii")),
             plan.version_header,
         )
-        schemas = self.options.schemas
-        out = []
-        for event in events(plan.table, change, plan.image, envelope, headers):
-            key = None if event.key is None else orjson.dumps(event.key)
-            value = event.value
-            if schemas:
-                key = None if key is None else plan.key_prefix + key + b"}"
-                value = None if value is None else plan.value_prefix + value + b"}"
-            out.append(Record(key, value, event.headers))
-        return out
+        image, key_of, start = plan.image, plan.key_of, plan.before
+        before = None if change.before is None else image(change.before)
+        after = None if change.after is None else image(change.after)
+        old = b"null" if before is None else orjson.dumps(before)
+        op = change.op
+        if op == "d":
+            key = None if before is None else key_of(before)
+            value = b"".join((start, old, b',"after":null,"source":', source, _OPS["d"], tail))
+            record = Record(self._key(plan, key), value, headers)
+            return [record, Record(record.key, None, headers)] if self.options.tombstones else [record]
+        new = b"null" if after is None else orjson.dumps(after)
+        key = None if after is None else key_of(after)
+        names = plan.table.key_names
+        if op == "u" and before is not None and key is not None and _key_changed(names, before, after):
+            old_key = key_of(before) or b"null"  # never None: the table has a key
+            new_header = ((NEW_KEY_HEADER, key),)
+            old_header = ((OLD_KEY_HEADER, old_key),)
+            deleted_key = self._key(plan, old_key)
+            deleted = b"".join((start, old, b',"after":null,"source":', source, _OPS["d"], tail))
+            out = [Record(deleted_key, deleted, headers + new_header)]
+            if self.options.tombstones:
+                out.append(Record(deleted_key, None, headers + new_header))
+            created = b"".join((start, b'null,"after":', new, b',"source":', source, _OPS["c"], tail))
+            out.append(Record(self._key(plan, key), created, headers + old_header))
+            return out
+        value = b"".join((start, old, b',"after":', new, b',"source":', source, _OPS[op], tail))
+        return [Record(self._key(plan, key), value, headers)]
+
+    def _key(self, plan: _Plan, payload: bytes | None) -> bytes | None:
+        if payload is None or not self.options.schemas:
+            return payload
+        return b"%s%s}" % (plan.key_prefix, payload)
 
 
 # --- decoding -----------------------------------------------------------------------------------------
