@@ -52,6 +52,7 @@ Describe = Callable[[TableShape, Any, Where], "list[bytes | None] | None"]
 DESCRIBERS: dict[str, str] = {
     FORMAT: "appender.rowshape:describe_formatter",
     "canal-json": "appender.rowshape_canal:describe",
+    "avro": "appender.rowshape_avro:describe",
 }
 """Per-row format -> ``module:function``, its ``Describe`` (imported when first asked for)."""
 
