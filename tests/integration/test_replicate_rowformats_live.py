@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from every_type import CREATE, MAX_ROW, MIN_ROW, NULL_ROW, ODD_ROW, as_decoded, multi_row_insert
@@ -186,6 +187,11 @@ def test_replicate_and_reconcile_read_every_per_row_format_and_verify_agrees(
             result = reconcile.run(spark, cfg, env.ds, database, table, snapshot)  # one JVM for the three
             print(result)
             assert (result.rows, result.topic, result.versions) == (4, names[table], (1,))
+            longs = pq.read_schema(next(Path(snapshot).glob("*.parquet")))  # UMS longs, by source type
+            assert [str(longs.field(c).type) for c in ("iu", "bi", "biu", "b64")] == [
+                *("int64", "int64"),
+                *("decimal128(20, 0)", "decimal128(20, 0)"),
+            ], table
             args = ("--source", env.ds, "--table", name, "--snapshot", snapshot)
             check = run_dbus(env.cfg_path, "verify", *args)
             print(check.stdout)
