@@ -1,16 +1,18 @@
-"""Real-time mode writes debezium-json in the JVM (docs/realtime.md), on the real stack.
+"""Real-time mode writes debezium-json and canal-json in the JVM (docs/realtime.md), on the real stack.
 
 tests/golden/cdc/every_type.sql (every column type MariaDB has) and a workload of 600 rows (inserts in
 batches, updates, a primary-key change, deletes, a table without a key) are captured by the extractor and
-appended with ``output.format: debezium-json`` twice from the same raw records: in micro-batch mode (the
-Python formatter) and in real-time mode (``dbus.jvm.DebeziumJson`` once the sidecar described each table,
+appended in each format twice from the same raw records: in micro-batch mode (the Python formatter) and in
+real-time mode (``dbus.jvm.DebeziumJson``, ``dbus.jvm.CanalJson`` once the sidecar described each table,
 drained with ``available_now``). Each table's topic holds the same records both ways, byte for byte (key,
 value, headers), they decode to the source's row changes, and the JVM wrote most records
-(``AppendUdf.counts()``: only each table version's first record and the DDL took the sidecar).
+(``AppendUdf.counts()``: only each table version's first record and the DDL took the sidecar). Canal's own
+``FlatMessage`` (tests/integration/canal_reader.py) parses every canal-json record the JVM wrote.
 """
 
 from __future__ import annotations
 
+import canal_reader
 import pytest
 import yaml
 from golden_cdc import cases, read_case
@@ -31,14 +33,14 @@ def env(extractor_env):
     return extractor_env  # conftest.py: an extractor capturing only this test's database
 
 
-def config(env, trigger: str):
+def config(env, trigger: str, fmt: str):
     raw = yaml.safe_load(env.cfg_path.read_text())
     src = raw["sources"][env.ds]
-    src["output"] = {"format": "debezium-json", "topic": "table"}
+    src["output"] = {"format": fmt, "topic": "table"}
     src.setdefault("appender", {})["trigger"] = trigger
     src["topics"]["table"] = "{ds}.{schema}.{table}.jvm" + trigger
     src["topics"]["events"] = "{ds}.{schema}.events.jvm" + trigger
-    path = env.cfg_path.with_name(f"dbus-jvm-{trigger}.yaml")
+    path = env.cfg_path.with_name(f"dbus-jvm-{fmt}-{trigger}.yaml")
     path.write_text(yaml.safe_dump(raw))
     return load_config(path)
 
@@ -67,9 +69,10 @@ def comparable(records) -> tuple[list, list]:
     return keyed, keyless
 
 
-def test_realtime_debezium_json_is_written_in_the_jvm(spark, env, writer_db, tmp_path):
+@pytest.mark.parametrize("fmt", ["debezium-json", "canal-json"])
+def test_realtime_per_row_format_is_written_in_the_jvm(spark, env, writer_db, tmp_path, fmt):
     db, name = writer_db
-    cfg, cfg_jvm = config(env, "microbatch"), config(env, "realtime")
+    cfg, cfg_jvm = config(env, "microbatch", fmt), config(env, "realtime", fmt)
     every_type = [s.sql for path in cases() if path.name == "every_type.sql" for s in read_case(path)]
     tables = ["orders", "nokey", "cdc_types"]
     table_topics = {
@@ -120,13 +123,21 @@ def test_realtime_debezium_json_is_written_in_the_jvm(spark, env, writer_db, tmp
             assert want, table
             assert comparable(got) == comparable(want), table
         orders = read_all(cfg.endpoints.kafka, table_topics["orders"][1], 10_000)
-        changes = [decode("debezium-json", r.key, r.value, tuple(r.headers)) for r in orders]
+        changes = [decode(fmt, r.key, r.value, tuple(r.headers)) for r in orders]
         ops = [c.op for c in changes if c is not None]
         # 600 inserts, 100 updates, the key change's delete and create, 101 deletes (and their tombstones)
         assert (ops.count("c"), ops.count("u"), ops.count("d")) == (ROWS + 1, 100, 1 + 101)
         created = {c.after[0]: c.after for c in changes if c is not None and c.op == "c"}
         assert created[7] == (7, "7.25", "n7", "2026-11-29 10:00:07.007", "2026-01-01", str(2**63 + 7), 7.5)
         assert read_all(cfg.endpoints.kafka, dlq, 1) == []
+        if fmt == "canal-json":  # every record the JVM wrote, as Canal's own class parses it
+            for table, (_, rt_topic) in table_topics.items():
+                parsed = canal_reader.messages(cfg.endpoints.kafka.bootstrap_servers, rt_topic)
+                written = read_all(cfg.endpoints.kafka, rt_topic, 10_000)
+                assert len(parsed) == len(written), table
+                rows = [m for m in parsed if not m.get("tombstone")]
+                assert {(m["database"], m["table"], m["isDdl"]) for m in rows} == {(name, table, False)}
+                assert all(len(m["data"]) == 1 for m in rows), table
     finally:
         kafka.delete_topics(
             env.cfg.endpoints.kafka, [t for pair in table_topics.values() for t in pair] + [dlq]
