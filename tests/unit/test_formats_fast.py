@@ -2,6 +2,7 @@
 (tests/unit/formats_reference.py) write: every golden change and pulled row with every option, a masked
 table, a keyless one, and random values of every column type (hypothesis)."""
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -104,3 +105,15 @@ def test_random_values_equal_the_reference(first, second, op, option, same_key):
                 fast.records(TOPIC, change)
             continue
         assert fast.records(TOPIC, change) == expected, name
+
+
+@pytest.mark.parametrize("bad", [{25: 7}, {1: "x"}, {1: "x", 25: 7}, {25: 7, 30: 8}])
+def test_a_bad_value_is_named_as_the_reference_names_it(bad):
+    change = changes()[0]
+    after = tuple(bad.get(i, v) for i, v in enumerate(change.after))
+    change = replace(change, after=after)
+    fast, reference = _pair("canal-json", FormatOptions())
+    with pytest.raises(ValueError) as expected:
+        reference.records(TOPIC, change)
+    with pytest.raises(type(expected.value), match=re.escape(str(expected.value))):
+        fast.records(TOPIC, change)

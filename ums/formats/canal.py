@@ -39,6 +39,9 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
+from operator import itemgetter
+
+import orjson
 
 from ums.errors import BadValueError
 from ums.formats import UMS_ID_HEADER, UMS_UID_HEADER, UMS_VERSION_HEADER, FormatOptions, Record
@@ -261,6 +264,18 @@ def _compact(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def _dumps(value: object) -> bytes:
+    """``_compact(value)`` in UTF-8, by orjson (the same bytes for strings, ints and None; what it refuses,
+    a lone surrogate or an int beyond 64 bits, goes the ``json`` way and fails or not as it did)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return _compact(value).encode()
+
+
+_STR_OR_NONE = frozenset({str, type(None)})
+
+
 class _Plan:
     """How one table version's rows are written: its codecs and the message's parts that do not change
     from row to row, already in JSON (the appender's hot path writes the rest)."""
@@ -268,16 +283,27 @@ class _Plan:
     def __init__(self, shape: TableShape) -> None:
         self.shape = shape
         self.codecs = tuple(_codec(c, f) for c, f in zip(shape.columns, shape.fields, strict=True))
-        # a str value written as it is: no call (most columns of most tables)
-        self.steps = tuple((c.name, None if c.text is _plain else c.text, c.wider) for c in self.codecs)
-        self.sql_types = {c.name: c.sql_type for c in self.codecs}
-        self.sql_types_json = _compact(self.sql_types)
-        self.middle = (
-            f',"isDdl":false,"mysqlType":{_compact({c.name: c.mysql_type for c in self.codecs})},"old":'
+        self.names = tuple(c.name for c in self.codecs)
+        # a str value written as it is (most columns of most tables): its type checked, no call
+        plain = [i for i, c in enumerate(self.codecs) if c.text is _plain and c.wider is None]
+        self.plain: Callable[[tuple[JsonValue, ...]], tuple[JsonValue, ...]] | None = None
+        if len(plain) == 1:
+            only = plain[0]
+            self.plain = lambda values: (values[only],)
+        elif plain:
+            self.plain = itemgetter(*plain)
+        self.steps = tuple(
+            (i, c.name, None if c.text is _plain else c.text, c.wider)
+            for i, c in enumerate(self.codecs)
+            if i not in plain
         )
-        self.tail = f',"pkNames":{_compact(list(shape.primary_key) or None)},"sql":"","sqlType":'
-        self.database = _compact(shape.schema)
-        self.table = _compact(shape.table)
+        self.sql_types = {c.name: c.sql_type for c in self.codecs}
+        self.sql_types_json = _compact(self.sql_types).encode()
+        mysql_types = _compact({c.name: c.mysql_type for c in self.codecs})
+        self.database = b'],"database":' + _compact(shape.schema).encode() + b',"es":'
+        self.middle = f',"isDdl":false,"mysqlType":{mysql_types},"old":'.encode()
+        self.tail = f',"pkNames":{_compact(list(shape.primary_key) or None)},"sql":"","sqlType":'.encode()
+        self.table = b',"table":' + _compact(shape.table).encode() + b',"ts":'
         self.key_names = tuple((shape.fields[i].name, i) for i in shape.key_indices)
         headers = [(VERSION_HEADER, str(shape.version).encode()), (DS_HEADER, shape.ds.encode())]
         encoded = {f.name: f.type.value for f in shape.fields if f.encoded}
@@ -286,44 +312,77 @@ class _Plan:
         self.headers = tuple(headers)
 
     def row(
-        self, values: tuple[JsonValue, ...], where: str
+        self, values: tuple[JsonValue, ...], where: Callable[[], str]
     ) -> tuple[dict[str, str | None], dict[str, int] | None]:
         """The row's texts by column, and its sqlType when an unsigned value made one wider (else None)."""
-        data: dict[str, str | None] = {}
+        plain = self.plain
+        if len(values) != len(self.names) or (
+            plain is not None and not _STR_OR_NONE.issuperset(map(type, plain(values)))
+        ):
+            return self._checked(values, where)  # raises, naming the first bad field
+        out = list(values)
         wider: dict[str, int] | None = None
-        for (name, text_of, widen), value in zip(self.steps, values, strict=True):
+        for i, name, text_of, widen in self.steps:
+            value = out[i]
             if value is None:
-                data[name] = None
-                continue
-            if text_of is None and widen is None and type(value) is str:
-                data[name] = value
                 continue
             try:
                 text = _plain(value) if text_of is None else text_of(value)
             except (TypeError, ValueError) as err:
-                msg = f"{where}: field {name} ({self.shape.columns[len(data)].column_type}): {err}"
+                msg = f"{where()}: field {name} ({self.shape.columns[i].column_type}): {err}"
                 raise BadValueError(msg) from err
-            data[name] = text
+            out[i] = text
             if widen is not None and int(text) > widen[0]:
                 if wider is None:
                     wider = dict(self.sql_types)
                 wider[name] = widen[1]
+        return dict(zip(self.names, out, strict=True)), wider  # type: ignore[arg-type]
+
+    def _checked(
+        self, values: tuple[JsonValue, ...], where: Callable[[], str]
+    ) -> tuple[dict[str, str | None], dict[str, int] | None]:
+        """``row`` column by column, for a row whose plain columns are not all strings."""
+        data: dict[str, str | None] = {}
+        wider: dict[str, int] | None = None
+        for (name, c), value in zip(zip(self.names, self.codecs, strict=True), values, strict=True):
+            if value is None:
+                data[name] = None
+                continue
+            try:
+                text = c.text(value)
+            except (TypeError, ValueError) as err:
+                msg = f"{where()}: field {name} ({self.shape.columns[len(data)].column_type}): {err}"
+                raise BadValueError(msg) from err
+            data[name] = text
+            if c.wider is not None and int(text) > c.wider[0]:
+                if wider is None:
+                    wider = dict(self.sql_types)
+                wider[name] = c.wider[1]
         return data, wider
 
     def key(self, values: tuple[JsonValue, ...]) -> bytes | None:
-        if not self.key_names:
+        names = self.key_names
+        if not names:
             return None
-        return _compact({name: values[i] for name, i in self.key_names}).encode()
+        if len(names) == 1:
+            ((name, i),) = names
+            value = values[i]
+            if type(value) is int or type(value) is str:
+                return _dumps({name: value})
+        return _compact({name: values[i] for name, i in names}).encode()
 
 
 class CanalJson:
-    """The ``canal-json`` encoder: ``records(topic, change)`` -> Canal flat messages, one row each."""
+    """The ``canal-json`` encoder: ``records(topic, change)`` -> Canal flat messages, one row each. Per row
+    it writes the texts of the columns that are not strings already, the row with one ``orjson.dumps``,
+    and joins it with its table's parts written once per table version."""
 
     name = "canal-json"
 
     def __init__(self, options: FormatOptions) -> None:
         self.options = options
         self._plans: dict[int, _Plan] = {}
+        self._ums_id, self._ums_id_bytes = -1, b""
 
     def _plan(self, shape: TableShape) -> _Plan:
         plan = self._plans.get(id(shape))
@@ -336,24 +395,29 @@ class CanalJson:
     def records(self, topic: str, change: RowChange) -> list[Record]:
         plan = self._plan(change.table)
         at = change.at
+        if at.ums_id != self._ums_id:
+            self._ums_id, self._ums_id_bytes = at.ums_id, str(at.ums_id).encode()
         headers = (
-            (UMS_ID_HEADER, str(at.ums_id).encode()),
+            (UMS_ID_HEADER, self._ums_id_bytes),
             (UMS_UID_HEADER, change.ums_uid.encode()),
             *plan.headers,
         )
         if at.snapshot != "false":
             headers += ((SNAPSHOT_HEADER, at.snapshot.encode()),)
-        where = f"{topic} ums_uid_ {change.ums_uid}"
+
+        def where() -> str:
+            return f"{topic} ums_uid_ {change.ums_uid}"
+
         if change.op in ("c", "r"):
-            return [self._record(plan, change, "INSERT", _image(change.after, where), None, headers, where)]
+            return [self._record(plan, change, b"INSERT", _image(change.after, where), None, headers, where)]
         if change.op == "d":
             return self._delete(plan, change, _image(change.before, where), headers, where)
         after = _image(change.after, where)
         if change.key_changed:
             before = _image(change.before, where)
             deleted = self._delete(plan, change, before, headers, where)
-            return [*deleted, self._record(plan, change, "INSERT", after, None, headers, where)]
-        return [self._record(plan, change, "UPDATE", after, change.before, headers, where)]
+            return [*deleted, self._record(plan, change, b"INSERT", after, None, headers, where)]
+        return [self._record(plan, change, b"UPDATE", after, change.before, headers, where)]
 
     def _delete(
         self,
@@ -361,9 +425,9 @@ class CanalJson:
         change: RowChange,
         before: tuple[JsonValue, ...],
         headers: tuple[tuple[str, bytes], ...],
-        where: str,
+        where: Callable[[], str],
     ) -> list[Record]:
-        deleted = self._record(plan, change, "DELETE", before, None, headers, where)
+        deleted = self._record(plan, change, b"DELETE", before, None, headers, where)
         if not self.options.tombstones or deleted.key is None:
             return [deleted]
         return [deleted, Record(deleted.key, None, headers)]
@@ -372,33 +436,34 @@ class CanalJson:
         self,
         plan: _Plan,
         change: RowChange,
-        kind: str,
+        kind: bytes,
         values: tuple[JsonValue, ...],
         before: tuple[JsonValue, ...] | None,
         headers: tuple[tuple[str, bytes], ...],
-        where: str,
+        where: Callable[[], str],
     ) -> Record:
         data, wider = plan.row(values, where)
-        old = "null"
+        old = b"null"
         if before is not None:
             old_data, _ = plan.row(before, where)
-            old = _compact([{name: text for name, text in old_data.items() if text != data[name]}])
+            old = _dumps([{name: text for name, text in old_data.items() if text != data[name]}])
         at = change.at
-        gtid = _compact(at.gtid) if at.gtid else '""'
-        sql_types = plan.sql_types_json if wider is None else _compact(wider)
+        gtid = _dumps(at.gtid) if at.gtid else b'""'
+        sql_types = plan.sql_types_json if wider is None else _dumps(wider)
         # the keys in fastjson2's order (alphabetical), as Canal's producer writes them
-        text = (
-            f'{{"data":[{_compact(data)}],"database":{plan.database},"es":{at.ts_ms},"gtid":{gtid},'
-            f'"id":{at.ums_id}{plan.middle}{old}{plan.tail}{sql_types},"table":{plan.table},'
-            f'"ts":{at.ts_ms},"type":"{kind}"}}'
-        )
-        value = text.encode()
+        value = b"".join(
+            (
+                b'{"data":[', _dumps(data), plan.database, b"%d" % at.ts_ms, b',"gtid":', gtid,
+                b',"id":%d' % at.ums_id, plan.middle, old, plan.tail, sql_types, plan.table,
+                b'%d,"type":"%s"}' % (at.ts_ms, kind),
+            )
+        )  # fmt: skip
         return Record(plan.key(values), value, headers)
 
 
-def _image(values: tuple[JsonValue, ...] | None, where: str) -> tuple[JsonValue, ...]:
+def _image(values: tuple[JsonValue, ...] | None, where: Callable[[], str]) -> tuple[JsonValue, ...]:
     if values is None:
-        msg = f"{where}: the change lacks the row image its operation needs"
+        msg = f"{where()}: the change lacks the row image its operation needs"
         raise BadValueError(msg)
     return values
 
