@@ -32,13 +32,13 @@ topics with BENCH_E2E_PARTITIONS partitions, checkpoints, ZooKeeper path).
 - ``e2e_masked_rows_per_s``: the same workload through a pipeline whose source masks two columns of every
   table (``status`` sha256 with a salt, ``note`` truncated to 6 characters: docs/masking.md), JSON out.
 - ``e2e_ums_avro_rows_per_s``: the same workload with ``ums.format: avro`` (UMS in Avro), nothing masked.
-- ``e2e_debezium_json_rows_per_s``, ``e2e_avro_rows_per_s``: the same workload with ``output.format``
-  ``debezium-json`` and ``avro`` (per-row records keyed by primary key, Confluent wire format through
-  ``endpoints.registry``: docs/formats.md), printed beside the ``e2e_rows_per_s`` (UMS JSON) of the same
-  run as baseline (the extractor baseline when ``plain`` is not run). A per-row record is one row change.
-  Each variant is its own pipeline (own source, topics, warm-up) on the same database and tables, so the
-  tables land in the same partitions; BENCH_E2E_VARIANTS (``plain,masked,ums_avro,debezium_json,avro``)
-  picks some.
+- ``e2e_debezium_json_rows_per_s``, ``e2e_avro_rows_per_s``, ``e2e_canal_json_rows_per_s``: the same
+  workload with ``output.format`` ``debezium-json``, ``avro`` and ``canal-json`` (per-row records keyed by
+  primary key, Avro in the Confluent wire format through ``endpoints.registry``: docs/formats.md), printed
+  beside the ``e2e_rows_per_s`` (UMS JSON) of the same run as baseline (the extractor baseline when
+  ``plain`` is not run). A per-row record is one row change. Each variant is its own pipeline (own source,
+  topics, warm-up) on the same database and tables, so the tables land in the same partitions;
+  BENCH_E2E_VARIANTS (``plain,masked,ums_avro,debezium_json,avro,canal_json``) picks some.
 - baseline: python-mysql-replication decoding every row + one UMS-shaped JSON per row + kafka-python
   produce, over the same binlog (``bench.extractor.baseline``), in the same run; every rows/s figure is
   printed beside it.
@@ -83,8 +83,10 @@ VARIANTS = {
     "ums_avro": "e2e_ums_avro_rows_per_s",
     "debezium_json": "e2e_debezium_json_rows_per_s",
     "avro": "e2e_avro_rows_per_s",
+    "canal_json": "e2e_canal_json_rows_per_s",
 }
-OUTPUT_FORMATS = {"debezium_json": "debezium-json", "avro": "avro"}  # variants in a per-row output.format
+# variants in a per-row output.format
+OUTPUT_FORMATS = {"debezium_json": "debezium-json", "avro": "avro", "canal_json": "canal-json"}
 CHOSEN = [v for v in os.environ.get("BENCH_E2E_VARIANTS", ",".join(VARIANTS)).split(",") if v]
 MASKING = {"status": {"type": "sha256", "salt": "bench"}, "note": {"type": "truncate", "length": 6}}
 COLUMNS = (
