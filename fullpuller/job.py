@@ -76,7 +76,7 @@ class Puller:
     cfg: DbusConfig
     ds: str
     _document: str = field(default="", init=False)  # the configuration shipped to shards (_shipped_config)
-    _registry: Any = field(default=None, init=False)  # dbuslib.registry.Registry of avro pulls, made once
+    _registry: Any = field(default=None, init=False)  # (endpoints.registry, its Registry) of avro pulls
     _stamp: int = field(default=-1, init=False)
 
     def __post_init__(self) -> None:
@@ -96,7 +96,7 @@ class Puller:
         self.zk.close()
         self.meta.dispose()
         if self._registry is not None:
-            self._registry.close()
+            self._registry[1].close()
 
     # ------------------------------------------------------------------ one request
 
@@ -343,24 +343,28 @@ class Puller:
         """``avro``: the pull's key and value schemas registered on the driver before any shard runs
         (fullpuller.perrow.register_schemas), so a schema the registry refuses (its subject's level)
         aborts the pull at once as ``FULLPULL_SCHEMA_REFUSED`` naming the subject and the registry's
-        reason, instead of failing each shard's Spark job. The shards' own registry clients then get the
-        same ids."""
+        reason, instead of failing each shard's Spark job. It uses the configuration the shards get
+        (``_shipped_config``: the file as it is now), so its schemas, masking and level are theirs, and
+        the shards' own registry clients then get the same ids."""
         if p.Format != "avro":
             return
         from dbuslib.registry import Registry
+        from dbuslib.ship import load_document
         from fullpuller.perrow import RowWriter, register_schemas
         from ums.formats import SchemaRefused
 
-        if self._registry is None:
-            self._registry = Registry.of(self.cfg)
-        ids = self._registry.schema_ids(self.src.output.compatibility)
-        writer = RowWriter.for_job(self._job(p, 0), self.src.output.options(), self.src.masking, ids)
+        job = self._job(p, 0)
+        cfg = load_document(job.config)
+        src = cfg.source(self.ds)
+        endpoint = cfg.endpoints.registry
+        if self._registry is None or endpoint is None or self._registry[0] != endpoint:
+            self._registry = (endpoint, Registry.of(cfg))  # ConfigError without endpoints.registry
+        ids = self._registry[1].schema_ids(src.output.compatibility)
         try:
-            register_schemas(writer)
+            register_schemas(RowWriter.for_job(job, src.output.options(), src.masking, ids))
         except SchemaRefused as e:
-            raise PullRejected(
-                SCHEMA_REFUSED, f"request {p.SeqNo} ({p.Schema}.{p.Table}): {e}", p.SeqNo
-            ) from e
+            msg = f"request {p.SeqNo} ({p.Schema}.{p.Table}): {e}"
+            raise PullRejected(SCHEMA_REFUSED, msg, p.SeqNo) from e
 
     def _job(self, p: Progress, index: int) -> ShardJob:
         settings = self.src.fullpull

@@ -7,7 +7,8 @@ VARCHAR(30)``: BIGINT -> string, which BACKWARD refuses (Avro reads no long as a
 of the table aborts before any shard runs: status ``abort`` with ``FULLPULL_SCHEMA_REFUSED`` naming the
 subject and the registry's reason, in ``dbus fullpull request``'s answer (exit 2), ``dbus fullpull
 status``, the reply on ``<ds>_callback`` and the abort marker on the events topic; no row of it reaches
-the table's topic. The full puller goes on: a pull of another table, requested next, ends.
+the table's topic. With ``output.compatibility: NONE`` written in the configuration file (the service not
+restarted) a new request of the table ends; so does a pull of another table: the full puller goes on.
 """
 
 from __future__ import annotations
@@ -96,6 +97,17 @@ def test_a_refused_avro_schema_aborts_the_pull_with_the_subject_and_the_reason_a
     ]
     assert [m for m, _ in markers] == ["start", "abort"], markers
     assert markers[1][1].startswith(f"{CODE}: ") and subject in markers[1][1]
+
+    # the remedy errors.md gives: relax the level (here output.compatibility, in the file the service
+    # runs with: no restart) and send a new request
+    raw = yaml.safe_load(fp.env.cfg_path.read_text())
+    raw["sources"][fp.ds]["output"]["compatibility"] = "NONE"
+    fp.env.cfg_path.write_text(yaml.safe_dump(raw))
+    third, out = fp.request("refused_avro")
+    assert third is not None and out.returncode == 0, out.stderr
+    done = fp.wait_finished("refused_avro", third)
+    assert (done.Status, done.FinishedRows) == ("ending", 3), done
+    assert len(kafka.read_range(fp.cfg.endpoints.kafka, [topic])) == 6
 
     after, out = fp.request("after_dbz")  # the full puller goes on with the next request
     assert after is not None and out.returncode == 0, out.stderr

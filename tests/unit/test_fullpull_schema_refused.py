@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from dbuslib.config import OutputSettings
+from dbuslib.config import OutputSettings, load_config
+from dbuslib.ship import config_document
 from fullpuller import job
 from fullpuller.perrow import RowWriter, register_schemas
 from fullpuller.progress import PULLING, Progress
@@ -92,13 +93,23 @@ def test_a_json_format_registers_nothing(fmt):
     register_schemas(RowWriter.for_job(shard_job(format=fmt), FormatOptions()))  # no registry: nothing asked
 
 
-def _puller(ids: Ids, fmt: str = "avro") -> job.Puller:
+def _puller(ids: Ids, fmt: str = "avro", compatibility: str = "BACKWARD") -> tuple[job.Puller, list[str]]:
+    """A Puller whose shards would get conf/dbus.yaml (with ``output.compatibility``) and whose registry
+    client gives ``ids``; and the levels it was asked for."""
+    cfg = load_config()
+    demo = cfg.source("demo").model_copy(update={"output": OutputSettings(compatibility=compatibility)})
+    document = config_document(cfg.model_copy(update={"sources": {**cfg.sources, "demo": demo}}))
+    levels: list[str] = []
+
+    def schema_ids(level: str) -> Ids:
+        levels.append(level)
+        return ids
+
     p = job.Puller.__new__(job.Puller)
     p.ds = "demo"
-    p.src = SimpleNamespace(output=OutputSettings(), masking=[])  # type: ignore[assignment]
-    p._registry = SimpleNamespace(schema_ids=lambda level: ids)
-    p._job = lambda progress, index: shard_job(format=fmt)  # type: ignore[method-assign]
-    return p
+    p._registry = (cfg.endpoints.registry, SimpleNamespace(schema_ids=schema_ids))
+    p._job = lambda progress, index: shard_job(format=fmt, config=document)  # type: ignore[method-assign]
+    return p, levels
 
 
 def _progress(fmt: str = "avro") -> Progress:
@@ -108,7 +119,7 @@ def _progress(fmt: str = "avro") -> Progress:
 def test_a_refused_schema_rejects_the_pull_naming_the_subject_and_the_reason():
     ids = Ids(refuse=("demo.shop.orders-value",))
     with pytest.raises(PullRejected) as got:
-        _puller(ids)._register_schemas(_progress())
+        _puller(ids)[0]._register_schemas(_progress())
     assert got.value.code == "FULLPULL_SCHEMA_REFUSED" == job.SCHEMA_REFUSED
     assert got.value.seqno == 7
     assert str(got.value).startswith("request 7 (shop.orders): registry http://r: register a schema under")
@@ -117,11 +128,17 @@ def test_a_refused_schema_rejects_the_pull_naming_the_subject_and_the_reason():
 
 def test_accepted_schemas_let_the_pull_go_on_and_other_formats_ask_no_registry():
     ids = Ids()
-    _puller(ids)._register_schemas(_progress())
+    _puller(ids)[0]._register_schemas(_progress())
     assert len(ids.asked) == 2
     untouched = Ids(refuse=("demo.shop.orders-value",))
-    _puller(untouched, "debezium-json")._register_schemas(_progress("debezium-json"))
+    _puller(untouched, "debezium-json")[0]._register_schemas(_progress("debezium-json"))
     assert untouched.asked == []
+
+
+def test_the_level_is_the_one_the_shards_get_from_the_configuration_file_as_it_is_now():
+    puller, levels = _puller(Ids(), compatibility="NONE")  # relaxed in the file after the service started
+    puller._register_schemas(_progress())
+    assert levels == ["NONE"]
 
 
 def test_a_refusal_in_a_shards_spark_failure_is_found_by_its_last_line():
