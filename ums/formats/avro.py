@@ -48,18 +48,17 @@ from ums.formats import (
     SchemaIds,
     SchemaLookup,
 )
-from ums.formats.connect import ConnectTable, Schema, avro_fullname, connect_table, identity
+from ums.formats.connect import ConnectTable, Schema, avro_fullname, connect_table, table_from
 from ums.formats.debezium import (
     NEW_KEY_HEADER,
     OLD_KEY_HEADER,
     Envelope,
     change_from,
+    connect_values,
     dump_json,
     header,
     image_of,
-    options_from,
     position_from,
-    shape_from,
     source_of,
 )
 from ums.rowchange import Position, RowChange, TableShape
@@ -301,29 +300,6 @@ def avro_schemas(table: ConnectTable) -> tuple[Any, Any]:
     return key, avro_schema(table.envelope_schema)
 
 
-def connect_values(table: ConnectTable) -> Callable[[Sequence[JsonValue]], list[Any]]:
-    """A UMS tuple -> its Connect values (``debezium.image_of``'s, as a list in column order)."""
-    columns = table.columns
-    funcs = tuple((i, c.to_connect) for i, c in enumerate(columns) if c.to_connect is not identity)
-    fallbacks = tuple((i, c.fallback) for i, c in enumerate(columns) if c.fallback is not None)
-    size = len(columns)
-
-    def values_of(values: Sequence[JsonValue]) -> list[Any]:
-        if len(values) != size:
-            msg = f"a row of {len(values)} values for {size} columns"
-            raise ValueError(msg)
-        out = list(values)
-        for i, f in funcs:
-            if (v := out[i]) is not None:
-                out[i] = f(v)
-        for i, fallback in fallbacks:
-            if out[i] is None and values[i] is not None:
-                out[i] = fallback
-        return out
-
-    return values_of
-
-
 def _row_encoder(table: ConnectTable) -> Callable[[list[Any]], bytes]:
     """Connect values -> the optional Value record (union branch 1, then each field's encoding)."""
     encoders = tuple(encoder(c.schema) for c in table.columns)
@@ -364,13 +340,15 @@ class AvroRows:
         plan = self._plans.get(shape)
         if plan is None:
             table = connect_table(shape, self.options)
-            image = image_of(table.columns, [c.to_connect for c in table.columns])
+            to_connect = [c.to_connect for c in table.columns]
+            image = image_of(table.columns, to_connect)
             key, value = avro_schemas(table)
             key_encode = None if table.key_schema is None else encoder(table.key_schema)
             version = (UMS_VERSION_HEADER, str(shape.version).encode("ascii"))
             plan = _Plan(
                 table, image, key, value, key_encode, EnvelopeEncoder(table), version,
-                connect_values(table), _row_encoder(table), _key_encoder(table), table.key_columns,
+                connect_values(table.columns, to_connect), _row_encoder(table), _key_encoder(table),
+                table.key_columns,
             )  # fmt: skip
             self._plans[shape] = plan
         self._last = (shape, plan)
@@ -602,15 +580,7 @@ class _Decoder:
             key_fields = None
             if key_text:
                 key_fields = [connect_field(f) for f in self._schema(key_text)[0]["fields"]]
-            _, table = shape_from(
-                value_fields,
-                key_fields,
-                source["name"],
-                source["db"],
-                source.get("table") or "",
-                version,
-                options_from(value_fields),
-            )
+            table = table_from(value_fields, key_fields, source, version)
             backs = [(c.name, c.from_connect) for c in table.columns]
             reader = self._readers[(key_text, value_text, version)] = (table, backs)
         table, backs = reader

@@ -19,6 +19,7 @@ a zero date ``"0000-00-00"`` -> null (Debezium's behaviour; the epoch for a NOT 
 from __future__ import annotations
 
 import base64
+import binascii
 import re
 import struct
 from collections.abc import Callable
@@ -146,6 +147,18 @@ def _decimal_bytes(scale: int) -> Convert:
         whole, _, frac = text.partition(".")
         n = int(whole + frac) if len(frac) == scale else _unscaled(text, scale)
         return n.to_bytes(((n if n >= 0 else ~n).bit_length() + 8) // 8, "big", signed=True)
+
+    return convert
+
+
+def decimal_base64(scale: int) -> Convert:
+    """DECIMAL text -> its Connect Decimal bytes in Base64, as JsonConverter writes them (one call)."""
+
+    def convert(text: str) -> str:
+        whole, _, frac = text.partition(".")
+        n = int(whole + frac) if len(frac) == scale else _unscaled(text, scale)
+        raw = n.to_bytes(((n if n >= 0 else ~n).bit_length() + 8) // 8, "big", signed=True)
+        return binascii.b2a_base64(raw, newline=False).decode("ascii")
 
     return convert
 
@@ -625,3 +638,76 @@ def _inferred(field: Schema) -> str:
     if name == "io.debezium.data.Bits":
         return f"bit({params.get('length', '64')})"
     return _INFERRED.get((field["type"], name), _INFERRED.get((field["type"], None), "longtext"))
+
+
+def shape_from(
+    value_fields: list[Schema],
+    key_fields: list[Schema] | None,
+    ds: str,
+    schema: str,
+    table: str,
+    version: int,
+    options: FormatOptions,
+) -> tuple[TableShape, ConnectTable]:
+    """The TableShape a Connect value struct (and key struct) describe."""
+    specs = [column_from_schema(f) for f in value_fields]
+    by_connect = {f["field"]: spec[1].name for f, spec in zip(value_fields, specs, strict=True)}
+    primary_key = tuple(str(by_connect.get(f["field"], f["field"])) for f in key_fields or [])
+    shape = TableShape(
+        ds,
+        schema,
+        table,
+        version,
+        tuple(s[0] for s in specs),
+        tuple(s[1] for s in specs),
+        primary_key,
+    )
+    return shape, connect_table(shape, options)
+
+
+def options_from(value_fields: list[Schema]) -> FormatOptions:
+    """The value options a schema was written with, as far as decoding needs them."""
+    decimal: Any = "precise"
+    bigint: Any = "long"
+    binary: Any = "bytes"
+    time: Any = "adaptive_time_microseconds"
+    for field in value_fields:
+        params = field.get("parameters") or {}
+        column_type = params.get(DBUS_TYPE, "").lower()
+        kind, name = field["type"], field.get("name")
+        if column_type.startswith(("decimal", "numeric")) and kind != "bytes":
+            decimal = "double" if kind == "double" else "string"
+        if column_type.startswith("bigint") and "unsigned" in column_type and name:
+            bigint = "precise"
+        if (
+            name
+            and name.startswith("org.apache.kafka.connect.data.")
+            and name != "org.apache.kafka.connect.data.Decimal"
+        ):
+            time = "connect"
+        if DBUS_BINARY in params:
+            binary = params[DBUS_BINARY]
+    return FormatOptions(
+        decimal_handling_mode=decimal,
+        bigint_unsigned_handling_mode=bigint,
+        binary_handling_mode=binary,
+        time_precision_mode=time,
+    )
+
+
+def table_from(
+    value_fields: list[Schema], key_fields: list[Schema] | None, source: dict[str, Any], version: int
+) -> ConnectTable:
+    """The table a record's Connect value struct (and key struct) describe, named by its envelope's
+    ``source`` block (``name``, ``db``, ``table``), with the value options it was written with: what the
+    debezium-json and avro decoders read a record's values back with."""
+    _, table = shape_from(
+        value_fields,
+        key_fields,
+        source["name"],
+        source["db"],
+        source.get("table") or "",
+        version,
+        options_from(value_fields),
+    )
+    return table

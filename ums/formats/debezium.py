@@ -39,16 +39,17 @@ from ums.formats import (
     Record,
 )
 from ums.formats.connect import (
-    DBUS_BINARY,
+    DECIMAL,
     ConnectColumn,
     ConnectTable,
-    Schema,
-    column_from_schema,
     connect_table,
+    decimal_base64,
     identity,
+    table_from,
 )
 from ums.rowchange import Position, RowChange, Snapshot, TableShape
 from ums.scalars import JsonValue
+from ums.types import UmsType
 
 OLD_KEY_HEADER, NEW_KEY_HEADER = "__debezium.oldkey", "__debezium.newkey"
 FILE_NUMBER_SCALE = 10**13  # ums_id = binlog file number * 10^13 + pos (ums.ids)
@@ -81,16 +82,18 @@ def dump_json(value: Any) -> bytes:
     return orjson.dumps(value, default=_json_bytes)
 
 
-def image_of(columns: Sequence[ConnectColumn], convert: Sequence[Callable[[Any], Any] | None]) -> Image:
-    """A converter of a UMS tuple to the Connect struct of ``columns`` (``convert``: one converter per
-    column, None where the UMS value is the Connect value); a NOT NULL column whose value Debezium cannot
-    represent (a zero date) takes Debezium's fallback."""
-    names = tuple(c.name for c in columns)
-    funcs = tuple((i, f) for i, f in enumerate(convert) if f is not None and f is not identity)
-    fallbacks = tuple((i, c.fallback) for i, c in enumerate(columns) if c.fallback is not None)
-    size = len(names)
+def connect_values(
+    columns: Sequence[ConnectColumn], convert: Sequence[Callable[[Any], Any] | None]
+) -> Callable[[Sequence[JsonValue]], list[Any]]:
+    """``image_of``'s values as a list in column order. Only the columns with a converter are visited;
+    a fallback can only be needed where a converter gave None (a zero date), so it is checked there."""
+    converted = [(i, f, c.fallback) for i, (f, c) in enumerate(zip(convert, columns, strict=True))
+                 if f is not None and f is not identity]  # fmt: skip
+    funcs = tuple((i, f) for i, f, fallback in converted if fallback is None)
+    guarded = tuple((i, f, fallback) for i, f, fallback in converted if fallback is not None)
+    size = len(columns)
 
-    def image(values: Sequence[JsonValue]) -> dict[str, Any]:
+    def values_of(values: Sequence[JsonValue]) -> list[Any]:
         if len(values) != size:
             msg = f"a row of {len(values)} values for {size} columns"
             raise ValueError(msg)
@@ -98,10 +101,23 @@ def image_of(columns: Sequence[ConnectColumn], convert: Sequence[Callable[[Any],
         for i, f in funcs:
             if (v := out[i]) is not None:
                 out[i] = f(v)
-        for i, fallback in fallbacks:
-            if out[i] is None and values[i] is not None:
-                out[i] = fallback
-        return dict(zip(names, out, strict=True))
+        for i, f, fallback in guarded:
+            if (v := out[i]) is not None:
+                out[i] = fallback if (got := f(v)) is None else got
+        return out
+
+    return values_of
+
+
+def image_of(columns: Sequence[ConnectColumn], convert: Sequence[Callable[[Any], Any] | None]) -> Image:
+    """A converter of a UMS tuple to the Connect struct of ``columns`` (``convert``: one converter per
+    column, None where the UMS value is the Connect value); a NOT NULL column whose value Debezium cannot
+    represent (a zero date) takes Debezium's fallback."""
+    names = tuple(c.name for c in columns)
+    convert_values = connect_values(columns, convert)
+
+    def image(values: Sequence[JsonValue]) -> dict[str, Any]:
+        return dict(zip(names, convert_values(values), strict=True))
 
     return image
 
@@ -189,6 +205,8 @@ def _json_converter(column: ConnectColumn) -> Callable[[Any], Any]:
     if column.binary == "bytes":
         if column.schema.get("name") is None:  # plain bytes: the UMS Base64 text is already the JSON value
             return identity
+        if column.schema.get("name") == DECIMAL and column.field.type is UmsType.DECIMAL:
+            return decimal_base64(int(column.schema["parameters"]["scale"]))
 
         def b64(value: Any) -> Any:
             got = to(value)
@@ -362,61 +380,6 @@ class Reading:
     shape: TableShape
 
 
-def shape_from(
-    value_fields: list[Schema],
-    key_fields: list[Schema] | None,
-    ds: str,
-    schema: str,
-    table: str,
-    version: int,
-    options: FormatOptions,
-) -> tuple[TableShape, ConnectTable]:
-    """The TableShape a Connect value struct (and key struct) describe."""
-    specs = [column_from_schema(f) for f in value_fields]
-    by_connect = {f["field"]: spec[1].name for f, spec in zip(value_fields, specs, strict=True)}
-    primary_key = tuple(str(by_connect.get(f["field"], f["field"])) for f in key_fields or [])
-    shape = TableShape(
-        ds,
-        schema,
-        table,
-        version,
-        tuple(s[0] for s in specs),
-        tuple(s[1] for s in specs),
-        primary_key,
-    )
-    return shape, connect_table(shape, options)
-
-
-def options_from(value_fields: list[Schema]) -> FormatOptions:
-    """The value options a schema was written with, as far as decoding needs them."""
-    decimal: Any = "precise"
-    bigint: Any = "long"
-    binary: Any = "bytes"
-    time: Any = "adaptive_time_microseconds"
-    for field in value_fields:
-        params = field.get("parameters") or {}
-        column_type = params.get("__dbus.column.type", "").lower()
-        kind, name = field["type"], field.get("name")
-        if column_type.startswith(("decimal", "numeric")) and kind != "bytes":
-            decimal = "double" if kind == "double" else "string"
-        if column_type.startswith("bigint") and "unsigned" in column_type and name:
-            bigint = "precise"
-        if (
-            name
-            and name.startswith("org.apache.kafka.connect.data.")
-            and name != "org.apache.kafka.connect.data.Decimal"
-        ):
-            time = "connect"
-        if DBUS_BINARY in params:
-            binary = params[DBUS_BINARY]
-    return FormatOptions(
-        decimal_handling_mode=decimal,
-        bigint_unsigned_handling_mode=bigint,
-        binary_handling_mode=binary,
-        time_precision_mode=time,
-    )
-
-
 def header(headers: Sequence[tuple[str, bytes]], name: str) -> str | None:
     for key, value in headers:
         if key == name:
@@ -513,15 +476,7 @@ class _Decoder:
             key_doc = orjson.loads(key)
             if isinstance(key_doc, dict) and "schema" in key_doc and key_doc["schema"]:
                 key_fields = key_doc["schema"]["fields"]
-        _, table = shape_from(
-            value_fields,
-            key_fields,
-            source["name"],
-            source["db"],
-            source.get("table") or "",
-            version,
-            options_from(value_fields),
-        )
+        table = table_from(value_fields, key_fields, source, version)
         return table, [(c.name, _json_back(c)) for c in table.columns]
 
 
