@@ -7,7 +7,8 @@ every format shares (appender/rowshape.py), it is::
 
     ums_version, tombstones (0/1), key prefix (null: no primary key), value prefix,
     source head (version, connector, name), source middle (snapshot, db, sequence), source tail (table),
-    column count, count x (kind, optional 0/1, fallback Avro bytes or null), key columns ("0,2")
+    column count, count x (kind, optional 0/1, fallback Avro bytes or null), key columns ("0,2"),
+    the key columns' field names as JSON strings (a key change's ``__debezium.oldkey``/``newkey`` headers)
 
 The source parts are the Avro bytes of the ``source`` record's constant fields between the ones the JVM
 writes per record (ts_ms; ts_us and ts_ns; then server_id, gtid, file, pos, row, thread, query). A
@@ -27,6 +28,8 @@ sidecar, as does anything the JVM cannot convert with certainty, record by recor
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 from appender.rowshape import Where
 from dbuslib.errors import DbusError
@@ -125,4 +128,5 @@ def describe(shape: TableShape, rows: AvroRows, where: Where) -> list[bytes | No
         fallback = None if column.fallback is None else encoder(column.schema)(column.fallback)
         fields += [kind, "1" if optional else "0", fallback]
     fields.append(",".join(str(i) for i in table.key_columns))
+    fields += [orjson.dumps(name) for name in table.key_names]
     return [f if f is None or isinstance(f, bytes) else str(f).encode() for f in fields]

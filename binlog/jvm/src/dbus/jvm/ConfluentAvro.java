@@ -24,8 +24,8 @@ import java.util.regex.Pattern;
  * two's complement bytes, dates and times as their logical types' numbers). No registry here: the sidecar
  * registered the schemas when it wrote the version's first record, and its description (appender/rowshape_avro.py)
  * carries the two ids' prefixes, the source block's constant parts and an Avro kind per column. A value this class
- * cannot convert with certainty, and an update that changes the primary key (its headers carry the keys in JSON),
- * make {@link #records} answer null: the record then goes to the sidecar, which writes it (or its dead letter).
+ * cannot convert with certainty makes {@link #records} answer null: the record then goes to the sidecar, which
+ * writes it (or its dead letter).
  */
 final class ConfluentAvro extends PerRowFormat {
     static final String FORMAT = "avro";
@@ -49,10 +49,11 @@ final class ConfluentAvro extends PerRowFormat {
     byte[][] fallbacks;
     boolean[] optional;
     int[] kinds, params, keys;
+    byte[][] keyNames;          // the key columns' field names as JSON strings (a key change's headers)
 
     /** The description fields from {@code i} on (appender/rowshape_avro.py, after the record limit, schema and
      *  table): ums_version, tombstones, key prefix (null: no primary key), value prefix, source head, middle and
-     *  tail, column count, per column (kind, optional 0/1, fallback or null), key columns. */
+     *  tail, column count, per column (kind, optional 0/1, fallback or null), key columns, their names in JSON. */
     static ConfluentAvro parse(List<byte[]> a, int i) {
         ConfluentAvro d = new ConfluentAvro();
         d.version = a.get(i++);
@@ -97,8 +98,10 @@ final class ConfluentAvro extends PerRowFormat {
                 default: throw new IllegalArgumentException("avro: unknown column kind " + kind);
             }
         }
-        String k = Sidecar.string(a.get(i));
+        String k = Sidecar.string(a.get(i++));
         d.keys = k.isEmpty() ? new int[0] : Arrays.stream(k.split(",")).mapToInt(Integer::parseInt).toArray();
+        d.keyNames = new byte[d.keys.length][];
+        for (int j = 0; j < d.keys.length; j++) d.keyNames[j] = a.get(i++);
         for (int key : d.keys) d.floatKey |= d.kinds[key] == FLOAT || d.kinds[key] == DOUBLE;
         return d;
     }
@@ -163,8 +166,19 @@ final class ConfluentAvro extends PerRowFormat {
             } else {
                 byte[] oldKey = key(before, w), newKey = key(after, w);
                 if (oldKey == NONE || newKey == NONE) return null;
-                if (!Arrays.equals(oldKey, newKey)) return null; // a key change: its headers are the sidecar's
-                out.add(new DebeziumJson.Rec(newKey, envelope(OP_U, before, after, source, t, tail, w), headers));
+                if (Arrays.equals(oldKey, newKey)) {
+                    out.add(new DebeziumJson.Rec(newKey, envelope(OP_U, before, after, source, t, tail, w), headers));
+                    continue;
+                }
+                // a key change: a delete of the old key (and its tombstone), a create of the new one, each with
+                // the other key in JSON (debezium.events)
+                byte[] oldJson = keyJson(before, w), newJson = keyJson(after, w);
+                if (oldJson == null || newJson == null) return null;
+                List<Object[]> newH = with(headers, DebeziumJson.NEW_KEY, newJson),
+                    oldH = with(headers, DebeziumJson.OLD_KEY, oldJson);
+                out.add(new DebeziumJson.Rec(oldKey, envelope(OP_D, before, null, source, t, tail, w), newH));
+                if (tombstones) out.add(new DebeziumJson.Rec(oldKey, null, newH));
+                out.add(new DebeziumJson.Rec(newKey, envelope(OP_C, null, after, source, t, tail, w), oldH));
             }
         }
         return out;
@@ -182,6 +196,63 @@ final class ConfluentAvro extends PerRowFormat {
             w.put(v);
         }
         return w.toBytes();
+    }
+
+    private static List<Object[]> with(List<Object[]> headers, String name, byte[] value) {
+        List<Object[]> out = new ArrayList<>(headers);
+        out.add(new Object[] {name, value});
+        return out;
+    }
+
+    /** The key's Connect values in JSON as debezium.dump_json writes them ({@code {"id":1}}: bytes in Base64),
+     *  read back from their Avro bytes; null when not certain. */
+    private byte[] keyJson(byte[][] image, Out w) {
+        w.reset();
+        w.put('{');
+        for (int j = 0; j < keys.length; j++) {
+            if (j > 0) w.put(',');
+            w.put(keyNames[j]);
+            w.put(':');
+            byte[] v = image[keys[j]];
+            switch (kinds[keys[j]]) {
+                case BOOL: w.ascii(v[0] == 0 ? "false" : "true"); break;
+                case INT: case LONG: case ULONG: case DATE: case DT_MS: case DT_US: case TIME_US: case TIME_MS:
+                    w.num(unzigzag(v)); break;
+                case UDEC: case DEC: case BYTES: case BITS: {
+                    w.put('"');
+                    w.put(Base64.getEncoder().encode(Arrays.copyOfRange(v, unzigzagSize(v), v.length)));
+                    w.put('"');
+                    break;
+                }
+                case TS: case STR: case BIN_HEX: case BIN_B64: case BIN_B64URL: {
+                    int from = unzigzagSize(v);
+                    if (!w.utf8String(v, from, v.length - from)) return null;
+                    break;
+                }
+                default: return null; // floats: declined before
+            }
+        }
+        w.put('}');
+        return w.toBytes();
+    }
+
+    /** The long an Avro varint at the start of v holds. */
+    private static long unzigzag(byte[] v) {
+        long n = 0;
+        int shift = 0;
+        for (byte x : v) {
+            n |= (long) (x & 0x7F) << shift;
+            if ((x & 0x80) == 0) break;
+            shift += 7;
+        }
+        return (n >>> 1) ^ -(n & 1);
+    }
+
+    /** How many bytes the varint at the start of v takes (a length prefix). */
+    private static int unzigzagSize(byte[] v) {
+        int k = 0;
+        while ((v[k] & 0x80) != 0) k++;
+        return k + 1;
     }
 
     private byte[] envelope(byte[] op, byte[][] old, byte[][] now, byte[] source, int row, byte[] tail, Out w) {
