@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.List;
+import java.util.regex.Pattern;
 
 /**
  * debezium-json records of one table version's rows events, from the decoder's lines: what
@@ -27,6 +28,9 @@ final class DebeziumJson extends PerRowFormat {
     static final String UMS_ID = "ums_id_", UMS_UID = "ums_uid_", UMS_VERSION = "ums_version",
         OLD_KEY = "__debezium.oldkey", NEW_KEY = "__debezium.newkey";
     private static final long EPOCH_DAY_US = 86_400_000_000L;
+    /** Compiled once: String.matches compiled its pattern on every value (a tenth of the appender's time). */
+    private static final Pattern FLOAT_TEXT = Pattern.compile("-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]{2,3})?"),
+        TIME_TEXT = Pattern.compile("-?[0-9]{2,9}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,6})?");
     /** A converter's answer "Python's None" (a zero date): the column's NOT NULL fallback, or null. */
     private static final byte[] NONE = new byte[0];
 
@@ -38,6 +42,8 @@ final class DebeziumJson extends PerRowFormat {
     byte[] keyPrefix, valuePrefix, srcHead, srcMiddle, srcTail;
     byte[][] names, fallbacks;
     int[] kinds, params, keys;
+    /** The record being written; one table version's records are written by one thread at a time (its partition's). */
+    private final Out out = new Out();
 
     /** One output record: key (null: no primary key), value (null: a tombstone), headers as name, value pairs. */
     static final class Rec {
@@ -110,7 +116,8 @@ final class DebeziumJson extends PerRowFormat {
         int[] bounds = UmsText.lineBounds(lines);
         int images = bounds.length / 2;
         if (images >= UmsText.ROW_LIMIT || (op == 'u' && images % 2 != 0)) return null;
-        Out w = new Out();
+        Out w = out; // reused: not a new 64 KiB buffer per rows event
+        w.reset();
         // the source block up to "row": and the envelope's tail, once per event
         w.put(SOURCE);
         w.put(srcHead); w.num(tsMs); w.put(srcMiddle); w.num(tsMs * 1000); w.put(TS_NS); w.num(tsMs * 1_000_000);
@@ -127,7 +134,7 @@ final class DebeziumJson extends PerRowFormat {
         w.ascii(",\"ts_ns\":"); w.num(tsMs * 1_000_000); w.ascii(",\"transaction\":null}");
         byte[] tail = w.toBytes();
         byte[] id = bytes(Long.toString(umsId));
-        List<Rec> out = new ArrayList<>();
+        List<Rec> recs = new ArrayList<>(op == 'u' ? images / 2 : images);
         int n = names.length;
         byte[][] before = new byte[n][], after = new byte[n][];
         for (int t = 0; t < images; t++) {
@@ -142,26 +149,26 @@ final class DebeziumJson extends PerRowFormat {
                 new Object[] {UMS_VERSION, version});
             byte[] row = bytes(Integer.toString(t));
             if (op == 'i') {
-                out.add(new Rec(key(after, w), envelope('c', null, after, source, row, tail, w), headers));
+                recs.add(new Rec(key(after, w), envelope('c', null, after, source, row, tail, w), headers));
             } else if (op == 'd') {
                 byte[] key = key(after, w);
-                out.add(new Rec(key, envelope('d', after, null, source, row, tail, w), headers));
-                if (tombstones) out.add(new Rec(key, null, headers));
+                recs.add(new Rec(key, envelope('d', after, null, source, row, tail, w), headers));
+                if (tombstones) recs.add(new Rec(key, null, headers));
             } else {
                 byte[] oldKey = keyPayload(before, w), newKey = keyPayload(after, w);
                 if (oldKey != null && !Arrays.equals(oldKey, newKey)) {
                     if (floatKey) return null; // Python compares the floats (-0.0 == 0.0), not their text
                     List<Object[]> newH = with(headers, NEW_KEY, newKey), oldH = with(headers, OLD_KEY, oldKey);
                     byte[] ok = wrapKey(oldKey, w), nk = wrapKey(newKey, w);
-                    out.add(new Rec(ok, envelope('d', before, null, source, row, tail, w), newH));
-                    if (tombstones) out.add(new Rec(ok, null, newH));
-                    out.add(new Rec(nk, envelope('c', null, after, source, row, tail, w), oldH));
+                    recs.add(new Rec(ok, envelope('d', before, null, source, row, tail, w), newH));
+                    if (tombstones) recs.add(new Rec(ok, null, newH));
+                    recs.add(new Rec(nk, envelope('c', null, after, source, row, tail, w), oldH));
                 } else {
-                    out.add(new Rec(wrapKey(newKey, w), envelope('u', before, after, source, row, tail, w), headers));
+                    recs.add(new Rec(wrapKey(newKey, w), envelope('u', before, after, source, row, tail, w), headers));
                 }
             }
         }
-        return out;
+        return recs;
     }
 
     private static List<Object[]> with(List<Object[]> headers, String name, byte[] value) {
@@ -263,9 +270,8 @@ final class DebeziumJson extends PerRowFormat {
                 }
                 case LONG: {
                     if (!quoted || !integer(b, s + 1, e - 1)) return null;
-                    String t = ascii(b, s + 1, e - 1);
-                    Long.parseLong(t); // orjson writes 64-bit integers only
-                    return bytes(t);
+                    if (e - s - 2 > 18) Long.parseLong(ascii(b, s + 1, e - 1)); // orjson writes 64-bit integers only
+                    return Arrays.copyOfRange(b, s + 1, e - 1);
                 }
                 case ULONG: {
                     if (!quoted || !integer(b, s + 1, e - 1) || b[s + 1] == '-') return null;
@@ -275,13 +281,7 @@ final class DebeziumJson extends PerRowFormat {
                     if (!quoted || !integer(b, s + 1, e - 1)) return null;
                     return b64(new BigInteger(ascii(b, s + 1, e - 1)).toByteArray(), Base64.getEncoder());
                 }
-                case DEC: {
-                    if (!quoted) return null;
-                    String t = ascii(b, s + 1, e - 1);
-                    if (!t.matches("-?[0-9]+(\\.[0-9]+)?")) return null;
-                    BigDecimal d = new BigDecimal(t).setScale(params[c], RoundingMode.UNNECESSARY);
-                    return b64(d.unscaledValue().toByteArray(), Base64.getEncoder());
-                }
+                case DEC: return quoted ? decimal(b, s + 1, e - 1, params[c]) : null;
                 case BOOL:
                     if (quoted || !integer(b, s, e)) return null;
                     return e - s == 1 && b[s] == '0' ? FALSE : TRUE;
@@ -303,7 +303,7 @@ final class DebeziumJson extends PerRowFormat {
                     if (us.length == 0) return NONE;
                     int fsp = params[c];
                     long micros = Math.floorMod(us[0], 1_000_000L);
-                    String digits = String.format("%06d", micros), frac;
+                    String digits = Long.toString(1_000_000 + micros).substring(1), frac; // %06d
                     if (fsp == 0) frac = micros == 0 ? "" : "." + digits;
                     else {
                         for (int k = fsp; k < 6; k++) if (digits.charAt(k) != '0') return null;
@@ -351,7 +351,7 @@ final class DebeziumJson extends PerRowFormat {
      * anything else.
      */
     static byte[] floatJson(String t) {
-        if (!t.matches("-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]{2,3})?")) return null;
+        if (!FLOAT_TEXT.matcher(t).matches()) return null;
         int ex = t.indexOf('e');
         if (ex < 0) return t.indexOf('.') < 0 ? null : bytes(t);
         String mantissa = t.substring(0, ex);
@@ -361,6 +361,38 @@ final class DebeziumJson extends PerRowFormat {
             return bytes((neg ? "-" : "") + "0.0000" + mantissa.substring(neg ? 1 : 0).replace(".", ""));
         }
         return bytes(mantissa + "e" + (exp < 0 ? "-" : "+") + Math.abs(exp));
+    }
+
+    /**
+     * A decimal token's text b[s, e) as a Connect Decimal at {@code scale} (the Base64 of the unscaled value's
+     * two's complement, as {@code BigDecimal.setScale(scale, UNNECESSARY)} gives it); null for anything but
+     * {@code -?[0-9]+(\.[0-9]+)?} or a value that is not exact at the scale. Up to 18 digits without BigDecimal.
+     */
+    static byte[] decimal(byte[] b, int s, int e, int scale) {
+        int i = s < e && b[s] == '-' ? s + 1 : s, intFrom = i;
+        while (i < e && b[i] >= '0' && b[i] <= '9') i++;
+        int intTo = i, fracFrom = i, fracTo = i;
+        if (i == intFrom) return null;
+        if (i < e) {
+            if (b[i] != '.') return null;
+            fracFrom = ++i;
+            while (i < e && b[i] >= '0' && b[i] <= '9') i++;
+            if (i == fracFrom || i != e) return null;
+            fracTo = i;
+        }
+        for (int k = fracFrom + scale; k < fracTo; k++) if (b[k] != '0') return null; // inexact at the scale
+        if (intTo - intFrom + scale > 18) {
+            BigDecimal d = new BigDecimal(ascii(b, s, e)).setScale(scale, RoundingMode.UNNECESSARY);
+            return b64(d.unscaledValue().toByteArray(), Base64.getEncoder());
+        }
+        long v = 0;
+        for (int k = intFrom; k < intTo; k++) v = v * 10 + (b[k] - '0');
+        for (int k = 0; k < scale; k++) v = v * 10 + (fracFrom + k < fracTo ? b[fracFrom + k] - '0' : 0);
+        if (b[s] == '-') v = -v;
+        int n = (64 - Long.numberOfLeadingZeros(v < 0 ? ~v : v)) / 8 + 1; // BigInteger.toByteArray's length
+        byte[] be = new byte[n];
+        for (int k = n - 1; k >= 0; k--, v >>= 8) be[k] = (byte) v;
+        return b64(be, Base64.getEncoder());
     }
 
     private static boolean integer(byte[] b, int s, int e) {
@@ -402,7 +434,7 @@ final class DebeziumJson extends PerRowFormat {
 
     /** ums.scalars.parse_time in µs: [-]HH:MM:SS[.ffffff] (two or more hour digits); null when not one. */
     private static Long time(String t) {
-        if (!t.matches("-?[0-9]{2,9}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,6})?")) return null;
+        if (!TIME_TEXT.matcher(t).matches()) return null;
         boolean neg = t.startsWith("-");
         String[] p = (neg ? t.substring(1) : t).split("[:.]");
         long us = (Long.parseLong(p[0]) * 3600 + Long.parseLong(p[1]) * 60 + Long.parseLong(p[2])) * 1_000_000L;
