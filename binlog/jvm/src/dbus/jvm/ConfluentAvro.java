@@ -325,10 +325,10 @@ final class ConfluentAvro extends PerRowFormat {
                     return new byte[] {(byte) (e - s == 1 && b[s] == '0' ? 0 : 1)};
                 case INT:
                     if (quoted || !integer(b, s, e)) return null;
-                    return zigzag(Long.parseLong(ascii(b, s, e)));
+                    return zigzag(parseLong(b, s, e));
                 case LONG:
                     if (!integer(b, from, to)) return null;
-                    return zigzag(Long.parseLong(ascii(b, from, to)));
+                    return zigzag(parseLong(b, from, to));
                 case ULONG:
                     if (!integer(b, from, to) || b[from] == '-') return null;
                     return zigzag(Long.parseUnsignedLong(ascii(b, from, to)));
@@ -338,6 +338,8 @@ final class ConfluentAvro extends PerRowFormat {
                 }
                 case DEC: {
                     if (!quoted) return null;
+                    byte[] small = smallDecimal(b, from, to, params[c]);
+                    if (small != null) return small;
                     String t = ascii(b, from, to);
                     if (!DECIMAL.matcher(t).matches()) return null;
                     BigDecimal d = new BigDecimal(t).setScale(params[c], RoundingMode.UNNECESSARY);
@@ -428,6 +430,57 @@ final class ConfluentAvro extends PerRowFormat {
         }
     }
 
+    /** An integer b[s, e) (checked by {@link #integer}) as a long; throws when out of range. */
+    private static long parseLong(byte[] b, int s, int e) {
+        boolean neg = b[s] == '-';
+        int i = neg ? s + 1 : s;
+        if (e - i > 18) return Long.parseLong(ascii(b, s, e));
+        long v = 0;
+        for (; i < e; i++) v = v * 10 + (b[i] - '0');
+        return neg ? -v : v;
+    }
+
+    /**
+     * A decimal text b[s, e) ({@code -?[0-9]+(\.[0-9]+)?}) at {@code scale} as Avro bytes (its unscaled value's
+     * minimal two's complement, length first) when the unscaled value has at most 18 digits; null otherwise
+     * (the BigDecimal path decides, and declines what is not exact).
+     */
+    private static byte[] smallDecimal(byte[] b, int s, int e, int scale) {
+        boolean neg = s < e && b[s] == '-';
+        int i = neg ? s + 1 : s, digits = 0, frac = -1;
+        long v = 0;
+        if (i >= e) return null;
+        for (; i < e; i++) {
+            byte x = b[i];
+            if (x == '.') {
+                if (frac >= 0 || i == s || i + 1 >= e || b[i - 1] == '-') return null;
+                frac = 0;
+                continue;
+            }
+            if (x < '0' || x > '9') return null;
+            if (frac >= 0) {
+                if (frac >= scale) {
+                    if (x != '0') return null; // inexact: the BigDecimal path declines it
+                    continue;
+                }
+                frac++;
+            }
+            if (++digits > 18) return null;
+            v = v * 10 + (x - '0');
+        }
+        for (int k = Math.max(frac, 0); k < scale; k++) {
+            if (++digits > 18) return null;
+            v *= 10;
+        }
+        if (neg) v = -v;
+        long m = v >= 0 ? v : ~v;
+        int size = (64 - Long.numberOfLeadingZeros(m) + 8) / 8;
+        byte[] out = new byte[1 + size];
+        out[0] = (byte) (size << 1); // zigzag of a length below 64
+        for (int k = 0; k < size; k++) out[size - k] = (byte) (v >>> (8 * k));
+        return out;
+    }
+
     /** Avro's long: zigzag, then base-128 varint (avro.py's ``zigzag``). */
     static void zigzag(Out w, long v) {
         long n = (v << 1) ^ (v >> 63);
@@ -473,6 +526,9 @@ final class ConfluentAvro extends PerRowFormat {
     /** The UTF-8 bytes of a JSON string's body b[s, e) as json.loads then str.encode give them; null for what
      *  they refuse (invalid UTF-8, a control character, a bad escape, a lone surrogate). */
     static byte[] jsonString(byte[] b, int s, int e) {
+        int ascii = s;
+        while (ascii < e && b[ascii] >= 0x20 && b[ascii] != '\\') ascii++; // >= 0x20 and < 0x80 (signed bytes)
+        if (ascii == e) return Arrays.copyOfRange(b, s, e);
         boolean plain = true;
         for (int i = s; i < e; i++) {
             int x = b[i] & 0xFF;
