@@ -272,7 +272,7 @@ final class CanalJson extends PerRowFormat {
             switch (kinds[c]) {
                 case STR: return quoted ? b : null;
                 case INT: case YEAR: {
-                    if (quoted || integer(b, 0, n) == null) return null;
+                    if (quoted || !digits(b, 0, n)) return null;
                     int digit = b[0] == '-' ? 1 : 0;
                     if (b[digit] == '0' && (n > 1 + digit || digit == 1)) return null; // "-0", "07": not str(int)
                     if (kinds[c] == YEAR && n == 1 && b[0] == '0') return bytes("\"0000\"");
@@ -282,16 +282,7 @@ final class CanalJson extends PerRowFormat {
                 case BIN: {
                     if (!quoted || (n - 2) % 4 != 0) return null;
                     for (int k = 1; k < n - 1; k++) if (b[k] == '\\') return null;
-                    byte[] raw = Base64.getDecoder().decode(Arrays.copyOfRange(b, 1, n - 1));
-                    Out w = new Out();
-                    w.put('"');
-                    for (byte x : raw) {
-                        int u = x & 0xFF;
-                        if (u >= 0x80) { w.put(0xC0 | u >> 6); w.put(0x80 | u & 0x3F); }
-                        else w.escAscii(u);
-                    }
-                    w.put('"');
-                    return w.toBytes();
+                    return latin1(Base64.getDecoder().decode(Arrays.copyOfRange(b, 1, n - 1)));
                 }
                 case ENUM: {
                     if (!quoted) return null;
@@ -320,6 +311,42 @@ final class CanalJson extends PerRowFormat {
         }
     }
 
+    /** The JSON string of bytes read as ISO-8859-1, escaped as json.dumps(ensure_ascii=False) escapes it. */
+    private static byte[] latin1(byte[] raw) {
+        byte[] out = new byte[raw.length * 6 + 2];
+        int o = 0;
+        out[o++] = '"';
+        for (byte x : raw) {
+            int u = x & 0xFF;
+            if (u >= 0x80) {
+                out[o++] = (byte) (0xC0 | u >> 6);
+                out[o++] = (byte) (0x80 | u & 0x3F);
+            } else if (u >= 0x20 && u != '"' && u != '\\') {
+                out[o++] = (byte) u;
+            } else {
+                byte[] e = ESCAPES[u];
+                System.arraycopy(e, 0, out, o, e.length);
+                o += e.length;
+            }
+        }
+        out[o++] = '"';
+        return Arrays.copyOf(out, o);
+    }
+
+    /** json.dumps's escapes of the characters below 0x20, '"' and '\\'. */
+    private static final byte[][] ESCAPES = new byte[0x80][];
+
+    static {
+        for (int c = 0; c < 0x20; c++) ESCAPES[c] = bytes(String.format("\\u%04x", c));
+        ESCAPES['\n'] = bytes("\\n");
+        ESCAPES['\r'] = bytes("\\r");
+        ESCAPES['\t'] = bytes("\\t");
+        ESCAPES['\b'] = bytes("\\b");
+        ESCAPES['\f'] = bytes("\\f");
+        ESCAPES['"'] = bytes("\\\"");
+        ESCAPES['\\'] = bytes("\\\\");
+    }
+
     /** canal.java_text of a float token (Python's repr): Java's Double.toString text; null for anything else. */
     static byte[] javaText(String t) {
         if (!t.matches("-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]+)?") || (t.indexOf('.') < 0 && t.indexOf('e') < 0)) return null;
@@ -338,12 +365,17 @@ final class CanalJson extends PerRowFormat {
             + (shown.length() > 1 ? shown.substring(1) : "0") + "E" + power + "\"");
     }
 
+    /** b[s, e) is plain decimal digits, an optional minus before them. */
+    private static boolean digits(byte[] b, int s, int e) {
+        int i = s < e && b[s] == '-' ? s + 1 : s;
+        if (i >= e) return false;
+        for (int k = i; k < e; k++) if (b[k] < '0' || b[k] > '9') return false;
+        return true;
+    }
+
     /** b[s, e) as an integer when it is plain decimal digits (an optional minus), else null. */
     private static BigInteger integer(byte[] b, int s, int e) {
-        int i = s < e && b[s] == '-' ? s + 1 : s;
-        if (i >= e) return null;
-        for (int k = i; k < e; k++) if (b[k] < '0' || b[k] > '9') return null;
-        return new BigInteger(ascii(b, s, e));
+        return digits(b, s, e) ? new BigInteger(ascii(b, s, e)) : null;
     }
 
     private static byte[] quote(byte[] t) {
