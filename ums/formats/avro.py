@@ -10,9 +10,10 @@ Avro ``int`` with ``connect.type``, and a schema's name, version, parameters and
 is ``bytes`` with ``logicalType`` decimal, ``precision`` (its ``connect.decimal.precision``) and ``scale``.
 
 Key and value are each in the Confluent wire format: byte 0, the schema's registry id (4 bytes, big
-endian) under the subject ``<topic>-key`` / ``<topic>-value``, then the Avro binary (fastavro's
-schemaless writer). The ids come from a ``SchemaIds`` callable (the registry edge, dbuslib/registry.py);
-its ``SchemaRefused`` propagates (the caller dead-letters the record). Headers as debezium-json:
+endian) under the subject ``<topic>-key`` / ``<topic>-value``, then the Avro binary (written here per
+column, byte for byte what fastavro's schemaless writer writes: ``encoder`` below). The ids come from a
+``SchemaIds`` callable (the registry edge, dbuslib/registry.py); its ``SchemaRefused`` propagates (the
+caller dead-letters the record). Headers as debezium-json:
 ``ums_id_``, ``ums_uid_``, ``ums_version`` (and ``__debezium.oldkey``/``newkey`` on a key change).
 
 Example value schema (abridged)::
