@@ -19,10 +19,10 @@ import org.apache.spark.sql.api.java.UDF5;
  * value)} -> the record's output records {@code array<struct<topic, key, value, headers>>}, as
  * {@code appender.process} makes them. A rows record of a table shape this partition's sidecar has described
  * (no masking, JSON, its version valid at the record's position) is written here: the decoder's lines
- * ({@link RowsDecoder}) into message texts ({@link UmsText}), or, for a table written in debezium-json (a per-row
- * formats: appender/rowshape.py describes them), into one record per row change ({@link PerRowFormat}:
- * {@link DebeziumJson}...). Every other record (the first of a shape, DDL,
- * heartbeats, chunks, masked tables, Avro, what the decoder declines, anything malformed) goes, in order, to the
+ * ({@link RowsDecoder}) into message texts ({@link UmsText}), or, for a table written in a per-row format
+ * (appender/rowshape.py describes it), into one record per row change ({@link PerRowFormat}: {@link DebeziumJson},
+ * {@link CanalJson}, {@link ConfluentAvro}). Every other record (the first of a shape, DDL, heartbeats, chunks,
+ * masked tables, UMS in Avro, what the decoder declines, anything malformed) goes, in order, to the
  * partition's Python sidecar ({@code python -m appender.sidecar}), which runs {@code PartitionProcessor.process}
  * on it and may describe its shape for the next records. A version change the sidecar reports forgets every
  * description of the partition.
