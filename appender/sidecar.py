@@ -22,7 +22,9 @@ way. A record's answer is what ``appender.job.process_batches`` would write for 
 and, when the record is a rows event the JVM may write alone from now on (not the heartbeat table, and
 the text path with nothing masked: ``PartitionProcessor.unmasked_text_prefix``), the ``shape``: the
 ``ums_id_`` range its table version holds for, the message prefix, topic, key, the ``ums_key`` around
-its time, the time zone and the cut settings. Any version change makes the JVM forget the shapes it was given.
+its time, the time zone and the cut settings; for a table written in a per-row format the JVM writes
+(debezium-json, canal-json, avro), the format's description instead (appender/rowshape.py). Any version
+change makes the JVM forget the shapes it was given.
 """
 
 from __future__ import annotations
