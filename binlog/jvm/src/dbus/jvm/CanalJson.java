@@ -37,6 +37,8 @@ final class CanalJson extends PerRowFormat {
     BigInteger[] widerAbove;
     List<Map<ByteBuffer, byte[]>> enums = new ArrayList<>(); // ENUM: member token -> its index's JSON text
     List<Map<ByteBuffer, BigInteger>> sets = new ArrayList<>(); // SET: member text (JSON-escaped) -> its bit
+    /** The buffer records are written in (one a table version: AppendUdf calls a partition's one at a time). */
+    private final Out out = new Out();
 
     /** The description fields from {@code i} on (appender/rowshape_canal.py, after the record limit, schema and table). */
     static CanalJson parse(List<byte[]> a, int i) {
@@ -112,7 +114,8 @@ final class CanalJson extends PerRowFormat {
         int[] bounds = UmsText.lineBounds(lines);
         int images = bounds.length / 2;
         if (images >= UmsText.ROW_LIMIT || (op == 'u' && images % 2 != 0)) return null;
-        Out w = new Out();
+        Out w = out;
+        w.reset();
         if (gtid == null || gtid.isEmpty()) w.put(NO_GTID);
         else if (!DebeziumJson.string(gtid, w)) return null;
         byte[] gtidJson = w.toBytes();
