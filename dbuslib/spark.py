@@ -275,14 +275,20 @@ def with_trigger(
 
 
 def start_query(
-    df: Any, kafka: KafkaEndpoint, name: str, checkpoint: str, settings: Any, available_now: bool = False
+    df: Any,
+    kafka: KafkaEndpoint,
+    name: str,
+    checkpoint: str,
+    settings: Any,
+    available_now: bool = False,
+    batching: bool = False,
 ) -> Any:
     """A stage's query started: ``df`` (topic, key, value[, headers]) to the Kafka sink, named ``name``,
     checkpointed in ``checkpoint``, in the mode of ``settings`` (``dbuslib.config.StreamSettings``):
     real-time, or micro-batches (``available_now``: drain what is there and stop, in either mode's
-    record path)."""
+    record path). ``batching``: the sink lingers in real-time mode too (``kafka_sink``)."""
     realtime = settings.trigger == "realtime" and not available_now
-    writer = kafka_sink(df.writeStream, kafka, realtime=realtime).queryName(name)
+    writer = kafka_sink(df.writeStream, kafka, realtime=realtime, batching=batching).queryName(name)
     writer = writer.option("checkpointLocation", checkpoint)
     if realtime:
         return with_realtime_trigger(writer, settings.realtime_checkpoint_s).start()
@@ -306,12 +312,17 @@ KAFKA_SINK_OPTIONS = {
 }
 
 
-def kafka_sink(writer: Any, kafka: KafkaEndpoint | str, realtime: bool = False) -> Any:
+def kafka_sink(
+    writer: Any, kafka: KafkaEndpoint | str, realtime: bool = False, batching: bool = False
+) -> Any:
     """``writer`` (batch or streaming) set up for the Kafka sink with DBus's producer settings, taking
     records up to ``endpoints.kafka.max_message_bytes`` (``kafka.max.request.size``; kafka-clients'
     default, 1 MiB, failed the query on the first larger UMS message). With the endpoint the limit is
     checked against the broker's ``message.max.bytes`` first (dbuslib.kafka.check_message_limit); a bare
-    bootstrap string gets the key's default. In ``realtime`` mode records are sent at once (no linger)."""
+    bootstrap string gets the key's default. In ``realtime`` mode records are sent at once (no linger),
+    unless ``batching``: a per-row source's records (one per row change, debezium-json's 6.4 kB each) keep
+    the 5 ms linger, which made the e2e bench's appender batches fewer and larger (lz4's 128 kB of buffers
+    per batch, the broker's work per request: docs/performance.md)."""
     if isinstance(kafka, str):
         bootstrap, limit = kafka, KafkaEndpoint.model_fields["max_message_bytes"].default
     else:
@@ -324,7 +335,7 @@ def kafka_sink(writer: Any, kafka: KafkaEndpoint | str, realtime: bool = False) 
         "kafka.max.request.size": str(limit),  # a record must also fit the producer's buffer
         "kafka.buffer.memory": str(max(2 * limit, 33_554_432)),
     }
-    latency = {"kafka.linger.ms": "0"} if realtime else {}
+    latency = {"kafka.linger.ms": "0"} if realtime and not batching else {}
     for key, value in {**KAFKA_SINK_OPTIONS, **sized, **latency}.items():
         writer = writer.option(key, value)
     return writer

@@ -62,6 +62,14 @@ def test_the_spark_sink_takes_records_up_to_the_limit(monkeypatch):
     assert dspark.kafka_sink(_Writer(), "b:1").options["kafka.max.request.size"] == "16777216"
 
 
+def test_real_time_sinks_send_at_once_but_per_row_sources_batch():
+    linger = [
+        dspark.kafka_sink(_Writer(), "b:1", realtime=rt, batching=b).options["kafka.linger.ms"]
+        for rt, b in ((False, False), (True, False), (True, True), (False, True))
+    ]
+    assert linger == ["5", "0", "5", "5"]
+
+
 def test_a_raw_record_limit_that_the_topics_would_refuse_fails_at_load(tmp_path):
     from dbuslib.config import load_config
     from dbuslib.errors import ConfigError
