@@ -15,36 +15,38 @@ from __future__ import annotations
 
 import base64
 from dataclasses import replace
-from datetime import date
 from pathlib import Path
 
-import every_type_changes
 import jvm_jar
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from rowformat_jvm import as_event, ask, event_request, events_of
+from rowformat_jvm import (
+    DATES,
+    TOPIC,
+    WHERE,
+    captured_answers,
+    datetime_texts,
+    every_type_events_written,
+    exact_or_declined,
+    float32,
+    jvm_examples,
+    records_of,
+    tables_and_events,
+    time_texts,
+)
 
-from appender.convert import ConvertSettings, rendered_messages
-from appender.rowshape import describer, table_shape
+from appender.rowshape import describer
 from appender.rowshape_avro import describe
-from binlog.rawevent import decode
-from binlog.rows import table_of
-from ums import Namespace
 from ums.build import field_for
 from ums.formats import FormatOptions, SchemaRefused, formatter
 from ums.formats.connect import scaled_text
-from ums.ids import ums_id
 from ums.message import UmsField
-from ums.rowchange import Position, RowChange, TableShape, from_message
-from ums.scalars import float32_repr
+from ums.rowchange import RowChange, TableShape
 from ums.types import ColumnSpec, UmsType
 
 pytestmark = pytest.mark.jvm
 
-REPO = Path(__file__).resolve().parents[2]
-RECORD_FILES = sorted((REPO / "tests" / "golden" / "records").glob("*.hex"))
-TOPIC = "demo.golden.t"
 OPTIONS = [
     FormatOptions(),
     FormatOptions(tombstones=False, propagate_source_types=False),
@@ -76,13 +78,11 @@ def jar() -> Path:
 
 
 def description(shape: TableShape, options: FormatOptions, ids=schema_ids) -> list[bytes | None] | None:
-    where = (1, 2**63 - 1, TOPIC, "h.", "|demo.wh_placeholder", 10**9)
-    return describe(shape, formatter("avro", options, ids), where)  # type: ignore[arg-type]
+    return describe(shape, formatter("avro", options, ids), WHERE)  # type: ignore[arg-type]
 
 
 def python_records(changes: list[RowChange], options: FormatOptions) -> list:
-    fmt = formatter("avro", options, schema_ids)
-    return [(r.key, r.value, tuple(r.headers)) for c in changes for r in fmt.records(TOPIC, c)]
+    return records_of(formatter("avro", options, schema_ids), TOPIC, changes)
 
 
 def _key_changes(event: list[RowChange]) -> bool:
@@ -99,63 +99,14 @@ def test_the_sidecar_describes_avro_tables_with_this_module():
 
 @pytest.mark.parametrize("options", OPTIONS, ids=range(len(OPTIONS)))
 def test_every_type_changes_are_the_formatters(jar, options):
-    events = events_of(every_type_changes.changes())
-    desc = description(events[0][0].table, options)
-    assert desc is not None
-    answers = ask(jar, [event_request(e, desc) for e in events])
-    written = 0
-    for event, (_, got) in zip(events, answers, strict=True):
-        if got is None:
-            continue
-        written += 1
-        assert got == python_records(event, options), event[0].at
-    assert written == len(events), f"{len(events) - written} of {len(events)} events left to the sidecar"
+    events = every_type_events_written(jar, description, python_records, options)
     assert any(map(_key_changes, events)), "a primary-key change among them"
-
-
-def _raw(path: Path) -> bytes:
-    return bytes.fromhex("".join(x for x in path.read_text().splitlines() if not x.startswith("#")))
 
 
 @pytest.mark.parametrize("options", OPTIONS[:3], ids=range(3))
 def test_captured_records_are_the_appenders_per_row_path(jar, options):
-    convert = ConvertSettings("demo", before_update_image=True, max_tuples=10**9, max_bytes=10**12)
-    requests, expected = [], []
-    for path in RECORD_FILES:
-        value = _raw(path)
-        event = decode(value, None)
-        if event.kind != "rows":
-            continue
-        shape = table_of(event)
-        ns = Namespace("mysql", "demo", shape.schema, shape.table, 1)
-        desc = description(table_shape(shape, ns, convert), options)
-        if desc is None:
-            continue
-        requests.append([b"raw", value, *desc])
-        expected.append((path.name, event, shape))
-    written = 0
-    for (name, event, shape), (lines, got) in zip(expected, ask(jar, requests), strict=True):
-        if got is None:
-            continue
-        h = event.header
-        messages = rendered_messages(h, shape, lines.split(b"\n"), 1, convert)
-        sid = h.server_id if isinstance(h.server_id, int) else None
-        changes = [
-            c
-            for m in messages
-            for c in from_message(
-                m,
-                shape.columns,
-                tuple(shape.primary_key),
-                file=h.file,
-                ts_ms=h.ts * 1000,
-                server_id=sid,
-                gtid=h.gtid,
-            )
-        ]
-        assert got == python_records(changes, options), name
-        written += 1
-    assert written >= len(expected) - 2 > 0, f"{written} of {len(expected)} written by the JVM"
+    written, described = captured_answers(jar, description, python_records, options, every=False)
+    assert written >= described - 2 > 0, f"{written} of {described} written by the JVM"
 
 
 def test_no_description_for_a_masked_table_a_geometry_or_a_refused_schema():
@@ -175,45 +126,6 @@ def test_no_description_for_a_masked_table_a_geometry_or_a_refused_schema():
 # ---------------------------------------------------------------- random values
 
 
-def _text_of(d: date) -> str:
-    return d.isoformat()
-
-
-DATES = st.one_of(
-    st.dates(min_value=date(1, 1, 1), max_value=date(9999, 12, 31)).map(_text_of),
-    st.sampled_from(["0000-00-00", "2024-00-15", "2024-02-30", "2023-02-29", "2024-13-01", "0000-01-01"]),
-)
-CLOCK = st.tuples(st.integers(0, 23), st.integers(0, 59), st.integers(0, 59))
-
-
-def _datetime(fsp: int) -> st.SearchStrategy[str]:
-    frac = st.integers(0, 10**fsp - 1).map(lambda f: f".{f:0{fsp}d}" if fsp else "")
-    return st.one_of(
-        st.tuples(DATES, CLOCK, frac).map(
-            lambda x: f"{x[0]} {x[1][0]:02d}:{x[1][1]:02d}:{x[1][2]:02d}{x[2]}"
-        ),
-        st.just("0000-00-00 00:00:00" + ("." + "0" * fsp if fsp else "")),
-    )
-
-
-def _time(fsp: int) -> st.SearchStrategy[str]:
-    return st.tuples(
-        st.booleans(),
-        st.integers(0, 838),
-        st.integers(0, 59),
-        st.integers(0, 59),
-        st.integers(0, 10**fsp - 1),
-    ).map(
-        lambda x: (
-            f"{'-' if x[0] else ''}{x[1]:02d}:{x[2]:02d}:{x[3]:02d}" + (f".{x[4]:0{fsp}d}" if fsp else "")
-        )
-    )
-
-
-def _float32(x: float) -> float:
-    return float(float32_repr(x))
-
-
 TYPES: dict[str, st.SearchStrategy] = {
     "int(11)": st.integers(-(2**31), 2**31 - 1),
     "tinyint(4)": st.integers(-128, 127),
@@ -224,20 +136,20 @@ TYPES: dict[str, st.SearchStrategy] = {
     "decimal(10,2)": st.integers(-(10**10) + 1, 10**10 - 1).map(lambda n: scaled_text(n, 2)),
     "decimal(65,30)": st.integers(-(10**65) + 1, 10**65 - 1).map(lambda n: scaled_text(n, 30)),
     "decimal(5,0)": st.integers(-99999, 99999).map(str),
-    "float": st.floats(width=32, allow_nan=False, allow_infinity=False).map(_float32),
+    "float": st.floats(width=32, allow_nan=False, allow_infinity=False).map(float32),
     "double": st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([0, -0.0, 5, 1e-07, 1e300]),
     "bit(1)": st.integers(0, 1),
     "bit(12)": st.integers(0, 4095),
     "bit(64)": st.integers(0, 2**64 - 1).map(str),
     "date": DATES,
-    "datetime": _datetime(0),
-    "datetime(3)": _datetime(3),
-    "datetime(6)": _datetime(6),
-    "timestamp": _datetime(0),
-    "timestamp(3)": _datetime(3),
-    "time": _time(0),
-    "time(3)": _time(3),
-    "time(6)": _time(6),
+    "datetime": datetime_texts(0),
+    "datetime(3)": datetime_texts(3),
+    "datetime(6)": datetime_texts(6),
+    "timestamp": datetime_texts(0),
+    "timestamp(3)": datetime_texts(3),
+    "time": time_texts(0),
+    "time(3)": time_texts(3),
+    "time(6)": time_texts(6),
     "year(4)": st.sampled_from([0, 1901, 2024, 2155]),
     "varchar(20)": st.text(st.characters(codec="utf-8"), max_size=12),
     "varbinary(16)": st.binary(max_size=16).map(lambda b: base64.b64encode(b).decode()),
@@ -248,76 +160,11 @@ TYPES: dict[str, st.SearchStrategy] = {
 }
 
 
-@st.composite
-def tables_and_events(draw):
-    types = draw(st.lists(st.sampled_from(sorted(TYPES)), min_size=1, max_size=8))
-    nullable = draw(st.lists(st.booleans(), min_size=len(types), max_size=len(types)))
-    columns = tuple(
-        ColumnSpec(f"c{i}" if i else "id", t, n and i > 0)
-        for i, (t, n) in enumerate(zip(types, nullable, strict=True))
-    )
-    key = ("id",) if draw(st.booleans()) else ()
-    shape = TableShape("demo", "golden", "t-1", 3, columns, tuple(field_for(c) for c in columns), key)
-
-    def row():
-        return tuple(
-            None if c.nullable and draw(st.integers(0, 5)) == 0 else draw(TYPES[c.column_type])
-            for c in columns
-        )
-
-    op = draw(st.sampled_from("cud"))
-    rows = draw(st.integers(1, 3))
-    pos = draw(st.integers(4, 10**9))
-    file = "mysql-bin.000042"
-    ts_ms = draw(st.integers(0, 4 * 10**12))
-    server_id = draw(st.none() | st.integers(0, 2**32 - 1))
-    at = Position(int(ums_id(file, pos)), ts_ms, file, pos, 0, server_id, draw(st.none() | st.just("0-1-42")))
-    changes = []
-    for _ in range(rows):
-        before = row() if op != "c" else None
-        after = row() if op != "d" else None
-        if op == "u" and draw(st.booleans()):
-            after = (before[0], *after[1:])
-        changes.append(RowChange(shape, op, before, after, at, "0"))
-    options = draw(st.sampled_from(OPTIONS))
-    return as_event(changes), options
-
-
-# no shrinking: each example runs a JVM, and the message names the first differing bytes
-@settings(
-    max_examples=40,
-    deadline=None,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(st.lists(tables_and_events(), min_size=20, max_size=20))
+@jvm_examples(40)
+@given(st.lists(tables_and_events(TYPES, OPTIONS), min_size=20, max_size=20))
 def test_random_values_are_exact_or_left_to_the_sidecar(jar, cases):
-    requests, kept = [], []
-    for changes, options in cases:
-        desc = description(changes[0].table, options)
-        if desc is None:
-            continue
-        requests.append(event_request(changes, desc))
-        kept.append((changes, options))
-    for (changes, options), (_, got) in zip(kept, ask(jar, requests), strict=True):
-        try:
-            want = python_records(changes, options)
-        except (ValueError, OverflowError, TypeError, AttributeError):
-            want = None  # Python dead-letters the record: the JVM must leave it to the sidecar
-        if got is not None:
-            assert got == want, _first_difference(got, want, changes, options)
-
-
-def _first_difference(got: list, want: list | None, changes: list[RowChange], options: FormatOptions) -> str:
-    types = [c.column_type for c in changes[0].table.columns]
-    if want is None:
-        return f"the JVM wrote a change Python refuses: {types} {changes} {options}"
-    for g, w in zip(got, want, strict=False):
-        for a, b in zip(g, w, strict=True):
-            if a != b:
-                i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), 0) if a and b else 0
-                return f"{types} {options}:\n JVM {a!r}\n Py  {b!r}\n first difference at byte {i}"
-    return f"{types}: {len(got)} records, Python {len(want)}"
+    refusals = (ValueError, OverflowError, TypeError, AttributeError)
+    exact_or_declined(jar, cases, description, python_records, refusals)
 
 
 # a value of any JSON type in any column: what the decoder would never write, which the JVM must write as
@@ -337,7 +184,7 @@ WILD = st.one_of(
 
 @st.composite
 def wild_events(draw):
-    changes, options = draw(tables_and_events())
+    changes, options = draw(tables_and_events(TYPES, OPTIONS))
     columns = changes[0].table.columns
 
     def wild(values):
@@ -350,25 +197,8 @@ def wild_events(draw):
     return wilder, options
 
 
-@settings(
-    max_examples=25,
-    deadline=None,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@jvm_examples(25)
 @given(st.lists(wild_events(), min_size=20, max_size=20))
 def test_values_of_another_type_are_exact_or_left_to_the_sidecar(jar, cases):
-    requests, kept = [], []
-    for changes, options in cases:
-        desc = description(changes[0].table, options)
-        if desc is None:
-            continue
-        requests.append(event_request(changes, desc))
-        kept.append((changes, options))
-    for (changes, options), (_, got) in zip(kept, ask(jar, requests), strict=True):
-        try:
-            want = python_records(changes, options)
-        except Exception:  # whatever Python refuses, the JVM must leave to the sidecar
-            want = None
-        if got is not None:
-            assert got == want, _first_difference(got, want, changes, options)
+    # whatever Python refuses, the JVM must leave to the sidecar
+    exact_or_declined(jar, cases, description, python_records, (Exception,))

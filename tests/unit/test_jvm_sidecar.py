@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import io
 import random
-import subprocess
 from zoneinfo import ZoneInfo
 
 import jvm_jar
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rowformat_jvm import frames
 
 from dbuslib import sidecar
 from ums.errors import UmsError
@@ -78,16 +78,8 @@ def text_main():
     return jvm_jar.build()
 
 
-def ask(jar, requests: list[list[bytes]]) -> list[list[bytes | None]]:
-    data = b"".join(sidecar.encode(r) for r in requests)
-    out = subprocess.run(
-        ["java", "-cp", str(jar), "dbus.jvm.TextMain"],
-        input=data,
-        capture_output=True,
-        check=True,
-        timeout=300,
-    ).stdout
-    stream = io.BytesIO(out)
+def ask(jar, requests: list[list[bytes | None]]) -> list[list[bytes | None] | None]:
+    stream = frames(jar, "dbus.jvm.TextMain", requests)
     answers = [sidecar.read_frame(stream) for _ in requests]
     assert sidecar.read_frame(stream) is None
     return answers
