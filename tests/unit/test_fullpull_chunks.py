@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fullpull_jobs import shard_job
 
 from fullpuller.source import MessageWriter, ShardJob
 from ums import from_json
@@ -12,26 +13,16 @@ LIMIT = 4 * HEADROOM
 
 
 def _job() -> ShardJob:
-    return ShardJob(
-        config="c",
-        ds="demo",
-        schema="shop",
+    columns = [
+        {"name": "id", "column_type": "int(11)", "nullable": False},
+        {"name": "data", "column_type": "longblob", "nullable": True},
+    ]
+    return shard_job(
+        columns,
         table="t",
         namespace="mysql.demo.shop.t.0.0.0",
-        columns=[
-            {"name": "id", "column_type": "int(11)", "nullable": False},
-            {"name": "data", "column_type": "longblob", "nullable": True},
-        ],
-        batch_id=1,
-        ums_id="1030000012345678",
-        ums_ts="2024-01-02 03:04:05.123",
-        shard=0,
-        sql="",
-        zk_shard_path="/x",
-        fetch_rows=10,
         tuples_per_message=100,
         max_message_bytes=1024,
-        progress_interval_s=1.0,
     )
 
 

@@ -11,6 +11,7 @@ import json
 from dataclasses import replace
 
 import pytest
+from fullpull_jobs import UMS_ID, shard_job
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,7 +22,6 @@ from ums import from_json
 from ums.formats import FormatOptions, Record
 from ums.rowchange import RowChange
 
-UMS_ID = "1030000012345678"
 COLUMNS = [
     {"name": "id", "column_type": "bigint(20)", "nullable": False},
     {"name": "name", "column_type": "varchar(32)", "nullable": False},
@@ -38,30 +38,7 @@ TEXTS = [
 
 
 def _job(**kw) -> ShardJob:
-    job = ShardJob(
-        config="c",
-        ds="demo",
-        schema="shop",
-        table="orders",
-        namespace="mysql.demo.shop.orders.3.0.0",
-        columns=COLUMNS,
-        batch_id=2,
-        ums_id=UMS_ID,
-        ums_ts="2024-01-02 03:04:05.123",
-        shard=7,
-        sql="",
-        zk_shard_path="/x",
-        fetch_rows=10,
-        tuples_per_message=2,
-        max_message_bytes=1 << 20,
-        progress_interval_s=1.0,
-        format="debezium-json",
-        topic="demo.shop.orders",
-        primary_key=["id"],
-        binlog_file="mysql-bin.000103",
-        ts_ms=1704164645123,
-    )
-    return replace(job, **kw)
+    return shard_job(**{"columns": COLUMNS, "batch_id": 2, "shard": 7, "format": "debezium-json", **kw})
 
 
 class Seen:

@@ -5,9 +5,9 @@ reason; a refusal met by a shard is found in its Spark failure's text (``fullpul
 
 from __future__ import annotations
 
-from dataclasses import replace
 from types import SimpleNamespace
 
+import fullpull_jobs
 import pytest
 
 from dbuslib.config import OutputSettings, load_config
@@ -31,32 +31,7 @@ REFUSAL = (
 
 
 def shard_job(**kw) -> ShardJob:
-    return replace(
-        ShardJob(
-            config="c",
-            ds="demo",
-            schema="shop",
-            table="orders",
-            namespace="mysql.demo.shop.orders.3.0.0",
-            columns=COLUMNS,
-            batch_id=1,
-            ums_id="1030000012345678",
-            ums_ts="2024-01-02 03:04:05.123",
-            shard=0,
-            sql="",
-            zk_shard_path="/x",
-            fetch_rows=10,
-            tuples_per_message=2,
-            max_message_bytes=1 << 20,
-            progress_interval_s=1.0,
-            format="avro",
-            topic="demo.shop.orders",
-            primary_key=["id"],
-            binlog_file="mysql-bin.000103",
-            ts_ms=1704164645123,
-        ),
-        **kw,
-    )
+    return fullpull_jobs.shard_job(COLUMNS, **{"format": "avro", **kw})
 
 
 class Ids:
