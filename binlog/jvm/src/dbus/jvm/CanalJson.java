@@ -180,14 +180,7 @@ final class CanalJson extends PerRowFormat {
     private byte[] message(byte[] type, Image now, Image old, byte[] id, byte[] ts, byte[] gtid, Out w) {
         w.reset();
         w.put(DATA);
-        w.put('{');
-        for (int c = 0; c < names.length; c++) {
-            if (c > 0) w.put(',');
-            w.put(names[c]);
-            w.put(':');
-            w.put(now.values[c]);
-        }
-        w.put('}');
+        object(names, now.values, w);
         w.put(databasePart);
         w.put(ts);
         w.put(GTID);
@@ -237,18 +230,8 @@ final class CanalJson extends PerRowFormat {
         int c = 0, i = from;
         while (i <= to) {
             if (c >= names.length) return null;
-            int end;
-            if (i < to && line[i] == '"') {
-                end = i + 1;
-                while (end < to && line[end] != '"') end += line[end] == '\\' ? 2 : 1;
-                if (end >= to) return null;
-                end++;
-            } else {
-                end = i;
-                while (end < to && line[end] != ',') end++;
-            }
-            if (end < to && line[end] != ',') return null;
-            if (end <= i) return null;
+            int end = UmsTokens.tokenEnd(line, i, to);
+            if (end <= i) return null; // -1 (not a token) or an empty one
             byte[] token = Arrays.copyOfRange(line, i, end), v = value(c, token);
             if (v == null) return null;
             if (v != B_NULL && widerAbove[c] != null) {
@@ -269,7 +252,7 @@ final class CanalJson extends PerRowFormat {
     /** Canal's value (a JSON string, or null) of column c's token; null when not certain. */
     private byte[] value(int c, byte[] b) {
         int n = b.length;
-        if (n == 4 && b[0] == 'n' && b[1] == 'u' && b[2] == 'l' && b[3] == 'l') return B_NULL;
+        if (UmsTokens.isNull(b, 0, n)) return B_NULL;
         boolean quoted = b[0] == '"';
         try {
             switch (kinds[c]) {
@@ -281,7 +264,7 @@ final class CanalJson extends PerRowFormat {
                     if (kinds[c] == YEAR && n == 1 && b[0] == '0') return bytes("\"0000\"");
                     return quote(b);
                 }
-                case FLOAT: return quoted ? null : javaText(ascii(b, 0, n));
+                case FLOAT: return quoted ? null : javaText(UmsTokens.ascii(b, 0, n));
                 case BIN: {
                     if (!quoted || (n - 2) % 4 != 0) return null;
                     for (int k = 1; k < n - 1; k++) if (b[k] == '\\') return null;
@@ -378,7 +361,7 @@ final class CanalJson extends PerRowFormat {
 
     /** b[s, e) as an integer when it is plain decimal digits (an optional minus), else null. */
     private static BigInteger integer(byte[] b, int s, int e) {
-        return digits(b, s, e) ? new BigInteger(ascii(b, s, e)) : null;
+        return digits(b, s, e) ? new BigInteger(UmsTokens.ascii(b, s, e)) : null;
     }
 
     private static byte[] quote(byte[] t) {
@@ -388,8 +371,6 @@ final class CanalJson extends PerRowFormat {
         out[out.length - 1] = '"';
         return out;
     }
-
-    private static String ascii(byte[] b, int s, int e) { return new String(b, s, e - s, StandardCharsets.ISO_8859_1); }
 
     private static byte[] bytes(String s) { return s.getBytes(StandardCharsets.UTF_8); }
 }

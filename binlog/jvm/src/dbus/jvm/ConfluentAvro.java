@@ -30,14 +30,11 @@ import java.util.regex.Pattern;
 final class ConfluentAvro extends PerRowFormat {
     static final String FORMAT = "avro";
     private static final byte[] OP_C = text("c"), OP_U = text("u"), OP_D = text("d");
-    private static final long EPOCH_DAY_US = 86_400_000_000L;
     /** A converter's answer "Python's None" (a zero date): the column's NOT NULL fallback, or null. */
     private static final byte[] NONE = new byte[0];
     /** A null token: the union's null branch. */
     private static final byte[] NULL = new byte[0];
-    private static final Pattern DECIMAL = Pattern.compile("-?[0-9]+(\\.[0-9]+)?"),
-        NUMBER = Pattern.compile("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?"),
-        TIME = Pattern.compile("-?[0-9]{2,9}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,6})?");
+    private static final Pattern NUMBER = Pattern.compile("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?");
 
     static final int BOOL = 0, INT = 1, LONG = 2, ULONG = 3, UDEC = 4, DEC = 5, FLOAT = 6, DOUBLE = 7, DATE = 8,
         DT_MS = 9, DT_US = 10, TS = 11, TIME_US = 12, TIME_MS = 13, STR = 14, BYTES = 15, BITS = 16, BIN_HEX = 17,
@@ -198,12 +195,6 @@ final class ConfluentAvro extends PerRowFormat {
         return w.toBytes();
     }
 
-    private static List<Object[]> with(List<Object[]> headers, String name, byte[] value) {
-        List<Object[]> out = new ArrayList<>(headers);
-        out.add(new Object[] {name, value});
-        return out;
-    }
-
     /** The key's Connect values in JSON as debezium.dump_json writes them ({@code {"id":1}}: bytes in Base64),
      *  read back from their Avro bytes; null when not certain. */
     private byte[] keyJson(byte[][] image, Out w) {
@@ -289,17 +280,8 @@ final class ConfluentAvro extends PerRowFormat {
         int c = 0, i = from;
         while (i <= to) {
             if (c >= kinds.length) return false;
-            int end;
-            if (i < to && line[i] == '"') {
-                end = i + 1;
-                while (end < to && line[end] != '"') end += line[end] == '\\' ? 2 : 1;
-                if (end >= to) return false;
-                end++;
-            } else {
-                end = i;
-                while (end < to && line[end] != ',') end++;
-            }
-            if (end < to && line[end] != ',') return false;
+            int end = UmsTokens.tokenEnd(line, i, to);
+            if (end < 0) return false;
             byte[] v = value(c, line, i, end);
             if (v == null) return false;
             if (v == NONE) v = fallbacks[c] == null ? NULL : fallbacks[c];
@@ -313,7 +295,7 @@ final class ConfluentAvro extends PerRowFormat {
     /** The Avro bytes of column c's token b[s, e); NULL for a null token, NONE for Python's None, null when not
      *  certain. */
     private byte[] value(int c, byte[] b, int s, int e) {
-        if (e - s == 4 && b[s] == 'n' && b[s + 1] == 'u' && b[s + 2] == 'l' && b[s + 3] == 'l') return NULL;
+        if (UmsTokens.isNull(b, s, e)) return NULL;
         if (e <= s) return null;
         boolean quoted = b[s] == '"';
         int from = quoted ? s + 1 : s, to = quoted ? e - 1 : e;
@@ -321,32 +303,38 @@ final class ConfluentAvro extends PerRowFormat {
         try {
             switch (kinds[c]) {
                 case BOOL:
-                    if (quoted || !integer(b, s, e)) return null;
+                    if (quoted || !UmsTokens.integer(b, s, e)) return null;
                     return new byte[] {(byte) (e - s == 1 && b[s] == '0' ? 0 : 1)};
                 case INT:
-                    if (quoted || !integer(b, s, e)) return null;
+                    if (quoted || !UmsTokens.integer(b, s, e)) return null;
                     return zigzag(parseLong(b, s, e));
                 case LONG:
-                    if (!integer(b, from, to)) return null;
+                    if (!UmsTokens.integer(b, from, to)) return null;
                     return zigzag(parseLong(b, from, to));
                 case ULONG:
-                    if (!integer(b, from, to) || b[from] == '-') return null;
-                    return zigzag(Long.parseUnsignedLong(ascii(b, from, to)));
+                    if (!UmsTokens.integer(b, from, to) || b[from] == '-') return null;
+                    return zigzag(Long.parseUnsignedLong(UmsTokens.ascii(b, from, to)));
                 case UDEC: {
-                    if (!integer(b, from, to)) return null;
-                    return blob(new BigInteger(ascii(b, from, to)).toByteArray());
+                    if (!UmsTokens.integer(b, from, to)) return null;
+                    return blob(new BigInteger(UmsTokens.ascii(b, from, to)).toByteArray());
                 }
                 case DEC: {
                     if (!quoted) return null;
-                    byte[] small = smallDecimal(b, from, to, params[c]);
-                    if (small != null) return small;
-                    String t = ascii(b, from, to);
-                    if (!DECIMAL.matcher(t).matches()) return null;
-                    BigDecimal d = new BigDecimal(t).setScale(params[c], RoundingMode.UNNECESSARY);
-                    return blob(d.unscaledValue().toByteArray());
+                    long v = UmsTokens.unscaled(b, from, to, params[c]);
+                    if (v == UmsTokens.NOT_DECIMAL) return null;
+                    if (v == UmsTokens.WIDE) {
+                        BigDecimal d = new BigDecimal(UmsTokens.ascii(b, from, to)).setScale(params[c],
+                            RoundingMode.UNNECESSARY);
+                        return blob(d.unscaledValue().toByteArray());
+                    }
+                    int size = UmsTokens.twosComplementSize(v); // below 64: its zigzag is one byte
+                    byte[] out = new byte[1 + size];
+                    out[0] = (byte) (size << 1);
+                    UmsTokens.twosComplement(v, out, 1);
+                    return out;
                 }
                 case FLOAT: case DOUBLE: {
-                    String t = ascii(b, from, to);
+                    String t = UmsTokens.ascii(b, from, to);
                     if (!NUMBER.matcher(t).matches()) return null;
                     double d = Double.parseDouble(t);
                     if (Double.isInfinite(d)) return null;
@@ -359,8 +347,8 @@ final class ConfluentAvro extends PerRowFormat {
                 }
                 case DATE: {
                     if (!quoted || to - from != 10) return null;
-                    if (!dateDigits(b, from)) return null;
-                    LocalDate d = date(b, from);
+                    if (!UmsTokens.dateDigits(b, from)) return null;
+                    LocalDate d = UmsTokens.date(b, from);
                     return d == null ? NONE : zigzag(d.toEpochDay());
                 }
                 case DT_MS: case DT_US: {
@@ -373,19 +361,12 @@ final class ConfluentAvro extends PerRowFormat {
                     long[] us = datetime(b, s, e);
                     if (us == null) return null;
                     if (us.length == 0) return NONE;
-                    int fsp = params[c];
-                    long micros = Math.floorMod(us[0], 1_000_000L);
-                    String digits = String.format("%06d", micros), frac;
-                    if (fsp == 0) frac = micros == 0 ? "" : "." + digits;
-                    else {
-                        for (int k = fsp; k < 6; k++) if (digits.charAt(k) != '0') return null;
-                        frac = "." + digits.substring(0, fsp);
-                    }
-                    return text(ascii(b, s + 1, s + 11) + "T" + ascii(b, s + 12, s + 20) + frac + "Z");
+                    String iso = UmsTokens.timestamp(b, s, us[0], params[c], "");
+                    return iso == null ? null : text(iso);
                 }
                 case TIME_US: case TIME_MS: {
                     if (!quoted) return null;
-                    Long us = time(ascii(b, from, to));
+                    Long us = UmsTokens.time(UmsTokens.ascii(b, from, to));
                     if (us == null) return null;
                     if (kinds[c] == TIME_US) return zigzag(us);
                     long ms = Math.floorDiv(us, 1000);
@@ -402,13 +383,8 @@ final class ConfluentAvro extends PerRowFormat {
                     return raw == null ? null : blob(raw);
                 }
                 case BITS: {
-                    if (!integer(b, from, to) || b[from] == '-') return null;
-                    BigInteger x = new BigInteger(ascii(b, from, to));
-                    int size = params[c];
-                    if (x.bitLength() > size * 8) return null;
-                    byte[] be = x.toByteArray(), le = new byte[size];
-                    for (int k = 0; k < size && k < be.length; k++) le[k] = be[be.length - 1 - k];
-                    return blob(le);
+                    byte[] le = UmsTokens.bits(b, from, to, params[c]);
+                    return le == null ? null : blob(le);
                 }
                 case BIN_HEX: case BIN_B64: case BIN_B64URL: {
                     if (!quoted) return null;
@@ -434,51 +410,10 @@ final class ConfluentAvro extends PerRowFormat {
     private static long parseLong(byte[] b, int s, int e) {
         boolean neg = b[s] == '-';
         int i = neg ? s + 1 : s;
-        if (e - i > 18) return Long.parseLong(ascii(b, s, e));
+        if (e - i > 18) return Long.parseLong(UmsTokens.ascii(b, s, e));
         long v = 0;
         for (; i < e; i++) v = v * 10 + (b[i] - '0');
         return neg ? -v : v;
-    }
-
-    /**
-     * A decimal text b[s, e) ({@code -?[0-9]+(\.[0-9]+)?}) at {@code scale} as Avro bytes (its unscaled value's
-     * minimal two's complement, length first) when the unscaled value has at most 18 digits; null otherwise
-     * (the BigDecimal path decides, and declines what is not exact).
-     */
-    private static byte[] smallDecimal(byte[] b, int s, int e, int scale) {
-        boolean neg = s < e && b[s] == '-';
-        int i = neg ? s + 1 : s, digits = 0, frac = -1;
-        long v = 0;
-        if (i >= e) return null;
-        for (; i < e; i++) {
-            byte x = b[i];
-            if (x == '.') {
-                if (frac >= 0 || i == s || i + 1 >= e || b[i - 1] == '-') return null;
-                frac = 0;
-                continue;
-            }
-            if (x < '0' || x > '9') return null;
-            if (frac >= 0) {
-                if (frac >= scale) {
-                    if (x != '0') return null; // inexact: the BigDecimal path declines it
-                    continue;
-                }
-                frac++;
-            }
-            if (++digits > 18) return null;
-            v = v * 10 + (x - '0');
-        }
-        for (int k = Math.max(frac, 0); k < scale; k++) {
-            if (++digits > 18) return null;
-            v *= 10;
-        }
-        if (neg) v = -v;
-        long m = v >= 0 ? v : ~v;
-        int size = (64 - Long.numberOfLeadingZeros(m) + 8) / 8;
-        byte[] out = new byte[1 + size];
-        out[0] = (byte) (size << 1); // zigzag of a length below 64
-        for (int k = 0; k < size; k++) out[size - k] = (byte) (v >>> (8 * k));
-        return out;
     }
 
     /** Avro's long: zigzag, then base-128 varint (avro.py's ``zigzag``). */
@@ -589,70 +524,13 @@ final class ConfluentAvro extends PerRowFormat {
         return Arrays.equals(Base64.getEncoder().encode(raw), text) ? raw : null;
     }
 
-    private static boolean integer(byte[] b, int s, int e) {
-        int i = s < e && b[s] == '-' ? s + 1 : s;
-        if (i >= e || (b[i] == '0' && e - i > 1)) return false;
-        for (; i < e; i++) if (b[i] < '0' || b[i] > '9') return false;
-        return true;
-    }
-
-    /** yyyy-MM-dd at o, all digits (what date.fromisoformat reads as such). */
-    private static boolean dateDigits(byte[] b, int o) {
-        return b[o + 4] == '-' && b[o + 7] == '-' && digits(b, o, 4) >= 0 && digits(b, o + 5, 2) >= 0
-            && digits(b, o + 8, 2) >= 0;
-    }
-
-    /** yyyy-MM-dd at o (checked by dateDigits) as Python's date.fromisoformat reads it; null where it raises. */
-    private static LocalDate date(byte[] b, int o) {
-        int y = digits(b, o, 4), m = digits(b, o + 5, 2), d = digits(b, o + 8, 2);
-        if (y < 1 || m < 1 || m > 12 || d < 1) return null;
-        LocalDate first = LocalDate.of(y, m, 1);
-        return d > first.lengthOfMonth() ? null : first.withDayOfMonth(d);
-    }
-
-    /** "yyyy-MM-dd HH:mm:ss[.f{1,6}]" (quoted, b[s, e)) -> {µs since the epoch}; {} for Python's None; null
-     *  when not certain. */
+    /** {@link UmsTokens#datetime}, declining a date part without its dashes (DebeziumJson writes it as Python's
+     *  None). */
     private static long[] datetime(byte[] b, int s, int e) {
-        int n = e - s - 2;
-        if (b[s] != '"' || b[e - 1] != '"' || n < 19 || n == 20 || n > 26) return null;
-        int o = s + 1;
-        if (b[o + 10] != ' ' || b[o + 13] != ':' || b[o + 16] != ':' || (n > 19 && b[o + 19] != '.')) return null;
-        if (!dateDigits(b, o)) return null;
-        int hh = digits(b, o + 11, 2), mm = digits(b, o + 14, 2), ss = digits(b, o + 17, 2);
-        if (hh < 0 || mm < 0 || ss < 0) return null;
-        long frac = 0;
-        for (int k = 0; k < 6; k++) {
-            int at = o + 20 + k;
-            int dgt = at < o + n ? b[at] - '0' : 0;
-            if (dgt < 0 || dgt > 9) return null;
-            frac = frac * 10 + dgt;
-        }
-        LocalDate d = date(b, o);
-        if (d == null || hh > 23 || mm > 59 || ss > 59) return new long[0];
-        return new long[] {d.toEpochDay() * EPOCH_DAY_US + (hh * 3600L + mm * 60L + ss) * 1_000_000L + frac};
+        long[] us = UmsTokens.datetime(b, s, e);
+        return us != null && (b[s + 5] != '-' || b[s + 8] != '-') ? null : us;
     }
 
-    /** ums.scalars.parse_time in µs: [-]HH:MM:SS[.ffffff] (two to nine hour digits); null when not one. */
-    private static Long time(String t) {
-        if (!TIME.matcher(t).matches()) return null;
-        boolean neg = t.startsWith("-");
-        String[] p = (neg ? t.substring(1) : t).split("[:.]");
-        long us = (Long.parseLong(p[0]) * 3600 + Long.parseLong(p[1]) * 60 + Long.parseLong(p[2])) * 1_000_000L;
-        if (p.length > 3) us += Long.parseLong((p[3] + "00000").substring(0, 6));
-        return neg ? -us : us;
-    }
-
-    private static int digits(byte[] b, int o, int n) {
-        int v = 0;
-        for (int k = 0; k < n; k++) {
-            int dgt = b[o + k] - '0';
-            if (dgt < 0 || dgt > 9) return -1;
-            v = v * 10 + dgt;
-        }
-        return v;
-    }
-
-    private static String ascii(byte[] b, int s, int e) { return new String(b, s, e - s, StandardCharsets.ISO_8859_1); }
 
     private static byte[] ascii(String s) { return s.getBytes(StandardCharsets.US_ASCII); }
 }

@@ -27,10 +27,8 @@ final class DebeziumJson extends PerRowFormat {
         SOURCE = bytes(",\"source\":"), OP = bytes(",\"op\":\""), TRUE = bytes("true"), FALSE = bytes("false");
     static final String UMS_ID = "ums_id_", UMS_UID = "ums_uid_", UMS_VERSION = "ums_version",
         OLD_KEY = "__debezium.oldkey", NEW_KEY = "__debezium.newkey";
-    private static final long EPOCH_DAY_US = 86_400_000_000L;
     /** Compiled once: String.matches compiled its pattern on every value (a tenth of the appender's time). */
-    private static final Pattern FLOAT_TEXT = Pattern.compile("-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]{2,3})?"),
-        TIME_TEXT = Pattern.compile("-?[0-9]{2,9}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,6})?");
+    private static final Pattern FLOAT_TEXT = Pattern.compile("-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]{2,3})?");
     /** A converter's answer "Python's None" (a zero date): the column's NOT NULL fallback, or null. */
     private static final byte[] NONE = new byte[0];
 
@@ -171,12 +169,6 @@ final class DebeziumJson extends PerRowFormat {
         return recs;
     }
 
-    private static List<Object[]> with(List<Object[]> headers, String name, byte[] value) {
-        List<Object[]> out = new ArrayList<>(headers);
-        out.add(new Object[] {name, value});
-        return out;
-    }
-
     private byte[] key(byte[][] image, Out w) { return wrapKey(keyPayload(image, w), w); }
 
     /** {@code {"id":1}}: the key columns' values; null without a primary key. */
@@ -221,15 +213,8 @@ final class DebeziumJson extends PerRowFormat {
     }
 
     private void image(byte[][] values, Out w) {
-        if (values == null) { w.put(B_NULL); return; }
-        w.put('{');
-        for (int c = 0; c < values.length; c++) {
-            if (c > 0) w.put(',');
-            w.put(names[c]);
-            w.put(':');
-            w.put(values[c]);
-        }
-        w.put('}');
+        if (values == null) w.put(B_NULL);
+        else object(names, values, w);
     }
 
     /** One line's tokens converted into {@code into}; false when the sidecar must convert them. */
@@ -237,17 +222,8 @@ final class DebeziumJson extends PerRowFormat {
         int c = 0, i = from;
         while (i <= to) {
             if (c >= names.length) return false;
-            int end;
-            if (i < to && line[i] == '"') {
-                end = i + 1;
-                while (end < to && line[end] != '"') end += line[end] == '\\' ? 2 : 1;
-                if (end >= to) return false;
-                end++;
-            } else {
-                end = i;
-                while (end < to && line[end] != ',') end++;
-            }
-            if (end < to && line[end] != ',') return false;
+            int end = UmsTokens.tokenEnd(line, i, to);
+            if (end < 0) return false;
             byte[] v = value(c, line, i, end);
             if (v == null) return false;
             if (v == NONE) v = fallbacks[c] == null ? B_NULL : fallbacks[c];
@@ -259,7 +235,7 @@ final class DebeziumJson extends PerRowFormat {
 
     /** The Connect JSON of column c's token line[s, e); NONE for Python's None, null when not certain. */
     private byte[] value(int c, byte[] b, int s, int e) {
-        if (e - s == 4 && b[s] == 'n' && b[s + 1] == 'u' && b[s + 2] == 'l' && b[s + 3] == 'l') return B_NULL;
+        if (UmsTokens.isNull(b, s, e)) return B_NULL;
         if (e <= s) return null;
         boolean quoted = b[s] == '"';
         try {
@@ -269,51 +245,44 @@ final class DebeziumJson extends PerRowFormat {
                     return f == '"' || f == '-' || (f >= '0' && f <= '9') ? Arrays.copyOfRange(b, s, e) : null;
                 }
                 case LONG: {
-                    if (!quoted || !integer(b, s + 1, e - 1)) return null;
-                    if (e - s - 2 > 18) Long.parseLong(ascii(b, s + 1, e - 1)); // orjson writes 64-bit integers only
+                    if (!quoted || !UmsTokens.integer(b, s + 1, e - 1)) return null;
+                    if (e - s - 2 > 18) Long.parseLong(UmsTokens.ascii(b, s + 1, e - 1)); // orjson writes 64-bit integers only
                     return Arrays.copyOfRange(b, s + 1, e - 1);
                 }
                 case ULONG: {
-                    if (!quoted || !integer(b, s + 1, e - 1) || b[s + 1] == '-') return null;
-                    return bytes(Long.toString(Long.parseUnsignedLong(ascii(b, s + 1, e - 1))));
+                    if (!quoted || !UmsTokens.integer(b, s + 1, e - 1) || b[s + 1] == '-') return null;
+                    return bytes(Long.toString(Long.parseUnsignedLong(UmsTokens.ascii(b, s + 1, e - 1))));
                 }
                 case UDEC: {
-                    if (!quoted || !integer(b, s + 1, e - 1)) return null;
-                    return b64(new BigInteger(ascii(b, s + 1, e - 1)).toByteArray(), Base64.getEncoder());
+                    if (!quoted || !UmsTokens.integer(b, s + 1, e - 1)) return null;
+                    return b64(new BigInteger(UmsTokens.ascii(b, s + 1, e - 1)).toByteArray(), Base64.getEncoder());
                 }
                 case DEC: return quoted ? decimal(b, s + 1, e - 1, params[c]) : null;
                 case BOOL:
-                    if (quoted || !integer(b, s, e)) return null;
+                    if (quoted || !UmsTokens.integer(b, s, e)) return null;
                     return e - s == 1 && b[s] == '0' ? FALSE : TRUE;
-                case FLOAT: return floatJson(ascii(b, s, e));
+                case FLOAT: return floatJson(UmsTokens.ascii(b, s, e));
                 case DATE: {
                     if (!quoted || e - s != 12) return null;
-                    LocalDate d = date(b, s + 1);
+                    LocalDate d = UmsTokens.date(b, s + 1);
                     return d == null ? NONE : bytes(Long.toString(d.toEpochDay()));
                 }
                 case DT_MS: case DT_US: {
-                    long[] us = datetime(b, s, e);
+                    long[] us = UmsTokens.datetime(b, s, e);
                     if (us == null) return null;
                     if (us.length == 0) return NONE;
                     return bytes(Long.toString(kinds[c] == DT_US ? us[0] : Math.floorDiv(us[0], 1000)));
                 }
                 case TS: {
-                    long[] us = datetime(b, s, e);
+                    long[] us = UmsTokens.datetime(b, s, e);
                     if (us == null) return null;
                     if (us.length == 0) return NONE;
-                    int fsp = params[c];
-                    long micros = Math.floorMod(us[0], 1_000_000L);
-                    String digits = Long.toString(1_000_000 + micros).substring(1), frac; // %06d
-                    if (fsp == 0) frac = micros == 0 ? "" : "." + digits;
-                    else {
-                        for (int k = fsp; k < 6; k++) if (digits.charAt(k) != '0') return null;
-                        frac = "." + digits.substring(0, fsp);
-                    }
-                    return bytes("\"" + ascii(b, s + 1, s + 11) + "T" + ascii(b, s + 12, s + 20) + frac + "Z\"");
+                    String text = UmsTokens.timestamp(b, s, us[0], params[c], "\"");
+                    return text == null ? null : bytes(text);
                 }
                 case TIME_US: case TIME_MS: {
                     if (!quoted) return null;
-                    Long us = time(ascii(b, s + 1, e - 1));
+                    Long us = UmsTokens.time(UmsTokens.ascii(b, s + 1, e - 1));
                     if (us == null) return null;
                     if (kinds[c] == TIME_US) return bytes(Long.toString(us));
                     long ms = Math.floorDiv(us, 1000);
@@ -321,17 +290,12 @@ final class DebeziumJson extends PerRowFormat {
                 }
                 case BITS: {
                     int from = quoted ? s + 1 : s, to = quoted ? e - 1 : e;
-                    if (!integer(b, from, to) || b[from] == '-') return null;
-                    BigInteger x = new BigInteger(ascii(b, from, to));
-                    int size = params[c];
-                    if (x.bitLength() > size * 8) return null;
-                    byte[] be = x.toByteArray(), le = new byte[size];
-                    for (int k = 0; k < size && k < be.length; k++) le[k] = be[be.length - 1 - k];
-                    return b64(le, Base64.getEncoder());
+                    byte[] le = UmsTokens.bits(b, from, to, params[c]);
+                    return le == null ? null : b64(le, Base64.getEncoder());
                 }
                 case BIN_HEX: case BIN_B64: case BIN_B64URL: {
                     if (!quoted) return null;
-                    byte[] raw = Base64.getDecoder().decode(ascii(b, s + 1, e - 1));
+                    byte[] raw = Base64.getDecoder().decode(UmsTokens.ascii(b, s + 1, e - 1));
                     if (kinds[c] == BIN_B64) return b64(raw, Base64.getEncoder());
                     if (kinds[c] == BIN_B64URL) return b64(raw, Base64.getUrlEncoder());
                     StringBuilder h = new StringBuilder(raw.length * 2 + 2).append('"');
@@ -369,87 +333,15 @@ final class DebeziumJson extends PerRowFormat {
      * {@code -?[0-9]+(\.[0-9]+)?} or a value that is not exact at the scale. Up to 18 digits without BigDecimal.
      */
     static byte[] decimal(byte[] b, int s, int e, int scale) {
-        int i = s < e && b[s] == '-' ? s + 1 : s, intFrom = i;
-        while (i < e && b[i] >= '0' && b[i] <= '9') i++;
-        int intTo = i, fracFrom = i, fracTo = i;
-        if (i == intFrom) return null;
-        if (i < e) {
-            if (b[i] != '.') return null;
-            fracFrom = ++i;
-            while (i < e && b[i] >= '0' && b[i] <= '9') i++;
-            if (i == fracFrom || i != e) return null;
-            fracTo = i;
-        }
-        for (int k = fracFrom + scale; k < fracTo; k++) if (b[k] != '0') return null; // inexact at the scale
-        if (intTo - intFrom + scale > 18) {
-            BigDecimal d = new BigDecimal(ascii(b, s, e)).setScale(scale, RoundingMode.UNNECESSARY);
+        long v = UmsTokens.unscaled(b, s, e, scale);
+        if (v == UmsTokens.NOT_DECIMAL) return null;
+        if (v == UmsTokens.WIDE) {
+            BigDecimal d = new BigDecimal(UmsTokens.ascii(b, s, e)).setScale(scale, RoundingMode.UNNECESSARY);
             return b64(d.unscaledValue().toByteArray(), Base64.getEncoder());
         }
-        long v = 0;
-        for (int k = intFrom; k < intTo; k++) v = v * 10 + (b[k] - '0');
-        for (int k = 0; k < scale; k++) v = v * 10 + (fracFrom + k < fracTo ? b[fracFrom + k] - '0' : 0);
-        if (b[s] == '-') v = -v;
-        int n = (64 - Long.numberOfLeadingZeros(v < 0 ? ~v : v)) / 8 + 1; // BigInteger.toByteArray's length
-        byte[] be = new byte[n];
-        for (int k = n - 1; k >= 0; k--, v >>= 8) be[k] = (byte) v;
+        byte[] be = new byte[UmsTokens.twosComplementSize(v)];
+        UmsTokens.twosComplement(v, be, 0);
         return b64(be, Base64.getEncoder());
-    }
-
-    private static boolean integer(byte[] b, int s, int e) {
-        int i = s < e && b[s] == '-' ? s + 1 : s;
-        if (i >= e || (b[i] == '0' && e - i > 1)) return false;
-        for (; i < e; i++) if (b[i] < '0' || b[i] > '9') return false;
-        return true;
-    }
-
-    /** yyyy-MM-dd at o as Python's date.fromisoformat reads it; null where it raises (a zero date). */
-    private static LocalDate date(byte[] b, int o) {
-        if (b[o + 4] != '-' || b[o + 7] != '-') return null;
-        int y = digits(b, o, 4), m = digits(b, o + 5, 2), d = digits(b, o + 8, 2);
-        if (y < 1 || m < 1 || m > 12 || d < 1) return null;
-        LocalDate first = LocalDate.of(y, m, 1);
-        return d > first.lengthOfMonth() ? null : first.withDayOfMonth(d);
-    }
-
-    /** "yyyy-MM-dd HH:mm:ss[.f]" -> {µs since the epoch}; {} for Python's None; null when not certain. */
-    private static long[] datetime(byte[] b, int s, int e) {
-        int n = e - s - 2;
-        if (b[s] != '"' || b[e - 1] != '"' || n < 19 || n == 20 || n > 26) return null;
-        int o = s + 1;
-        if (b[o + 10] != ' ' || b[o + 13] != ':' || b[o + 16] != ':' || (n > 19 && b[o + 19] != '.')) return null;
-        int hh = digits(b, o + 11, 2), mm = digits(b, o + 14, 2), ss = digits(b, o + 17, 2);
-        long frac = 0;
-        for (int k = 0; k < 6; k++) {
-            int at = o + 20 + k;
-            int dgt = at < o + n ? b[at] - '0' : 0;
-            if (dgt < 0 || dgt > 9) return null;
-            frac = frac * 10 + dgt;
-        }
-        if (hh < 0 || mm < 0 || ss < 0 || digits(b, o, 4) < 0 || digits(b, o + 5, 2) < 0 || digits(b, o + 8, 2) < 0)
-            return null;
-        LocalDate d = date(b, o);
-        if (d == null || hh > 23 || mm > 59 || ss > 59) return new long[0];
-        return new long[] {d.toEpochDay() * EPOCH_DAY_US + (hh * 3600L + mm * 60L + ss) * 1_000_000L + frac};
-    }
-
-    /** ums.scalars.parse_time in µs: [-]HH:MM:SS[.ffffff] (two or more hour digits); null when not one. */
-    private static Long time(String t) {
-        if (!TIME_TEXT.matcher(t).matches()) return null;
-        boolean neg = t.startsWith("-");
-        String[] p = (neg ? t.substring(1) : t).split("[:.]");
-        long us = (Long.parseLong(p[0]) * 3600 + Long.parseLong(p[1]) * 60 + Long.parseLong(p[2])) * 1_000_000L;
-        if (p.length > 3) us += Long.parseLong((p[3] + "00000").substring(0, 6));
-        return neg ? -us : us;
-    }
-
-    private static int digits(byte[] b, int o, int n) {
-        int v = 0;
-        for (int k = 0; k < n; k++) {
-            int dgt = b[o + k] - '0';
-            if (dgt < 0 || dgt > 9) return -1;
-            v = v * 10 + dgt;
-        }
-        return v;
     }
 
     private static byte[] b64(byte[] raw, Base64.Encoder enc) {
@@ -478,8 +370,6 @@ final class DebeziumJson extends PerRowFormat {
         w.put('"');
         return true;
     }
-
-    private static String ascii(byte[] b, int s, int e) { return new String(b, s, e - s, StandardCharsets.ISO_8859_1); }
 
     private static byte[] bytes(String s) { return s.getBytes(StandardCharsets.UTF_8); }
 }

@@ -1,5 +1,6 @@
 package dbus.jvm;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -29,4 +30,23 @@ abstract class PerRowFormat {
      */
     abstract List<DebeziumJson.Rec> records(long umsId, long tsMs, String file, long pos, Long serverId, String gtid,
                                             char op, byte[] lines);
+
+    /** A record's headers and one more (a key change's other key). */
+    static List<Object[]> with(List<Object[]> headers, String name, byte[] value) {
+        List<Object[]> out = new ArrayList<>(headers);
+        out.add(new Object[] {name, value});
+        return out;
+    }
+
+    /** The JSON object {@code {"a":1,"b":2}} of names (JSON strings) and their values (JSON texts), in order. */
+    static void object(byte[][] names, byte[][] values, Out w) {
+        w.put('{');
+        for (int c = 0; c < names.length; c++) {
+            if (c > 0) w.put(',');
+            w.put(names[c]);
+            w.put(':');
+            w.put(values[c]);
+        }
+        w.put('}');
+    }
 }
