@@ -552,12 +552,12 @@ class Source(_Model):
 
     @model_validator(mode="after")
     def _avro_appender_in_microbatches(self) -> Source:
-        """An Avro source's appender, and that of a source writing any per-row ``output`` format, runs in
-        micro-batches unless ``appender.trigger`` says otherwise: in real-time mode their records take the
-        Python sidecar one by one (docs/realtime.md), fewer rows/s than micro-batches give it (measured:
-        docs/performance.md)."""
-        per_row = any(f != "ums" for f in self.output.formats)
-        if (self.ums.format == "avro" or per_row) and "trigger" not in self.appender.model_fields_set:
+        """A source writing UMS in Avro (``ums.format: avro``) runs its appender in micro-batches unless
+        ``appender.trigger`` says otherwise: in real-time mode its records take the Python sidecar one by
+        one (docs/realtime.md), fewer rows/s than micro-batches give it. The per-row ``output`` formats
+        (debezium-json, canal-json, avro) stay real-time: the JVM writes them there, at several times
+        micro-batch mode's rows/s (measured: docs/performance.md)."""
+        if self.ums.format == "avro" and "trigger" not in self.appender.model_fields_set:
             object.__setattr__(self, "appender", self.appender.model_copy(update={"trigger": "microbatch"}))
         return self
 

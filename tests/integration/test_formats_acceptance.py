@@ -4,8 +4,8 @@ One MariaDB database with three tables of every column type of tests/golden/cdc/
 columns of tests/integration/every_type.py), one per format: ``t_debezium`` (``debezium-json``),
 ``t_avro`` (``avro``, through the stack's registry) and ``t_canal`` (``canal-json``), chosen by
 ``output.tables`` globs, a topic per table (``output.topic: table``), ``PARTITIONS`` partitions.
-The extractor, the dispatcher and the appender (``spark-submit`` stages, each in its default mode: the
-appender in micro-batches, the default of a per-row source) run while the test writes
+The extractor, the dispatcher and the appender (``spark-submit`` stages, each in its default mode: real
+time, where the JVM writes the three per-row formats) run while the test writes
 ``FORMATS_ACCEPTANCE_ROWS`` rows per table (default ``ROWS``; 100,000 is the issue's size) in transactions
 of several statements over the three tables: multi-row inserts of random values over every type (the
 MAX, MIN, ODD and NULL rows of every_type.sql first), updates, primary-key changes and deletes. Once each

@@ -285,18 +285,19 @@ def test_the_appender_never_reads_its_own_table_or_events_topics():
     assert not re.fullmatch(pattern, "demo.shop.orders") and not re.fullmatch(pattern, "demo.shop.events")
 
 
-def test_per_row_sources_default_to_micro_batches():
+def test_per_row_sources_stay_real_time_where_the_jvm_writes_them():
     from dbuslib.config import Source
 
     base = {"mysql": {"host": "h", "user": "u", "password": "p", "server_id": 7}}
     assert Source.model_validate(base).appender.trigger == "realtime"
-    assert (
-        Source.model_validate({**base, "output": {"format": "canal-json"}}).appender.trigger == "microbatch"
-    )
+    for fmt in ("debezium-json", "canal-json", "avro"):
+        assert Source.model_validate({**base, "output": {"format": fmt}}).appender.trigger == "realtime"
     per_glob = {**base, "output": {"tables": {"shop.o*": "debezium-json"}}}
-    assert Source.model_validate(per_glob).appender.trigger == "microbatch"
-    chosen = {**base, "output": {"format": "avro"}, "appender": {"trigger": "realtime"}}
-    assert Source.model_validate(chosen).appender.trigger == "realtime"
+    assert Source.model_validate(per_glob).appender.trigger == "realtime"
+    ums_avro = {**base, "ums": {"format": "avro"}}  # UMS in Avro takes the sidecar in real-time mode
+    assert Source.model_validate(ums_avro).appender.trigger == "microbatch"
+    chosen = {**base, "output": {"format": "avro"}, "appender": {"trigger": "microbatch"}}
+    assert Source.model_validate(chosen).appender.trigger == "microbatch"
 
 
 # ---------------------------------------------------------------- the real formats
