@@ -24,7 +24,7 @@ final class CanalJson extends PerRowFormat {
     private static final byte[] B_NULL = bytes("null"), DATA = bytes("{\"data\":["), GTID = bytes(",\"gtid\":"),
         ID = bytes(",\"id\":"), TYPE = bytes(",\"type\":\""), NO_GTID = bytes("\"\""), INSERT = bytes("INSERT"),
         UPDATE = bytes("UPDATE"), DELETE = bytes("DELETE"), END = bytes("\"}");
-    static final String UMS_ID = "ums_id_", UMS_UID = "ums_uid_", UMS_VERSION = "ums_version", UMS_DS = "ums_ds";
+    static final String UMS_DS = "ums_ds";
     private static final BigDecimal MILLI = new BigDecimal("0.001"), TEN_MILLION = new BigDecimal(10_000_000);
 
     static final int STR = 0, INT = 1, YEAR = 2, FLOAT = 3, BIN = 4, ENUM = 5, SET = 6;
@@ -110,10 +110,9 @@ final class CanalJson extends PerRowFormat {
     @Override
     List<DebeziumJson.Rec> records(long umsId, long tsMs, String file, long pos, Long serverId, String gtid,
                                    char op, byte[] lines) {
-        if (lines.length == 0 || umsId <= 0) return null;
-        int[] bounds = UmsText.lineBounds(lines);
+        int[] bounds = imageBounds(umsId, op, lines);
+        if (bounds == null) return null;
         int images = bounds.length / 2;
-        if (images >= UmsText.ROW_LIMIT || (op == 'u' && images % 2 != 0)) return null;
         Out w = out;
         w.reset();
         if (gtid == null || gtid.isEmpty()) w.put(NO_GTID);
@@ -129,10 +128,7 @@ final class CanalJson extends PerRowFormat {
                 before = image;
                 continue;
             }
-            w.reset();
-            w.put(id);
-            w.pad(t, 6);
-            List<Object[]> headers = List.of(new Object[] {UMS_ID, id}, new Object[] {UMS_UID, w.toBytes()},
+            List<Object[]> headers = List.of(new Object[] {UMS_ID, id}, new Object[] {UMS_UID, uid(id, t, w)},
                 new Object[] {UMS_VERSION, version}, new Object[] {UMS_DS, ds});
             if (op == 'i') {
                 out.add(new DebeziumJson.Rec(key(image, w), message(INSERT, image, null, id, ts, gtidJson, w), headers));

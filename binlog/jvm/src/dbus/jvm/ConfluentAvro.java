@@ -106,10 +106,9 @@ final class ConfluentAvro extends PerRowFormat {
     @Override
     List<DebeziumJson.Rec> records(long umsId, long tsMs, String file, long pos, Long serverId, String gtid,
                                    char op, byte[] lines) {
-        if (lines.length == 0 || umsId <= 0 || file == null) return null;
-        int[] bounds = UmsText.lineBounds(lines);
+        int[] bounds = imageBounds(umsId, op, lines);
+        if (bounds == null || file == null) return null;
         int images = bounds.length / 2;
-        if (images >= UmsText.ROW_LIMIT || (op == 'u' && images % 2 != 0)) return null;
         if (op == 'u' && floatKey) return null; // Python compares the key's floats (-0.0 == 0.0, NaN), not bytes
         long tsUs, tsNs;
         try {
@@ -145,12 +144,8 @@ final class ConfluentAvro extends PerRowFormat {
             byte[][] image = op == 'u' && t % 2 == 0 ? before : after;
             if (!convert(lines, bounds[2 * t], bounds[2 * t + 1], image)) return null;
             if (op == 'u' && t % 2 == 0) continue;
-            w.reset();
-            w.put(id);
-            w.pad(t, 6);
-            byte[] uid = w.toBytes();
-            List<Object[]> headers = List.of(new Object[] {DebeziumJson.UMS_ID, id},
-                new Object[] {DebeziumJson.UMS_UID, uid}, new Object[] {DebeziumJson.UMS_VERSION, version});
+            List<Object[]> headers = List.of(new Object[] {UMS_ID, id}, new Object[] {UMS_UID, uid(id, t, w)},
+                new Object[] {UMS_VERSION, version});
             if (op == 'i') {
                 byte[] key = key(after, w);
                 if (key == NONE) return null;

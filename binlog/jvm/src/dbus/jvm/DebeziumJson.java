@@ -25,8 +25,7 @@ final class DebeziumJson extends PerRowFormat {
         TS_NS = bytes(",\"ts_ns\":"), GTID = bytes(",\"gtid\":"), FILE = bytes(",\"file\":"), POS = bytes(",\"pos\":"),
         ROW = bytes(",\"row\":"), BEFORE = bytes("{\"before\":"), AFTER = bytes(",\"after\":"),
         SOURCE = bytes(",\"source\":"), OP = bytes(",\"op\":\""), TRUE = bytes("true"), FALSE = bytes("false");
-    static final String UMS_ID = "ums_id_", UMS_UID = "ums_uid_", UMS_VERSION = "ums_version",
-        OLD_KEY = "__debezium.oldkey", NEW_KEY = "__debezium.newkey";
+    static final String OLD_KEY = "__debezium.oldkey", NEW_KEY = "__debezium.newkey";
     /** Compiled once: String.matches compiled its pattern on every value (a tenth of the appender's time). */
     private static final Pattern FLOAT_TEXT = Pattern.compile("-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]{2,3})?");
     /** A converter's answer "Python's None" (a zero date): the column's NOT NULL fallback, or null. */
@@ -110,10 +109,9 @@ final class DebeziumJson extends PerRowFormat {
      * header's values (null when absent).
      */
     List<Rec> records(long umsId, long tsMs, String file, long pos, Long serverId, String gtid, char op, byte[] lines) {
-        if (lines.length == 0 || umsId <= 0) return null;
-        int[] bounds = UmsText.lineBounds(lines);
+        int[] bounds = imageBounds(umsId, op, lines);
+        if (bounds == null) return null;
         int images = bounds.length / 2;
-        if (images >= UmsText.ROW_LIMIT || (op == 'u' && images % 2 != 0)) return null;
         Out w = out; // reused: not a new 64 KiB buffer per rows event
         w.reset();
         // the source block up to "row": and the envelope's tail, once per event
@@ -139,11 +137,7 @@ final class DebeziumJson extends PerRowFormat {
             byte[][] image = op == 'u' && t % 2 == 0 ? before : after;
             if (!convert(lines, bounds[2 * t], bounds[2 * t + 1], image)) return null;
             if (op == 'u' && t % 2 == 0) continue;
-            w.reset();
-            w.put(id);
-            w.pad(t, 6);
-            byte[] uid = w.toBytes();
-            List<Object[]> headers = List.of(new Object[] {UMS_ID, id}, new Object[] {UMS_UID, uid},
+            List<Object[]> headers = List.of(new Object[] {UMS_ID, id}, new Object[] {UMS_UID, uid(id, t, w)},
                 new Object[] {UMS_VERSION, version});
             byte[] row = bytes(Integer.toString(t));
             if (op == 'i') {

@@ -12,6 +12,8 @@ import java.util.Map;
  * the format, and {@code AppendUdf} picks the format's {@link Parser} by it.
  */
 abstract class PerRowFormat {
+    /** The headers every per-row record carries (ums/formats: the row change's id, its row's, the table version). */
+    static final String UMS_ID = "ums_id_", UMS_UID = "ums_uid_", UMS_VERSION = "ums_version";
     /** The per-row formats written in the JVM, by the name a description starts with (appender/rowshape.py). */
     static final Map<String, Parser> FORMATS = Map.of(
         DebeziumJson.FORMAT, DebeziumJson::parse, CanalJson.FORMAT, CanalJson::parse,
@@ -30,6 +32,23 @@ abstract class PerRowFormat {
      */
     abstract List<DebeziumJson.Rec> records(long umsId, long tsMs, String file, long pos, Long serverId, String gtid,
                                             char op, byte[] lines);
+
+    /** The bounds of a rows event's row images in {@code lines} ({@link UmsText#lineBounds}), or null when the
+     *  sidecar must write the event (no lines, no UMS id, too many rows, an update without its pairs). */
+    static int[] imageBounds(long umsId, char op, byte[] lines) {
+        if (lines.length == 0 || umsId <= 0) return null;
+        int[] bounds = UmsText.lineBounds(lines);
+        int images = bounds.length / 2;
+        return images >= UmsText.ROW_LIMIT || (op == 'u' && images % 2 != 0) ? null : bounds;
+    }
+
+    /** The ums_uid_ header of row {@code row} of the event {@code id}: the id, then the row in six digits. */
+    static byte[] uid(byte[] id, int row, Out w) {
+        w.reset();
+        w.put(id);
+        w.pad(row, 6);
+        return w.toBytes();
+    }
 
     /** A record's headers and one more (a key change's other key). */
     static List<Object[]> with(List<Object[]> headers, String name, byte[] value) {
