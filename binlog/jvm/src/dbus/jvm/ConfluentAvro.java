@@ -95,8 +95,7 @@ final class ConfluentAvro extends PerRowFormat {
                 default: throw new IllegalArgumentException("avro: unknown column kind " + kind);
             }
         }
-        String k = Sidecar.string(a.get(i++));
-        d.keys = k.isEmpty() ? new int[0] : Arrays.stream(k.split(",")).mapToInt(Integer::parseInt).toArray();
+        d.keys = keys(a.get(i++));
         d.keyNames = new byte[d.keys.length][];
         for (int j = 0; j < d.keys.length; j++) d.keyNames[j] = a.get(i++);
         for (int key : d.keys) d.floatKey |= d.kinds[key] == FLOAT || d.kinds[key] == DOUBLE;

@@ -97,8 +97,7 @@ final class DebeziumJson extends PerRowFormat {
                 default: throw new IllegalArgumentException("debezium-json: unknown column kind " + kind);
             }
         }
-        String k = Sidecar.string(a.get(i));
-        d.keys = k.isEmpty() ? new int[0] : Arrays.stream(k.split(",")).mapToInt(Integer::parseInt).toArray();
+        d.keys = keys(a.get(i));
         for (int key : d.keys) d.floatKey |= d.kinds[key] == FLOAT;
         return d;
     }

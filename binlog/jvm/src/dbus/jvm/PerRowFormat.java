@@ -1,6 +1,7 @@
 package dbus.jvm;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 
@@ -32,6 +33,12 @@ abstract class PerRowFormat {
      */
     abstract List<DebeziumJson.Rec> records(long umsId, long tsMs, String file, long pos, Long serverId, String gtid,
                                             char op, byte[] lines);
+
+    /** A description's key columns ({@code 0,2}: their indices; empty: no primary key). */
+    static int[] keys(byte[] field) {
+        String k = Sidecar.string(field);
+        return k.isEmpty() ? new int[0] : Arrays.stream(k.split(",")).mapToInt(Integer::parseInt).toArray();
+    }
 
     /** The bounds of a rows event's row images in {@code lines} ({@link UmsText#lineBounds}), or null when the
      *  sidecar must write the event (no lines, no UMS id, too many rows, an update without its pairs). */
