@@ -17,39 +17,26 @@ import contextlib
 import urllib.request
 
 import pytest
-import yaml
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from golden_cdc import cases, read_case
-from rowformats_live import run_appender
+from rowformats_live import (
+    append_workload_both_ways,
+    check_workload_orders,
+    forget_table_versions,
+    per_row_config,
+)
 
 from dbuslib import kafka, topics
-from dbuslib.config import load_config
-from dbuslib.metastore import MetaStore
 from dbuslib.registry import Registry
 from ums.formats import decode
 
 pytestmark = pytest.mark.integration
 
-ROWS = 600
-
 
 @pytest.fixture
 def env(extractor_env):
     return extractor_env  # conftest.py: an extractor capturing only this test's database
-
-
-def config(env, trigger: str):
-    raw = yaml.safe_load(env.cfg_path.read_text())
-    src = raw["sources"][env.ds]
-    src["output"] = {"format": "avro", "topic": "table"}
-    src.setdefault("appender", {})["trigger"] = trigger
-    src["topics"]["table"] = "{ds}.{schema}.{table}.avro" + trigger
-    src["topics"]["events"] = "{ds}.{schema}.events.avro" + trigger
-    path = env.cfg_path.with_name(f"dbus-jvm-avro-{trigger}.yaml")
-    path.write_text(yaml.safe_dump(raw))
-    return load_config(path)
 
 
 def records_of(endpoint, topic: str) -> list:
@@ -78,8 +65,7 @@ def delete_subjects(url: str, subjects: list[str]) -> None:
 
 def test_realtime_avro_is_written_in_the_jvm(spark, env, writer_db, tmp_path):
     db, name = writer_db
-    cfg, cfg_jvm = config(env, "microbatch"), config(env, "realtime")
-    every_type = [s.sql for path in cases() if path.name == "every_type.sql" for s in read_case(path)]
+    cfg, cfg_jvm = (per_row_config(env, "avro", trigger, "avro") for trigger in ("microbatch", "realtime"))
     tables = ["orders", "nokey", "cdc_types"]
     table_topics = {
         t: [topics.result_topic(env.ds, c.source(env.ds), name, t) for c in (cfg, cfg_jvm)] for t in tables
@@ -90,40 +76,7 @@ def test_realtime_avro_is_written_in_the_jvm(spark, env, writer_db, tmp_path):
     url = registry.url.rstrip("/")
     subjects = [f"{t}-{side}" for pair in table_topics.values() for t in pair for side in ("key", "value")]
     try:
-        with db.cursor() as cur:
-            cur.execute(
-                "CREATE TABLE orders (id INT PRIMARY KEY, total DECIMAL(10,2), note VARCHAR(20), "
-                "at DATETIME(3), d DATE, big BIGINT UNSIGNED, f DOUBLE)"
-            )
-            cur.execute("CREATE TABLE nokey (a INT, b VARCHAR(5))")
-            for start in range(0, ROWS, 50):
-                values = ", ".join(
-                    f"({i}, {i}.25, 'n{i}', '2026-11-29 10:00:{i % 60:02d}.{i % 1000:03d}', '2026-01-01', "
-                    f"{2**63 + i}, {i}.5)"
-                    for i in range(start, start + 50)
-                )
-                cur.execute(f"INSERT INTO orders VALUES {values}")
-            cur.execute("UPDATE orders SET note = 'u' WHERE id < 100")
-            cur.execute("UPDATE orders SET id = 10000 WHERE id = 5")
-            cur.execute("DELETE FROM orders WHERE id >= 500")
-            cur.execute("INSERT INTO nokey VALUES (1, 'x'), (2, 'y')")
-            for sql in every_type:
-                cur.execute(sql)
-            cur.execute("INSERT INTO nokey VALUES (3, 'end')")  # the last event: all before it are in
-        env.spawn()
-
-        def marker(records) -> bool:
-            whole = env.whole_events(records)
-            return sum(x.event.kind == "rows" and x.event.header.table == "nokey" for x in whole) >= 2
-
-        env.records(marker, timeout=120)
-        run_appender(spark, cfg, env.ds, env.topic, str(tmp_path / "ckpt-mb"))
-        before = list(spark._jvm.dbus.jvm.AppendUdf.counts())  # local mode: the executors are this JVM
-        run_appender(spark, cfg_jvm, env.ds, env.topic, str(tmp_path / "ckpt-rt"))
-        in_jvm, in_python = (
-            a - b for a, b in zip(spark._jvm.dbus.jvm.AppendUdf.counts(), before, strict=True)
-        )
-        print(f"records written in the JVM: {in_jvm}, by the sidecar: {in_python}")
+        in_jvm, in_python = append_workload_both_ways(spark, env, db, cfg, cfg_jvm, tmp_path)
         assert in_jvm >= 0.8 * (in_jvm + in_python), (in_jvm, in_python)
         assert kafka.read_range(cfg.endpoints.kafka, [dlq]) == []
 
@@ -155,20 +108,12 @@ def test_realtime_avro_is_written_in_the_jvm(spark, env, writer_db, tmp_path):
         print(f"{read} records of the real-time run read by confluent-kafka's AvroDeserializer")
 
         orders = records_of(cfg.endpoints.kafka, table_topics["orders"][1])
-        changes = [decode("avro", r.key, r.value, tuple(r.headers), registry.schema) for r in orders]
-        ops = [c.op for c in changes if c is not None]
-        # 600 inserts, 100 updates, the key change's delete and create, 101 deletes (and their tombstones)
-        assert (ops.count("c"), ops.count("u"), ops.count("d")) == (ROWS + 1, 100, 1 + 101)
-        created = {c.after[0]: c.after for c in changes if c is not None and c.op == "c"}
-        assert created[7] == (7, "7.25", "n7", "2026-11-29 10:00:07.007", "2026-01-01", str(2**63 + 7), 7.5)
+        check_workload_orders(
+            [decode("avro", r.key, r.value, tuple(r.headers), registry.schema) for r in orders]
+        )
     finally:
         kafka.delete_topics(
             env.cfg.endpoints.kafka, [t for pair in table_topics.values() for t in pair] + [dlq]
         )
         delete_subjects(url, subjects)
-        store = MetaStore(env.cfg.endpoints.meta_store.url.get_secret_value())
-        try:
-            with store.engine.begin() as conn:
-                conn.exec_driver_sql("DELETE FROM dbus_meta_version WHERE ds = %s", (env.ds,))
-        finally:
-            store.dispose()
+        forget_table_versions(env)

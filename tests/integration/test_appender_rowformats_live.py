@@ -14,11 +14,10 @@ column retyped INT -> VARCHAR is a schema the registry refuses (BACKWARD): that 
 from __future__ import annotations
 
 import pytest
-from rowformats_live import per_row_config, run_appender
+from rowformats_live import forget_table_versions, per_row_config, run_appender
 
 from dbuslib import kafka, topics
 from dbuslib.deadletter import DeadLetter
-from dbuslib.metastore import MetaStore
 from dbuslib.registry import Registry
 from ums import from_json
 from ums.formats import decode
@@ -143,9 +142,4 @@ def test_per_row_records_per_table_keyed_by_primary_key(spark, env, writer_db, t
     finally:
         nokey = topics.result_topic(env.ds, src, name, "nokey")
         kafka.delete_topics(env.cfg.endpoints.kafka, [table_topic, nokey, events, dlq])
-        store = MetaStore(env.cfg.endpoints.meta_store.url.get_secret_value())
-        try:
-            with store.engine.begin() as conn:
-                conn.exec_driver_sql("DELETE FROM dbus_meta_version WHERE ds = %s", (env.ds,))
-        finally:
-            store.dispose()
+        forget_table_versions(env)

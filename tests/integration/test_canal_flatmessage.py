@@ -36,11 +36,11 @@ from every_type import (
     as_decoded,
     multi_row_insert,
 )
+from rowformats_live import forget_table_versions
 
 from appender import job
 from dbuslib import kafka, mysql, topics
 from dbuslib.config import load_config
-from dbuslib.metastore import MetaStore
 from ums.formats import FormatOptions
 from ums.formats.canal import CanalJson, decode_canal
 from ums.rowchange import RowChange
@@ -231,9 +231,4 @@ def test_the_appender_writes_canal_json_that_canal_reads(spark, env, writer_db, 
         assert kafka.read_range(endpoint, [dlq]) == []
     finally:
         kafka.delete_topics(endpoint, [table_topic, events_topic, dlq])
-        store = MetaStore(env.cfg.endpoints.meta_store.url.get_secret_value())
-        try:
-            with store.engine.begin() as conn:
-                conn.exec_driver_sql("DELETE FROM dbus_meta_version WHERE ds = %s", (env.ds,))
-        finally:
-            store.dispose()
+        forget_table_versions(env)

@@ -11,17 +11,14 @@ rows.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import urllib.request
 
 import pytest
-import yaml
 from every_type import COLUMNS, CREATE, MAX_ROW, MIN_ROW, NULL_ROW, ODD_ROW, as_decoded, multi_row_insert
 from fullpull_env import cleanup_fullpull, make_fullpull_env
+from rowformats_live import delete_table_subjects, per_table_formats
 
 from dbuslib import kafka, topics
-from dbuslib.config import load_config
 from dbuslib.registry import Registry
 from fullpuller import catalog
 from fullpuller.render import python_columns
@@ -37,13 +34,7 @@ TABLES = {"every_dbz": "debezium-json", "every_canal": "canal-json", "every_avro
 def fp(hold_stack, tmp_path_factory, source):  # hold_stack: its full puller runs between the tests
     env = make_fullpull_env(tmp_path_factory.mktemp("fullpull-rowformats"), source)
     try:
-        raw = yaml.safe_load(env.env.cfg_path.read_text())
-        raw["sources"][env.ds]["output"] = {
-            "topic": "table",
-            "tables": {f"{env.database}.{t}": fmt for t, fmt in TABLES.items()},
-        }
-        env.env.cfg_path.write_text(yaml.safe_dump(raw))
-        env.env.cfg = env.stages.cfg = load_config(env.env.cfg_path)
+        per_table_formats(env, TABLES)
         env.sql("SET SESSION sql_mode = ''")  # the ODD_ROW zero dates and the invalid ENUM need it
         for table in TABLES:
             env.sql(
@@ -56,13 +47,7 @@ def fp(hold_stack, tmp_path_factory, source):  # hold_stack: its full puller run
         yield env
     finally:
         cleanup_fullpull(env)
-        ccompat = env.cfg.endpoints.registry.url.rstrip("/")
-        avro = topics.result_topic(env.ds, env.cfg.source(env.ds), env.database, "every_avro")
-        for subject in (f"{avro}-key", f"{avro}-value"):  # the test's subjects, not left in the registry
-            with contextlib.suppress(OSError):
-                urllib.request.urlopen(
-                    urllib.request.Request(f"{ccompat}/subjects/{subject}", method="DELETE")
-                )
+        delete_table_subjects(env, "every_avro")  # the test's subjects, not left in the registry
 
 
 def reference(fp, table: str) -> dict[str, list]:

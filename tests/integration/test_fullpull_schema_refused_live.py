@@ -13,15 +13,12 @@ restarted) a new request of the table ends; so does a pull of another table: the
 
 from __future__ import annotations
 
-import contextlib
-import urllib.request
-
 import pytest
 import yaml
 from fullpull_env import cleanup_fullpull, make_fullpull_env
+from rowformats_live import delete_table_subjects, per_table_formats
 
 from dbuslib import kafka, topics
-from dbuslib.config import load_config
 
 pytestmark = pytest.mark.integration
 
@@ -33,13 +30,7 @@ CODE = "FULLPULL_SCHEMA_REFUSED"
 def fp(hold_stack, tmp_path, source):  # hold_stack: its full puller runs through the test
     env = make_fullpull_env(tmp_path, source)
     try:
-        raw = yaml.safe_load(env.env.cfg_path.read_text())
-        raw["sources"][env.ds]["output"] = {
-            "topic": "table",
-            "tables": {f"{env.database}.{t}": fmt for t, fmt in TABLES.items()},
-        }
-        env.env.cfg_path.write_text(yaml.safe_dump(raw))
-        env.env.cfg = env.stages.cfg = load_config(env.env.cfg_path)
+        per_table_formats(env, TABLES)
         for table in TABLES:
             env.sql(
                 f"CREATE TABLE {table} (id INT PRIMARY KEY, n BIGINT)",
@@ -49,13 +40,7 @@ def fp(hold_stack, tmp_path, source):  # hold_stack: its full puller runs throug
         yield env
     finally:
         cleanup_fullpull(env)
-        ccompat = env.cfg.endpoints.registry.url.rstrip("/")
-        avro = topics.result_topic(env.ds, env.cfg.source(env.ds), env.database, "refused_avro")
-        for subject in (f"{avro}-key", f"{avro}-value"):  # the test's subjects, not left in the registry
-            with contextlib.suppress(OSError):
-                urllib.request.urlopen(
-                    urllib.request.Request(f"{ccompat}/subjects/{subject}", method="DELETE")
-                )
+        delete_table_subjects(env, "refused_avro")  # the test's subjects, not left in the registry
 
 
 def test_a_refused_avro_schema_aborts_the_pull_with_the_subject_and_the_reason_and_the_service_goes_on(fp):
