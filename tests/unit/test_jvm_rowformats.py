@@ -11,7 +11,6 @@ builds, or leaves the record to the sidecar (null):
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
 import jvm_jar
@@ -19,24 +18,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rowformat_jvm import (
-    DATES,
+    DEBEZIUM_TYPES,
     TOPIC,
     WHERE,
     captured_answers,
-    datetime_texts,
     every_type_events_written,
     exact_or_declined,
-    float32,
     jvm_examples,
     records_of,
     tables_and_events,
-    time_texts,
 )
 
 from appender.rowshape import describe
 from ums.build import field_for
 from ums.formats import FormatOptions, formatter
-from ums.formats.connect import scaled_text
 from ums.rowchange import RowChange, TableShape
 from ums.types import ColumnSpec
 
@@ -83,41 +78,9 @@ def test_captured_records_are_the_appenders_per_row_path(jar, options):
 
 # ---------------------------------------------------------------- random values
 
-TYPES: dict[str, st.SearchStrategy] = {
-    "int(11)": st.integers(-(2**31), 2**31 - 1),
-    "tinyint(4)": st.integers(-128, 127),
-    "smallint(5) unsigned": st.integers(0, 65535),
-    "int(10) unsigned": st.integers(0, 2**32 - 1).map(str),
-    "bigint(20)": st.integers(-(2**63), 2**63 - 1).map(str),
-    "bigint(20) unsigned": st.integers(0, 2**64 - 1).map(str),
-    "decimal(10,2)": st.integers(-(10**10) + 1, 10**10 - 1).map(lambda n: scaled_text(n, 2)),
-    "decimal(65,30)": st.integers(-(10**65) + 1, 10**65 - 1).map(lambda n: scaled_text(n, 30)),
-    "decimal(5,0)": st.integers(-99999, 99999).map(str),
-    "float": st.floats(width=32, allow_nan=False, allow_infinity=False).map(float32),
-    "double": st.floats(allow_nan=False, allow_infinity=False),
-    "bit(1)": st.integers(0, 1),
-    "bit(12)": st.integers(0, 4095),
-    "bit(64)": st.integers(0, 2**64 - 1).map(str),
-    "date": DATES,
-    "datetime": datetime_texts(0),
-    "datetime(3)": datetime_texts(3),
-    "datetime(6)": datetime_texts(6),
-    "timestamp": datetime_texts(0),
-    "timestamp(3)": datetime_texts(3),
-    "time": time_texts(0),
-    "time(3)": time_texts(3),
-    "year(4)": st.sampled_from([0, 1901, 2024, 2155]),
-    "varchar(20)": st.text(st.characters(codec="utf-8"), max_size=12),
-    "varbinary(16)": st.binary(max_size=16).map(lambda b: base64.b64encode(b).decode()),
-    "enum('small','medium','large')": st.sampled_from(["small", "medium", "large", ""]),
-    "set('red','green','blue')": st.sampled_from(["", "red", "red,blue"]),
-    "longtext": st.sampled_from(['{"a": [1, 2]}', "[]", 'x\ny\u2028"\\']),
-    "inet6": st.sampled_from(["::", "2001:db8::ff00:42:8329"]),
-}
-
 
 @jvm_examples(40)
-@given(st.lists(tables_and_events(TYPES, OPTIONS), min_size=20, max_size=20))
+@given(st.lists(tables_and_events(DEBEZIUM_TYPES, OPTIONS), min_size=20, max_size=20))
 def test_random_values_are_exact_or_left_to_the_sidecar(jar, cases):
     exact_or_declined(jar, cases, description, python_records)
 
