@@ -1,5 +1,5 @@
 """A full pull's shard job as the unit tests build it (not a test module: test_fullpull_rowformats,
-test_fullpull_schema_refused, test_fullpull_chunks)."""
+test_fullpull_schema_refused, test_fullpull_chunks, test_fullpull_request)."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from fullpull_jobs import shard_job
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -172,25 +173,9 @@ COLUMNS = (
 
 
 def _job(**kw) -> ShardJob:
-    base = dict(
-        config="c",
-        ds="demo",
-        schema="shop",
-        table="t",
-        namespace="mysql.demo.shop.t.2.0.0",
-        columns=[{"name": c.name, "column_type": c.column_type, "nullable": c.nullable} for c in COLUMNS],
-        batch_id=3,
-        ums_id="1030000012345678",
-        ums_ts="2024-01-02 03:04:05.123",
-        shard=7,
-        sql="",
-        zk_shard_path="/x",
-        fetch_rows=10,
-        tuples_per_message=2,
-        max_message_bytes=1_000_000,
-        progress_interval_s=1.0,
-    )
-    return ShardJob(**{**base, **kw})
+    columns = [{"name": c.name, "column_type": c.column_type, "nullable": c.nullable} for c in COLUMNS]
+    table = {"table": "t", "namespace": "mysql.demo.shop.t.2.0.0", "max_message_bytes": 1_000_000}
+    return shard_job(columns, **{**table, "batch_id": 3, "shard": 7, **kw})
 
 
 @given(
