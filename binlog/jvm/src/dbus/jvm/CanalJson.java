@@ -10,6 +10,7 @@ import java.util.Base64;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Pattern;
 
 /**
  * canal-json records (Canal's FlatMessage, a row each) of one table version's rows events, from the decoder's
@@ -26,6 +27,8 @@ final class CanalJson extends PerRowFormat {
         UPDATE = bytes("UPDATE"), DELETE = bytes("DELETE"), END = bytes("\"}");
     static final String UMS_DS = "ums_ds";
     private static final BigDecimal MILLI = new BigDecimal("0.001"), TEN_MILLION = new BigDecimal(10_000_000);
+    /** Compiled once: String.matches compiles its pattern on every value. */
+    private static final Pattern FLOAT_TEXT = Pattern.compile("-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]+)?");
 
     static final int STR = 0, INT = 1, YEAR = 2, FLOAT = 3, BIN = 4, ENUM = 5, SET = 6;
 
@@ -330,7 +333,7 @@ final class CanalJson extends PerRowFormat {
 
     /** canal.java_text of a float token (Python's repr): Java's Double.toString text; null for anything else. */
     static byte[] javaText(String t) {
-        if (!t.matches("-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]+)?") || (t.indexOf('.') < 0 && t.indexOf('e') < 0)) return null;
+        if (!FLOAT_TEXT.matcher(t).matches() || (t.indexOf('.') < 0 && t.indexOf('e') < 0)) return null;
         BigDecimal d = new BigDecimal(t);
         if (d.signum() == 0) return bytes(t.startsWith("-") ? "\"-0.0\"" : "\"0.0\"");
         BigDecimal abs = d.abs();
