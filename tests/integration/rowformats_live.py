@@ -1,6 +1,7 @@
 """What the per-row format tests share (tests/integration/test_appender_rowformats_live.py,
 test_appender_rowformats_jvm_live.py, test_appender_avro_jvm_live.py, test_formats_evolution_live.py,
-test_formats_compaction_live.py, test_fullpull_rowformats_live.py, test_fullpull_schema_refused_live.py):
+test_formats_compaction_live.py, test_fullpull_rowformats_live.py, test_fullpull_schema_refused_live.py,
+test_replicate_rowformats_live.py, test_canal_flatmessage.py):
 a source's configuration writing one format to a topic per table, one appender run drained with
 ``available_now``, the workload the JVM's formats are appended from both ways, and the clean-ups."""
 

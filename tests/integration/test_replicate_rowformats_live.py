@@ -31,6 +31,7 @@ from every_type import CREATE, MAX_ROW, MIN_ROW, NULL_ROW, ODD_ROW, as_decoded, 
 from extractor_env import make_env
 from fullpull_env import cleanup_fullpull, make_fullpull_env, run_dbus
 from replica_env import fresh_database, scalar
+from rowformats_live import per_table_formats
 
 from dbuslib import kafka, topics
 from dbuslib.config import load_config
@@ -209,13 +210,7 @@ def test_replicate_bootstraps_per_row_tables_from_full_pulls_and_verify_finds_no
     replicate reads both and goes online; ``dbus verify --replica`` finds 0 differences."""
     fp = make_fullpull_env(tmp_path, source)
     try:
-        raw = yaml.safe_load(fp.env.cfg_path.read_text())
-        raw["sources"][fp.ds]["output"] = {
-            "topic": "table",
-            "tables": {f"{fp.database}.{t}": fmt for t, fmt in TABLES.items()},
-        }
-        fp.env.cfg_path.write_text(yaml.safe_dump(raw))
-        fp.env.cfg = fp.stages.cfg = load_config(fp.env.cfg_path)
+        per_table_formats(fp, TABLES)
         src = fp.cfg.source(fp.ds)
         fp.sql("SET SESSION sql_mode = ''")
         for table in TABLES:
