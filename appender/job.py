@@ -176,7 +176,7 @@ def start(
         jvm = settings.jvm_decoder and register_jvm_decoder(spark)
         avro = cfg.source(ds).ums.format == "avro"
         out = append_ums(with_rendered_rows(raw, jvm, avro), config_document(cfg), ds)
-    per_row = any(f != "ums" for f in cfg.source(ds).output.formats)  # many small records: batched
+    per_row = cfg.source(ds).output.per_row  # many small records: batched
     return start_query(out, cfg.endpoints.kafka, query_name(ds), checkpoint, settings, available_now, per_row)
 
 

@@ -169,7 +169,7 @@ def worker_state(document: str, ds: str) -> _WorkerState:
             max_tuples=src.ums.tuples_per_message,
             max_bytes=src.ums.max_message_bytes,
         )
-        per_row = any(f != "ums" for f in src.output.formats)
+        per_row = src.output.per_row
         outputs = Outputs(
             result_topic=lambda s, t: topics.result_topic(ds, src, s, t),
             dead_letter_topic=src.topics.name("dead_letter", ds),

@@ -511,6 +511,11 @@ class OutputSettings(_Model):
         """Every format this source may write."""
         return frozenset({self.format, *self.tables.values()})
 
+    @property
+    def per_row(self) -> bool:
+        """Whether any table of this source is written in a per-row format (not ``ums``)."""
+        return any(f != "ums" for f in self.formats)
+
     def options(self) -> Any:
         """The ``ums.formats.FormatOptions`` of these settings."""
         from ums.formats import FormatOptions

@@ -120,7 +120,7 @@ def source_topics(ds: str, src: Source, schemas: list[str] | None = None) -> lis
     per-row format)."""
     t = src.topics
     names = [t.name(kind, ds) for kind in _FIXED_KINDS]
-    per_row = any(f != "ums" for f in src.output.formats)
+    per_row = src.output.per_row
     for schema in schemas if schemas is not None else literal_schemas(src):
         names.append(t.name("schema", ds, schema))
         result = result_template(src)
@@ -150,7 +150,7 @@ def _output_templates(src: Source) -> tuple[str, ...]:
     """The templates of the topics the appender of ``src`` writes its results to: ``topics.result``,
     ``topics.table`` with ``output.topic: table``, ``topics.events`` with a per-row format."""
     table = [src.topics.table] if src.output.topic == "table" else []
-    events = [src.topics.events] if any(f != "ums" for f in src.output.formats) else []
+    events = [src.topics.events] if src.output.per_row else []
     return (src.topics.result, *table, *events)
 
 
@@ -185,7 +185,7 @@ def describe_outputs(ds: str, src: Source) -> str:
     parts = [f"{out.format} to {where}"]
     parts += [f"{fmt} for {glob!r} to {where}" for glob, fmt in out.tables.items() if fmt != out.format]
     said = "writes " + "; ".join(parts)
-    if any(f != "ums" for f in out.formats):
+    if out.per_row:
         events = src.topics.events.format(ds=ds, schema="<schema>")
         said += f"; UMS heartbeats and terminations of per-row tables to {events}"
     return said
