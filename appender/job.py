@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dbuslib import pygc
 from dbuslib.config import DbusConfig
@@ -203,11 +203,31 @@ def register_jvm_append(spark: SparkSession, cfg: DbusConfig, ds: str) -> str:
         "appender.sidecar",
         config_document(cfg),
         ds,
-        lambda udf: udf.watching(zk.hosts, node_path(cfg, ds), int(zk.timeout_s * 1000)).avro(
-            cfg.source(ds).ums.format == "avro"
+        lambda udf: direct(
+            spark,
+            cfg,
+            ds,
+            udf.watching(zk.hosts, node_path(cfg, ds), int(zk.timeout_s * 1000)).avro(
+                cfg.source(ds).ums.format == "avro"
+            ),
         ),
     )
     return JVM_APPEND
+
+
+def direct(spark: SparkSession, cfg: DbusConfig, ds: str, udf: Any) -> Any:
+    """A per-row source's UDF sends its records with its own producer (binlog/jvm ``DirectSink``, the Kafka
+    sink's options): one record per row change made no more copies through Spark's explode and sink
+    (docs/performance.md). A UMS source's records still go through the sink."""
+    from dbuslib.sidecar import java_strings
+    from dbuslib.spark import kafka_sink_options
+
+    if not cfg.source(ds).output.per_row:
+        return udf
+    options = kafka_sink_options(cfg.endpoints.kafka, realtime=True, batching=True)
+    return udf.direct(
+        java_strings(spark, [x for k, v in options.items() for x in (k.removeprefix("kafka."), v)])
+    )
 
 
 def append_ums_jvm(df: DataFrame, function: str) -> DataFrame:

@@ -210,6 +210,15 @@ def command(spark: Any, module: str, document: str, ds: str) -> tuple[list[str],
     return [python, "-m", module, "--source", ds], {"PYTHONPATH": path, DOCUMENT_ENV: document}
 
 
+def java_strings(spark: object, values: list[str]) -> object:
+    """``values`` as a Java ``String[]`` in ``spark``'s JVM (a Java UDF's settings)."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    array = spark.sparkContext._gateway.new_array(jvm.java.lang.String, len(values))  # type: ignore[attr-defined]
+    for i, v in enumerate(values):
+        array[i] = v
+    return array
+
+
 def register_udf(
     spark: object,
     name: str,
@@ -226,13 +235,9 @@ def register_udf(
     classpath (the jar is built by ``make stack-up``)."""
     argv, env = command(spark, module, document, ds)
     jvm = spark._jvm  # type: ignore[attr-defined]
-    gateway = spark.sparkContext._gateway  # type: ignore[attr-defined]
 
     def strings(values: list[str]) -> object:
-        array = gateway.new_array(jvm.java.lang.String, len(values))
-        for i, v in enumerate(values):
-            array[i] = v
-        return array
+        return java_strings(spark, values)
 
     from dbuslib.spark import jvm_class
 

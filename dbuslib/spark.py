@@ -315,14 +315,26 @@ KAFKA_SINK_OPTIONS = {
 def kafka_sink(
     writer: Any, kafka: KafkaEndpoint | str, realtime: bool = False, batching: bool = False
 ) -> Any:
-    """``writer`` (batch or streaming) set up for the Kafka sink with DBus's producer settings, taking
-    records up to ``endpoints.kafka.max_message_bytes`` (``kafka.max.request.size``; kafka-clients'
-    default, 1 MiB, failed the query on the first larger UMS message). With the endpoint the limit is
-    checked against the broker's ``message.max.bytes`` first (dbuslib.kafka.check_message_limit); a bare
-    bootstrap string gets the key's default. In ``realtime`` mode records are sent at once (no linger),
-    unless ``batching``: a per-row source's records (one per row change, debezium-json's 6.4 kB each) keep
-    the 5 ms linger, which made the e2e bench's appender batches fewer and larger (lz4's 128 kB of buffers
-    per batch, the broker's work per request: docs/performance.md)."""
+    """``writer`` (batch or streaming) set up for the Kafka sink with DBus's producer settings
+    (``kafka_sink_options``)."""
+    writer = writer.format("kafka")
+    for key, value in kafka_sink_options(kafka, realtime, batching).items():
+        writer = writer.option(key, value)
+    return writer
+
+
+def kafka_sink_options(
+    kafka: KafkaEndpoint | str, realtime: bool = False, batching: bool = False
+) -> dict[str, str]:
+    """The Kafka sink's ``kafka.*`` producer options (the one home of DBus's producer settings in Spark: the
+    sink, and the appender's JVM producer of a per-row source, appender/job.py), taking records up to
+    ``endpoints.kafka.max_message_bytes`` (``kafka.max.request.size``; kafka-clients' default, 1 MiB, failed
+    the query on the first larger UMS message). With the endpoint the limit is checked against the broker's
+    ``message.max.bytes`` first (dbuslib.kafka.check_message_limit); a bare bootstrap string gets the key's
+    default. In ``realtime`` mode records are sent at once (no linger), unless ``batching``: a per-row
+    source's records (one per row change, debezium-json's 6.4 kB each) keep the 5 ms linger, which made the
+    e2e bench's appender batches fewer and larger (lz4's 128 kB of buffers per batch, the broker's work per
+    request: docs/performance.md)."""
     if isinstance(kafka, str):
         bootstrap, limit = kafka, KafkaEndpoint.model_fields["max_message_bytes"].default
     else:
@@ -330,15 +342,12 @@ def kafka_sink(
 
         check_message_limit(kafka)
         bootstrap, limit = kafka.bootstrap_servers, kafka.max_message_bytes
-    writer = writer.format("kafka").option("kafka.bootstrap.servers", bootstrap)
     sized = {
         "kafka.max.request.size": str(limit),  # a record must also fit the producer's buffer
         "kafka.buffer.memory": str(max(2 * limit, 33_554_432)),
     }
     latency = {"kafka.linger.ms": "0"} if realtime and not batching else {}
-    for key, value in {**KAFKA_SINK_OPTIONS, **sized, **latency}.items():
-        writer = writer.option(key, value)
-    return writer
+    return {"kafka.bootstrap.servers": bootstrap, **KAFKA_SINK_OPTIONS, **sized, **latency}
 
 
 # Kafka source consumer settings. A task's cached consumer may still have a fetch in flight from the

@@ -50,6 +50,16 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
     private transient RulesWatch rules;
     private boolean avro;
 
+    /** Producer options (name, value, ...): records are sent by {@link DirectSink}, the UDF returns none. */
+    private String[] direct;
+
+    /** A per-row source: every record is sent by the JVM's own producer ({@link DirectSink}) with these options
+     *  ({@code name, value, ...}, kafka-clients' spelling); the UDF then returns no records. */
+    public AppendUdf direct(String[] options) {
+        this.direct = options;
+        return this;
+    }
+
     /** The source writes Avro: the sidecar gets each record's rows with their Avro (RowsDecoder.decodeWithAvro). */
     public AppendUdf avro(boolean on) {
         this.avro = on;
@@ -121,19 +131,27 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
             }
             RowsDecoder dec = DECODER.get();
             byte[] lines = value == null ? null : avro ? dec.decodeWithAvro(value) : dec.decode(value);
+            DirectSink sink = direct == null ? null : DirectSink.of(direct);
             if (lines != null) {
-                List<Row> fast = fast(p, dec, lines);
+                List<Row> fast = fast(p, dec, lines, ctx, sink);
                 if (fast != null) {
                     JVM.incrementAndGet();
-                    return fast;
+                    return sent(fast, ctx, sink);
                 }
             }
             PYTHON.incrementAndGet();
-            return viaSidecar(p, topic, partition, offset, key, value, lines);
+            return sent(viaSidecar(p, topic, partition, offset, key, value, lines), ctx, sink);
         }
     }
 
-    private List<Row> fast(Partition p, RowsDecoder dec, byte[] lines) {
+    /** {@code out}, or, with a direct sink, none: each record sent by it. */
+    private static List<Row> sent(List<Row> out, TaskContext ctx, DirectSink sink) {
+        if (sink == null || out.isEmpty()) return out;
+        for (Row r : out) sink.send(ctx, r);
+        return List.of();
+    }
+
+    private List<Row> fast(Partition p, RowsDecoder dec, byte[] lines, TaskContext ctx, DirectSink sink) {
         TableMap tm = dec.lastTable();
         Shape s = p.shapes.get(tm);
         if (s == null) return null;
@@ -145,7 +163,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
         long tsMs = (Long) ts * 1000;
         char op = op(h);
         if (op == 0) return null;
-        if (s.perRow != null) return perRow(p, s, h, umsId, tsMs, op, lines);
+        if (s.perRow != null) return perRow(p, s, h, umsId, tsMs, op, lines, ctx, sink);
         List<byte[]> texts = UmsText.eventMessages(s.prefix, umsId, tsText(p, tsMs, s.zone), op, lines,
             s.beforeUpdateImage, s.maxTuples, s.maxBytes);
         if (texts == null) return null;
@@ -162,7 +180,8 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
     }
 
     /** A per-row table's records (a {@link PerRowFormat}), as the sidecar's PartitionProcessor._rows_per_row writes them. */
-    private List<Row> perRow(Partition p, Shape s, Header h, long umsId, long tsMs, char op, byte[] lines) {
+    private List<Row> perRow(Partition p, Shape s, Header h, long umsId, long tsMs, char op, byte[] lines,
+                             TaskContext ctx, DirectSink sink) {
         if (avro) return null; // lines followed by their Avro: the sidecar's
         Object sid = h.values.get("server_id"), gtid = h.values.get("gtid");
         if (sid != null && sid != Header.NULL && !(sid instanceof Long)) return null;
@@ -170,16 +189,23 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
         List<DebeziumJson.Rec> recs = s.perRow.records(umsId, tsMs, h.str("file"), (Long) h.values.get("pos"),
             sid instanceof Long ? (Long) sid : null, gtid instanceof String ? (String) gtid : null, op, lines);
         if (recs == null || recs.isEmpty()) return null;
-        Row umsKey = RowFactory.create(UMS_KEY, Sidecar.utf8(s.umsKeyHead + tsMs + s.umsKeyTail));
-        List<Row> out = new ArrayList<>(recs.size());
         for (DebeziumJson.Rec r : recs) {
             if (r.value != null && r.value.length > s.recordLimit) return null; // chunked by Python (ums.chunks)
+        }
+        byte[] umsKeyValue = Sidecar.utf8(s.umsKeyHead + tsMs + s.umsKeyTail);
+        p.counts.merge(s.schema + "\0" + s.table, (long) UmsText.rowChanges(lines, op), Long::sum);
+        if (sink != null) { // no Rows: each record straight to the producer
+            for (DebeziumJson.Rec r : recs) sink.send(ctx, s.topic, r, UMS_KEY, umsKeyValue);
+            return List.of();
+        }
+        Row umsKey = RowFactory.create(UMS_KEY, umsKeyValue);
+        List<Row> out = new ArrayList<>(recs.size());
+        for (DebeziumJson.Rec r : recs) {
             List<Row> headers = new ArrayList<>(r.headers.size() + 1);
             for (Object[] hv : r.headers) headers.add(RowFactory.create(hv[0], hv[1]));
             headers.add(umsKey);
             out.add(RowFactory.create(s.topic, r.key, r.value, headers));
         }
-        p.counts.merge(s.schema + "\0" + s.table, (long) UmsText.rowChanges(lines, op), Long::sum);
         return out;
     }
 
