@@ -99,7 +99,9 @@ final class UmsText {
 
     /** Row images of an event's lines that are tuples counted as row changes (an update's before image not). */
     static int rowChanges(byte[] lines, char op) {
-        int images = lineBounds(lines).length / 2;
+        if (lines.length == 0) return 0;
+        int images = 1; // the lines counted, not bounded (lineBounds): this runs once per event beside it
+        for (byte b : lines) if (b == '\n') images++;
         return op == 'u' ? images / 2 : images;
     }
 
