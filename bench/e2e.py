@@ -134,6 +134,9 @@ class Pipeline(Stages):
                 src[stage]["trigger"] = trigger
         raw["sources"] = {ds: src}
         raw["spark"]["conf"].update(json.loads(os.environ.get("BENCH_E2E_SPARK_CONF", "{}")))
+        # per stage: BENCH_E2E_SPARK_STAGES='{"appender": {"spark.driver.extraJavaOptions": "..."}}'
+        for stage, conf in json.loads(os.environ.get("BENCH_E2E_SPARK_STAGES", "{}")).items():
+            raw["spark"].setdefault("stages", {}).setdefault(stage, {}).update(conf)
         if cluster:  # the stages on the standalone cluster (stack/cluster.sh): master, executors' Python
             raw["spark"]["master"] = cluster.pop("master")
             raw["spark"]["conf"].update(cluster)
