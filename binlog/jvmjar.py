@@ -35,9 +35,11 @@ def pyspark_prefix() -> Path:
     return site.parent.parent.parent
 
 
-def build(out: Path) -> Path:
-    """Compile the JVM decoder into ``out`` (a no-op when ``out`` is newer than every source); StackError
-    naming what is missing (the JDK, pyspark, the packaged sources) or how the build failed."""
+def build(out: Path, kafka_jars: Path | None = None) -> Path:
+    """Compile the JVM decoder into ``out`` (a no-op when ``out`` is newer than every source) against
+    pyspark's jars and the kafka-clients jar in ``kafka_jars`` (default: ``spark/`` beside ``out``, the
+    local stack's layout); StackError naming what is missing (the JDK, pyspark, kafka-clients, the packaged
+    sources) or how the build failed."""
     if not BUILD_SH.is_file():
         msg = f"{BUILD_SH} is missing: this installation of DBus has no JVM decoder sources"
         raise StackError(msg)
@@ -46,6 +48,8 @@ def build(out: Path) -> Path:
         msg = f"{' and '.join(missing)} not on PATH: building the JVM decoder needs a JDK 17"
         raise StackError(msg)
     env = {**os.environ, "VENV": str(pyspark_prefix())}
+    if kafka_jars is not None:
+        env["DBUS_JVM_KAFKA_JARS"] = str(kafka_jars)
     done = subprocess.run(
         ["bash", str(BUILD_SH), str(out)], env=env, capture_output=True, text=True, check=False
     )

@@ -49,7 +49,7 @@ def _config_sample(args: argparse.Namespace) -> int:
 def _jvm_build(args: argparse.Namespace) -> int:
     from binlog import jvmjar
 
-    print(jvmjar.build(Path(args.out)))
+    print(jvmjar.build(Path(args.out), Path(args.kafka_jars) if args.kafka_jars else None))
     return 0
 
 
@@ -172,6 +172,12 @@ def _parser() -> argparse.ArgumentParser:
         "JAR is newer than every source. The local stack builds its own (make stack-up).",
     )
     jb.add_argument("--out", required=True, metavar="JAR", help="the jar to write, e.g. ~/.dbus/dbus-jvm.jar")
+    jb.add_argument(
+        "--kafka-jars",
+        metavar="DIR",
+        help="a folder holding the kafka-clients jar of Spark's Kafka connector (the appender's own producer "
+        "is compiled against it; default: spark/ beside JAR, where the local stack keeps it)",
+    )
     jb.set_defaults(handler=_jvm_build)
 
     tp = sub.add_parser("topics", help="Kafka topics").add_subparsers(dest="action", required=True)

@@ -14,7 +14,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # kafka-clients (DirectSink): the stack's Spark jars beside OUT_JAR (stack/services/spark.sh), or DBUS_JVM_KAFKA_JARS
 kafka=${DBUS_JVM_KAFKA_JARS:-$(dirname "$out")/spark}
-ls "$kafka"/kafka-clients-*.jar > /dev/null 2>&1 || { echo "build.sh: no kafka-clients jar in $kafka (make stack-up)" >&2; exit 1; }
+ls "$kafka"/kafka-clients-*.jar > /dev/null 2>&1 || { echo "build.sh: no kafka-clients jar in $kafka (make stack-up, or dbus jvm build --kafka-jars DIR)" >&2; exit 1; }
 javac --release 17 -nowarn -encoding UTF-8 -d "$tmp/classes" -cp "$jars/*:$kafka/*" $(find "$src" -name '*.java' | sort)
 mkdir -p "$(dirname "$out")"
 jar --create --file "$tmp/out.jar" -C "$tmp/classes" .
