@@ -220,14 +220,12 @@ def direct(spark: SparkSession, cfg: DbusConfig, ds: str, udf: Any) -> Any:
     sink's options): one record per row change made no more copies through Spark's explode and sink
     (docs/performance.md). A UMS source's records still go through the sink."""
     from dbuslib.sidecar import java_strings
-    from dbuslib.spark import kafka_sink_options
+    from dbuslib.spark import kafka_producer_config
 
     if not cfg.source(ds).output.per_row:
         return udf
-    options = kafka_sink_options(cfg.endpoints.kafka, realtime=True, batching=True)
-    return udf.direct(
-        java_strings(spark, [x for k, v in options.items() for x in (k.removeprefix("kafka."), v)])
-    )
+    config = kafka_producer_config(cfg.endpoints.kafka, realtime=True, batching=True)
+    return udf.direct(java_strings(spark, [x for kv in config.items() for x in kv]))
 
 
 def append_ums_jvm(df: DataFrame, function: str) -> DataFrame:

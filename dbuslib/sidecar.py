@@ -235,10 +235,6 @@ def register_udf(
     classpath (the jar is built by ``make stack-up``)."""
     argv, env = command(spark, module, document, ds)
     jvm = spark._jvm  # type: ignore[attr-defined]
-
-    def strings(values: list[str]) -> object:
-        return java_strings(spark, values)
-
     from dbuslib.spark import jvm_class
 
     cls = jvm_class(jvm, java_class, stage)
@@ -246,7 +242,7 @@ def register_udf(
 
     # the sidecars' key: one per stage, source and configuration (the JVM adds the argv, without it)
     key = f"{stage}/{ds}/{hashlib.sha256(document.encode()).hexdigest()[:16]}"
-    udf = cls(key, strings(argv), strings([x for kv in env.items() for x in kv]))
+    udf = cls(key, java_strings(spark, argv), java_strings(spark, [x for kv in env.items() for x in kv]))
     if setup is not None:  # more settings of the Java object, before it is registered
         udf = setup(udf)
     jtype = jvm.org.apache.spark.sql.types.DataType.fromJson(return_type.json())  # type: ignore[attr-defined]

@@ -350,6 +350,14 @@ def kafka_sink_options(
     return {"kafka.bootstrap.servers": bootstrap, **KAFKA_SINK_OPTIONS, **sized, **latency}
 
 
+def kafka_producer_config(
+    kafka: KafkaEndpoint | str, realtime: bool = False, batching: bool = False
+) -> dict[str, str]:
+    """``kafka_sink_options`` in kafka-clients' own spelling (without ``kafka.``): a producer of DBus's own
+    with the sink's settings (the appender's ``DirectSink``)."""
+    return {k.removeprefix("kafka."): v for k, v in kafka_sink_options(kafka, realtime, batching).items()}
+
+
 # Kafka source consumer settings. A task's cached consumer may still have a fetch in flight from the
 # previous micro-batch, which the broker holds for fetch.max.wait.ms (default 500 ms) before the consumer
 # can ask for the new range; consumers only fetch inside tasks, so 10 ms makes no idle polling

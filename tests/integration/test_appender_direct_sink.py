@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 import jvm_jar
 
 from dbuslib import kafka
-from dbuslib.spark import kafka_sink_options
+from dbuslib.spark import kafka_producer_config
 
 pytestmark = pytest.mark.integration
 
@@ -26,10 +26,7 @@ pytestmark = pytest.mark.integration
 def run(kafka_up, topic: str, sizes: list[int], **extra: str) -> list[str]:
     jar = jvm_jar.build()
     pyspark_jars = Path(__import__("pyspark").__file__).parent / "jars"
-    options = {
-        k.removeprefix("kafka."): v
-        for k, v in kafka_sink_options(kafka_up, realtime=True, batching=True).items()
-    }
+    options = kafka_producer_config(kafka_up, realtime=True, batching=True)
     options.update({"max.block.ms": "10000", **extra})
     cp = os.pathsep.join([str(jar), str(jar.parent / "spark" / "*"), str(pyspark_jars / "*")])
     out = subprocess.run(

@@ -52,6 +52,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
 
     /** Producer options (name, value, ...): records are sent by {@link DirectSink}, the UDF returns none. */
     private String[] direct;
+    private transient String directKey; // DirectSink.key(direct), made once
 
     /** A per-row source: every record is sent by the JVM's own producer ({@link DirectSink}) with these options
      *  ({@code name, value, ...}, kafka-clients' spelling); the UDF then returns no records. */
@@ -131,27 +132,32 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
             }
             RowsDecoder dec = DECODER.get();
             byte[] lines = value == null ? null : avro ? dec.decodeWithAvro(value) : dec.decode(value);
-            DirectSink sink = direct == null ? null : DirectSink.of(direct);
+            DirectSink sink = null;
+            if (direct != null) {
+                if (directKey == null) directKey = DirectSink.key(direct);
+                sink = DirectSink.of(directKey, direct);
+                sink.hook(ctx);
+            }
             if (lines != null) {
-                List<Row> fast = fast(p, dec, lines, ctx, sink);
+                List<Row> fast = fast(p, dec, lines, sink);
                 if (fast != null) {
                     JVM.incrementAndGet();
-                    return sent(fast, ctx, sink);
+                    return sent(fast, sink);
                 }
             }
             PYTHON.incrementAndGet();
-            return sent(viaSidecar(p, topic, partition, offset, key, value, lines), ctx, sink);
+            return sent(viaSidecar(p, topic, partition, offset, key, value, lines), sink);
         }
     }
 
     /** {@code out}, or, with a direct sink, none: each record sent by it. */
-    private static List<Row> sent(List<Row> out, TaskContext ctx, DirectSink sink) {
+    private static List<Row> sent(List<Row> out, DirectSink sink) {
         if (sink == null || out.isEmpty()) return out;
-        for (Row r : out) sink.send(ctx, r);
+        for (Row r : out) sink.send(r);
         return List.of();
     }
 
-    private List<Row> fast(Partition p, RowsDecoder dec, byte[] lines, TaskContext ctx, DirectSink sink) {
+    private List<Row> fast(Partition p, RowsDecoder dec, byte[] lines, DirectSink sink) {
         TableMap tm = dec.lastTable();
         Shape s = p.shapes.get(tm);
         if (s == null) return null;
@@ -163,7 +169,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
         long tsMs = (Long) ts * 1000;
         char op = op(h);
         if (op == 0) return null;
-        if (s.perRow != null) return perRow(p, s, h, umsId, tsMs, op, lines, ctx, sink);
+        if (s.perRow != null) return perRow(p, s, h, umsId, tsMs, op, lines, sink);
         List<byte[]> texts = UmsText.eventMessages(s.prefix, umsId, tsText(p, tsMs, s.zone), op, lines,
             s.beforeUpdateImage, s.maxTuples, s.maxBytes);
         if (texts == null) return null;
@@ -181,7 +187,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
 
     /** A per-row table's records (a {@link PerRowFormat}), as the sidecar's PartitionProcessor._rows_per_row writes them. */
     private List<Row> perRow(Partition p, Shape s, Header h, long umsId, long tsMs, char op, byte[] lines,
-                             TaskContext ctx, DirectSink sink) {
+                             DirectSink sink) {
         if (avro) return null; // lines followed by their Avro: the sidecar's
         Object sid = h.values.get("server_id"), gtid = h.values.get("gtid");
         if (sid != null && sid != Header.NULL && !(sid instanceof Long)) return null;
@@ -195,7 +201,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
         byte[] umsKeyValue = Sidecar.utf8(s.umsKeyHead + tsMs + s.umsKeyTail);
         p.counts.merge(s.schema + "\0" + s.table, (long) UmsText.rowChanges(lines, op), Long::sum);
         if (sink != null) { // no Rows: each record straight to the producer
-            for (DebeziumJson.Rec r : recs) sink.send(ctx, s.topic, r, UMS_KEY, umsKeyValue);
+            for (DebeziumJson.Rec r : recs) sink.send(s.topic, r, UMS_KEY, umsKeyValue);
             return List.of();
         }
         Row umsKey = RowFactory.create(UMS_KEY, umsKeyValue);

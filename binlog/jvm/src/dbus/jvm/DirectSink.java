@@ -41,23 +41,25 @@ final class DirectSink {
         producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
     }
 
-    /** The producer of these options ({@code name, value, ...} in kafka-clients' spelling). */
-    static DirectSink of(String[] options) {
-        String k = String.join("\0", options);
-        return SINKS.computeIfAbsent(k, x -> new DirectSink(x, options));
+    /** The producer of these options ({@code name, value, ...} in kafka-clients' spelling); {@code key}: their
+     *  {@link #key} (made once by the caller: this runs for every rows event). */
+    static DirectSink of(String key, String[] options) {
+        return SINKS.computeIfAbsent(key, x -> new DirectSink(x, options));
     }
 
+    /** The key of these options in the producers of this JVM. */
+    static String key(String[] options) { return String.join("\0", options); }
+
     /** Sends one record; raises a failure of an earlier send of this producer. */
-    void send(TaskContext ctx, String topic, byte[] key, byte[] value, Header[] headers) {
+    void send(String topic, byte[] key, byte[] value, Header[] headers) {
         check();
-        hook(ctx);
         producer.send(new ProducerRecord<>(topic, null, key, value, List.of(headers)), (meta, e) -> {
             if (e != null) failure.compareAndSet(null, e);
         });
     }
 
     /** Sends a record in the UDF's output shape: {@code struct<topic, key, value, headers array<struct<key, value>>>}. */
-    void send(TaskContext ctx, Row r) {
+    void send(Row r) {
         @SuppressWarnings("unchecked")
         List<Row> hs = (List<Row>) r.get(3); // the UDF's rows hold Java lists (Spark converts them after)
         Header[] headers = new Header[hs == null ? 0 : hs.size()];
@@ -65,18 +67,18 @@ final class DirectSink {
             Row h = hs.get(i);
             headers[i] = new RecordHeader(h.getString(0), (byte[]) h.get(1));
         }
-        send(ctx, r.getString(0), (byte[]) r.get(1), (byte[]) r.get(2), headers);
+        send(r.getString(0), (byte[]) r.get(1), (byte[]) r.get(2), headers);
     }
 
     /** Sends a per-row record ({@link PerRowFormat}) with its headers and one more. */
-    void send(TaskContext ctx, String topic, DebeziumJson.Rec r, String name, byte[] value) {
+    void send(String topic, DebeziumJson.Rec r, String name, byte[] value) {
         Header[] headers = new Header[r.headers.size() + 1];
         for (int i = 0; i < r.headers.size(); i++) {
             Object[] hv = r.headers.get(i);
             headers[i] = new RecordHeader((String) hv[0], (byte[]) hv[1]);
         }
         headers[headers.length - 1] = new RecordHeader(name, value);
-        send(ctx, topic, r.key, r.value, headers);
+        send(topic, r.key, r.value, headers);
     }
 
     /** Waits until every record sent so far is acknowledged; raises if one failed. */
@@ -85,7 +87,8 @@ final class DirectSink {
         check();
     }
 
-    private void hook(TaskContext ctx) {
+    /** Once per task and producer (a rows event asks): the flush and check before {@code ctx}'s task ends. */
+    void hook(TaskContext ctx) {
         if (ctx == null || !hooked.add(ctx.taskAttemptId())) return;
         long id = ctx.taskAttemptId();
         ctx.addTaskCompletionListener((TaskCompletionListener) c -> {

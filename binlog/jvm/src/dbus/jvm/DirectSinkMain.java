@@ -31,8 +31,9 @@ public final class DirectSinkMain {
             Arrays.fill(value, (byte) 'x');
             Header[] headers = {new RecordHeader("ums_uid_", Integer.toString(i).getBytes(StandardCharsets.UTF_8))};
             try {
-                DirectSink sink = DirectSink.of(options.toArray(new String[0]));
-                sink.send(null, topic, Integer.toString(i).getBytes(StandardCharsets.UTF_8), value, headers);
+                String[] o = options.toArray(new String[0]);
+                DirectSink sink = DirectSink.of(DirectSink.key(o), o);
+                sink.send(topic, Integer.toString(i).getBytes(StandardCharsets.UTF_8), value, headers);
                 sink.flush();
                 System.out.println("ok " + i);
             } catch (RuntimeException e) {
