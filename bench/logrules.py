@@ -15,7 +15,6 @@ baseline: plain Python, ``operators.run_group`` on each line, in the same run on
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -45,9 +44,12 @@ def jvm_rate(cfg: DbusConfig, tables: list[TableRules], sample: list[str], n: in
     from pyspark.sql import functions as F
 
     from binlog import jvmjar
+    from dbuslib.spark import _is_jvm, jars, scheme
     from logprocessor.rules_jvm import lines_results
 
-    jar = jvmjar.build(Path(tempfile.gettempdir()) / f"dbus-bench-logrules-{os.getuid()}" / "dbus-jvm.jar")
+    # the stack's jar, current with the sources (a no-op when it is), as the log processor's bench
+    jar = next(Path(j.removeprefix("file:")) for j in jars(cfg) if _is_jvm(j) and scheme(j) == "file")
+    jvmjar.build(jar)
     spark = (
         SparkSession.builder.master(cfg.spark.master)
         .appName("bench_logrules")
