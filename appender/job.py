@@ -45,7 +45,7 @@ def read_schema_topics(
     record (the offset of a partition the checkpoint does not know is its earliest)."""
     from dbuslib.spark import kafka_source
 
-    reader = kafka_source(spark.readStream, cfg.endpoints.kafka.bootstrap_servers)
+    reader = kafka_source(spark.readStream, cfg.endpoints.kafka)
     reader = reader.option(*subscription.option()).option("startingOffsets", "earliest")
     if subscription.pattern:  # topics listed afresh at each batch; a consumer's cached list too (not 5 min)
         reader = reader.option("kafka.metadata.max.age.ms", PATTERN_METADATA_MAX_AGE_MS)

@@ -29,7 +29,7 @@ from typing import Any
 from bench.report import bench_line
 from dbuslib import kafka
 from dbuslib.config import DbusConfig
-from dbuslib.spark import kafka_source, session
+from dbuslib.spark import kafka_client_options, kafka_source, session
 
 SECONDS = float(os.environ.get("BENCH_RT_SECONDS", "20"))
 REALTIME_BATCH = "30 seconds"  # the checkpoint interval: longer than the measured window
@@ -47,7 +47,7 @@ def measure(cfg: DbusConfig, spark: Any, mode: str, python: bool = False) -> tup
     endpoint = cfg.endpoints.kafka
     kafka.ensure_topics(endpoint, [source, sink], partitions=2)
     df = (
-        kafka_source(spark.readStream, endpoint.bootstrap_servers)
+        kafka_source(spark.readStream, endpoint)
         .option("subscribe", source)
         .option("startingOffsets", "earliest")
         .load()
@@ -57,7 +57,7 @@ def measure(cfg: DbusConfig, spark: Any, mode: str, python: bool = False) -> tup
         df = df.mapInArrow(_identity, "key binary, value binary")
     writer = (
         df.writeStream.format("kafka")
-        .option("kafka.bootstrap.servers", endpoint.bootstrap_servers)
+        .options(**kafka_client_options(endpoint))
         .option("kafka.linger.ms", "0")
         .option("topic", sink)
         .option("checkpointLocation", tempfile.mkdtemp(prefix="dbus-bench-rt-"))

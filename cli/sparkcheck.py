@@ -26,14 +26,14 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import SparkSession
 
     from dbuslib.config import load_config
+    from dbuslib.spark import kafka_client_options, kafka_source
 
-    servers = load_config(args.config).endpoints.kafka.bootstrap_servers
+    kafka = load_config(args.config).endpoints.kafka
     spark = SparkSession.builder.appName("dbus-sparkcheck").getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     with tempfile.TemporaryDirectory(prefix="dbus-sparkcheck-") as checkpoint:
         query = (
-            spark.readStream.format("kafka")
-            .option("kafka.bootstrap.servers", servers)
+            kafka_source(spark.readStream, kafka)
             .option("subscribe", args.source_topic)
             .option("startingOffsets", "earliest")
             .load()
@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
                           ',"change":', CAST(value AS STRING), '}') AS value""",
             )
             .writeStream.format("kafka")
+            .options(**kafka_client_options(kafka))
             .queryName("sparkcheck_roundtrip")
-            .option("kafka.bootstrap.servers", servers)
             .option("topic", args.sink_topic)
             .option("checkpointLocation", checkpoint)
             .trigger(availableNow=True)

@@ -63,15 +63,89 @@ class _Model(BaseModel):
 # ---------------------------------------------------------------- endpoints
 
 
+KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+class KafkaSasl(_Model):
+    """SASL credentials: ``mechanism`` PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; the password usually a
+    ``${env:...}`` or ``${file:...}`` reference."""
+
+    mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+    username: str = Field(min_length=1)
+    password: SecretStr
+
+
+class KafkaTls(_Model):
+    """TLS to the brokers, PEM files (relative: to this file's folder): ``ca`` the certificates to trust
+    (None: the system's), ``cert`` and ``key`` the client's own (mutual TLS; both or neither),
+    ``key_password`` if the key is encrypted; ``check_hostname``: the broker's certificate must name the
+    host it was reached at."""
+
+    ca: Path | None = None
+    cert: Path | None = None
+    key: Path | None = None
+    key_password: SecretStr | None = None
+    check_hostname: bool = True
+
+    @model_validator(mode="after")
+    def _pair(self) -> KafkaTls:
+        if (self.cert is None) != (self.key is None):
+            msg = "cert and key go together (a client certificate needs its key): give both or neither"
+            raise ValueError(msg)
+        if self.key_password is not None and self.key is None:
+            msg = "key_password without key"
+            raise ValueError(msg)
+        return self
+
+
+class KafkaSecurity(_Model):
+    """How every Kafka client DBus starts reaches the brokers (dbuslib/kafka_security.py spells it for
+    each client library): ``protocol`` PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; ``sasl`` for the
+    SASL protocols, ``tls`` for the SSL ones (optional there: the system's CAs, no client certificate)."""
+
+    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl: KafkaSasl | None = None
+    tls: KafkaTls | None = None
+
+    @model_validator(mode="after")
+    def _fits_protocol(self) -> KafkaSecurity:
+        if self.protocol.startswith("SASL_") and self.sasl is None:
+            msg = f"protocol {self.protocol} needs sasl (mechanism, username, password)"
+            raise ValueError(msg)
+        if not self.protocol.startswith("SASL_") and self.sasl is not None:
+            msg = f"sasl is given but protocol {self.protocol} does not use it (the SASL_* protocols do)"
+            raise ValueError(msg)
+        if not self.protocol.endswith("SSL") and self.tls is not None:
+            msg = f"tls is given but protocol {self.protocol} does not use it (SSL or SASL_SSL does)"
+            raise ValueError(msg)
+        return self
+
+    @property
+    def tls_on(self) -> bool:
+        return self.protocol.endswith("SSL")
+
+
 class KafkaEndpoint(_Model):
-    """Kafka. ``client`` passes extra kafka-python options in kafka-python's own spelling.
+    """Kafka. ``security``: how every client reaches the brokers (protocol, SASL, TLS). ``client`` passes
+    extra kafka-python options in kafka-python's own spelling.
     ``max_message_bytes``: the largest record DBus writes (every producer's ``max.request.size``, the
     ``max.message.bytes`` of the topics it creates); at most the broker's ``message.max.bytes``, checked
     when a stage starts. A UMS message above it is cut into chunks (ums.chunks, docs/ums.md)."""
 
     bootstrap_servers: str
+    security: KafkaSecurity = KafkaSecurity()
     client: dict[str, Any] = Field(default_factory=dict)
     max_message_bytes: int = Field(16_777_216, ge=65_536)
+
+    @field_validator("client")
+    @classmethod
+    def _no_security_in_client(cls, v: dict[str, Any]) -> dict[str, Any]:
+        taken = sorted(k for k in v if k.startswith(("security_", "sasl_", "ssl_")))
+        if taken:
+            msg = f"{taken}: set through endpoints.kafka.security, which every client (Spark's too) follows"
+            raise ValueError(msg)
+        return v
 
 
 class ZooKeeperEndpoint(_Model):
@@ -735,6 +809,30 @@ class DbusConfig(_Model):
     log_sources: dict[str, LogSource] = Field(default_factory=dict)
     console: ConsoleSettings = ConsoleSettings()
     path: Path = Field(DEFAULT_CONFIG, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kafka_pem_paths(cls, data: Any) -> Any:
+        """``endpoints.kafka.security.tls``'s PEM files made absolute against the file's folder here, once:
+        every Kafka client is built from the endpoint alone."""
+        try:
+            tls = data["endpoints"]["kafka"]["security"]["tls"]
+            base = Path(data.get("path", DEFAULT_CONFIG)).parent
+        except (KeyError, TypeError, AttributeError):
+            return data
+        if not isinstance(tls, dict):
+            return data
+        fixed = {
+            k: str(base / v)
+            if k in ("ca", "cert", "key") and isinstance(v, str) and not Path(v).is_absolute()
+            else v
+            for k, v in tls.items()
+        }
+        kafka = {
+            **data["endpoints"]["kafka"],
+            "security": {**data["endpoints"]["kafka"]["security"], "tls": fixed},
+        }
+        return {**data, "endpoints": {**data["endpoints"], "kafka": kafka}}
 
     @field_validator("sources")
     @classmethod

@@ -18,6 +18,7 @@ from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 
 from dbuslib.config import KafkaEndpoint
 from dbuslib.errors import ConfigError, EndpointError
+from dbuslib.kafka_security import python_options
 
 if TYPE_CHECKING:
     from dbuslib.topics import Subscription
@@ -28,7 +29,14 @@ SAFE_PRODUCER = {"acks": "all", "enable_idempotence": True, "allow_auto_create_t
 
 
 def _options(cfg: KafkaEndpoint, overrides: dict[str, Any]) -> dict[str, Any]:
-    return {"bootstrap_servers": cfg.bootstrap_servers, **cfg.client, **overrides}
+    """A kafka-python client's settings: the servers, ``endpoints.kafka.security`` (every client follows
+    it), the ``client`` extras, then the caller's."""
+    return {
+        "bootstrap_servers": cfg.bootstrap_servers,
+        **python_options(cfg.security),
+        **cfg.client,
+        **overrides,
+    }
 
 
 def _unreachable(cfg: KafkaEndpoint, err: Exception) -> EndpointError:
@@ -56,7 +64,9 @@ def consumer(cfg: KafkaEndpoint, *topics: str, **overrides: Any) -> KafkaConsume
 
 def admin(cfg: KafkaEndpoint) -> KafkaAdminClient:
     try:
-        return KafkaAdminClient(bootstrap_servers=cfg.bootstrap_servers, client_id="dbus-admin")
+        options = _options(cfg, {"client_id": "dbus-admin"})
+        # the admin client refuses settings it does not know (a producer's or consumer's from ``client``)
+        return KafkaAdminClient(**{k: v for k, v in options.items() if k in KafkaAdminClient.DEFAULT_CONFIG})
     except KafkaTimeoutError as e:  # kafka-python 3: 'Unable to bootstrap from ...'
         raise _unreachable(cfg, e) from e
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbuslib.config import DbusConfig, KafkaEndpoint
 from dbuslib.errors import StackError
+from dbuslib.kafka_security import spark_options
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -80,11 +81,19 @@ def scheme(location: str) -> str:
     return m[1].lower() if m and len(m[1]) > 1 else "file"  # "C:" is no scheme
 
 
+# Spark hides a setting whose key or value this matches (its UI, event log, plans): its default, and the
+# Kafka client's PEM key that endpoints.kafka.security inlines (kafka.ssl.keystore.key; the SASL password
+# is inside kafka.sasl.jaas.config's value, which the default's "password" matches)
+REDACTION_REGEX = r"(?i)secret|password|token|access[.]key|ssl[.]keystore[.]key|PRIVATE KEY"
+
+
 def settings(cfg: DbusConfig) -> dict[str, str]:
     """The Spark settings of DBus's stages: the checkpoint manager for the checkpoint root's filesystem
-    (``CHECKPOINT_MANAGERS``), overridden by the configuration's ``spark.conf``."""
+    (``CHECKPOINT_MANAGERS``), the redaction of secrets (``REDACTION_REGEX``), overridden by the
+    configuration's ``spark.conf``."""
     manager = CHECKPOINT_MANAGERS.get(scheme(cfg.spark.checkpoint_root))
-    return {**({CHECKPOINT_MANAGER: manager} if manager else {}), **cfg.spark.conf}
+    redaction = {"spark.redaction.regex": REDACTION_REGEX}
+    return {**({CHECKPOINT_MANAGER: manager} if manager else {}), **redaction, **cfg.spark.conf}
 
 
 def is_local(master: str) -> bool:
@@ -336,18 +345,18 @@ def kafka_sink_options(
     e2e bench's appender batches fewer and larger (lz4's 128 kB of buffers per batch, the broker's work per
     request: docs/performance.md)."""
     if isinstance(kafka, str):
-        bootstrap, limit = kafka, KafkaEndpoint.model_fields["max_message_bytes"].default
+        limit = KafkaEndpoint.model_fields["max_message_bytes"].default
     else:
         from dbuslib.kafka import check_message_limit
 
         check_message_limit(kafka)
-        bootstrap, limit = kafka.bootstrap_servers, kafka.max_message_bytes
+        limit = kafka.max_message_bytes
     sized = {
         "kafka.max.request.size": str(limit),  # a record must also fit the producer's buffer
         "kafka.buffer.memory": str(max(2 * limit, 33_554_432)),
     }
     latency = {"kafka.linger.ms": "0"} if realtime and not batching else {}
-    return {"kafka.bootstrap.servers": bootstrap, **KAFKA_SINK_OPTIONS, **sized, **latency}
+    return {**kafka_client_options(kafka), **KAFKA_SINK_OPTIONS, **sized, **latency}
 
 
 def kafka_producer_config(
@@ -365,20 +374,29 @@ def kafka_producer_config(
 KAFKA_SOURCE_OPTIONS = {"kafka.fetch.max.wait.ms": "10"}
 
 
-def kafka_source(reader: Any, bootstrap: str) -> Any:
-    """``reader`` (``spark.read`` or ``spark.readStream``) set up for the Kafka source with DBus's
-    consumer settings."""
-    reader = reader.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-    for key, value in KAFKA_SOURCE_OPTIONS.items():
+def kafka_client_options(kafka: KafkaEndpoint | str) -> dict[str, str]:
+    """What every Spark Kafka source and sink of DBus is given first: the servers and
+    ``endpoints.kafka.security`` (dbuslib.kafka_security.spark_options); a bare bootstrap string (tests,
+    benchmarks) is a plaintext cluster."""
+    if isinstance(kafka, str):
+        return {"kafka.bootstrap.servers": kafka}
+    return {"kafka.bootstrap.servers": kafka.bootstrap_servers, **spark_options(kafka.security)}
+
+
+def kafka_source(reader: Any, kafka: KafkaEndpoint | str) -> Any:
+    """``reader`` (``spark.read`` or ``spark.readStream``) set up for the Kafka source of ``kafka``
+    (servers and security: ``kafka_client_options``) with DBus's consumer settings."""
+    reader = reader.format("kafka")
+    for key, value in {**kafka_client_options(kafka), **KAFKA_SOURCE_OPTIONS}.items():
         reader = reader.option(key, value)
     return reader
 
 
-def read_topic(spark: Any, bootstrap: str, topic: str, max_offsets: int | None) -> Any:
+def read_topic(spark: Any, kafka: KafkaEndpoint | str, topic: str, max_offsets: int | None) -> Any:
     """A stage's input: ``topic`` as a stream of Kafka source rows (key, value, topic, partition, offset,
     timestamp, ...), from the earliest offset on a first start (afterwards the checkpoint decides), at most
     ``max_offsets`` records per micro-batch (None: no cap, as in real-time mode)."""
-    reader = kafka_source(spark.readStream, bootstrap).option("subscribe", topic)
+    reader = kafka_source(spark.readStream, kafka).option("subscribe", topic)
     reader = reader.option("startingOffsets", "earliest")
     if max_offsets is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(max_offsets))

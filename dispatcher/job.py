@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dbuslib import pygc
-from dbuslib.config import DbusConfig
+from dbuslib.config import DbusConfig, KafkaEndpoint
 from dbuslib.deadletter import MAX_VALUE_BYTES, spark_value, too_big
 from dbuslib.ship import config_document
 from dispatcher.routing import BAD_TOPIC, TOPIC_NAME, UNEXPECTED, Route, Router, key_tables, route, unexpected
@@ -53,14 +53,14 @@ def query_name(ds: str) -> str:
 # ---------------------------------------------------------------- read
 
 
-def read_raw(spark: SparkSession, bootstrap: str, topic: str, max_offsets: int | None) -> DataFrame:
+def read_raw(
+    spark: SparkSession, kafka: KafkaEndpoint | str, topic: str, max_offsets: int | None
+) -> DataFrame:
     """The first-level topic as a stream of (key, value, topic, partition, offset); ``max_offsets`` per
     micro-batch at most (None in real-time mode, whose batches are as long as a checkpoint interval)."""
     from dbuslib.spark import read_topic
 
-    return read_topic(spark, bootstrap, topic, max_offsets).select(
-        "key", "value", "topic", "partition", "offset"
-    )
+    return read_topic(spark, kafka, topic, max_offsets).select("key", "value", "topic", "partition", "offset")
 
 
 # ---------------------------------------------------------------- route
@@ -226,9 +226,8 @@ def start(
     settings = src.dispatcher
     jvm_path = settings.trigger == "realtime"  # with available_now too: the same record path, drained
     realtime = jvm_path and not available_now
-    bootstrap = cfg.endpoints.kafka.bootstrap_servers
     router, ensure_topic = routing(cfg, ds)
-    raw = read_raw(spark, bootstrap, src.topics.name("raw", ds), None if realtime else max_offsets)
+    raw = read_raw(spark, cfg.endpoints.kafka, src.topics.name("raw", ds), None if realtime else max_offsets)
     tagged = tag_records(raw, router)
     if jvm_path:
         routed = route_records_jvm(tagged, register_jvm_routes(spark, cfg, ds))

@@ -46,7 +46,7 @@ from ums.namespace import Namespace
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from dbuslib.config import DbusConfig
+    from dbuslib.config import DbusConfig, KafkaEndpoint
 
 DATA_TYPES = (ProtocolType.DATA_INCREMENT_DATA.value, ProtocolType.DATA_INITIAL_DATA.value)
 SYSTEM_COLUMNS = ("ums_id_", "ums_ts_", "ums_op_", "ums_uid_")
@@ -393,7 +393,7 @@ def read_row_tuples(
     from dbuslib.spark import kafka_source
 
     records = (
-        kafka_source(spark.read, cfg.endpoints.kafka.bootstrap_servers)
+        kafka_source(spark.read, cfg.endpoints.kafka)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .option("endingOffsets", ending)
@@ -544,13 +544,13 @@ JSON_OPTIONS = {"maxStringLen": str(2**31 - 1)}
 DRIVER_MEMORY = "4g"
 
 
-def read_topic(spark: SparkSession, bootstrap: str, topic: str, ending: str) -> DataFrame:
+def read_topic(spark: SparkSession, kafka: KafkaEndpoint | str, topic: str, ending: str) -> DataFrame:
     """The record values of the topic from the earliest offsets to ``ending`` (fixed, so both passes read
     the same), chunked records joined (``join_chunks``): one ``value`` column."""
     from dbuslib.spark import kafka_source
 
     records = (
-        kafka_source(spark.read, bootstrap)
+        kafka_source(spark.read, kafka)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .option("endingOffsets", ending)
@@ -720,7 +720,7 @@ def run(
     row_format = src.output.format_for(schema, table)
     key = tuple(primary_key) if primary_key else primary_key_of(cfg, ds, schema, table)
     ending, _ = end_offsets_json(cfg, topic)
-    records = read_topic(spark, cfg.endpoints.kafka.bootstrap_servers, topic, ending)
+    records = read_topic(spark, cfg.endpoints.kafka, topic, ending)
     heads = read_heads(records)  # UMS messages (of a table written in UMS before its format changed, too)
     per_row = None
     if row_format in PER_ROW:

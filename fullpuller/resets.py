@@ -28,7 +28,7 @@ from ums import headers as ums_headers
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from dbuslib.config import DbusConfig
+    from dbuslib.config import DbusConfig, KafkaEndpoint
 
 # header of a pull's end marker (fullpuller/job.py)
 END_MARKER = (ums_headers.FULLPULL, ums_headers.FULLPULL_END.encode())
@@ -63,7 +63,7 @@ def merge(tuples: Iterable[tuple[Any, str | int, str | int, str, Any]], reset: i
 # ---------------------------------------------------------------- edges: meta store, Kafka (Spark)
 
 
-def pulls_ended(spark: SparkSession, bootstrap: str, topic: str, ending: str) -> dict[int, int]:
+def pulls_ended(spark: SparkSession, kafka: KafkaEndpoint | str, topic: str, ending: str) -> dict[int, int]:
     """SEQNO -> ``ums_id_`` of the pulls whose end marker is in ``topic`` before ``ending`` (Spark's
     ``endingOffsets`` JSON)."""
     from pyspark.sql import functions as F
@@ -71,7 +71,7 @@ def pulls_ended(spark: SparkSession, bootstrap: str, topic: str, ending: str) ->
     from dbuslib.spark import kafka_source
 
     records = (
-        kafka_source(spark.read, bootstrap)
+        kafka_source(spark.read, kafka)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .option("endingOffsets", ending)
@@ -112,5 +112,5 @@ def table_reset(
         return None
     ended = {}
     if any(v.reason is Reason.ROW_LOSS for v in history):
-        ended = pulls_ended(spark, cfg.endpoints.kafka.bootstrap_servers, topic, ending)
+        ended = pulls_ended(spark, cfg.endpoints.kafka, topic, ending)
     return reset_point(history, ended)

@@ -30,7 +30,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dbuslib.config import DbusConfig, LogSource
+from dbuslib.config import DbusConfig, KafkaEndpoint, LogSource
 from dbuslib.deadletter import MAX_VALUE_BYTES, UNATTRIBUTED, spark_too_big, spark_value
 from logprocessor.adapters import AdapterSettings
 from logprocessor.grammar import TableRules
@@ -55,11 +55,13 @@ def query_name(ds: str) -> str:
 # ---------------------------------------------------------------- read
 
 
-def read_raw(spark: SparkSession, bootstrap: str, topic: str, max_offsets: int | None) -> DataFrame:
+def read_raw(
+    spark: SparkSession, kafka: KafkaEndpoint | str, topic: str, max_offsets: int | None
+) -> DataFrame:
     """The raw topic as (key, value, topic, partition, offset, timestamp) (``dbuslib.spark.read_topic``)."""
     from dbuslib.spark import read_topic
 
-    return read_topic(spark, bootstrap, topic, max_offsets).select(
+    return read_topic(spark, kafka, topic, max_offsets).select(
         "key", "value", "topic", "partition", "offset", "timestamp"
     )
 
@@ -312,7 +314,7 @@ def start(
     settings = src.processor
     realtime = settings.trigger == "realtime" and not available_now
     topic = src.topics.name("raw", ds)
-    raw = read_raw(spark, cfg.endpoints.kafka.bootstrap_servers, topic, None if realtime else max_offsets)
+    raw = read_raw(spark, cfg.endpoints.kafka, topic, None if realtime else max_offsets)
     out = observed(process(raw, cfg, ds, rules, per_record=realtime, earlier=earlier), ds)
     every = (*rules.tables, *(t for e in earlier for t in e.rules.tables))  # a replaced version masked too
     out = mask_outputs(out, log_masks(src.masking, src.type, ds, rules.schema, every))

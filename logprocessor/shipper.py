@@ -19,6 +19,7 @@ from pathlib import Path
 
 from dbuslib.config import DbusConfig, LogSource
 from dbuslib.errors import ConfigError
+from dbuslib.kafka_security import librdkafka_options
 
 # Kafka framing under the topics' max.message.bytes: the producer refuses a larger record itself, so the
 # broker never answers MESSAGE_TOO_LARGE (omkafka would resubmit that record forever).
@@ -134,6 +135,14 @@ def _source(cfg: DbusConfig, name: str, src: LogSource, work_dir: Path, producer
     ruleset = f"dbus_{name}"
     topic = src.topics.name("raw", name)
     brokers = [b.strip() for b in cfg.endpoints.kafka.bootstrap_servers.split(",") if b.strip()]
+    # endpoints.kafka.security in librdkafka's spelling: the file holds the SASL password then (written 0600)
+    security = librdkafka_options(cfg.endpoints.kafka.security)
+    conf_params = [
+        "enable.idempotence=true",
+        f"message.max.bytes={producer_max}",
+        "compression.codec=lz4",
+        *(f"{k}={v}" for k, v in security.items() if not (k == "security.protocol" and v == "plaintext")),
+    ]
     lines = [
         f"# log source {name}: {', '.join(src.shipper.files)} -> topic {topic}",
         f"ruleset(name={_q(ruleset)}",
@@ -144,8 +153,7 @@ def _source(cfg: DbusConfig, name: str, src: LogSource, work_dir: Path, producer
         "  action(",
         f'    type="omkafka" name={_q(ruleset)} broker={_array(brokers)} topic={_q(topic)}',
         '    template="dbus_record" dynaKey="on" key="dbus_path" partitions.auto="on"',
-        f'    confParam=["enable.idempotence=true", "message.max.bytes={producer_max}", '
-        '"compression.codec=lz4"]',
+        f"    confParam={_array(conf_params)}",
         '    topicConfParam=["acks=all", "message.timeout.ms=0", "partitioner=murmur2_random"]',
         '    resubmitOnFailure="on" keepFailedMessages="on"',
         f'    failedMsgFile={_q(work_dir / f"{ruleset}.failed")} closeTimeout="10000"',

@@ -8,6 +8,7 @@ POSTGRESQL_PORT=${POSTGRESQL_PORT:-15432}           # the SQL sink's replica tar
 ZOOKEEPER_PORT=${ZOOKEEPER_PORT:-12181}
 KAFKA_PORT=${KAFKA_PORT:-19092}
 KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-19093}
+KAFKA_SECURE_PORT=${KAFKA_SECURE_PORT:-19094}    # SASL_SSL (SCRAM, PLAIN; the CA of .stack/tls): stack/services/kafka.sh
 INFLUXDB_PORT=${INFLUXDB_PORT:-18086}
 REGISTRY_PORT=${REGISTRY_PORT:-18081}             # the schema registry (Apicurio, Confluent API)
 SPARK_VERSION=${SPARK_VERSION:-4.2.0}                  # must match pyspark's version in pyproject.toml

@@ -12,11 +12,37 @@ KAFKA_JAVA=(java -Xms512m -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt
   -Dlog4j2.configurationFile="$STACK_REPO/conf/stack/kafka-log4j2.xml"
   -cp "$KAFKA_JARS/*")
 
+TLS_HOME=$STACK_HOME/tls
+
+# tls_install: the stack's CA and the certificates it signs (PEM, PKCS#8 keys), made once with openssl:
+# server (the SASL_SSL listener's: 127.0.0.1 and localhost), client (mutual TLS); kafka-password, the
+# SASL user "dbus"'s. DBus reads them through endpoints.kafka.security (docs/security.md).
+tls_install() {
+  local d=$TLS_HOME name
+  [ -f "$d/client.pem" ] && [ -f "$d/kafka-password" ] && return 0
+  log "making the stack's CA and certificates in $d (openssl)"
+  mkdir -p "$d" && chmod 700 "$d"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=DBus local stack CA" \
+    -keyout "$d/ca.key" -out "$d/ca.pem" >"$d/openssl.log" 2>&1 || die "openssl: see $d/openssl.log"
+  for name in server client; do
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=dbus-stack-$name" -keyout "$d/$name.key" -out "$d/$name.csr" \
+      >>"$d/openssl.log" 2>&1 || die "openssl: see $d/openssl.log"
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$d/$name.ext"
+    openssl x509 -req -in "$d/$name.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -days 3650 \
+      -extfile "$d/$name.ext" -out "$d/$name.pem" >>"$d/openssl.log" 2>&1 || die "openssl: see $d/openssl.log"
+  done
+  cat "$d/server.key" "$d/server.pem" >"$d/server-keystore.pem"   # the broker's PEM keystore: key, then chain
+  (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' '-_' >"$d/kafka-password")
+  chmod 600 "$d"/*.key "$d/server-keystore.pem"
+}
+
 kafka_install() {
   local dir; dir=$(svc_dir kafka)
   mvn_copy "$STACK_REPO/conf/stack/kafka-pom.xml" "$KAFKA_JARS"
-  render "$STACK_REPO/conf/stack/kafka-server.properties" "$dir/server.properties" \
-    KAFKA_HOME KAFKA_PORT KAFKA_CONTROLLER_PORT
+  tls_install
+  KAFKA_PASSWORD=$(cat "$TLS_HOME/kafka-password") \
+    render "$STACK_REPO/conf/stack/kafka-server.properties" "$dir/server.properties" \
+    KAFKA_HOME KAFKA_PORT KAFKA_CONTROLLER_PORT KAFKA_SECURE_PORT KAFKA_PASSWORD TLS_HOME
   # Format the log dir once (static controller quorum, so changing ports later needs no re-format).
   if [ ! -f "$dir/data/meta.properties" ]; then
     log "formatting Kafka storage in $dir/data"
@@ -25,14 +51,43 @@ kafka_install() {
   fi
 }
 
-# Serving = the broker answers a metadata request (list topics) on the PLAINTEXT listener.
+# Serving = the broker answers a metadata request (list topics) on the PLAINTEXT listener, and on the
+# SASL_SSL one as user dbus (SCRAM-SHA-512, the stack's CA). The SCRAM credentials live in the cluster's
+# metadata: set through the PLAINTEXT listener when that login fails (a fresh cluster, a new password).
 kafka_health() {
-  port_open "$KAFKA_PORT" || return 1
-  timeout 10 "$VENV/bin/python" - "$STACK_HOST:$KAFKA_PORT" >/dev/null 2>&1 <<'EOF'
+  port_open "$KAFKA_PORT" && port_open "$KAFKA_SECURE_PORT" || return 1
+  timeout 30 "$VENV/bin/python" - "$STACK_HOST:$KAFKA_PORT" "$STACK_HOST:$KAFKA_SECURE_PORT" "$TLS_HOME" \
+    >/dev/null 2>&1 <<'EOF'
 import sys
+from pathlib import Path
+
 from kafka import KafkaAdminClient
-admin = KafkaAdminClient(bootstrap_servers=sys.argv[1], request_timeout_ms=3000)
+from kafka.admin import ScramMechanism, UserScramCredentialUpsertion
+
+plain, secure, tls = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+password = (tls / "kafka-password").read_text().strip()
+admin = KafkaAdminClient(bootstrap_servers=plain, request_timeout_ms=3000)
 admin.list_topics()
+
+
+def secure_login() -> bool:
+    try:
+        KafkaAdminClient(
+            bootstrap_servers=secure, security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
+            sasl_plain_username="dbus", sasl_plain_password=password, ssl_cafile=str(tls / "ca.pem"),
+            request_timeout_ms=5000, bootstrap_timeout_ms=5000,
+        ).close()
+        return True
+    except Exception:
+        return False
+
+
+if not secure_login():
+    for m in (ScramMechanism.SCRAM_SHA_512, ScramMechanism.SCRAM_SHA_256):  # one per request: Kafka's rule
+        failed = admin.alter_user_scram_credentials([UserScramCredentialUpsertion("dbus", m, password, 8192)])
+        if failed.get("dbus"):
+            sys.exit(f"SCRAM credentials of dbus: {failed['dbus']}")
+    sys.exit(0 if secure_login() else 1)
 admin.close()
 EOF
 }
@@ -40,8 +95,13 @@ EOF
 kafka_start() {
   kafka_health && return 0
   local dir; dir=$(svc_dir kafka)
+  if pid_alive "$dir/pid" && port_open "$KAFKA_PORT" && ! port_open "$KAFKA_SECURE_PORT"; then
+    log "kafka: serving without its SASL_SSL listener (started from an older server.properties): restarting"
+    kafka_stop
+  fi
   if ! pid_alive "$dir/pid"; then
     port_open "$KAFKA_PORT" && die "port $KAFKA_PORT is taken by something that is not our Kafka"
+    port_open "$KAFKA_SECURE_PORT" && die "port $KAFKA_SECURE_PORT is taken by something that is not our Kafka"
     start_bg "$dir/pid" "$dir/log/stdout.log" "${KAFKA_JAVA[@]}" kafka.Kafka "$dir/server.properties"
   fi
   wait_for 90 kafka "$dir/log/server.log" running_and "$dir/pid" "$dir/log/server.log" kafka_health
@@ -52,5 +112,5 @@ kafka_stop() { stop_pid kafka "$KAFKA_HOME/pid" 30; }
 kafka_describe() {
   local jar v; jar=$(ls "$KAFKA_JARS"/kafka_2.13-[0-9]*.jar 2>/dev/null | head -n1)
   v=${jar##*/kafka_2.13-}; v=${v%.jar}
-  echo "kafka ${v:-?} (KRaft) on $STACK_HOST:$KAFKA_PORT, controller :$KAFKA_CONTROLLER_PORT"
+  echo "kafka ${v:-?} (KRaft) on $STACK_HOST:$KAFKA_PORT, SASL_SSL :$KAFKA_SECURE_PORT, controller :$KAFKA_CONTROLLER_PORT"
 }

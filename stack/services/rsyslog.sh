@@ -23,8 +23,9 @@ rsyslog_health() {
 
 # _rsyslog_conf OUT: the generated config into OUT; dies naming the command when it fails.
 _rsyslog_conf() {
-  "$VENV/bin/dbus" --config "$RSYSLOG_DBUS_CONFIG" logs shipper-conf --create-topics \
-    --work-dir "$RSYSLOG_HOME/data" --log "$RSYSLOG_HOME/log/rsyslogd.log" >"$1" \
+  # umask 077: the file holds endpoints.kafka.security's SASL password when there is one
+  (umask 077; "$VENV/bin/dbus" --config "$RSYSLOG_DBUS_CONFIG" logs shipper-conf --create-topics \
+    --work-dir "$RSYSLOG_HOME/data" --log "$RSYSLOG_HOME/log/rsyslogd.log" >"$1") \
     || die "rsyslog: dbus logs shipper-conf --config $RSYSLOG_DBUS_CONFIG failed"
 }
 

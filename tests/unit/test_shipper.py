@@ -113,3 +113,31 @@ def test_dbus_logs_shipper_conf_prints_it(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out == shipper.rsyslog_conf(load_config(DEFAULT_CONFIG), tmp_path)
     assert f'workDirectory="{tmp_path}"' in out and 'topic="applog"' in out
+
+
+def _secured_cfg() -> DbusConfig:
+    raw = yaml.safe_load((GOLDEN / "dbus.yaml").read_text())
+    raw["endpoints"]["kafka"]["security"] = {
+        "protocol": "SASL_SSL",
+        "sasl": {"mechanism": "SCRAM-SHA-512", "username": "dbus", "password": 'pa"ss\\word'},
+        "tls": {
+            "ca": "/etc/dbus/tls/ca.pem",
+            "cert": "/etc/dbus/tls/client.pem",
+            "key": "/etc/dbus/tls/client.key",
+        },
+    }
+    return DbusConfig.model_validate(raw).model_copy(update={"path": Path("/etc/dbus/dbus.yaml")})
+
+
+def test_a_secured_kafka_reaches_omkafka_in_librdkafkas_spelling(tmp_path):
+    """endpoints.kafka.security in omkafka's confParam (tests/golden/shipper/rsyslog_sasl_ssl.conf), the
+    password escaped as a RainerScript string; rsyslogd loads the file."""
+    text = shipper.rsyslog_conf(_secured_cfg(), WORK)
+    _check("rsyslog_sasl_ssl.conf", text)
+    assert '"sasl.password=pa\\"ss\\\\word"' in text
+    work = tmp_path / "work"
+    work.mkdir()
+    conf = tmp_path / "rsyslog.conf"
+    conf.write_text(text.replace(str(WORK), str(work)))
+    done = subprocess.run(["rsyslogd", "-N1", "-f", str(conf)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
