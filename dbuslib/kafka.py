@@ -9,7 +9,9 @@ topics it writes with ``ensure_topics`` so partitions and replication are what t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -40,35 +42,96 @@ def _options(cfg: KafkaEndpoint, overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 def _unreachable(cfg: KafkaEndpoint, err: Exception) -> EndpointError:
-    return EndpointError(f"Kafka at {cfg.bootstrap_servers} is not reachable: {err}")
+    sasl = cfg.security.sasl
+    # kafka-python sees a refused SASL password as a connection the broker closed: say it may be that
+    maybe = (
+        f"; or it refused {sasl.mechanism} as {sasl.username!r} (the broker's log says which)" if sasl else ""
+    )
+    return EndpointError(f"Kafka at {cfg.bootstrap_servers} is not reachable: {err}{maybe}")
+
+
+class KafkaAuthFailed(EndpointError):
+    """Kafka refused DBus's identity: its SASL credentials, its certificate, or the broker's certificate
+    is not one ``endpoints.kafka.security.tls`` trusts (or names another host). Retrying cannot help;
+    exits 3 as an endpoint that refuses an account does (``REGISTRY_AUTH_FAILED`` alike)."""
+
+    code = "KAFKA_AUTH_FAILED"
+    retriable = False
+
+
+# What a refusal of DBus's identity reads like: Python's ssl module (kafka-python) and kafka-clients' own
+# exceptions (a Spark stage's failed query carries them as text). kafka-python cannot tell a refused SASL
+# password from a broker that closed the connection: the broker just closes it.
+_REFUSALS = (
+    "CERTIFICATE_VERIFY_FAILED",
+    "certificate verify failed",
+    "SaslAuthenticationException",
+    "SslAuthenticationException",
+    "AuthenticationException",
+    "SaslAuthenticationFailedError",
+)
+
+
+def refused_in(failure: BaseException | str) -> str | None:
+    """The line of ``failure`` (an exception, or a failed query's text) that says Kafka refused DBus's
+    identity or DBus refused the broker's certificate; None when it says no such thing."""
+    for line in str(failure).splitlines():
+        if any(r in line for r in _REFUSALS):
+            return line.strip()
+    return None
+
+
+class _Failures(logging.Handler):
+    """kafka-python's reasons for failed connections while a client bootstraps (it only logs them)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self.messages) < 50:
+            self.messages.append(record.getMessage())
+
+
+@contextmanager
+def _bootstrapping(cfg: KafkaEndpoint) -> Iterator[None]:
+    """A kafka-python client made inside: a bootstrap that times out is ``KafkaAuthFailed`` when a
+    connection was refused for its identity (the reason kafka-python logged), else ``EndpointError``."""
+    failures = _Failures()
+    logger = logging.getLogger("kafka.net")
+    logger.addHandler(failures)
+    try:
+        yield
+    except KafkaTimeoutError as e:  # kafka-python 3: 'Unable to bootstrap from ...'
+        refusal = next((r for m in failures.messages if (r := refused_in(m)) is not None), None)
+        if refusal is not None:
+            msg = f"Kafka at {cfg.bootstrap_servers} ({cfg.security.protocol}): connection refused: {refusal}"
+            raise KafkaAuthFailed(msg) from e
+        raise _unreachable(cfg, e) from e
+    finally:
+        logger.removeHandler(failures)
 
 
 def producer(cfg: KafkaEndpoint, **overrides: Any) -> KafkaProducer:
     """A producer with acks=all and ordered retries unless ``overrides`` say otherwise, taking records up
     to ``max_message_bytes`` (checked against the broker once per process)."""
     check_message_limit(cfg)
-    try:
+    with _bootstrapping(cfg):
         return KafkaProducer(
             **_options(cfg, {**SAFE_PRODUCER, "max_request_size": cfg.max_message_bytes, **overrides})
         )
-    except KafkaTimeoutError as e:  # kafka-python 3: 'Unable to bootstrap from ...'
-        raise _unreachable(cfg, e) from e
 
 
 def consumer(cfg: KafkaEndpoint, *topics: str, **overrides: Any) -> KafkaConsumer:
-    try:
+    with _bootstrapping(cfg):
         return KafkaConsumer(*topics, **_options(cfg, overrides))
-    except KafkaTimeoutError as e:  # kafka-python 3: 'Unable to bootstrap from ...'
-        raise _unreachable(cfg, e) from e
 
 
 def admin(cfg: KafkaEndpoint) -> KafkaAdminClient:
-    try:
-        options = _options(cfg, {"client_id": "dbus-admin"})
+    options = _options(cfg, {"client_id": "dbus-admin"})
+    with _bootstrapping(cfg):
         # the admin client refuses settings it does not know (a producer's or consumer's from ``client``)
         return KafkaAdminClient(**{k: v for k, v in options.items() if k in KafkaAdminClient.DEFAULT_CONFIG})
-    except KafkaTimeoutError as e:  # kafka-python 3: 'Unable to bootstrap from ...'
-        raise _unreachable(cfg, e) from e
 
 
 def ensure_topics(

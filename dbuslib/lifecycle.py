@@ -269,7 +269,8 @@ class Lifecycle:
     def await_query(self, query: Any, failed_code: str) -> int:
         """Waits for ``query`` until it ends or the stage is asked to stop (then stops it): 0 stopped,
         1 with ``<stage>: <failed_code>: <ds>: <first line>`` printed when the query failed (3 and
-        ENDPOINT_RETRIES_EXHAUSTED when an endpoint stayed down past its retries), 5 when the
+        ENDPOINT_RETRIES_EXHAUSTED when an endpoint stayed down past its retries, 3 and KAFKA_AUTH_FAILED
+        when Kafka refused the stage's identity), 5 when the
         JVM went away under a running query, 6 when the configuration file was removed."""
         from py4j.protocol import Py4JError
         from pyspark.errors import StreamingQueryException
@@ -290,8 +291,13 @@ class Lifecycle:
                 return self._jvm_gone(e)
             error = e
         if error is not None and not self.stopping.is_set():
+            from dbuslib.kafka import KafkaAuthFailed, refused_in
             from dbuslib.retry import RetriesExhausted, gave_up_in
 
+            refusal = refused_in(error)
+            if refusal is not None:  # Kafka refused the stage's identity (or its certificate): no retry helps
+                self.say(f"{self.stage}: {KafkaAuthFailed.code}: {self.ds}: {refusal}")
+                return EXIT_UNREACHABLE
             if gave_up_in(error):  # an endpoint stayed down past endpoints.retry.budget_s in a task
                 self.say(f"{self.stage}: {RetriesExhausted.code}: {self.ds}: {first_line(error)}")
                 return EXIT_UNREACHABLE

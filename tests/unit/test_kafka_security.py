@@ -194,3 +194,31 @@ def _stream_tokenizer_quoted(text: str) -> str:
 def test_any_password_survives_jaas_quoting(password: str) -> None:
     quoted = ks.jaas_quote(password)
     assert _stream_tokenizer_quoted(quoted) == password
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        (
+            "KafkaConnectionError: Handshake failed: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify",
+            True,
+        ),
+        (
+            "StreamingQueryException: ...\n"
+            "Caused by: org.apache.kafka.common.errors.SaslAuthenticationException: Authentication failed "
+            "authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512\n\tat org.apache...",
+            True,
+        ),
+        ("org.apache.kafka.common.errors.SslAuthenticationException: SSL handshake failed", True),
+        ("KafkaConnectionError: socket disconnected", False),  # kafka-python's view of a refused SCRAM login
+        ("java.sql.SQLInvalidAuthorizationSpecException: Access denied for user", False),
+        ("org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment", False),
+    ],
+)
+def test_a_refusal_of_dbuss_identity_is_recognised_in_any_failure(text: str, found: bool) -> None:
+    from dbuslib.kafka import refused_in
+
+    line = refused_in(text)
+    assert (line is not None) == found
+    if line is not None:
+        assert "\n" not in line and ("CERTIFICATE" in line or "Authentication" in line)
