@@ -17,6 +17,7 @@ settings that hold them, for redaction).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,25 +45,58 @@ def is_secret(key: str) -> bool:
     return key.removeprefix("kafka.") in SECRET_KEYS
 
 
-def python_options(sec: KafkaSecurity) -> dict[str, Any]:
-    """kafka-python's settings (its keyword arguments)."""
-    out: dict[str, Any] = {"security_protocol": sec.protocol}
+@dataclass(frozen=True)
+class _FileSpelling:
+    """The names a client library with PEM files by path gives each setting; ``hostname``: the key of the
+    host name check and its values when on and when off."""
+
+    protocol: str
+    lower: bool  # the protocol in lower case
+    mechanism: str
+    username: str
+    password: str
+    ca: str
+    cert: str
+    key: str
+    key_password: str
+    hostname: tuple[str, Any, Any]
+
+
+_KAFKA_PYTHON = _FileSpelling(
+    "security_protocol", False, "sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
+    "ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_password", ("ssl_check_hostname", True, False),
+)  # fmt: skip
+_LIBRDKAFKA = _FileSpelling(
+    "security.protocol", True, "sasl.mechanisms", "sasl.username", "sasl.password",
+    "ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.key.password",
+    ("ssl.endpoint.identification.algorithm", "https", "none"),
+)  # fmt: skip
+
+
+def _with_files(sec: KafkaSecurity, n: _FileSpelling) -> dict[str, Any]:
+    out: dict[str, Any] = {n.protocol: sec.protocol.lower() if n.lower else sec.protocol}
     if sec.sasl is not None:
         out |= {
-            "sasl_mechanism": sec.sasl.mechanism,
-            "sasl_plain_username": sec.sasl.username,
-            "sasl_plain_password": sec.sasl.password.get_secret_value(),
+            n.mechanism: sec.sasl.mechanism,
+            n.username: sec.sasl.username,
+            n.password: sec.sasl.password.get_secret_value(),
         }
     if sec.tls_on:
         tls = sec.tls
-        out["ssl_check_hostname"] = tls.check_hostname if tls is not None else True
+        key, on, off = n.hostname
+        out[key] = on if tls is None or tls.check_hostname else off
         if tls is not None and tls.ca is not None:
-            out["ssl_cafile"] = str(tls.ca)
+            out[n.ca] = str(tls.ca)
         if tls is not None and tls.cert is not None and tls.key is not None:
-            out |= {"ssl_certfile": str(tls.cert), "ssl_keyfile": str(tls.key)}
+            out |= {n.cert: str(tls.cert), n.key: str(tls.key)}
             if tls.key_password is not None:
-                out["ssl_password"] = tls.key_password.get_secret_value()
+                out[n.key_password] = tls.key_password.get_secret_value()
     return out
+
+
+def python_options(sec: KafkaSecurity) -> dict[str, Any]:
+    """kafka-python's settings (its keyword arguments)."""
+    return _with_files(sec, _KAFKA_PYTHON)
 
 
 _JAAS_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"}
@@ -110,22 +144,4 @@ def spark_options(
 
 def librdkafka_options(sec: KafkaSecurity) -> dict[str, str]:
     """librdkafka's settings (rsyslog's omkafka ``confParam``, confluent-kafka)."""
-    out = {"security.protocol": sec.protocol.lower()}
-    if sec.sasl is not None:
-        out |= {
-            "sasl.mechanisms": sec.sasl.mechanism,
-            "sasl.username": sec.sasl.username,
-            "sasl.password": sec.sasl.password.get_secret_value(),
-        }
-    if sec.tls_on:
-        tls = sec.tls
-        out["ssl.endpoint.identification.algorithm"] = (
-            "https" if tls is None or tls.check_hostname else "none"
-        )
-        if tls is not None and tls.ca is not None:
-            out["ssl.ca.location"] = str(tls.ca)
-        if tls is not None and tls.cert is not None and tls.key is not None:
-            out |= {"ssl.certificate.location": str(tls.cert), "ssl.key.location": str(tls.key)}
-            if tls.key_password is not None:
-                out["ssl.key.password"] = tls.key_password.get_secret_value()
-    return out
+    return _with_files(sec, _LIBRDKAFKA)

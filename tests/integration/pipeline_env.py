@@ -211,6 +211,23 @@ def appender_stage(env: ExtractorEnv) -> SparkStage:
     return SparkStage("appender", env)
 
 
+def start_pipeline(
+    env: ExtractorEnv, dispatcher: SparkStage, appender: SparkStage, timeout: float = 180
+) -> None:
+    """The extractor, then both Spark stages; returns once the appender's query runs."""
+    from helpers import wait_until
+
+    env.spawn()
+    dispatcher.start()
+    appender.start()
+    wait_until(
+        lambda: appender.log is not None and "query appender_" in appender.log.read_text(errors="replace"),
+        timeout,
+        "the appender's query started",
+        alive=(dispatcher, appender),
+    )
+
+
 def run_dispatcher_now(env: ExtractorEnv, max_offsets: int = 100_000) -> None:
     """The dispatcher in this process (the session's Spark), ``--available-now``."""
     from dispatcher import main as dispatcher_main

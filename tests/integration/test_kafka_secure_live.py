@@ -22,7 +22,14 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import wait_until
-from pipeline_env import appender_stage, binlog_changes, cleanup_pipeline, dispatcher_stage, make_pipeline_env
+from pipeline_env import (
+    appender_stage,
+    binlog_changes,
+    cleanup_pipeline,
+    dispatcher_stage,
+    make_pipeline_env,
+    start_pipeline,
+)
 
 from dbuslib import kafka, topics
 from dbuslib.config import load_config
@@ -145,15 +152,7 @@ def test_a_pipeline_on_the_sasl_ssl_listener_only(writer_db, tmp_path, kafka_up)
     try:
         with db.cursor() as cur:
             cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(32))")
-        env.spawn()
-        dispatcher.start()
-        appender.start()
-        wait_until(
-            lambda: "query appender_" in appender.log.read_text(errors="replace"),
-            180,
-            "the appender's query started",
-            alive=stages,
-        )
+        start_pipeline(env, dispatcher, appender)
         with db.cursor() as cur:
             for i in range(60):
                 cur.execute("INSERT INTO t VALUES (%s, %s)", (i, f"v{i}"))

@@ -29,6 +29,7 @@ from pipeline_env import (
     make_pipeline_env,
     read_ums,
     set_trigger,
+    start_pipeline,
 )
 
 from dbuslib import mysql
@@ -100,15 +101,7 @@ def test_a_schema_created_after_the_stages_started_reaches_its_result_topic(
         return check
 
     try:
-        env.spawn()
-        dispatcher.start()
-        appender.start()
-        wait_until(
-            lambda: "query appender_" in appender.log.read_text(errors="replace"),
-            180,
-            "the appender's query started",
-            alive=stages,
-        )
+        start_pipeline(env, dispatcher, appender)
         write_schema(db, first)
         first_truth = binlog_changes(env, first)
         assert len(first_truth) == ROWS + 5 + 3
