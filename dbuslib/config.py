@@ -148,13 +148,24 @@ class KafkaEndpoint(_Model):
         return v
 
 
+class ZooKeeperAuth(_Model):
+    """DBus's identity in ZooKeeper (the ``digest`` scheme): every node DBus creates gets an ACL that lets
+    only this identity change it, and anyone read it unless ``world_readable`` is off (dbuslib/zk.py)."""
+
+    username: str = Field(min_length=1, pattern=r"^[^:]+$")
+    password: SecretStr
+    world_readable: bool = True
+
+
 class ZooKeeperEndpoint(_Model):
     """ZooKeeper: ``hosts`` as kazoo takes them, ``root`` of every DBus node (dbuslib/zkpaths.py),
-    ``timeout_s`` for connect and session (an extractor leader's takeover waits for its session to end)."""
+    ``timeout_s`` for connect and session (an extractor leader's takeover waits for its session to end),
+    ``auth``: DBus's digest identity and the ACL of the nodes it creates (none: open nodes)."""
 
     hosts: str
     root: str = "/DBus"
     timeout_s: float = Field(10.0, gt=0)
+    auth: ZooKeeperAuth | None = None
 
     @field_validator("root")
     @classmethod

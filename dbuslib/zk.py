@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
+from kazoo.security import make_acl, make_digest_acl
 
 from dbuslib.config import ZooKeeperEndpoint
 from dbuslib.errors import EndpointError
@@ -24,6 +26,18 @@ def identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def secured(cfg: ZooKeeperEndpoint) -> dict[str, Any]:
+    """kazoo's settings for ``endpoints.zookeeper.auth``: the ``digest`` identity the session adds, and the
+    ACL of every node it creates (this identity may do anything, the world only read, or nothing)."""
+    if cfg.auth is None:
+        return {}
+    user, password = cfg.auth.username, cfg.auth.password.get_secret_value()
+    acl = [make_digest_acl(user, password, all=True)]
+    if cfg.auth.world_readable:
+        acl.append(make_acl("world", "anyone", read=True))
+    return {"auth_data": [("digest", f"{user}:{password}")], "default_acl": acl}
+
+
 def client(cfg: ZooKeeperEndpoint, retry: RetryPolicy | None = None) -> KazooClient:
     """A connected KazooClient; EndpointError when ZooKeeper does not answer within ``timeout_s``, or,
     with a ``retry`` policy (long-running stages), RetriesExhausted once its budget is spent."""
@@ -32,7 +46,10 @@ def client(cfg: ZooKeeperEndpoint, retry: RetryPolicy | None = None) -> KazooCli
     # Reconnect attempts at most 1 s apart, forever: kazoo's default backoff grows without a useful cap,
     # so after an outage of ~30 s it would come back after the server had expired the session.
     zk = KazooClient(
-        hosts=cfg.hosts, timeout=cfg.timeout_s, connection_retry=KazooRetry(max_tries=-1, max_delay=1.0)
+        hosts=cfg.hosts,
+        timeout=cfg.timeout_s,
+        connection_retry=KazooRetry(max_tries=-1, max_delay=1.0),
+        **secured(cfg),
     )
     try:
         zk.start(timeout=cfg.timeout_s)
