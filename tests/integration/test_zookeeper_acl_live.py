@@ -64,6 +64,8 @@ def test_only_dbuss_identity_changes_what_the_extractor_wrote(writer_db, tmp_pat
             with pytest.raises(NoAuthError):
                 other.create(f"{position}-forged", b"x")
         assert own.get(position)[0] == data  # nobody else changed it
+        logs = list(env.logs.glob("*.log"))
+        assert logs and not any("zk-s3cret" in log.read_text(errors="replace") for log in logs)
     finally:
         cleanup(env)
         own.delete(root, recursive=True)
