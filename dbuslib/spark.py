@@ -46,7 +46,7 @@ def jars(cfg: DbusConfig) -> list[str]:
         raise StackError(msg)
     missing = [j for j in listed if scheme(j) == "file" and not os.path.isfile(j.removeprefix("file:"))]
     if missing:
-        fixes = [f"`dbus jvm build --out {j}` (the JVM decoder; a JDK 17)" for j in missing if _is_jvm(j)]
+        fixes = [f"`{_jvm_build(j, listed)}` (the JVM decoder; a JDK 17)" for j in missing if _is_jvm(j)]
         if not all(_is_jvm(j) for j in missing):
             fixes.append("`make stack-up` (Spark's Kafka connector and the JDBC driver)")
         msg = f"{path} lists jars that do not exist: {', '.join(missing)}: run {' and '.join(fixes)}"
@@ -55,6 +55,17 @@ def jars(cfg: DbusConfig) -> list[str]:
 
 
 JVM_JAR = "dbus-jvm.jar"  # the JVM decoder's jar (binlog/jvmjar.py builds it)
+
+
+def _jvm_build(jar: str, listed: list[str]) -> str:
+    """The command that builds ``jar``: with ``--kafka-jars`` when the list's kafka-clients jar is not in
+    ``spark/`` beside it (where ``dbus jvm build`` looks by default)."""
+    out = jar.removeprefix("file:")
+    clients = [j.removeprefix("file:") for j in listed if os.path.basename(j).startswith("kafka-clients-")]
+    folder = os.path.dirname(clients[0]) if clients else None
+    beside = os.path.normpath(os.path.join(os.path.dirname(out), "spark"))
+    extra = f" --kafka-jars {folder}" if folder and os.path.normpath(folder) != beside else ""
+    return f"dbus jvm build --out {jar}{extra}"
 
 
 def _is_jvm(jar: str) -> bool:

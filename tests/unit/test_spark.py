@@ -140,3 +140,23 @@ def test_a_checkpoint_manager_in_spark_conf_wins(tmp_path):
         tmp_path, checkpoint_root="s3a://b/x", conf={**raw_conf, spark.CHECKPOINT_MANAGER: "my.Manager"}
     )
     assert spark.settings(cfg)[spark.CHECKPOINT_MANAGER] == "my.Manager"
+
+
+def test_a_missing_jvm_jar_names_the_kafka_clients_folder_when_it_is_not_beside_it(tmp_path):
+    """dbus jvm build compiles against kafka-clients from spark/ beside the jar unless told: a list whose
+    kafka-clients jar is elsewhere (a pip user's own jars) gets the --kafka-jars it needs; the stack's
+    layout (spark/ beside dbus-jvm.jar) does not."""
+    elsewhere = tmp_path / "mine" / "kafka-clients-4.2.2.jar"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(b"PK")
+    cfg, folder = jars_config(tmp_path, [str(elsewhere), "dbus-jvm.jar"], [])
+    with pytest.raises(StackError) as e:
+        spark.jars(cfg)
+    assert f"`dbus jvm build --out {folder / 'dbus-jvm.jar'} --kafka-jars {elsewhere.parent}`" in str(e.value)
+    beside = folder / "spark" / "kafka-clients-4.2.2.jar"
+    beside.parent.mkdir()
+    beside.write_bytes(b"PK")
+    cfg, folder = jars_config(tmp_path, [str(beside), "dbus-jvm.jar"], [])
+    with pytest.raises(StackError) as e:
+        spark.jars(cfg)
+    assert f"`dbus jvm build --out {folder / 'dbus-jvm.jar'}`" in str(e.value)
