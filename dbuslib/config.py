@@ -63,10 +63,6 @@ class _Model(BaseModel):
 # ---------------------------------------------------------------- endpoints
 
 
-KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-
-
 class KafkaSasl(_Model):
     """SASL credentials: ``mechanism`` PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; the password usually a
     ``${env:...}`` or ``${file:...}`` reference."""

@@ -10,7 +10,7 @@ translation, so no client can be left on plaintext while the others are secured.
 - ``librdkafka_options``: librdkafka (rsyslog's omkafka, confluent-kafka).
 
 Secrets (the SASL password, a key and its password) are in the returned values: they go into clients'
-settings and files written 0600, never onto a command line or into a log (``secret_keys`` names the
+settings and files written 0600, never onto a command line or into a log (``is_secret`` names the
 settings that hold them, for redaction).
 """
 
@@ -108,7 +108,7 @@ def jaas_quote(value: str) -> str:
     return '"' + "".join(_JAAS_ESCAPES.get(c, c) for c in value) + '"'
 
 
-def java_options(sec: KafkaSecurity, read: Callable[[Path], str] = lambda p: p.read_text()) -> dict[str, str]:
+def java_options(sec: KafkaSecurity, read: Callable[[Path], str] = Path.read_text) -> dict[str, str]:
     """kafka-clients' settings (without Spark's ``kafka.`` prefix); ``read`` reads a PEM file."""
     out: dict[str, str] = {"security.protocol": sec.protocol}
     if sec.sasl is not None:
@@ -135,9 +135,7 @@ def java_options(sec: KafkaSecurity, read: Callable[[Path], str] = lambda p: p.r
     return out
 
 
-def spark_options(
-    sec: KafkaSecurity, read: Callable[[Path], str] = lambda p: p.read_text()
-) -> dict[str, str]:
+def spark_options(sec: KafkaSecurity, read: Callable[[Path], str] = Path.read_text) -> dict[str, str]:
     """``java_options`` as Spark's Kafka source and sink take them (``kafka.`` before each)."""
     return {f"kafka.{k}": v for k, v in java_options(sec, read).items()}
 

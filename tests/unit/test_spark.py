@@ -142,21 +142,16 @@ def test_a_checkpoint_manager_in_spark_conf_wins(tmp_path):
     assert spark.settings(cfg)[spark.CHECKPOINT_MANAGER] == "my.Manager"
 
 
-def test_a_missing_jvm_jar_names_the_kafka_clients_folder_when_it_is_not_beside_it(tmp_path):
+@pytest.mark.parametrize(("where", "flag"), [("mine", True), ("jars/spark", False)])
+def test_a_missing_jvm_jar_names_the_kafka_clients_folder_when_it_is_not_beside_it(tmp_path, where, flag):
     """dbus jvm build compiles against kafka-clients from spark/ beside the jar unless told: a list whose
     kafka-clients jar is elsewhere (a pip user's own jars) gets the --kafka-jars it needs; the stack's
-    layout (spark/ beside dbus-jvm.jar) does not."""
-    elsewhere = tmp_path / "mine" / "kafka-clients-4.2.2.jar"
-    elsewhere.parent.mkdir()
-    elsewhere.write_bytes(b"PK")
-    cfg, folder = jars_config(tmp_path, [str(elsewhere), "dbus-jvm.jar"], [])
+    layout (spark/ beside dbus-jvm.jar, which jars_config puts in tmp_path/jars) does not."""
+    clients = tmp_path / where / "kafka-clients-4.2.2.jar"
+    clients.parent.mkdir(parents=True)
+    clients.write_bytes(b"PK")
+    cfg, folder = jars_config(tmp_path, [str(clients), "dbus-jvm.jar"], [])
     with pytest.raises(StackError) as e:
         spark.jars(cfg)
-    assert f"`dbus jvm build --out {folder / 'dbus-jvm.jar'} --kafka-jars {elsewhere.parent}`" in str(e.value)
-    beside = folder / "spark" / "kafka-clients-4.2.2.jar"
-    beside.parent.mkdir()
-    beside.write_bytes(b"PK")
-    cfg, folder = jars_config(tmp_path, [str(beside), "dbus-jvm.jar"], [])
-    with pytest.raises(StackError) as e:
-        spark.jars(cfg)
-    assert f"`dbus jvm build --out {folder / 'dbus-jvm.jar'}`" in str(e.value)
+    extra = f" --kafka-jars {clients.parent}" if flag else ""
+    assert f"`dbus jvm build --out {folder / 'dbus-jvm.jar'}{extra}`" in str(e.value)
