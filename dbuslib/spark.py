@@ -98,13 +98,21 @@ def scheme(location: str) -> str:
 REDACTION_REGEX = r"(?i)secret|password|token|access[.]key|ssl[.]keystore[.]key|PRIVATE KEY"
 
 
+# Spark 4 refuses to start a query whose checkpoint has no batch yet but a file in offsets/, commits/ or
+# state/: what a kill -9 while batch 0's offsets were written leaves (the manager's temporary file), after
+# which the stage could never start again. Each stage's checkpoint is its own folder (stage and source in
+# its name), which is what the check guards; Spark's older behaviour (start at batch 0) is the right one.
+VERIFY_EMPTY_CHECKPOINT = "spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart"
+
+
 def settings(cfg: DbusConfig) -> dict[str, str]:
     """The Spark settings of DBus's stages: the checkpoint manager for the checkpoint root's filesystem
-    (``CHECKPOINT_MANAGERS``), the redaction of secrets (``REDACTION_REGEX``), overridden by the
+    (``CHECKPOINT_MANAGERS``), a checkpoint left by a kill before its first batch accepted
+    (``VERIFY_EMPTY_CHECKPOINT``), the redaction of secrets (``REDACTION_REGEX``), overridden by the
     configuration's ``spark.conf``."""
     manager = CHECKPOINT_MANAGERS.get(scheme(cfg.spark.checkpoint_root))
-    redaction = {"spark.redaction.regex": REDACTION_REGEX}
-    return {**({CHECKPOINT_MANAGER: manager} if manager else {}), **redaction, **cfg.spark.conf}
+    fixed = {VERIFY_EMPTY_CHECKPOINT: "false", "spark.redaction.regex": REDACTION_REGEX}
+    return {**({CHECKPOINT_MANAGER: manager} if manager else {}), **fixed, **cfg.spark.conf}
 
 
 def is_local(master: str) -> bool:
