@@ -72,11 +72,11 @@ class KafkaSasl(_Model):
     password: SecretStr
 
 
-class KafkaTls(_Model):
-    """TLS to the brokers, PEM files (relative: to this file's folder): ``ca`` the certificates to trust
-    (None: the system's), ``cert`` and ``key`` the client's own (mutual TLS; both or neither),
-    ``key_password`` if the key is encrypted; ``check_hostname``: the broker's certificate must name the
-    host it was reached at."""
+class Tls(_Model):
+    """TLS to a server (Kafka's brokers, a MySQL source), PEM files (relative: to this file's folder):
+    ``ca`` the certificates to trust (None: the system's), ``cert`` and ``key`` the client's own (mutual
+    TLS; both or neither), ``key_password`` if the key is encrypted; ``check_hostname``: the server's
+    certificate must name the host it was reached at."""
 
     ca: Path | None = None
     cert: Path | None = None
@@ -85,7 +85,7 @@ class KafkaTls(_Model):
     check_hostname: bool = True
 
     @model_validator(mode="after")
-    def _pair(self) -> KafkaTls:
+    def _pair(self) -> Tls:
         if (self.cert is None) != (self.key is None):
             msg = "cert and key go together (a client certificate needs its key): give both or neither"
             raise ValueError(msg)
@@ -102,7 +102,7 @@ class KafkaSecurity(_Model):
 
     protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     sasl: KafkaSasl | None = None
-    tls: KafkaTls | None = None
+    tls: Tls | None = None
 
     @model_validator(mode="after")
     def _fits_protocol(self) -> KafkaSecurity:
@@ -257,7 +257,9 @@ class MysqlAccount(_Model):
 
 class MysqlConnection(_Model):
     """How DBus reaches a source. ``user`` reads the binlog (replication privileges only); the optional
-    ``writer`` account writes heartbeat rows and is used by the demo workload."""
+    ``writer`` account writes heartbeat rows and is used by the demo workload. ``tls``: TLS, required when
+    set (a server that does not offer it is refused), on every connection DBus makes to the server (the
+    binlog reader, pymysql's, the full puller's reads, reconcile's JDBC write)."""
 
     host: str
     port: int = Field(3306, ge=1, le=65535)
@@ -266,6 +268,7 @@ class MysqlConnection(_Model):
     server_id: int = Field(..., ge=1, le=2**32 - 1, description="replica server_id, unique per reader")
     charset: str = "utf8mb4"
     writer: MysqlAccount | None = None
+    tls: Tls | None = None
 
 
 def _check_table_pattern(pattern: str) -> str:
@@ -806,6 +809,30 @@ class ConsoleSettings(_Model):
         return v
 
 
+def _with_absolute_pem(data: dict[str, Any], where: tuple[str, ...], base: Path) -> dict[str, Any]:
+    """``data`` with the relative ``ca``/``cert``/``key`` paths of the TLS block at ``where`` (a path of keys)
+    joined to ``base``; ``data`` itself when the block is not there. Copies the dicts on the way down."""
+    inner: Any = data
+    for key in where:
+        if not isinstance(inner, dict) or key not in inner:
+            return data
+        inner = inner[key]
+    if not isinstance(inner, dict):
+        return data
+    fixed: Any = {
+        k: str(base / v)
+        if k in ("ca", "cert", "key") and isinstance(v, str) and not Path(v).is_absolute()
+        else v
+        for k, v in inner.items()
+    }
+    for depth in range(len(where) - 1, -1, -1):
+        parent = data
+        for key in where[:depth]:
+            parent = parent[key]
+        fixed = {**parent, where[depth]: fixed}
+    return fixed
+
+
 class DbusConfig(_Model):
     """The whole file (docs/configuration.md lists every key); ``path`` is where it was read from, and
     relative paths in it resolve against that file's folder."""
@@ -819,27 +846,17 @@ class DbusConfig(_Model):
 
     @model_validator(mode="before")
     @classmethod
-    def _kafka_pem_paths(cls, data: Any) -> Any:
-        """``endpoints.kafka.security.tls``'s PEM files made absolute against the file's folder here, once:
-        every Kafka client is built from the endpoint alone."""
-        try:
-            tls = data["endpoints"]["kafka"]["security"]["tls"]
-            base = Path(data.get("path", DEFAULT_CONFIG)).parent
-        except (KeyError, TypeError, AttributeError):
+    def _pem_paths(cls, data: Any) -> Any:
+        """The PEM files of ``endpoints.kafka.security.tls`` and each ``sources.<ds>.mysql.tls`` made
+        absolute against the file's folder here, once: every client is built from its endpoint alone."""
+        if not isinstance(data, dict):
             return data
-        if not isinstance(tls, dict):
-            return data
-        fixed = {
-            k: str(base / v)
-            if k in ("ca", "cert", "key") and isinstance(v, str) and not Path(v).is_absolute()
-            else v
-            for k, v in tls.items()
-        }
-        kafka = {
-            **data["endpoints"]["kafka"],
-            "security": {**data["endpoints"]["kafka"]["security"], "tls": fixed},
-        }
-        return {**data, "endpoints": {**data["endpoints"], "kafka": kafka}}
+        base = Path(data.get("path", DEFAULT_CONFIG)).parent
+        data = _with_absolute_pem(data, ("endpoints", "kafka", "security", "tls"), base)
+        sources = data.get("sources")
+        for ds in sources if isinstance(sources, dict) else ():
+            data = _with_absolute_pem(data, ("sources", ds, "mysql", "tls"), base)
+        return data
 
     @field_validator("sources")
     @classmethod

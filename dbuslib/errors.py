@@ -48,6 +48,20 @@ EXIT_CODES: dict[str, int] = {
 }
 
 
+# What a refused certificate reads like in Python's ssl module (kafka-python, pymysql) and in Java's
+CERTIFICATE_REFUSALS = (
+    "CERTIFICATE_VERIFY_FAILED",
+    "certificate verify failed",
+    "PKIX path building failed",
+    "SSLHandshakeException",
+)
+
+
+def certificate_refused(text: str) -> bool:
+    """Whether an error's text says a TLS certificate was refused (untrusted, expired, another host's)."""
+    return any(r in text for r in CERTIFICATE_REFUSALS)
+
+
 class DbusError(Exception):
     """Root of DBus errors."""
 

@@ -19,7 +19,7 @@ from kafka.admin import OffsetSpec
 from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 
 from dbuslib.config import KafkaEndpoint
-from dbuslib.errors import ConfigError, EndpointError
+from dbuslib.errors import CERTIFICATE_REFUSALS, ConfigError, EndpointError
 from dbuslib.kafka_security import python_options
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def _options(cfg: KafkaEndpoint, overrides: dict[str, Any]) -> dict[str, Any]:
 
 def _unreachable(cfg: KafkaEndpoint, err: Exception) -> EndpointError:
     sasl = cfg.security.sasl
-    # kafka-python sees a refused SASL password as a connection the broker closed: say it may be that
+    # kafka-python may see a refused SASL password only as a connection the broker closed: say it may be that
     maybe = (
         f"; or it refused {sasl.mechanism} as {sasl.username!r} (the broker's log says which)" if sasl else ""
     )
@@ -60,11 +60,11 @@ class KafkaAuthFailed(EndpointError):
 
 
 # What a refusal of DBus's identity reads like: Python's ssl module (kafka-python) and kafka-clients' own
-# exceptions (a Spark stage's failed query carries them as text). kafka-python cannot tell a refused SASL
-# password from a broker that closed the connection: the broker just closes it.
+# exceptions (a Spark stage's failed query carries them as text). kafka-python reads a refused SASL
+# password's SaslAuthenticate error only when it arrives before the broker closes the connection; else it
+# sees a closed connection, which ``_unreachable`` says may be the credentials.
 _REFUSALS = (
-    "CERTIFICATE_VERIFY_FAILED",
-    "certificate verify failed",
+    *CERTIFICATE_REFUSALS,
     "SaslAuthenticationException",
     "SslAuthenticationException",
     "AuthenticationException",

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import pymysql
 
-from dbuslib.config import MysqlConnection
-from dbuslib.errors import EndpointError
+from dbuslib.config import MysqlConnection, Tls
+from dbuslib.errors import ConfigError, EndpointError, certificate_refused
 from dbuslib.retry import RetryPolicy, retrying
 
 
@@ -21,18 +22,75 @@ class BinlogPosition:
     gtid: str = ""
 
 
+class MysqlAuthFailed(EndpointError):
+    """The server refused DBus's account (a wrong password, an account that must use TLS) or DBus refused
+    the server's certificate (``mysql.tls``). Retrying cannot help: exits 3 at once, as Kafka's and the
+    registry's refusals do."""
+
+    code = "MYSQL_AUTH_FAILED"
+    retriable = False
+
+
+# The server's answers that refuse the account: access denied (1045; also an account REQUIREs TLS the
+# connection lacks), to a database (1044), a user without the right to connect over plain TCP under
+# require_secure_transport (MariaDB's 3159, MySQL's too)
+MYSQL_REFUSALS = frozenset({1044, 1045, 3159})
+
+
+def tls_settings(tls: Tls) -> dict[str, Any]:
+    """pymysql's TLS arguments for ``mysql.tls``: always verifying the server's certificate (against
+    ``ca``, else the system's), its host name unless ``check_hostname`` is false; TLS is then required."""
+    settings: dict[str, Any] = {"ssl_verify_cert": True, "ssl_verify_identity": tls.check_hostname}
+    for key, path in (("ssl_ca", tls.ca), ("ssl_cert", tls.cert), ("ssl_key", tls.key)):
+        if path is not None:
+            settings[key] = str(path)
+    if tls.key_password is not None:
+        settings["ssl_key_password"] = tls.key_password.get_secret_value()
+    return settings
+
+
 def connection_settings(conn: MysqlConnection, database: str | None = None) -> dict[str, Any]:
-    """pymysql keyword arguments (also BinLogStreamReader's ``connection_settings``)."""
+    """pymysql keyword arguments (also BinLogStreamReader's ``connection_settings``), with ``mysql.tls``."""
     settings = {
         "host": conn.host,
         "port": conn.port,
         "user": conn.user,
         "password": conn.password.get_secret_value(),
         "charset": conn.charset,
+        **(tls_settings(conn.tls) if conn.tls is not None else {}),
     }
     if database:
         settings["database"] = database
     return settings
+
+
+def jdbc_url(conn: MysqlConnection, database: str) -> str:
+    """MariaDB Connector/J's URL of ``database`` on the server, with ``mysql.tls`` (``sslMode`` verify-full,
+    or verify-ca when ``check_hostname`` is false; ``serverSslCert`` the CA). A client certificate would need
+    a Java keystore, which ``mysql.tls`` does not make: refused (``ConfigError``) rather than left out."""
+    url = f"jdbc:mysql://{conn.host}:{conn.port}/{database}?permitMysqlScheme"
+    tls = conn.tls
+    if tls is None:
+        return url
+    if tls.cert is not None:
+        msg = (
+            f"MySQL at {conn.host}:{conn.port}: mysql.tls.cert (a client certificate) cannot reach the JDBC "
+            "driver (MariaDB Connector/J takes it only from a Java keystore); use a password account over TLS"
+        )
+        raise ConfigError(msg)
+    url += f"&sslMode={'verify-full' if tls.check_hostname else 'verify-ca'}"
+    return url + (f"&serverSslCert={quote(str(tls.ca), safe='/')}" if tls.ca is not None else "")
+
+
+def refusal(conn: MysqlConnection, user: str, err: BaseException) -> MysqlAuthFailed | None:
+    """``MysqlAuthFailed`` naming the server, the account and the reason when ``err`` (pymysql's) says the
+    server refused the account or its certificate was refused; None for any other failure."""
+    code = err.args[0] if isinstance(err, pymysql.err.OperationalError) and err.args else None
+    if code in MYSQL_REFUSALS or certificate_refused(str(err)):
+        how = " over TLS" if conn.tls is not None else ""
+        reason = err.args[-1] if err.args else err
+        return MysqlAuthFailed(f"MySQL at {conn.host}:{conn.port}{how} refused {user!r}: {reason}")
+    return None
 
 
 def connect(
@@ -57,6 +115,9 @@ def connect(
             **settings, autocommit=True, **extra
         )
     except pymysql.err.OperationalError as e:
+        refused = refusal(conn, settings["user"], e)
+        if refused is not None:
+            raise refused from e
         msg = f"MySQL at {conn.host}:{conn.port} as {settings['user']!r}: {e.args[-1] if e.args else e}"
         raise EndpointError(msg) from e
 

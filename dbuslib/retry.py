@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception, wait_exponential_jitter
 
-from dbuslib.errors import DbusError, EndpointError
+from dbuslib.errors import DbusError, EndpointError, certificate_refused
 
 log = logging.getLogger("dbus.retry")
 T = TypeVar("T")
@@ -75,8 +75,8 @@ def _mysql(err: BaseException) -> bool | None:
 
     if isinstance(err, pymysql.err.InterfaceError):
         return True  # a closed or broken connection object
-    if isinstance(err, pymysql.err.OperationalError):
-        return bool(err.args) and err.args[0] in MYSQL_CONNECTION_ERRORS
+    if isinstance(err, pymysql.err.OperationalError):  # pymysql reports a refused certificate as 2003
+        return bool(err.args) and err.args[0] in MYSQL_CONNECTION_ERRORS and not certificate_refused(str(err))
     return None
 
 

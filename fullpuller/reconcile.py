@@ -680,13 +680,15 @@ def write(snapshot: DataFrame, cfg: DbusConfig, ds: str, out: str, fmt: str, jdb
     if fmt != "jdbc" or not jdbc_table or jdbc_table.count(".") != 1:
         msg = f"format {fmt!r}: use parquet, or jdbc with --jdbc-table db.table"
         raise ValueError(msg)
+    from dbuslib import mysql
+
     conn = cfg.source(ds).mysql
     account = conn.writer or conn
     database, table = jdbc_table.split(".")
     (
         snapshot.write.mode("overwrite")
         .format("jdbc")
-        .option("url", f"jdbc:mysql://{conn.host}:{conn.port}/{database}?permitMysqlScheme")
+        .option("url", mysql.jdbc_url(conn, database))
         .option("driver", "org.mariadb.jdbc.Driver")
         .option("dbtable", f"`{table}`")
         .option("user", account.user)

@@ -100,3 +100,28 @@ render() {
   done
   if cmp -s "$tmp" "$out"; then rm -f "$tmp"; else mv -f "$tmp" "$out"; fi
 }
+
+# tls_install: the stack's CA and the certificates it signs (PEM, PKCS#8 keys), made once with openssl:
+# server (Kafka's SASL_SSL listener's and MariaDB's: 127.0.0.1 and localhost), client (mutual TLS);
+# kafka-password, the SASL user "dbus"'s. DBus reads them through endpoints.kafka.security and
+# sources.<ds>.mysql.tls (docs/security.md).
+TLS_HOME=$STACK_HOME/tls
+
+tls_install() {
+  local d=$TLS_HOME name
+  [ -f "$d/client.pem" ] && [ -f "$d/kafka-password" ] && return 0
+  log "making the stack's CA and certificates in $d (openssl)"
+  mkdir -p "$d" && chmod 700 "$d"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=DBus local stack CA" \
+    -keyout "$d/ca.key" -out "$d/ca.pem" >"$d/openssl.log" 2>&1 || die "openssl: see $d/openssl.log"
+  for name in server client; do
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=dbus-stack-$name" -keyout "$d/$name.key" -out "$d/$name.csr" \
+      >>"$d/openssl.log" 2>&1 || die "openssl: see $d/openssl.log"
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$d/$name.ext"
+    openssl x509 -req -in "$d/$name.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -days 3650 \
+      -extfile "$d/$name.ext" -out "$d/$name.pem" >>"$d/openssl.log" 2>&1 || die "openssl: see $d/openssl.log"
+  done
+  cat "$d/server.key" "$d/server.pem" >"$d/server-keystore.pem"   # the broker's PEM keystore: key, then chain
+  (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' '-_' >"$d/kafka-password")
+  chmod 600 "$d"/*.key "$d/server-keystore.pem"
+}

@@ -20,4 +20,13 @@ CREATE USER IF NOT EXISTS 'dbus_repl'@'localhost' IDENTIFIED BY 'dbus_repl';
 GRANT REPLICATION SLAVE, BINLOG MONITOR, SELECT ON *.* TO 'dbus_repl'@'127.0.0.1';
 GRANT REPLICATION SLAVE, BINLOG MONITOR, SELECT ON *.* TO 'dbus_repl'@'localhost';
 
+-- The binlog reader's rights again, for an account that must connect over TLS (REQUIRE SSL): what
+-- sources.<ds>.mysql.tls is tested with (tests/integration/test_mysql_tls_live.py)
+CREATE USER IF NOT EXISTS 'dbus_tls'@'127.0.0.1' IDENTIFIED BY 'dbus_tls';
+CREATE USER IF NOT EXISTS 'dbus_tls'@'localhost' IDENTIFIED BY 'dbus_tls';
+ALTER USER 'dbus_tls'@'127.0.0.1' REQUIRE SSL;
+ALTER USER 'dbus_tls'@'localhost' REQUIRE SSL;
+GRANT REPLICATION SLAVE, BINLOG MONITOR, SELECT ON *.* TO 'dbus_tls'@'127.0.0.1';
+GRANT REPLICATION SLAVE, BINLOG MONITOR, SELECT ON *.* TO 'dbus_tls'@'localhost';
+
 FLUSH PRIVILEGES;

@@ -26,7 +26,8 @@ mariadb_install() {
     fi
   fi
   local dir; dir=$(svc_dir mariadb)
-  render "$STACK_REPO/conf/stack/my.cnf" "$(_mariadb_cnf)" MARIADB_PORT MARIADB_HOME MARIADB_USER
+  tls_install
+  render "$STACK_REPO/conf/stack/my.cnf" "$(_mariadb_cnf)" MARIADB_PORT MARIADB_HOME MARIADB_USER TLS_HOME
   if [ ! -d "$dir/data/mysql" ]; then
     log "initialising MariaDB datadir $dir/data"
     rm -rf "$dir/data"; mkdir -p "$dir/data"
@@ -51,10 +52,17 @@ _mariadb_socket_up() {
     --connect-timeout=2 ping >/dev/null 2>&1
 }
 
+# TLS offered (my.cnf's ssl_* files, the stack's CA): a server started from an older my.cnf has not
+_mariadb_tls_on() { [ "$(_mariadb_root -N -e 'SELECT @@have_ssl' 2>/dev/null)" = YES ]; }
+
 mariadb_start() {
   local dir; dir=$(svc_dir mariadb)
   local marker; marker="$dir/.init-$(sha1sum "$STACK_REPO/conf/stack/mariadb-init.sql" | cut -c1-12)"
-  mariadb_health && [ -f "$marker" ] && return 0
+  mariadb_health && [ -f "$marker" ] && _mariadb_tls_on && return 0
+  if pid_alive "$dir/pid" && _mariadb_socket_up && ! _mariadb_tls_on; then
+    log "mariadb: serving without TLS (started from an older my.cnf): restarting"
+    mariadb_stop
+  fi
   if ! pid_alive "$dir/pid"; then
     port_open "$MARIADB_PORT" && die "port $MARIADB_PORT is taken by something that is not our MariaDB"
     start_bg "$dir/pid" "$dir/log/stdout.log" \
@@ -83,5 +91,5 @@ mariadb_stop() {
 
 mariadb_describe() {
   local v; v=$(mariadbd --version 2>/dev/null | grep -oE 'Ver [0-9.]+' | cut -d' ' -f2)
-  echo "mariadb $v on $STACK_HOST:$MARIADB_PORT (users dbus/dbus, dbus_repl/dbus_repl)"
+  echo "mariadb $v on $STACK_HOST:$MARIADB_PORT (users dbus/dbus, dbus_repl/dbus_repl, dbus_tls/dbus_tls over TLS only)"
 }

@@ -81,6 +81,12 @@ def test_endpoint_failures_are_transient(err):
     "err",
     [
         pymysql.err.OperationalError(1045, "Access denied for user 'dbus'"),
+        # pymysql's 2003 for a certificate DBus refused: not a server that is down
+        pymysql.err.OperationalError(
+            2003,
+            "Can't connect to MySQL server on '127.0.0.1' ([SSL: CERTIFICATE_VERIFY_FAILED] certificate "
+            "verify failed: self-signed certificate in certificate chain (_ssl.c:1006))",
+        ),
         pymysql.err.ProgrammingError(1064, "You have an error in your SQL syntax"),
         OperationalError("SELECT 1", {}, pymysql.err.OperationalError(1054, "Unknown column 'x'")),
         IntegrityError("INSERT", {}, pymysql.err.IntegrityError(1062, "Duplicate entry")),
