@@ -51,8 +51,21 @@ postgresql_install() {
       --auth-local=trust --auth-host=scram-sha-256 >"$dir/log/initdb.log" 2>&1 \
       || die "initdb failed; see $dir/log/initdb.log"
   fi
+  # TLS with the stack's CA: the server's own copies (the server's user must own its key, 0600)
+  tls_install
+  mkdir -p "$dir/tls"
+  cp "$TLS_HOME/server.pem" "$TLS_HOME/server.key" "$TLS_HOME/ca.pem" "$dir/tls/"
+  chmod 600 "$dir/tls/server.key"
+  # dbus_tls may connect over TLS only: its plaintext connections are rejected before any password
+  if ! grep -q '^hostnossl all dbus_tls' "$dir/data/pg_hba.conf"; then
+    { echo 'hostnossl all dbus_tls all reject'; cat "$dir/data/pg_hba.conf"; } >"$dir/data/pg_hba.conf.new"
+    mv -f "$dir/data/pg_hba.conf.new" "$dir/data/pg_hba.conf"
+  fi
   chown -R "$(_pg_owner)" "$dir"
 }
+
+# TLS on (ssl=on from the command line below): a server started by an older version of this file is not
+_pg_tls_on() { [ "$(_pg_psql -d postgres -tAc 'SHOW ssl' 2>/dev/null)" = on ]; }
 
 # _pg_place: make .stack/postgresql (data/, log/) where the server's user can reach it; set POSTGRESQL_HOME.
 _pg_place() {
@@ -75,7 +88,7 @@ _pg_psql() {
 # Serving = accepting connections on the TCP port (pg_isready), and the dbus account made.
 postgresql_health() {
   "$(_pg_bin)/pg_isready" -q -h "$STACK_HOST" -p "$POSTGRESQL_PORT" -t 2 >/dev/null 2>&1 \
-    && [ -f "$POSTGRESQL_HOME/.init-done" ]
+    && [ -f "$POSTGRESQL_HOME/.init-done" ] && [ -f "$POSTGRESQL_HOME/.init-tls" ]
 }
 
 _pg_socket_up() { "$(_pg_bin)/pg_isready" -q -h "$POSTGRESQL_HOME" -p "$POSTGRESQL_PORT" -t 2 >/dev/null 2>&1; }
@@ -83,7 +96,11 @@ _pg_socket_up() { "$(_pg_bin)/pg_isready" -q -h "$POSTGRESQL_HOME" -p "$POSTGRES
 postgresql_start() {
   _pg_place
   local dir=$POSTGRESQL_HOME
-  postgresql_health && return 0
+  postgresql_health && _pg_tls_on && return 0
+  if pid_alive "$dir/pid" && _pg_socket_up && ! _pg_tls_on; then
+    log "postgresql: serving without TLS (started by an older stack/services/postgresql.sh): restarting"
+    postgresql_stop
+  fi
   if ! pid_alive "$dir/pid"; then
     port_open "$POSTGRESQL_PORT" && die "port $POSTGRESQL_PORT is taken by something that is not our PostgreSQL"
     chown "$(_pg_owner)" "$dir/log"
@@ -93,22 +110,26 @@ postgresql_start() {
     start_bg "$dir/pid" "$dir/log/stdout.log" $(_pg_as_argv) "$(_pg_bin)/postgres" -D "$dir/data" \
       -p "$POSTGRESQL_PORT" -c listen_addresses="$STACK_HOST" -c unix_socket_directories="$dir" \
       -c logging_collector=off -c log_destination=stderr -c shared_buffers=128MB \
-      -c synchronous_commit=off -c max_connections=100
+      -c synchronous_commit=off -c max_connections=100 -c ssl=on -c ssl_cert_file="$dir/tls/server.pem" \
+      -c ssl_key_file="$dir/tls/server.key" -c ssl_ca_file="$dir/tls/ca.pem"
   fi
   wait_for 30 postgresql "$dir/log/stdout.log" running_and "$dir/pid" "$dir/log/stdout.log" _pg_socket_up
-  if [ ! -f "$dir/.init-done" ]; then
-    log "creating the PostgreSQL account dbus and database dbus"
-    _pg_psql -d postgres <<'SQL' || die "creating the dbus account failed"
+  if [ ! -f "$dir/.init-done" ] || [ ! -f "$dir/.init-tls" ]; then
+    log "creating the PostgreSQL accounts dbus and dbus_tls (TLS only) and the database dbus"
+    _pg_psql -d postgres <<'SQL' || die "creating the dbus accounts failed"
 DO $$ BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'dbus') THEN
     CREATE ROLE dbus LOGIN CREATEDB PASSWORD 'dbus';
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'dbus_tls') THEN
+    CREATE ROLE dbus_tls LOGIN CREATEDB PASSWORD 'dbus_tls';
   END IF;
 END $$;
 SQL
     if ! _pg_psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'dbus'" | grep -q 1; then
       _pg_psql -d postgres -c "CREATE DATABASE dbus OWNER dbus" || die "creating the database dbus failed"
     fi
-    touch "$dir/.init-done"
+    touch "$dir/.init-done" "$dir/.init-tls"
   fi
   wait_for 20 postgresql "$dir/log/stdout.log" postgresql_health
 }
@@ -124,5 +145,5 @@ postgresql_stop() {
 
 postgresql_describe() {
   local v; v=$("$(_pg_bin)/postgres" --version 2>/dev/null | grep -oE '[0-9]+\.[0-9]+' | head -n 1)
-  echo "postgresql $v on $STACK_HOST:$POSTGRESQL_PORT (user dbus/dbus, database dbus)"
+  echo "postgresql $v on $STACK_HOST:$POSTGRESQL_PORT (users dbus/dbus, dbus_tls/dbus_tls over TLS only; database dbus)"
 }
