@@ -9,6 +9,7 @@ jars and settings are used when a test or the demo builds a session in-process.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dbuslib.config import DbusConfig, KafkaEndpoint
@@ -153,9 +154,54 @@ def submit_args(
     if py_files:
         args += ["--py-files", py_files]
     conf = {**settings(cfg), **(resources(cfg, stage, tasks, master) if stage else {})}
+    hidden = {k: v for k, v in conf.items() if is_secret_setting(k, v)}
     for key, value in sorted(conf.items()):
-        args += ["--conf", f"{key}={value}"]
+        if key not in hidden:
+            args += ["--conf", f"{key}={value}"]
+    if hidden:  # a command line is anyone's to read (ps): these go in a file only this user reads
+        args += ["--extra-properties-file", str(secret_properties(hidden))]
     return args
+
+
+def is_secret_setting(key: str, value: str) -> bool:
+    """A setting Spark itself would redact (``REDACTION_REGEX`` matches its key or its value), such as
+    ``spark.hadoop.fs.s3a.secret.key``: never put on spark-submit's command line."""
+    import re
+
+    return key != "spark.redaction.regex" and any(re.search(REDACTION_REGEX, x) for x in (key, value))
+
+
+def _escaped(text: str, key: bool) -> str:
+    """``text`` as java.util.Properties reads it back: backslashes and line breaks; in a key the
+    separators and a leading comment mark; in a value a leading blank (which the reader would drop)."""
+    out = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    out = out.replace("\f", "\\f")
+    if key:
+        for c in "=: #!":
+            out = out.replace(c, "\\" + c)
+        return out
+    return "\\" + out if out[:1] == " " else out
+
+
+def secret_properties(conf: dict[str, str], folder: Path | None = None) -> Path:
+    """``conf`` as a properties file for spark-submit's ``--extra-properties-file`` (read on top of
+    spark-defaults.conf), readable by this user only, in ``folder`` (default: ``conf/`` of DBus's cache,
+    made 0700), named by a hash of its content: the same settings reuse one file."""
+    import hashlib
+
+    from dbuslib import ship
+
+    text = "".join(f"{_escaped(k, True)}={_escaped(v, False)}\n" for k, v in sorted(conf.items()))
+    folder = folder or ship.cache_root() / "conf"
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o700)
+    path = folder / f"secret-{hashlib.sha256(text.encode()).hexdigest()[:16]}.properties"
+    if not path.exists() or path.read_text() != text:
+        fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(path.with_suffix(".tmp"), path)
+    return path
 
 
 def submitted() -> bool:

@@ -155,3 +155,42 @@ def test_a_missing_jvm_jar_names_the_kafka_clients_folder_when_it_is_not_beside_
         spark.jars(cfg)
     extra = f" --kafka-jars {clients.parent}" if flag else ""
     assert f"`dbus jvm build --out {folder / 'dbus-jvm.jar'}{extra}`" in str(e.value)
+
+
+def test_secret_settings_go_to_a_private_properties_file_not_the_command_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(spark, "jars", lambda cfg: ["/jars/a.jar"])
+    raw_conf = yaml.safe_load(DEFAULT_CONFIG.read_text())["spark"]["conf"]
+    conf = {**raw_conf, "spark.hadoop.fs.s3a.secret.key": "s3-s3cr3t", "spark.my.opts": "token=abc123"}
+    args = spark.submit_args(config(tmp_path, conf=conf), "appender", 2)
+    line = " ".join(args)
+    assert "s3-s3cr3t" not in line and "abc123" not in line
+    assert "spark.sql.shuffle.partitions=4" in line  # the others stay where a reader can see them
+    assert "spark.redaction.regex=" in line  # the regex names secrets: it is none
+    path = Path(args[args.index("--extra-properties-file") + 1])
+    assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
+    assert path.read_text() == "spark.hadoop.fs.s3a.secret.key=s3-s3cr3t\nspark.my.opts=token=abc123\n"
+    # the same settings again: the same file
+    assert spark.submit_args(config(tmp_path, conf=conf), "appender", 2)[-1] == str(path)
+
+
+def test_no_secret_setting_no_properties_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(spark, "jars", lambda cfg: ["/jars/a.jar"])
+    assert "--extra-properties-file" not in spark.submit_args(config(tmp_path))
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "secret"),
+    [
+        ("spark.hadoop.fs.s3a.secret.key", "x", True),
+        ("spark.hadoop.fs.s3a.access.key", "AKIA", True),
+        ("spark.executorEnv.DB_PASSWORD", "x", True),
+        ("spark.driver.extraJavaOptions", "-Dtoken=x", True),  # by its value
+        ("spark.sql.shuffle.partitions", "4", False),
+        ("spark.redaction.regex", spark.REDACTION_REGEX, False),
+    ],
+)
+def test_is_secret_setting_as_spark_redacts(key, value, secret):
+    assert spark.is_secret_setting(key, value) is secret
