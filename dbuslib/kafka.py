@@ -81,23 +81,72 @@ def refused_in(failure: BaseException | str) -> str | None:
     return None
 
 
-class _Failures(logging.Handler):
-    """kafka-python's reasons for failed connections while a client bootstraps (it only logs them)."""
+def _hand_on_before_the_end() -> None:
+    """kafka-python 3.0.12 drops the bytes it read together with the end of a connection: its transports'
+    ``_sock_recv`` returns them with the "socket disconnected" error, and ``_read_from_sock`` aborts on the
+    error without handing them on. A broker's answer to a refused SASL login, sent just before it closes
+    the connection, is lost that way, and the refusal looks like a broker that went away (most attempts).
+    Wrapped here: bytes read before the end are returned without the error, and the next read, which
+    finds the end again, returns it (kafka-python's later changes to this code, dpkp/kafka-python#2995,
+    are not released)."""
+    from kafka.errors import KafkaConnectionError
+    from kafka.net import transport
 
-    def __init__(self) -> None:
+    for cls in (transport.KafkaTCPTransport, transport.KafkaSSLTransport):
+        recv = cls.__dict__.get("_sock_recv")
+        if recv is None or getattr(recv, "dbus_hands_on", False):
+            continue
+
+        def _sock_recv(self: Any, _recv: Any = recv) -> tuple[bytes, Exception | None]:
+            data, err = _recv(self)
+            if data and isinstance(err, KafkaConnectionError) and "socket disconnected" in str(err):
+                return data, None
+            return data, err
+
+        _sock_recv.dbus_hands_on = True  # type: ignore[attr-defined]
+        cls._sock_recv = _sock_recv
+
+
+_hand_on_before_the_end()
+
+
+class _Failures(logging.Handler):
+    """kafka-python's reasons for failed connections while a client bootstraps (it only logs them). A
+    bootstrap attempt that failed because Kafka refused DBus's identity, or DBus the broker's certificate,
+    ends the bootstrap at once: the handler raises ``KafkaAuthFailed`` from the logging call inside
+    kafka-python's bootstrap loop (which retries every other failure until its timeout), and the client's
+    constructor raises it."""
+
+    def __init__(self, cfg: KafkaEndpoint) -> None:
         super().__init__(logging.WARNING)
+        self.cfg = cfg
         self.messages: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
         if len(self.messages) < 50:
-            self.messages.append(record.getMessage())
+            self.messages.append(message)
+        if record.name == "kafka.net.manager" and message.startswith("Bootstrap connection"):
+            refusal = refused_in(message)
+            if refusal is not None:
+                raise _auth_failed(self.cfg, refusal)
+
+
+def _auth_failed(cfg: KafkaEndpoint, refusal: str) -> KafkaAuthFailed:
+    import re
+
+    reason = re.sub(r"^Bootstrap connection to \S+ failed: |\s*\(backoff [\d.]+ secs\)$", "", refusal)
+    return KafkaAuthFailed(
+        f"Kafka at {cfg.bootstrap_servers} ({cfg.security.protocol}): connection refused: {reason}"
+    )
 
 
 @contextmanager
 def _bootstrapping(cfg: KafkaEndpoint) -> Iterator[None]:
-    """A kafka-python client made inside: a bootstrap that times out is ``KafkaAuthFailed`` when a
-    connection was refused for its identity (the reason kafka-python logged), else ``EndpointError``."""
-    failures = _Failures()
+    """A kafka-python client made inside: ``KafkaAuthFailed`` as soon as a bootstrap attempt is refused for
+    DBus's identity or the broker's certificate (``_Failures``); a bootstrap that times out is
+    ``KafkaAuthFailed`` when such a reason was logged after all, else ``EndpointError``."""
+    failures = _Failures(cfg)
     logger = logging.getLogger("kafka.net")
     logger.addHandler(failures)
     try:
@@ -105,8 +154,7 @@ def _bootstrapping(cfg: KafkaEndpoint) -> Iterator[None]:
     except KafkaTimeoutError as e:  # kafka-python 3: 'Unable to bootstrap from ...'
         refusal = next((r for m in failures.messages if (r := refused_in(m)) is not None), None)
         if refusal is not None:
-            msg = f"Kafka at {cfg.bootstrap_servers} ({cfg.security.protocol}): connection refused: {refusal}"
-            raise KafkaAuthFailed(msg) from e
+            raise _auth_failed(cfg, refusal) from e
         raise _unreachable(cfg, e) from e
     finally:
         logger.removeHandler(failures)

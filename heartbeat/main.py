@@ -17,11 +17,58 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
 from dbuslib.errors import DbusError, report
 from dbuslib.lifecycle import Lifecycle
 from dbuslib.logs import setup_logging
+
+
+class _MonitorThread:
+    """The monitor beside a writer, on a thread: an error no later check can mend (not ``retriable``: Kafka
+    refused DBus's identity) stops the writer too, and ``join`` raises it in the main thread, so the
+    process ends with its code instead of writing heartbeats nobody checks."""
+
+    def __init__(self, watcher: Any, ds: str, stop: Callable[[], None]) -> None:
+        self.watcher, self.stop = watcher, stop
+        self.error: DbusError | None = None
+        self.thread = threading.Thread(target=self._run, name=f"heartbeat-monitor-{ds}", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.watcher.run()
+        except DbusError as e:
+            self.error = e
+            self.stop()
+
+    def join(self) -> None:
+        self.thread.join(10)
+        if self.error is not None:
+            raise self.error
+
+
+def _run_with_monitor(ds: str, writer: Any, watcher: Any, cfg: DbusConfig) -> int:
+    """``writer`` until stopped, with ``watcher`` (the monitor, or None) on a thread beside it."""
+
+    def stop() -> None:
+        writer.stop()
+        if watcher is not None:
+            watcher.stop()
+
+    beside = _MonitorThread(watcher, ds, stop) if watcher is not None else None
+    # SIGTERM/SIGINT, a removed config file; the process announced while it runs (dbuslib/liveness.py)
+    with Lifecycle("heartbeat", ds, cfg.path, zookeeper=cfg.endpoints.zookeeper) as life:
+        life.on_stop(stop)
+        try:
+            writer.run()
+        finally:
+            stop()
+            if beside is not None:
+                beside.join()
+    return life.code
 
 
 def run(cfg: DbusConfig, ds: str, monitor: bool = True) -> int:
@@ -33,28 +80,7 @@ def run(cfg: DbusConfig, ds: str, monitor: bool = True) -> int:
         return run_log(cfg, ds, monitor)
     cfg.source(ds)  # ConfigError before any connection
     writer = HeartbeatWriter(cfg, ds)
-    watcher = Monitor(cfg, ds) if monitor else None
-    thread = None
-    if watcher is not None:
-        thread = threading.Thread(target=watcher.run, name=f"heartbeat-monitor-{ds}", daemon=True)
-        thread.start()
-
-    def stop() -> None:
-        writer.stop()
-        if watcher is not None:
-            watcher.stop()
-
-    # SIGTERM/SIGINT, a removed config file; the process announced while it runs (dbuslib/liveness.py)
-    zookeeper = cfg.endpoints.zookeeper
-    with Lifecycle("heartbeat", ds, cfg.path, zookeeper=zookeeper) as life:
-        life.on_stop(stop)
-        try:
-            writer.run()
-        finally:
-            stop()
-            if thread is not None:
-                thread.join(10)
-    return life.code
+    return _run_with_monitor(ds, writer, Monitor(cfg, ds) if monitor else None, cfg)
 
 
 def run_log(cfg: DbusConfig, ds: str, monitor: bool = True) -> int:
@@ -65,26 +91,7 @@ def run_log(cfg: DbusConfig, ds: str, monitor: bool = True) -> int:
     from heartbeat.monitor import Monitor
 
     writer = LogHeartbeatWriter(cfg, ds)  # ConfigError when heartbeat.file is not set
-    watcher = Monitor(cfg, ds) if monitor else None
-    thread = None
-    if watcher is not None:
-        thread = threading.Thread(target=watcher.run, name=f"heartbeat-monitor-{ds}", daemon=True)
-        thread.start()
-
-    def stop() -> None:
-        writer.stop()
-        if watcher is not None:
-            watcher.stop()
-
-    with Lifecycle("heartbeat", ds, cfg.path, zookeeper=cfg.endpoints.zookeeper) as life:
-        life.on_stop(stop)
-        try:
-            writer.run()
-        finally:
-            stop()
-            if thread is not None:
-                thread.join(10)
-    return life.code
+    return _run_with_monitor(ds, writer, Monitor(cfg, ds) if monitor else None, cfg)
 
 
 def monitor(cfg: DbusConfig, ds: str) -> int:

@@ -402,12 +402,15 @@ class Monitor:
             self._zk.close()
 
     def run(self) -> None:
-        """Check now, then every ``check_interval_s``; a failed check is logged and the next one tried."""
+        """Check now, then every ``check_interval_s``; a failed check is logged and the next one tried,
+        unless its error is not ``retriable`` (a refused identity): that one ends the run."""
         try:
             while not self.stop_event.is_set():
                 try:
                     self.check()
                 except DbusError as e:
+                    if not e.retriable:
+                        raise  # Kafka refused DBus's identity (KAFKA_AUTH_FAILED): the monitor stops
                     log.warning("%s: heartbeat check skipped: %s", self.ds, e)
                 except ZK_ERRORS as e:
                     log.warning("%s: heartbeat check skipped: ZooKeeper: %r", self.ds, e)
@@ -477,6 +480,8 @@ class Monitor:
         try:
             return self._count_dead_letters()
         except (DbusError, KafkaError, *ZK_ERRORS) as e:
+            if isinstance(e, DbusError) and not e.retriable:
+                raise  # Kafka refused DBus's identity (KAFKA_AUTH_FAILED): no later check can do better
             log.warning("%s: dead letters not counted this check: %r", self.ds, e)
         except Exception:
             log.exception("%s: dead letters not counted this check; the consumer starts over", self.ds)
