@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from binlog_truth import TruthEvent
 from helpers import delete_zk_tree
 
 from binlog.rawevent import RawEvent, Reassembler, decode
 from dbuslib import kafka, mysql
 from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from extractor.position import Position
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -162,3 +164,29 @@ def cleanup(env: ExtractorEnv) -> None:
     env.stop_all()
     kafka.delete_topics(env.cfg.endpoints.kafka, [env.topic])
     delete_zk_tree(env.cfg.endpoints.zookeeper, "Extractor", env.ds)
+
+
+def covered(truth: list[TruthEvent]) -> Callable[[list[Record]], bool]:
+    """A ``records`` condition: every rows event of ``truth`` (binlog_truth) is in the topic."""
+    wanted = {(e.file, e.pos) for e in truth}
+
+    def done(records) -> bool:
+        seen = {(r.event.header.file, r.event.header.pos) for r in records if r.event.kind == "rows"}
+        return wanted <= seen
+
+    return done
+
+
+def wait_for_log(env: ExtractorEnv, proc_index: int, text: str, timeout: float = 60) -> None:
+    """Until the log of the env's ``proc_index``-th process says ``text``; fails if it exits first."""
+    path = env.log_paths[proc_index]
+    deadline = time.monotonic() + timeout
+    while text not in (path.read_text() if path.exists() else ""):
+        assert time.monotonic() < deadline, f"{path} never said {text!r}"
+        assert env.procs[proc_index].poll() is None, f"extractor exited early; see {path}"
+        time.sleep(0.1)
+
+
+def start_of(env: ExtractorEnv) -> Position:
+    """The position the env's extractor starts at."""
+    return Position.parse(env.cfg.source(env.ds).extractor.start)

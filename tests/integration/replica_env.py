@@ -5,6 +5,8 @@
   its URL.
 - ``forward_only(url, table)``: a trigger on a replica table that refuses an UPDATE moving a row's
   ``(ums_id_, ums_uid_)`` backwards: the statement fails, and so does the replicate that sent it.
+- ``T``, ``KEYS``, ``V1``, ``change``, ``up``: one source table (``demo.shop.orders``), its key and first
+  version's columns, and row changes of it, for the SQL sink's tests.
 - ``ReplicateProcess``: ``dbus replicate`` as a user runs it, in its own process group (``kill()`` is
   ``kill -9``), its output in a log file.
 """
@@ -26,8 +28,35 @@ import sqlalchemy as sa
 from extractor_env import REPO
 
 from cli.stages import stop_group
+from dbusclient.decode import RowChange, TableRef
+from dbusclient.merge import Upsert
+from ums.message import Op, UmsField
+from ums.types import UmsType
 
 HOST = "127.0.0.1"
+
+T = TableRef("demo", "shop", "orders")
+KEYS = {"shop.orders": ("id",)}
+V1 = (
+    UmsField("ums_id_", UmsType.LONG, False),
+    UmsField("id", UmsType.LONG, False),
+    UmsField("name", UmsType.STRING, True),
+    UmsField("amount", UmsType.DECIMAL, True),
+    UmsField("qty", UmsType.INT, True),
+    UmsField("at", UmsType.DATETIME, True),
+)
+
+
+def change(key: int, op: Op, ums_id: int, version: int = 1, **values: object) -> RowChange:
+    """A row change of ``T`` at ``ums_id`` (its key ``key``), its other columns null unless given."""
+    vals = {"id": str(key), "name": None, "amount": None, "qty": None, "at": None, **values}
+    return RowChange(T, version, (key,), op, ums_id, ums_id * 10**6, "2024-01-02 03:04:05.000", vals)
+
+
+def up(key: int, ums_id: int, name: str, **values: object) -> Upsert:
+    return Upsert(change(key, Op.UPDATE, ums_id, name=name, **values))
+
+
 SERVERS = {
     "mariadb": f"mysql+pymysql://dbus:dbus@{HOST}:{os.environ.get('MARIADB_PORT', '13306')}",
     "postgresql": f"postgresql+psycopg://dbus:dbus@{HOST}:{os.environ.get('POSTGRESQL_PORT', '15432')}",

@@ -19,7 +19,7 @@ from collections import defaultdict
 
 import pytest
 from binlog_truth import TruthEvent, binlog_truth, file_number
-from extractor_env import REPO
+from extractor_env import REPO, covered, start_of, wait_for_log
 
 from dbuslib import mysql
 from extractor.position import Position
@@ -55,16 +55,6 @@ def create_tables(db) -> None:
         cur.execute("CREATE TABLE audit (id BIGINT AUTO_INCREMENT PRIMARY KEY, k INT, what VARCHAR(16))")
 
 
-def covered(truth: list[TruthEvent]):
-    wanted = {(e.file, e.pos) for e in truth}
-
-    def done(records) -> bool:
-        seen = {(r.event.header.file, r.event.header.pos) for r in records if r.event.kind == "rows"}
-        return wanted <= seen
-
-    return done
-
-
 def check_no_loss_and_order(env, truth: list[TruthEvent], records) -> tuple[int, int]:
     """Asserts coverage and per-table order; returns (rows events sent again, rows they held)."""
     events = [r for r in env.whole_events(records) if r.event.kind == "rows"]
@@ -84,15 +74,6 @@ def check_no_loss_and_order(env, truth: list[TruthEvent], records) -> tuple[int,
     return len(again), sum(rows_of.get(k, 0) for k in again)
 
 
-def wait_for_log(env, proc_index: int, text: str, timeout: float = 60) -> None:
-    path = env.log_paths[proc_index]
-    deadline = time.monotonic() + timeout
-    while text not in (path.read_text() if path.exists() else ""):
-        assert time.monotonic() < deadline, f"{path} never said {text!r}"
-        assert env.procs[proc_index].poll() is None, f"extractor exited early; see {path}"
-        time.sleep(0.1)
-
-
 def purge_up_to_now(db, must_go: str, timeout: float = 60) -> None:
     """Rotate and purge every older binlog; MariaDB keeps a file while a (dying) dump thread still reads
     it, so retry until ``must_go`` is really gone."""
@@ -106,10 +87,6 @@ def purge_up_to_now(db, must_go: str, timeout: float = 60) -> None:
             assert time.monotonic() < deadline, f"{must_go} could not be purged"
             cur.execute("FLUSH BINARY LOGS")  # a new event makes the server notice dead dump threads
             time.sleep(0.5)
-
-
-def start_of(env) -> Position:
-    return Position.parse(env.cfg.source(env.ds).extractor.start)
 
 
 def test_kill_9_five_times_loses_nothing(extractor_env, writer_db):

@@ -9,27 +9,16 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from replica_env import SERVERS, fresh_database
+from replica_env import KEYS, SERVERS, V1, T, change, fresh_database, up
 
 from dbusclient.checkpoint import Checkpoint
-from dbusclient.decode import RowChange, RowRefused, TableRef
+from dbusclient.decode import RowChange, RowRefused
 from dbusclient.merge import Delete, Effect, Merger, Upsert
 from dbusclient.sink_sql import SinkError, SinkSchemaError, SqlSink
 from ums.message import Op, UmsField
 from ums.types import UmsType
 
 pytestmark = pytest.mark.integration
-
-T = TableRef("demo", "shop", "orders")
-KEYS = {"shop.orders": ("id",)}
-V1 = (
-    UmsField("ums_id_", UmsType.LONG, False),
-    UmsField("id", UmsType.LONG, False),
-    UmsField("name", UmsType.STRING, True),
-    UmsField("amount", UmsType.DECIMAL, True),
-    UmsField("qty", UmsType.INT, True),
-    UmsField("at", UmsType.DATETIME, True),
-)
 
 
 @pytest.fixture(params=sorted(SERVERS))
@@ -53,15 +42,6 @@ def new_sink(url: str, made: list[SqlSink], **kw: Any) -> SqlSink:
     sink.ensure_table(T, 1, V1)
     made.append(sink)
     return sink
-
-
-def change(key: int, op: Op, ums_id: int, version: int = 1, **values: object) -> RowChange:
-    vals = {"id": str(key), "name": None, "amount": None, "qty": None, "at": None, **values}
-    return RowChange(T, version, (key,), op, ums_id, ums_id * 10**6, "2024-01-02 03:04:05.000", vals)
-
-
-def up(key: int, ums_id: int, name: str, **values: object) -> Upsert:
-    return Upsert(change(key, Op.UPDATE, ums_id, name=name, **values))
 
 
 def rows(url: str, query: str = "SELECT id, name, ums_id_ FROM orders ORDER BY id") -> list[tuple[Any, ...]]:

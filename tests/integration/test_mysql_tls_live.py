@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from binlog_truth import binlog_truth
-from extractor_env import REPO, cleanup, make_env
-from test_abnormal import covered, create_tables, start_of, wait_for_log, workload
+from extractor_env import REPO, cleanup, covered, make_env, start_of, wait_for_log
 
 from dbuslib import mysql
 from dbuslib.config import MysqlConnection, load_config
@@ -100,10 +99,16 @@ def test_the_extractor_reads_the_binlog_over_tls_and_stops_at_once_on_an_untrust
     env.cfg_path.write_text(yaml.safe_dump(raw))
     env.cfg = load_config(env.cfg_path)
     try:
-        create_tables(db)
+        with db.cursor() as cur:
+            cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(32))")
         env.spawn()
         wait_for_log(env, 0, "leading with epoch")
-        workload(db, 20, 50)
+        with db.cursor() as cur:
+            for i in range(20):
+                cur.execute("INSERT INTO t VALUES (%s, %s), (%s, %s)", (2 * i, "a", 2 * i + 1, "b"))
+            cur.execute("UPDATE t SET v = 'c' WHERE id < 10")
+            cur.execute("DELETE FROM t WHERE id >= 30")
+        db.commit()
         truth = binlog_truth(source, start_of(env), name, server_id=97011)
         env.records(covered(truth), timeout=120)
         check = mysql.connect(source.mysql, as_writer=True)  # dbus: sees every thread

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from replica_env import HOST
-from test_client_sink_sql import KEYS, V1, T, up
+from replica_env import HOST, KEYS, V1, T, up
 
 from dbusclient.sink_sql import SqlSink
 
