@@ -833,6 +833,14 @@ def _with_absolute_pem(data: dict[str, Any], where: tuple[str, ...], base: Path)
     return fixed
 
 
+class LoggingSettings(_Model):
+    """How DBus's processes log (dbuslib/logs.py): ``text`` lines, or ``json`` lines in Spark's structured
+    form (``pyspark.logger.SPARK_LOG_SCHEMA``: ts, level, msg, context, exception, logger), the Spark
+    stages' own lines included (``spark.log.structuredLogging.enabled``)."""
+
+    format: Literal["text", "json"] = "text"
+
+
 class DbusConfig(_Model):
     """The whole file (docs/configuration.md lists every key); ``path`` is where it was read from, and
     relative paths in it resolve against that file's folder."""
@@ -842,6 +850,7 @@ class DbusConfig(_Model):
     sources: dict[str, Source]
     log_sources: dict[str, LogSource] = Field(default_factory=dict)
     console: ConsoleSettings = ConsoleSettings()
+    logging: LoggingSettings = LoggingSettings()
     path: Path = Field(DEFAULT_CONFIG, exclude=True)
 
     @model_validator(mode="before")
@@ -1083,6 +1092,10 @@ def load_config(path: str | Path | None = None) -> DbusConfig:
         msg = f"{p}: {e}"
         raise ConfigError(msg) from None
     try:
-        return DbusConfig.model_validate({**raw, "path": p.resolve()})
+        cfg = DbusConfig.model_validate({**raw, "path": p.resolve()})
     except ValidationError as e:
         raise ConfigError(_format_errors(p, e)) from None
+    from dbuslib import logs
+
+    logs.configure(cfg)  # the process logs in the file's logging.format from here on
+    return cfg

@@ -114,6 +114,10 @@ def error_line(prog: str, err: BaseException) -> str:
 
 
 def report(prog: str, err: BaseException) -> int:
-    """Print ``error_line(prog, err)`` on stderr and return ``exit_code(err)``."""
-    print(error_line(prog, err), file=sys.stderr)
+    """Print ``error_line(prog, err)`` on stderr (a JSON line when ``logging.format`` is ``json``:
+    dbuslib.logs.final_line) and return ``exit_code(err)``."""
+    from dbuslib.logs import final_line
+
+    code = getattr(err, "code", type(err).__name__)
+    print(final_line(error_line(prog, err), stage=prog, code=code), file=sys.stderr)
     return exit_code(err)

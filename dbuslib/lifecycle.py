@@ -232,7 +232,11 @@ class Lifecycle:
     # ------------------------------------------------------------------ output
 
     def say(self, message: str) -> None:
-        """A line on stderr and, when stderr is a pipe to a JVM that may be dead, in the JVM's log too."""
+        """A line on stderr and, when stderr is a pipe to a JVM that may be dead, in the JVM's log too (a
+        JSON line when ``logging.format`` is ``json``)."""
+        from dbuslib.logs import final_line
+
+        message = final_line(message, stage=self.stage)
         for out in (sys.stderr, self._log_copy):
             if out is None:
                 continue

@@ -109,10 +109,12 @@ VERIFY_EMPTY_CHECKPOINT = "spark.sql.streaming.verifyCheckpointDirectoryEmptyOnS
 def settings(cfg: DbusConfig) -> dict[str, str]:
     """The Spark settings of DBus's stages: the checkpoint manager for the checkpoint root's filesystem
     (``CHECKPOINT_MANAGERS``), a checkpoint left by a kill before its first batch accepted
-    (``VERIFY_EMPTY_CHECKPOINT``), the redaction of secrets (``REDACTION_REGEX``), overridden by the
-    configuration's ``spark.conf``."""
+    (``VERIFY_EMPTY_CHECKPOINT``), the redaction of secrets (``REDACTION_REGEX``), Spark's JSON log lines
+    when ``logging.format`` is ``json``, overridden by the configuration's ``spark.conf``."""
     manager = CHECKPOINT_MANAGERS.get(scheme(cfg.spark.checkpoint_root))
     fixed = {VERIFY_EMPTY_CHECKPOINT: "false", "spark.redaction.regex": REDACTION_REGEX}
+    if cfg.logging.format == "json":  # Spark's JSON lines, the form of DBus's own (dbuslib/logs.py)
+        fixed["spark.log.structuredLogging.enabled"] = "true"
     return {**({CHECKPOINT_MANAGER: manager} if manager else {}), **fixed, **cfg.spark.conf}
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
 from dbuslib.errors import DbusError, exit_code, report
 from dbuslib.lifecycle import Lifecycle
-from dbuslib.logs import setup_logging
+from dbuslib.logs import final_line, setup_logging
 from extractor.loop import Extractor
 from extractor.reader import BinlogPurgedError
 
@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_config(args.config)
         return _commands()[args.command](cfg, args)
     except BinlogPurgedError as e:
-        print(f"extractor: {e.code}: {purged_message(args.source, e)}", file=sys.stderr)
+        line = f"extractor: {e.code}: {purged_message(args.source, e)}"
+        print(final_line(line, stage="extractor", code=e.code), file=sys.stderr)
         return exit_code(e)
     except DbusError as e:
         return report("extractor", e)
