@@ -207,7 +207,7 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_parser(sub).set_defaults(handler=_submit)
 
     from appender import commands as appender_commands
-    from cli import logrules, logs, replicate, status
+    from cli import logrules, logs, metrics, replicate, status
     from extractor import commands as extractor_commands
     from fullpuller import commands as fullpuller_commands
     from heartbeat import commands as heartbeat_commands
@@ -220,6 +220,7 @@ def _parser() -> argparse.ArgumentParser:
     logs.add_parsers(sub)  # logs shipper-conf
     logrules.add_parsers(sub)  # logrules tables|add-table|import|export|show|group|test|publish|reload
     replicate.add_parsers(sub)  # replicate (the consumer client into MariaDB/PostgreSQL)
+    metrics.add_parsers(sub)  # metrics exporter (Prometheus)
 
     from console import commands as console_commands
 

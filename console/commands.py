@@ -8,7 +8,7 @@ import logging
 import sys
 from typing import Any
 
-from dbuslib.config import load_config
+from dbuslib.config import load_config, parse_listen
 from dbuslib.errors import ConfigError
 
 log = logging.getLogger("dbus.console")
@@ -55,15 +55,6 @@ def hash_password(args: argparse.Namespace) -> int:
 hash_password.without_config = True  # type: ignore[attr-defined]
 
 
-def parse_listen(text: str) -> tuple[str, int]:
-    """``host:port`` as a pair; ConfigError naming the text otherwise."""
-    host, _, port = text.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        msg = f"--listen / console.listen: {text!r} is not HOST:PORT"
-        raise ConfigError(msg)
-    return host, int(port)
-
-
 def serve(args: argparse.Namespace) -> int:
     import waitress
 
@@ -71,7 +62,7 @@ def serve(args: argparse.Namespace) -> int:
     from console.rules import budget_of
 
     cfg = load_config(args.config)
-    host, port = parse_listen(args.listen or cfg.console.listen)
+    host, port = parse_listen(args.listen or cfg.console.listen, "--listen / console.listen")
     usable = [u.name for u in cfg.console.users if u.password_hash.get_secret_value()]
     if not usable:
         log.warning(

@@ -173,12 +173,22 @@ class ZooKeeperEndpoint(_Model):
 
 
 class InfluxEndpoint(_Model):
-    """The InfluxDB-protocol server (influxdb-client: url, org, bucket, token)."""
+    """The InfluxDB-protocol server (influxdb-client: url, org, bucket, token). ``exporter``: the URL of
+    DBus's Prometheus exporter (``dbus metrics exporter``), which gets every point written here too."""
 
     url: str
     org: str = "-"
     bucket: str = "dbus/autogen"
     token: SecretStr = SecretStr("")
+    exporter: str | None = None
+
+
+class PrometheusSettings(_Model):
+    """``dbus metrics exporter`` (dbuslib/promexport.py): where it listens, and how long a series nobody
+    writes stays on ``/metrics``."""
+
+    listen: str = "127.0.0.1:19091"
+    expire_s: float = Field(600.0, gt=0)
 
 
 class MetaStore(_Model):
@@ -851,6 +861,7 @@ class DbusConfig(_Model):
     log_sources: dict[str, LogSource] = Field(default_factory=dict)
     console: ConsoleSettings = ConsoleSettings()
     logging: LoggingSettings = LoggingSettings()
+    prometheus: PrometheusSettings = PrometheusSettings()
     path: Path = Field(DEFAULT_CONFIG, exclude=True)
 
     @model_validator(mode="before")
@@ -1065,6 +1076,15 @@ def resolve_refs(node: Any, base: Path, key: str = "") -> Any:
     if isinstance(node, list):
         return [resolve_refs(v, base, f"{key}[{i}]") for i, v in enumerate(node)]
     return node
+
+
+def parse_listen(text: str, where: str) -> tuple[str, int]:
+    """``host:port`` as a pair; ConfigError naming ``where`` (the option or key) and the text otherwise."""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        msg = f"{where}: {text!r} is not HOST:PORT"
+        raise ConfigError(msg)
+    return host, int(port)
 
 
 def load_config(path: str | Path | None = None) -> DbusConfig:

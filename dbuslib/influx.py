@@ -26,9 +26,30 @@ def client(cfg: InfluxEndpoint) -> Iterator[InfluxDBClient]:
 
 
 def write(cfg: InfluxEndpoint, points: list[Point]) -> None:
-    """Write synchronously: when this returns, the points are stored."""
+    """Write synchronously: when this returns, the points are stored; and to the Prometheus exporter
+    (``cfg.exporter``) first when there is one (``to_exporter``)."""
+    if cfg.exporter:
+        to_exporter(cfg.exporter, points)
     with client(cfg) as c:
         c.write_api(write_options=SYNCHRONOUS).write(bucket=cfg.bucket, org=cfg.org, record=points)
+
+
+def to_exporter(url: str, points: list[Point]) -> bool:
+    """``points`` as line protocol to DBus's Prometheus exporter (dbuslib/promexport.py), within 2 s; a
+    failure is logged, not raised: Prometheus's figures are a copy, InfluxDB's write decides."""
+    import logging
+    import urllib.error
+    import urllib.request
+
+    body = "\n".join(p.to_line_protocol() for p in points).encode()
+    request = urllib.request.Request(f"{url.rstrip('/')}/api/v2/write", data=body, method="POST")
+    request.add_header("Content-Type", "text/plain; charset=utf-8")
+    try:
+        with urllib.request.urlopen(request, timeout=2) as resp:
+            return resp.status == 204
+    except (urllib.error.URLError, OSError) as e:
+        logging.getLogger(__name__).warning("the Prometheus exporter at %s took no points: %s", url, e)
+        return False
 
 
 def query(cfg: InfluxEndpoint, flux: str) -> list[dict]:
