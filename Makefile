@@ -70,4 +70,4 @@ cluster-down:
 # Removes the stack's data (databases, topics, schemas, metrics, rsyslog's read positions and queues); installed
 # binaries and jars stay cached.
 clean-stack: stack-down
-	rm -rf .stack/mariadb .stack/postgresql .stack/zookeeper .stack/kafka .stack/registry .stack/influxdb .stack/rsyslog .stack/checkpoints
+	rm -rf .stack/mariadb .stack/postgresql .stack/zookeeper .stack/kafka .stack/registry .stack/influxdb .stack/prometheus .stack/rsyslog .stack/checkpoints

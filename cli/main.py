@@ -144,13 +144,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    servers = "MariaDB, PostgreSQL, ZooKeeper, Kafka, the schema registry, rsyslog, InfluxDB, Spark jars"
+    servers = (
+        "MariaDB, PostgreSQL, ZooKeeper, Kafka, the schema registry, rsyslog, InfluxDB, Prometheus, "
+        "Spark jars"
+    )
     st = sub.add_parser("stack", help=f"the local stack: {servers}")
     st.add_argument("action", choices=["up", "down", "status", "install"], help="what to do")
     st.add_argument(
         "services",
         nargs="*",
-        help="only these (mariadb postgresql zookeeper kafka registry rsyslog influxdb spark connect)",
+        help="only these (mariadb postgresql zookeeper kafka registry rsyslog influxdb prometheus spark "
+        "connect)",
     )
     st.set_defaults(handler=_stack)
 

@@ -1,14 +1,21 @@
 """``dbus metrics exporter``: DBus's Prometheus exporter (dbuslib/promexport.py) on
 ``prometheus.listen``: Prometheus scrapes its ``/metrics``; DBus's processes write to it through
-``endpoints.influxdb.exporter`` (docs/monitoring.md#prometheus)."""
+``endpoints.influxdb.exporter`` (docs/monitoring.md#prometheus). Beside what they write, it tells from
+ZooKeeper which stages run: ``dbus_process_up{ds,stage}``, the processes of each stage of each configured
+source announced there (dbuslib/liveness.py, as ``dbus status`` reads them); 0 is a stage that is down.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
+from collections.abc import Iterator
 from typing import Any
 
-from dbuslib.config import load_config, parse_listen
+from dbuslib.config import DbusConfig, load_config, parse_listen
 from dbuslib.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 
 def add_parsers(sub: Any) -> None:
@@ -25,6 +32,48 @@ def add_parsers(sub: Any) -> None:
     ex.set_defaults(handler=serve)
 
 
+class Processes:
+    """``dbus_process_up``: per configured source and stage of ``dbus status``'s list, the announced
+    processes that run, read from ZooKeeper at each scrape; nothing when ZooKeeper does not answer (the
+    scrape goes on with the rest, and ``dbus_exporter_zookeeper_up`` says 0)."""
+
+    def __init__(self, cfg: DbusConfig) -> None:
+        self.cfg = cfg
+        self._client: Any = None
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        from cli.status import LIVE_STAGES, LOG_LIVE_STAGES
+        from dbuslib import liveness, zk
+
+        up = GaugeMetricFamily(
+            "dbus_process_up",
+            "processes of the stage announced in ZooKeeper that run (0: down)",
+            labels=["ds", "stage"],
+        )
+        reached = 1
+        try:
+            if self._client is None:
+                self._client = zk.client(self.cfg.endpoints.zookeeper)
+            root, host = self.cfg.endpoints.zookeeper.root, liveness.this_host()
+            wanted = [(ds, LIVE_STAGES) for ds in self.cfg.sources]
+            wanted += [(ds, LOG_LIVE_STAGES) for ds in self.cfg.log_sources]
+            for ds, stages in wanted:
+                announced = liveness.read(self._client, root, ds)
+                for stage in stages:
+                    up.add_metric([ds, stage], len(liveness.alive(announced.get(stage, []), host)))
+        except Exception as e:  # a scrape never fails for ZooKeeper: the figures DBus wrote still count
+            log.warning("dbus metrics exporter: ZooKeeper not read: %s", e)
+            reached = 0
+            if self._client is not None:
+                self._client.stop()
+                self._client = None
+        else:
+            yield up
+        yield GaugeMetricFamily("dbus_exporter_zookeeper_up", "ZooKeeper answered this scrape", value=reached)
+
+
 def serve(args: argparse.Namespace) -> int:
     import waitress
 
@@ -34,7 +83,11 @@ def serve(args: argparse.Namespace) -> int:
     host, port = parse_listen(args.listen or cfg.prometheus.listen, "--listen / prometheus.listen")
     try:
         server = waitress.create_server(
-            app(Latest(cfg.prometheus.expire_s)), host=host, port=port, threads=4, ident="dbus-exporter"
+            app(Latest(cfg.prometheus.expire_s), Processes(cfg)),
+            host=host,
+            port=port,
+            threads=4,
+            ident="dbus-exporter",
         )
     except OSError as e:
         msg = f"dbus metrics exporter: cannot listen on {host}:{port}: {e.strerror or e}"

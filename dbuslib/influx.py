@@ -6,6 +6,7 @@ bucket is ``<database>/<retention policy>`` (``dbus/autogen``) and the org is ig
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -48,8 +49,14 @@ def to_exporter(url: str, points: list[Point]) -> bool:
         with urllib.request.urlopen(request, timeout=2) as resp:
             return resp.status == 204
     except (urllib.error.URLError, OSError) as e:
-        logging.getLogger(__name__).warning("the Prometheus exporter at %s took no points: %s", url, e)
+        now = time.monotonic()
+        if now - _exporter_warned.get(url, -3600.0) >= 60:  # once a minute, not at every write
+            _exporter_warned[url] = now
+            logging.getLogger(__name__).warning("the Prometheus exporter at %s took no points: %s", url, e)
         return False
+
+
+_exporter_warned: dict[str, float] = {}
 
 
 def query(cfg: InfluxEndpoint, flux: str) -> list[dict]:

@@ -106,14 +106,16 @@ class Latest(Collector):
         )
 
 
-def app(latest: Latest) -> Callable[..., Iterable[bytes]]:
-    """The exporter's WSGI application: ``/metrics``, the writes (``/api/v2/write``, ``/write``) and
-    ``/ping`` (which influxdb-client asks first)."""
+def app(latest: Latest, *more: Any) -> Callable[..., Iterable[bytes]]:
+    """The exporter's WSGI application: ``/metrics`` (``latest``'s series and those of ``more``
+    collectors), the writes (``/api/v2/write``, ``/write``) and ``/ping`` (which influxdb-client asks
+    first)."""
     from prometheus_client import CollectorRegistry
     from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(latest)
+    for collector in (latest, *more):
+        registry.register(collector)
 
     def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "GET")

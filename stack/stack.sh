@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The local stack: bash stack/stack.sh {install|up|down|restart|status} [service...]
 # (restart: DOWN_S=5 bash stack/stack.sh restart mariadb; stops, waits DOWN_S seconds, starts, checks health)
-# Services, in start order: mariadb postgresql zookeeper kafka registry rsyslog influxdb spark connect (rsyslog
+# Services, in start order: mariadb postgresql zookeeper kafka registry rsyslog influxdb prometheus spark connect (rsyslog
 # ships into Kafka; registry is the schema registry of the avro format; connect only installs jars: tests start
 # their own Kafka Connect workers). Each
 # lives in stack/services/NAME.sh and defines NAME_install (idempotent, fast when done), NAME_start
@@ -11,7 +11,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/env.sh"
 . "$here/lib.sh"
-ALL="mariadb postgresql zookeeper kafka registry rsyslog influxdb spark connect"
+ALL="mariadb postgresql zookeeper kafka registry rsyslog influxdb prometheus spark connect"
 for f in "$here"/services/*.sh; do . "$f"; done
 
 cmd=${1:-status}; shift || true

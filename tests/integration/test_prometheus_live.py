@@ -1,0 +1,153 @@
+"""Prometheus on the real stack (docs/monitoring.md#prometheus): DBus's rules pass ``promtool check rules``;
+the stages of a throwaway source and ``dbus heartbeat run`` write to ``dbus metrics exporter``
+(``endpoints.influxdb.exporter``), which the stack's Prometheus scrapes; through Prometheus's HTTP API the
+test reads the heartbeat latency of each table and the dispatcher's dead-letter count (a garbage record
+in the raw topic), sees every running stage up, and, once the appender is stopped, ``DbusStageDown``
+firing for it in Prometheus's own ``ALERTS``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.parse
+import urllib.request
+
+import pytest
+import yaml
+from extractor_env import REPO
+from helpers import delete_zk_tree, wait_until
+from pipeline_env import cleanup_pipeline, make_pipeline_env
+
+from cli.stages import Stages
+from dbuslib import kafka
+from dbuslib.config import load_config
+from heartbeat import deadletters
+
+pytestmark = pytest.mark.integration  # the only test on the exporter port the stack scrapes
+
+PROMETHEUS = f"http://127.0.0.1:{os.environ.get('PROMETHEUS_PORT', '19090')}"
+EXPORTER = f"127.0.0.1:{os.environ.get('DBUS_EXPORTER_PORT', '19091')}"
+RULES = REPO / "conf" / "prometheus" / "dbus-rules.yml"
+
+
+def promql(query: str) -> list[dict]:
+    """An instant query's result through Prometheus's HTTP API."""
+    url = f"{PROMETHEUS}/api/v1/query?{urllib.parse.urlencode({'query': query})}"
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        body = json.load(resp)
+    assert body["status"] == "success", body
+    return body["data"]["result"]
+
+
+def by(label: str, result: list[dict]) -> dict[str, float]:
+    return {r["metric"].get(label, ""): float(r["value"][1]) for r in result}
+
+
+def test_promtool_checks_dbus_rules():
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool (Debian's prometheus package) is not installed: make stack-up"
+    done = subprocess.run(
+        [promtool, "check", "rules", str(RULES)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS: 5 rules found" in done.stdout
+
+
+def test_prometheus_reads_latency_dead_letters_and_fires_stage_down(tmp_path, writer_db):
+    writer, database = writer_db
+    with writer.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{database}`.busy (id INT PRIMARY KEY, v INT)")
+        cur.execute(f"CREATE TABLE `{database}`.quiet (id INT PRIMARY KEY, v INT)")
+    env = make_pipeline_env(tmp_path, database)
+    raw = yaml.safe_load(env.cfg_path.read_text())
+    hb_schema = f"{database}_hb"
+    raw["sources"][env.ds]["capture"]["include"].append(f"{hb_schema}.db_heartbeat_monitor")
+    raw["sources"][env.ds]["heartbeat"] = {
+        "schema": hb_schema,
+        "table": "db_heartbeat_monitor",
+        "interval_s": 2,
+        "check_interval_s": 1,
+        "timeout_s": 3600,
+    }
+    raw["endpoints"]["influxdb"]["exporter"] = f"http://{EXPORTER}"
+    raw["prometheus"] = {"listen": EXPORTER, "expire_s": 600}
+    env.cfg_path.write_text(yaml.safe_dump(raw))
+    env.cfg = cfg = load_config(env.cfg_path)
+    ds = env.ds
+    stages = Stages(cfg, ds, tmp_path / "stage-logs")
+    exporter_log = (tmp_path / "exporter.log").open("wb")
+    exporter = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "--config", str(env.cfg_path), "metrics", "exporter"],
+        cwd=REPO,
+        stdout=exporter_log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        for stage in ("extractor", "dispatcher", "appender"):
+            stages.start(stage)
+        stages.wait_ready("extractor", "dispatcher", "appender")
+        with writer.cursor() as cur:
+            for i in range(20):
+                cur.execute(f"INSERT INTO `{database}`.busy VALUES ({i}, {i})")
+        stages.start("heartbeat")
+        stages.wait_ready("heartbeat")
+
+        # the heartbeat latency of each table, as Prometheus scraped it from the exporter
+        latency = wait_until(
+            lambda: (
+                (got := by("table", promql(f'dbus_heartbeat_latency_ms{{ds="{ds}"}}')))
+                and {"busy", "quiet"} <= set(got)
+                and got
+            ),
+            240,
+            "each table's heartbeat latency in Prometheus",
+            alive=[stages],
+        )
+        print(f"\nheartbeat latency in Prometheus: {latency} ms")
+        assert all(0 <= v < 120_000 for v in latency.values())
+
+        # a garbage record in the raw topic: the dispatcher's dead letter, counted by the monitor
+        producer = kafka.producer(cfg.endpoints.kafka)
+        try:
+            producer.send(ds, key=b"shop.orders", value=b"garbage, not a raw event").get(timeout=30)
+        finally:
+            producer.close()
+        letters = wait_until(
+            lambda: by("stage", promql(f'max_over_time(dbus_dead_letter_count{{ds="{ds}"}}[10m])')),
+            180,
+            "the dispatcher's dead letter in Prometheus",
+            alive=[stages],
+        )
+        assert letters.get("dispatcher") == 1, letters
+
+        # every running stage up; the appender stopped: DbusStageDown fires for it
+        up = by("stage", promql(f'dbus_process_up{{ds="{ds}"}}'))
+        assert all(up[s] >= 1 for s in ("extractor", "dispatcher", "appender", "heartbeat")), up
+        stages.stop("appender")
+        firing = wait_until(
+            lambda: promql(
+                f'ALERTS{{alertname="DbusStageDown",ds="{ds}",stage="appender",alertstate="firing"}}'
+            ),
+            120,
+            "DbusStageDown firing for the stopped appender",
+        )
+        assert len(firing) == 1
+    finally:
+        exporter.terminate()
+        exporter.wait(30)
+        exporter_log.close()
+        stages.stop_all()
+        cleanup_pipeline(env)
+        delete_zk_tree(cfg.endpoints.zookeeper, "HeartBeat", ds)
+        admin = kafka.admin(cfg.endpoints.kafka)
+        try:
+            admin.delete_groups([deadletters.group_id(ds)])
+        except Exception:
+            pass
+        finally:
+            admin.close()
+        with writer.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{hb_schema}`")
