@@ -73,6 +73,19 @@ apt_install() {
     || die "apt-get install ${missing[*]} failed"
 }
 
+# apt_install_server PKG...: apt_install, keeping the packages from starting their system service (a
+# policy-rc.d answering 101 tells invoke-rc.d not to start anything; only ours is removed again): the
+# stack runs its own server from its own folder, on its own port.
+apt_install_server() {
+  local own_policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
+    own_policy=1
+  fi
+  apt_install "$@"
+  if [ -n "$own_policy" ]; then rm -f /usr/sbin/policy-rc.d; fi
+}
+
 # mvn_copy POM OUTDIR: resolve POM's dependencies into OUTDIR once (marker file keeps it idempotent).
 mvn_copy() {
   local pom=$1 out=$2

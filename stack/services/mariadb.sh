@@ -10,15 +10,7 @@ _mariadb_log()  { echo "$MARIADB_HOME/log/mariadb.err"; }
 
 mariadb_install() {
   if ! command -v mariadbd >/dev/null && [ ! -x /usr/sbin/mariadbd ]; then
-    # Keep the package from starting the system service (port 3306): a policy-rc.d answering 101
-    # tells invoke-rc.d not to start anything. Only ours is removed again.
-    local own_policy=""
-    if [ ! -e /usr/sbin/policy-rc.d ]; then
-      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
-      own_policy=1
-    fi
-    apt_install mariadb-server mariadb-client
-    if [ -n "$own_policy" ]; then rm -f /usr/sbin/policy-rc.d; fi
+    apt_install_server mariadb-server mariadb-client  # its system service not started (stack/lib.sh)
     # If a system server got started anyway (systemd hosts), stop and disable it.
     if pgrep -x mariadbd >/dev/null || pgrep -x mysqld >/dev/null; then
       log "stopping the system MariaDB service started by the package"

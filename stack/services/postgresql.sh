@@ -26,14 +26,7 @@ _pg_as_argv() {  # the same prefix as words, for start_bg (which cannot run a sh
 
 postgresql_install() {
   if [ -z "$(_pg_bin)" ]; then
-    # As for MariaDB: keep the package from starting the system cluster (port 5432).
-    local own_policy=""
-    if [ ! -e /usr/sbin/policy-rc.d ]; then
-      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
-      own_policy=1
-    fi
-    apt_install postgresql
-    if [ -n "$own_policy" ]; then rm -f /usr/sbin/policy-rc.d; fi
+    apt_install_server postgresql  # its system service not started (stack/lib.sh)
     if pgrep -x postgres >/dev/null && ! pid_alive "$POSTGRESQL_HOME/pid"; then
       log "stopping the system PostgreSQL service started by the package"
       { systemctl disable --now postgresql || service postgresql stop; } >/dev/null 2>&1 || true

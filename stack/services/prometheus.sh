@@ -7,14 +7,7 @@ prometheus_url() { echo "http://$STACK_HOST:$PROMETHEUS_PORT"; }
 
 prometheus_install() {
   if ! command -v prometheus >/dev/null; then
-    # As for MariaDB: keep the package from starting the system service (port 9090).
-    local own_policy=""
-    if [ ! -e /usr/sbin/policy-rc.d ]; then
-      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
-      own_policy=1
-    fi
-    apt_install prometheus
-    if [ -n "$own_policy" ]; then rm -f /usr/sbin/policy-rc.d; fi
+    apt_install_server prometheus  # its system service not started (stack/lib.sh)
     if pgrep -x prometheus >/dev/null && ! pid_alive "$STACK_HOME/prometheus/pid"; then
       log "stopping the system Prometheus service started by the package"
       { systemctl disable --now prometheus || service prometheus stop; } >/dev/null 2>&1 || true

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from email import message_from_bytes
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import yaml
@@ -141,3 +142,40 @@ def delete_zk_tree(endpoint: ZooKeeperEndpoint, *parts: str) -> None:
     finally:
         client.stop()
         client.close()
+
+
+def untrusted_ca(folder: Path) -> Path:
+    """A CA of its own (not the stack's), made with openssl in ``folder``: no server of the stack has a
+    certificate it signed."""
+    import subprocess
+
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        + [
+            "-subj",
+            "/CN=not the stack",
+            "-keyout",
+            str(folder / "other-ca.key"),
+            "-out",
+            str(folder / "other-ca.pem"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return folder / "other-ca.pem"
+
+
+def forget_dead_letters(cfg: DbusConfig, ds: str) -> None:
+    """What counting ``ds``'s dead letters left: the monitor's consumer group and the points it wrote."""
+    from dbuslib import influx, kafka
+    from heartbeat import deadletters
+
+    admin = kafka.admin(cfg.endpoints.kafka)
+    try:
+        admin.delete_groups([deadletters.group_id(ds)])
+    except Exception:
+        pass
+    finally:
+        admin.close()
+    for measurement in (deadletters.MEASUREMENT, "dbus_alert"):
+        influx.influxql(cfg.endpoints.influxdb, f'DROP SERIES FROM "{measurement}" WHERE "ds" = \'{ds}\'')

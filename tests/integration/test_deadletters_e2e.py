@@ -11,9 +11,8 @@ import subprocess
 import sys
 
 import yaml
-from dashboards import influxql
 from extractor_env import REPO
-from helpers import Receiver, delete_zk_tree, wait_until
+from helpers import Receiver, delete_zk_tree, forget_dead_letters, wait_until
 from pipeline_env import cleanup_pipeline, make_pipeline_env
 
 from cli.stages import Stages
@@ -104,12 +103,4 @@ def test_a_dispatchers_dead_letter_is_counted_alerted_and_in_status(tmp_path, wr
         hook.close()
         cleanup_pipeline(env)
         delete_zk_tree(cfg.endpoints.zookeeper, "HeartBeat", ds)
-        admin = kafka.admin(cfg.endpoints.kafka)
-        try:
-            admin.delete_groups([deadletters.group_id(ds)])
-        except Exception:
-            pass
-        finally:
-            admin.close()
-        for measurement in (deadletters.MEASUREMENT, "dbus_alert"):
-            influxql(cfg, f'DROP SERIES FROM "{measurement}" WHERE "ds" = \'{ds}\'')
+        forget_dead_letters(cfg, ds)

@@ -11,7 +11,7 @@ import time
 
 import pytest
 from dashboards import influxql
-from helpers import heartbeat_config, wait_until
+from helpers import forget_dead_letters, heartbeat_config, wait_until
 
 from cli import status
 from dbuslib import kafka, zk
@@ -44,15 +44,7 @@ def dlq_env(tmp_path, writer_db, receivers):
         client.stop()
         client.close()
         kafka.delete_topics(cfg.endpoints.kafka, [topic])
-        admin = kafka.admin(cfg.endpoints.kafka)
-        try:
-            admin.delete_groups([deadletters.group_id(ds)])
-        except Exception:
-            pass
-        finally:
-            admin.close()
-        for measurement in (deadletters.MEASUREMENT, "dbus_alert"):
-            influxql(cfg, f'DROP SERIES FROM "{measurement}" WHERE "ds" = \'{ds}\'')
+        forget_dead_letters(cfg, ds)
 
 
 def produce(cfg, topic: str, records: list[tuple[int, bytes | None, bytes | None]]) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 from extractor_env import cleanup, make_env
-from helpers import wait_until
+from helpers import untrusted_ca, wait_until
 from pipeline_env import (
     appender_stage,
     binlog_changes,
@@ -101,28 +101,6 @@ def test_kafka_python_clients_over_sasl_ssl(secure_cfg, mechanism):
         assert [r.value for r in kafka.read_range(endpoint, [topic])] == [b"v0", b"v1", b"v2"]
     finally:
         kafka.delete_topics(endpoint, [topic])
-
-
-def untrusted_ca(folder: Path) -> Path:
-    """A CA of its own (not the stack's): the broker's certificate is not one it signed."""
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=not the stack",
-        ]
-        + ["-keyout", str(folder / "other-ca.key"), "-out", str(folder / "other-ca.pem")],
-        check=True,
-        capture_output=True,
-    )
-    return folder / "other-ca.pem"
 
 
 def test_a_wrong_password_and_an_untrusted_ca_are_refused(secure_cfg, tmp_path):

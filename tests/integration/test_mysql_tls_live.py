@@ -4,14 +4,13 @@ each refusal (a plaintext client, an untrusted CA, a wrong password) as MYSQL_AU
 
 from __future__ import annotations
 
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 import yaml
 from binlog_truth import binlog_truth
 from extractor_env import REPO, cleanup, covered, make_env, start_of, wait_for_log
+from helpers import untrusted_ca
 
 from dbuslib import mysql
 from dbuslib.config import MysqlConnection, load_config
@@ -30,27 +29,6 @@ def changed(conn: MysqlConnection, **update: object) -> MysqlConnection:
 def over_tls(conn: MysqlConnection, **tls: object) -> MysqlConnection:
     """``conn`` as the TLS-only account dbus_tls, with ``mysql.tls`` (the stack's CA unless ``tls`` says)."""
     return changed(conn, user="dbus_tls", password="dbus_tls", tls={"ca": str(CA), **tls})
-
-
-def untrusted_ca(folder: Path) -> Path:
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=not the stack",
-        ]
-        + ["-keyout", str(folder / "other.key"), "-out", str(folder / "other.pem")],
-        check=True,
-        capture_output=True,
-    )
-    return folder / "other.pem"
 
 
 def test_pymysql_over_tls_and_each_refusal(source, tmp_path):

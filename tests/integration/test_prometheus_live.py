@@ -18,13 +18,12 @@ import urllib.request
 import pytest
 import yaml
 from extractor_env import REPO
-from helpers import delete_zk_tree, wait_until
+from helpers import delete_zk_tree, forget_dead_letters, wait_until
 from pipeline_env import cleanup_pipeline, make_pipeline_env
 
 from cli.stages import Stages
 from dbuslib import kafka
 from dbuslib.config import load_config
-from heartbeat import deadletters
 
 pytestmark = pytest.mark.integration  # the only test on the exporter port the stack scrapes
 
@@ -142,12 +141,6 @@ def test_prometheus_reads_latency_dead_letters_and_fires_stage_down(tmp_path, wr
         stages.stop_all()
         cleanup_pipeline(env)
         delete_zk_tree(cfg.endpoints.zookeeper, "HeartBeat", ds)
-        admin = kafka.admin(cfg.endpoints.kafka)
-        try:
-            admin.delete_groups([deadletters.group_id(ds)])
-        except Exception:
-            pass
-        finally:
-            admin.close()
+        forget_dead_letters(cfg, ds)
         with writer.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{hb_schema}`")
