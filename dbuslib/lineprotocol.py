@@ -32,13 +32,14 @@ class Sample:
     time_ns: int | None
 
 
-def _split(text: str, seps: str) -> tuple[str, int]:
-    """The part of ``text`` up to the first unescaped character of ``seps`` (unescaped), and its end."""
+def _split(text: str, seps: str, escapable: str = ",= \\") -> tuple[str, int]:
+    """The part of ``text`` up to the first unescaped character of ``seps``, each backslash before one of
+    ``escapable`` dropped, and the index where it ends (``len(text)`` when no separator came)."""
     out: list[str] = []
     i = 0
     while i < len(text):
         c = text[i]
-        if c == "\\" and i + 1 < len(text) and text[i + 1] in ",= \\":
+        if c == "\\" and i + 1 < len(text) and text[i + 1] in escapable:
             out.append(text[i + 1])
             i += 2
             continue
@@ -61,20 +62,12 @@ def _field_value(text: str) -> FieldValue:
 
 def _string(text: str, start: int) -> tuple[str, int]:
     """A quoted field value starting at ``text[start]`` (the quote): its content and the index past it."""
-    out: list[str] = []
-    i = start + 1
-    while i < len(text):
-        c = text[i]
-        if c == "\\" and i + 1 < len(text) and text[i + 1] in '"\\':
-            out.append(text[i + 1])
-            i += 2
-            continue
-        if c == '"':
-            return "".join(out), i + 1
-        out.append(c)
-        i += 1
-    msg = "a string field value has no closing quote"
-    raise ValueError(msg)
+    content, n = _split(text[start + 1 :], '"', escapable='"\\')
+    end = start + 1 + n
+    if end >= len(text):
+        msg = "a string field value has no closing quote"
+        raise ValueError(msg)
+    return content, end + 1
 
 
 def parse_line(line: str) -> Sample:
