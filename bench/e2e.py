@@ -18,6 +18,9 @@ topics with BENCH_E2E_PARTITIONS partitions, checkpoints, ZooKeeper path).
 - ``e2e_microbatch_rows_per_s``: the same, with the dispatcher and the appender in micro-batch mode
   (``trigger: microbatch``); the figures without ``microbatch`` are the default mode's (real-time,
   docs/realtime.md). BENCH_E2E_MICROBATCH=0 leaves this run out.
+- ``e2e_secure_rows_per_s`` (variant ``secure``): the default mode with Kafka on the stack's SASL_SSL
+  listener (SCRAM-SHA-512) and MariaDB over TLS (account dbus_tls), beside the ``e2e_rows_per_s`` of the
+  same run (docs/security.md).
 - ``cluster_e2e_rows_per_s``: the same in the default mode with the dispatcher and the appender on the
   Spark standalone cluster of stack/cluster.sh (a Master and 2 Workers of 8 cores, Worker 2 in its own
   mount namespace; ``dbus submit`` sizes each stage's ``spark.cores.max`` to its partitions, the executors
@@ -38,7 +41,7 @@ topics with BENCH_E2E_PARTITIONS partitions, checkpoints, ZooKeeper path).
   beside the ``e2e_rows_per_s`` (UMS JSON) of the same run as baseline (the extractor baseline when
   ``plain`` is not run). A per-row record is one row change. Each variant is its own pipeline (own source,
   topics, warm-up) on the same database and tables, so the tables land in the same partitions;
-  BENCH_E2E_VARIANTS (``plain,masked,ums_avro,debezium_json,avro,canal_json``) picks some.
+  BENCH_E2E_VARIANTS (``plain,masked,ums_avro,debezium_json,avro,canal_json,secure``) picks some.
 - baseline: python-mysql-replication decoding every row + one UMS-shaped JSON per row + kafka-python
   produce, over the same binlog (``bench.extractor.baseline``), in the same run; every rows/s figure is
   printed beside it.
@@ -84,6 +87,7 @@ VARIANTS = {
     "debezium_json": "e2e_debezium_json_rows_per_s",
     "avro": "e2e_avro_rows_per_s",
     "canal_json": "e2e_canal_json_rows_per_s",
+    "secure": "e2e_secure_rows_per_s",
 }
 # variants in a per-row output.format
 OUTPUT_FORMATS = {"debezium_json": "debezium-json", "avro": "avro", "canal_json": "canal-json"}
@@ -94,6 +98,26 @@ COLUMNS = (
     "NOT NULL, placed_at DATETIME(3) NOT NULL, note VARCHAR(64), qty SMALLINT"
 )
 TUPLE = b'{"tuple":'
+
+
+TLS = Path(os.environ.get("STACK_HOME", CLUSTER_SH.parent.parent / ".stack")) / "tls"
+
+
+def secure_kafka(base: DbusConfig) -> dict[str, Any]:
+    """``endpoints.kafka`` of the stack's SASL_SSL listener (stack/services/kafka.sh), the same broker."""
+    host = base.endpoints.kafka.bootstrap_servers.split(",")[0].rsplit(":", 1)[0]
+    return {
+        "bootstrap_servers": f"{host}:{os.environ.get('KAFKA_SECURE_PORT', '19094')}",
+        "security": {
+            "protocol": "SASL_SSL",
+            "sasl": {
+                "mechanism": "SCRAM-SHA-512",
+                "username": "dbus",
+                "password": f"${{file:{TLS / 'kafka-password'}}}",
+            },
+            "tls": {"ca": str(TLS / "ca.pem")},
+        },
+    }
 
 
 class Pipeline(Stages):
@@ -125,6 +149,11 @@ class Pipeline(Stages):
         src.setdefault("ums", {})["format"] = "avro" if variant == "ums_avro" else "json"
         if variant in OUTPUT_FORMATS:
             src["output"] = {"format": OUTPUT_FORMATS[variant]}
+        if variant == "secure":  # Kafka over SASL_SSL (SCRAM-SHA-512), MariaDB over TLS: docs/security.md
+            raw["endpoints"]["kafka"] = {**raw["endpoints"]["kafka"], **secure_kafka(base)}
+            src["mysql"].update(
+                {"user": "dbus_tls", "password": "dbus_tls", "tls": {"ca": str(TLS / "ca.pem")}}
+            )
         for stage in (
             "dispatcher",
             "appender",
@@ -339,7 +368,8 @@ def run(cfg: DbusConfig) -> list[str]:
                     lines.append(bench_line("cluster_e2e_rows_per_s", rate, "rows/s", local))
                     continue
                 name = "e2e_microbatch_rows_per_s" if trigger == "microbatch" else VARIANTS[variant]
-                per_row = variant in OUTPUT_FORMATS and local is not None  # beside UMS JSON's figure
+                # beside UMS JSON's figure over plaintext
+                per_row = (variant in OUTPUT_FORMATS or variant == "secure") and local is not None
                 lines.append(bench_line(name, rate, "rows/s", local if per_row else base))
                 if variant == "plain" and trigger is None:
                     local = rate
