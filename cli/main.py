@@ -211,7 +211,7 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_parser(sub).set_defaults(handler=_submit)
 
     from appender import commands as appender_commands
-    from cli import logrules, logs, metrics, replicate, status
+    from cli import logrules, logs, metrics, replicate, status, zookeeper
     from extractor import commands as extractor_commands
     from fullpuller import commands as fullpuller_commands
     from heartbeat import commands as heartbeat_commands
@@ -225,6 +225,7 @@ def _parser() -> argparse.ArgumentParser:
     logrules.add_parsers(sub)  # logrules tables|add-table|import|export|show|group|test|publish|reload
     replicate.add_parsers(sub)  # replicate (the consumer client into MariaDB/PostgreSQL)
     metrics.add_parsers(sub)  # metrics exporter (Prometheus)
+    zookeeper.add_parsers(sub)  # zookeeper secure (ACLs of nodes made before auth)
 
     from console import commands as console_commands
 

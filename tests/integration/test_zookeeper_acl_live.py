@@ -72,3 +72,46 @@ def test_only_dbuss_identity_changes_what_the_extractor_wrote(writer_db, tmp_pat
         for c in (own, anyone, impostor):
             c.stop()
             c.close()
+
+
+def test_dbus_zookeeper_secure_gives_older_nodes_the_acl(cfg, tmp_path):
+    """Nodes made before ``auth`` was set (open to the world) get DBus's ACL from ``dbus zookeeper secure``;
+    ``--dry-run`` counts them and changes none."""
+    import subprocess
+    import sys
+
+    from extractor_env import REPO
+
+    root = f"/DBusAcl_{uuid.uuid4().hex[:8]}"
+    anyone = KazooClient(hosts=cfg.endpoints.zookeeper.hosts)
+    anyone.start()
+    made = [f"{root}/Extractor/demo/position", f"{root}/Extractor/demo/epoch", f"{root}/Live/demo"]
+    for path in made:
+        anyone.create(path, b"{}", makepath=True)
+    raw = yaml.safe_load(cfg.path.read_text())
+    raw["endpoints"]["zookeeper"].update(root=root, auth={"username": "dbus", "password": "zk-s3cret"})
+    raw["spark"]["jars_file"] = str((cfg.path.parent / raw["spark"]["jars_file"]).resolve())
+    path = tmp_path / "dbus.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    dbus = [sys.executable, "-m", "cli.main", "--config", str(path), "zookeeper", "secure"]
+    own = zk.client(load_config(path).endpoints.zookeeper)
+    try:
+        dry = subprocess.run([*dbus, "--dry-run"], cwd=REPO, capture_output=True, text=True, check=True)
+        assert "would change the ACL of 7 node(s)" in dry.stdout, dry.stdout  # root, 2 parents... 7 in all
+        anyone.set(made[0], b"still open")
+        done = subprocess.run(dbus, cwd=REPO, capture_output=True, text=True, check=True)
+        assert "changed the ACL of 7 node(s), 0 had it already" in done.stdout, done.stdout
+        for node in walk(own, root):
+            acl = {(a.id.scheme, a.perms) for a in own.get_acls(node)[0]}
+            assert acl == {("digest", Permissions.ALL), ("world", Permissions.READ)}, node
+        with pytest.raises(NoAuthError):
+            anyone.set(made[0], b"forged")
+        assert anyone.get(made[0])[0] == b"still open"  # readable, unchanged
+        again = subprocess.run(dbus, cwd=REPO, capture_output=True, text=True, check=True)
+        assert "changed the ACL of 0 node(s), 7 had it already" in again.stdout
+        assert "zk-s3cret" not in dry.stdout + dry.stderr + done.stdout + done.stderr
+    finally:
+        own.delete(root, recursive=True)
+        for c in (own, anyone):
+            c.stop()
+            c.close()
