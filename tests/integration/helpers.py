@@ -179,3 +179,27 @@ def forget_dead_letters(cfg: DbusConfig, ds: str) -> None:
         admin.close()
     for measurement in (deadletters.MEASUREMENT, "dbus_alert"):
         influx.influxql(cfg.endpoints.influxdb, f'DROP SERIES FROM "{measurement}" WHERE "ds" = \'{ds}\'')
+
+
+def spark_app_config(tmp_path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
+    """The sample configuration with the stack's Spark jars, ``change`` applied to its raw dict, written to
+    ``tmp_path/dbus.yaml``: for a test that runs a small application with spark-submit."""
+    from dbuslib.config import DEFAULT_CONFIG
+
+    raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    repo = Path(__file__).resolve().parents[2]
+    raw["spark"]["jars_file"] = str(repo / ".stack" / "jars" / "spark.jars")
+    change(raw)
+    path = tmp_path / "dbus.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def spark_submit_env() -> dict[str, str]:
+    """spark-submit's environment for such an application: the driver and its workers run this Python."""
+    import os
+    import sys
+
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env["PATH"] = f"{os.path.dirname(sys.executable)}:{env['PATH']}"
+    return env

@@ -5,17 +5,15 @@ lines and the failing stage's last line are JSON objects of one form, which Spar
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 
-import yaml
 from extractor_env import REPO
+from helpers import spark_app_config, spark_submit_env
 
 from cli.submit import spark_submit
 from dbuslib import spark as dspark
-from dbuslib.config import DEFAULT_CONFIG, load_config
+from dbuslib.config import load_config
 
 APP = """
 import logging, sys
@@ -34,17 +32,11 @@ SPARK_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
 
 def test_one_json_form_for_dbus_and_spark_lines(spark, tmp_path):
-    raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
-    raw["logging"] = {"format": "json"}
-    raw["spark"]["jars_file"] = str(REPO / ".stack" / "jars" / "spark.jars")
-    path = tmp_path / "dbus.yaml"
-    path.write_text(yaml.safe_dump(raw))
+    path = spark_app_config(tmp_path, lambda raw: raw.update(logging={"format": "json"}))
     cfg = load_config(path)
     app = tmp_path / "app.py"
     app.write_text(APP)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    env["PATH"] = f"{os.path.dirname(sys.executable)}:{env['PATH']}"
-    env["PYTHONPATH"] = str(REPO)
+    env = {**spark_submit_env(), "PYTHONPATH": str(REPO)}
     done = subprocess.run(
         [spark_submit(), *dspark.submit_args(cfg), str(app), str(path)],
         stdout=subprocess.PIPE,

@@ -5,16 +5,13 @@ is on no command line while the application runs."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 
-import yaml
-from extractor_env import REPO
+from helpers import spark_app_config, spark_submit_env
 
 from cli.submit import spark_submit
 from dbuslib import spark as dspark
-from dbuslib.config import DEFAULT_CONFIG, load_config
+from dbuslib.config import load_config
 
 APP = """
 import json, subprocess, sys
@@ -33,19 +30,14 @@ def test_a_secret_in_spark_conf_reaches_spark_exactly_and_no_command_line(tmp_pa
         "spark.hadoop.fs.s3a.secret.key": "s3:k=ey#!\\back",  # the separators and escapes of the format
         "spark.executorEnv.DB_PASSWORD": "pässwörd tab\there",
     }
-    raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
-    raw["spark"]["conf"] = {**raw["spark"]["conf"], **secrets}
-    raw["spark"]["jars_file"] = str(REPO / ".stack" / "jars" / "spark.jars")
-    path = tmp_path / "dbus.yaml"
-    path.write_text(yaml.safe_dump(raw))
-    cfg = load_config(path)
+    cfg = load_config(spark_app_config(tmp_path, lambda raw: raw["spark"]["conf"].update(secrets)))
     app = tmp_path / "app.py"
     app.write_text(APP)
     argv = [spark_submit(), *dspark.submit_args(cfg), str(app), *secrets]
     assert not any(v in " ".join(argv) for v in secrets.values())
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    env["PATH"] = f"{os.path.dirname(sys.executable)}:{env['PATH']}"
-    out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300, check=True).stdout
+    out = subprocess.run(
+        argv, capture_output=True, text=True, env=spark_submit_env(), timeout=300, check=True
+    ).stdout
     lines = {
         line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1]) for line in out.splitlines() if " " in line
     }
