@@ -28,6 +28,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -38,7 +40,7 @@ from influxdb_client import Point
 
 from cli import demolog
 from cli.demoreplica import DemoReplica
-from cli.stages import Stages
+from cli.stages import Stages, stop_group
 from dbuslib import influx, kafka, mysql, topics, zk, zkpaths
 from dbuslib.config import DbusConfig, InfluxEndpoint, Source
 from dbuslib.errors import EndpointError, StackError
@@ -208,6 +210,7 @@ def run(cfg: DbusConfig, source_name: str) -> int:
         print(f"   {note}")
     before = kafka.end_offsets(cfg.endpoints.kafka, [raw, schema_topic, result])
     replica = DemoReplica(cfg, ds, PULLED, stages.log_dir)
+    exporter = _start_exporter(cfg, stages.log_dir)
     try:
         log_stages.start("logprocessor")  # its start-up overlaps the others'; the log step waits for it
         _step(
@@ -262,9 +265,10 @@ def run(cfg: DbusConfig, source_name: str) -> int:
         ok = tuples_in(out) == changes
         beats = _step(
             5,
-            "heartbeats: per-table latency in the time-series server; `dbus status`",
+            "heartbeats: per-table latency in the time-series server and in Prometheus; `dbus status`",
             lambda: _heartbeats(cfg, ds, stages),
         )
+        scraped = _prometheus_heartbeats(cfg, ds, stages) if exporter is not None else None
         logs = _step(
             6,
             f"log source {log_ds}: an application log written live for {demolog.DEMO_LOG_SECONDS:.0f}s, "
@@ -282,6 +286,8 @@ def run(cfg: DbusConfig, source_name: str) -> int:
     finally:
         log_stages.stop_all()
         stages.stop_all()
+        if exporter is not None:
+            stop_group(exporter)
 
     try:
         replicated = _step(
@@ -314,6 +320,13 @@ def run(cfg: DbusConfig, source_name: str) -> int:
         if beats
         else "demo: FAILED: no heartbeat latency reached the time-series server"
     )
+    if scraped is not None:
+        print(
+            f"demo: OK, Prometheus reads the heartbeat latency of {len(scraped)} table(s) from dbus metrics "
+            f"exporter, {min(scraped):.0f}-{max(scraped):.0f} ms"
+            if len(scraped) == len(beats) and beats
+            else f"demo: FAILED: Prometheus has the latency of {len(scraped)} of {len(beats)} tables"
+        )
     print(logs.summary(log_ds))
     print(
         f"demo: OK, the replica of {PULLED} in PostgreSQL (dbus replicate, bootstrapped by itself) verifies "
@@ -321,10 +334,47 @@ def run(cfg: DbusConfig, source_name: str) -> int:
         if replicated
         else f"demo: FAILED: the replica of {PULLED} in PostgreSQL differs from the table (see above)"
     )
-    return 0 if ok and equal and beats and logs.ok and replicated else 1
+    seen = scraped is None or (len(scraped) == len(beats) and bool(beats))
+    return 0 if ok and equal and beats and logs.ok and replicated and seen else 1
 
 
 PULLED = "shop.orders"
+
+
+def _start_exporter(cfg: DbusConfig, log_dir: Path) -> subprocess.Popen | None:
+    """``dbus metrics exporter`` in a process group of its own, when the points go to one
+    (``endpoints.influxdb.exporter``) and a Prometheus scrapes it (``prometheus.server``); None else."""
+    if not (cfg.endpoints.influxdb.exporter and cfg.prometheus.server):
+        return None
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = (log_dir / "exporter.log").open("ab")
+    argv = [sys.executable, "-m", "cli.main", "--config", str(cfg.path), "metrics", "exporter"]
+    return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _prometheus_heartbeats(cfg: DbusConfig, ds: str, stages: Stages) -> list[float]:
+    """The shop tables' heartbeat latency as Prometheus (``prometheus.server``) scraped it from the
+    exporter, waited for up to a minute (its scrape interval is 5 s); printed, and returned in ms."""
+    import urllib.parse
+    import urllib.request
+
+    query = f'dbus_heartbeat_latency_ms{{ds="{ds}",schema="shop"}}'
+    url = f"{cfg.prometheus.server}/api/v1/query?{urllib.parse.urlencode({'query': query})}"
+    tables = {"customers", "products", "orders", "order_items"}
+    got: dict[str, float] = {}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and set(got) < tables:
+        stages.check_alive()
+        try:
+            with urllib.request.urlopen(url, timeout=10) as resp:
+                result = json.load(resp)["data"]["result"]
+            got = {r["metric"]["table"]: float(r["value"][1]) for r in result}
+        except (OSError, ValueError, KeyError) as e:
+            print(f"   Prometheus at {cfg.prometheus.server}: {e}")
+        time.sleep(1)
+    for table in sorted(got):
+        print(f"   Prometheus dbus_heartbeat_latency_ms shop.{table}: {got[table]:.0f} ms")
+    return list(got.values())
 
 
 def _heartbeats(cfg: DbusConfig, ds: str, stages: Stages) -> list[float]:

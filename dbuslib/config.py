@@ -185,10 +185,12 @@ class InfluxEndpoint(_Model):
 
 class PrometheusSettings(_Model):
     """``dbus metrics exporter`` (dbuslib/promexport.py): where it listens, and how long a series nobody
-    writes stays on ``/metrics``."""
+    writes stays on ``/metrics``; ``server``: the Prometheus that scrapes it (the demo reads through its
+    HTTP API)."""
 
     listen: str = "127.0.0.1:19091"
     expire_s: float = Field(600.0, gt=0)
+    server: str | None = None
 
 
 class MetaStore(_Model):
