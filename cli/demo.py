@@ -320,11 +320,12 @@ def run(cfg: DbusConfig, source_name: str) -> int:
         if beats
         else "demo: FAILED: no heartbeat latency reached the time-series server"
     )
+    seen = scraped is None or (len(scraped) == len(beats) and bool(beats))
     if scraped is not None:
         print(
             f"demo: OK, Prometheus reads the heartbeat latency of {len(scraped)} table(s) from dbus metrics "
             f"exporter, {min(scraped):.0f}-{max(scraped):.0f} ms"
-            if len(scraped) == len(beats) and beats
+            if seen
             else f"demo: FAILED: Prometheus has the latency of {len(scraped)} of {len(beats)} tables"
         )
     print(logs.summary(log_ds))
@@ -334,11 +335,11 @@ def run(cfg: DbusConfig, source_name: str) -> int:
         if replicated
         else f"demo: FAILED: the replica of {PULLED} in PostgreSQL differs from the table (see above)"
     )
-    seen = scraped is None or (len(scraped) == len(beats) and bool(beats))
     return 0 if ok and equal and beats and logs.ok and replicated and seen else 1
 
 
 PULLED = "shop.orders"
+SHOP_TABLES = {"customers", "products", "orders", "order_items"}  # the demo's tables with heartbeats
 
 
 def _start_exporter(cfg: DbusConfig, log_dir: Path) -> subprocess.Popen | None:
@@ -360,10 +361,9 @@ def _prometheus_heartbeats(cfg: DbusConfig, ds: str, stages: Stages) -> list[flo
 
     query = f'dbus_heartbeat_latency_ms{{ds="{ds}",schema="shop"}}'
     url = f"{cfg.prometheus.server}/api/v1/query?{urllib.parse.urlencode({'query': query})}"
-    tables = {"customers", "products", "orders", "order_items"}
     got: dict[str, float] = {}
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and set(got) < tables:
+    while time.monotonic() < deadline and set(got) < SHOP_TABLES:
         stages.check_alive()
         try:
             with urllib.request.urlopen(url, timeout=10) as resp:
@@ -386,11 +386,10 @@ def _heartbeats(cfg: DbusConfig, ds: str, stages: Stages) -> list[float]:
     from heartbeat.monitor import last_points_query, records_of
 
     src = cfg.source(ds)
-    tables = {"customers", "products", "orders", "order_items"}
     since_ms = time.time() * 1000
     deadline = time.monotonic() + 3 * src.heartbeat.interval_s + 30
     latest: dict[str, dict] = {}
-    while time.monotonic() < deadline and set(latest) < tables:
+    while time.monotonic() < deadline and set(latest) < SHOP_TABLES:
         stages.check_alive()
         records = records_of(influx.influxql(cfg.endpoints.influxdb, last_points_query(ds, 600)))
         latest = {r["table"]: r for r in records if r["schema"] == "shop" and r["_time"] >= since_ms}

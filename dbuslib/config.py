@@ -821,28 +821,20 @@ class ConsoleSettings(_Model):
         return v
 
 
-def _with_absolute_pem(data: dict[str, Any], where: tuple[str, ...], base: Path) -> dict[str, Any]:
-    """``data`` with the relative ``ca``/``cert``/``key`` paths of the TLS block at ``where`` (a path of keys)
-    joined to ``base``; ``data`` itself when the block is not there. Copies the dicts on the way down."""
-    inner: Any = data
-    for key in where:
-        if not isinstance(inner, dict) or key not in inner:
-            return data
-        inner = inner[key]
-    if not isinstance(inner, dict):
-        return data
-    fixed: Any = {
-        k: str(base / v)
-        if k in ("ca", "cert", "key") and isinstance(v, str) and not Path(v).is_absolute()
-        else v
-        for k, v in inner.items()
+def _with_absolute_pem(node: Any, where: tuple[str, ...], base: Path) -> Any:
+    """``node`` with the relative ``ca``/``cert``/``key`` paths of the TLS block at ``where`` (a path of keys)
+    joined to ``base`` (new dicts on the way down); ``node`` itself when the block is not there."""
+    if not isinstance(node, dict):
+        return node
+    if where:
+        if where[0] not in node:
+            return node
+        return {**node, where[0]: _with_absolute_pem(node[where[0]], where[1:], base)}
+    pem = ("ca", "cert", "key")
+    return {
+        k: str(base / v) if k in pem and isinstance(v, str) and not Path(v).is_absolute() else v
+        for k, v in node.items()
     }
-    for depth in range(len(where) - 1, -1, -1):
-        parent = data
-        for key in where[:depth]:
-            parent = parent[key]
-        fixed = {**parent, where[depth]: fixed}
-    return fixed
 
 
 class LoggingSettings(_Model):

@@ -104,9 +104,14 @@ def exit_code(err: BaseException) -> int:
     return next((EXIT_CODES[c] for c in codes if c in EXIT_CODES), EXIT_FAILED)
 
 
+def error_code(err: BaseException) -> str:
+    """A DBus error's (or UmsError's) ``code``, else the exception's class name."""
+    return getattr(err, "code", type(err).__name__)
+
+
 def error_line(prog: str, err: BaseException) -> str:
     """``<prog>: <CODE>: <message>``, the first line a failing stage or command prints on stderr."""
-    code = getattr(err, "code", type(err).__name__)
+    code = error_code(err)
     text = str(err)
     if text.startswith(f"{code}: "):  # a UmsError's (or SplitError's) text carries its code already
         text = text[len(code) + 2 :]
@@ -118,6 +123,5 @@ def report(prog: str, err: BaseException) -> int:
     dbuslib.logs.final_line) and return ``exit_code(err)``."""
     from dbuslib.logs import final_line
 
-    code = getattr(err, "code", type(err).__name__)
-    print(final_line(error_line(prog, err), stage=prog, code=code), file=sys.stderr)
+    print(final_line(error_line(prog, err), stage=prog, code=error_code(err)), file=sys.stderr)
     return exit_code(err)

@@ -14,6 +14,7 @@ stage that fails (``dbuslib.errors.report``) is one of them too.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ NOISY = ("kafka", "kazoo", "py4j", "pymysqlreplication")
 _format = "text"  # what configure() chose: report() follows it
 
 
+@functools.cache
 def json_formatter() -> logging.Formatter:
     """PySpark's JSON formatter (the fields of Spark's JSON layout), its ``ts`` as Spark writes it."""
     from pyspark.logger.logger import JSONFormatter

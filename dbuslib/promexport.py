@@ -33,15 +33,19 @@ from dbuslib.lineprotocol import LineProtocolError, Sample, parse
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
 
 
-def metric_name(measurement: str, field: str) -> str:
-    """``<measurement>_<field>``, every character Prometheus does not take in a name made ``_``."""
-    name = _UNSAFE.sub("_", f"{measurement}_{field}")
+def _safe(text: str) -> str:
+    """``text`` as a Prometheus name: every character it does not take made ``_``, no leading digit."""
+    name = _UNSAFE.sub("_", text)
     return name if not name[:1].isdigit() else f"_{name}"
 
 
+def metric_name(measurement: str, field: str) -> str:
+    """``<measurement>_<field>``, made Prometheus-safe."""
+    return _safe(f"{measurement}_{field}")
+
+
 def label_name(tag: str) -> str:
-    name = _UNSAFE.sub("_", tag)
-    name = name if not name[:1].isdigit() else f"_{name}"
+    name = _safe(tag)
     return name if not name.startswith("__") else f"tag{name}"  # "__" is Prometheus's own
 
 
