@@ -64,7 +64,7 @@ from bench.extractor import baseline
 from bench.report import bench_line
 from cli.stages import Stages
 from dbuslib import kafka, mysql, zk
-from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from dbuslib.config import DbusConfig, load_config, raw_config
 from ums.formats import UMS_UID_HEADER
 
 CLUSTER_SH = Path(__file__).resolve().parent.parent / "stack" / "cluster.sh"
@@ -133,7 +133,7 @@ class Pipeline(Stages):
         cluster: dict[str, str] | None = None,
     ) -> None:
         ds = f"e2e_{uuid.uuid4().hex[:8]}"
-        raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
+        raw = raw_config(base.path)  # the configuration the bench runs with
         src = raw["sources"]["demo"]
         src["capture"] = {"include": [f"{database}.*"], "exclude": []}
         # a replica id of its own: two benches (or a bench and a test) reading the binlog with the

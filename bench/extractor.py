@@ -26,7 +26,7 @@ import yaml
 
 from bench.report import bench_line
 from dbuslib import kafka, mysql, zk, zkpaths
-from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from dbuslib.config import DbusConfig, load_config, raw_config
 
 ROWS = int(os.environ.get("BENCH_EXTRACTOR_ROWS", "500000"))
 BASELINE_ROWS = int(os.environ.get("BENCH_EXTRACTOR_BASELINE_ROWS", "100000"))
@@ -82,7 +82,7 @@ class _Run:
 
     def __init__(self, base: DbusConfig, database: str, start: mysql.BinlogPosition, tmp: Path) -> None:
         self.ds = f"bench_{uuid.uuid4().hex[:8]}"
-        raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
+        raw = raw_config(base.path)  # the configuration the bench runs with
         src = raw["sources"]["demo"]
         src["capture"] = {"include": [f"{database}.*"], "exclude": []}
         src["extractor"].update(

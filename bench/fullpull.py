@@ -36,7 +36,7 @@ import yaml
 from bench.report import bench_line
 from cli.stages import REPO, Stages
 from dbuslib import kafka, mysql, topics, zk, zkpaths
-from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from dbuslib.config import DbusConfig, load_config, raw_config
 from ums.formats import UMS_UID_HEADER
 
 ROWS = int(os.environ.get("BENCH_FULLPULL_ROWS", "1000000"))
@@ -64,7 +64,7 @@ class Service(Stages):
 
     def __init__(self, base: DbusConfig, database: str, tmp: Path) -> None:
         ds = f"fp_{uuid.uuid4().hex[:8]}"
-        raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
+        raw = raw_config(base.path)  # the configuration the bench runs with
         src = raw["sources"]["demo"]
         src["capture"] = {"include": [f"{database}.*"], "exclude": []}
         src["masking"] = {}

@@ -100,11 +100,12 @@ def own_source_config(cfg: DbusConfig, ds: str, home: Path, processor: dict | No
     bench with a source of its own, shipped by an rsyslogd of its own (``cli.stages.private_rsyslog``)."""
     import yaml
 
-    from dbuslib.config import load_config
+    from dbuslib.config import load_config, raw_config
 
-    raw = yaml.safe_load(cfg.path.read_text())
-    raw["spark"]["jars_file"] = str(cfg.resolve(Path(cfg.spark.jars_file)))
-    raw["spark"]["checkpoint_root"] = str(home / "checkpoints")
+    raw = raw_config(cfg.path)  # its relative paths made absolute, its ``extends`` followed
+    spark = raw.setdefault("spark", {})
+    spark["jars_file"] = str(cfg.resolve(Path(cfg.spark.jars_file)))  # the default's too (relative)
+    spark["checkpoint_root"] = str(home / "checkpoints")
     raw["log_sources"] = {
         ds: {
             "type": "log_rsyslog",

@@ -7,7 +7,10 @@ Every error names the file and the dotted key, e.g.::
 Unknown keys are errors (a typo must not silently fall back to a default). Secrets are ``SecretStr``
 and print as ``**********``. Relative paths are resolved against the folder of the config file.
 Which file: ``find_config`` (``--config``, else ``$DBUS_CONFIG``, else ``./conf/dbus.yaml``, else a source
-checkout's conf/dbus.yaml). Any string value may be ``${env:NAME}``, ``${env:NAME:-default}`` or
+checkout's conf/dbus.yaml). A file may say ``extends: OTHER`` (relative: to its folder) to be read over
+OTHER, mappings merged key by key, its other values replacing OTHER's; ``raw_config`` reads a file so,
+each file's relative paths made absolute against its own folder (a changed copy written elsewhere keeps
+meaning the same). Any string value may be ``${env:NAME}``, ``${env:NAME:-default}`` or
 ``${file:/path}``, filled in before validation (``resolve_refs``), so secrets can come from the environment.
 The shape, by example (see conf/dbus.yaml for every key)::
 
@@ -1081,15 +1084,120 @@ def parse_listen(text: str, where: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def load_config(path: str | Path | None = None) -> DbusConfig:
-    """Read, validate and freeze the configuration at ``path`` (None: the file ``find_config`` finds), its
-    ``${env:...}`` and ``${file:...}`` references filled in first (``resolve_refs``)."""
-    p = find_config(path)
+# The keys whose relative paths ``raw_config`` makes absolute against their file's folder, besides every
+# ``tls`` block's PEM files: ``*`` is any name (a source), a list's entries are each a path.
+_PATH_KEYS = (
+    ("spark", "jars_file"),
+    ("spark", "checkpoint_root"),  # not a URI (``hdfs://nn/dbus``): a URI names no file here
+    ("sources", "*", "extractor", "state_dir"),
+    ("console", "audit_log"),
+    ("log_sources", "*", "shipper", "files"),
+    ("log_sources", "*", "heartbeat", "file"),
+)
+_PEM_KEYS = ("ca", "cert", "key")
+_URI_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def uri_scheme(location: str) -> str | None:
+    """The scheme of a URI (``hdfs`` of ``hdfs://nn/dbus``, ``file`` of ``file:///shared``), lower-cased;
+    None for a plain path (a drive letter, ``C:``, is no scheme)."""
+    m = _URI_SCHEME.match(location)
+    return m[1].lower() if m and len(m[1]) > 1 else None
+
+
+def _absolute(value: Any, base: Path) -> Any:
+    """``value`` joined to ``base`` (``..`` folded) when it is a relative path written out: a string that is
+    not absolute, holds no ``${`` reference and is no URI; anything else as it is."""
+    if not isinstance(value, str) or "${" in value or uri_scheme(value) or Path(value).is_absolute():
+        return value
+    return os.path.normpath(base / value)
+
+
+def _absolute_refs(text: str, base: Path) -> str:
+    """``text`` with the relative path of each ``${file:PATH}`` joined to ``base`` (``$${file:...}``, the
+    literal text, and an unclosed reference left as written)."""
+
+    def one(m: re.Match[str]) -> str:
+        escaped, kind, arg, closed = m.groups()
+        if escaped or kind != "file" or not closed or not arg or "${" in arg or Path(arg).is_absolute():
+            return m[0]
+        return f"${{file:{base / arg}}}"
+
+    return _REF.sub(one, text)
+
+
+def _with_absolute_refs_and_pem(node: Any, base: Path) -> Any:
+    """``node`` with its ``${file:...}`` references (any string, at any depth) and the PEM files of every
+    ``tls`` block made absolute against ``base``."""
+    if isinstance(node, str):
+        return _absolute_refs(node, base) if "${" in node else node
+    if isinstance(node, list):
+        return [_with_absolute_refs_and_pem(v, base) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _with_absolute_refs_and_pem(v, base) for k, v in node.items()}
+    if isinstance(out.get("tls"), dict):
+        out["tls"] = {k: _absolute(v, base) if k in _PEM_KEYS else v for k, v in out["tls"].items()}
+    return out
+
+
+def _with_absolute_key(node: Any, where: tuple[str, ...], base: Path) -> Any:
+    """``node`` with the path at ``where`` (keys, ``*`` any) made absolute against ``base``, each entry of a
+    list there; ``node`` itself where the keys are not there."""
+    if not where:
+        return [_absolute(v, base) for v in node] if isinstance(node, list) else _absolute(node, base)
+    if not isinstance(node, dict):
+        return node
+    keys = list(node) if where[0] == "*" else [where[0]] if where[0] in node else []
+    return {**node, **{k: _with_absolute_key(node[k], where[1:], base) for k in keys}}
+
+
+def _with_absolute_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
+    """One file's mapping with every relative path in it made absolute against ``base``, its folder."""
+    out = _with_absolute_refs_and_pem(raw, base)
+    for where in _PATH_KEYS:
+        out = _with_absolute_key(out, where, base)
+    return out
+
+
+def _merged(base: Any, over: Any) -> Any:
+    """``over`` over ``base``: two mappings merge key by key, recursively; any other value of ``over``
+    (a list, a scalar, null) replaces the base's."""
+    if not (isinstance(base, dict) and isinstance(over, dict)):
+        return over
+    return {**base, **{k: _merged(base[k], v) if k in base else v for k, v in over.items()}}
+
+
+def raw_config(path: Path, *, origin: str = "") -> dict[str, Any]:
+    """The YAML mapping of the configuration file at ``path``, as ``load_config`` validates it (its
+    ``${env:...}`` and ``${file:...}`` references not filled in yet), for whoever writes a changed copy
+    of a configuration elsewhere:
+
+    - every relative path of each file is made absolute against that file's own folder (the PEM files of
+      every ``tls`` block, the paths of ``${file:...}`` references, ``spark.jars_file``,
+      ``spark.checkpoint_root`` unless a URI, ``sources.<ds>.extractor.state_dir``, ``console.audit_log``,
+      ``log_sources.<ds>.shipper.files`` and ``.heartbeat.file``), a path holding a ``${`` reference left
+      as written;
+    - ``extends: OTHER`` (relative: to this file's folder) puts this file over OTHER's raw config: mappings
+      merge key by key, any other value of this file replaces OTHER's; ``extends`` is not in the result::
+
+          # conf/dbus-secure.yaml: conf/dbus.yaml, Kafka reached on the stack's SASL_SSL listener
+          extends: dbus.yaml
+          endpoints: {kafka: {bootstrap_servers: "127.0.0.1:19094", security: {protocol: SASL_SSL, ...}}}
+
+    ConfigError naming the file when it is missing (``origin`` said after: where ``path`` came from), is
+    not YAML or not a mapping, when ``extends`` is not a file name, and naming every file of a cycle.
+    """
+    return _raw_config(Path(path), origin, ())
+
+
+def _raw_config(p: Path, origin: str, chain: tuple[Path, ...]) -> dict[str, Any]:
+    """``raw_config`` of ``p``, which the files of ``chain`` extend, the first one first."""
+    here = p.resolve()
     try:
         raw = yaml.safe_load(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        given = f" (from ${CONFIG_ENV})" if not path and os.environ.get(CONFIG_ENV) else ""
-        msg = f"{p}: no such configuration file{given}"
+        msg = f"{p}: no such configuration file{origin}"
         raise ConfigError(msg) from None
     except yaml.YAMLError as e:
         msg = f"{p}: not valid YAML: {e}"
@@ -1097,6 +1205,28 @@ def load_config(path: str | Path | None = None) -> DbusConfig:
     if not isinstance(raw, dict):
         msg = f"{p}: the top level must be a mapping"
         raise ConfigError(msg)
+    raw = _with_absolute_paths(raw, here.parent)
+    if "extends" not in raw:
+        return raw
+    other = raw.pop("extends")
+    if not isinstance(other, str) or not other:
+        msg = f"{p}: extends: must be the name of another configuration file, got {other!r}"
+        raise ConfigError(msg)
+    chain = (*chain, here)
+    if (here.parent / other).resolve() in chain:
+        files = " -> ".join(str(f) for f in (*chain, (here.parent / other).resolve()))
+        msg = f"{p}: extends: {other}: a cycle: {files}"
+        raise ConfigError(msg)
+    return _merged(_raw_config(here.parent / other, f" (extended by {p})", chain), raw)
+
+
+def load_config(path: str | Path | None = None) -> DbusConfig:
+    """Read, validate and freeze the configuration at ``path`` (None: the file ``find_config`` finds): its
+    ``raw_config`` (``extends`` followed, relative paths made absolute), then its ``${env:...}`` and
+    ``${file:...}`` references filled in (``resolve_refs``)."""
+    p = find_config(path)
+    given = f" (from ${CONFIG_ENV})" if not path and os.environ.get(CONFIG_ENV) else ""
+    raw = raw_config(p, origin=given)
     if "path" in raw:
         msg = f"{p}: path: not a configuration key"
         raise ConfigError(msg)

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dbuslib.config import DbusConfig, KafkaEndpoint
+from dbuslib.config import DbusConfig, KafkaEndpoint, uri_scheme
 from dbuslib.errors import StackError
 from dbuslib.kafka_security import spark_options
 
@@ -87,10 +87,7 @@ CHECKPOINT_MANAGERS = {
 
 def scheme(location: str) -> str:
     """The filesystem of a path or URI: ``file`` for a plain path, else the URI's scheme (``hdfs``)."""
-    import re
-
-    m = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", location)
-    return m[1].lower() if m and len(m[1]) > 1 else "file"  # "C:" is no scheme
+    return uri_scheme(location) or "file"
 
 
 # Spark hides a setting whose key or value this matches (its UI, event log, plans): its default, and the

@@ -23,7 +23,7 @@ from helpers import delete_zk_tree
 
 from binlog.rawevent import RawEvent, Reassembler, decode
 from dbuslib import kafka, mysql
-from dbuslib.config import DEFAULT_CONFIG, DbusConfig, load_config
+from dbuslib.config import DbusConfig, load_config, raw_config
 from extractor.position import Position
 
 REPO = Path(__file__).resolve().parents[2]
@@ -133,7 +133,7 @@ def make_env(tmp_path: Path, database: str, **extractor: object) -> ExtractorEnv
     start = mysql.binlog_end(db)
     db.close()
     ds = f"pytest_{uuid.uuid4().hex[:10]}"
-    raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    raw = raw_config(base.path)  # the active configuration ($DBUS_CONFIG, else conf/dbus.yaml)
     demo = raw["sources"]["demo"]
     demo["capture"] = {"include": [f"{database}.*"], "exclude": []}
     demo["masking"] = {}

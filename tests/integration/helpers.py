@@ -182,13 +182,14 @@ def forget_dead_letters(cfg: DbusConfig, ds: str) -> None:
 
 
 def spark_app_config(tmp_path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
-    """The sample configuration with the stack's Spark jars, ``change`` applied to its raw dict, written to
-    ``tmp_path/dbus.yaml``: for a test that runs a small application with spark-submit."""
-    from dbuslib.config import DEFAULT_CONFIG
+    """The active configuration ($DBUS_CONFIG, else conf/dbus.yaml) with its Spark jars, ``change`` applied
+    to its raw dict, written to ``tmp_path/dbus.yaml``: for a test that runs a small application with
+    spark-submit."""
+    from dbuslib.config import raw_config
 
-    raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
-    repo = Path(__file__).resolve().parents[2]
-    raw["spark"]["jars_file"] = str(repo / ".stack" / "jars" / "spark.jars")
+    active = load_config()
+    raw = raw_config(active.path)
+    raw.setdefault("spark", {})["jars_file"] = str(active.resolve(active.spark.jars_file))  # a default too
     change(raw)
     path = tmp_path / "dbus.yaml"
     path.write_text(yaml.safe_dump(raw))

@@ -31,7 +31,7 @@ from extractor_env import REPO, ExtractorEnv, cleanup, make_env
 from cli.stages import group_members, stop_group
 from dbuslib import kafka, topics
 from dbuslib import spark as dspark
-from dbuslib.config import load_config
+from dbuslib.config import load_config, raw_config
 
 # ---------------------------------------------------------------- environment
 
@@ -65,7 +65,7 @@ def set_trigger(env: ExtractorEnv, trigger: str, *stages: str, checkpoint_s: int
 
 def variant_config(env: ExtractorEnv, path: Path, **topic_templates: str) -> Path:
     """A copy of the env's config with other topic templates (same source name, so same meta store rows)."""
-    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw = raw_config(env.cfg_path)
     raw["sources"][env.ds]["topics"].update(topic_templates)
     path.write_text(yaml.safe_dump(raw))
     return path

@@ -16,7 +16,7 @@ from golden_cdc import cases, read_case
 
 from appender import job
 from dbuslib import topics
-from dbuslib.config import load_config
+from dbuslib.config import load_config, raw_config
 from dbuslib.metastore import MetaStore
 
 WORKLOAD_ROWS = 600
@@ -25,7 +25,7 @@ WORKLOAD_ROWS = 600
 def per_row_config(env, fmt: str, trigger: str, tag: str = ""):
     """The env's configuration writing ``fmt`` to a topic per table, the appender in ``trigger`` mode;
     each run its own topic names (``{ds}.{schema}.{table}.<tag><trigger>``, events likewise)."""
-    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw = raw_config(env.cfg_path)
     src = raw["sources"][env.ds]
     src["output"] = {"format": fmt, "topic": "table"}
     src.setdefault("appender", {})["trigger"] = trigger
@@ -109,7 +109,7 @@ def forget_table_versions(env) -> None:
 def per_table_formats(fp, tables: dict[str, str]) -> None:
     """A full-pull env's configuration (file and loaded) writing each of ``tables`` (name: format) to a
     topic of its own."""
-    raw = yaml.safe_load(fp.env.cfg_path.read_text())
+    raw = raw_config(fp.env.cfg_path)
     raw["sources"][fp.ds]["output"] = {
         "topic": "table",
         "tables": {f"{fp.database}.{t}": fmt for t, fmt in tables.items()},

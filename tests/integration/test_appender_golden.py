@@ -40,7 +40,7 @@ from extractor_env import ExtractorEnv
 from appender import job
 from appender.output import SCHEMA_HEADER, SchemaCache, decode, fingerprint
 from dbuslib import kafka, mysql
-from dbuslib.config import load_config
+from dbuslib.config import load_config, raw_config
 from dbuslib.metastore import MetaStore
 from ums import ColumnSpec, UmsField, UmsType, encode_column, from_json
 
@@ -158,7 +158,7 @@ def consume_all(endpoint, topic: str, n: int, timeout_ms: int = 20_000) -> list:
 
 def avro_config(env: ExtractorEnv):
     """The environment's configuration with ``ums.format: avro`` and its own result topics."""
-    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw = raw_config(env.cfg_path)
     raw["sources"][env.ds]["ums"]["format"] = "avro"
     raw["sources"][env.ds].setdefault("appender", {})["trigger"] = "microbatch"
     raw["sources"][env.ds]["topics"]["result"] = "{ds}.{schema}.avro"
@@ -171,7 +171,7 @@ def mode_config(env: ExtractorEnv, trigger: str, suffix: str = "", ums_format: s
     """The environment's configuration with the appender's ``trigger``: ``realtime`` is the JVM record path
     and its Python sidecar, drained here with ``available_now``; ``microbatch`` the Python path. With a
     ``suffix``, its own result topics ``{ds}.{schema}.<suffix>``."""
-    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw = raw_config(env.cfg_path)
     raw["sources"][env.ds].setdefault("appender", {})["trigger"] = trigger
     raw["sources"][env.ds]["ums"]["format"] = ums_format
     if suffix:

@@ -40,7 +40,7 @@ from rowformats_live import forget_table_versions
 
 from appender import job
 from dbuslib import kafka, mysql, topics
-from dbuslib.config import load_config
+from dbuslib.config import load_config, raw_config
 from ums.formats import FormatOptions
 from ums.formats.canal import CanalJson, decode_canal
 from ums.rowchange import RowChange
@@ -154,7 +154,7 @@ def env(extractor_env):
 
 def canal_config(env):
     """The env's configuration writing canal-json to a topic per table, the appender in micro-batches."""
-    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw = raw_config(env.cfg_path)
     src = raw["sources"][env.ds]
     src["output"] = {"format": "canal-json", "topic": "table"}
     src.setdefault("appender", {})["trigger"] = "microbatch"

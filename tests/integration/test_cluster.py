@@ -46,7 +46,7 @@ from pipeline_env import (
 )
 
 from cli.stages import Stages
-from dbuslib.config import load_config
+from dbuslib.config import load_config, raw_config
 
 # exclusive: the cluster takes fixed ports (stack/cluster.sh) and both cores, and a worker is killed
 pytestmark = [pytest.mark.integration, pytest.mark.exclusive]
@@ -102,7 +102,7 @@ class SubmittedStage(SparkStage):
 def on_cluster(env, master: str) -> None:
     """The env's configuration for the cluster: the executors' packed Python (the workers have none of
     the project's), every stage's queries on it."""
-    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw = raw_config(env.cfg_path)
     raw["spark"]["conf"].update(cluster_env.spark_conf())
     raw["spark"]["master"] = (
         "local[2]"  # the cluster's master comes from `-- --master`, as a user may give it
@@ -114,7 +114,7 @@ def on_cluster(env, master: str) -> None:
 def local_twin(env, tmp_path: Path):
     """The same source in ``local[2]`` with its own schema and result topics and checkpoints: the same
     binlog range through the same code, in this process."""
-    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw = raw_config(env.cfg_path)
     raw["spark"]["conf"] = {
         k: v for k, v in raw["spark"]["conf"].items() if "archives" not in k and "pyspark" not in k
     }

@@ -40,7 +40,7 @@ from helpers import wait_until
 
 from console.rules import PREVIEW_BUDGET_S
 from dbuslib import kafka
-from dbuslib.config import DbusConfig, load_config
+from dbuslib.config import DbusConfig, load_config, raw_config
 from dbuslib.logstore import LogStore
 from logprocessor import rules
 
@@ -132,7 +132,7 @@ def env(cfg, tmp_path_factory) -> Iterator[Env]:
     hexa = uuid.uuid4().hex[:8]
     ds = f"pytest_ch_{hexa}"
     schema = f"{ds}_schema"
-    raw = yaml.safe_load(cfg.path.read_text())
+    raw = raw_config(cfg.path)
     raw["log_sources"] = {
         ds: {
             "type": cfg.log_source("applog").type,

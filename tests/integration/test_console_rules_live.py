@@ -35,7 +35,7 @@ from helpers import delete_zk_tree, wait_until
 
 from cli.stages import Stages
 from dbuslib import kafka
-from dbuslib.config import DbusConfig, load_config
+from dbuslib.config import DbusConfig, load_config, raw_config
 from dbuslib.logstore import LogStore
 from logprocessor import rules
 
@@ -108,7 +108,7 @@ class RulesEnv:
 def env(hold_stack, cfg, tmp_path_factory) -> Iterator[RulesEnv]:
     tmp = tmp_path_factory.mktemp("console_rules")
     ds = f"pytest_cr_{uuid.uuid4().hex[:8]}"
-    raw = yaml.safe_load(cfg.path.read_text())
+    raw = raw_config(cfg.path)
     raw["log_sources"] = {ds: {"type": cfg.log_source("applog").type}}  # applog's type; no files: no rsyslog
     raw["spark"]["jars_file"] = str(cfg.resolve(cfg.spark.jars_file))
     raw["spark"]["checkpoint_root"] = str(tmp / "checkpoints")

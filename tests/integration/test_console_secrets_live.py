@@ -20,7 +20,7 @@ import yaml
 from console_env import ConsoleServer
 from pydantic import BaseModel, SecretStr
 
-from dbuslib.config import DbusConfig, load_config
+from dbuslib.config import DbusConfig, load_config, raw_config
 
 pytestmark = pytest.mark.integration
 MAX_PAGES = 80
@@ -61,7 +61,7 @@ def plain_values(node: Any) -> set[str]:
 
 @pytest.fixture(scope="module")
 def secret_console(cfg: DbusConfig, tmp_path_factory):
-    raw = yaml.safe_load(cfg.path.read_text())
+    raw = raw_config(cfg.path)
     tag = secrets.token_hex(6)
     made = {
         "salt": f"salt-{tag}-never-shown",

@@ -21,7 +21,7 @@ import yaml
 from binlog import rawevent
 from binlog.rawevent import RawEvent
 from dbuslib import kafka
-from dbuslib.config import DEFAULT_CONFIG
+from dbuslib.config import load_config, raw_config
 from dbuslib.deadletter import DeadLetter
 from dispatcher import main as dispatcher_main
 from dispatcher.routing import BAD_RECORD, CHUNKED_HEARTBEAT, Router, route
@@ -129,12 +129,12 @@ def as_expected(got: list[tuple[int, bytes | None, bytes]], dead: bool) -> list[
 def dispatcher_env(tmp_path, kafka_up, spark):
     """A config with a fresh source ``pytest_dispatcher_<hex>`` whose heartbeat table is the captured one."""
     ds = f"pytest_dispatcher_{uuid.uuid4().hex[:8]}"
-    raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    active = load_config()  # $DBUS_CONFIG, else conf/dbus.yaml
+    raw = raw_config(active.path)
     demo = raw["sources"]["demo"]
     demo["heartbeat"]["schema"] = captured.HB_DB
     raw["sources"] = {ds: demo}
-    base = Path(DEFAULT_CONFIG).parent
-    raw["spark"]["jars_file"] = str((base / raw["spark"]["jars_file"]).resolve())
+    raw["spark"]["jars_file"] = str(active.resolve(active.spark.jars_file))  # the default's too
     raw["spark"]["checkpoint_root"] = str(tmp_path / "checkpoints")
     path = tmp_path / "dbus.yaml"
     path.write_text(yaml.safe_dump(raw))

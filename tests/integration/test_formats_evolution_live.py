@@ -47,7 +47,7 @@ from replica_env import fresh_database
 from rowformats_live import run_appender
 
 from dbuslib import kafka, topics, zk
-from dbuslib.config import load_config
+from dbuslib.config import load_config, raw_config
 from dbuslib.deadletter import DeadLetter
 from dbuslib.metastore import MetaStore
 from dbuslib.registry import Registry
@@ -121,7 +121,7 @@ def test_added_and_widened_columns_then_a_refused_change(
     env = extractor_env
     db, name = writer_db
     hook, _ = receivers
-    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw = raw_config(env.cfg_path)
     raw["sources"][env.ds].setdefault("heartbeat", {}).update(
         {"webhook_url": f"http://127.0.0.1:{hook.port}/alerts", "webhook_timeout_s": 5}
     )

@@ -133,7 +133,9 @@ def test_key_shapes_and_column_types_pull_correctly(fp, name, ddl, fill, split):
 def test_masked_columns_are_masked_in_the_pull(fp):
     import yaml
 
-    conf = yaml.safe_load(fp.env.cfg_path.read_text())  # the shard readers reload the changed file
+    from dbuslib.config import raw_config
+
+    conf = raw_config(fp.env.cfg_path)  # the shard readers reload the changed file
     conf["sources"][fp.ds]["masking"] = {
         f"{fp.database}.cards": {
             "card": {"type": "md5", "salt": "s1"},
@@ -281,10 +283,11 @@ def test_kill_9_mid_pull_resumes_and_repulls_only_unfinished_shards(tmp_path, so
             "CREATE TABLE big (id INT PRIMARY KEY, a VARCHAR(40), b BIGINT, c DECIMAL(12,3))",
             "INSERT INTO big SELECT seq, REPEAT('x', seq % 40), seq * 1000, seq / 3 FROM seq_1_to_150000",
         )
-        raw = fp.env.cfg_path.read_text()  # one shard at a time: the kill lands between shards' ends
         import yaml
 
-        conf = yaml.safe_load(raw)
+        from dbuslib.config import raw_config
+
+        conf = raw_config(fp.env.cfg_path)  # one shard at a time: the kill lands between shards' ends
         conf["sources"][fp.ds]["fullpull"] = {"parallelism": 1, "progress_interval_s": 0.5}
         fp.env.cfg_path.write_text(yaml.safe_dump(conf))
         from dbuslib.config import load_config

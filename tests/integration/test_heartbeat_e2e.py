@@ -31,7 +31,7 @@ from pipeline_env import cleanup_pipeline, make_pipeline_env
 from binlog import heartbeat as hbt
 from cli.stages import Stages
 from dbuslib import influx, kafka, zk
-from dbuslib.config import load_config
+from dbuslib.config import load_config, raw_config
 
 pytestmark = pytest.mark.integration
 INTERVAL_S, CHECK_S, TIMEOUT_S = 2.0, 1.0, 10.0
@@ -98,7 +98,7 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
         cur.execute(f"CREATE TABLE `{database}`.quiet (id INT PRIMARY KEY, v INT)")
     env = make_pipeline_env(tmp_path, database)
     hook = Receiver()
-    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw = raw_config(env.cfg_path)
     hb_schema = f"{database}_hb"  # the heartbeat table's own schema, as `dbus` is in production
     raw["sources"][env.ds]["capture"]["include"].append(f"{hb_schema}.db_heartbeat_monitor")
     raw["sources"][env.ds]["heartbeat"] = {

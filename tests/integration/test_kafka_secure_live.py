@@ -36,7 +36,7 @@ from pipeline_env import (
 )
 
 from dbuslib import kafka, topics
-from dbuslib.config import load_config
+from dbuslib.config import load_config, raw_config
 from dbuslib.kafka import KafkaAuthFailed
 from ums.formats import UMS_UID_HEADER
 
@@ -77,10 +77,8 @@ def with_kafka(path: Path, endpoint: dict) -> Path:
 def secure_cfg(tmp_path, cfg, kafka_up):
     def make(**kw):
         p = tmp_path / f"dbus-{uuid.uuid4().hex[:6]}.yaml"
-        p.write_text(cfg.path.read_text())
-        raw = yaml.safe_load(p.read_text())
-        base = cfg.path.parent
-        raw["spark"]["jars_file"] = str((base / raw["spark"]["jars_file"]).resolve())
+        raw = raw_config(cfg.path)
+        raw["spark"]["jars_file"] = str(cfg.resolve(cfg.spark.jars_file))
         p.write_text(yaml.safe_dump(raw))
         return load_config(with_kafka(p, secure_kafka(**kw)))
 

@@ -23,7 +23,7 @@ from helpers import wait_until
 
 from cli.stages import Stages
 from dbuslib import kafka
-from dbuslib.config import load_config
+from dbuslib.config import load_config, raw_config
 from dbuslib.logstore import LogStore
 
 pytestmark = pytest.mark.integration
@@ -118,7 +118,7 @@ class Env:
 @pytest.fixture
 def env(tmp_path, kafka_up, cfg):
     ds = f"pytest_lpb_{uuid.uuid4().hex[:8]}"
-    raw = yaml.safe_load(cfg.path.read_text())
+    raw = raw_config(cfg.path)
     raw["log_sources"] = {
         ds: {
             "type": "log_rsyslog",

@@ -42,7 +42,7 @@ from kafka import TopicPartition
 
 from cli.stages import Stages
 from dbuslib import kafka
-from dbuslib.config import DbusConfig, load_config
+from dbuslib.config import DbusConfig, load_config, raw_config
 from dbuslib.logstore import LogStore
 from heartbeat.logbeats import heartbeat_line
 from heartbeat.monitor import Monitor
@@ -237,7 +237,7 @@ class LogEnv:
 def lp(request, tmp_path, kafka_up, cfg) -> LogEnv:
     """A log source of the test's own; its raw topic's partitions ``request.param`` (indirect), else 1."""
     ds = f"pytest_lp_{uuid.uuid4().hex[:8]}"
-    raw = yaml.safe_load(cfg.path.read_text())
+    raw = raw_config(cfg.path)
     raw["log_sources"] = {
         ds: {
             "type": "log_rsyslog",
@@ -577,7 +577,7 @@ def test_counts_per_host_and_table_reach_influxdb_status_and_the_monitors_alerts
     assert beats[(one, "orders")]["rows"] == 40 and beats[(two, "payments")]["rows"] == 15
     assert beats[(one, "payments")]["rows"] == 0 and beats[(one, "orders")]["beats"] == 1
 
-    raw = yaml.safe_load(lp.cfg.path.read_text())
+    raw = raw_config(lp.cfg.path)
     raw["log_sources"][lp.ds]["heartbeat"] = {"timeout_s": 20, "latency_alert_s": 600, "check_interval_s": 1}
     path = lp.tmp / "monitor.yaml"
     path.write_text(yaml.safe_dump(raw))

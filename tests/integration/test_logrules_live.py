@@ -29,7 +29,7 @@ import yaml
 from helpers import wait_until
 
 from dbuslib import kafka
-from dbuslib.config import load_config
+from dbuslib.config import load_config, raw_config
 from dbuslib.logstore import LogStore
 from ums.control import from_json
 
@@ -51,7 +51,7 @@ def doc_commands() -> list[str]:
 @pytest.fixture
 def setup(tmp_path, kafka_up, cfg):
     ds = f"pytest_lr_{uuid.uuid4().hex[:8]}"
-    raw = yaml.safe_load(cfg.path.read_text())
+    raw = raw_config(cfg.path)
     raw["log_sources"] = {ds: {"type": "log_rsyslog"}}
     path = tmp_path / "dbus.yaml"
     path.write_text(yaml.safe_dump(raw))

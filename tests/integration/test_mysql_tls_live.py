@@ -13,7 +13,7 @@ from extractor_env import REPO, cleanup, covered, make_env, start_of, wait_for_l
 from helpers import untrusted_ca
 
 from dbuslib import mysql
-from dbuslib.config import MysqlConnection, load_config
+from dbuslib.config import MysqlConnection, load_config, raw_config
 from dbuslib.errors import exit_code
 from dbuslib.mysql import MysqlAuthFailed
 from dbuslib.retry import RetryPolicy
@@ -70,7 +70,7 @@ def test_the_extractor_reads_the_binlog_over_tls_and_stops_at_once_on_an_untrust
 ):
     db, name = writer_db
     env = make_env(tmp_path, name)
-    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw = raw_config(env.cfg_path)
     raw["sources"][env.ds]["mysql"].update(
         {"user": "dbus_tls", "password": "dbus_tls", "tls": {"ca": str(CA)}}
     )

@@ -29,7 +29,7 @@ from helpers import wait_until
 
 from cli.stages import private_rsyslog
 from dbuslib import kafka
-from dbuslib.config import DEFAULT_CONFIG, KafkaEndpoint
+from dbuslib.config import KafkaEndpoint, find_config, raw_config
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -72,7 +72,7 @@ def shipper(tmp_path, new_topic, kafka_up) -> Iterator[Shipper]:
     topic = new_topic(partitions=3)
     logs = tmp_path / "logs"
     logs.mkdir()
-    raw = yaml.safe_load(Path(os.environ.get("DBUS_CONFIG", DEFAULT_CONFIG)).read_text())
+    raw = raw_config(find_config())  # the active configuration ($DBUS_CONFIG, else conf/dbus.yaml)
     raw["log_sources"] = {
         f"ship_{uuid.uuid4().hex[:8]}": {
             "shipper": {"files": [str(logs / "*.log")]},

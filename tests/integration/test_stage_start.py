@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from cli import stages
+from dbuslib.config import raw_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,7 +30,7 @@ def closed_port() -> int:
 
 def config_with(cfg, tmp_path: Path, endpoint: str) -> Path:
     """``cfg``'s file with ``endpoint`` (meta_store or kafka) on a closed port and a 0.05 s retry budget."""
-    doc = yaml.safe_load(Path(cfg.path).read_text())
+    doc = raw_config(cfg.path)
     port = closed_port()
     if endpoint == "meta_store":
         doc["endpoints"]["meta_store"]["url"] = f"mysql+pymysql://dbus:dbus@127.0.0.1:{port}/dbus"

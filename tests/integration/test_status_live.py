@@ -16,7 +16,7 @@ from dashboards import as_server_type, influxql, server_types
 
 from cli import status
 from dbuslib import influx, mysql, zk
-from dbuslib.config import load_config
+from dbuslib.config import load_config, raw_config
 from extractor.leader import Leadership
 from extractor.loop import position_store
 from extractor.position import Position
@@ -28,7 +28,7 @@ IDENTITY = "pytest-status:4242"
 
 def _config_with_source(cfg, ds: str, tmp_path) -> str:
     """A copy of the configuration with source ``ds`` (demo's settings, its own position mirror)."""
-    raw = yaml.safe_load(cfg.path.read_text())
+    raw = raw_config(cfg.path)
     raw.setdefault("spark", {})
     raw["spark"]["jars_file"] = str(cfg.resolve(cfg.spark.jars_file))
     raw["spark"]["checkpoint_root"] = str(cfg.resolve(Path(cfg.spark.checkpoint_root)))

@@ -19,7 +19,7 @@ from kazoo.exceptions import NoAuthError
 from kazoo.security import Permissions
 
 from dbuslib import zk, zkpaths
-from dbuslib.config import load_config
+from dbuslib.config import load_config, raw_config
 
 pytestmark = pytest.mark.integration
 
@@ -88,7 +88,7 @@ def test_dbus_zookeeper_secure_gives_older_nodes_the_acl(cfg, tmp_path):
     made = [f"{root}/Extractor/demo/position", f"{root}/Extractor/demo/epoch", f"{root}/Live/demo"]
     for path in made:
         anyone.create(path, b"{}", makepath=True)
-    raw = yaml.safe_load(cfg.path.read_text())
+    raw = raw_config(cfg.path)
     raw["endpoints"]["zookeeper"].update(root=root, auth={"username": "dbus", "password": "zk-s3cret"})
     raw["spark"]["jars_file"] = str((cfg.path.parent / raw["spark"]["jars_file"]).resolve())
     path = tmp_path / "dbus.yaml"
