@@ -5,7 +5,18 @@ VENV := .venv
 PY := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-integration lint bench venv stack-up stack-down stack-status browser screenshots cluster-up cluster-down clean-stack
+.PHONY: demo test test-unit test-integration test-secure lint bench venv stack-up stack-down stack-status browser screenshots cluster-up cluster-down clean-stack
+
+# SECURE=1 (`make demo SECURE=1`, `make stack-up SECURE=1`): the secure variant of the local stack, beside the
+# plain one (stack/env.sh: .stack-secure, ports 2xxxx; docs/security.md, The secure stack), and
+# conf/dbus-secure.yaml. The demo's replica reaches PostgreSQL over verified TLS with libpq's own settings.
+SECURE_VARS := SECURE=1 STACK_HOME=$(CURDIR)/.stack-secure DBUS_CONFIG=$(CURDIR)/conf/dbus-secure.yaml \
+	STACK_POSTGRESQL_URL=postgresql+psycopg://dbus@127.0.0.1:25432 PGSSLMODE=verify-full \
+	PGSSLROOTCERT=$(CURDIR)/.stack/tls/ca.pem PGPASSFILE=$(CURDIR)/.stack-secure/secrets/pgpass
+SECURE_ENV := env $(SECURE_VARS)
+ifeq ($(SECURE),1)
+$(foreach v,$(SECURE_VARS),$(eval export $(v)))
+endif
 
 demo: stack-up
 	$(VENV)/bin/dbus demo
@@ -17,6 +28,12 @@ demo: stack-up
 XDIST := -n 2 --dist loadfile --no-loadscope-reorder
 test: stack-up browser
 	$(PY) -m pytest tests $(XDIST) --durations=20
+	$(MAKE) test-secure
+
+# The integration tests marked secure_stack, again on the secure stack (started beside the plain one).
+test-secure: venv
+	$(SECURE_ENV) bash stack/stack.sh up
+	$(SECURE_ENV) $(PY) -m pytest tests/integration -m secure_stack $(XDIST) --durations=10
 
 test-unit: venv
 	$(PY) -m pytest tests/unit
@@ -70,4 +87,6 @@ cluster-down:
 # Removes the stack's data (databases, topics, schemas, metrics, rsyslog's read positions and queues); installed
 # binaries and jars stay cached.
 clean-stack: stack-down
+	$(SECURE_ENV) bash stack/stack.sh down
+	rm -rf .stack-secure
 	rm -rf .stack/mariadb .stack/postgresql .stack/zookeeper .stack/kafka .stack/registry .stack/influxdb .stack/prometheus .stack/rsyslog .stack/checkpoints

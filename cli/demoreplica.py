@@ -23,7 +23,9 @@ from cli.stages import Stages, stop_group
 from dbuslib.config import DbusConfig
 
 PORT = os.environ.get("POSTGRESQL_PORT", "15432")  # the stack's PostgreSQL (stack/env.sh)
-SERVER = f"postgresql+psycopg://dbus:dbus@127.0.0.1:{PORT}"
+# The secure stack's (`make demo SECURE=1`) has no password in it: libpq's PGPASSFILE, PGSSLMODE and
+# PGSSLROOTCERT, set by the Makefile, give it and the TLS settings (no secret on replicate's command line).
+SERVER = os.environ.get("STACK_POSTGRESQL_URL") or f"postgresql+psycopg://dbus:dbus@127.0.0.1:{PORT}"
 DATABASE = "dbus_demo_replica"
 URL = f"{SERVER}/{DATABASE}"
 NAME = "demo"  # the replicate's checkpoint row

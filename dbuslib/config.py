@@ -1152,11 +1152,27 @@ def _with_absolute_key(node: Any, where: tuple[str, ...], base: Path) -> Any:
     return {**node, **{k: _with_absolute_key(node[k], where[1:], base) for k in keys}}
 
 
+# The PEM files a SQLAlchemy URL may name in its query (pymysql's, through SQLAlchemy's MySQL dialects)
+_URL_PEMS = re.compile(r"([?&](?:ssl_ca|ssl_cert|ssl_key|ssl_capath)=)([^&#]+)")
+
+
+def _url_with_absolute_pems(url: Any, base: Path) -> Any:
+    """The meta store's URL with the relative PEM paths of its query (``?ssl_ca=../tls/ca.pem``) joined to
+    ``base``: pymysql would read them against the working directory."""
+    if not isinstance(url, str):
+        return url
+    return _URL_PEMS.sub(lambda m: m[1] + str(_absolute(m[2], base)), url)
+
+
 def _with_absolute_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
     """One file's mapping with every relative path in it made absolute against ``base``, its folder."""
     out = _with_absolute_refs_and_pem(raw, base)
     for where in _PATH_KEYS:
         out = _with_absolute_key(out, where, base)
+    store = out.get("endpoints", {}).get("meta_store") if isinstance(out.get("endpoints"), dict) else None
+    if isinstance(store, dict) and "url" in store:
+        url = _url_with_absolute_pems(store["url"], base)
+        out = {**out, "endpoints": {**out["endpoints"], "meta_store": {**store, "url": url}}}
     return out
 
 

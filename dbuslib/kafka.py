@@ -10,6 +10,7 @@ topics it writes with ``ensure_topics`` so partitions and replication are what t
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -72,12 +73,36 @@ _REFUSALS = (
 )
 
 
+# A plaintext client at a TLS listener: the broker answers its first request with a TLS alert record
+# (15 03 03 00 02 ...), which the client reads as the length of a Kafka frame: 0x1503xxxx (an alert) or
+# 0x1603xxxx (a handshake). kafka-python: "Invalid frame length: 352518912"; kafka-clients: "Invalid
+# receive (size = 352518912 larger than ...)".
+_FRAME_LENGTH = re.compile(r"(?:Invalid frame length: |Invalid receive \(size = )(\d+)")
+_TLS_RECORDS = (0x1503, 0x1603)
+
+
+def _tls_answer(line: str) -> str | None:
+    """``line`` said how, when it shows a TLS record read as a frame length; else None."""
+    m = _FRAME_LENGTH.search(line)
+    if m is None or int(m[1]) >> 16 not in _TLS_RECORDS or int(m[1]) >> 8 & 0xFF > 4:
+        return None
+    line = re.sub(r"\s*\(backoff [\d.]+ secs\)", "", line.strip())
+    return (
+        f"{line}: the broker answered in TLS, so this listener takes TLS clients only "
+        "(endpoints.kafka.security.protocol SSL or SASL_SSL)"
+    )
+
+
 def refused_in(failure: BaseException | str) -> str | None:
     """The line of ``failure`` (an exception, or a failed query's text) that says Kafka refused DBus's
-    identity or DBus refused the broker's certificate; None when it says no such thing."""
+    identity or DBus refused the broker's certificate, or that a plaintext client reached a TLS listener;
+    None when it says no such thing."""
     for line in str(failure).splitlines():
         if any(r in line for r in _REFUSALS):
             return line.strip()
+        tls = _tls_answer(line)
+        if tls is not None:
+            return tls
     return None
 
 

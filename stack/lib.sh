@@ -95,8 +95,8 @@ mvn_copy() {
   log "resolving $(basename "$pom") into $out (Maven, cached in ~/.m2)"
   rm -rf "$out"; mkdir -p "$out"
   mvn -q -B -f "$pom" dependency:copy-dependencies -DoutputDirectory="$out" -DincludeScope=runtime \
-    >"$STACK_HOME/mvn-$(basename "$pom").log" 2>&1 \
-    || die "Maven could not resolve $pom; see $STACK_HOME/mvn-$(basename "$pom").log"
+    >"$STACK_CACHE/mvn-$(basename "$pom").log" 2>&1 \
+    || die "Maven could not resolve $pom; see $STACK_CACHE/mvn-$(basename "$pom").log"
   touch "$marker"
 }
 
@@ -118,7 +118,7 @@ render() {
 # server (Kafka's SASL_SSL listener's and MariaDB's: 127.0.0.1 and localhost), client (mutual TLS);
 # kafka-password, the SASL user "dbus"'s. DBus reads them through endpoints.kafka.security and
 # sources.<ds>.mysql.tls (docs/security.md).
-TLS_HOME=$STACK_HOME/tls
+TLS_HOME=$STACK_CACHE/tls
 
 tls_install() {
   local d=$TLS_HOME name
@@ -137,4 +137,18 @@ tls_install() {
   cat "$d/server.key" "$d/server.pem" >"$d/server-keystore.pem"   # the broker's PEM keystore: key, then chain
   (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' '-_' >"$d/kafka-password")
   chmod 600 "$d"/*.key "$d/server-keystore.pem"
+}
+
+# secret NAME: a password of this stack, made once: 24 random URL-safe characters in $STACK_HOME/secrets/NAME
+# (0600). SECURE=1 gives every account one (docs/security.md, The secure stack); conf/dbus-secure.yaml reads
+# them with ${file:...}.
+SECRETS_HOME=$STACK_HOME/secrets
+
+secret() {
+  local f=$SECRETS_HOME/$1
+  if [ ! -s "$f" ]; then
+    mkdir -p "$SECRETS_HOME" && chmod 700 "$SECRETS_HOME"
+    (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' '-_' >"$f")
+  fi
+  cat "$f"
 }

@@ -12,11 +12,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/env.sh"
 . "$here/lib.sh"
 ALL="mariadb postgresql zookeeper kafka registry rsyslog influxdb prometheus spark connect"
+# the secure variant (SECURE=1, stack/env.sh): what `make demo` and the tests of the secure subset need
+if [ "$SECURE" = 1 ]; then ALL="mariadb postgresql zookeeper kafka rsyslog influxdb prometheus spark"; fi
 for f in "$here"/services/*.sh; do . "$f"; done
 
 cmd=${1:-status}; shift || true
 services=${*:-$ALL}
-mkdir -p "$STACK_HOME"
+mkdir -p "$STACK_HOME" "$STACK_CACHE"
 case "$cmd" in
   install) for s in $services; do "${s}_install"; done ;;
   up)      for s in $services; do "${s}_install"; "${s}_start"; done

@@ -6,7 +6,7 @@
 # plugin.path is plugins/. No worker runs by default: each test starts its own on a free loopback port with
 # its own folder (tests/integration/connect.py), so start/stop only check that the jars are there.
 
-CONNECT_JARS=$STACK_HOME/jars/connect
+CONNECT_JARS=$STACK_CACHE/jars/connect
 CONNECT_PROFILES="runtime debezium-jdbc apicurio-converter"
 
 _connect_dir() {  # the folder of a profile
@@ -26,8 +26,8 @@ _connect_resolve() {
   local exclude=(); [ "$profile" = runtime ] || exclude=(-DexcludeGroupIds="$CONNECT_EXCLUDE")
   rm -rf "$out"; mkdir -p "$out"
   mvn -q -B -f "$pom" -P "$profile" dependency:copy-dependencies -DoutputDirectory="$out" \
-    -DincludeScope=runtime "${exclude[@]}" >"$STACK_HOME/mvn-connect-$profile.log" 2>&1 \
-    || die "Maven could not resolve profile $profile of $pom; see $STACK_HOME/mvn-connect-$profile.log"
+    -DincludeScope=runtime "${exclude[@]}" >"$STACK_CACHE/mvn-connect-$profile.log" 2>&1 \
+    || die "Maven could not resolve profile $profile of $pom; see $STACK_CACHE/mvn-connect-$profile.log"
   touch "$marker"
 }
 

@@ -9,11 +9,10 @@
 # Heads-up: each start spends ~5 s type-checking Flux's standard library before /health answers.
 # Data and logs: .stack/influxdb/{data,log}; config rendered from conf/stack/influxdb.conf.
 INFLUXDB_VERSION=${INFLUXDB_VERSION:-1.8.10}
-INFLUXDB_RPC_PORT=${INFLUXDB_RPC_PORT:-18089}    # backup/restore RPC, loopback only (18088 is the console's)
 INFLUXDB_DB=${INFLUXDB_DB:-dbus}
 
 influxdb_url() { echo "http://$STACK_HOST:$INFLUXDB_PORT"; }
-influxdb_bin() { echo "$STACK_HOME/bin/influxd"; }
+influxdb_bin() { echo "$STACK_CACHE/bin/influxd"; }
 
 influxdb_install() {
   local bin; bin=$(influxdb_bin)
@@ -25,7 +24,7 @@ influxdb_install() {
   local go; go=$(command -v go || echo /usr/local/go/bin/go)
   [ -x "$go" ] || die "influxdb: Go is needed to build InfluxDB $INFLUXDB_VERSION (go not in PATH nor /usr/local/go/bin)"
   local dir tmpbin buildlog; dir=$(svc_dir influxdb)
-  tmpbin="$STACK_HOME/bin/.influxd-build"; buildlog="$dir/log/build.log"
+  tmpbin="$STACK_CACHE/bin/.influxd-build"; buildlog="$dir/log/build.log"
   rm -rf "$tmpbin"; mkdir -p "$tmpbin"
   log "influxdb: building InfluxDB OSS $INFLUXDB_VERSION with go install (a few minutes once; log $buildlog)"
   local t0=$SECONDS

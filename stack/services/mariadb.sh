@@ -3,6 +3,9 @@
 
 MARIADB_HOME=$STACK_HOME/mariadb
 MARIADB_USER=$(id -un)   # the server runs as whoever runs the stack (root here: --user=root)
+# SECURE=1: TCP clients must use TLS (require_secure_transport), and the accounts dbus and dbus_repl get the
+# passwords of secrets/mariadb-dbus and secrets/mariadb-repl (set through the socket once the init has run).
+if [ "$SECURE" = 1 ]; then MARIADB_REQUIRE_TLS=ON; else MARIADB_REQUIRE_TLS=OFF; fi
 
 _mariadb_cnf()  { echo "$MARIADB_HOME/my.cnf"; }
 _mariadb_sock() { echo "$MARIADB_HOME/mariadb.sock"; }
@@ -19,7 +22,8 @@ mariadb_install() {
   fi
   local dir; dir=$(svc_dir mariadb)
   tls_install
-  render "$STACK_REPO/conf/stack/my.cnf" "$(_mariadb_cnf)" MARIADB_PORT MARIADB_HOME MARIADB_USER TLS_HOME
+  render "$STACK_REPO/conf/stack/my.cnf" "$(_mariadb_cnf)" MARIADB_PORT MARIADB_HOME MARIADB_USER TLS_HOME \
+    MARIADB_REQUIRE_TLS
   if [ ! -d "$dir/data/mysql" ]; then
     log "initialising MariaDB datadir $dir/data"
     rm -rf "$dir/data"; mkdir -p "$dir/data"
@@ -32,10 +36,16 @@ mariadb_install() {
 # Root access through the socket (unix_socket authentication).
 _mariadb_root() { mariadb --defaults-file="$(_mariadb_cnf)" --socket="$(_mariadb_sock)" -uroot "$@"; }
 
-# Serving = answering on the TCP port as the dbus user (so the init script has run, too).
+# _mariadb_password USER: the password of dbus or dbus_repl (SECURE=1: the stack's secret).
+_mariadb_password() {
+  if [ "$SECURE" != 1 ]; then echo "$1"; elif [ "$1" = dbus ]; then secret mariadb-dbus; else secret mariadb-repl; fi
+}
+
+# Serving = answering on the TCP port as the dbus user, over TLS (so the init script has run, too). The
+# password goes in the environment (MYSQL_PWD), not on a command line.
 mariadb_health() {
-  mariadb-admin --no-defaults --protocol=TCP -h "$STACK_HOST" -P "$MARIADB_PORT" -u dbus -pdbus \
-    --connect-timeout=2 ping >/dev/null 2>&1
+  MYSQL_PWD=$(_mariadb_password dbus) mariadb-admin --no-defaults --protocol=TCP -h "$STACK_HOST" -P "$MARIADB_PORT" \
+    -u dbus --ssl-ca="$TLS_HOME/ca.pem" --connect-timeout=2 ping >/dev/null 2>&1
 }
 
 # Up enough for root over the socket (before the init script has created the dbus user).
@@ -67,6 +77,16 @@ mariadb_start() {
     _mariadb_root < "$STACK_REPO/conf/stack/mariadb-init.sql" || die "mariadb-init.sql failed"
     rm -f "$dir"/.init-*; touch "$marker"
   fi
+  if [ "$SECURE" = 1 ] && [ ! -f "$dir/.secrets-set" ]; then
+    log "mariadb: the passwords of dbus and dbus_repl from $SECRETS_HOME"
+    local u h
+    for u in dbus dbus_repl; do
+      for h in 127.0.0.1 localhost; do
+        printf "ALTER USER '%s'@'%s' IDENTIFIED BY '%s';\n" "$u" "$h" "$(_mariadb_password "$u")"
+      done
+    done | _mariadb_root || die "mariadb: setting the passwords failed"
+    touch "$dir/.secrets-set"
+  fi
   wait_for 20 mariadb "$(_mariadb_log)" mariadb_health
 }
 
@@ -83,5 +103,9 @@ mariadb_stop() {
 
 mariadb_describe() {
   local v; v=$(mariadbd --version 2>/dev/null | grep -oE 'Ver [0-9.]+' | cut -d' ' -f2)
-  echo "mariadb $v on $STACK_HOST:$MARIADB_PORT (users dbus/dbus, dbus_repl/dbus_repl, dbus_tls/dbus_tls over TLS only)"
+  if [ "$SECURE" = 1 ]; then
+    echo "mariadb $v on $STACK_HOST:$MARIADB_PORT, TLS only (users dbus, dbus_repl: passwords in $SECRETS_HOME)"
+  else
+    echo "mariadb $v on $STACK_HOST:$MARIADB_PORT (users dbus/dbus, dbus_repl/dbus_repl, dbus_tls/dbus_tls over TLS only)"
+  fi
 }

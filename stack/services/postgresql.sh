@@ -49,9 +49,11 @@ postgresql_install() {
   mkdir -p "$dir/tls"
   cp "$TLS_HOME/server.pem" "$TLS_HOME/server.key" "$TLS_HOME/ca.pem" "$dir/tls/"
   chmod 600 "$dir/tls/server.key"
-  # dbus_tls may connect over TLS only: its plaintext connections are rejected before any password
-  if ! grep -q '^hostnossl all dbus_tls' "$dir/data/pg_hba.conf"; then
-    { echo 'hostnossl all dbus_tls all reject'; cat "$dir/data/pg_hba.conf"; } >"$dir/data/pg_hba.conf.new"
+  # dbus_tls may connect over TLS only (SECURE=1: every account): plaintext connections are rejected before
+  # any password
+  local who=dbus_tls; if [ "$SECURE" = 1 ]; then who=all; fi
+  if ! grep -q "^hostnossl all $who" "$dir/data/pg_hba.conf"; then
+    { echo "hostnossl all $who all reject"; cat "$dir/data/pg_hba.conf"; } >"$dir/data/pg_hba.conf.new"
     mv -f "$dir/data/pg_hba.conf.new" "$dir/data/pg_hba.conf"
   fi
   chown -R "$(_pg_owner)" "$dir"
@@ -124,6 +126,15 @@ SQL
     fi
     touch "$dir/.init-done" "$dir/.init-tls"
   fi
+  if [ "$SECURE" = 1 ] && [ ! -f "$dir/.secrets-set" ]; then
+    log "postgresql: the password of dbus from $SECRETS_HOME/postgresql-dbus"
+    printf "ALTER ROLE dbus PASSWORD '%s';\n" "$(secret postgresql-dbus)" | _pg_psql -d postgres \
+      || die "postgresql: setting the password of dbus failed"
+    touch "$dir/.secrets-set"
+  fi
+  if [ "$SECURE" = 1 ]; then  # libpq's password file (PGPASSFILE) for clients of the secure stack
+    (umask 077; echo "$STACK_HOST:$POSTGRESQL_PORT:*:dbus:$(secret postgresql-dbus)" >"$SECRETS_HOME/pgpass")
+  fi
   wait_for 20 postgresql "$dir/log/stdout.log" postgresql_health
 }
 
@@ -138,5 +149,9 @@ postgresql_stop() {
 
 postgresql_describe() {
   local v; v=$("$(_pg_bin)/postgres" --version 2>/dev/null | grep -oE '[0-9]+\.[0-9]+' | head -n 1)
-  echo "postgresql $v on $STACK_HOST:$POSTGRESQL_PORT (users dbus/dbus, dbus_tls/dbus_tls over TLS only; database dbus)"
+  if [ "$SECURE" = 1 ]; then
+    echo "postgresql $v on $STACK_HOST:$POSTGRESQL_PORT, TLS only (user dbus: password in $SECRETS_HOME; database dbus)"
+  else
+    echo "postgresql $v on $STACK_HOST:$POSTGRESQL_PORT (users dbus/dbus, dbus_tls/dbus_tls over TLS only; database dbus)"
+  fi
 }

@@ -8,7 +8,7 @@
 # (docs/stack.md#schema-registry). `make clean-stack` removes it with Kafka's data.
 
 REGISTRY_HOME=$STACK_HOME/registry
-REGISTRY_BUILD=$STACK_HOME/jars/registry-build
+REGISTRY_BUILD=$STACK_CACHE/jars/registry-build
 REGISTRY_RUNNER=$REGISTRY_BUILD/target/registry-runtime-1-runner.jar
 REGISTRY_URL=http://$STACK_HOST:$REGISTRY_PORT/apis/ccompat/v6
 
@@ -21,7 +21,7 @@ registry_install() {
   log "building Apicurio Registry into $REGISTRY_BUILD (Maven and Quarkus, cached in ~/.m2)"
   rm -rf "$REGISTRY_BUILD"; mkdir -p "$REGISTRY_BUILD/src/main/resources" "$REGISTRY_BUILD/app"
   cp "$pom" "$REGISTRY_BUILD/pom.xml"
-  local mlog=$STACK_HOME/mvn-registry-pom.xml.log
+  local mlog=$STACK_CACHE/mvn-registry-pom.xml.log
   # -DskipDefault: keeps Apicurio's parent from adding repositories outside Maven Central (see the pom)
   local mvn=(mvn -q -B -DskipDefault -f "$REGISTRY_BUILD/pom.xml")
   "${mvn[@]}" dependency:copy-dependencies -DincludeArtifactIds=apicurio-registry-app \

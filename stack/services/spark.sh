@@ -1,13 +1,13 @@
 # Spark: pyspark (==$SPARK_VERSION) comes from PyPI into $VENV and runs local[*], so there is no
 # daemon. This service resolves the extra jars of conf/stack/spark-pom.xml (Kafka source/sink,
-# MariaDB JDBC) and writes $STACK_HOME/jars/spark.jars, one line of comma-separated absolute
+# MariaDB JDBC) and writes $STACK_CACHE/jars/spark.jars, one line of comma-separated absolute
 # paths:  spark-submit --jars "$(cat .stack/jars/spark.jars)" ...
 # It also builds DBus's own JVM rows decoder (binlog/jvm, dbus.jvm.RowsUdf) into $DBUS_JVM_JAR, rebuilt
 # whenever its sources change, and keeps that jar in the list.
 
-SPARK_JARS=$STACK_HOME/jars/spark
-SPARK_JAR_LIST=$STACK_HOME/jars/spark.jars
-DBUS_JVM_JAR=$STACK_HOME/jars/dbus-jvm.jar
+SPARK_JARS=$STACK_CACHE/jars/spark
+SPARK_JAR_LIST=$STACK_CACHE/jars/spark.jars
+DBUS_JVM_JAR=$STACK_CACHE/jars/dbus-jvm.jar
 
 _spark_pyspark_jars() { ls -d "$VENV"/lib/python3*/site-packages/pyspark/jars 2>/dev/null | head -n1; }
 
@@ -15,8 +15,8 @@ _spark_pyspark_jars() { ls -d "$VENV"/lib/python3*/site-packages/pyspark/jars 2>
 _spark_artifact() { basename "$1" | sed -E 's/-[0-9]+(\.[0-9]+)+.*$//'; }
 
 spark_install() {
-  local dir; dir=$(svc_dir spark)
-  local pom=$dir/spark-pom.xml
+  local pom=$STACK_CACHE/jars/spark-pom.xml   # beside the list: one for both variants of the stack
+  mkdir -p "$STACK_CACHE/jars"
   render "$STACK_REPO/conf/stack/spark-pom.xml" "$pom" SPARK_VERSION
   # Maven jars: done when the list is newer than the rendered pom (rewritten only when its content changes).
   [ -f "$SPARK_JAR_LIST" ] && [ "$SPARK_JAR_LIST" -nt "$pom" ] || _spark_maven_jars "$pom"

@@ -2,12 +2,15 @@
 # Config: conf/stack/zoo.cfg; logging: conf/stack/zookeeper-logback.xml -> .stack/zookeeper/log.
 
 ZK_HOME=$STACK_HOME/zookeeper
-ZK_JARS=$STACK_HOME/jars/zookeeper
+ZK_JARS=$STACK_CACHE/jars/zookeeper
 
 zookeeper_install() {
   svc_dir zookeeper >/dev/null
   mvn_copy "$STACK_REPO/conf/stack/zookeeper-pom.xml" "$ZK_JARS"
-  render "$STACK_REPO/conf/stack/zoo.cfg" "$ZK_HOME/zoo.cfg" ZK_HOME ZOOKEEPER_PORT
+  local ZK_ENFORCE_AUTH=false
+  if [ "$SECURE" = 1 ]; then ZK_ENFORCE_AUTH=true; secret zookeeper-password >/dev/null; fi
+  render "$STACK_REPO/conf/stack/zoo.cfg" "$ZK_HOME/zoo.cfg" ZK_HOME ZOOKEEPER_PORT \
+    ZK_ENFORCE_AUTH
 }
 
 # _zookeeper_4lw CMD: send a four-letter word over bash's /dev/tcp and print the answer.
@@ -39,5 +42,6 @@ zookeeper_stop() { stop_pid zookeeper "$ZK_HOME/pid" 20; }
 
 zookeeper_describe() {
   local v; v=$(_zookeeper_4lw srvr | sed -n 's/^Zookeeper version: \([^-,]*\).*/\1/p')
-  echo "zookeeper ${v:-?} on $STACK_HOST:$ZOOKEEPER_PORT"
+  local auth=""; if [ "$SECURE" = 1 ]; then auth=", digest authentication enforced (user dbus)"; fi
+  echo "zookeeper ${v:-?} on $STACK_HOST:$ZOOKEEPER_PORT$auth"
 }

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import http.cookiejar
 import os
 import re
 import secrets
@@ -20,11 +21,15 @@ import subprocess
 import sys
 import tempfile
 import urllib.error
+import urllib.parse
 import urllib.request
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from helpers import wait_until
+from pydantic import BaseModel, SecretStr
 from werkzeug.security import generate_password_hash
 
 REPO = Path(__file__).resolve().parents[2]
@@ -131,3 +136,99 @@ class ConsoleServer:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=15)
+
+
+# ---------------------------------------------------------------------------- secrets and crawling
+
+
+def secret_values(model: Any) -> set[str]:
+    """Every SecretStr value in the configuration, recursively; a URL's password on its own too (the meta
+    store's ``mysql+pymysql://user:PASSWORD@host/db``)."""
+    found: set[str] = set()
+    if isinstance(model, SecretStr):
+        value = model.get_secret_value()
+        found.add(value)
+        if "://" in value:
+            password = urllib.parse.urlsplit(value).password
+            if password:
+                found.add(urllib.parse.unquote(password))
+    elif isinstance(model, BaseModel):
+        for name in type(model).model_fields:
+            found |= secret_values(getattr(model, name))
+    elif isinstance(model, dict):
+        for v in model.values():
+            found |= secret_values(v)
+    elif isinstance(model, (tuple, list)):
+        for v in model:
+            found |= secret_values(v)
+    return found
+
+
+def plain_values(node: Any) -> set[str]:
+    """Every string of the YAML that is not a secret's (user names, hosts...)."""
+    if isinstance(node, str):
+        return {node}
+    if isinstance(node, dict):
+        return {
+            s
+            for k, v in node.items()
+            if k not in ("password", "salt", "token", "url")
+            for s in plain_values(v)
+        }
+    if isinstance(node, list):
+        return {s for v in node for s in plain_values(v)}
+    return set()
+
+
+def distinctive_secrets(cfg: Any, raw: dict) -> set[str]:
+    """The configuration's secrets a grep can look for: 6 characters or more, and not also a plain value
+    of it (the demo stack's password ``dbus`` is also a user name)."""
+    plain = plain_values(raw)
+    return {v for v in secret_values(cfg) if len(v) >= 6 and v not in plain}
+
+
+def session(server: ConsoleServer, role: str) -> urllib.request.OpenerDirector:
+    """An HTTP client logged in to ``server`` as ``role`` through the login form (its CSRF token)."""
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    page = opener.open(f"{server.url}/login", timeout=10).read().decode()
+    match = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert match, page[:2000]
+    form = {"username": role, "password": server.passwords[role], "csrf_token": match.group(1)}
+    answer = opener.open(f"{server.url}/login", data=urllib.parse.urlencode(form).encode(), timeout=10)
+    assert answer.geturl().rstrip("/") == server.url, "the login did not lead to the overview"
+    return opener
+
+
+def json_endpoints(cfg: Any) -> list[str]:
+    """The GET routes under an ``/api/`` without arguments, as the console registers them."""
+    from console.app import create_app
+
+    app = create_app(cfg)
+    return sorted(
+        r.rule
+        for r in app.url_map.iter_rules()
+        if "GET" in r.methods and not r.arguments and "/api/" in r.rule
+    )
+
+
+def crawl(
+    server: ConsoleServer, opener: urllib.request.OpenerDirector, start: list[str], limit: int = 80
+) -> dict[str, tuple[int, str]]:
+    """``path -> (status, body)`` of every answer from ``start`` and every page a link leads to (not
+    /static/, not /logout), at most ``limit``."""
+    seen: dict[str, tuple[int, str]] = {}
+    todo = deque(start)
+    while todo and len(seen) < limit:
+        path = todo.popleft()
+        if path in seen:
+            continue
+        try:
+            with opener.open(f"{server.url}{path}", timeout=60) as r:
+                status, body = r.status, r.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as e:
+            status, body = e.code, e.read().decode("utf-8", "replace")
+        seen[path] = (status, body)
+        for href in re.findall(r'href="(/[^"#?]*)"', body):
+            if href not in seen and not href.startswith("/static/") and href != "/logout":
+                todo.append(href)
+    return seen

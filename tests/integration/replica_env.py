@@ -59,7 +59,9 @@ def up(key: int, ums_id: int, name: str, **values: object) -> Upsert:
 
 SERVERS = {
     "mariadb": f"mysql+pymysql://dbus:dbus@{HOST}:{os.environ.get('MARIADB_PORT', '13306')}",
-    "postgresql": f"postgresql+psycopg://dbus:dbus@{HOST}:{os.environ.get('POSTGRESQL_PORT', '15432')}",
+    # the secure stack's (make test-secure) has no password in it: libpq's PGPASSFILE and PGSSLMODE give them
+    "postgresql": os.environ.get("STACK_POSTGRESQL_URL")
+    or f"postgresql+psycopg://dbus:dbus@{HOST}:{os.environ.get('POSTGRESQL_PORT', '15432')}",
 }
 
 

@@ -75,12 +75,12 @@ def with_kafka(path: Path, endpoint: dict) -> Path:
 
 @pytest.fixture
 def secure_cfg(tmp_path, cfg, kafka_up):
-    def make(**kw):
+    def make(endpoint: dict | None = None, **kw):
         p = tmp_path / f"dbus-{uuid.uuid4().hex[:6]}.yaml"
         raw = raw_config(cfg.path)
         raw["spark"]["jars_file"] = str(cfg.resolve(cfg.spark.jars_file))
         p.write_text(yaml.safe_dump(raw))
-        return load_config(with_kafka(p, secure_kafka(**kw)))
+        return load_config(with_kafka(p, endpoint or secure_kafka(**kw)))
 
     return make
 
@@ -101,7 +101,11 @@ def test_kafka_python_clients_over_sasl_ssl(secure_cfg, mechanism):
         kafka.delete_topics(endpoint, [topic])
 
 
-def test_a_wrong_password_and_an_untrusted_ca_are_refused(secure_cfg, tmp_path):
+# A plaintext client at the SASL_SSL listener: the broker's TLS alert is read as a frame length
+PLAINTEXT_AT_TLS = {"bootstrap_servers": SECURE, "security": {"protocol": "PLAINTEXT"}}
+
+
+def test_a_wrong_password_an_untrusted_ca_and_plaintext_are_refused(secure_cfg, tmp_path):
     other = untrusted_ca(tmp_path)
     # refused at the first bootstrap attempt, not retried until kafka-python's bootstrap time (30 s):
     # the broker's SaslAuthenticate error is read (dbuslib.kafka._hand_on_before_the_end) and ends it
@@ -115,6 +119,10 @@ def test_a_wrong_password_and_an_untrusted_ca_are_refused(secure_cfg, tmp_path):
             secure_cfg(ca=other),
             rf"Kafka at {SECURE} \(SASL_SSL\): connection refused: .*CERTIFICATE_VERIFY_FAILED",
         ),
+        "plaintext at the TLS listener": (
+            secure_cfg(PLAINTEXT_AT_TLS),
+            rf"Kafka at {SECURE} \(PLAINTEXT\): connection refused: .*the broker answered in TLS",
+        ),
     }
     for case, (cfg, says) in bad.items():
         for make in (kafka.admin, kafka.producer, kafka.consumer):
@@ -127,14 +135,16 @@ def test_a_wrong_password_and_an_untrusted_ca_are_refused(secure_cfg, tmp_path):
 
 
 def test_every_stage_stops_at_once_with_kafka_auth_failed(writer_db, tmp_path, kafka_up):
-    """A wrong password or an untrusted CA: each stage as a user starts it exits 3 with one line naming
-    KAFKA_AUTH_FAILED and the servers, no retry loop (the time each took is printed)."""
+    """A wrong password, an untrusted CA or a plaintext client at the TLS listener: each stage as a user
+    starts it exits 3 with one line naming KAFKA_AUTH_FAILED and the servers, no retry loop (the time each
+    took is printed)."""
     _, name = writer_db
     env = make_env(tmp_path, name)
     dbus = str(Path(sys.executable).parent / "dbus")
     cases = {
         "wrong password": secure_kafka(password="not-the-password"),
         "untrusted CA": secure_kafka(ca=untrusted_ca(tmp_path)),
+        "plaintext at the TLS listener": PLAINTEXT_AT_TLS,
     }
     stages = [
         ["extractor", "run", "--source", env.ds],
@@ -163,7 +173,9 @@ def test_every_stage_stops_at_once_with_kafka_auth_failed(writer_db, tmp_path, k
                 )
                 assert done.returncode == 3, done.stderr[-2000:]
                 # one line: the stage (or dbus) names the code and the servers
-                assert re.match(rf"\w+: KAFKA_AUTH_FAILED: Kafka at {SECURE} \(SASL_SSL\)", last), last
+                assert re.match(
+                    rf"\w+: KAFKA_AUTH_FAILED: Kafka at {SECURE} \((SASL_SSL|PLAINTEXT)\)", last
+                ), last
                 assert "not-the-password" not in done.stdout + done.stderr
     finally:
         with_kafka(env.cfg_path, {"bootstrap_servers": kafka_up.bootstrap_servers, "security": {}})

@@ -311,3 +311,23 @@ def test_load_config_of_an_extending_file_is_that_of_the_flat_file(tmp_path, whe
     assert extended.resolve(extended.spark.jars_file) == written.resolve(written.spark.jars_file)
     assert extended.resolve(extended.source("demo").extractor.state_dir) == tmp_path / "conf" / "mine"
     assert extended.path == top.resolve()
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("mysql+pymysql://u:p@h/db?ssl_ca=tls/ca.pem", "mysql+pymysql://u:p@h/db?ssl_ca={d}/tls/ca.pem"),
+        (
+            "mysql+pymysql://u:${file:pw}@h/db?charset=utf8mb4&ssl_ca=../ca.pem&ssl_cert=c.pem&ssl_key=/k.pem",
+            "mysql+pymysql://u:${{file:{d}/pw}}@h/db?charset=utf8mb4&ssl_ca={p}/ca.pem&ssl_cert={d}/c.pem"
+            "&ssl_key=/k.pem",
+        ),
+        ("mysql+pymysql://u:p@h/db", "mysql+pymysql://u:p@h/db"),
+    ],
+)
+def test_the_meta_store_url_s_pem_files_are_made_absolute(tmp_path, url, expected):
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "dbus.yaml").write_text(yaml.safe_dump({"endpoints": {"meta_store": {"url": url}}}))
+    got = raw_config(conf / "dbus.yaml")["endpoints"]["meta_store"]["url"]
+    assert got == expected.format(d=conf, p=tmp_path)

@@ -222,3 +222,31 @@ def test_a_refusal_of_dbuss_identity_is_recognised_in_any_failure(text: str, fou
     assert (line is not None) == found
     if line is not None:
         assert "\n" not in line and ("CERTIFICATE" in line or "Authentication" in line)
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        # kafka-python at the secure stack's SASL_SSL listener with PLAINTEXT: the TLS alert 15 03 03 00 02
+        (
+            "Bootstrap connection to bootstrap-0 failed: InvalidReceiveError: Invalid frame length: 352518912"
+            " (backoff 6.95 secs)",
+            True,
+        ),
+        # kafka-clients (a Spark stage's query) alike, and a TLS handshake record (16 03 01 ...)
+        (
+            "org.apache.kafka.common.network.InvalidReceiveException: Invalid receive (size = 369295617"
+            " larger than 104857600)",
+            True,
+        ),
+        ("Invalid frame length: 104857601", False),  # a frame too large, not TLS
+        ("Invalid frame length: 352519936", False),  # 15 03 05: no TLS version
+    ],
+)
+def test_a_plaintext_client_at_a_tls_listener_is_told_so(text: str, found: bool) -> None:
+    from dbuslib.kafka import refused_in
+
+    line = refused_in(text)
+    assert (line is not None) == found
+    if line is not None:
+        assert "answered in TLS" in line and "SASL_SSL" in line and "backoff" not in line
