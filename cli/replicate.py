@@ -117,6 +117,8 @@ def ensure_database(url: str) -> None:
     """Create the target database of ``url`` when it does not exist (MariaDB/MySQL, PostgreSQL)."""
     import sqlalchemy as sa
 
+    from dbusclient.sink_refusal import SinkAuthFailed, refusal
+
     target = sa.engine.make_url(url)
     name = target.database
     if not name:
@@ -137,7 +139,12 @@ def ensure_database(url: str) -> None:
                 conn.execute(sa.text('CREATE DATABASE "{}"'.format(name.replace('"', '""'))))
                 log.info("created the database %s", name)
     except sa.exc.SQLAlchemyError as e:
-        msg = f"replicate: --to {target.render_as_string(hide_password=True)}: {e}"
+        where = f"replicate: --to {target.render_as_string(hide_password=True)}"
+        refused = refusal(e)
+        if refused is not None:
+            msg = f"{where}: the database refused the login: {refused}"
+            raise SinkAuthFailed(msg) from None
+        msg = f"{where}: {e}"
         raise EndpointError(msg) from e
     finally:
         server.dispose()

@@ -23,11 +23,12 @@ import os
 import sys
 from pathlib import Path
 
-from dbuslib import kafka, ship, spark, topics
+from dbuslib import kafka, ship, spark, topics, zk
 from dbuslib.config import DbusConfig
-from dbuslib.errors import ConfigError
+from dbuslib.errors import ConfigError, EndpointError
 
 SUBMITTED = ("dispatcher", "appender", "fullpuller", "logprocessor")
+PREFLIGHT_ZK_S = 3.0  # how long `dbus submit` waits for ZooKeeper (check_zookeeper_identity)
 
 
 def stage_tasks(cfg: DbusConfig, stage: str, ds: str, schemas: list[str] | None = None) -> int:
@@ -136,12 +137,28 @@ def driver_dir(cfg: DbusConfig, stage: str) -> Path | None:
     return None
 
 
+def check_zookeeper_identity(cfg: DbusConfig) -> None:
+    """ZooKeeperAuthFailed, before spark-submit starts a JVM, when ZooKeeper refuses the stage's identity
+    (the stage would meet it in its liveness client seconds later, dbuslib/lifecycle.py); a ZooKeeper that
+    does not answer within ``PREFLIGHT_ZK_S`` is left to the stage, which starts without it."""
+    endpoint = cfg.endpoints.zookeeper
+    try:
+        client = zk.client(endpoint.model_copy(update={"timeout_s": min(endpoint.timeout_s, PREFLIGHT_ZK_S)}))
+    except zk.ZooKeeperAuthFailed:
+        raise
+    except EndpointError:
+        return
+    client.stop()
+    client.close()
+
+
 def run(cfg: DbusConfig, args: argparse.Namespace) -> int:
     extra = list(args.spark_args or [])
     argv = command(cfg, args.stage, args.source, extra, args.schema)
     if args.print:
         print("\n".join(argv))
         return 0
+    check_zookeeper_identity(cfg)
     sys.stdout.flush()
     folder = driver_dir(cfg, args.stage)
     if folder is not None:

@@ -54,6 +54,7 @@ from dbuslib.errors import (
 
 if TYPE_CHECKING:
     from dbuslib.config import ZooKeeperEndpoint
+    from dbuslib.errors import EndpointError
     from dbuslib.liveness import Announcer
 
 __all__ = [
@@ -122,6 +123,7 @@ class Lifecycle:
         self.owns_process = self.jvm_pid is not None or "pytest" not in sys.modules
         self._zookeeper = zookeeper
         self._announcer: Announcer | None = None
+        self.refusal = ""  # the line of an endpoint that refused the stage's identity (liveness's ZooKeeper)
 
     # ------------------------------------------------------------------ context
 
@@ -133,7 +135,8 @@ class Lifecycle:
         if self._zookeeper is not None and self.owns_process:
             from dbuslib.liveness import Announcer
 
-            self._announcer = Announcer(self._zookeeper, self.ds, self.stage).start()
+            announcer = Announcer(self._zookeeper, self.ds, self.stage, on_refused=self._refused)
+            self._announcer = announcer.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -155,6 +158,15 @@ class Lifecycle:
     def on_stop(self, callback: Callable[[], Any]) -> None:
         """``callback()`` runs (on a helper thread, errors ignored) when the stage is asked to stop."""
         self._on_stop.append(callback)
+
+    def _refused(self, err: EndpointError) -> None:
+        """ZooKeeper refused the stage's identity (the liveness client's first request): not transient, so
+        the stage stops as if it had met the refusal itself, ``<stage>: <CODE>: <message>`` its last line
+        (``await_query``) and the error's exit code (3)."""
+        from dbuslib.errors import error_code, exit_code
+
+        self.refusal = f"{self.stage}: {error_code(err)}: {err}"
+        self.request_stop(error_code(err), exit_code(err))
 
     # ------------------------------------------------------------------ stopping
 
@@ -307,6 +319,8 @@ class Lifecycle:
                 return EXIT_UNREACHABLE
             self.say(f"{self.stage}: {failed_code}: {self.ds}: {first_line(error)}")
             return EXIT_FAILED
+        if self.refusal:
+            self.say(self.refusal)
         return self.code
 
     def _jvm_gone(self, error: BaseException) -> int:

@@ -136,10 +136,21 @@ class Announcer:
     """Keeps this process's ephemeral node under ``live_stage(root, ds, stage)`` while it runs:
     ``start()`` (a daemon thread: connects, creates the node, looks every ``every_s`` that it is still
     there and creates it again after a lost session), ``stop()`` deletes it and closes the client. A
-    ZooKeeper that cannot be reached is tried again every ``every_s``: it never delays or stops a stage."""
+    ZooKeeper that cannot be reached is tried again every ``every_s``: it never delays or stops a stage.
+    One that refuses the stage's identity (``ZooKeeperAuthFailed``: not transient) ends the thread and is
+    handed to ``on_refused`` (the stage's Lifecycle stops the stage with it)."""
 
-    def __init__(self, endpoint: ZooKeeperEndpoint, ds: str, stage: str, *, every_s: float = EVERY_S) -> None:
+    def __init__(
+        self,
+        endpoint: ZooKeeperEndpoint,
+        ds: str,
+        stage: str,
+        *,
+        every_s: float = EVERY_S,
+        on_refused: Callable[[EndpointError], Any] | None = None,
+    ) -> None:
         self.endpoint, self.ds, self.stage, self.every_s = endpoint, ds, stage, every_s
+        self.on_refused = on_refused
         self.process = Process(stage, this_host(), os.getpid(), round(time.time(), 3))
         self.path = zkpaths.live_process(endpoint.root, ds, stage, zk.identity())
         self._stop = threading.Event()
@@ -184,7 +195,12 @@ class Announcer:
                         log.info("%s: %s announced at %s", self.ds, self.stage, self.path)
                     except NodeExistsError:
                         pass
-            except (EndpointError, KazooException, *zk.UNREACHABLE) as e:
+            except EndpointError as e:
+                if not e.retriable and self.on_refused is not None:
+                    self.on_refused(e)
+                    return
+                log.warning("%s: %s not announced yet (%r); trying again", self.ds, self.stage, e)
+            except (KazooException, *zk.UNREACHABLE) as e:
                 log.warning("%s: %s not announced yet (%r); trying again", self.ds, self.stage, e)
             self._stop.wait(self.every_s)
 

@@ -7,10 +7,17 @@ import socket
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
+from kazoo.exceptions import (
+    AuthFailedError,
+    ConnectionLoss,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionClosedRequireSaslError,
+    SessionExpiredError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
-from kazoo.security import make_acl, make_digest_acl
+from kazoo.security import Permissions, make_acl, make_digest_acl, make_digest_acl_credential
 
 from dbuslib.config import ZooKeeperEndpoint
 from dbuslib.errors import EndpointError
@@ -19,6 +26,16 @@ from dbuslib.retry import call as retry_call
 
 # What kazoo raises when ZooKeeper cannot be reached. SessionExpiredError includes ConnectionClosedError.
 UNREACHABLE = (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError)
+
+
+class ZooKeeperAuthFailed(EndpointError):
+    """ZooKeeper refused DBus's session (it requires every client to authenticate, and
+    ``endpoints.zookeeper.auth`` is not set or was refused), or DBus's identity may not change its own root
+    node (another password made it: the digest scheme takes any password at login and refuses the first
+    write). Retrying cannot help; exits 3 as ``KAFKA_AUTH_FAILED`` does."""
+
+    code = "ZOOKEEPER_AUTH_FAILED"
+    retriable = False
 
 
 def identity() -> str:
@@ -57,7 +74,43 @@ def client(cfg: ZooKeeperEndpoint, retry: RetryPolicy | None = None) -> KazooCli
         zk.close()
         msg = f"ZooKeeper at {cfg.hosts} did not answer within {cfg.timeout_s}s"
         raise EndpointError(msg) from e
+    try:
+        _check_identity(zk, cfg)
+    except BaseException:
+        zk.stop()
+        zk.close()
+        raise
     return zk
+
+
+def _check_identity(zk: KazooClient, cfg: ZooKeeperEndpoint) -> None:
+    """The session's first request (the root's ACL): ZooKeeperAuthFailed when the server closes a session
+    that has not authenticated, refuses DBus's identity, or when the root exists and only another digest
+    identity may change it (a wrong password)."""
+    try:
+        acls, _ = zk.get_acls(cfg.root)
+    except NoNodeError:
+        return
+    except (SessionClosedRequireSaslError, AuthFailedError) as e:
+        how = "DBus's identity" if cfg.auth else "a session without authentication (endpoints.zookeeper.auth)"
+        msg = f"ZooKeeper at {cfg.hosts} refused {how}: {type(e).__name__}"
+        raise ZooKeeperAuthFailed(msg) from None
+    if cfg.auth is None:
+        return
+    mine = make_digest_acl_credential(cfg.auth.username, cfg.auth.password.get_secret_value())
+    change = Permissions.WRITE | Permissions.CREATE
+    if any(
+        a.perms & change and (a.id.scheme == "world" or (a.id.scheme == "digest" and a.id.id == mine))
+        for a in acls
+    ):
+        return
+    others = sorted({a.id.id.split(":", 1)[0] for a in acls if a.id.scheme == "digest" and a.perms & change})
+    msg = (
+        f"ZooKeeper at {cfg.hosts}: {cfg.root} may be changed by the digest identity of "
+        f"{', '.join(repr(o) for o in others) or 'nobody'} with another password only, not by "
+        f"endpoints.zookeeper.auth's ({cfg.auth.username!r}): a wrong password?"
+    )
+    raise ZooKeeperAuthFailed(msg)
 
 
 def path(cfg: ZooKeeperEndpoint, *parts: str) -> str:

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from helpers import untrusted_ca
 from replica_env import HOST, KEYS, V1, T, up
 
 from dbusclient.sink_sql import SqlSink
@@ -55,3 +58,33 @@ def test_the_sql_sink_writes_to_postgresql_over_tls_and_plaintext_or_another_ca_
         with admin.connect() as conn:
             conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
         admin.dispose()
+
+
+def test_dbus_replicate_stops_at_once_when_postgresql_refuses_the_login(tmp_path, cfg):
+    """A plaintext connection pg_hba.conf rejects, a wrong password and another CA: ``dbus replicate``
+    exits 3 with one line ``SINK_AUTH_FAILED`` naming the URL without its password (the time is printed)."""
+    other = untrusted_ca(tmp_path)
+    port = os.environ.get("POSTGRESQL_PORT", "15432")
+    cases = {
+        "plaintext": tls("dbus_refused", mode="disable"),
+        "a wrong password": f"postgresql+psycopg://dbus_tls:not-the-password@{HOST}:{port}/dbus_refused"
+        f"?sslmode=verify-full&sslrootcert={CA}",
+        "another CA": tls("dbus_refused", ca=other),
+    }
+    for case, url in cases.items():
+        started = time.monotonic()
+        done = subprocess.run(
+            [str(Path(sys.executable).with_name("dbus")), "--config", str(cfg.path), "replicate"]
+            + ["--source", "demo", "--tables", "shop.orders", "--name", "refused"],
+            env={**os.environ, "DBUS_REPLICATE_TO": url},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        took = time.monotonic() - started
+        last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+        print(f"\n{case}: exit {done.returncode} after {took:.1f} s: {last}")
+        assert done.returncode == 3, done.stderr[-3000:]
+        assert "SINK_AUTH_FAILED" in last and "the database refused the login" in last, last
+        assert "not-the-password" not in done.stdout + done.stderr

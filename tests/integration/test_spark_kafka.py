@@ -1,6 +1,9 @@
-"""A Spark Structured Streaming query reads one real Kafka topic and writes another."""
+"""A Spark Structured Streaming query reads one real Kafka topic and writes another, through DBus's Kafka
+source and sink settings (dbuslib.spark: the servers and endpoints.kafka.security, so the same query runs
+on the secure stack's SASL_SSL-only broker)."""
 
 from dbuslib import kafka
+from dbuslib.spark import kafka_sink, kafka_source
 
 
 def _produce(endpoint, topic, records):
@@ -35,17 +38,15 @@ def test_streaming_query_kafka_to_kafka(spark, kafka_up, new_topic, tmp_path):
     _produce(kafka_up, source_topic, records)
 
     stream = (
-        spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", kafka_up.bootstrap_servers)
+        kafka_source(spark.readStream, kafka_up)
         .option("subscribe", source_topic)
         .option("startingOffsets", "earliest")
         .load()
         .selectExpr("key", "upper(CAST(value AS STRING)) AS value")
     )
     query = (
-        stream.writeStream.format("kafka")
+        kafka_sink(stream.writeStream, kafka_up)
         .queryName("pytest_kafka_roundtrip")
-        .option("kafka.bootstrap.servers", kafka_up.bootstrap_servers)
         .option("topic", sink_topic)
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
         .trigger(availableNow=True)

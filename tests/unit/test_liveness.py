@@ -85,7 +85,7 @@ class Recorder:
 
     made: list[Recorder] = []
 
-    def __init__(self, endpoint, ds, stage):
+    def __init__(self, endpoint, ds, stage, on_refused=None):
         self.args, self.stopped = (endpoint.hosts, ds, stage), False
         Recorder.made.append(self)
 
@@ -184,3 +184,42 @@ def test_a_killed_process_not_reaped_yet_is_not_alive():
         child.kill()
         child.wait()
     assert not liveness.pid_alive(child.pid)
+
+
+def test_a_refused_identity_ends_the_announcer_and_reaches_the_stage(monkeypatch):
+    from dbuslib.zk import ZooKeeperAuthFailed
+
+    calls = []
+
+    def refuse(endpoint):
+        calls.append(endpoint)
+        raise ZooKeeperAuthFailed(
+            "ZooKeeper at x:1: /DBus may be changed by 'dbus' with another password only"
+        )
+
+    monkeypatch.setattr(liveness.zk, "client", refuse)
+    refused = []
+    a = liveness.Announcer(
+        ZooKeeperEndpoint(hosts="x:1"), "demo", "dispatcher", every_s=0.01, on_refused=refused.append
+    )
+    a.start()
+    try:
+        wait_for(lambda: refused)
+        assert a._thread is not None
+        a._thread.join(5)
+        assert not a._thread.is_alive() and len(calls) == 1  # not tried again
+        assert refused[0].code == "ZOOKEEPER_AUTH_FAILED"
+    finally:
+        a.stop()
+
+
+def test_a_lifecycle_stops_its_stage_with_the_refusal_and_exit_3(monkeypatch):
+    from dbuslib.zk import ZooKeeperAuthFailed
+
+    life = Lifecycle("dispatcher", "demo", watch_jvm=False)
+    life._refused(ZooKeeperAuthFailed("ZooKeeper at x:1 refused a session without authentication"))
+    assert life.stopping.is_set() and life.code == 3
+    assert (
+        life.refusal
+        == "dispatcher: ZOOKEEPER_AUTH_FAILED: ZooKeeper at x:1 refused a session without authentication"
+    )
