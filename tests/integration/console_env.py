@@ -232,3 +232,29 @@ def crawl(
             if href not in seen and not href.startswith("/static/") and href != "/logout":
                 todo.append(href)
     return seen
+
+
+def add_made_secrets(raw: dict, ds: str, table: str) -> dict[str, str]:
+    """Distinctive secrets of the test's own put into the raw configuration ``raw``: a masking salt on
+    ``table``'s (``schema.table``) ``email`` column, a webhook URL with a token and an SMTP password for
+    source ``ds``'s heartbeat alerts, and the console's session key; returned by name."""
+    tag = secrets.token_hex(6)
+    made = {
+        "salt": f"salt-{tag}-never-shown",
+        "smtp": f"smtp-{tag}-never-shown",
+        "hook": f"hooktoken{tag}",
+        "key": f"session-key-{tag}-never-shown",
+    }
+    src = raw["sources"][ds]
+    src.setdefault("masking", {}).setdefault(table, {})["email"] = {"type": "sha256", "salt": made["salt"]}
+    src.setdefault("heartbeat", {})["webhook_url"] = f"http://127.0.0.1:9/hook?token={made['hook']}"
+    src["heartbeat"]["smtp"] = {
+        "host": "127.0.0.1",
+        "port": 9,
+        "from_addr": "dbus@example.invalid",
+        "to_addrs": ["ops@example.invalid"],
+        "user": "mailer",
+        "password": made["smtp"],
+    }
+    raw.setdefault("console", {})["secret_key"] = made["key"]
+    return made

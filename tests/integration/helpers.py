@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -204,3 +205,24 @@ def spark_submit_env() -> dict[str, str]:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     env["PATH"] = f"{os.path.dirname(sys.executable)}:{env['PATH']}"
     return env
+
+
+def refused_run(cfg_path: Path, args: list[str], case: str) -> tuple[subprocess.CompletedProcess, str]:
+    """``dbus --config cfg_path <args>`` as a user runs it, for a stage that must stop at once: asserts exit
+    3 and prints the time it took; returns the process and its last line on stderr."""
+    import sys
+
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("dbus")), "--config", str(cfg_path), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+    )
+    took = time.monotonic() - started
+    last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+    print(f"\n{case}: dbus {' '.join(args[:2])}: exit {done.returncode} after {took:.1f} s: {last}")
+    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-3000:]
+    return done, last

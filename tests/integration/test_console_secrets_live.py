@@ -5,12 +5,11 @@ endpoint without arguments; none of them holds any of those values, nor a passwo
 
 from __future__ import annotations
 
-import secrets
 import uuid
 
 import pytest
 import yaml
-from console_env import ConsoleServer, crawl, distinctive_secrets, json_endpoints, session
+from console_env import ConsoleServer, add_made_secrets, crawl, distinctive_secrets, json_endpoints, session
 
 from dbuslib.config import DbusConfig, load_config, raw_config
 
@@ -20,28 +19,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def secret_console(cfg: DbusConfig, tmp_path_factory):
     raw = raw_config(cfg.path)
-    tag = secrets.token_hex(6)
-    made = {
-        "salt": f"salt-{tag}-never-shown",
-        "smtp": f"smtp-{tag}-never-shown",
-        "hook": f"hooktoken{tag}",
-        "key": f"session-key-{tag}-never-shown",
-    }
-    demo = raw["sources"]["demo"]
-    demo.setdefault("masking", {}).setdefault("shop.customers", {})["email"] = {
-        "type": "sha256",
-        "salt": made["salt"],
-    }
-    demo.setdefault("heartbeat", {})["webhook_url"] = f"http://127.0.0.1:9/hook?token={made['hook']}"
-    demo["heartbeat"]["smtp"] = {
-        "host": "127.0.0.1",
-        "port": 9,
-        "from_addr": "dbus@example.invalid",
-        "to_addrs": ["ops@example.invalid"],
-        "user": "mailer",
-        "password": made["smtp"],
-    }
-    raw.setdefault("console", {})["secret_key"] = made["key"]
+    made = add_made_secrets(raw, "demo", "shop.customers")
     path = cfg.path.parent / f".test-console-secrets-{uuid.uuid4().hex[:8]}.yaml"  # relative paths hold
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     try:

@@ -22,7 +22,6 @@ a masking salt.
 from __future__ import annotations
 
 import re
-import secrets
 import subprocess
 import sys
 import urllib.request
@@ -30,7 +29,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from console_env import ConsoleServer, crawl, distinctive_secrets, free_port, json_endpoints, session
+from console_env import (
+    ConsoleServer,
+    add_made_secrets,
+    crawl,
+    distinctive_secrets,
+    free_port,
+    json_endpoints,
+    session,
+)
 from extractor_env import cleanup, make_env
 from fullpull_env import run_dbus
 from helpers import wait_until
@@ -62,33 +69,12 @@ def run(tmp_path, writer_db):
     with db.cursor() as cur:
         cur.execute("CREATE TABLE t (id INT PRIMARY KEY, email VARCHAR(100), note VARCHAR(40))")
     env = make_env(tmp_path, database, metrics_interval_s=1)
-    tag = secrets.token_hex(6)
-    made = {
-        "salt": f"salt-{tag}-never-shown",
-        "smtp": f"smtp-{tag}-never-shown",
-        "hook": f"hooktoken{tag}",
-        "key": f"session-key-{tag}-never-shown",
-    }
     raw = raw_config(env.cfg_path)
-    src = raw["sources"][env.ds]
-    src["masking"] = {f"{database}.t": {"email": {"type": "sha256", "salt": made["salt"]}}}
-    src["heartbeat"] = {
-        **src.get("heartbeat", {}),
-        "interval_s": 2,
-        "webhook_url": f"http://127.0.0.1:9/hook?token={made['hook']}",
-        "smtp": {
-            "host": "127.0.0.1",
-            "port": 9,
-            "from_addr": "dbus@example.invalid",
-            "to_addrs": ["ops@example.invalid"],
-            "user": "mailer",
-            "password": made["smtp"],
-        },
-    }
+    made = add_made_secrets(raw, env.ds, f"{database}.t")
+    raw["sources"][env.ds]["heartbeat"]["interval_s"] = 2
     exporter_port = free_port()
     raw["prometheus"] = {**raw.get("prometheus", {}), "listen": f"127.0.0.1:{exporter_port}"}
     raw["endpoints"]["influxdb"]["exporter"] = f"http://127.0.0.1:{exporter_port}"
-    raw.setdefault("console", {})["secret_key"] = made["key"]
     raw["console"]["audit_log"] = str(tmp_path / "logs" / "console-audit.log")
     path = tmp_path / "secrets.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))

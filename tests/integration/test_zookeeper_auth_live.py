@@ -11,21 +11,18 @@ at once with one line ``<stage>: ZOOKEEPER_AUTH_FAILED: ZooKeeper at <hosts> ...
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 import yaml
 from extractor_env import cleanup, make_env
+from helpers import refused_run
 
 from dbuslib import zk
 from dbuslib.config import load_config, raw_config
 
 pytestmark = pytest.mark.integration
-REPO = Path(__file__).resolve().parents[2]
 STAGES = (("extractor", "run"), ("heartbeat", "run"), ("submit", "dispatcher"), ("submit", "appender"))
 
 
@@ -42,25 +39,12 @@ def test_every_stage_stops_at_once_with_zookeeper_auth_failed(writer_db, tmp_pat
     cases = {"a wrong password": {**made, "auth": {"username": "dbus", "password": "not-the-password"}}}
     if base["endpoints"]["zookeeper"].get("auth"):  # the secure stack: its server requires authentication
         cases["no authentication"] = {k: v for k, v in made.items() if k != "auth"}
-    dbus = str(Path(sys.executable).parent / "dbus")
     try:
         for case, endpoint in cases.items():
             path = tmp_path / f"{case.replace(' ', '-')}.yaml"
             load_config_with(path, base, endpoint)
             for stage in STAGES:
-                started = time.monotonic()
-                done = subprocess.run(
-                    [dbus, "--config", str(path), *stage, "--source", env.ds],
-                    capture_output=True,
-                    text=True,
-                    timeout=120,
-                    cwd=REPO,
-                    check=False,
-                )
-                took = time.monotonic() - started
-                last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
-                print(f"\n{case}: dbus {' '.join(stage)}: exit {done.returncode} after {took:.1f} s: {last}")
-                assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-3000:]
+                done, last = refused_run(path, [*stage, "--source", env.ds], case)
                 hosts = re.escape(endpoint["hosts"])
                 assert re.match(rf"\w+: ZOOKEEPER_AUTH_FAILED: ZooKeeper at {hosts}", last), last
                 assert "not-the-password" not in done.stdout + done.stderr
