@@ -100,7 +100,7 @@ COLUMNS = (
 TUPLE = b'{"tuple":'
 
 
-TLS = Path(os.environ.get("STACK_HOME", CLUSTER_SH.parent.parent / ".stack")) / "tls"
+TLS = Path(os.environ.get("STACK_CACHE", CLUSTER_SH.parent.parent / ".stack")) / "tls"
 
 
 def secure_kafka(base: DbusConfig) -> dict[str, Any]:

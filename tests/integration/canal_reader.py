@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def classpath() -> str:
-    home = Path(os.environ.get("STACK_HOME", REPO / ".stack"))
+    home = Path(os.environ.get("STACK_CACHE", REPO / ".stack"))  # jars: stack/env.sh
     done = subprocess.run(
         ["bash", str(REPO / "tests/interop/canal/build.sh"), str(home / "jars" / "interop-canal")],
         check=True,

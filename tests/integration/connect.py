@@ -44,8 +44,8 @@ from helpers import wait_until
 from dbuslib import kafka
 from dbuslib.config import KafkaEndpoint
 
-STACK_HOME = Path(os.environ.get("STACK_HOME", REPO / ".stack"))
-JARS = STACK_HOME / "jars" / "connect"
+STACK_CACHE = Path(os.environ.get("STACK_CACHE", REPO / ".stack"))  # the jars (stack/env.sh)
+JARS = STACK_CACHE / "jars" / "connect"
 INSTALL = "install them with `bash stack/stack.sh install connect` (part of `make stack-up`)"
 JAVA = (
     "java",

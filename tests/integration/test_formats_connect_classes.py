@@ -34,7 +34,7 @@ from every_type_changes import changes, pulled  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
-JARS = Path(os.environ.get("STACK_HOME", REPO / ".stack")) / "jars" / "connect"
+JARS = Path(os.environ.get("STACK_CACHE", REPO / ".stack")) / "jars" / "connect"
 CLASSPATH = f"{JARS}/runtime/*:{JARS}/plugins/apicurio-converter/*"
 OPTIONS = [
     FormatOptions(),

@@ -372,7 +372,7 @@ kafka.delete_topics(cfg.endpoints.kafka, names)
 @pytest.mark.jvm
 def test_dbus_jvm_build_compiles_the_installed_sources(installed, tmp_path):
     jar = tmp_path / "jars" / "dbus-jvm.jar"
-    kafka_jars = Path(os.environ.get("STACK_HOME", REPO / ".stack")) / "jars" / "spark"  # kafka-clients
+    kafka_jars = Path(os.environ.get("STACK_CACHE", REPO / ".stack")) / "jars" / "spark"  # kafka-clients
     assert _ok(
         installed.dbus("jvm", "build", "--out", str(jar), "--kafka-jars", str(kafka_jars))
     ).stdout.strip() == str(jar)

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 def build() -> Path:
     for tool in ("java", "javac", "jar"):
         assert shutil.which(tool), f"{tool} (JDK 17) is not on PATH: the JVM decoder cannot be built"
-    home = Path(os.environ.get("STACK_HOME", REPO / ".stack"))
+    home = Path(os.environ.get("STACK_CACHE", REPO / ".stack"))  # jars: stack/env.sh
     out = home / "jars" / "dbus-jvm.jar"
     subprocess.run(["bash", str(REPO / "binlog/jvm/build.sh"), str(out)], check=True, timeout=300)
     return out
