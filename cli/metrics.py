@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import socketserver
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -81,9 +83,10 @@ def serve(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config)
     host, port = parse_listen(args.listen or cfg.prometheus.listen, "--listen / prometheus.listen")
+    latest = Latest(cfg.prometheus.expire_s)
     try:
         server = waitress.create_server(
-            app(Latest(cfg.prometheus.expire_s), Processes(cfg)),
+            app(latest, Processes(cfg)),
             host=host,
             port=port,
             threads=4,
@@ -93,5 +96,41 @@ def serve(args: argparse.Namespace) -> int:
         msg = f"dbus metrics exporter: cannot listen on {host}:{port}: {e.strerror or e}"
         raise ConfigError(msg) from None
     print(f"dbus metrics exporter: serving on http://{host}:{port}/metrics", flush=True)
+    if cfg.prometheus.spark_metrics:
+        where = "prometheus.spark_metrics"
+        g_host, g_port = parse_listen(cfg.prometheus.spark_metrics, where)
+        try:
+            graphite = GraphiteServer((g_host, g_port), latest)
+        except OSError as e:
+            msg = f"dbus metrics exporter: cannot listen on {g_host}:{g_port} ({where}): {e.strerror or e}"
+            raise ConfigError(msg) from None
+        threading.Thread(target=graphite.serve_forever, name="dbus-exporter-spark", daemon=True).start()
+        print(f"dbus metrics exporter: taking Spark's metrics on {g_host}:{g_port} (Graphite)", flush=True)
     server.run()
     return 0
+
+
+class GraphiteServer(socketserver.ThreadingTCPServer):
+    """Spark's GraphiteSink's connections: each line becomes a sample of ``latest`` (dbuslib/graphite.py);
+    a line that is not DBus's Spark's is dropped and counted (``dropped``)."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], latest: Any) -> None:
+        self.latest, self.dropped = latest, 0
+        super().__init__(address, _GraphiteLines)
+
+
+class _GraphiteLines(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        from dbuslib.graphite import parse_line
+
+        server = self.server
+        assert isinstance(server, GraphiteServer)
+        for raw in self.rfile:
+            sample = parse_line(raw.decode("utf-8", "replace"))
+            if sample is None:
+                server.dropped += 1
+            else:
+                server.latest.add([sample])

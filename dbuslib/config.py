@@ -189,11 +189,13 @@ class InfluxEndpoint(_Model):
 class PrometheusSettings(_Model):
     """``dbus metrics exporter`` (dbuslib/promexport.py): where it listens, and how long a series nobody
     writes stays on ``/metrics``; ``server``: the Prometheus that scrapes it (the demo reads through its
-    HTTP API)."""
+    HTTP API); ``spark_metrics``: where the exporter also takes Spark's own metrics, which every Spark stage
+    then sends there (its GraphiteSink, dbuslib/graphite.py); none: Spark's metrics stay in Spark."""
 
     listen: str = "127.0.0.1:19091"
     expire_s: float = Field(600.0, gt=0)
     server: str | None = None
+    spark_metrics: str | None = Field(None, pattern=r"^[^:\s]+:\d{1,5}$")
 
 
 class MetaStore(_Model):

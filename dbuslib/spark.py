@@ -112,7 +112,30 @@ def settings(cfg: DbusConfig) -> dict[str, str]:
     fixed = {VERIFY_EMPTY_CHECKPOINT: "false", "spark.redaction.regex": REDACTION_REGEX}
     if cfg.logging.format == "json":  # Spark's JSON lines, the form of DBus's own (dbuslib/logs.py)
         fixed["spark.log.structuredLogging.enabled"] = "true"
+    if cfg.prometheus.spark_metrics:
+        fixed.update(spark_metrics_settings(cfg.prometheus.spark_metrics))
     return {**({CHECKPOINT_MANAGER: manager} if manager else {}), **fixed, **cfg.spark.conf}
+
+
+def spark_metrics_settings(address: str) -> dict[str, str]:
+    """Spark's metrics system reporting to ``dbus metrics exporter`` at ``address`` (``prometheus.
+    spark_metrics``): its GraphiteSink on the driver and every executor, every ``graphite.PERIOD_S``
+    seconds, the application's name as the namespace (not its id, which changes at each start) and the
+    JVM's own metrics (heap, GC) among them (dbuslib/graphite.py reads the lines)."""
+    from dbuslib import graphite
+
+    host, _, port = address.rpartition(":")
+    sink = "spark.metrics.conf.*.sink.graphite"
+    return {
+        "spark.metrics.namespace": "${spark.app.name}",
+        f"{sink}.class": "org.apache.spark.metrics.sink.GraphiteSink",
+        f"{sink}.host": host,
+        f"{sink}.port": port,
+        f"{sink}.period": str(graphite.PERIOD_S),
+        f"{sink}.unit": "seconds",
+        f"{sink}.prefix": graphite.PREFIX,
+        "spark.metrics.conf.*.source.jvm.class": "org.apache.spark.metrics.source.JvmSource",
+    }
 
 
 def is_local(master: str) -> bool:

@@ -22,6 +22,8 @@ import yaml
 
 GRAFANA = Path(__file__).resolve().parents[2] / "conf" / "grafana"
 DASHBOARD = GRAFANA / "dashboards" / "dbus.json"
+PROMETHEUS_DASHBOARD = GRAFANA / "dashboards" / "dbus-prometheus.json"  # the same panels in PromQL
+PROMETHEUS_DATASOURCES = GRAFANA / "provisioning" / "datasources" / "dbus-prometheus.yaml"
 DATASOURCES = GRAFANA / "provisioning" / "datasources" / "dbus.yaml"
 PROVIDERS = GRAFANA / "provisioning" / "dashboards" / "dbus.yaml"
 ALERTING = GRAFANA / "provisioning" / "alerting" / "dbus.yaml"
@@ -42,6 +44,21 @@ def panel_queries() -> list[tuple[str, str]]:
     d = dashboard()
     out = [(f"{p['id']}{t['refId']}", t["query"]) for p in d["panels"] for t in p["targets"]]
     return out + [(f"var:{v['name']}", v["query"]) for v in d["templating"]["list"]]
+
+
+def promql_queries(ds: str, rate_interval: str = "1m") -> list[tuple[str, str]]:
+    """``(panel id and ref, PromQL)`` of every target of the Prometheus dashboard, ``$ds`` and Grafana's
+    ``$__rate_interval`` filled in; AssertionError when a panel has no target or another datasource."""
+    board = json.loads(PROMETHEUS_DASHBOARD.read_text())
+    uid = yaml.safe_load(PROMETHEUS_DATASOURCES.read_text())["datasources"][0]["uid"]
+    found = []
+    for panel in board["panels"]:
+        assert panel["datasource"]["uid"] == uid and panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            assert target["datasource"]["uid"] == uid, panel["title"]
+            expr = target["expr"].replace("$ds", ds).replace("$__rate_interval", rate_interval)
+            found.append((f"{panel['id']}{target['refId']} {panel['title']}", expr))
+    return found
 
 
 def rule_queries() -> list[tuple[str, str]]:

@@ -17,6 +17,7 @@ import urllib.request
 
 import pytest
 import yaml
+from dashboards import promql_queries
 from extractor_env import REPO
 from helpers import delete_zk_tree, forget_dead_letters, wait_until
 from pipeline_env import cleanup_pipeline, make_pipeline_env
@@ -134,6 +135,26 @@ def test_prometheus_reads_latency_dead_letters_and_fires_stage_down(tmp_path, wr
             "DbusStageDown firing for the stopped appender",
         )
         assert len(firing) == 1
+
+        # every panel of the Prometheus dashboard answers, a full pull's and a log source's figures written
+        # to the exporter as those stages write them (in line protocol)
+        lines = (
+            f"dbus_fullpull,ds={ds},schema={database},table=busy,id=1 rows=5i,total_rows=20i,shards_done=1i,"
+            'shards_total=4i,rows_per_s=2.5,status="pulling"\n'
+            f"dbus_log,ds={ds},host=vm,kind=rows,table=app_orders count=17i\n"
+        )
+        with urllib.request.urlopen(f"http://{EXPORTER}/write", data=lines.encode(), timeout=10) as resp:
+            assert resp.status == 204
+        queries = promql_queries(ds)
+        assert len(queries) >= 12
+
+        def unanswered() -> list[str]:
+            return [name for name, q in queries if not promql(q)]
+
+        try:
+            wait_until(lambda: not unanswered(), 60, "a series for every panel", interval=1)
+        except AssertionError:
+            raise AssertionError(f"dbus-prometheus.json: panels without a series: {unanswered()}") from None
     finally:
         exporter.terminate()
         exporter.wait(30)

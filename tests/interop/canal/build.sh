@@ -8,6 +8,7 @@ out=${1:?usage: build.sh OUT_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 STACK_HOME=${STACK_HOME:-$repo/.stack}
+STACK_CACHE=${STACK_CACHE:-$repo/.stack}   # stack/lib.sh keeps Maven's logs there (stack/env.sh)
 STACK_HOST=127.0.0.1
 # shellcheck source=../../../stack/lib.sh
 . "$repo/stack/lib.sh"
