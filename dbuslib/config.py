@@ -835,9 +835,8 @@ def _with_absolute_pem(node: Any, where: tuple[str, ...], base: Path) -> Any:
         if where[0] not in node:
             return node
         return {**node, where[0]: _with_absolute_pem(node[where[0]], where[1:], base)}
-    pem = ("ca", "cert", "key")
     return {
-        k: str(base / v) if k in pem and isinstance(v, str) and not Path(v).is_absolute() else v
+        k: str(base / v) if k in _PEM_KEYS and isinstance(v, str) and not Path(v).is_absolute() else v
         for k, v in node.items()
     }
 

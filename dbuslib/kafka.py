@@ -77,6 +77,7 @@ _REFUSALS = (
 # (15 03 03 00 02 ...), which the client reads as the length of a Kafka frame: 0x1503xxxx (an alert) or
 # 0x1603xxxx (a handshake). kafka-python: "Invalid frame length: 352518912"; kafka-clients: "Invalid
 # receive (size = 352518912 larger than ...)".
+_BACKOFF = re.compile(r"\s*\(backoff [\d.]+ secs\)$")  # kafka-python's end of a failed attempt's line
 _FRAME_LENGTH = re.compile(r"(?:Invalid frame length: |Invalid receive \(size = )(\d+)")
 _TLS_RECORDS = (0x1503, 0x1603)
 
@@ -86,7 +87,7 @@ def _tls_answer(line: str) -> str | None:
     m = _FRAME_LENGTH.search(line)
     if m is None or int(m[1]) >> 16 not in _TLS_RECORDS or int(m[1]) >> 8 & 0xFF > 4:
         return None
-    line = re.sub(r"\s*\(backoff [\d.]+ secs\)", "", line.strip())
+    line = _BACKOFF.sub("", line.strip())
     return (
         f"{line}: the broker answered in TLS, so this listener takes TLS clients only "
         "(endpoints.kafka.security.protocol SSL or SASL_SSL)"
@@ -158,9 +159,7 @@ class _Failures(logging.Handler):
 
 
 def _auth_failed(cfg: KafkaEndpoint, refusal: str) -> KafkaAuthFailed:
-    import re
-
-    reason = re.sub(r"^Bootstrap connection to \S+ failed: |\s*\(backoff [\d.]+ secs\)$", "", refusal)
+    reason = _BACKOFF.sub("", re.sub(r"^Bootstrap connection to \S+ failed: ", "", refusal))
     return KafkaAuthFailed(
         f"Kafka at {cfg.bootstrap_servers} ({cfg.security.protocol}): connection refused: {reason}"
     )

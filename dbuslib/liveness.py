@@ -195,12 +195,10 @@ class Announcer:
                         log.info("%s: %s announced at %s", self.ds, self.stage, self.path)
                     except NodeExistsError:
                         pass
-            except EndpointError as e:
-                if not e.retriable and self.on_refused is not None:
+            except (EndpointError, KazooException, *zk.UNREACHABLE) as e:
+                if isinstance(e, EndpointError) and not e.retriable and self.on_refused is not None:
                     self.on_refused(e)
                     return
-                log.warning("%s: %s not announced yet (%r); trying again", self.ds, self.stage, e)
-            except (KazooException, *zk.UNREACHABLE) as e:
                 log.warning("%s: %s not announced yet (%r); trying again", self.ds, self.stage, e)
             self._stop.wait(self.every_s)
 

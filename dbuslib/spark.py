@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dbuslib.config import DbusConfig, KafkaEndpoint, uri_scheme
+from dbuslib.config import DbusConfig, KafkaEndpoint, parse_listen, uri_scheme
 from dbuslib.errors import StackError
 from dbuslib.kafka_security import spark_options
 
@@ -124,13 +124,13 @@ def spark_metrics_settings(address: str) -> dict[str, str]:
     JVM's own metrics (heap, GC) among them (dbuslib/graphite.py reads the lines)."""
     from dbuslib import graphite
 
-    host, _, port = address.rpartition(":")
+    host, port = parse_listen(address, "prometheus.spark_metrics")
     sink = "spark.metrics.conf.*.sink.graphite"
     return {
         "spark.metrics.namespace": "${spark.app.name}",
         f"{sink}.class": "org.apache.spark.metrics.sink.GraphiteSink",
         f"{sink}.host": host,
-        f"{sink}.port": port,
+        f"{sink}.port": str(port),
         f"{sink}.period": str(graphite.PERIOD_S),
         f"{sink}.unit": "seconds",
         f"{sink}.prefix": graphite.PREFIX,

@@ -135,9 +135,12 @@ tls_install() {
       -extfile "$d/$name.ext" -out "$d/$name.pem" >>"$d/openssl.log" 2>&1 || die "openssl: see $d/openssl.log"
   done
   cat "$d/server.key" "$d/server.pem" >"$d/server-keystore.pem"   # the broker's PEM keystore: key, then chain
-  (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' '-_' >"$d/kafka-password")
+  new_password "$d/kafka-password"
   chmod 600 "$d"/*.key "$d/server-keystore.pem"
 }
+
+# new_password FILE: 24 random URL-safe characters into FILE (0600).
+new_password() { (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' '-_' >"$1"); }
 
 # secret NAME: a password of this stack, made once: 24 random URL-safe characters in $STACK_HOME/secrets/NAME
 # (0600). SECURE=1 gives every account one (docs/security.md, The secure stack); conf/dbus-secure.yaml reads
@@ -148,7 +151,7 @@ secret() {
   local f=$SECRETS_HOME/$1
   if [ ! -s "$f" ]; then
     mkdir -p "$SECRETS_HOME" && chmod 700 "$SECRETS_HOME"
-    (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' '-_' >"$f")
+    new_password "$f"
   fi
   cat "$f"
 }

@@ -207,9 +207,13 @@ def spark_submit_env() -> dict[str, str]:
     return env
 
 
-def refused_run(cfg_path: Path, args: list[str], case: str) -> tuple[subprocess.CompletedProcess, str]:
-    """``dbus --config cfg_path <args>`` as a user runs it, for a stage that must stop at once: asserts exit
-    3 and prints the time it took; returns the process and its last line on stderr."""
+def refused_run(
+    cfg_path: Path, args: list[str], case: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess, str]:
+    """``dbus --config cfg_path <args>`` as a user runs it (``env`` added to the environment), for a stage
+    that must stop at once: asserts exit 3 and prints the time it took; returns the process and its last
+    line on stderr."""
+    import os
     import sys
 
     started = time.monotonic()
@@ -219,6 +223,7 @@ def refused_run(cfg_path: Path, args: list[str], case: str) -> tuple[subprocess.
         text=True,
         timeout=120,
         cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, **(env or {})},
         check=False,
     )
     took = time.monotonic() - started

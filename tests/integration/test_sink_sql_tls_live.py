@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from helpers import untrusted_ca
+from helpers import refused_run, untrusted_ca
 from replica_env import HOST, KEYS, V1, T, up
 
 from dbusclient.sink_sql import SqlSink
@@ -72,19 +70,7 @@ def test_dbus_replicate_stops_at_once_when_postgresql_refuses_the_login(tmp_path
         "another CA": tls("dbus_refused", ca=other),
     }
     for case, url in cases.items():
-        started = time.monotonic()
-        done = subprocess.run(
-            [str(Path(sys.executable).with_name("dbus")), "--config", str(cfg.path), "replicate"]
-            + ["--source", "demo", "--tables", "shop.orders", "--name", "refused"],
-            env={**os.environ, "DBUS_REPLICATE_TO": url},
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        took = time.monotonic() - started
-        last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
-        print(f"\n{case}: exit {done.returncode} after {took:.1f} s: {last}")
-        assert done.returncode == 3, done.stderr[-3000:]
+        args = ["replicate", "--source", "demo", "--tables", "shop.orders", "--name", "refused"]
+        done, last = refused_run(cfg.path, args, case, env={"DBUS_REPLICATE_TO": url})
         assert "SINK_AUTH_FAILED" in last and "the database refused the login" in last, last
         assert "not-the-password" not in done.stdout + done.stderr

@@ -4,8 +4,6 @@ listener (cli/metrics.py GraphiteServer) and the Spark settings that send them (
 from __future__ import annotations
 
 import socket
-import threading
-import time
 
 import pytest
 from hypothesis import given
@@ -55,7 +53,7 @@ def test_any_text_is_a_sample_or_none(text: str) -> None:
 def test_the_exporter_takes_spark_lines_over_tcp() -> None:
     latest = Latest()
     server = GraphiteServer(("127.0.0.1", 0), latest)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server.daemon_threads = False  # server_close() then waits for the connection's handler
     try:
         with socket.create_connection(server.server_address[:2], timeout=5) as s:
             s.sendall(
@@ -63,26 +61,17 @@ def test_the_exporter_takes_spark_lines_over_tcp() -> None:
                 b"not a graphite line\n"
                 b"dbus_spark.dbus-dispatcher-demo.3.executor.filesystem.file.read_bytes 7 1764470000\n"
             )
-        deadline = time.monotonic() + 5
-        while latest.points < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        names = {
-            (m.name, tuple(sorted(s.labels.items())), s.value) for m in latest.collect() for s in m.samples
-        }
-        assert (
-            "spark_jvm_heap_used",
-            (("app", "dbus-dispatcher-demo"), ("instance", "driver")),
-            42.0,
-        ) in names
-        assert (
-            "spark_executor_filesystem_file_read_bytes",
-            (("app", "dbus-dispatcher-demo"), ("instance", "3")),
-            7.0,
-        ) in names
-        assert server.dropped == 1
+        server.handle_request()  # the connection, queued since connect: its handler reads it to the end
     finally:
-        server.shutdown()
         server.server_close()
+    names = {(m.name, tuple(sorted(s.labels.items())), s.value) for m in latest.collect() for s in m.samples}
+    assert ("spark_jvm_heap_used", (("app", "dbus-dispatcher-demo"), ("instance", "driver")), 42.0) in names
+    assert (
+        "spark_executor_filesystem_file_read_bytes",
+        (("app", "dbus-dispatcher-demo"), ("instance", "3")),
+        7.0,
+    ) in names
+    assert server.dropped == 1 and latest.points == 2
 
 
 def test_spark_stages_send_their_metrics_when_spark_metrics_is_set() -> None:
