@@ -110,6 +110,9 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+MAX_LINE_BYTES = 4096  # a Graphite line of Spark's is a metric's name and two numbers: far shorter
+
+
 class GraphiteServer(socketserver.ThreadingTCPServer):
     """Spark's GraphiteSink's connections: each line becomes a sample of ``latest`` (dbuslib/graphite.py);
     a line that is not DBus's Spark's is dropped and counted (``dropped``)."""
@@ -128,7 +131,14 @@ class _GraphiteLines(socketserver.StreamRequestHandler):
 
         server = self.server
         assert isinstance(server, GraphiteServer)
-        for raw in self.rfile:
+        skipping = False  # the rest of a line longer than MAX_LINE_BYTES: dropped, not held in memory
+        while raw := self.rfile.readline(MAX_LINE_BYTES):
+            whole = raw.endswith(b"\n") or len(raw) < MAX_LINE_BYTES  # (the last line may lack its \n)
+            if skipping or not whole:
+                if not skipping:
+                    server.dropped += 1
+                skipping = not whole
+                continue
             sample = parse_line(raw.decode("utf-8", "replace"))
             if sample is None:
                 server.dropped += 1

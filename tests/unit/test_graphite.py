@@ -83,3 +83,21 @@ def test_spark_stages_send_their_metrics_when_spark_metrics_is_set() -> None:
     assert conf["spark.metrics.conf.*.sink.graphite.port"] == "19095"
     assert conf["spark.metrics.conf.*.sink.graphite.prefix"] == graphite.PREFIX
     assert conf["spark.metrics.namespace"] == "${spark.app.name}"
+
+
+def test_an_oversized_line_is_dropped_and_the_next_one_taken() -> None:
+    from cli.metrics import MAX_LINE_BYTES
+
+    latest = Latest()
+    server = GraphiteServer(("127.0.0.1", 0), latest)
+    server.daemon_threads = False
+    try:
+        with socket.create_connection(server.server_address[:2], timeout=5) as s:
+            s.sendall(b"dbus_spark.app.driver.x " + b"9" * (100 * MAX_LINE_BYTES) + b" 1\n")
+            s.sendall(b"\x00\xff garbage\n" + b"dbus_spark.app.driver.y 5 1764470000")  # the last, no newline
+        server.handle_request()
+    finally:
+        server.server_close()
+    names = {(m.name, s.value) for m in latest.collect() for s in m.samples}
+    assert ("spark_y", 5.0) in names and not any(n == "spark_x" for n, _ in names)
+    assert server.dropped == 2 and latest.points == 1
