@@ -22,6 +22,7 @@ from logrules_golden import load_cases
 
 from logprocessor import operators
 from logprocessor.grammar import Entry, Group, Rule, RuleError, TableRules, check_rule, with_save_as
+from logprocessor.javatext import java_split
 from logprocessor.rules_jvm import GROUP_FUNCTION, group_json, lines_results, register, ruleset_json
 
 pytestmark = pytest.mark.jvm  # needs a JDK and the pyspark jars: `pytest -m "not jvm"` leaves it out
@@ -337,3 +338,12 @@ def test_where_operators_py_differs_the_jvm_is_java(spark, rules, line, expected
         assert err is not None and expected in err
     else:
         assert (rows, err) == (expected, None)
+
+
+def test_a_zero_width_split_never_cuts_a_surrogate_pair(spark):
+    """``split`` by ``x*`` (a zero-width match at every index): the pieces are code points in both engines;
+    java.util.regex alone cut an emoji into two lone UTF-16 halves (found by the random groups above)."""
+    save = Rule("saveAs", tuple(Entry(scope=str(i), name=f"c{i}", type="STRING") for i in range(4)))
+    group = Group("g", (_rule("split", scope="0", rule_type="other", param="x*"), save))
+    _compare(spark, [(group, "a\U0001f600b"), (group, "\n,\U0001f6000\tb"), (group, "\U0001f600\U0001f601")])
+    assert java_split(re.compile("x*"), "a\U0001f600b") == ["a", "\U0001f600", "b"]  # the Python engine's

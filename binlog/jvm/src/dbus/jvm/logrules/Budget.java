@@ -67,8 +67,29 @@ public final class Budget {
         return rx.matcher(new Chars(text, rx.pattern(), ms));
     }
 
-    /** {@code rx.split(text)} within {@code ms}. */
+    /**
+     * {@code rx.split(text)} within {@code ms}, with one difference: a zero-width match between the two halves of
+     * a surrogate pair is no split point. {@code java.util.regex} tries an empty match at every UTF-16 index, so
+     * {@code "x*"} cut an emoji into two lone halves; the pieces are code points, as the Python engine's are
+     * (logprocessor/javatext.py split_matches). Otherwise {@link Pattern#split(CharSequence)}: no leading empty
+     * piece for a zero-width match at 0, trailing empty pieces dropped, no match gives the whole text.
+     */
     static String[] split(Pattern rx, String text, long ms) {
-        return rx.split(new Chars(text, rx.pattern(), ms));
+        Matcher m = matcher(rx, text, ms);
+        java.util.List<String> pieces = new java.util.ArrayList<>();
+        int index = 0;
+        while (m.find()) {
+            int start = m.start(), end = m.end();
+            if (end == 0) continue;
+            if (start == end && start < text.length() && Character.isLowSurrogate(text.charAt(start))
+                    && Character.isHighSurrogate(text.charAt(start - 1))) continue;
+            pieces.add(text.substring(index, start));
+            index = end;
+        }
+        if (index == 0) return new String[] {text};
+        pieces.add(text.substring(index));
+        int n = pieces.size();
+        while (n > 0 && pieces.get(n - 1).isEmpty()) n--;
+        return pieces.subList(0, n).toArray(new String[0]);
     }
 }
