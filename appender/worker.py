@@ -110,7 +110,7 @@ class _WorkerState:
                 "appender %s: %d heartbeat point(s) not written to %s (%d failed writes in this worker): %s",
                 self.ds,
                 len(points),
-                self.cfg.endpoints.influxdb.url,
+                self.cfg.endpoints.influxdb.where,
                 self.influx_failures,
                 e,
             )

@@ -42,7 +42,7 @@ from cli import demolog
 from cli.demoreplica import DemoReplica
 from cli.stages import Stages, stop_group
 from dbuslib import influx, kafka, mysql, topics, zk, zkpaths
-from dbuslib.config import DbusConfig, InfluxEndpoint, Source
+from dbuslib.config import DbusConfig, Source
 from dbuslib.errors import EndpointError, StackError
 from ums import ums_id
 
@@ -282,27 +282,31 @@ def run(cfg: DbusConfig, source_name: str) -> int:
         print(f"   {online}")
     except BaseException:
         replica.stop()
+        if exporter is not None:
+            stop_group(exporter)
         raise
     finally:
         log_stages.stop_all()
         stages.stop_all()
+
+    try:  # the exporter runs on: the replica's metrics and the time-series check still write to it
+        try:
+            replicated = _step(
+                8,
+                "the replica reads the rest, exits idle, and is verified against MariaDB",
+                replica.finish_and_verify,
+            )
+        finally:
+            replica.stop()
+        equal = _step(
+            9,
+            f"reconcile {PULLED} (pull + increments, Spark batch) and verify it against MariaDB",
+            lambda: _reconcile_and_verify(cfg, ds, stack_home / "demo" / "snapshot"),
+        )
+        path = _step(10, "ZooKeeper and time series", lambda: _checks(cfg, ds))
+    finally:
         if exporter is not None:
             stop_group(exporter)
-
-    try:
-        replicated = _step(
-            8,
-            "the replica reads the rest, exits idle, and is verified against MariaDB",
-            replica.finish_and_verify,
-        )
-    finally:
-        replica.stop()
-    equal = _step(
-        9,
-        f"reconcile {PULLED} (pull + increments, Spark batch) and verify it against MariaDB",
-        lambda: _reconcile_and_verify(cfg, ds, stack_home / "demo" / "snapshot"),
-    )
-    path = _step(10, "ZooKeeper and time series", lambda: _checks(cfg, ds))
     print(f"   {path}")
     print(
         "demo: OK, every row change arrived as UMS exactly once"
@@ -383,7 +387,7 @@ def _heartbeats(cfg: DbusConfig, ds: str, stages: Stages) -> list[float]:
     have one. The points
     are read as the heartbeat monitor reads them (a point is timed at its packet's emit time)."""
     from cli import status
-    from heartbeat.monitor import last_points_query, records_of
+    from heartbeat.monitor import last_heartbeats
 
     src = cfg.source(ds)
     since_ms = time.time() * 1000
@@ -391,7 +395,7 @@ def _heartbeats(cfg: DbusConfig, ds: str, stages: Stages) -> list[float]:
     latest: dict[str, dict] = {}
     while time.monotonic() < deadline and set(latest) < SHOP_TABLES:
         stages.check_alive()
-        records = records_of(influx.influxql(cfg.endpoints.influxdb, last_points_query(ds, 600)))
+        records = last_heartbeats(cfg, ds, 600)
         latest = {r["table"]: r for r in records if r["schema"] == "shop" and r["_time"] >= since_ms}
         time.sleep(1)
     for table in sorted(latest):
@@ -490,25 +494,39 @@ def _resume_or_reset(cfg: DbusConfig, ds: str) -> str:
     return f"the demo's position {stored['file']}:{stored['pos']} was purged from the server; {done}"
 
 
-def write_and_read_check(cfg: InfluxEndpoint, ds: str) -> str:
-    """Write one point tagged with a fresh id and read it back with Flux: the demo's check that the
-    time-series server stores what DBus writes."""
+def write_and_read_check(cfg: DbusConfig, ds: str) -> str:
+    """Write one point tagged with a fresh id and read it back: the demo's check that the time-series
+    store keeps what DBus writes (InfluxDB with Flux; without InfluxDB, Prometheus once it has scraped the
+    exporter, within 30 s)."""
+    from dbuslib import promread, seriesread
+
+    ep = cfg.endpoints.influxdb
     check_id = uuid.uuid4().hex[:12]
-    value = time.time() % 1000
+    value = round(time.time() % 1000, 3)
     influx.write(
-        cfg, [Point("dbus_stack_check").tag("ds", ds).tag("check_id", check_id).field("value", value)]
+        ep, [Point("dbus_stack_check").tag("ds", ds).tag("check_id", check_id).field("value", value)]
     )
+    where = f"dbus_stack_check,ds={ds},check_id={check_id} value={value:.3f} written and read back from"
+    if seriesread.from_prometheus(cfg):
+        server = cfg.prometheus.server or ""
+        q = f"dbus_stack_check_value{promread.selector(ds, check_id=check_id)}"
+        deadline, got = time.monotonic() + 30, []
+        while time.monotonic() < deadline and not got:
+            got = [float(r["value"][1]) for r in promread.query(server, q)]
+            time.sleep(0 if got else 1)
+        if got != [value]:
+            msg = f"wrote {q} = {value} to {ep.where} but Prometheus at {server} read back {got}"
+            raise EndpointError(msg)
+        return f"{where} Prometheus at {server}"
     rows = influx.query(
-        cfg,
-        f'from(bucket:"{cfg.bucket}") |> range(start:-1h) '
+        ep,
+        f'from(bucket:"{ep.bucket}") |> range(start:-1h) '
         f'|> filter(fn:(r) => r._measurement == "dbus_stack_check" and r.check_id == "{check_id}")',
     )
     if [r["_value"] for r in rows] != [value]:
-        msg = f"wrote dbus_stack_check check_id={check_id} value={value} to {cfg.url} but read back {rows}"
+        msg = f"wrote dbus_stack_check check_id={check_id} value={value} to {ep.url} but read back {rows}"
         raise EndpointError(msg)
-    return (
-        f"dbus_stack_check,ds={ds},check_id={check_id} value={value:.3f} written and read back from {cfg.url}"
-    )
+    return f"{where} {ep.url}"
 
 
 def _checks(cfg: DbusConfig, ds: str) -> str:
@@ -517,5 +535,5 @@ def _checks(cfg: DbusConfig, ds: str) -> str:
     children = client.get_children(node) if client.exists(node) else []
     client.stop()
     client.close()
-    point = write_and_read_check(cfg.endpoints.influxdb, ds)
+    point = write_and_read_check(cfg, ds)
     return f"ZooKeeper {node}: {children}; {point}"

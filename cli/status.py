@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 from binlog import heartbeat as hbt
 from dbusclient import metrics as client_metrics
+from dbuslib import seriesread
 
 STAGES = ("extractor", "dispatcher", "appender")
 DESCRIPTION = (
@@ -495,17 +496,22 @@ def heartbeats(points: dict[tuple, dict[str, Any]], now: float) -> tuple[TableHe
     return tuple(out)
 
 
+DEAD_LETTER_BY = ("stage", "code", "schema", "table")
+DEAD_LETTER_NEWEST = ("topic", "partition", "offset", "dlq_partition", "dlq_offset")
+
+
 def dead_letter_query(ds: str, seconds: int) -> str:
     """InfluxQL: per (stage, code, schema, table) of ``ds`` within ``seconds``, the letters counted and the
     newest one's coordinates (every point carries them all, so the ``last()`` are of one point)."""
-    ds_lit = ds.replace("\\", "\\\\").replace("'", "\\'")
-    fields = ", ".join(
-        f'last("{f}") AS "{f}"' for f in ("topic", "partition", "offset", "dlq_partition", "dlq_offset")
+    return seriesread.tallies_query(
+        ds, seconds, "dbus_dead_letter", DEAD_LETTER_BY, DEAD_LETTER_NEWEST, ("newest_ms",)
     )
-    return (
-        f'SELECT sum("count") AS "count", {fields}, max("newest_ms") AS "newest_ms" '
-        f'FROM "dbus_dead_letter" WHERE "ds" = \'{ds_lit}\' AND time > now() - {int(seconds)}s '
-        f'GROUP BY "stage", "code", "schema", "table"'
+
+
+def dead_letter_series(cfg: Any, ds: str, seconds: int) -> list[dict[str, Any]]:
+    """``dead_letter_query``'s answer, from InfluxDB or Prometheus (dbuslib/seriesread.py)."""
+    return seriesread.tallies(
+        cfg, ds, seconds, "dbus_dead_letter", DEAD_LETTER_BY, DEAD_LETTER_NEWEST, ("newest_ms",)
     )
 
 
@@ -571,25 +577,20 @@ class _Collector:
             self.errors.append(f"{what}: {code}: {e}")
             return default
 
-    def influx_last(
+    def newest(
         self, measurement: str, field: str, keys: tuple[str, ...], seconds: int, also: tuple[str, ...]
     ) -> dict[tuple, dict[str, Any]]:
         """The newest point of each series (``keys``) with a ``field``, and its ``also`` fields: the
-        heartbeat monitor's InfluxQL (``last_points_query``), not Flux ``last()``."""
-        from dbuslib import influx
-        from heartbeat.monitor import last_points_query
-
-        q = last_points_query(
-            self.ds, seconds, measurement=measurement, field=field, group_by=keys, also=also
+        heartbeat monitor's InfluxQL (``seriesread.last_points_query``) or its Prometheus twin."""
+        series = seriesread.last(
+            self.cfg, self.ds, seconds, measurement=measurement, field=field, group_by=keys, also=also
         )
-        return last_points(influx.influxql(self.cfg.endpoints.influxdb, q), field, keys)
+        return last_points(series, field, keys)
 
     def _dead_letters(self) -> tuple[DeadLetterCount, ...]:
-        from dbuslib import influx
         from heartbeat.deadletters import dead_letter_topic
 
-        query = dead_letter_query(self.ds, DEAD_LETTER_WINDOW_S)
-        series = influx.influxql(self.cfg.endpoints.influxdb, query)
+        series = dead_letter_series(self.cfg, self.ds, DEAD_LETTER_WINDOW_S)
         return dead_letters(series, self.now, dead_letter_topic(self.cfg, self.ds))
 
     def zk_parts(self) -> tuple[tuple[FullPullStatus, ...], tuple[Alert, ...], tuple[StageLive, ...]]:
@@ -645,19 +646,19 @@ class _Collector:
         window = self.window_s
         ext = self.attempt(
             "dbus_extractor",
-            lambda: self.influx_last("dbus_extractor", "records_per_s", (), window, ("lag_s",)),
+            lambda: self.newest("dbus_extractor", "records_per_s", (), window, ("lag_s",)),
             {},
         )
         stages = self.attempt(
             "dbus_stage",
-            lambda: self.influx_last(
+            lambda: self.newest(
                 "dbus_stage", "rows_per_s", ("stage",), window, ("lag_records", "batch_ms", "waiting")
             ),
             {},
         )
         consumers = self.attempt(
             client_metrics.MEASUREMENT,
-            lambda: self.influx_last(
+            lambda: self.newest(
                 client_metrics.MEASUREMENT,
                 client_metrics.RATE_FIELD,
                 (client_metrics.TAG_CLIENT,),
@@ -669,7 +670,7 @@ class _Collector:
         lookback = max(hbt.LOOKBACK_S, self.window_s)
         beats = self.attempt(
             "dbus_heartbeat",
-            lambda: self.influx_last(hbt.MEASUREMENT, "latency_ms", ("schema", "table"), lookback, ("rows",)),
+            lambda: self.newest(hbt.MEASUREMENT, "latency_ms", ("schema", "table"), lookback, ("rows",)),
             {},
         )
         letters = self.attempt("dbus_dead_letter", self._dead_letters, ())
@@ -750,13 +751,12 @@ class LogSnapshot:
         return json.dumps(obj, indent=2)
 
 
+LOG_COUNTS_BY = ("kind", "host", "table", "code")
+
+
 def log_counts_query(ds: str, seconds: int) -> str:
     """InfluxQL: the log processor's counts of ``ds`` within ``seconds``, per kind, host, table and code."""
-    ds_lit = ds.replace("\\", "\\\\").replace("'", "\\'")
-    return (
-        f'SELECT sum("count") AS "count" FROM "dbus_log" WHERE "ds" = \'{ds_lit}\' '
-        f'AND time > now() - {int(seconds)}s GROUP BY "kind", "host", "table", "code"'
-    )
+    return seriesread.tallies_query(ds, seconds, "dbus_log", LOG_COUNTS_BY)
 
 
 def log_status(
@@ -840,15 +840,13 @@ class _LogCollector(_Collector):
     the heartbeat monitor counted, the monitor's open alerts."""
 
     def _counts(self) -> list[dict[str, Any]]:
-        from dbuslib import influx
-
-        return influx.influxql(self.cfg.endpoints.influxdb, log_counts_query(self.ds, self.window_s))
+        return seriesread.tallies(self.cfg, self.ds, self.window_s, "dbus_log", LOG_COUNTS_BY)
 
     def snapshot(self) -> LogSnapshot:  # type: ignore[override]
         window = self.window_s
         stages = self.attempt(
             "dbus_stage",
-            lambda: self.influx_last(
+            lambda: self.newest(
                 "dbus_stage", "rows_per_s", ("stage",), window, ("lag_records", "batch_ms", "waiting")
             ),
             {},
@@ -857,7 +855,7 @@ class _LogCollector(_Collector):
         lookback = max(hbt.LOOKBACK_S, window)
         beats = self.attempt(
             "dbus_heartbeat",
-            lambda: self.influx_last(hbt.MEASUREMENT, "latency_ms", ("table", "host"), lookback, ("rows",)),
+            lambda: self.newest(hbt.MEASUREMENT, "latency_ms", ("table", "host"), lookback, ("rows",)),
             {},
         )
         tables, log_counts = log_status(counts, beats, self.now)

@@ -295,8 +295,8 @@ def timeline(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def counts(cfg: Any, ds: str, now: float | None = None) -> dict[str, Any]:
     """The last hour's counts per (stage, code) as ``dbus status`` shows them, and the last day's per hour."""
-    from cli.status import DEAD_LETTER_WINDOW_S, dead_letter_query, dead_letters
-    from dbuslib import influx
+    from cli.status import DEAD_LETTER_WINDOW_S, dead_letter_series, dead_letters
+    from dbuslib import promread, seriesread
     from heartbeat.deadletters import dead_letter_topic
 
     at = time.time() if now is None else now
@@ -304,10 +304,20 @@ def counts(cfg: Any, ds: str, now: float | None = None) -> dict[str, Any]:
     recent: list[dict[str, Any]] = []
     series: list[dict[str, Any]] = []
     try:
-        rows = influx.influxql(cfg.endpoints.influxdb, dead_letter_query(ds, DEAD_LETTER_WINDOW_S))
+        rows = dead_letter_series(cfg, ds, DEAD_LETTER_WINDOW_S)
         recent = [asdict(d) for d in dead_letters(rows, at, dead_letter_topic(cfg, ds))]
+        by = ("stage", "code")
+        per_bucket = promread.tally("dbus_dead_letter", "count", ds, CHART_BUCKET_S, by)
         series = timeline(
-            influx.influxql(cfg.endpoints.influxdb, timeline_query(ds, CHART_HOURS, CHART_BUCKET_S))
+            seriesread.buckets(
+                cfg,
+                timeline_query(ds, CHART_HOURS, CHART_BUCKET_S),
+                {"count": per_bucket},
+                by,
+                "dbus_dead_letter",
+                CHART_HOURS * 3600,
+                CHART_BUCKET_S,
+            )
         )
     except Exception as e:
         errors.append(f"dbus_dead_letter: {getattr(e, 'code', type(e).__name__)}: {e}")

@@ -336,11 +336,13 @@ def newest_beats(cfg: Any, ds: str, now: float) -> dict[tuple[str, str], Beat]:
     query and folding: heartbeat.monitor.last_points_query, cli.status.last_points)."""
     from binlog.heartbeat import LOOKBACK_S
     from cli.status import last_points
-    from dbuslib import influx
-    from heartbeat.monitor import last_points_query
+    from dbuslib import seriesread
 
-    q = last_points_query(ds, LOOKBACK_S, group_by=("schema", "table"), also=("rows",))
-    points = last_points(influx.influxql(cfg.endpoints.influxdb, q), "latency_ms", ("schema", "table"))
+    keys = ("schema", "table")
+    series = seriesread.last(
+        cfg, ds, LOOKBACK_S, measurement=HEARTBEAT, field="latency_ms", group_by=keys, also=("rows",)
+    )
+    points = last_points(series, "latency_ms", keys)
     out = {}
     for (schema, table), p in points.items():
         if schema is None or table is None:
@@ -429,10 +431,34 @@ def history(cfg: Any, ds: str, schema: str, table: str) -> list[TableVersion]:
     ]
 
 
-def chart(cfg: Any, ds: str, schema: str, table: str) -> dict[str, Any]:
-    from dbuslib import influx
+def chart_promql(ds: str, schema: str, table: str, bucket_s: int = CHART_BUCKET_S) -> dict[str, str]:
+    """``chart_query``'s columns in PromQL, for a range query with one step per bucket: the latency's
+    mean and max over the scrapes of each bucket (the larger of a log table's hosts), the rows counted
+    between heartbeats added up (the exporter's counter, dbuslib.promread.tally)."""
+    from dbuslib import promread
 
-    return chart_series(influx.influxql(cfg.endpoints.influxdb, chart_query(ds, schema, table)))
+    sel = promread.selector(ds, schema=schema, table=table)
+    latency, w = f"dbus_heartbeat_latency_ms{sel}", f"[{int(bucket_s)}s]"
+    return {
+        "latency_ms": f"max(avg_over_time({latency}{w}))",
+        "latency_max_ms": f"max(max_over_time({latency}{w}))",
+        "rows": promread.tally(HEARTBEAT, "rows", ds, bucket_s, (), schema=schema, table=table),
+    }
+
+
+def chart(cfg: Any, ds: str, schema: str, table: str) -> dict[str, Any]:
+    from dbuslib import seriesread
+
+    series = seriesread.buckets(
+        cfg,
+        chart_query(ds, schema, table),
+        chart_promql(ds, schema, table),
+        (),
+        HEARTBEAT,
+        CHART_WINDOW_S,
+        CHART_BUCKET_S,
+    )
+    return chart_series(series)
 
 
 def table_figures(cfg: Any, ds: str, schema: str, table: str, now: float | None = None) -> dict[str, Any]:

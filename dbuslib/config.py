@@ -176,14 +176,29 @@ class ZooKeeperEndpoint(_Model):
 
 
 class InfluxEndpoint(_Model):
-    """The InfluxDB-protocol server (influxdb-client: url, org, bucket, token). ``exporter``: the URL of
-    DBus's Prometheus exporter (``dbus metrics exporter``), which gets every point written here too."""
+    """Where DBus's measurements go: the InfluxDB-protocol server (influxdb-client: url, org, bucket, token)
+    and/or ``exporter``, the URL of DBus's Prometheus exporter (``dbus metrics exporter``), which gets every
+    point too. Without ``url`` there is no InfluxDB: the points go to the exporter alone and every
+    reader (``dbus status``, the console, the heartbeat monitor) asks ``prometheus.server``
+    (dbuslib/seriesread.py)."""
 
-    url: str
+    url: str | None = None
     org: str = "-"
     bucket: str = "dbus/autogen"
     token: SecretStr = SecretStr("")
     exporter: str | None = None
+
+    @property
+    def where(self) -> str:
+        """Where the points go, for a log line: InfluxDB's URL, or the exporter's when there is none."""
+        return self.url or f"the Prometheus exporter at {self.exporter}"
+
+    @model_validator(mode="after")
+    def _somewhere(self) -> InfluxEndpoint:
+        if self.url is None and self.exporter is None:
+            msg = "needs url (an InfluxDB), exporter (dbus metrics exporter, for Prometheus) or both"
+            raise ValueError(msg)
+        return self
 
 
 class PrometheusSettings(_Model):
@@ -930,6 +945,17 @@ class DbusConfig(_Model):
             msg = (
                 f"sources.{over[0][0]}.extractor.max_record_bytes must be at most endpoints.kafka."
                 f"max_message_bytes ({limit}) - 65536, got {over[0][1]}"
+            )
+            raise ValueError(msg)
+        return self
+
+    @model_validator(mode="after")
+    def _a_metrics_reader(self) -> DbusConfig:
+        """Without InfluxDB the figures are read from Prometheus: it must be named."""
+        if self.endpoints.influxdb.url is None and self.prometheus.server is None:
+            msg = (
+                "endpoints.influxdb has no url (no InfluxDB): prometheus.server must name the Prometheus "
+                "that scrapes the exporter, where dbus status, the console and the heartbeat monitor read"
             )
             raise ValueError(msg)
         return self

@@ -17,9 +17,16 @@ from dbuslib.config import InfluxEndpoint
 from dbuslib.errors import EndpointError
 
 
+def _url(cfg: InfluxEndpoint) -> str:
+    if cfg.url is None:
+        msg = "no InfluxDB is configured (endpoints.influxdb.url): its figures are in Prometheus"
+        raise EndpointError(msg)
+    return cfg.url
+
+
 @contextmanager
 def client(cfg: InfluxEndpoint) -> Iterator[InfluxDBClient]:
-    with InfluxDBClient(url=cfg.url, token=cfg.token.get_secret_value(), org=cfg.org, timeout=10_000) as c:
+    with InfluxDBClient(url=_url(cfg), token=cfg.token.get_secret_value(), org=cfg.org, timeout=10_000) as c:
         if not c.ping():
             msg = f"the time-series server at {cfg.url} does not answer /ping"
             raise EndpointError(msg)
@@ -28,26 +35,41 @@ def client(cfg: InfluxEndpoint) -> Iterator[InfluxDBClient]:
 
 def write(cfg: InfluxEndpoint, points: list[Point]) -> None:
     """Write synchronously: when this returns, the points are stored; and to the Prometheus exporter
-    (``cfg.exporter``) first when there is one (``to_exporter``)."""
+    (``cfg.exporter``) first when there is one (``to_exporter``). Without InfluxDB (no ``url``) the
+    exporter is the store: EndpointError when it took nothing."""
     if cfg.exporter:
-        to_exporter(cfg.exporter, points)
+        took = to_exporter(cfg.exporter, points)
+        if cfg.url is None:
+            if not took:
+                msg = f"the Prometheus exporter at {cfg.exporter} took none of {len(points)} point(s)"
+                raise EndpointError(msg)
+            return
     with client(cfg) as c:
         c.write_api(write_options=SYNCHRONOUS).write(bucket=cfg.bucket, org=cfg.org, record=points)
 
 
 def to_exporter(url: str, points: list[Point]) -> bool:
-    """``points`` as line protocol to DBus's Prometheus exporter (dbuslib/promexport.py), within 2 s; a
-    failure is logged, not raised: Prometheus's figures are a copy, InfluxDB's write decides."""
+    """``points`` as line protocol to DBus's Prometheus exporter (dbuslib/promexport.py), within 2 s, one
+    request per timestamp precision among them (``?precision=ms``: a point's time is in its own unit); a
+    failure is logged, not raised (``write`` decides what it means)."""
     import logging
     import urllib.error
     import urllib.request
 
-    body = "\n".join(p.to_line_protocol() for p in points).encode()
-    request = urllib.request.Request(f"{url.rstrip('/')}/api/v2/write", data=body, method="POST")
-    request.add_header("Content-Type", "text/plain; charset=utf-8")
+    by_precision: dict[str, list[str]] = {}
+    for p in points:
+        by_precision.setdefault(str(p.write_precision), []).append(p.to_line_protocol())
     try:
-        with urllib.request.urlopen(request, timeout=2) as resp:
-            return resp.status == 204
+        for precision, lines in by_precision.items():
+            body = "\n".join(lines).encode()
+            request = urllib.request.Request(
+                f"{url.rstrip('/')}/api/v2/write?precision={precision}", data=body, method="POST"
+            )
+            request.add_header("Content-Type", "text/plain; charset=utf-8")
+            with urllib.request.urlopen(request, timeout=2) as resp:
+                if resp.status != 204:
+                    return False
+        return True
     except (urllib.error.URLError, OSError) as e:
         now = time.monotonic()
         if now - _exporter_warned.get(url, -3600.0) >= 60:  # once a minute, not at every write
@@ -76,7 +98,7 @@ def influxql(cfg: InfluxEndpoint, q: str) -> list[dict]:
 
     db, _, rp = cfg.bucket.partition("/")
     params = urllib.parse.urlencode({"db": db, "rp": rp or "autogen", "q": q, "epoch": "ms"})
-    request = urllib.request.Request(f"{cfg.url}/query?{params}")
+    request = urllib.request.Request(f"{_url(cfg)}/query?{params}")
     token = cfg.token.get_secret_value()
     if token:
         request.add_header("Authorization", f"Token {token}")

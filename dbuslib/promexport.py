@@ -9,6 +9,14 @@ series and serves them in Prometheus's text format:
 - a point's numeric field ``f`` of measurement ``m`` is the gauge ``m_f`` (``dbus_stage_rows_per_s``,
   ``dbus_heartbeat_latency_ms``), its tags its labels; a boolean is 1 or 0, a string field is left out;
 - names and label names are made Prometheus-safe (any other character becomes ``_``);
+- a string field ``f`` is the info gauge ``m_f_info`` (value 1) with the newest text as its label ``value``;
+- the newest point's own time (its timestamp, or the exporter's clock when it has none) is
+  ``dbus_point_timestamp_seconds{measurement="m", <its tags>}``: Prometheus stamps a sample with its scrape,
+  so this is how a reader (dbuslib/promread.py) tells a fresh heartbeat from one served again;
+- a tally (the ``count`` field of ``dbus_dead_letter`` and ``dbus_log``, ``rows`` of ``dbus_heartbeat``:
+  what was counted since the writer's last point) is also added up into a counter, which never expires,
+  so what was counted in any window is the counter's difference, not one point's value
+  (``dbus_dead_letters_total``, ``dbus_log_lines_total``, ``dbus_heartbeat_rows_total``);
 - a series nobody wrote for ``expire_s`` is dropped, so a stopped stage's figures vanish and an alert on
   their absence (``absent_over_time``) fires;
 - ``dbus_exporter_points_total`` and ``dbus_exporter_refused_lines_total`` count what was written.
@@ -32,6 +40,15 @@ from dbuslib.lineprotocol import LineProtocolError, Sample, parse
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
 
+POINT_TIME = "dbus_point_timestamp_seconds"
+# (measurement, field) whose values are counts since the writer's previous point (heartbeat/deadletters.py,
+# logprocessor/metrics.py) -> the counter they are added up into (served as ``<name>_total``)
+TALLIES = {
+    ("dbus_dead_letter", "count"): "dbus_dead_letters",
+    ("dbus_log", "count"): "dbus_log_lines",
+    ("dbus_heartbeat", "rows"): "dbus_heartbeat_rows",  # rows of the table since its previous heartbeat
+}
+
 
 def _safe(text: str) -> str:
     """``text`` as a Prometheus name: every character it does not take made ``_``, no leading digit."""
@@ -49,32 +66,56 @@ def label_name(tag: str) -> str:
     return name if not name.startswith("__") else f"tag{name}"  # "__" is Prometheus's own
 
 
+Labels = tuple[tuple[str, str], ...]
+
+
 class Latest(Collector):
     """The newest value of each series (metric name and labels), forgotten ``expire_s`` after it was
-    last written (``clock``: seconds, monotonic)."""
+    last written (``clock``: seconds, monotonic); ``wall``: the time of a point written without one."""
 
-    def __init__(self, expire_s: float = 600.0, clock: Callable[[], float] = time.monotonic) -> None:
-        self.expire_s, self.clock = expire_s, clock
-        self._series: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[float, float]] = {}
+    def __init__(
+        self,
+        expire_s: float = 600.0,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.expire_s, self.clock, self.wall = expire_s, clock, wall
+        # (name, labels) -> (value, written at); a string field's value is its text
+        self._series: dict[tuple[str, Labels], tuple[float | str, float]] = {}
+        self._totals: dict[tuple[str, Labels], float] = {}
         self._lock = threading.Lock()
         self.points = 0
         self.refused = 0
 
-    def add(self, samples: Iterable[Sample]) -> int:
-        """Keep ``samples``' numeric fields; the number of values kept."""
+    def add(self, samples: Iterable[Sample], unit_ns: int = 1) -> int:
+        """Keep ``samples``' fields, each point's time (its timestamp in units of ``unit_ns`` nanoseconds,
+        the write's precision), the tallies' totals; the number of values kept."""
         now, kept = self.clock(), 0
         with self._lock:
             for s in samples:
                 self.points += 1
                 labels = tuple(sorted((label_name(k), v) for k, v in s.tags))
+                at = (
+                    self.wall() if s.time_ns is None else s.time_ns * unit_ns / 10**9
+                )  # int / int: correctly rounded
+                self._series[(POINT_TIME, tuple(sorted((*labels, ("measurement", s.measurement)))))] = (
+                    at,
+                    now,
+                )
                 for field, value in s.fields:
+                    name = metric_name(s.measurement, field)
                     if isinstance(value, str):
+                        self._series[(f"{name}_info", labels)] = (value, now)
                         continue
-                    self._series[(metric_name(s.measurement, field), labels)] = (float(value), now)
+                    self._series[(name, labels)] = (float(value), now)
+                    counter = TALLIES.get((s.measurement, field))
+                    if counter:
+                        key = (counter, labels)
+                        self._totals[key] = self._totals.get(key, 0.0) + float(value)
                     kept += 1
         return kept
 
-    def write(self, body: bytes) -> int:
+    def write(self, body: bytes, unit_ns: int = 1) -> int:
         """A write request's body (line protocol, UTF-8): the values kept; ``LineProtocolError`` refuses
         the whole body (as InfluxDB does), counted in ``refused``."""
         try:
@@ -88,7 +129,7 @@ class Latest(Collector):
             with self._lock:
                 self.refused += 1
             raise
-        return self.add(samples)
+        return self.add(samples, unit_ns)
 
     def collect(self) -> Iterator[Metric]:
         now = self.clock()
@@ -98,16 +139,58 @@ class Latest(Collector):
                 del self._series[key]
             series = sorted(self._series.items())
             points, refused = self.points, self.refused
+            totals = sorted(self._totals.items())
         for (name, labels), (value, _) in series:
             family = families.get(name)
             if family is None:
-                family = families[name] = Metric(name, f"DBus measurement {name} (newest value)", "gauge")
-            family.add_sample(name, dict(labels), value)
+                family = families[name] = Metric(name, _help(name), "gauge")
+            if isinstance(value, str):
+                family.add_sample(name, {**dict(labels), "value": value}, 1.0)
+            else:
+                family.add_sample(name, dict(labels), value)
         yield from families.values()
+        counters: dict[str, Metric] = {}
+        for (name, labels), total in totals:
+            if name not in counters:
+                counters[name] = Metric(
+                    name, f"DBus tally {name} added up since the exporter started", "counter"
+                )
+            counters[name].add_sample(f"{name}_total", dict(labels), total)
+        yield from counters.values()
         yield CounterMetricFamily("dbus_exporter_points", "points written to the exporter", value=points)
         yield CounterMetricFamily(
             "dbus_exporter_refused_lines", "write requests refused (not line protocol)", value=refused
         )
+
+
+# a write's ``precision`` (InfluxDB's 2.x API: ns, us, ms, s; 1.x's /write: n, u, ms, s, m, h) in nanoseconds
+_PRECISION_NS = {
+    "ns": 1,
+    "n": 1,
+    "us": 1_000,
+    "u": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
+}
+
+
+def precision_ns(query_string: str) -> int:
+    """The unit of a write's timestamps, in nanoseconds, from its ``precision`` parameter (ns when none or
+    unknown, as InfluxDB's default)."""
+    from urllib.parse import parse_qs
+
+    values = parse_qs(query_string).get("precision") or ["ns"]
+    return _PRECISION_NS.get(values[-1], 1)
+
+
+def _help(name: str) -> str:
+    if name == POINT_TIME:
+        return "the time of the newest point of each DBus series (epoch seconds)"
+    if name.endswith("_info"):
+        return f"DBus measurement {name.removesuffix('_info')} (newest text, as the label value)"
+    return f"DBus measurement {name} (newest value)"
 
 
 def app(latest: Latest, *more: Any) -> Callable[..., Iterable[bytes]]:
@@ -134,7 +217,7 @@ def app(latest: Latest, *more: Any) -> Callable[..., Iterable[bytes]]:
 
                 body = gzip.decompress(body)
             try:
-                latest.write(body)
+                latest.write(body, precision_ns(environ.get("QUERY_STRING", "")))
             except LineProtocolError as e:
                 start_response("400 Bad Request", [("Content-Type", "application/json")])
                 return [f'{{"code":"invalid","message":{_json_text(str(e))}}}'.encode()]

@@ -118,7 +118,7 @@ class PointWriter:
                 log.warning(
                     "stage metrics: %d point(s) dropped, the writer to %s is behind",
                     self.dropped,
-                    self.endpoint.url,
+                    self.endpoint.where,
                 )
 
     def _run(self) -> None:
@@ -139,7 +139,7 @@ class PointWriter:
                     log.warning(
                         "stage metrics: %d point(s) not written to %s (%d failed writes): %s",
                         len(points),
-                        self.endpoint.url,
+                        self.endpoint.where,
                         self.failed_writes,
                         e,
                     )

@@ -79,4 +79,4 @@ class ExtractorMetrics:
         try:
             ifx.write(influx, [point])
         except Exception as e:  # metrics must never stop the extractor
-            log.warning("%s: could not write metrics to %s: %s", self.ds, influx.url, e)
+            log.warning("%s: could not write metrics to %s: %s", self.ds, influx.where, e)

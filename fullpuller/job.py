@@ -498,9 +498,8 @@ class Puller:
         try:
             influx.write(self.cfg.endpoints.influxdb, [point])
         except Exception as e:
-            log.warning(
-                "%s: could not write full-pull metrics to %s: %s", self.ds, self.cfg.endpoints.influxdb.url, e
-            )
+            where = self.cfg.endpoints.influxdb.where
+            log.warning("%s: could not write full-pull metrics to %s: %s", self.ds, where, e)
 
     def _history(self, p: Progress) -> None:
         self.meta.record_pull(

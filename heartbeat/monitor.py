@@ -41,8 +41,8 @@ from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, N
 from sqlalchemy.exc import SQLAlchemyError
 
 from binlog.heartbeat import LOOKBACK_S, MEASUREMENT
-from dbuslib import influx, mysql, zk, zkpaths
-from dbuslib.config import DbusConfig, InfluxEndpoint
+from dbuslib import influx, mysql, seriesread, zk, zkpaths
+from dbuslib.config import DbusConfig
 from dbuslib.errors import DbusError, EndpointError
 from dbuslib.retry import RetryPolicy
 from dbuslib.zk import UNREACHABLE, unescape
@@ -64,27 +64,24 @@ def alerts_path(root: str, ds: str) -> str:
 
 
 def last_points_query(
-    ds: str,
-    lookback_s: float,
-    *,
-    measurement: str = MEASUREMENT,
-    field: str = "latency_ms",
-    group_by: tuple[str, ...] = ("schema", "table"),
-    also: tuple[str, ...] = (),
+    ds: str, lookback_s: float, group_by: tuple[str, ...] = ("schema", "table"), also: tuple[str, ...] = ()
 ) -> str:
-    """InfluxQL for the last ``field`` point of every series of ``ds`` within ``lookback_s`` (by default
-    the last ``latency_ms`` of every table; ``dbus status`` asks the same of its other measurements).
-    ``also`` names fields or ``*`` read from that same point: its columns follow ``last``, and the row's
-    time is the point's. (InfluxQL, as the dashboards use: a Flux ``filter |> last()`` on InfluxDB 1.8
-    was seen returning nothing to a live monitor while the same points were visible to other queries.)"""
-    ds_lit = ds.replace("\\", "\\\\").replace("'", "\\'")
-    columns = ", ".join([f'last("{field}")', *(c if c == "*" else f'"{c}"' for c in also)])
-    tags = ", ".join(f'"{g}"' for g in group_by)
-    group = f" GROUP BY {tags}" if group_by else ""
-    return (
-        f'SELECT {columns} FROM "{measurement}" WHERE "ds" = \'{ds_lit}\' '
-        f"AND time > now() - {int(lookback_s)}s{group}"
+    """InfluxQL for the last heartbeat latency of every table of ``ds`` within ``lookback_s``
+    (dbuslib.seriesread.last_points_query, where ``dbus status`` asks it of other measurements)."""
+    return seriesread.last_points_query(
+        ds, lookback_s, measurement=MEASUREMENT, field="latency_ms", group_by=group_by, also=also
     )
+
+
+def last_heartbeats(
+    cfg: DbusConfig, ds: str, lookback_s: float, group_by: tuple[str, ...] = ("schema", "table")
+) -> list[dict[str, Any]]:
+    """``last_points_query``'s answer as ``records_of``'s records, from InfluxDB or Prometheus
+    (dbuslib/seriesread.py); EndpointError when neither can be read."""
+    series = seriesread.last(
+        cfg, ds, lookback_s, measurement=MEASUREMENT, field="latency_ms", group_by=group_by
+    )
+    return records_of(series)
 
 
 def records_of(series: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -93,7 +90,7 @@ def records_of(series: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for s in series:
         tags = s.get("tags") or {}
-        for t, value in s.get("values") or []:
+        for t, value, *_ in s.get("values") or []:
             record = {"schema": tags.get("schema"), "table": tags.get("table"), "_time": t, "_value": value}
             if tags.get("host"):
                 record["host"] = tags["host"]
@@ -444,15 +441,15 @@ class Monitor:
         return self._tables
 
     def observe(self, tables: list[tuple[str, str]]) -> list[Observation]:
-        ep: InfluxEndpoint = self.cfg.endpoints.influxdb
+        """The newest heartbeat point of each table, from InfluxDB or Prometheus (dbuslib/seriesread.py);
+        EndpointError: no data, no verdict."""
         lookback = max(LOOKBACK_S, 2 * self.thresholds.timeout_s)
         if self.is_log:
             from heartbeat.logmonitor import log_observations
 
-            query = last_points_query(self.ds, lookback, group_by=("schema", "table", "host"))
-            return log_observations(records_of(influx.influxql(ep, query)), tables)
-        series = influx.influxql(ep, last_points_query(self.ds, lookback))  # EndpointError: no verdict
-        return observations(records_of(series), tables)
+            records = last_heartbeats(self.cfg, self.ds, lookback, group_by=("schema", "table", "host"))
+            return log_observations(records, tables)
+        return observations(last_heartbeats(self.cfg, self.ds, lookback), tables)
 
     def check(self) -> list[Notification]:
         """The tables' verdicts first (never delayed by Kafka), then the dead letters."""

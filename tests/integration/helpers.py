@@ -19,7 +19,8 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from email import message_from_bytes
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -178,8 +179,47 @@ def forget_dead_letters(cfg: DbusConfig, ds: str) -> None:
         pass
     finally:
         admin.close()
+    if cfg.endpoints.influxdb.url is None:
+        return  # on Prometheus alone: a throwaway source's series expire from the exporter by themselves
     for measurement in (deadletters.MEASUREMENT, "dbus_alert"):
         influx.influxql(cfg.endpoints.influxdb, f'DROP SERIES FROM "{measurement}" WHERE "ds" = \'{ds}\'')
+
+
+@contextmanager
+def metrics_exporter(cfg: DbusConfig, log: Path) -> Iterator[subprocess.Popen | None]:
+    """``dbus metrics exporter`` on ``prometheus.listen`` while the block runs, when the configuration has
+    no InfluxDB (the exporter is then where every point goes, and Prometheus where they are read back);
+    None otherwise. Waits until it answers ``/ping``."""
+    import sys
+    import urllib.request
+
+    if cfg.endpoints.influxdb.url is not None or not cfg.endpoints.influxdb.exporter:
+        yield None
+        return
+    url = f"{cfg.endpoints.influxdb.exporter.rstrip('/')}/ping"
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cli.main", "--config", str(cfg.path), "metrics", "exporter"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def answers() -> bool:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                return resp.status == 204
+        except OSError:
+            return False
+
+    try:
+        wait_until(
+            lambda: proc.poll() is None and answers(), 30, f"dbus metrics exporter at {url} (log {log})"
+        )
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(30)
 
 
 def spark_app_config(tmp_path: Path, change: Callable[[dict[str, Any]], None]) -> Path:

@@ -2,8 +2,9 @@
 the stages of a throwaway source and ``dbus heartbeat run`` write to ``dbus metrics exporter``
 (``endpoints.influxdb.exporter``), which the stack's Prometheus scrapes; through Prometheus's HTTP API the
 test reads the heartbeat latency of each table and the dispatcher's dead-letter count (a garbage record
-in the raw topic), sees every running stage up, and, once the appender is stopped, ``DbusStageDown``
-firing for it in Prometheus's own ``ALERTS``."""
+in the raw topic), and with a configuration without InfluxDB ``dbus status`` and the console read them
+back from Prometheus as they read them from InfluxDB; it sees every running stage up, and, once the
+appender is stopped, ``DbusStageDown`` firing for it in Prometheus's own ``ALERTS``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import urllib.parse
 import urllib.request
 
@@ -122,6 +124,63 @@ def test_prometheus_reads_latency_dead_letters_and_fires_stage_down(tmp_path, wr
             alive=[stages],
         )
         assert letters.get("dispatcher") == 1, letters
+
+        # without InfluxDB (no endpoints.influxdb.url) dbus status and the console read the same figures
+        # back from Prometheus (docs/monitoring.md, Without InfluxDB)
+        no_influx = tmp_path / "no-influxdb.yaml"
+        raw_p = {**raw, "endpoints": {**raw["endpoints"], "influxdb": {"exporter": f"http://{EXPORTER}"}}}
+        raw_p["prometheus"] = {**raw["prometheus"], "server": PROMETHEUS}
+        no_influx.write_text(yaml.safe_dump(raw_p))
+        cfg_p = load_config(no_influx)
+
+        def status_of(path) -> dict:
+            argv = [
+                sys.executable,
+                "-m",
+                "cli.main",
+                "--config",
+                str(path),
+                "status",
+                "--source",
+                ds,
+                "--json",
+            ]
+            done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+            assert done.returncode == 0, done.stdout + done.stderr
+            return json.loads(done.stdout)
+
+        from_prom = wait_until(
+            lambda: (
+                (st := status_of(no_influx))
+                and {"busy", "quiet"} <= {h["table"] for h in st["heartbeats"] if h["latency_ms"] is not None}
+                and st["dead_letters"]
+                and st
+            ),
+            60,
+            "dbus status read from Prometheus",
+        )
+        from_influx = status_of(env.cfg_path)
+        for st in (from_prom, from_influx):  # a heartbeat's age from its own time, not from the scrape
+            assert all(0 <= h["age_s"] < 120 for h in st["heartbeats"]), st["heartbeats"]
+        for st in (from_prom, from_influx):
+            assert [(d["stage"], d["count"]) for d in st["dead_letters"]] == [("dispatcher", 1)], st
+            assert st["dead_letters"][0]["dlq_topic"] and st["errors"] == [], st
+        assert [s["stage"] for s in from_prom["stages"] if s["rows_per_s"] is not None] == [
+            s["stage"] for s in from_influx["stages"] if s["rows_per_s"] is not None
+        ], (from_prom["stages"], from_influx["stages"])
+        print(f"dbus status from Prometheus: heartbeats {from_prom['heartbeats']}")
+        from console import deadletters as console_letters
+        from console import tables as console_tables
+
+        page = console_letters.counts(cfg_p, ds)
+        assert page["errors"] == [] and [(c["stage"], c["count"]) for c in page["counts"]] == [
+            ("dispatcher", 1)
+        ]
+        assert [s["stage"] for s in page["chart"]["series"]] == ["dispatcher"], page["chart"]
+        beats = console_tables.newest_beats(cfg_p, ds, time.time())
+        assert {(database, "busy"), (database, "quiet")} <= set(beats), beats
+        chart = console_tables.chart(cfg_p, ds, database, "busy")
+        assert any(v is not None for _, v in chart["latency_ms"]), chart
 
         # every running stage up; the appender stopped: DbusStageDown fires for it
         up = by("stage", promql(f'dbus_process_up{{ds="{ds}"}}'))

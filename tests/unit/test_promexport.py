@@ -59,7 +59,8 @@ def test_points_become_gauges_with_their_tags_as_labels_and_the_newest_value_win
         got[("dbus_heartbeat_latency_ms", (("ds", "demo"), ("schema", "shop"), ("table", "orders")))] == 812.5
     )
     assert got[("dbus_extractor_up", (("ds", "demo"),))] == 1  # a boolean: 1 or 0
-    assert not [k for k in got if k[0].startswith("dbus_extractor_committed_file")]  # a string: left out
+    # a string: an info gauge with the newest text as its label
+    assert got[("dbus_extractor_committed_file_info", (("ds", "demo"), ("value", "mariadb-bin.000003")))] == 1
     assert got[("dbus_exporter_points_total", ())] == 4
 
 
@@ -120,8 +121,58 @@ def test_influx_write_copies_the_points_to_the_exporter():
     try:
         url = f"http://127.0.0.1:{server.server_port}"
         point = Point("dbus_dead_letter").tag("ds", "demo").tag("stage", "appender").field("count", 3)
-        assert influx.to_exporter(url, [point])
-        assert latest.points == 1
+        beat = (
+            Point("dbus_heartbeat").tag("ds", "demo").field("latency_ms", 2.5).time(1_700_000_000_250, "ms")
+        )
+        assert influx.to_exporter(url, [point, beat])  # two precisions: each in its own unit
+        assert latest.points == 2
+        got = samples(call(app(latest), "GET", "/metrics")[1].decode())
+        key = ("dbus_point_timestamp_seconds", (("ds", "demo"), ("measurement", "dbus_heartbeat")))
+        assert got[key] == 1_700_000_000.25
         assert not influx.to_exporter("http://127.0.0.1:9", [point])  # nobody there: logged, not raised
     finally:
         server.shutdown()
+
+
+def test_each_point_s_own_time_is_served_and_tallies_add_up_into_counters_that_never_expire():
+    clock = Clock()
+    wsgi = app(Latest(expire_s=60, clock=clock, wall=lambda: 1700000099.5))
+    lines = (
+        "dbus_dead_letter,ds=demo,stage=appender,code=UMS_BAD count=2i,offset=7i 1700000000000000000\n"
+        "dbus_dead_letter,ds=demo,stage=appender,code=UMS_BAD count=3i,offset=9i\n"  # no time: the wall clock
+        "dbus_log,ds=applog,kind=rows,host=h1,table=t count=5i\n"
+    )
+    assert call(wsgi, "POST", "/write", lines.encode())[0] == "204 No Content"
+    got = samples(call(wsgi, "GET", "/metrics")[1].decode())
+    letters = (("code", "UMS_BAD"), ("ds", "demo"), ("stage", "appender"))
+    assert got[("dbus_dead_letters_total", letters)] == 5  # 2 + 3: what the two points counted
+    assert got[("dbus_dead_letter_count", letters)] == 3  # the gauge: the newest point's
+    assert got[
+        ("dbus_point_timestamp_seconds", tuple(sorted((*letters, ("measurement", "dbus_dead_letter")))))
+    ] == (1700000099.5)
+    assert (
+        got[("dbus_log_lines_total", (("ds", "applog"), ("host", "h1"), ("kind", "rows"), ("table", "t")))]
+        == 5
+    )
+    clock.now += 61  # the gauges expire, the counters stay (a window's count is their difference)
+    got = samples(call(wsgi, "GET", "/metrics")[1].decode())
+    assert ("dbus_dead_letter_count", letters) not in got
+    assert got[("dbus_dead_letters_total", letters)] == 5
+
+
+@pytest.mark.parametrize(
+    ("query", "unit"), [("", 1), ("precision=ms", 10**6), ("precision=s", 10**9), ("precision=u", 10**3)]
+)
+def test_a_point_s_timestamp_is_read_in_the_write_s_precision(query, unit):
+    latest = Latest()
+    environ_path = "/api/v2/write"
+    wsgi = app(latest)
+    environ: dict = {"REQUEST_METHOD": "POST", "PATH_INFO": environ_path, "QUERY_STRING": query}
+    body = f"dbus_heartbeat,ds=demo latency_ms=1 {1_700_000_000_000_000_000 // unit}\n".encode()
+    environ["CONTENT_LENGTH"] = str(len(body))
+    setup_testing_defaults(environ)
+    environ["wsgi.input"] = io.BytesIO(body)
+    b"".join(wsgi(environ, lambda status, headers: None))
+    got = samples(call(wsgi, "GET", "/metrics")[1].decode())
+    key = ("dbus_point_timestamp_seconds", (("ds", "demo"), ("measurement", "dbus_heartbeat")))
+    assert got[key] == 1_700_000_000.0
