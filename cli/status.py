@@ -496,23 +496,23 @@ def heartbeats(points: dict[tuple, dict[str, Any]], now: float) -> tuple[TableHe
     return tuple(out)
 
 
-DEAD_LETTER_BY = ("stage", "code", "schema", "table")
-DEAD_LETTER_NEWEST = ("topic", "partition", "offset", "dlq_partition", "dlq_offset")
+DEAD_LETTERS = seriesread.Tally(
+    "dbus_dead_letter",
+    ("stage", "code", "schema", "table"),
+    newest=("topic", "partition", "offset", "dlq_partition", "dlq_offset"),
+    largest=("newest_ms",),
+)
 
 
 def dead_letter_query(ds: str, seconds: int) -> str:
     """InfluxQL: per (stage, code, schema, table) of ``ds`` within ``seconds``, the letters counted and the
     newest one's coordinates (every point carries them all, so the ``last()`` are of one point)."""
-    return seriesread.tallies_query(
-        ds, seconds, "dbus_dead_letter", DEAD_LETTER_BY, DEAD_LETTER_NEWEST, ("newest_ms",)
-    )
+    return seriesread.tallies_query(ds, seconds, DEAD_LETTERS)
 
 
 def dead_letter_series(cfg: Any, ds: str, seconds: int) -> list[dict[str, Any]]:
     """``dead_letter_query``'s answer, from InfluxDB or Prometheus (dbuslib/seriesread.py)."""
-    return seriesread.tallies(
-        cfg, ds, seconds, "dbus_dead_letter", DEAD_LETTER_BY, DEAD_LETTER_NEWEST, ("newest_ms",)
-    )
+    return seriesread.tallies(cfg, ds, seconds, DEAD_LETTERS)
 
 
 def dead_letters(series: list[dict[str, Any]], now: float, dlq_topic: str) -> tuple[DeadLetterCount, ...]:
@@ -583,7 +583,7 @@ class _Collector:
         """The newest point of each series (``keys``) with a ``field``, and its ``also`` fields: the
         heartbeat monitor's InfluxQL (``seriesread.last_points_query``) or its Prometheus twin."""
         series = seriesread.last(
-            self.cfg, self.ds, seconds, measurement=measurement, field=field, group_by=keys, also=also
+            self.cfg, self.ds, seconds, seriesread.Newest(measurement, field, keys, also)
         )
         return last_points(series, field, keys)
 
@@ -751,12 +751,12 @@ class LogSnapshot:
         return json.dumps(obj, indent=2)
 
 
-LOG_COUNTS_BY = ("kind", "host", "table", "code")
+LOG_COUNTS = seriesread.Tally("dbus_log", ("kind", "host", "table", "code"))
 
 
 def log_counts_query(ds: str, seconds: int) -> str:
     """InfluxQL: the log processor's counts of ``ds`` within ``seconds``, per kind, host, table and code."""
-    return seriesread.tallies_query(ds, seconds, "dbus_log", LOG_COUNTS_BY)
+    return seriesread.tallies_query(ds, seconds, LOG_COUNTS)
 
 
 def log_status(
@@ -840,7 +840,7 @@ class _LogCollector(_Collector):
     the heartbeat monitor counted, the monitor's open alerts."""
 
     def _counts(self) -> list[dict[str, Any]]:
-        return seriesread.tallies(self.cfg, self.ds, self.window_s, "dbus_log", LOG_COUNTS_BY)
+        return seriesread.tallies(self.cfg, self.ds, self.window_s, LOG_COUNTS)
 
     def snapshot(self) -> LogSnapshot:  # type: ignore[override]
         window = self.window_s

@@ -339,9 +339,7 @@ def newest_beats(cfg: Any, ds: str, now: float) -> dict[tuple[str, str], Beat]:
     from dbuslib import seriesread
 
     keys = ("schema", "table")
-    series = seriesread.last(
-        cfg, ds, LOOKBACK_S, measurement=HEARTBEAT, field="latency_ms", group_by=keys, also=("rows",)
-    )
+    series = seriesread.last(cfg, ds, LOOKBACK_S, seriesread.Newest(HEARTBEAT, "latency_ms", keys, ("rows",)))
     points = last_points(series, "latency_ms", keys)
     out = {}
     for (schema, table), p in points.items():

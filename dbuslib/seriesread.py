@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dbuslib import influx, promread
@@ -30,98 +31,81 @@ def _lit(s: str) -> str:
     return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def last_points_query(
-    ds: str,
-    lookback_s: float,
-    *,
-    measurement: str,
-    field: str,
-    group_by: tuple[str, ...],
-    also: tuple[str, ...] = (),
-) -> str:
-    """InfluxQL for the last ``field`` point of ``measurement`` in every series of ``ds`` within
-    ``lookback_s`` (the heartbeat monitor: the last ``latency_ms`` of every table, heartbeat.monitor;
-    ``dbus status`` asks the same of its other measurements).
-    ``also`` names fields or ``*`` read from that same point: its columns follow ``last``, and the row's
-    time is the point's. (InfluxQL, as the dashboards use: a Flux ``filter |> last()`` on InfluxDB 1.8
-    was seen returning nothing to a live monitor while the same points were visible to other queries.)"""
-    columns = ", ".join([f'last("{field}")', *(c if c == "*" else f'"{c}"' for c in also)])
-    tags = ", ".join(f'"{g}"' for g in group_by)
-    group = f" GROUP BY {tags}" if group_by else ""
+@dataclass(frozen=True)
+class Newest:
+    """What ``last`` reads: the newest ``field`` point of ``measurement`` per ``group_by`` tags, and the
+    ``also`` fields of that same point (``*``: every field, InfluxDB only)."""
+
+    measurement: str
+    field: str
+    group_by: tuple[str, ...]
+    also: tuple[str, ...] = ()
+
+
+def last_points_query(ds: str, lookback_s: float, what: Newest) -> str:
+    """InfluxQL for ``what`` in every series of ``ds`` within ``lookback_s`` (the heartbeat monitor: the
+    last ``latency_ms`` of every table, heartbeat.monitor; ``dbus status`` asks the same of its other
+    measurements). The ``also`` columns follow ``last``, and the row's time is the point's. (InfluxQL, as
+    the dashboards use: a Flux ``filter |> last()`` on InfluxDB 1.8 was seen returning nothing to a live
+    monitor while the same points were visible to other queries.)"""
+    columns = ", ".join([f'last("{what.field}")', *(c if c == "*" else f'"{c}"' for c in what.also)])
+    tags = ", ".join(f'"{g}"' for g in what.group_by)
+    group = f" GROUP BY {tags}" if what.group_by else ""
     return (
-        f'SELECT {columns} FROM "{measurement}" WHERE "ds" = {_lit(ds)} '
+        f'SELECT {columns} FROM "{what.measurement}" WHERE "ds" = {_lit(ds)} '
         f"AND time > now() - {int(lookback_s)}s{group}"
     )
 
 
-def last(
-    cfg: DbusConfig,
-    ds: str,
-    lookback_s: float,
-    *,
-    measurement: str,
-    field: str,
-    group_by: tuple[str, ...],
-    also: tuple[str, ...] = (),
-) -> list[Series]:
+def last(cfg: DbusConfig, ds: str, lookback_s: float, what: Newest) -> list[Series]:
     """``last_points_query``'s answer, from InfluxDB or Prometheus (there a series per label set: the
     readers fold them per key, the newest point winning, as they fold InfluxQL's)."""
     if from_prometheus(cfg):
-        server = _server(cfg)
-        return promread.last(server, ds, lookback_s, measurement, field, tuple(a for a in also if a != "*"))
-    q = last_points_query(ds, lookback_s, measurement=measurement, field=field, group_by=group_by, also=also)
-    return influx.influxql(cfg.endpoints.influxdb, q)
+        also = tuple(a for a in what.also if a != "*")
+        return promread.last(_server(cfg), ds, lookback_s, what.measurement, what.field, also)
+    return influx.influxql(cfg.endpoints.influxdb, last_points_query(ds, lookback_s, what))
 
 
-def tallies_query(
-    ds: str,
-    seconds: int,
-    measurement: str,
-    by: Sequence[str],
-    newest: Sequence[str] = (),
-    largest: Sequence[str] = (),
-) -> str:
-    """InfluxQL: per ``by`` tags of ``ds`` within ``seconds``, the ``count`` field summed, the ``newest``
-    fields' last values (every point carries them all, so they are of one point) and the ``largest``
-    fields' maximum."""
+@dataclass(frozen=True)
+class Tally:
+    """What ``tallies`` reads: per ``by`` tags, the ``count`` field of ``measurement`` summed over a
+    window, the ``newest`` fields' last values and the ``largest`` fields' maximum."""
+
+    measurement: str
+    by: tuple[str, ...]
+    newest: tuple[str, ...] = ()
+    largest: tuple[str, ...] = ()
+
+
+def tallies_query(ds: str, seconds: int, what: Tally) -> str:
+    """InfluxQL for ``what`` in ``ds`` within ``seconds`` (the ``newest`` of one point: every point carries
+    them all)."""
     fields = [
         'sum("count") AS "count"',
-        *(f'last("{f}") AS "{f}"' for f in newest),
-        *(f'max("{f}") AS "{f}"' for f in largest),
+        *(f'last("{f}") AS "{f}"' for f in what.newest),
+        *(f'max("{f}") AS "{f}"' for f in what.largest),
     ]
-    group = ", ".join(f'"{b}"' for b in by)
+    group = ", ".join(f'"{b}"' for b in what.by)
     return (
-        f'SELECT {", ".join(fields)} FROM "{measurement}" WHERE "ds" = {_lit(ds)} '
+        f'SELECT {", ".join(fields)} FROM "{what.measurement}" WHERE "ds" = {_lit(ds)} '
         f"AND time > now() - {int(seconds)}s GROUP BY {group}"
     )
 
 
-def tallies(
-    cfg: DbusConfig,
-    ds: str,
-    seconds: int,
-    measurement: str,
-    by: Sequence[str],
-    newest: Sequence[str] = (),
-    largest: Sequence[str] = (),
-) -> list[Series]:
+def tallies(cfg: DbusConfig, ds: str, seconds: int, what: Tally) -> list[Series]:
     """``tallies_query``'s answer, from InfluxDB or Prometheus (the exporter's counter of the tally,
-    promread.tally; the gauges' newest and largest samples of the window)."""
+    promread.tally; the gauges' newest and largest values of the window)."""
     if not from_prometheus(cfg):
-        return influx.influxql(
-            cfg.endpoints.influxdb, tallies_query(ds, seconds, measurement, by, newest, largest)
-        )
-    server, w = _server(cfg), f"[{max(1, int(seconds))}s]"
-    sel = promread.selector(ds)
-    parts: dict[str, list[dict[str, Any]]] = {
-        "count": promread.query(server, promread.tally(measurement, "count", ds, seconds, by))
-    }
-    for f in newest:
-        names = promread.names(measurement, (f,))
-        parts[f] = promread.query(server, f'{{__name__=~"{names}",ds={promread.lit(ds)}}}{w}')
-    for f in largest:
-        parts[f] = promread.query(server, f"max_over_time({promread.metric_name(measurement, f)}{sel}{w})")
-    return promread.fold_columns(parts, by, measurement, int(time.time() * 1000))
+        return influx.influxql(cfg.endpoints.influxdb, tallies_query(ds, seconds, what))
+    server, m = _server(cfg), what.measurement
+    count = promread.tally(m, "count", ds, seconds, what.by)
+    parts: dict[str, list[dict[str, Any]]] = {"count": promread.query(server, count)}
+    newest, _ = promread.last_queries(ds, seconds, m, what.newest)
+    parts.update({f: promread.query(server, q) for f, q in newest.items()})
+    window = f"{promread.selector(ds)}[{max(1, int(seconds))}s]"
+    for f in what.largest:
+        parts[f] = promread.query(server, f"max_over_time({promread.metric_name(m, f)}{window})")
+    return promread.fold_columns(parts, what.by, m, int(time.time() * 1000))
 
 
 def buckets(

@@ -69,7 +69,7 @@ def last_points_query(
     """InfluxQL for the last heartbeat latency of every table of ``ds`` within ``lookback_s``
     (dbuslib.seriesread.last_points_query, where ``dbus status`` asks it of other measurements)."""
     return seriesread.last_points_query(
-        ds, lookback_s, measurement=MEASUREMENT, field="latency_ms", group_by=group_by, also=also
+        ds, lookback_s, seriesread.Newest(MEASUREMENT, "latency_ms", group_by, also)
     )
 
 
@@ -78,10 +78,9 @@ def last_heartbeats(
 ) -> list[dict[str, Any]]:
     """``last_points_query``'s answer as ``records_of``'s records, from InfluxDB or Prometheus
     (dbuslib/seriesread.py); EndpointError when neither can be read."""
-    series = seriesread.last(
-        cfg, ds, lookback_s, measurement=MEASUREMENT, field="latency_ms", group_by=group_by
+    return records_of(
+        seriesread.last(cfg, ds, lookback_s, seriesread.Newest(MEASUREMENT, "latency_ms", group_by))
     )
-    return records_of(series)
 
 
 def records_of(series: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

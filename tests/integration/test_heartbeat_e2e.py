@@ -40,15 +40,8 @@ INTERVAL_S, CHECK_S, TIMEOUT_S = 2.0, 1.0, 10.0
 
 def last_heartbeats(cfg, ds: str) -> dict[str, dict[str, float]]:
     """The newest dbus_heartbeat point per table with its fields (InfluxDB, or without one Prometheus)."""
-    series = seriesread.last(
-        cfg,
-        ds,
-        3600,
-        measurement=hbt.MEASUREMENT,
-        field="latency_ms",
-        group_by=("table",),
-        also=("packet_ms", "rows"),
-    )
+    what = seriesread.Newest(hbt.MEASUREMENT, "latency_ms", ("table",), ("packet_ms", "rows"))
+    series = seriesread.last(cfg, ds, 3600, what)
     out: dict[str, dict[str, float]] = {}
     for s in series:
         for _, latency, packet_ms, rows in s["values"]:
