@@ -26,15 +26,21 @@ if TYPE_CHECKING:
 
 
 def add_parsers(sub: Any) -> None:
-    ex = sub.add_parser("extractor", add_help=False, help="binlog reader: run | status | reset (see --help)")
-    ex.add_argument("rest", nargs=argparse.REMAINDER)
+    from extractor.main import add_commands
+
+    ex = sub.add_parser(
+        "extractor",
+        help="binlog reader: run | status | reset (see --help)",
+        description="binlog -> first-level Kafka topic",
+    )
+    add_commands(ex)
     ex.set_defaults(handler=extractor_cli)
 
 
 def extractor_cli(args: argparse.Namespace) -> int:
-    from extractor.main import main
+    from extractor.main import dispatch
 
-    return main(["--config", args.config, *args.rest])
+    return dispatch(args)
 
 
 def status(cfg: DbusConfig, ds: str) -> dict[str, Any]:

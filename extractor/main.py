@@ -71,10 +71,10 @@ def purged_message(ds: str, err: BinlogPurgedError) -> str:
     )
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="extractor", description="binlog -> first-level Kafka topic")
-    p.add_argument("--config", help=CONFIG_HELP)
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def add_commands(p: argparse.ArgumentParser) -> None:
+    """``run | status | reset`` under ``p``: ``python -m extractor`` and ``dbus extractor`` alike (each
+    answers ``--help`` at every level without a configuration)."""
+    sub = p.add_subparsers(dest="extractor_command", required=True, metavar="COMMAND")
     config = argparse.ArgumentParser(add_help=False)  # --config also after the command
     config.add_argument("--config", default=argparse.SUPPRESS, help="configuration file")
     r = sub.add_parser(
@@ -93,15 +93,26 @@ def _parser() -> argparse.ArgumentParser:
         "--full-pull", action="store_true", help="also request a full pull of every captured table"
     )
     z.add_argument("--force", action="store_true", help="even while an extractor leads (it will be deposed)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="extractor", description="binlog -> first-level Kafka topic")
+    p.add_argument("--config", help=CONFIG_HELP)
+    add_commands(p)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     setup_logging()
+    return dispatch(args)
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """The parsed command (``add_commands``) run with the configuration of ``args.config``; its exit code."""
     try:
         cfg = load_config(args.config)
-        return _commands()[args.command](cfg, args)
+        return _commands()[args.extractor_command](cfg, args)
     except BinlogPurgedError as e:
         line = f"extractor: {e.code}: {purged_message(args.source, e)}"
         print(final_line(line, stage="extractor", code=e.code), file=sys.stderr)

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from cli import main as dbus
-from extractor import main as extractor
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -64,5 +63,24 @@ def _parse(argv: list[str]) -> None:
     args = dbus._parser().parse_args(argv)
     assert not passed or args.command == "submit", f"arguments after -- for {args.command}: {passed}"
     assert callable(args.handler)
-    if args.command == "extractor":
-        extractor._parser().parse_args(["--config", args.config or "conf/dbus.yaml", *args.rest])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["extractor", "--help"],
+        ["extractor", "run", "--help"],
+        ["extractor", "status", "--help"],
+        ["extractor", "reset", "--help"],
+    ],
+)
+def test_every_level_of_dbus_extractor_answers_help_without_a_configuration(argv, monkeypatch, capsys):
+    """``dbus extractor --help`` failed ("unrecognized arguments") and ``extractor run --help`` looked for a
+    configuration first: a pip user without one got an error instead of the help."""
+    from cli.main import main
+
+    monkeypatch.setenv("DBUS_CONFIG", "/nonexistent/dbus.yaml")
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: dbus {' '.join(argv[:-1])}")
