@@ -106,3 +106,42 @@ def test_without_an_influxdb_url_the_figures_are_read_from_prometheus_which_must
 
     with pytest.raises(ConfigError, match="prometheus.server"):
         load_config(conf)
+
+
+def test_a_refused_or_failed_query_is_an_endpoint_error_naming_the_server():
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from dbuslib.errors import EndpointError
+
+    class Answer(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            bad = "query=nonsense" in self.path
+            body = json.dumps(
+                {"status": "error", "errorType": "bad_data", "error": "parse error"}
+                if bad
+                else {"status": "success", "data": {"resultType": "vector", "result": []}}
+            ).encode()
+            self.send_response(400 if bad else 200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}"
+    try:
+        assert promread.query(url, "up") == []
+        with pytest.raises(
+            EndpointError, match=f"Prometheus at {url} refused a query \\(400\\).*parse error"
+        ):
+            promread.query(url, "nonsense")
+    finally:
+        server.shutdown()
+        server.server_close()
+    with pytest.raises(EndpointError, match="Prometheus at http://127.0.0.1:9 cannot be read"):
+        promread.query("http://127.0.0.1:9", "up")
