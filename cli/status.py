@@ -34,7 +34,7 @@ code is then 1 (0 otherwise). Rates are those of the newest point within ``--win
 than that a stage reads "no data in the last N minutes". Heartbeats are looked up over the last
 a day (``binlog.heartbeat.LOOKBACK_S``) so that a table that went quiet still shows how old its last
 heartbeat is. The newest points are read with the heartbeat monitor's InfluxQL
-(``heartbeat.monitor.last_points_query``) and the open alerts with its ``AlertStore.read`` (a node that
+(``dbuslib.seriesread.last_points_query``) and the open alerts with its ``AlertStore.read`` (a node that
 holds no alert is shown as "unreadable alert node").
 """
 
@@ -395,7 +395,7 @@ def _age(record: dict[str, Any], now: float) -> float:
 def last_points(
     series: list[dict[str, Any]], field: str, keys: tuple[str, ...]
 ) -> dict[tuple, dict[str, Any]]:
-    """The series of a ``heartbeat.monitor.last_points_query`` folded into one dict per tag tuple ``keys``,
+    """The series of a ``dbuslib.seriesread.last_points_query`` folded into one dict per tag tuple ``keys``,
     its ``last`` column named ``field`` and its time in epoch ms:
     ``{("shop", "orders"): {"_time": 1714557568000, "latency_ms": 12.5, "rows": 3}}``; the newest point
     wins when several series share a key (e.g. an extra tag)."""

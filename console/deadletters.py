@@ -271,9 +271,10 @@ def letters(cfg: Any, ds: str, scan: int) -> tuple[list[LetterView], dict[str, A
 
 def timeline_query(ds: str, hours: int, bucket_s: int) -> str:
     """InfluxQL: the letters counted per (stage, code) in each ``bucket_s`` of the last ``hours``."""
-    ds_lit = ds.replace("\\", "\\\\").replace("'", "\\'")
+    from dbuslib.seriesread import influxql_string
+
     return (
-        f'SELECT sum("count") AS "count" FROM "dbus_dead_letter" WHERE "ds" = \'{ds_lit}\' '
+        f'SELECT sum("count") AS "count" FROM "dbus_dead_letter" WHERE "ds" = {influxql_string(ds)} '
         f'AND time > now() - {int(hours)}h GROUP BY time({int(bucket_s)}s), "stage", "code" fill(0)'
     )
 

@@ -135,9 +135,7 @@ def version_changes(versions: Iterable[TableVersion]) -> list[VersionChange]:
 def chart_query(ds: str, schema: str, table: str, window_s: int = CHART_WINDOW_S) -> str:
     """InfluxQL: per ``CHART_BUCKET_S`` of the last ``window_s``, the mean and max heartbeat latency (ms)
     and the rows counted between heartbeats (summed over a log table's hosts) of one table."""
-
-    def lit(s: str) -> str:
-        return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    from dbuslib.seriesread import influxql_string as lit
 
     return (
         f'SELECT mean("latency_ms") AS "latency_ms", max("latency_ms") AS "latency_max_ms", '
@@ -333,7 +331,7 @@ def log_tables(cfg: Any, ds: str) -> list[Any]:
 
 def newest_beats(cfg: Any, ds: str, now: float) -> dict[tuple[str, str], Beat]:
     """The newest ``dbus_heartbeat`` point of each table of ``ds`` within the last day (``dbus status``'s
-    query and folding: heartbeat.monitor.last_points_query, cli.status.last_points)."""
+    query and folding: dbuslib.seriesread.last, cli.status.last_points)."""
     from binlog.heartbeat import LOOKBACK_S
     from cli.status import last_points
     from dbuslib import seriesread

@@ -7,7 +7,7 @@ places no scraper can reach (a Spark executor's Python worker, a one-shot comman
 series and serves them in Prometheus's text format:
 
 - a point's numeric field ``f`` of measurement ``m`` is the gauge ``m_f`` (``dbus_stage_rows_per_s``,
-  ``dbus_heartbeat_latency_ms``), its tags its labels; a boolean is 1 or 0, a string field is left out;
+  ``dbus_heartbeat_latency_ms``), its tags its labels; a boolean is 1 or 0;
 - names and label names are made Prometheus-safe (any other character becomes ``_``);
 - a string field ``f`` is the info gauge ``m_f_info`` (value 1) with the newest text as its label ``value``;
 - the newest point's own time (its timestamp, or the exporter's clock when it has none) is
@@ -95,13 +95,10 @@ class Latest(Collector):
             for s in samples:
                 self.points += 1
                 labels = tuple(sorted((label_name(k), v) for k, v in s.tags))
-                at = (
-                    self.wall() if s.time_ns is None else s.time_ns * unit_ns / 10**9
-                )  # int / int: correctly rounded
-                self._series[(POINT_TIME, tuple(sorted((*labels, ("measurement", s.measurement)))))] = (
-                    at,
-                    now,
-                )
+                # int / int: correctly rounded
+                at = self.wall() if s.time_ns is None else s.time_ns * unit_ns / 10**9
+                point_labels = tuple(sorted((*labels, ("measurement", s.measurement))))
+                self._series[(POINT_TIME, point_labels)] = (at, now)
                 for field, value in s.fields:
                     name = metric_name(s.measurement, field)
                     if isinstance(value, str):

@@ -43,11 +43,11 @@ def selector(ds: str, **labels: str) -> str:
 
 def names(measurement: str, fields: Iterable[str]) -> str:
     """A ``__name__`` regex matching each field's gauge and, for a string field, its ``_info`` gauge."""
-    names = []
+    gauges = []
     for f in fields:
         name = metric_name(measurement, f)
-        names += [name, f"{name}_info"]
-    return "|".join(re.escape(n) for n in names)
+        gauges += [name, f"{name}_info"]
+    return "|".join(re.escape(n) for n in gauges)
 
 
 def last_queries(
@@ -69,8 +69,8 @@ def tally(measurement: str, field: str, ds: str, window_s: int, by: Sequence[str
     difference; a series new in the window from 0; after a reset, the count since)."""
     counter = TALLIES[(measurement, field)]
     sel = f"{counter}_total{selector(ds, **labels)}"
-    w = f"[{max(1, int(window_s))}s]"
-    now, before = f"last_over_time({sel}{w})", f"last_over_time({sel}{w} offset {max(1, int(window_s))}s)"
+    seconds = max(1, int(window_s))
+    now, before = f"last_over_time({sel}[{seconds}s])", f"last_over_time({sel}[{seconds}s] offset {seconds}s)"
     group = ", ".join(label_name(b) for b in by)
     return f"sum by ({group}) ((({now} - {before}) >= 0) or {now})"
 

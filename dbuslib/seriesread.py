@@ -27,7 +27,8 @@ def from_prometheus(cfg: DbusConfig) -> bool:
     return cfg.endpoints.influxdb.url is None
 
 
-def _lit(s: str) -> str:
+def influxql_string(s: str) -> str:
+    """``s`` as an InfluxQL string literal (backslash and quote escaped)."""
     return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
@@ -52,7 +53,7 @@ def last_points_query(ds: str, lookback_s: float, what: Newest) -> str:
     tags = ", ".join(f'"{g}"' for g in what.group_by)
     group = f" GROUP BY {tags}" if what.group_by else ""
     return (
-        f'SELECT {columns} FROM "{what.measurement}" WHERE "ds" = {_lit(ds)} '
+        f'SELECT {columns} FROM "{what.measurement}" WHERE "ds" = {influxql_string(ds)} '
         f"AND time > now() - {int(lookback_s)}s{group}"
     )
 
@@ -87,7 +88,7 @@ def tallies_query(ds: str, seconds: int, what: Tally) -> str:
     ]
     group = ", ".join(f'"{b}"' for b in what.by)
     return (
-        f'SELECT {", ".join(fields)} FROM "{what.measurement}" WHERE "ds" = {_lit(ds)} '
+        f'SELECT {", ".join(fields)} FROM "{what.measurement}" WHERE "ds" = {influxql_string(ds)} '
         f"AND time > now() - {int(seconds)}s GROUP BY {group}"
     )
 

@@ -63,21 +63,11 @@ def alerts_path(root: str, ds: str) -> str:
     return zkpaths.heartbeat_alerts(root, ds)
 
 
-def last_points_query(
-    ds: str, lookback_s: float, group_by: tuple[str, ...] = ("schema", "table"), also: tuple[str, ...] = ()
-) -> str:
-    """InfluxQL for the last heartbeat latency of every table of ``ds`` within ``lookback_s``
-    (dbuslib.seriesread.last_points_query, where ``dbus status`` asks it of other measurements)."""
-    return seriesread.last_points_query(
-        ds, lookback_s, seriesread.Newest(MEASUREMENT, "latency_ms", group_by, also)
-    )
-
-
 def last_heartbeats(
     cfg: DbusConfig, ds: str, lookback_s: float, group_by: tuple[str, ...] = ("schema", "table")
 ) -> list[dict[str, Any]]:
-    """``last_points_query``'s answer as ``records_of``'s records, from InfluxDB or Prometheus
-    (dbuslib/seriesread.py); EndpointError when neither can be read."""
+    """The newest heartbeat latency of every table of ``ds`` within ``lookback_s`` as ``records_of``'s
+    records, from InfluxDB or Prometheus (dbuslib/seriesread.py); EndpointError when neither can be read."""
     return records_of(
         seriesread.last(cfg, ds, lookback_s, seriesread.Newest(MEASUREMENT, "latency_ms", group_by))
     )

@@ -5,6 +5,8 @@ import json
 import pytest
 from heartbeat_fakes import Clock, FakeChannel, FakeDlq, FakeZk, at
 
+from binlog.heartbeat import MEASUREMENT
+from dbuslib import seriesread
 from dbuslib.config import load_config
 from heartbeat import monitor as hbm
 from heartbeat.incidents import Alert, Notification, Observation
@@ -13,11 +15,16 @@ T0 = 1_700_000_000_000
 
 
 def test_the_query_takes_the_last_latency_of_each_table_of_the_source():
-    assert hbm.last_points_query("demo", 86400) == (
+    def last_points_query(ds: str, lookback_s: float) -> str:  # what the monitor asks (last_heartbeats)
+        return seriesread.last_points_query(
+            ds, lookback_s, seriesread.Newest(MEASUREMENT, "latency_ms", ("schema", "table"))
+        )
+
+    assert last_points_query("demo", 86400) == (
         'SELECT last("latency_ms") FROM "dbus_heartbeat" WHERE "ds" = \'demo\' AND time > now() - 86400s '
         'GROUP BY "schema", "table"'
     )
-    assert "'it\\'s'" in hbm.last_points_query("it's", 1)
+    assert "'it\\'s'" in last_points_query("it's", 1)
 
 
 def test_influxql_series_become_records():
