@@ -510,10 +510,11 @@ def write_and_read_check(cfg: DbusConfig, ds: str) -> str:
     if seriesread.from_prometheus(cfg):
         server = cfg.prometheus.server or ""
         q = f"dbus_stack_check_value{promread.selector(ds, check_id=check_id)}"
-        deadline, got = time.monotonic() + 30, []
-        while time.monotonic() < deadline and not got:
-            got = [float(r["value"][1]) for r in promread.query(server, q)]
-            time.sleep(0 if got else 1)
+        deadline = time.monotonic() + 30
+        while not (got := [float(r["value"][1]) for r in promread.query(server, q)]):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(1)
         if got != [value]:
             msg = f"wrote {q} = {value} to {ep.where} but Prometheus at {server} read back {got}"
             raise EndpointError(msg)

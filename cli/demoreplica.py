@@ -37,8 +37,8 @@ class DemoReplica:
         self.cfg, self.ds, self.table = cfg, ds, table
         self.log = log_dir / "replicate.log"
         self.proc: subprocess.Popen | None = None
-
-    exited_early = False
+        self.argv: list[str] = []
+        self.exited_early = False  # set by wait_online: the replicate ended before every change arrived
 
     def start(self) -> None:
         """A fresh replica database, then ``dbus replicate`` in its own process group."""
@@ -101,12 +101,7 @@ class DemoReplica:
         from fullpuller import verify
 
         assert self.proc is not None
-        rc = self.proc.wait(timeout)
-        lines = self.log.read_text(errors="replace").strip().splitlines()
-        if rc != 0 or not lines:
-            msg = f"dbus replicate exited with {rc}; see {self.log}"
-            raise RuntimeError(msg)
-        summary: dict[str, Any] = json.loads(lines[-1])
+        summary = self._summary(self.proc.wait(timeout))
         if self.exited_early:
             print(
                 f"   dbus replicate went idle for {IDLE_S}s before every change was written "
@@ -121,11 +116,7 @@ class DemoReplica:
                     check=False,
                     cwd=Path(__file__).resolve().parent.parent,
                 ).returncode
-            lines = self.log.read_text(errors="replace").strip().splitlines()
-            if rc != 0:
-                msg = f"dbus replicate exited with {rc}; see {self.log}"
-                raise RuntimeError(msg)
-            more: dict[str, Any] = json.loads(lines[-1])
+            more = self._summary(rc)
             summary = {k: summary[k] + more[k] for k in ("windows", "upserts", "deletes")}
         print(
             f"   dbus replicate: {summary['windows']} windows, {summary['upserts']} upserts, "
@@ -136,6 +127,15 @@ class DemoReplica:
         for line in verify.report(comparison, self.table):
             print(f"   verify --replica: {line}")
         return comparison.equal
+
+    def _summary(self, rc: int) -> dict[str, Any]:
+        """The summary line a replicate run that exited with ``rc`` ended its log with; RuntimeError
+        when it failed."""
+        lines = self.log.read_text(errors="replace").strip().splitlines()
+        if rc != 0 or not lines:
+            msg = f"dbus replicate exited with {rc}; see {self.log}"
+            raise RuntimeError(msg)
+        return dict(json.loads(lines[-1]))
 
     def stop(self) -> None:
         """On a failure: the process group, if it still runs (SIGTERM, SIGKILL after 30 s)."""

@@ -21,6 +21,7 @@ import json
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 
 import pytest
 import yaml
@@ -116,8 +117,8 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
     ds = env.ds
     # through Prometheus a point is seen at the exporter's next scrape (conf/stack/prometheus.yml: 5 s)
     seen_s = 6.0 if seriesread.from_prometheus(cfg) else 0.0
-    exporter = metrics_exporter(cfg, tmp_path / "exporter.log")
-    exporter.__enter__()
+    exporter = ExitStack()
+    exporter.enter_context(metrics_exporter(cfg, tmp_path / "exporter.log"))
     try:
         for stage in ("extractor", "dispatcher", "appender"):
             stages.start(stage)
@@ -278,7 +279,7 @@ def test_heartbeats_latency_alerts_and_status(tmp_path, writer_db):
         assert sorted(b["table"] for _, b in hook.events("recovery")) == ["busy", "quiet"]
     finally:
         stages.stop_all()
-        exporter.__exit__(None, None, None)
+        exporter.close()
         hook.close()
         cleanup_pipeline(env)
         delete_zk_tree(cfg.endpoints.zookeeper, "HeartBeat", ds)
