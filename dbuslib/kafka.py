@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -370,9 +371,13 @@ def end_offsets(cfg: KafkaEndpoint, topics: Iterable[str]) -> dict[Any, int]:
         c.close()
 
 
-def read_range(cfg: KafkaEndpoint, topics: Iterable[str], since: dict[Any, int] | None = None) -> list[Any]:
+def read_range(
+    cfg: KafkaEndpoint, topics: Iterable[str], since: dict[Any, int] | None = None, quiet_s: float = 60.0
+) -> list[Any]:
     """Every record of ``topics`` from ``since`` (``TopicPartition -> offset``; default: the start) to the
-    end offsets as they are now, in offset order per partition (kafka-python ``ConsumerRecord``s)."""
+    end offsets as they are now, in offset order per partition (kafka-python ``ConsumerRecord``s).
+    EndpointError when no record comes for ``quiet_s`` while some are still to be read (a busy broker or
+    host may answer a single poll empty)."""
 
     c = consumer(cfg, enable_auto_commit=False, group_id=None)
     try:
@@ -387,11 +392,17 @@ def read_range(cfg: KafkaEndpoint, topics: Iterable[str], since: dict[Any, int] 
             c.seek(tp, start[tp])
         got: dict[Any, list[Any]] = {tp: [] for tp in todo}
         left = set(todo)
+        last = time.monotonic()
         while left:
-            batch = c.poll(timeout_ms=5000, max_records=50_000)
+            batch = c.poll(timeout_ms=1000, max_records=50_000)
             if not batch:
-                msg = f"{sorted(t.topic for t in left)}: no records before the end offsets {ends}"
-                raise EndpointError(msg)
+                left -= {tp for tp in left if c.position(tp) >= ends[tp]}  # past trailing control records
+                if left and time.monotonic() - last > quiet_s:
+                    where = sorted(t.topic for t in left)
+                    msg = f"{where}: no records for {quiet_s:g} s before the end offsets {ends}"
+                    raise EndpointError(msg)
+                continue
+            last = time.monotonic()
             for tp, records in batch.items():
                 got[tp] += [r for r in records if r.offset < ends[tp]]
                 if c.position(tp) >= ends[tp]:

@@ -30,25 +30,9 @@ def env(extractor_env):
     return extractor_env  # conftest.py: an extractor capturing only this test's database
 
 
-def read_all(endpoint, topic: str, n: int, timeout_ms: int = 20_000) -> list:
-    """The first ``n`` records of ``topic`` (fewer when it has fewer within the timeout)."""
-    consumer = kafka.consumer(
-        endpoint,
-        topic,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        group_id=None,
-        consumer_timeout_ms=timeout_ms,
-    )
-    got = []
-    try:
-        for m in consumer:
-            got.append(m)
-            if len(got) >= n:
-                break
-    finally:
-        consumer.close()
-    return got
+def read_all(endpoint, topic: str) -> list:
+    """Every record of ``topic`` up to its end offsets now (the appender has stopped: nothing more comes)."""
+    return kafka.read_range(endpoint, [topic])
 
 
 # per primary key, its records in order (op, before, after), a tombstone as ("tombstone", None, None); values
@@ -101,7 +85,7 @@ def test_per_row_records_per_table_keyed_by_primary_key(spark, env, writer_db, t
         run_appender(spark, cfg, env.ds, env.topic, str(tmp_path / f"ckpt-{trigger}"))
 
         n = sum(len(v) for v in EXPECTED.values())
-        records = read_all(cfg.endpoints.kafka, table_topic, n + 1)
+        records = read_all(cfg.endpoints.kafka, table_topic)
         assert len(records) == n
         by_key: dict[bytes, list] = {}  # the record key's bytes -> its records in order
         ids: dict[bytes, int] = {}  # the record key's bytes -> the id its changes carry
@@ -121,17 +105,17 @@ def test_per_row_records_per_table_keyed_by_primary_key(spark, env, writer_db, t
         # one ums_uid_ per row change: the key change's delete and create are one change, tombstones none
         assert len({dict(r.headers)["ums_uid_"] for r in records if r.value is not None}) == n - 2 - 1
 
-        [keyless] = read_all(cfg.endpoints.kafka, topics.result_topic(env.ds, src, name, "nokey"), 2, 10_000)
+        [keyless] = read_all(cfg.endpoints.kafka, topics.result_topic(env.ds, src, name, "nokey"))
         change = decode(fmt, keyless.key, keyless.value, tuple(keyless.headers), schemas)
         assert keyless.key is None and change.table.primary_key == () and list(change.after) == [1, "x"]
 
         versions = 2 if fmt == "avro" else 1  # each version change ends the version before it
-        ums = [from_json(m.value) for m in read_all(cfg.endpoints.kafka, events, versions + 1, 10_000)]
+        ums = [from_json(m.value) for m in read_all(cfg.endpoints.kafka, events)]
         assert [m.protocol.value for m in ums] == ["data_increment_termination"] * versions
         assert [str(m.schema.namespace) for m in ums] == [
             f"mysql.{env.ds}.{name}.orders.{v}.0.0" for v in range(versions)
         ]
-        letters = [DeadLetter.from_json(m.value) for m in read_all(cfg.endpoints.kafka, dlq, 2, 5000)]
+        letters = [DeadLetter.from_json(m.value) for m in read_all(cfg.endpoints.kafka, dlq)]
         if fmt == "avro":  # the refused row: one dead letter, its coordinates and the registry's reason
             assert [(d.code, d.topic, d.stage) for d in letters] == [
                 ("REGISTRY_SCHEMA_REFUSED", env.topic, "appender")
