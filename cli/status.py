@@ -246,7 +246,9 @@ def _render_extractor(e: ExtractorStatus) -> list[str]:
         else "none committed yet"
     )
     behind = "" if e.behind_bytes is None else f", {e.behind_bytes:,} bytes behind the server"
-    if e.lag_s is not None:
+    if e.behind_bytes == 0:  # an idle source: its last transaction may be old, nothing is behind
+        lag = "0.0 s (caught up: nothing on the server past the committed position)"
+    elif e.lag_s is not None:
         lag = f"{e.lag_s:.1f} s (metrics {_ago(e.metrics_age_s)})"
     elif e.position_lag_s is not None:
         lag = f"{e.position_lag_s:.1f} s since the committed transaction (no metrics)"

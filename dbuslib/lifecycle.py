@@ -21,9 +21,12 @@ Every long-running stage (extractor, dispatcher, appender, full puller, heartbea
   itself with an ephemeral node from ``__enter__`` to ``__exit__`` (dbuslib/liveness.py): the console and
   ``dbus status`` tell a running stage from a down one by it. Not in a process the stage does not own (a
   test calling ``main()`` in-process).
-- **A stop is bounded.** ``STOP_GRACE_S`` after a stop began, a process still alive (a thread that does
-  not end, a client that does not close, a call into a JVM that is going away) prints
-  ``STAGE_STOP_TIMEOUT`` with every thread's stack and exits at once: a stopped stage never lingers.
+- **A real-time query stops at a committed point**: ``await_query`` ends its running batch first
+  (``dbuslib.spark.stop_query``, docs/realtime.md#stopping), so a planned stop replays nothing.
+- **A stop is bounded.** ``STOP_GRACE_S`` after a stop began (plus the time a real-time query's batch may
+  take), a process still alive (a thread that does not end, a client that does not close, a call into a
+  JVM that is going away) prints ``STAGE_STOP_TIMEOUT`` with every thread's stack and exits at once: a
+  stopped stage never lingers.
 
 Outside the main thread or outside a spark-submit driver (a test calling ``main()`` in-process) the
 signal handlers are left alone and the JVM is not watched; ``__exit__`` restores what it replaced.
@@ -73,7 +76,7 @@ __all__ = [
 CHECK_S = 1.0  # watchdog period, and how long awaitTermination blocks between two looks at ``stopping``
 CONFIG_GONE_S = 5.0  # a configuration file replaced by delete + write is not "gone"
 JVM_GONE_STOP_S = 5.0  # a driver stopping while its JVM went away (SIGTERM to the group) ends this soon
-STOP_GRACE_S = 20.0  # a stop that takes longer ends the process: every stage is gone within 30 s
+STOP_GRACE_S = 20.0  # a stop that takes longer ends the process (a real-time query's batch: more)
 
 
 def first_line(error: BaseException | str) -> str:
@@ -124,6 +127,7 @@ class Lifecycle:
         self._zookeeper = zookeeper
         self._announcer: Announcer | None = None
         self.refusal = ""  # the line of an endpoint that refused the stage's identity (liveness's ZooKeeper)
+        self.grace_s = STOP_GRACE_S  # await_query adds the time a real-time query's planned stop may take
 
     # ------------------------------------------------------------------ context
 
@@ -193,14 +197,14 @@ class Lifecycle:
                 callback()
             except Exception:
                 pass
-        deadline = time.monotonic() + STOP_GRACE_S
+        deadline = time.monotonic() + self.grace_s
         while time.monotonic() < deadline:
             if self._done.is_set() and not self.owns_process:
                 return
             time.sleep(0.2)
         if self.owns_process:  # still here: a thread that does not end, a close that hangs, a dead JVM
             self.say(
-                f"{self.stage}: STAGE_STOP_TIMEOUT: {self.ds}: still running {STOP_GRACE_S:.0f} s after "
+                f"{self.stage}: STAGE_STOP_TIMEOUT: {self.ds}: still running {self.grace_s:.0f} s after "
                 f"the stop ({self.reason}); threads: {_thread_names()}; exiting"
             )
             self._dump_stacks()
@@ -291,12 +295,15 @@ class Lifecycle:
         from py4j.protocol import Py4JError
         from pyspark.errors import StreamingQueryException
 
+        from dbuslib.spark import planned_stop_s, stop_query
+
         try:
+            self.grace_s = STOP_GRACE_S + planned_stop_s(query)  # a real-time batch is finished first
             while not self.stopping.is_set():
                 if query.awaitTermination(CHECK_S):
                     break
             if self.stopping.is_set():
-                query.stop()
+                stop_query(query, self.say)
             error = query.exception()
         except StreamingQueryException as e:
             error = e

@@ -8,7 +8,10 @@ jars and settings are used when a test or the demo builds a session in-process.
 
 from __future__ import annotations
 
+import json
 import os
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -387,8 +390,137 @@ def start_query(
     writer = kafka_sink(df.writeStream, kafka, realtime=realtime, batching=batching).queryName(name)
     writer = writer.option("checkpointLocation", checkpoint)
     if realtime:
-        return with_realtime_trigger(writer, settings.realtime_checkpoint_s).start()
+        query = with_realtime_trigger(writer, settings.realtime_checkpoint_s).start()
+        register_planned_stop(df.sparkSession, query, settings.realtime_checkpoint_s, kafka, checkpoint)
+        return query
     return with_trigger(writer, available_now, settings.trigger_interval_ms, settings.async_progress).start()
+
+
+PLANNED_STOP = "dbus.jvm.PlannedStop"
+PLANNED_STOP_MARGIN_S = 15  # past the batch's end: its commit, and a busy driver
+FIRST_BATCH_WAIT_S = 2.0  # a query stopped as it starts: how long its first batch's offsets may take
+
+
+@dataclass(frozen=True)
+class PlannedStop:
+    """How a real-time query is stopped at a committed point (``stop_query``)."""
+
+    cls: Any  # binlog/jvm/src/dbus/jvm/PlannedStop.java through py4j
+    wait_ms: int  # the longest wait for the running batch: its length and a margin
+    kafka: KafkaEndpoint  # where the query reads: "nothing new since the last commit" is asked there
+    checkpoint: str  # the query's checkpoint: where its running batch started
+
+
+_planned: dict[str, PlannedStop] = {}  # query id -> how to stop it
+
+
+def register_planned_stop(
+    session: Any, query: Any, checkpoint_s: int, kafka: KafkaEndpoint, checkpoint: str
+) -> None:
+    """A planned stop of the real-time ``query`` ends its running batch at a committed point first
+    (``stop_query``), also when SIGTERM reaches the JVM itself (a shutdown hook of PlannedStop.java)."""
+    cls = jvm_class(session.sparkContext._jvm, PLANNED_STOP, query.name or "query")
+    wait_ms = (checkpoint_s + PLANNED_STOP_MARGIN_S) * 1000
+    cls.register(query._jsq, wait_ms)
+    _planned[query.id] = PlannedStop(cls, wait_ms, kafka, checkpoint)
+
+
+def planned_stop_s(query: Any) -> float:
+    """How long a planned stop of ``query`` may wait for its running batch (0: not a real-time query)."""
+    entry = _planned.get(getattr(query, "id", None))
+    return entry.wait_ms / 1000 if entry else 0.0
+
+
+def offset_log_ends(text: str) -> dict[tuple[str, int], int] | None:
+    """``(topic, partition) -> offset`` of a Kafka query's offset-log file (``v1``, then the batch's metadata
+    and a JSON line per source: where the batch ended) or initial-offsets file (``v1``, then the JSON);
+    None when a source is not Kafka's."""
+    lines = [ln for ln in text.replace("\0", "").splitlines() if ln.strip()]
+    if not lines or not lines[0].strip().startswith("v"):
+        return None
+    ends: dict[tuple[str, int], int] = {}
+    for line in lines[1:]:
+        value = json.loads(line)
+        if isinstance(value, dict) and "batchTimestampMs" in value:
+            continue  # the batch's metadata
+        if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+            return None
+        ends.update({(topic, int(p)): int(o) for topic, parts in value.items() for p, o in parts.items()})
+    return ends
+
+
+def running_batch_start(checkpoint: str) -> dict[tuple[str, int], int] | None:
+    """Where the running batch of the real-time query checkpointed in ``checkpoint`` started: the end of the
+    last committed batch (a real-time batch writes its offsets when it ends), or the query's initial offsets
+    before any; ``{}`` before the first batch was planned (its initial offsets not written yet); None when
+    that cannot be told (not a local path, a batch ended but not committed)."""
+    root = Path(checkpoint[len("file:") :] if checkpoint.startswith("file:") else checkpoint)
+    if uri_scheme(checkpoint) not in (None, "file") or not root.is_dir():
+        return None
+    try:
+        logged = {int(f.name) for f in (root / "offsets").iterdir() if f.name.isdigit()}
+        committed = {int(f.name) for f in (root / "commits").iterdir() if f.name.isdigit()}
+        if logged:
+            last = max(logged)
+            return offset_log_ends((root / "offsets" / str(last)).read_text()) if last in committed else None
+        initial = sorted((root / "sources").glob("*/0"))
+        ends: dict[tuple[str, int], int] = {}
+        for f in initial:
+            part = offset_log_ends(f.read_text())
+            if part is None:
+                return None
+            ends.update(part)
+        return ends  # {}: no batch planned yet, none has read anything
+    except (OSError, ValueError):
+        return None
+
+
+def nothing_since(start: dict[tuple[str, int], int] | None, now: dict[tuple[str, int], int]) -> bool:
+    """Whether no partition a batch that started at ``start`` reads holds a record past it ``now`` (so that
+    batch has read nothing)."""
+    return start is not None and all(now.get(tp, 0) <= off for tp, off in start.items())
+
+
+def _read_nothing(entry: PlannedStop) -> bool:
+    from dbuslib import kafka as kafkalib
+
+    start = running_batch_start(entry.checkpoint)
+    deadline = time.monotonic() + FIRST_BATCH_WAIT_S
+    while start == {} and time.monotonic() < deadline:  # a first batch being planned: where it starts
+        time.sleep(0.05)
+        start = running_batch_start(entry.checkpoint)
+    if start is None:
+        return False
+    try:
+        now = kafkalib.end_offsets(entry.kafka, sorted({t for t, _ in start}))
+    except Exception:
+        return False  # Kafka does not answer: wait for the batch to commit instead
+    return nothing_since(start, {(tp.topic, tp.partition): int(o) for tp, o in now.items()})
+
+
+def stop_query(query: Any, say: Any) -> None:
+    """Stops ``query``; a real-time one at a committed point (a restart replays nothing): at once when
+    nothing came since its last committed batch, else once its running batch, told to end at its next
+    record, committed. ``say`` tells which."""
+    entry = _planned.pop(getattr(query, "id", None), None)
+    if entry is None:
+        query.stop()
+        return
+    if _read_nothing(entry):  # asked before the readers are told to end: no batches run empty meanwhile
+        entry.cls.settled()
+        say(f"{query.name}: stopping with nothing read in its running batch: a restart replays nothing")
+        query.stop()
+        return
+    say(f"{query.name}: finishing the running real-time batch (at most {entry.wait_ms // 1000} s)")
+    running = entry.cls.begin(query._jsq)  # from here the readers end at their next record
+    batch = entry.cls.awaitCommit(query._jsq, running, entry.wait_ms)
+    if batch >= 0:  # said first: with SIGTERM to the whole group the JVM may go while the query stops
+        entry.cls.settled()
+        say(f"{query.name}: stopped after batch {batch} committed: a restart replays nothing")
+    else:
+        say(f"{query.name}: stopped before its running batch committed: a restart replays it")
+    query.stop()
+    entry.cls.resume()
 
 
 def with_realtime_trigger(writer: Any, checkpoint_s: int) -> Any:

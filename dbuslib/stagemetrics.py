@@ -200,7 +200,7 @@ class ProgressWatcher:
     def poll(self) -> int:
         """Queue the points of batches not seen yet; returns how many."""
         try:
-            progresses = [_as_dict(p) for p in (self.query.recentProgress or [])]
+            progresses = [progress_dict(p) for p in (self.query.recentProgress or [])]
         except Exception as e:  # the query or the JVM is going away: nothing to report
             log.debug("stage metrics: progress of %s not read: %s", self.stage, e)
             return 0
@@ -232,7 +232,7 @@ class ProgressWatcher:
             return False
 
 
-def _as_dict(progress: Any) -> dict[str, Any]:
+def progress_dict(progress: Any) -> dict[str, Any]:
     """A progress as PySpark returns it (a dict, or a StreamingQueryProgress with ``json``)."""
     if isinstance(progress, dict):
         return progress

@@ -93,9 +93,11 @@ class Extractor:
                     publisher.publish(item)
                     self.metrics.events += 1
                     self.metrics.last_event_ts = item.header.ts
+                    self.metrics.caught_up = False
                 elif isinstance(item, Boundary):
                     publisher.boundary(item.position)
-                    if flush_when_quiet and reader.quiet():  # latency: no linger for a quiet source
+                    self.metrics.caught_up = reader.quiet()  # lag 0: nothing more to read now
+                    if flush_when_quiet and self.metrics.caught_up:  # latency: no linger for a quiet source
                         publisher.flush()
                 committer.maybe_commit()
                 self._maybe_report(publisher)

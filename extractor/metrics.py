@@ -2,8 +2,10 @@
 
 Rows are not decoded in the extractor, so it counts binlog rows events ("events"); rows per second are
 measured where rows are decoded (the appender). Lag is now minus the server timestamp of the last event
-read, in seconds. InfluxDB measurement ``dbus_extractor``, tag ``ds``; a failed write is logged and
-skipped, never stopping the extractor.
+read, in seconds, and 0 while the extractor has read everything the server has (``caught_up``: the last
+transaction ended with nothing more waiting on the binlog connection, and no event came since): an idle
+source is not behind, however old its last event. InfluxDB measurement ``dbus_extractor``, tag ``ds``; a
+failed write is logged and skipped, never stopping the extractor.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class ExtractorMetrics:
     ds: str
     events: int = 0
     last_event_ts: int = 0
+    caught_up: bool = False  # nothing more on the binlog connection at the last transaction's end
     committed: Position | None = None
     _last: tuple[float, int, int, int] = field(default_factory=lambda: (time.monotonic(), 0, 0, 0))
 
@@ -40,7 +43,8 @@ class ExtractorMetrics:
         t0, e0, r0, b0 = self._last
         dt = max(now - t0, 1e-9)
         self._last = (now, self.events, records, bytes_)
-        lag = max(0.0, time.time() - self.last_event_ts) if self.last_event_ts else 0.0
+        behind = self.last_event_ts and not self.caught_up
+        lag = max(0.0, time.time() - self.last_event_ts) if behind else 0.0
         return Rates((self.events - e0) / dt, (records - r0) / dt, (bytes_ - b0) / dt, lag)
 
     def report(self, records: int, bytes_: int, influx: InfluxEndpoint | None) -> Rates:

@@ -19,7 +19,9 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -440,3 +442,58 @@ class UmsTail:
 
     def close(self) -> None:
         self.consumer.close()
+
+
+# ---------------------------------------------------------------- a steady workload
+
+TABLES = ("orders", "items", "audit")
+
+
+def create_tables(db) -> None:
+    with db.cursor() as cur:
+        for t in TABLES:
+            cur.execute(
+                f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(40), "
+                f"amt DECIMAL(12,2), n BIGINT)"
+            )
+
+
+class Writer(threading.Thread):
+    """Small transactions over every table until told to stop (and at least ``minimum`` changes made)."""
+
+    def __init__(self, db, minimum: int) -> None:
+        super().__init__(daemon=True)
+        self.db, self.minimum, self.stop = db, minimum, threading.Event()
+        self.changes, self.error = 0, None
+
+    def run(self) -> None:
+        rng = random.Random(7)
+        live: dict[str, list[int]] = defaultdict(list)
+        next_id = Counter({t: 1 for t in TABLES})
+        try:
+            with self.db.cursor() as cur:
+                n = 0
+                while not self.stop.is_set() or self.changes < self.minimum:
+                    n += 1
+                    cur.execute("BEGIN")
+                    for t in TABLES:
+                        ids = list(range(next_id[t], next_id[t] + rng.randint(1, 3)))
+                        next_id[t] += len(ids)
+                        cur.execute(
+                            f"INSERT INTO {t} VALUES "
+                            + ",".join(f"({i},0,'row {i} of txn {n}',{i}.5,{i * 1000003})" for i in ids)
+                        )
+                        live[t] += ids
+                        self.changes += len(ids)
+                        touched = rng.sample(live[t], min(2, len(live[t])))
+                        keys = ",".join(map(str, touched))
+                        cur.execute(f"UPDATE {t} SET v = v + 1, s = 'upd {n}' WHERE id IN ({keys})")
+                        self.changes += cur.rowcount
+                        if rng.random() < 0.3:
+                            gone = live[t].pop(rng.randrange(len(live[t])))
+                            cur.execute(f"DELETE FROM {t} WHERE id = {gone}")
+                            self.changes += cur.rowcount
+                    cur.execute("COMMIT")
+                    time.sleep(0.2)  # ~50 row changes/s: a few thousand over the test
+        except Exception as e:
+            self.error = e

@@ -132,7 +132,7 @@ def test_the_watcher_writes_each_batch_once_then_idle_points_and_never_raises(mo
 
 def test_progress_objects_are_read_through_their_json():
     obj = types.SimpleNamespace(json=json.dumps(PROGRESS))
-    assert stagemetrics._as_dict(obj) == PROGRESS and stagemetrics._as_dict(PROGRESS) is PROGRESS
+    assert stagemetrics.progress_dict(obj) == PROGRESS and stagemetrics.progress_dict(PROGRESS) is PROGRESS
 
 
 def test_a_dead_server_costs_the_writer_a_log_line_not_the_caller(monkeypatch):

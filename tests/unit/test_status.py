@@ -48,7 +48,7 @@ def _full() -> Snapshot:
             committed_file="mariadb-bin.000003",
             committed_pos=1234,
             committed_gtid="0-1-42",
-            behind_bytes=0,
+            behind_bytes=4096,
             position_lag_s=0.8,
             lag_s=1.25,
             metrics_age_s=4.0,
@@ -98,7 +98,7 @@ def test_render_shows_every_figure():
         "source demo at 2024-05-01 10:00:00 UTC",
         "leader     db1:4242",
         "epoch      7",
-        "committed  mariadb-bin.000003:1234 gtid 0-1-42, 0 bytes behind the server",
+        "committed  mariadb-bin.000003:1234 gtid 0-1-42, 4,096 bytes behind the server",
         "lag        1.2 s (metrics 4 s ago)",
         "extractor     812.0           -          -   4 s ago  (records/s)",
         "dispatcher    640.5          12        210   2 s ago",
@@ -123,6 +123,12 @@ def test_render_of_an_idle_source_says_so():
     assert "heartbeats     none in the last day" in screen
     assert "full pulls     none running" in screen
     assert "open alerts    none" in screen
+
+
+def test_an_extractor_with_nothing_behind_has_no_lag_however_old_its_last_event():
+    idle = ExtractorStatus(committed_file="f", committed_pos=4, behind_bytes=0, position_lag_s=600, lag_s=37)
+    screen = render(Snapshot("demo", NOW, 600, extractor=idle))
+    assert "lag        0.0 s (caught up: nothing on the server past the committed position)" in screen
 
 
 def test_render_falls_back_to_the_position_lag_and_lists_errors():
