@@ -178,6 +178,11 @@ class Pipeline(Stages):
         cfg_path.write_text(yaml.safe_dump(raw))
         super().__init__(load_config(cfg_path), ds, tmp)
         self.database, self.tmp, self.variant = database, tmp, variant
+        # the result topics on the broker's clock (LogAppendTime), before any stage makes them: latency()
+        made = self.cfg.source(ds)
+        lat = [made.topics.name("result", ds, database, t) for t in ("lat", "lat_high")]
+        names = list(dict.fromkeys([*self.result_topics(), *lat]))
+        kafka.ensure_topics(self.cfg.endpoints.kafka, names, made.topics.partitions, configs=LOG_APPEND_TIME)
         self._schemas: Any = None  # appender.output.SchemaCache, for counting Avro tuples
 
     def tuples(self, record: Any) -> int:
@@ -291,8 +296,7 @@ def latency(pipe: Pipeline, db, rate: int = LATENCY_RATE, table: str = "lat") ->
     commits: dict[int, float] = {}
     src = pipe.cfg.source(pipe.ds)
     topic = src.topics.name("result", pipe.ds, pipe.database, table)
-    # the broker's clock: a record's timestamp is when a consumer can first read it (LogAppendTime)
-    kafka.ensure_topics(pipe.cfg.endpoints.kafka, [topic], src.topics.partitions, configs=LOG_APPEND_TIME)
+    # made with LogAppendTime (Pipeline): a record's timestamp is when a consumer can first read it
     with db.cursor() as cur:
         cur.execute(f"CREATE TABLE {table} (id BIGINT PRIMARY KEY, batch INT NOT NULL, note VARCHAR(32))")
         # the table's first row makes its result topic and schema version: once, before the clock
