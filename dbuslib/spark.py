@@ -422,12 +422,12 @@ def register_planned_stop(
     cls = jvm_class(session.sparkContext._jvm, PLANNED_STOP, query.name or "query")
     wait_ms = (checkpoint_s + PLANNED_STOP_MARGIN_S) * 1000
     cls.register(query._jsq, wait_ms)
-    _planned[query.id] = PlannedStop(cls, wait_ms, kafka, checkpoint)
+    _planned[str(query.id)] = PlannedStop(cls, wait_ms, kafka, checkpoint)
 
 
 def planned_stop_s(query: Any) -> float:
     """How long a planned stop of ``query`` may wait for its running batch (0: not a real-time query)."""
-    entry = _planned.get(getattr(query, "id", None))
+    entry = _planned.get(str(getattr(query, "id", "")))
     return entry.wait_ms / 1000 if entry else 0.0
 
 
@@ -502,7 +502,7 @@ def stop_query(query: Any, say: Any) -> None:
     """Stops ``query``; a real-time one at a committed point (a restart replays nothing): at once when
     nothing came since its last committed batch, else once its running batch, told to end at its next
     record, committed. ``say`` tells which."""
-    entry = _planned.pop(getattr(query, "id", None), None)
+    entry = _planned.pop(str(getattr(query, "id", "")), None)
     if entry is None:
         query.stop()
         return
