@@ -78,7 +78,6 @@ PARTITIONS = int(os.environ.get("BENCH_E2E_PARTITIONS", "2"))
 BASELINE_ROWS = int(os.environ.get("BENCH_E2E_BASELINE_ROWS", "100000"))
 LATENCY_RATE = int(os.environ.get("BENCH_E2E_LATENCY_RATE", "5000"))
 LATENCY_S = float(os.environ.get("BENCH_E2E_LATENCY_S", "30"))
-LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 LATENCY_RATE_HIGH = int(os.environ.get("BENCH_E2E_LATENCY_RATE_HIGH", "50000"))
 MICROBATCH = os.environ.get("BENCH_E2E_MICROBATCH", "1") == "1"  # 0: no micro-batch run beside the default
 CLUSTER = os.environ.get("BENCH_E2E_CLUSTER", "1") == "1"  # 0: no run on the standalone cluster
@@ -182,7 +181,8 @@ class Pipeline(Stages):
         made = self.cfg.source(ds)
         lat = [made.topics.name("result", ds, database, t) for t in ("lat", "lat_high")]
         names = list(dict.fromkeys([*self.result_topics(), *lat]))
-        kafka.ensure_topics(self.cfg.endpoints.kafka, names, made.topics.partitions, configs=LOG_APPEND_TIME)
+        partitions = made.topics.partitions
+        kafka.ensure_topics(self.cfg.endpoints.kafka, names, partitions, configs=kafka.LOG_APPEND_TIME)
         self._schemas: Any = None  # appender.output.SchemaCache, for counting Avro tuples
 
     def tuples(self, record: Any) -> int:
@@ -294,8 +294,7 @@ def latency(pipe: Pipeline, db, rate: int = LATENCY_RATE, table: str = "lat") ->
     100 ms) into a new table ``table``."""
     per_insert = max(1, rate // 10)
     commits: dict[int, float] = {}
-    src = pipe.cfg.source(pipe.ds)
-    topic = src.topics.name("result", pipe.ds, pipe.database, table)
+    topic = pipe.cfg.source(pipe.ds).topics.name("result", pipe.ds, pipe.database, table)
     # made with LogAppendTime (Pipeline): a record's timestamp is when a consumer can first read it
     with db.cursor() as cur:
         cur.execute(f"CREATE TABLE {table} (id BIGINT PRIMARY KEY, batch INT NOT NULL, note VARCHAR(32))")

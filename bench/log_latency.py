@@ -46,7 +46,6 @@ SECONDS = float(os.environ.get("BENCH_LOG_LATENCY_S", "15"))
 WARMUP_S = float(os.environ.get("BENCH_LOG_LATENCY_WARMUP_S", "5"))
 PROCESSOR = json.loads(os.environ.get("BENCH_LOG_LATENCY_PROCESSOR", "{}"))
 FLUSH_S = 0.01
-LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 
 
 def _outputs(cfg: DbusConfig, ds: str) -> list[str]:
@@ -112,7 +111,7 @@ def run(cfg: DbusConfig) -> list[str]:
         mine.endpoints.kafka,
         [*dict.fromkeys(topics.values()), src.topics.name("ctrl", ds)],
         partitions=src.topics.partitions,
-        configs=LOG_APPEND_TIME,
+        configs=kafka.LOG_APPEND_TIME,
     )
     stages = Stages(mine, ds, home / "stage-logs")
     try:

@@ -207,6 +207,10 @@ def admin(cfg: KafkaEndpoint) -> KafkaAdminClient:
         return KafkaAdminClient(**{k: v for k, v in options.items() if k in KafkaAdminClient.DEFAULT_CONFIG})
 
 
+# a topic's records carry the broker's append time: when a consumer can first read them (the latency benches)
+LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
+
+
 def ensure_topics(
     cfg: KafkaEndpoint,
     names: Iterable[str],
