@@ -99,9 +99,11 @@ def _topics_list(args: argparse.Namespace) -> int:
 
 def _spark_args(args: argparse.Namespace) -> int:
     """One argument per line, for ``mapfile -t``: a word may hold spaces (``-XX:... -XX:...``)."""
+    from cli import sparkjars
     from dbuslib import ship, spark
 
     cfg = _load(args)
+    sparkjars.ensure(cfg)
     if args.stage:
         from cli import submit
 
@@ -113,6 +115,13 @@ def _spark_args(args: argparse.Namespace) -> int:
     else:
         argv = spark.submit_args(cfg)
     print("\n".join(argv))
+    return 0
+
+
+def _spark_jars(args: argparse.Namespace) -> int:
+    from cli import sparkjars
+
+    print(",".join(sparkjars.ensure(_load(args))))
     return 0
 
 
@@ -205,6 +214,15 @@ def _parser() -> argparse.ArgumentParser:
     sa.add_argument("--stage", choices=["dispatcher", "appender", "fullpuller"], help="with a stage's sizing")
     sa.add_argument("--source", help="the source whose stage (with --stage)")
     sa.set_defaults(handler=_spark_args)
+    sj = sp.add_parser(
+        "jars",
+        help="make the jars of the Spark stages ready and print them (without spark.jars_file: Spark's "
+        "connectors resolved into the user cache, DBus's JVM jar built beside them)",
+        description="Print the Spark stages' jars, comma-separated; when spark.jars_file does not exist, "
+        "resolve Spark's connectors (Apache Ivy, Maven Central) into $DBUS_CACHE or ~/.cache/dbus and "
+        "build DBus's JVM jar (a JDK 17) first, once",
+    )
+    sj.set_defaults(handler=_spark_jars)
 
     from cli import submit
 

@@ -55,6 +55,8 @@ from dbusclient import metrics as client_metrics
 from dbuslib import seriesread
 
 STAGES = ("extractor", "dispatcher", "appender")
+KAFKA_WAIT_S = 10.0  # how long the screen waits for Kafka before it says it cannot be reached
+STAGE_FIELDS = ("lag_records", "batch_ms", "waiting", "checkpoint_ms")  # read beside each stage's rows_per_s
 DESCRIPTION = (
     "Read the extractor's leader, epoch and committed position from ZooKeeper, the newest "
     "dbus_extractor, dbus_stage, dbus_client and dbus_heartbeat points and the last hour's dead letters from "
@@ -96,6 +98,8 @@ class StageRate:
     batch_ms: float | None = None
     age_s: float | None = None
     waiting: bool = False  # the query waits for the cluster's resources (no executor, too few task slots)
+    # a real-time query's checkpoint interval (0: micro-batch); its batch_ms is then the pause between batches
+    checkpoint_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -171,6 +175,7 @@ class StageLive:
     stage: str
     state: str
     processes: tuple[str, ...] = ()
+    started_at: float | None = None  # when the newest running process started (epoch s)
 
 
 LIVE_STAGES = (*STAGES, "fullpuller", "heartbeat")
@@ -192,9 +197,20 @@ def stage_lives(
                 stage,
                 liveness.RUNNING if running else liveness.DOWN,
                 tuple(f"{p.host}:{p.pid}" for p in running),
+                max((p.started_at for p in running), default=None),
             )
         )
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class KafkaStatus:
+    """The source's topics on its Kafka (``dbuslib.topics.source_topics``): how many, and which are missing;
+    ``servers`` is ``endpoints.kafka.bootstrap_servers``, "" when Kafka was not read (an error says why)."""
+
+    servers: str = ""
+    expected: int = 0
+    missing: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -211,6 +227,7 @@ class Snapshot:
     alerts: tuple[Alert, ...] = ()
     errors: tuple[str, ...] = ()
     processes: tuple[StageLive, ...] = ()
+    kafka: KafkaStatus = field(default_factory=KafkaStatus)
 
     def to_json(self) -> str:
         obj = asdict(self)
@@ -263,10 +280,19 @@ def _render_extractor(e: ExtractorStatus) -> list[str]:
     ]
 
 
-def _render_stages(stages: tuple[StageRate, ...], window_s: int) -> list[str]:
+def _render_stages(
+    stages: tuple[StageRate, ...], window_s: int, lives: tuple[StageLive, ...] = (), now: float = 0.0
+) -> list[str]:
     lines = ["stages         rows/s   kafka lag   batch ms   as of"]
+    started = {x.stage: x.started_at for x in lives if x.started_at is not None}
     for s in stages:
         name = f"  {s.stage:<11}"
+        since = started.get(s.stage)
+        # started within the window, and no point of this process yet
+        if since is not None and now - since < window_s and (s.age_s is None or now - s.age_s < since):
+            running = _ago(max(0.0, now - since)).removesuffix(" ago")
+            lines.append(f"{name}starting: running for {running}, no batch ended yet")
+            continue
         if s.age_s is None:
             lines.append(f"{name}no data in the last {window_s / 60:g} minutes")
             continue
@@ -278,9 +304,20 @@ def _render_stages(stages: tuple[StageRate, ...], window_s: int) -> list[str]:
             continue
         lag = "-" if s.lag_records is None else f"{s.lag_records:,}"
         unit = "  (records/s)" if s.stage == "extractor" else ""
+        if s.checkpoint_ms:
+            every = f"{s.checkpoint_ms / 1000:g} s"
+            unit = f"  (real-time, a batch every {every}: batch ms is the pause between two)"
         figures = f"{_num(s.rows_per_s):>8} {lag:>11} {_num(s.batch_ms, 0):>10}"
         lines.append(f"{name}{figures}   {_ago(s.age_s)}{unit}")
     return lines
+
+
+def _render_kafka(k: KafkaStatus) -> list[str]:
+    if not k.servers:
+        return ["kafka          not read"]
+    missing = f"; missing: {', '.join(k.missing)}" if k.missing else ""
+    there = k.expected - len(k.missing)
+    return [f"kafka          {k.servers}: {there} of {k.expected} topics of the source exist{missing}"]
 
 
 def _bootstrap(c: ClientStatus) -> str:
@@ -376,7 +413,8 @@ def render(s: Snapshot) -> str:
     lines = [f"source {s.source} at {_utc(s.taken_at)}", ""]
     lines += _render_processes(s.processes) + [""]
     lines += _render_extractor(s.extractor) + [""]
-    lines += _render_stages(s.stages, s.window_s) + [""]
+    lines += _render_kafka(s.kafka) + [""]
+    lines += _render_stages(s.stages, s.window_s, s.processes, s.taken_at) + [""]
     lines += _render_clients(s.clients, s.window_s) + [""]
     lines += _render_heartbeats(s.heartbeats) + [""]
     lines += _render_dead_letters(s.dead_letters) + [""]
@@ -437,6 +475,7 @@ def stage_rates(
                 batch_ms=None if p.get("batch_ms") is None else float(p["batch_ms"]),
                 age_s=_age(p, now),
                 waiting=bool(p.get("waiting")),
+                checkpoint_ms=float(p.get("checkpoint_ms") or 0.0),
             )
         )
     return tuple(out)
@@ -653,9 +692,7 @@ class _Collector:
         )
         stages = self.attempt(
             "dbus_stage",
-            lambda: self.newest(
-                "dbus_stage", "rows_per_s", ("stage",), window, ("lag_records", "batch_ms", "waiting")
-            ),
+            lambda: self.newest("dbus_stage", "rows_per_s", ("stage",), window, STAGE_FIELDS),
             {},
         )
         consumers = self.attempt(
@@ -677,6 +714,7 @@ class _Collector:
         )
         letters = self.attempt("dbus_dead_letter", self._dead_letters, ())
         pulls, alerts, lives = self.attempt("ZooKeeper", self.zk_parts, ((), (), ()))
+        topics = self.attempt("Kafka", self._kafka, KafkaStatus())
         return Snapshot(
             self.ds,
             self.now,
@@ -690,7 +728,22 @@ class _Collector:
             alerts=alerts,
             errors=tuple(self.errors),
             processes=lives,
+            kafka=topics,
         )
+
+    def _kafka(self) -> KafkaStatus:
+        from dbuslib import kafka
+        from dbuslib.topics import source_topics
+
+        endpoint = self.cfg.endpoints.kafka
+        expected = source_topics(self.ds, self.cfg.source(self.ds))
+        admin = kafka.admin(endpoint, bootstrap_timeout_s=KAFKA_WAIT_S)
+        try:
+            there = set(admin.list_topics())
+        finally:
+            admin.close()
+        missing = tuple(t for t in expected if t not in there)
+        return KafkaStatus(endpoint.bootstrap_servers, len(expected), missing)
 
 
 def collect(cfg: Any, ds: str, window_s: int = 600, now: float | None = None) -> Snapshot | LogSnapshot:
@@ -827,7 +880,7 @@ def render_log(s: LogSnapshot) -> str:
     """The screen of ``dbus status`` for a log source (pure)."""
     lines = [f"log source {s.source} at {_utc(s.taken_at)}", ""]
     lines += _render_processes(s.processes) + [""]
-    lines += _render_stages(s.stages, s.window_s) + [""]
+    lines += _render_stages(s.stages, s.window_s, s.processes, s.taken_at) + [""]
     lines += _render_log_tables(s.tables, s.window_s) + [""]
     lines += _render_log_counts(s.counts, s.window_s) + [""]
     lines += _render_dead_letters(s.dead_letters) + [""]
@@ -848,9 +901,7 @@ class _LogCollector(_Collector):
         window = self.window_s
         stages = self.attempt(
             "dbus_stage",
-            lambda: self.newest(
-                "dbus_stage", "rows_per_s", ("stage",), window, ("lag_records", "batch_ms", "waiting")
-            ),
+            lambda: self.newest("dbus_stage", "rows_per_s", ("stage",), window, STAGE_FIELDS),
             {},
         )
         counts = self.attempt("dbus_log", self._counts, [])

@@ -91,6 +91,9 @@ def command(
         cfg.log_source(ds)  # a ConfigError naming the known log sources
     else:
         cfg.source(ds)  # a ConfigError naming the known sources
+    from cli import sparkjars
+
+    sparkjars.ensure(cfg)  # a pip install: Spark's connectors and DBus's JVM jar, once
     extra = list(extra or [])
     master = master_of(cfg, extra)
     tasks = stage_tasks(cfg, stage, ds, schemas)

@@ -862,6 +862,10 @@ class LoggingSettings(_Model):
     stages' own lines included (``spark.log.structuredLogging.enabled``)."""
 
     format: Literal["text", "json"] = "text"
+    # the level of Spark's own (log4j) lines in a stage's log once its session runs: WARN keeps an idle
+    # stage's log to DBus's lines and real problems (INFO writes ~200 lines a minute); the lines Spark
+    # writes while it starts come before and keep Spark's default, INFO
+    spark_level: Literal["ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF"] = "WARN"
 
 
 class DbusConfig(_Model):

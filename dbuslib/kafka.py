@@ -200,8 +200,11 @@ def consumer(cfg: KafkaEndpoint, *topics: str, **overrides: Any) -> KafkaConsume
         return KafkaConsumer(*topics, **_options(cfg, overrides))
 
 
-def admin(cfg: KafkaEndpoint) -> KafkaAdminClient:
-    options = _options(cfg, {"client_id": "dbus-admin"})
+def admin(cfg: KafkaEndpoint, bootstrap_timeout_s: float | None = None) -> KafkaAdminClient:
+    """An admin client; ``bootstrap_timeout_s``: how long to try to reach the cluster (kafka-python's
+    default, 30 s, when None)."""
+    wait = {} if bootstrap_timeout_s is None else {"bootstrap_timeout_ms": int(bootstrap_timeout_s * 1000)}
+    options = _options(cfg, {"client_id": "dbus-admin", **wait})
     with _bootstrapping(cfg):
         # the admin client refuses settings it does not know (a producer's or consumer's from ``client``)
         return KafkaAdminClient(**{k: v for k, v in options.items() if k in KafkaAdminClient.DEFAULT_CONFIG})

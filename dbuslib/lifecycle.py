@@ -253,7 +253,7 @@ class Lifecycle:
         from dbuslib.logs import final_line
 
         message = final_line(message, stage=self.stage)
-        for out in (sys.stderr, self._log_copy):
+        for out in self._outputs():
             if out is None:
                 continue
             try:
@@ -263,12 +263,25 @@ class Lifecycle:
                 pass
 
     def _dump_stacks(self) -> None:
-        for out in (sys.stderr, self._log_copy):
+        for out in self._outputs():
             try:
                 if out is not None:
                     faulthandler.dump_traceback(out, all_threads=True)
             except (OSError, ValueError):
                 pass
+
+    def _outputs(self) -> tuple[TextIO | None, ...]:
+        """Where a line goes: stderr, and the JVM's log unless stderr already lands in that file: stderr
+        is that file, or the JVM still runs with that file as its stdout, which carries the driver's
+        stderr (spark-submit). Written once so, and never appended behind a live JVM's back: a JVM whose
+        log was opened without O_APPEND writes over what others appended."""
+        copy = self._log_copy
+        if copy is None:
+            return (sys.stderr,)
+        target = os.path.realpath(copy.name)
+        if target in (_fd_target("self", 2), _fd_target(str(self.jvm_pid), 1)):
+            return (sys.stderr,)
+        return (sys.stderr, copy)
 
     def _jvm_log(self) -> TextIO | None:
         """The file the spark-submit JVM writes its stderr to (the stage's log), opened for appending;
@@ -339,3 +352,12 @@ class Lifecycle:
 
 def _thread_names() -> str:
     return ", ".join(sorted(t.name for t in threading.enumerate() if t is not threading.current_thread()))
+
+
+def _fd_target(pid: str, fd: int) -> str | None:
+    """What ``/proc/<pid>/fd/<fd>`` points at (a file's real path, ``pipe:[...]``), None when unknown."""
+    try:
+        target = os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        return None
+    return os.path.realpath(target) if target.startswith("/") else target

@@ -35,15 +35,29 @@ def jvm_class(jvm: Any, java_class: str, who: str) -> Any:
     return cls
 
 
+def jars_list(cfg: DbusConfig) -> Path:
+    """The file that lists a stage's jars: ``spark.jars_file`` when it exists (the local stack's, or an
+    operator's own), else the list DBus writes beside the connectors it resolved itself
+    (``dbuslib.connectors``, ``dbus spark jars``: a pip install)."""
+    from dbuslib import connectors
+
+    configured = cfg.resolve(cfg.spark.jars_file)
+    return configured if configured.exists() else connectors.user_folder() / connectors.FULL_LIST_NAME
+
+
 def jars(cfg: DbusConfig) -> list[str]:
     """Absolute paths of the connector jars (spark-sql-kafka and its deps, the MariaDB JDBC driver) and
-    the JVM decoder (``dbus-jvm.jar``); each listed file must exist (a URI, ``hdfs:``/``local:``, is
-    Spark's to fetch)."""
-    path = cfg.resolve(cfg.spark.jars_file)
+    the JVM decoder (``dbus-jvm.jar``), as ``jars_list`` lists them; each listed file must exist (a URI,
+    ``hdfs:``/``local:``, is Spark's to fetch)."""
+    path = jars_list(cfg)
     try:
         listed = [j for j in path.read_text().strip().split(",") if j]
     except FileNotFoundError:
-        msg = f"{path} is missing: run `make stack-up` to resolve Spark's Kafka connector"
+        msg = (
+            f"{cfg.resolve(cfg.spark.jars_file)} (spark.jars_file) is missing and DBus has not resolved "
+            "Spark's connectors itself: `dbus spark jars` does (`dbus submit` on its own), "
+            "`make stack-up` in a checkout"
+        )
         raise StackError(msg) from None
     if not listed:
         msg = f"{path} lists no jars: run `make stack-up` again"
@@ -285,7 +299,9 @@ def session(cfg: DbusConfig, app_name: str, realtime_tasks: int = 0, **conf: str
             builder = builder.config(key, value)
     for key, value in conf.items():
         builder = builder.config(key.replace("__", "."), value)
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(cfg.logging.spark_level)
+    return spark
 
 
 def stage_session(
@@ -503,6 +519,7 @@ def stop_query(query: Any, say: Any) -> None:
     nothing came since its last committed batch, else once its running batch, told to end at its next
     record, committed. ``say`` tells which."""
     entry = _planned.pop(str(getattr(query, "id", "")), None)
+    _quiet()
     if entry is None:
         query.stop()
         return
@@ -521,6 +538,20 @@ def stop_query(query: Any, say: Any) -> None:
         say(f"{query.name}: stopped before its running batch committed: a restart replays it")
     query.stop()
     entry.cls.resume()
+
+
+def _quiet() -> None:
+    """Spark's own lines off for a stop DBus asked for: stopping a query cancels its running job, which
+    Spark logs as ERRORs with stack traces (an aborted write, interrupted tasks) that are no fault; DBus's
+    lines (Python's logging, ``say``) tell how the stop went."""
+    from pyspark import SparkContext
+
+    try:
+        sc = SparkContext._active_spark_context  # the query's: a stage runs one session
+        if sc is not None:
+            sc.setLogLevel("OFF")
+    except Exception:  # the JVM already going (SIGTERM to the group): nothing left to quiet
+        pass
 
 
 def with_realtime_trigger(writer: Any, checkpoint_s: int) -> Any:

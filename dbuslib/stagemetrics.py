@@ -12,7 +12,11 @@ Field types as docs/monitoring.md fixes them (InfluxDB 1.x refuses a field's oth
 
 - ``input_rows``: ``numInputRows``, the records the micro-batch read;
 - ``rows_per_s``: ``processedRowsPerSecond`` (0 when Spark leaves it out);
-- ``batch_ms``: ``durationMs.triggerExecution``, the micro-batch's wall time;
+- ``batch_ms``: ``durationMs.triggerExecution``, the micro-batch's wall time; in real-time mode, where a
+  batch lasts its checkpoint interval, the batch's time outside streaming records (``triggerExecution``
+  less ``addBatch``: offsets, planning, the commit), the pause between two batches;
+- ``checkpoint_ms``: a real-time query's checkpoint interval (``realtime_checkpoint_s``), 0 in micro-batch
+  mode;
 - ``lag_records``: the Kafka source's ``maxOffsetsBehindLatest`` summed over the query's sources (records
   in the input topics not yet read when the batch ended; 0 when absent).
 
@@ -50,9 +54,12 @@ WRITE_BATCH = 50  # points per InfluxDB write at most
 IDLE_S = 10.0  # no micro-batch for this long: an idle point (Spark's noDataProgressEventInterval)
 
 
-def stage_point(progress: dict[str, Any], ds: str, stage: str, waiting: bool = False) -> Any:
+def stage_point(
+    progress: dict[str, Any], ds: str, stage: str, waiting: bool = False, checkpoint_ms: float = 0.0
+) -> Any:
     """The ``dbus_stage`` point of one progress (the dict of ``StreamingQueryProgress.json``); ``waiting``:
-    the query waits for the cluster's resources (``dbuslib.spark.short_of_slots``; ``dbus status``)."""
+    the query waits for the cluster's resources (``dbuslib.spark.short_of_slots``; ``dbus status``);
+    ``checkpoint_ms``: the real-time batch length (0: micro-batch)."""
     from influxdb_client import Point, WritePrecision
 
     rate = progress.get("processedRowsPerSecond")
@@ -63,7 +70,8 @@ def stage_point(progress: dict[str, Any], ds: str, stage: str, waiting: bool = F
         .tag("stage", stage)
         .field("input_rows", int(progress.get("numInputRows") or 0))
         .field("rows_per_s", rate)
-        .field("batch_ms", float((progress.get("durationMs") or {}).get("triggerExecution") or 0))
+        .field("batch_ms", work_ms(progress.get("durationMs") or {}, checkpoint_ms > 0))
+        .field("checkpoint_ms", float(checkpoint_ms))
         .field("lag_records", lag_records(progress))
         .field("waiting", 1 if waiting else 0)
     )
@@ -71,9 +79,18 @@ def stage_point(progress: dict[str, Any], ds: str, stage: str, waiting: bool = F
     return point.time(at, WritePrecision.MS) if at is not None else point
 
 
-def idle_point(timestamp: str | None, ds: str, stage: str, waiting: bool = False) -> Any:
+def idle_point(
+    timestamp: str | None, ds: str, stage: str, waiting: bool = False, checkpoint_ms: float = 0.0
+) -> Any:
     """The point of an idle trigger: nothing read, nothing behind (``waiting``: for resources)."""
-    return stage_point({"timestamp": timestamp, "numInputRows": 0}, ds, stage, waiting)
+    return stage_point({"timestamp": timestamp, "numInputRows": 0}, ds, stage, waiting, checkpoint_ms)
+
+
+def work_ms(durations: dict[str, Any], realtime: bool) -> float:
+    """A batch's ``batch_ms``: its wall time (``triggerExecution``), or for a real-time batch, which streams
+    records for its whole checkpoint interval inside ``addBatch``, the rest: the pause between batches."""
+    total = float(durations.get("triggerExecution") or 0)
+    return max(0.0, total - float(durations.get("addBatch") or 0)) if realtime else total
 
 
 def lag_records(progress: dict[str, Any]) -> int:
@@ -207,7 +224,7 @@ class ProgressWatcher:
         new = [p for p in progresses if int(p.get("batchId", -1)) > self.last_batch]
         for p in sorted(new, key=lambda p: int(p.get("batchId", -1))):
             try:
-                self.writer.put(stage_point(p, self.ds, self.stage))
+                self.writer.put(stage_point(p, self.ds, self.stage, checkpoint_ms=self.batch_s * 1000))
                 if self.more_points is not None:
                     at = _timestamp(p.get("timestamp"))
                     for point in self.more_points(p, None if at is None else int(at.timestamp() * 1000)):
@@ -218,9 +235,9 @@ class ProgressWatcher:
             self.last_batch = max(int(p.get("batchId", -1)) for p in new)
             self._last_seen = time.monotonic()
         elif self._waiting():  # no progress because no task can run: said at once, every poll
-            self.writer.put(idle_point(None, self.ds, self.stage, waiting=True))
+            self.writer.put(idle_point(None, self.ds, self.stage, True, self.batch_s * 1000))
         elif time.monotonic() - self._last_seen >= IDLE_S + self.batch_s:
-            self.writer.put(idle_point(None, self.ds, self.stage))
+            self.writer.put(idle_point(None, self.ds, self.stage, checkpoint_ms=self.batch_s * 1000))
             self._last_seen = time.monotonic()
         return len(new)
 

@@ -13,8 +13,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from fullpuller.progress import Progress
 
 
 def add_parsers(sub: Any) -> None:
@@ -142,7 +146,6 @@ def send_request(
 
 def request_cli(args: argparse.Namespace) -> int:
     from dbuslib.config import load_config
-    from fullpuller.progress import bar
     from ums.names import split_table
 
     cfg = load_config(args.config)
@@ -198,15 +201,51 @@ def request_cli(args: argparse.Namespace) -> int:
         )
         if not args.follow:
             return 0
-        while True:
-            p = store.refreshed(store.get(schema, table, message.id))
-            print(f"\r{bar(p)}", end="", flush=True)
-            if p.finished:
-                print()
-                return 0 if p.Status == "ending" else 1
-            time.sleep(1.0)
+        p = follow(lambda: store.refreshed(store.get(schema, table, message.id)), sys.stdout)
+        return 0 if p.Status == "ending" else 1
     finally:
         _close(store)
+
+
+FOLLOW_S = 1.0  # how often --follow reads the pull's progress
+PLAIN_EVERY_S = 10.0  # off a terminal, a line at least this often while nothing else changes
+
+
+def follow(read: Callable[[], Progress], out: TextIO) -> Progress:
+    """Shows a pull's progress (``read()`` gives it) until it ends and returns its last state: on a
+    terminal a bar that redraws itself (tqdm); elsewhere (a file, a pipe) plain lines, one when a shard
+    ends or the state changes and one every ``PLAIN_EVERY_S`` otherwise, never a carriage return."""
+    from tqdm import tqdm
+
+    from fullpuller.progress import bar
+
+    p = read()
+    if not out.isatty():
+        last, said_at = None, 0.0
+        while True:
+            now = time.monotonic()
+            if (p.FinishedCount, p.Status) != last or now - said_at >= PLAIN_EVERY_S or p.finished:
+                print(bar(p), file=out, flush=True)
+                last, said_at = (p.FinishedCount, p.Status), now
+            if p.finished:
+                return p
+            time.sleep(FOLLOW_S)
+            p = read()
+    with tqdm(
+        total=p.TotalRows, unit="row", unit_scale=True, file=out, desc=f"{p.Schema}.{p.Table}"
+    ) as shown:
+        while True:
+            shown.total = max(p.TotalRows, p.FinishedRows)
+            shown.n = p.FinishedRows
+            shown.set_postfix_str(f"{p.FinishedCount}/{p.TotalCount} shards {p.Status}", refresh=False)
+            shown.refresh()
+            if p.finished:
+                break
+            time.sleep(FOLLOW_S)
+            p = read()
+    if p.ErrorMsg:
+        print(f"{p.ErrorCode}: {p.ErrorMsg}", file=out, flush=True)
+    return p
 
 
 def reply_to(cfg: Any, topic: str, since: dict[Any, int], seqno: int) -> dict[str, Any] | None:
@@ -232,6 +271,9 @@ def status_cli(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     cfg.source(args.source)
     store = _store(cfg, args.source)
+    tty = sys.stdout.isatty()
+    shown: tuple = ()
+    shown_at = 0.0
     try:
         while True:
             pulls = store.all()
@@ -254,13 +296,19 @@ def status_cli(args: argparse.Namespace) -> int:
                         f"    shard {i}: {st.state if st else 'waiting':8} {st.rows if st else 0:>10} rows"
                         f"  [{_bound(shard.get('lower'), '-inf')} .. {_bound(shard.get('upper'), '+inf')})"
                     )
-            print(
-                "\n".join(lines) if lines else f"no full pulls recorded for source {args.source}", flush=True
-            )
-            if not args.watch or all(p.finished for p in pulls):
+            done = not args.watch or all(p.finished for p in pulls)
+            changed = tuple((p.SeqNo, p.Status, p.FinishedCount) for p in pulls)
+            # --watch: on a terminal the screen redrawn each second; elsewhere a screen when a pull changes
+            # state or ends a shard, and every PLAIN_EVERY_S otherwise
+            if tty or done or changed != shown or time.monotonic() - shown_at >= PLAIN_EVERY_S:
+                text = "\n".join(lines) if lines else f"no full pulls recorded for source {args.source}"
+                print(("\x1b[H\x1b[2J" if tty and args.watch else "") + text, flush=True)
+                if not tty and not done:
+                    print()
+                shown, shown_at = changed, time.monotonic()
+            if done:
                 return 0
             time.sleep(1.0)
-            print()
     finally:
         _close(store)
 

@@ -108,15 +108,32 @@ def rate_and_eta(p: Progress) -> tuple[float, float | None]:
     return rate, max(0.0, (p.TotalRows - p.FinishedRows) / rate)
 
 
+def fraction(p: Progress) -> float:
+    """How much of the pull is done: its rows of those counted when it was planned, or, when more rows came
+    meanwhile (the table grew while it was pulled), its shards; 1.0 once it ended."""
+    if p.Status == ENDING:
+        return 1.0
+    if p.FinishedRows > p.TotalRows:
+        return min(1.0, p.FinishedCount / max(p.TotalCount, 1))
+    return min(1.0, p.FinishedRows / max(p.TotalRows, 1))
+
+
+def rows_text(p: Progress) -> str:
+    """``412000/1000000 rows``; ``1800 rows (550 counted when planned)`` once the pull read more rows than
+    were counted (rows written while it runs)."""
+    if p.FinishedRows > p.TotalRows:
+        return f"{p.FinishedRows} rows ({p.TotalRows} counted when planned)"
+    return f"{p.FinishedRows}/{p.TotalRows} rows"
+
+
 def bar(p: Progress, width: int = 30) -> str:
     """``[##########----------]  41% 412000/1000000 rows  4/10 shards  51234 rows/s  ETA 11s  pulling``."""
-    total = max(p.TotalRows, 1)
-    frac = 1.0 if p.Status == ENDING else min(1.0, p.FinishedRows / total)
+    frac = fraction(p)
     filled = int(round(frac * width))
     rate, eta = rate_and_eta(p)
     eta_text = "-" if eta is None else f"{eta:.0f}s"
     text = (
-        f"[{'#' * filled}{'-' * (width - filled)}] {frac * 100:3.0f}% {p.FinishedRows}/{p.TotalRows} rows  "
+        f"[{'#' * filled}{'-' * (width - filled)}] {frac * 100:3.0f}% {rows_text(p)}  "
         f"{p.FinishedCount}/{p.TotalCount} shards  {rate:.0f} rows/s  ETA {eta_text}  {p.Status}"
     )
     if p.ErrorMsg:

@@ -350,7 +350,10 @@ def snapshot_pairs(path: str, lay: Layout) -> tuple[Iterator[Pair], tuple[str, .
 
     try:
         data = pads.dataset(path, format="parquet")
-    except (FileNotFoundError, OSError) as e:
+    except FileNotFoundError as e:  # pyarrow's message is the bare path
+        msg = f"snapshot {path}: no such file or folder (`dbus reconcile ... --out {path}` writes one)"
+        raise VerifyError(msg) from e
+    except OSError as e:
         msg = f"snapshot {path}: {e}"
         raise VerifyError(msg) from e
     if not data.files:  # Spark writes a part file even for an empty snapshot

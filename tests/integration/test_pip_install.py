@@ -355,6 +355,131 @@ def test_dbus_submit_and_status_from_the_installed_package(installed, tmp_path):
         )
 
 
+class _Running:
+    """A process that must still run (helpers.wait_until's ``alive``), its log shown when it ended."""
+
+    def __init__(self, name: str, proc: subprocess.Popen, log: Path) -> None:
+        self.name, self.proc, self.log = name, proc, log
+
+    def check_alive(self) -> None:
+        code = self.proc.poll()
+        assert code is None, f"{self.name} exited {code}:\n{self.log.read_text(errors='replace')[-4000:]}"
+
+
+def test_the_installed_package_carries_rows_with_connectors_it_resolved_itself(
+    installed, tmp_path, writer_db
+):
+    """A pip user's case: no checkout's ``.stack/jars/spark.jars`` (the configuration names no
+    ``spark.jars_file``) and an empty DBus cache. ``dbus spark jars`` resolves Spark's connectors from Maven
+    Central with Ivy and compiles DBus's JVM jar; then the installed extractor, ``dbus submit dispatcher``
+    and ``dbus submit appender`` carry 200 inserted rows into the result topic."""
+    from pipeline_env import UmsTail, cleanup_pipeline, make_pipeline_env
+
+    db, database = writer_db
+    env = make_pipeline_env(tmp_path, database)
+    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw["spark"].pop("jars_file")  # the default, ../.stack/jars/spark.jars beside the file: not there
+    env.cfg_path.write_text(yaml.safe_dump(raw))
+    cache = tmp_path / "cache"
+    run_env = {"DBUS_CONFIG": str(env.cfg_path), "DBUS_CACHE": str(cache)}
+    procs: dict[str, subprocess.Popen] = {}
+    try:
+        began = time.monotonic()
+        listed = _ok(
+            _run(
+                [str(installed.venv / "bin" / "dbus"), "spark", "jars"],
+                900,
+                cwd=installed.cwd,
+                env=clean_env(**run_env),
+            )
+        )
+        jars = listed.stdout.strip().split(",")
+        folder = next((cache).glob("spark-*"))
+        names = sorted(Path(j).name for j in jars)
+        assert all(Path(j).parent == folder for j in jars), jars
+        assert names == [
+            "commons-pool2-2.13.1.jar",
+            "dbus-jvm.jar",
+            "kafka-clients-3.9.2.jar",
+            "mariadb-java-client-3.5.11.jar",
+            "spark-sql-kafka-0-10_2.13-4.2.0.jar",
+            "spark-token-provider-kafka-0-10_2.13-4.2.0.jar",
+        ], names
+        assert "resolving Spark's connectors" in listed.stderr and "building DBus's JVM jar" in listed.stderr
+        print(f"dbus spark jars on an empty cache: {time.monotonic() - began:.1f} s")
+        again = _ok(
+            _run(
+                [str(installed.venv / "bin" / "dbus"), "spark", "jars"],
+                300,
+                cwd=installed.cwd,
+                env=clean_env(**run_env),
+            )
+        )
+        assert again.stdout == listed.stdout and again.stderr == "", again.stderr  # once: nothing to do
+
+        for name, argv in [
+            ("extractor", ["extractor", "run", "--source", env.ds]),
+            ("dispatcher", ["submit", "dispatcher", "--source", env.ds]),
+            ("appender", ["submit", "appender", "--source", env.ds]),
+        ]:
+            with (tmp_path / f"{name}.log").open("wb") as out:
+                procs[name] = subprocess.Popen(
+                    [str(installed.venv / "bin" / "dbus"), *argv],
+                    cwd=installed.cwd,
+                    env=clean_env(**run_env),
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+        for name in ("dispatcher", "appender"):
+            log = tmp_path / f"{name}.log"
+            wait_until(
+                lambda log=log, name=name: (
+                    f"query {name}_{env.ds} started" in log.read_text(errors="replace")
+                ),
+                600,
+                f"{name} started ({log})",
+                interval=0.5,
+                alive=[_Running(n, procs[n], tmp_path / f"{n}.log") for n in procs],
+            )
+        with db.cursor() as cur:
+            cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))")
+            for i in range(200):
+                cur.execute("INSERT INTO t VALUES (%s, %s)", (i, f"row {i}"))
+        db.commit()
+        src = env.cfg.source(env.ds)
+        tail = UmsTail(env.cfg.endpoints.kafka, src.topics.name("result", env.ds, database))
+        try:
+            wait_until(
+                lambda: len({o.uid for o in tail.poll().out if o.kind == "data_increment_data"}) >= 200,
+                300,
+                "200 rows in the result topic",
+                interval=2,
+                alive=[_Running(n, procs[n], tmp_path / f"{n}.log") for n in procs],
+            )
+        finally:
+            tail.close()
+        for name in ("dispatcher", "appender"):
+            text = (tmp_path / f"{name}.log").read_text(errors="replace")
+            assert "Traceback" not in text, text[-3000:]
+            for package in PACKAGES:  # DBus's code from site-packages, the jars from the user cache
+                assert f"{REPO}/{package}/" not in text, f"{package} from the checkout:\n{text[-4000:]}"
+            assert f"{REPO}/.stack/jars" not in text, text[-4000:]
+    finally:
+        for proc in procs.values():
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for proc in procs.values():
+            try:
+                proc.wait(90)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+        cleanup_pipeline(env)
+
+
 # the source's topics deleted, by the installed package (the test's own imports stay off the checkout's)
 DELETE_TOPICS = """
 import sys

@@ -110,6 +110,41 @@ def test_sigterm_to_the_process_group_leaves_no_process(env, name):
         stage.kill()
 
 
+IDLE_WINDOW_S = 60
+
+
+def test_idle_real_time_stages_write_under_10_lines_a_minute_and_stop_cleanly(env):
+    """The dispatcher and the appender of a source nobody writes to, as the demo runs them (stdout and
+    stderr to one file): over a minute after their queries started (two 30 s batch ends), fewer than 10
+    new log lines each; then SIGTERM to each driver: each says it stops once, and no Spark ERROR or stack
+    trace follows (logging.spark_level, docs/monitoring.md#log-lines)."""
+    stages = [started(SparkStage(name, env)) for name in ("dispatcher", "appender")]
+    try:
+        before = {s.name: len(s.log.read_text(errors="replace").splitlines()) for s in stages}
+        with pytest.raises(subprocess.TimeoutExpired):  # neither stage may end within the window
+            stages[0].proc.wait(IDLE_WINDOW_S)
+        for s in stages:
+            s.assert_alive()
+            lines = s.log.read_text(errors="replace").splitlines()[before[s.name] :]
+            print(f"{s.name}: {len(lines)} line(s) in {IDLE_WINDOW_S} s idle: {lines}")
+            assert len(lines) < 10, "\n".join(lines)
+        for s in stages:
+            driver = s.driver_pid()
+            assert driver is not None, s.members()
+            os.kill(driver, signal.SIGTERM)
+        for s in stages:
+            assert s.proc.wait(STOP_S) == 0, s.tail()
+            text = s.log.read_text(errors="replace")
+            stop = f"{s.name}: {env.ds}: stopping (SIGTERM)"
+            assert text.count(stop) == 1, s.tail()
+            after = text[text.index(stop) :].splitlines()
+            noise = [line for line in after if " ERROR " in line or line.startswith("\tat ")]
+            assert noise == [], "\n".join(after)
+    finally:
+        for s in stages:
+            s.kill()
+
+
 @pytest.mark.parametrize("name", SPARK_STAGES)
 def test_the_driver_exits_when_its_jvm_is_killed(env, name):
     stage = started(SparkStage(name, env))

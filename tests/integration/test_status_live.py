@@ -257,6 +257,7 @@ def test_status_json_reports_exactly_the_written_figures(status_env, capsys):
         "batch_ms": None,
         "age_s": None,
         "waiting": False,
+        "checkpoint_ms": 0.0,
     }
 
     beats = [(b["schema"], b["table"], b["latency_ms"], b["rows"]) for b in snap["heartbeats"]]
@@ -330,3 +331,17 @@ def test_status_screen_says_which_stage_has_no_data(status_env, capsys):
         "partition 0 offset 6, 60 s ago",
     ]:
         assert expected in screen, f"{expected!r} not in\n{screen}"
+
+
+def test_a_wrong_kafka_address_is_an_error_and_exit_1(status_env, tmp_path, capsys):
+    """Every other server answers; Kafka's address is a closed port: the screen says so and exits 1."""
+    config, ds, _ = status_env
+    raw = yaml.safe_load(Path(config).read_text())
+    raw["endpoints"]["kafka"]["bootstrap_servers"] = "127.0.0.1:9"  # discard: nothing listens
+    wrong = tmp_path / "wrong-kafka.yaml"
+    wrong.write_text(yaml.safe_dump(raw))
+    assert status.cli(argparse.Namespace(config=str(wrong), source=ds, json=False, window=10.0)) == 1
+    screen = capsys.readouterr().out
+    assert "kafka          not read" in screen
+    assert "could not read:\n  Kafka: ENDPOINT_UNREACHABLE: Kafka at 127.0.0.1:9 is not reachable" in screen
+    assert f"leader     {IDENTITY}" in screen  # the rest is still shown

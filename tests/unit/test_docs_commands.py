@@ -84,3 +84,14 @@ def test_every_level_of_dbus_extractor_answers_help_without_a_configuration(argv
         main(argv)
     assert e.value.code == 0
     assert capsys.readouterr().out.startswith(f"usage: dbus {' '.join(argv[:-1])}")
+
+
+def test_the_verify_after_the_demo_names_the_demos_replica_database():
+    """The README's `dbus verify --replica` after `make demo` reads the database the demo replicated into
+    (cli/demoreplica.py), which a reader copied as written once missed (issue 32: `/replica`)."""
+    from cli import demoreplica
+
+    text = (REPO / "README.md").read_text()
+    after_demo = text.split("keeps a replica of `shop.orders`", 1)[1].split("\n8. ", 1)[0]
+    urls = re.findall(r"--replica (\S+?)`", after_demo)
+    assert urls and all(u.rsplit("/", 1)[1] == demoreplica.DATABASE for u in urls), urls

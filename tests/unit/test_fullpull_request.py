@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
+from dataclasses import replace
 
 import pytest
 from fullpull_jobs import shard_job
@@ -309,3 +312,63 @@ def test_a_reply_is_always_a_small_encodable_record():
     r = request.reply(1, ABORT, ds="demo", table="t\ud800", code="FULLPULL_FAILED", error="e\udcff" * 10_000)
     key, value = request.to_record(r)
     assert len(value) < 20_000 and json.loads(value)["payload"]["ERROR_MSG"].endswith("...")
+
+
+def test_more_rows_than_counted_shows_the_rows_and_the_count_apart():
+    """Rows written while a pull runs: it reads more than it counted when planned (was '1800/550 rows')."""
+    p = Progress(1, "s", "t", Status=PULLING, TotalCount=4, FinishedCount=1, TotalRows=550, FinishedRows=1800)
+    assert " 25% 1800 rows (550 counted when planned)  1/4 shards" in bar(p, 10)
+
+
+class _Out(io.StringIO):
+    def __init__(self, tty: bool):
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self):
+        return self.tty
+
+
+def _states():
+    base = Progress(1, "shop", "orders", Status=PULLING, TotalCount=2, TotalRows=100, StartSecs=1.0)
+    return iter(
+        [
+            base,
+            base.with_shards({0: ShardState(10, PULLING)}, now=2.0),
+            base.with_shards({0: ShardState(50, DONE)}, now=3.0),
+            replace(
+                base.with_shards({0: ShardState(50, DONE), 1: ShardState(50, DONE)}, now=4.0),
+                Status=ENDING,
+                EndSecs=4.0,
+            ),
+        ]
+    )
+
+
+def test_follow_off_a_terminal_writes_plain_lines_when_something_changes(monkeypatch):
+    from fullpuller import commands
+
+    monkeypatch.setattr(commands, "FOLLOW_S", 0.0)
+    out = _Out(tty=False)
+    states = _states()
+    last = commands.follow(lambda: next(states), out)
+    assert last.Status == ENDING
+    text = out.getvalue()
+    assert "\r" not in text
+    lines = text.splitlines()
+    assert [re.search(r"(\d+)% (\S+) rows", line).groups() for line in lines] == [
+        ("0", "0/100"),
+        ("50", "50/100"),
+        ("100", "100/100"),
+    ]  # the second state changed nothing but rows: no line of its own
+
+
+def test_follow_on_a_terminal_draws_a_bar_with_tqdm(monkeypatch):
+    from fullpuller import commands
+
+    monkeypatch.setattr(commands, "FOLLOW_S", 0.0)
+    out = _Out(tty=True)
+    states = _states()
+    assert commands.follow(lambda: next(states), out).Status == ENDING
+    text = out.getvalue()
+    assert "\r" in text and "shop.orders" in text and "2/2 shards ending" in text

@@ -213,3 +213,10 @@ def test_a_snapshot_with_success_and_no_parts_says_where_the_parts_went(tmp_path
 def test_no_success_marker_where_there_is_none(tmp_path):
     assert not success_marker(str(tmp_path / "nowhere"))
     assert not success_marker(str(tmp_path))
+
+
+def test_a_snapshot_that_is_not_there_says_so(tmp_path):
+    lay, _ = layout(COLUMNS, ("id",), "shop", "orders")
+    missing = tmp_path / "nowhere.parquet"
+    with pytest.raises(VerifyError, match=r"nowhere.parquet: no such file or folder \(`dbus reconcile"):
+        snapshot_pairs(str(missing), lay)

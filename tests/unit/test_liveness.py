@@ -155,7 +155,8 @@ def test_dbus_status_shows_each_stages_processes():
         "heartbeat": [proc(pid=9)],
     }
     lives = status.stage_lives(announced, status.LIVE_STAGES, HERE, lambda pid: pid == 7)
-    assert lives[0] == status.StageLive("extractor", RUNNING, ("vm1:7", "vm2:8"))
+    started = proc("extractor", pid=7).started_at
+    assert lives[0] == status.StageLive("extractor", RUNNING, ("vm1:7", "vm2:8"), started_at=started)
     assert [(x.stage, x.state) for x in lives[1:]] == [
         ("dispatcher", DOWN),
         ("appender", DOWN),
@@ -166,7 +167,7 @@ def test_dbus_status_shows_each_stages_processes():
     assert "  extractor   running  vm1:7, vm2:8" in screen
     assert "  heartbeat   down     no process announced" in screen
     assert json.loads(status.Snapshot("demo", 0.0, 600, processes=lives[:1]).to_json())["processes"] == [
-        {"stage": "extractor", "state": "running", "processes": ["vm1:7", "vm2:8"]}
+        {"stage": "extractor", "state": "running", "processes": ["vm1:7", "vm2:8"], "started_at": started}
     ]
 
 

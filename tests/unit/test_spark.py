@@ -78,10 +78,29 @@ def test_jars_at_uris_are_sparks_to_fetch_and_file_uris_are_checked(tmp_path):
         spark.jars(cfg)
 
 
-def test_no_jars_file_says_make_stack_up(tmp_path):
+def test_no_jars_file_and_no_resolved_connectors_says_what_makes_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("DBUS_CACHE", str(tmp_path / "cache"))
     cfg = config(tmp_path, jars_file=str(tmp_path / "nowhere" / "spark.jars"))
-    with pytest.raises(StackError, match=r"spark\.jars is missing: run `make stack-up`"):
+    with pytest.raises(
+        StackError, match=r"spark\.jars \(spark\.jars_file\) is missing and DBus has not resolved"
+    ):
         spark.jars(cfg)
+    assert "`dbus spark jars` does" in str(pytest.raises(StackError, spark.jars, cfg).value)
+
+
+def test_no_jars_file_uses_the_connectors_dbus_resolved(tmp_path, monkeypatch):
+    """A pip install: no spark.jars_file list, the user cache's (cli/sparkjars.py writes it)."""
+    from dbuslib import connectors
+
+    monkeypatch.setenv("DBUS_CACHE", str(tmp_path / "cache"))
+    folder = connectors.user_folder()
+    folder.mkdir(parents=True)
+    for name in ("kafka-clients-3.9.2.jar", "dbus-jvm.jar"):
+        (folder / name).write_bytes(b"PK")
+    (folder / "dbus.jars").write_text(f"{folder / 'kafka-clients-3.9.2.jar'},{folder / 'dbus-jvm.jar'}\n")
+    cfg = config(tmp_path, jars_file=str(tmp_path / "nowhere" / "spark.jars"))
+    assert spark.jars(cfg) == [str(folder / "kafka-clients-3.9.2.jar"), str(folder / "dbus-jvm.jar")]
+    assert folder == tmp_path / "cache" / f"spark-{connectors.spark_version()}"
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 
 from dbuslib import stagemetrics
 from dbuslib.config import InfluxEndpoint
-from dbuslib.stagemetrics import PointWriter, idle_point, lag_records, stage_point
+from dbuslib.stagemetrics import PointWriter, idle_point, lag_records, stage_point, work_ms
 
 # The shape of StreamingQueryProgress.json of the appender's Kafka -> Kafka query (Spark 4.2).
 PROGRESS = {
@@ -62,9 +62,28 @@ PROGRESS = {
 
 def test_a_progress_becomes_a_dbus_stage_point():
     assert stage_point(PROGRESS, "demo", "appender").to_line_protocol() == (
-        "dbus_stage,ds=demo,stage=appender batch_ms=485,input_rows=20000i,lag_records=1234i,"
+        "dbus_stage,ds=demo,stage=appender batch_ms=485,checkpoint_ms=0,input_rows=20000i,lag_records=1234i,"
         "rows_per_s=41234.5,waiting=0i 1767323045678"
     )
+
+
+def test_a_real_time_batch_reports_its_pause_not_its_checkpoint_interval():
+    """A real-time batch streams for its whole interval inside addBatch: batch_ms is the rest (Spark 4.2's
+    durationMs of a 30 s appender batch, as its log showed it)."""
+    durations = {
+        "addBatch": 31532,
+        "commitOffsets": 142,
+        "getBatch": 56,
+        "latestOffset": 1882,
+        "queryPlanning": 1393,
+        "triggerExecution": 35409,
+        "walCommit": 311,
+    }
+    line = stage_point({**PROGRESS, "durationMs": durations}, "demo", "appender", checkpoint_ms=30000)
+    assert "batch_ms=3877," in line.to_line_protocol() and "checkpoint_ms=30000," in line.to_line_protocol()
+    assert work_ms(durations, realtime=False) == 35409.0
+    assert work_ms({"triggerExecution": 5}, realtime=True) == 5.0
+    assert work_ms({"triggerExecution": 5, "addBatch": 9}, realtime=True) == 0.0
 
 
 def test_a_query_waiting_for_resources_says_so():
@@ -95,7 +114,7 @@ def test_lag_is_summed_over_the_sources():
 def test_an_idle_trigger_is_a_point_of_zeros():
     line = idle_point("2026-01-02T03:04:05.678Z", "demo", "dispatcher").to_line_protocol()
     assert line == (
-        "dbus_stage,ds=demo,stage=dispatcher batch_ms=0,input_rows=0i,lag_records=0i,"
+        "dbus_stage,ds=demo,stage=dispatcher batch_ms=0,checkpoint_ms=0,input_rows=0i,lag_records=0i,"
         "rows_per_s=0,waiting=0i 1767323045678"
     )  # 0 with no i: a float
 
@@ -125,8 +144,8 @@ def test_the_watcher_writes_each_batch_once_then_idle_points_and_never_raises(mo
         "Broken", (), {"__iter__": lambda self: (_ for _ in ()).throw(RuntimeError())}
     )()
     assert watcher.poll() == 0
-    fields = [p.to_line_protocol().split(" ")[1].split(",")[1] for p in sink.points]
-    assert fields[:2] == ["input_rows=20000i", "input_rows=20000i"] and fields[2] == "input_rows=0i"
+    fields = [dict(f.split("=") for f in p.to_line_protocol().split(" ")[1].split(",")) for p in sink.points]
+    assert [f["input_rows"] for f in fields] == ["20000i", "20000i", "0i"]
     watcher._stop.set()
 
 

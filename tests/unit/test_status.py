@@ -14,6 +14,7 @@ from cli.status import (
     ExtractorStatus,
     FullPullStatus,
     Snapshot,
+    StageLive,
     StageRate,
     TableHeartbeat,
     add_parsers,
@@ -436,3 +437,61 @@ def test_the_screen_and_the_json_show_the_clients():
         "age_s": 3.0,
     }
     assert "clients        none in the last 10 minutes" in render(Snapshot("demo", NOW, 600))
+
+
+def test_a_real_time_stage_shows_the_pause_between_batches_and_its_interval():
+    stages = (StageRate("appender", 900.0, 0, 85.0, 3.0, checkpoint_ms=30000.0),)
+    screen = render(Snapshot("demo", NOW, 300, stages=stages))
+    assert (
+        "appender      900.0           0         85   3 s ago  (real-time, a batch every 30 s: batch ms is "
+        "the pause between two)"
+    ) in screen
+
+
+def test_a_stage_whose_process_has_no_point_yet_is_starting():
+    lives = (
+        StageLive("dispatcher", "running", ("db1:1",), started_at=NOW - 12),
+        StageLive("appender", "running", ("db1:2",), started_at=NOW - 3600),
+    )
+    stages = (
+        StageRate("dispatcher", 5.0, 0, 10.0, 40.0),  # a point of the process before (40 s old)
+        StageRate("appender"),  # running for an hour without a point: not "starting"
+    )
+    screen = render(Snapshot("demo", NOW, 600, stages=stages, processes=lives))
+    assert "dispatcher starting: running for 12 s, no batch ended yet" in screen
+    assert "appender   no data in the last 10 minutes" in screen
+    fresh = (StageRate("dispatcher", 5.0, 0, 10.0, 2.0), StageRate("appender"))
+    assert "starting" not in render(Snapshot("demo", NOW, 600, stages=fresh, processes=lives))
+
+
+def test_the_kafka_line_counts_the_source_topics_and_names_the_missing():
+    from cli.status import KafkaStatus
+
+    whole = render(Snapshot("demo", NOW, 600, kafka=KafkaStatus("k1:9092", 4)))
+    assert "kafka          k1:9092: 4 of 4 topics of the source exist" in whole
+    short = render(Snapshot("demo", NOW, 600, kafka=KafkaStatus("k1:9092", 4, ("demo.shop",))))
+    assert "kafka          k1:9092: 3 of 4 topics of the source exist; missing: demo.shop" in short
+    assert "kafka          not read" in render(Snapshot("demo", NOW, 600))
+
+
+def test_an_unreachable_kafka_is_an_error_and_exit_1(monkeypatch):
+    """Every other part read (fakes), Kafka not: the screen says why and the command exits 1."""
+    from cli import status as status_module
+    from dbuslib import kafka
+    from dbuslib.config import load_config
+    from dbuslib.errors import EndpointError
+
+    def unreachable(endpoint, **kw):
+        raise EndpointError("Kafka at 127.0.0.1:1 is not reachable: Unable to bootstrap")
+
+    monkeypatch.setattr(kafka, "admin", unreachable)
+    collector = status_module._Collector
+    monkeypatch.setattr(collector, "zk_parts", lambda self: ((), (), ()))
+    monkeypatch.setattr(collector, "newest", lambda self, *a: {})
+    monkeypatch.setattr(collector, "_dead_letters", lambda self: ())
+    monkeypatch.setattr("extractor.commands.status", lambda cfg, ds: None)
+    snap = collector(load_config(), "demo", 600, NOW).snapshot()
+    assert snap.errors == (
+        "Kafka: ENDPOINT_UNREACHABLE: Kafka at 127.0.0.1:1 is not reachable: Unable to bootstrap",
+    )
+    assert "could not read:\n  Kafka: ENDPOINT_UNREACHABLE" in render(snap)
