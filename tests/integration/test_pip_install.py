@@ -117,11 +117,15 @@ class Installed:
     def __init__(self, venv: Path, wheel: Path, cwd: Path, timings: dict[str, float]) -> None:
         self.venv, self.wheel, self.cwd, self.timings = venv, wheel, cwd, timings
 
-    def run(self, argv: list[str], cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
-        return _run(argv, cwd=cwd or self.cwd, env=clean_env(**env))
+    def run(
+        self, argv: list[str], cwd: Path | None = None, timeout: float = 120, **env: str
+    ) -> subprocess.CompletedProcess[str]:
+        return _run(argv, timeout, cwd=cwd or self.cwd, env=clean_env(**env))
 
-    def dbus(self, *args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
-        return self.run([str(self.venv / "bin" / "dbus"), *args], cwd=cwd, **env)
+    def dbus(
+        self, *args: str, cwd: Path | None = None, timeout: float = 120, **env: str
+    ) -> subprocess.CompletedProcess[str]:
+        return self.run([str(self.venv / "bin" / "dbus"), *args], cwd=cwd, timeout=timeout, **env)
 
 
 @pytest.fixture(scope="module")
@@ -385,16 +389,9 @@ def test_the_installed_package_carries_rows_with_connectors_it_resolved_itself(
     procs: dict[str, subprocess.Popen] = {}
     try:
         began = time.monotonic()
-        listed = _ok(
-            _run(
-                [str(installed.venv / "bin" / "dbus"), "spark", "jars"],
-                900,
-                cwd=installed.cwd,
-                env=clean_env(**run_env),
-            )
-        )
+        listed = _ok(installed.dbus("spark", "jars", timeout=900, **run_env))
         jars = listed.stdout.strip().split(",")
-        folder = next((cache).glob("spark-*"))
+        folder = next(cache.glob("spark-*"))
         names = sorted(Path(j).name for j in jars)
         assert all(Path(j).parent == folder for j in jars), jars
         assert names == [
@@ -407,14 +404,7 @@ def test_the_installed_package_carries_rows_with_connectors_it_resolved_itself(
         ], names
         assert "resolving Spark's connectors" in listed.stderr and "building DBus's JVM jar" in listed.stderr
         print(f"dbus spark jars on an empty cache: {time.monotonic() - began:.1f} s")
-        again = _ok(
-            _run(
-                [str(installed.venv / "bin" / "dbus"), "spark", "jars"],
-                300,
-                cwd=installed.cwd,
-                env=clean_env(**run_env),
-            )
-        )
+        again = _ok(installed.dbus("spark", "jars", timeout=300, **run_env))
         assert again.stdout == listed.stdout and again.stderr == "", again.stderr  # once: nothing to do
 
         for name, argv in [
