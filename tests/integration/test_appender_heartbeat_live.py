@@ -196,6 +196,7 @@ def test_heartbeats_reach_the_result_topic_influxdb_and_the_dead_letter_topic(wr
             "input_rows",
             "rows_per_s",
             "batch_ms",
+            "checkpoint_ms",
             "lag_records",
             "waiting",
         }

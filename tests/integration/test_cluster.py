@@ -107,6 +107,9 @@ def on_cluster(env, master: str) -> None:
     raw["spark"]["master"] = (
         "local[2]"  # the cluster's master comes from `-- --master`, as a user may give it
     )
+    # the drivers' logs keep Spark's INFO lines: the test counts the tasks lost with worker 2 there
+    # ("... its executor exited ...", TaskSetManager's INFO)
+    raw.setdefault("logging", {})["spark_level"] = "INFO"
     env.cfg_path.write_text(yaml.safe_dump(raw))
     env.cfg = load_config(env.cfg_path)
 
@@ -119,6 +122,7 @@ def local_twin(env, tmp_path: Path):
         k: v for k, v in raw["spark"]["conf"].items() if "archives" not in k and "pyspark" not in k
     }
     raw["spark"]["checkpoint_root"] = str(tmp_path / "local-checkpoints")
+    raw.get("logging", {}).pop("spark_level", None)  # this process's session: Spark's default here
     topics = raw["sources"][env.ds]["topics"]
     topics["schema"] = "{ds}.local.{schema}"
     topics["result"] = "{ds}.local.{schema}.result"
