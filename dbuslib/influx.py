@@ -72,13 +72,22 @@ def to_exporter(url: str, points: list[Point]) -> bool:
         return True
     except (urllib.error.URLError, OSError) as e:
         now = time.monotonic()
-        if now - _exporter_warned.get(url, -3600.0) >= 60:  # once a minute, not at every write
+        _exporter_failed[url] = _exporter_failed.get(url, 0) + 1
+        if now - _exporter_warned.get(url, -EXPORTER_WARN_S) >= EXPORTER_WARN_S:  # not at every write
             _exporter_warned[url] = now
-            logging.getLogger(__name__).warning("the Prometheus exporter at %s took no points: %s", url, e)
+            failed, _exporter_failed[url] = _exporter_failed[url], 0
+            logging.getLogger(__name__).warning(
+                "the Prometheus exporter at %s took no points (%d write(s) since the last warning): %s",
+                url,
+                failed,
+                e,
+            )
         return False
 
 
+EXPORTER_WARN_S = 600.0  # an exporter that is down is said at once, then every 10 minutes
 _exporter_warned: dict[str, float] = {}
+_exporter_failed: dict[str, int] = {}
 
 
 def query(cfg: InfluxEndpoint, flux: str) -> list[dict]:
