@@ -15,6 +15,13 @@ output record's Kafka timestamp (the sink's send time) minus the send time insid
   Measured 0 with pyspark 4.2.0 (and 0 for a Python UDF, Arrow UDF, small buffers): in real-time mode a
   Python step gives its output only when the long batch ends, so DBus's real-time path keeps the
   record path in the JVM.
+- ``rt_boundary_stall_ms``: what a batch boundary costs the records (issue #32's p99). The JVM-only query
+  with BENCH_RT_BOUNDARY_BATCH_S (10) second batches, a writer of 5,000 records/s for
+  BENCH_RT_BOUNDARY_S (45) seconds into a LogAppendTime topic pair; for each boundary after the first
+  batch, the largest latency of the records sent within a second of the next batch's start; the figure
+  is their median, the baseline the median of the driver's part of a boundary (``triggerExecution`` less
+  ``addBatch``: offsets, planning, commits). ``rt_boundary_delayed_pct``: the share of those steady
+  records over 20 ms.
 """
 
 from __future__ import annotations
@@ -106,6 +113,60 @@ def _read(endpoint: Any, topic: str, out: list[float], stop: threading.Event) ->
     consumer.close()
 
 
+BOUNDARY_BATCH_S = int(os.environ.get("BENCH_RT_BOUNDARY_BATCH_S", "10"))
+BOUNDARY_S = float(os.environ.get("BENCH_RT_BOUNDARY_S", "45"))
+BOUNDARY_RATE_PER_10MS = 50  # 5,000 records/s
+
+
+def boundaries(cfg: DbusConfig, spark: Any) -> tuple[float, float, float]:
+    """(median stall ms at a boundary, median driver gap ms, % of steady records over 20 ms)."""
+    from datetime import datetime
+
+    tag = uuid.uuid4().hex[:8]
+    source, sink = f"bench_rtb_in_{tag}", f"bench_rtb_out_{tag}"
+    endpoint = cfg.endpoints.kafka
+    kafka.ensure_topics(endpoint, [source, sink], partitions=2, configs=kafka.LOG_APPEND_TIME)
+    df = (
+        kafka_source(spark.readStream, endpoint).option("subscribe", source).load().selectExpr("key", "value")
+    )
+    query = (
+        df.writeStream.format("kafka")
+        .options(**kafka_client_options(endpoint))
+        .option("kafka.linger.ms", "0")
+        .option("topic", sink)
+        .option("checkpointLocation", tempfile.mkdtemp(prefix="dbus-bench-rtb-"))
+        .outputMode("update")
+        .trigger(realTime=f"{BOUNDARY_BATCH_S} seconds")
+        .start()
+    )
+    try:
+        _wait_started(query)
+        producer = kafka.producer(endpoint, linger_ms=0)
+        end = time.monotonic() + BOUNDARY_S
+        while time.monotonic() < end:
+            began = time.monotonic()
+            for i in range(BOUNDARY_RATE_PER_10MS):
+                producer.send(source, key=str(i % 7).encode(), value=str(time.time_ns()).encode())
+            producer.flush()
+            time.sleep(max(0.0, 0.01 - (time.monotonic() - began)))
+        producer.close()
+        time.sleep(2)
+        progress = [p for p in query.recentProgress if p.batchId >= 1]
+        starts = [datetime.fromisoformat(p.timestamp.replace("Z", "+00:00")).timestamp() for p in progress]
+        gaps = [
+            float(p.durationMs.get("triggerExecution", 0) - p.durationMs.get("addBatch", 0)) for p in progress
+        ]
+    finally:
+        query.stop()
+    records = kafka.read_range(endpoint, [sink], quiet_s=5)
+    kafka.delete_topics(endpoint, [source, sink])
+    sent = [(int(r.value) / 1e9, r.timestamp - int(r.value) / 1e6) for r in records]
+    steady = [(t, ms) for t, ms in sent if starts and t >= starts[0] + 1.0]
+    stalls = [max((ms for t, ms in steady if abs(t - b) <= 1.0), default=0.0) for b in starts[1:]]
+    over = 100.0 * sum(1 for _, ms in steady if ms > 20) / max(len(steady), 1)
+    return _percentile(stalls, 0.5), _percentile(gaps, 0.5), over
+
+
 def run(cfg: DbusConfig) -> list[str]:
     spark = session(
         cfg,
@@ -119,10 +180,13 @@ def run(cfg: DbusConfig) -> list[str]:
         realtime, _ = measure(cfg, spark, "realtime")
         microbatch, _ = measure(cfg, spark, "microbatch")
         python, sent = measure(cfg, spark, "realtime", python=True)
+        stall, gap, delayed = boundaries(cfg, spark)
     finally:
         spark.stop()
     return [
         bench_line("rt_jvm_latency_p50_ms", _percentile(realtime, 0.5), "ms", _percentile(microbatch, 0.5)),
         bench_line("rt_jvm_latency_p99_ms", _percentile(realtime, 0.99), "ms", _percentile(microbatch, 0.99)),
         bench_line("rt_python_delivered_pct", 100.0 * len(python) / max(sent, 1), "%"),
+        bench_line("rt_boundary_stall_ms", stall, "ms", gap),
+        bench_line("rt_boundary_delayed_pct", delayed, "%"),
     ]
