@@ -62,13 +62,7 @@ def measure(cfg: DbusConfig, spark: Any, mode: str, python: bool = False) -> tup
     )
     if python:
         df = df.mapInArrow(_identity, "key binary, value binary")
-    writer = (
-        df.writeStream.format("kafka")
-        .options(**kafka_client_options(endpoint))
-        .option("kafka.linger.ms", "0")
-        .option("topic", sink)
-        .option("checkpointLocation", tempfile.mkdtemp(prefix="dbus-bench-rt-"))
-    )
+    writer = _copy_to(df, endpoint, sink)
     if mode == "realtime":
         writer = writer.outputMode("update").trigger(realTime=REALTIME_BATCH)
     query = writer.start()
@@ -92,6 +86,17 @@ def measure(cfg: DbusConfig, spark: Any, mode: str, python: bool = False) -> tup
         query.stop()
         kafka.delete_topics(endpoint, [source, sink])
     return latencies, sent
+
+
+def _copy_to(df: Any, endpoint: Any, sink: str) -> Any:
+    """The writer of a query that copies ``df`` to topic ``sink`` at once (no linger), its own checkpoint."""
+    return (
+        df.writeStream.format("kafka")
+        .options(**kafka_client_options(endpoint))
+        .option("kafka.linger.ms", "0")
+        .option("topic", sink)
+        .option("checkpointLocation", tempfile.mkdtemp(prefix="dbus-bench-rt-"))
+    )
 
 
 def _identity(batches):
@@ -130,11 +135,7 @@ def boundaries(cfg: DbusConfig, spark: Any) -> tuple[float, float, float]:
         kafka_source(spark.readStream, endpoint).option("subscribe", source).load().selectExpr("key", "value")
     )
     query = (
-        df.writeStream.format("kafka")
-        .options(**kafka_client_options(endpoint))
-        .option("kafka.linger.ms", "0")
-        .option("topic", sink)
-        .option("checkpointLocation", tempfile.mkdtemp(prefix="dbus-bench-rtb-"))
+        _copy_to(df, endpoint, sink)
         .outputMode("update")
         .trigger(realTime=f"{BOUNDARY_BATCH_S} seconds")
         .start()
