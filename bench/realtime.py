@@ -37,6 +37,7 @@ from bench.report import bench_line
 from dbuslib import kafka
 from dbuslib.config import DbusConfig
 from dbuslib.spark import kafka_client_options, kafka_source, session
+from dbuslib.stagemetrics import work_ms
 
 SECONDS = float(os.environ.get("BENCH_RT_SECONDS", "20"))
 REALTIME_BATCH = "30 seconds"  # the checkpoint interval: longer than the measured window
@@ -154,9 +155,7 @@ def boundaries(cfg: DbusConfig, spark: Any) -> tuple[float, float, float]:
         time.sleep(2)
         progress = [p for p in query.recentProgress if p.batchId >= 1]
         starts = [datetime.fromisoformat(p.timestamp.replace("Z", "+00:00")).timestamp() for p in progress]
-        gaps = [
-            float(p.durationMs.get("triggerExecution", 0) - p.durationMs.get("addBatch", 0)) for p in progress
-        ]
+        gaps = [work_ms(p.durationMs, realtime=True) for p in progress]
     finally:
         query.stop()
     records = kafka.read_range(endpoint, [sink], quiet_s=5)

@@ -11,39 +11,30 @@ exist. ``dbus spark jars`` does it ahead (e.g. while building an image) and prin
 
 from __future__ import annotations
 
-import logging
-import os
 import sys
 
 from dbuslib import connectors
 from dbuslib.config import DbusConfig
 
-log = logging.getLogger("dbus.sparkjars")
 
-
-def ensure(cfg: DbusConfig, say: bool = True) -> list[str]:
+def ensure(cfg: DbusConfig) -> list[str]:
     """The stage jars' list ready (``dbuslib.spark.jars_list``): nothing to do when ``spark.jars_file``
-    exists; else resolved and built into the user cache (a few seconds when done before). Returns the
-    jars."""
+    exists; else resolved and built into the user cache (a few seconds when done before), what it does
+    said on stderr. Returns the jars."""
+    from binlog import jvmjar
     from dbuslib import spark
 
-    configured = cfg.resolve(cfg.spark.jars_file)
-    if configured.exists():
+    if spark.configured_jars(cfg) is not None:
         return spark.jars(cfg)
     folder = connectors.user_folder()
-    tell = (lambda m: print(f"dbus: {m}", file=sys.stderr, flush=True)) if say else log.info
-    found = connectors.resolve(folder, say=tell)
-    from binlog import jvmjar
-
+    found = connectors.resolve(folder, say=_tell)
     jar = folder / spark.JVM_JAR
-    fresh = not jar.exists()
-    if fresh:
-        tell(f"building DBus's JVM jar {jar} (javac, once)")
+    if not jar.exists():
+        _tell(f"building DBus's JVM jar {jar} (javac, once)")
     jvmjar.build(jar, folder)
-    listed = [*found, str(jar)]
-    target = folder / connectors.FULL_LIST_NAME
-    if not target.exists() or target.read_text().strip() != ",".join(listed):
-        tmp = target.with_name(f"{target.name}.tmp.{os.getpid()}")
-        tmp.write_text(",".join(listed) + "\n")
-        tmp.replace(target)
+    connectors.write_list(folder / connectors.FULL_LIST_NAME, [*found, str(jar)])
     return spark.jars(cfg)
+
+
+def _tell(message: str) -> None:
+    print(f"dbus: {message}", file=sys.stderr, flush=True)

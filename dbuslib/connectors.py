@@ -126,12 +126,19 @@ def resolve(out: Path, list_file: Path | None = None, say: object = None) -> lis
             if callable(say):
                 say(f"resolving Spark's connectors ({', '.join(':'.join(c) for c in coords)}) into {out}")
             jars = _retrieve(out, coords)
-            _write(out / LIST_NAME, ",".join(jars))
+            write_list(out / LIST_NAME, jars)
             _write(out / STAMP_NAME, stamp)
-    if list_file is not None and _read(list_file) != ",".join(jars):
-        list_file.parent.mkdir(parents=True, exist_ok=True)
-        _write(list_file, ",".join(jars))
+    if list_file is not None:
+        write_list(list_file, jars)
     return jars
+
+
+def write_list(path: Path, jars: list[str]) -> None:
+    """``jars`` comma-separated in ``path`` (its folder made), rewritten only when they differ."""
+    text = ",".join(jars)
+    if _read(path) != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write(path, text)
 
 
 def _retrieve(out: Path, coords: list[tuple[str, str, str]]) -> list[str]:

@@ -35,14 +35,18 @@ def jvm_class(jvm: Any, java_class: str, who: str) -> Any:
     return cls
 
 
+def configured_jars(cfg: DbusConfig) -> Path | None:
+    """``spark.jars_file`` when that file exists (the local stack's, or an operator's own), else None."""
+    configured = cfg.resolve(cfg.spark.jars_file)
+    return configured if configured.exists() else None
+
+
 def jars_list(cfg: DbusConfig) -> Path:
-    """The file that lists a stage's jars: ``spark.jars_file`` when it exists (the local stack's, or an
-    operator's own), else the list DBus writes beside the connectors it resolved itself
-    (``dbuslib.connectors``, ``dbus spark jars``: a pip install)."""
+    """The file that lists a stage's jars: ``configured_jars``, else the list DBus writes beside the
+    connectors it resolved itself (``dbuslib.connectors``, ``dbus spark jars``: a pip install)."""
     from dbuslib import connectors
 
-    configured = cfg.resolve(cfg.spark.jars_file)
-    return configured if configured.exists() else connectors.user_folder() / connectors.FULL_LIST_NAME
+    return configured_jars(cfg) or connectors.user_folder() / connectors.FULL_LIST_NAME
 
 
 def jars(cfg: DbusConfig) -> list[str]:

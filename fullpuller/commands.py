@@ -221,12 +221,10 @@ def follow(read: Callable[[], Progress], out: TextIO) -> Progress:
 
     p = read()
     if not out.isatty():
-        last, said_at = None, 0.0
+        pace = _Pace()
         while True:
-            now = time.monotonic()
-            if (p.FinishedCount, p.Status) != last or now - said_at >= PLAIN_EVERY_S or p.finished:
+            if pace.due((p.FinishedCount, p.Status), force=p.finished):
                 print(bar(p), file=out, flush=True)
-                last, said_at = (p.FinishedCount, p.Status), now
             if p.finished:
                 return p
             time.sleep(FOLLOW_S)
@@ -246,6 +244,22 @@ def follow(read: Callable[[], Progress], out: TextIO) -> Progress:
     if p.ErrorMsg:
         print(f"{p.ErrorCode}: {p.ErrorMsg}", file=out, flush=True)
     return p
+
+
+class _Pace:
+    """When a plain (not redrawn) progress line or screen is due: when what it shows changed (``key``), and
+    at least every ``PLAIN_EVERY_S`` while nothing did; ``force`` for one that is due anyway."""
+
+    def __init__(self) -> None:
+        self.key: Any = None
+        self.at = float("-inf")
+
+    def due(self, key: Any, force: bool = False) -> bool:
+        now = time.monotonic()
+        if force or key != self.key or now - self.at >= PLAIN_EVERY_S:
+            self.key, self.at = key, now
+            return True
+        return False
 
 
 def reply_to(cfg: Any, topic: str, since: dict[Any, int], seqno: int) -> dict[str, Any] | None:
@@ -272,8 +286,7 @@ def status_cli(args: argparse.Namespace) -> int:
     cfg.source(args.source)
     store = _store(cfg, args.source)
     tty = sys.stdout.isatty()
-    shown: tuple = ()
-    shown_at = 0.0
+    pace = _Pace()
     try:
         while True:
             pulls = store.all()
@@ -300,12 +313,11 @@ def status_cli(args: argparse.Namespace) -> int:
             changed = tuple((p.SeqNo, p.Status, p.FinishedCount) for p in pulls)
             # --watch: on a terminal the screen redrawn each second; elsewhere a screen when a pull changes
             # state or ends a shard, and every PLAIN_EVERY_S otherwise
-            if tty or done or changed != shown or time.monotonic() - shown_at >= PLAIN_EVERY_S:
+            if pace.due(changed, force=tty or done):
                 text = "\n".join(lines) if lines else f"no full pulls recorded for source {args.source}"
                 print(("\x1b[H\x1b[2J" if tty and args.watch else "") + text, flush=True)
                 if not tty and not done:
                     print()
-                shown, shown_at = changed, time.monotonic()
             if done:
                 return 0
             time.sleep(1.0)
