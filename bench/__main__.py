@@ -26,7 +26,7 @@ BENCHMARKS = [
     "client",
 ]
 # run only when named: measurements behind a design, not figures of a stage
-OPT_IN = ["realtime", "shipper"]
+OPT_IN = ["realtime", "shipper", "peer_snapshot"]
 
 
 def main(argv: list[str] | None = None) -> int:

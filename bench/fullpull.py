@@ -3,8 +3,9 @@
 The service runs as it is deployed (``spark-submit fullpuller/main.py``, ``local[2]``) on a throwaway
 source. A table of BENCH_FULLPULL_ROWS rows (7 columns, the e2e bench's shape) is filled with MariaDB's
 sequence engine; a warm-up pull of BENCH_FULLPULL_WARMUP_ROWS rows goes first, so the figure is a running
-service's, not a JVM's first minute. The clock starts when ``dbus fullpull request`` sends the request and
-stops at the Kafka timestamp of the pull's end marker; then every pulled tuple is counted (it must be all
+service's, not a JVM's first minute. The clock runs from the Kafka timestamp of the request on the control
+topic (``dbus fullpull request`` sends it; the command's own start is not counted) to the Kafka timestamp
+of the pull's end marker; then every pulled tuple is counted (it must be all
 of them).
 
 - ``fullpull_rows_per_s``: the pull above, beside the baseline: pymysql SELECT of the same table (a
@@ -90,7 +91,8 @@ class Service(Stages):
         watched = [topic, topics.events_topic(self.ds, src, self.database)] if per_row else [topic]
         kafka.ensure_topics(self.cfg.endpoints.kafka, watched)
         since = kafka.end_offsets(self.cfg.endpoints.kafka, watched)
-        t0 = time.time()
+        ctrl = src.topics.name("ctrl", self.ds)
+        asked = kafka.end_offsets(self.cfg.endpoints.kafka, [ctrl])
         out = subprocess.run(
             [
                 sys.executable,
@@ -113,6 +115,7 @@ class Service(Stages):
             check=True,
         )
         seqno = int(out.stdout.split("\t", 1)[0])
+        t0 = request_time(self.cfg, asked) / 1000  # when the request was sent, not when its CLI started
         deadline = time.monotonic() + 900
         tuples, end_ms = 0, None
         consumer = kafka.consumer(self.cfg.endpoints.kafka, enable_auto_commit=False)
@@ -155,6 +158,25 @@ class Service(Stages):
         client.delete(zkpaths.fullpuller(self.cfg.endpoints.zookeeper.root, self.ds), recursive=True)
         client.stop()
         client.close()
+
+
+def request_time(cfg: DbusConfig, since: dict) -> int:
+    """The Kafka timestamp (ms) of the first record written to the control topic past ``since`` (its end
+    offsets before ``dbus fullpull request`` ran): the request."""
+    consumer = kafka.consumer(cfg.endpoints.kafka, enable_auto_commit=False)
+    try:
+        consumer.assign(list(since))
+        for tp, offset in since.items():
+            consumer.seek(tp, offset)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            got = [r.timestamp for records in consumer.poll(timeout_ms=500).values() for r in records]
+            if got:
+                return min(got)
+        msg = "the full-pull request is not on the control topic"
+        raise RuntimeError(msg)
+    finally:
+        consumer.close()
 
 
 def baseline(cfg: DbusConfig, database: str, rows: int) -> float:

@@ -512,7 +512,7 @@ class FullPullSettings(_Model):
     otherwise (-1: one shard), ``parallelism`` shards pulled at once, ``fetch_rows`` rows a shard reader
     fetches per round trip, ``progress_interval_s`` how often a shard reports its rows to ZooKeeper."""
 
-    shard_size: int = Field(100_000, ge=-1)
+    shard_size: int = Field(250_000, ge=-1)
     parallelism: int = Field(2, ge=1)
     fetch_rows: int = Field(5000, ge=1)
     progress_interval_s: float = Field(2.0, gt=0)

@@ -206,12 +206,21 @@ class Puller:
             db.close()
         if plan.warning:
             log.warning("%s: request %s (%s): %s", self.ds, req.seqno, req.name, plan.warning)
+        grouped = render.group_column(info, plan.columns)  # read in groups of rows (render.grouped_sql)
         shards = [
             {
                 "where": s.where,
                 "lower": s.lower,
                 "upper": s.upper,
                 "sql": render.select_sql(info, s.where, req.where),
+                **(
+                    {
+                        "group_column": grouped,
+                        "grouped_sql": render.grouped_sql(info, grouped, s.where, req.where),
+                    }
+                    if grouped
+                    else {}
+                ),
             }
             for s in plan.shards
         ]
@@ -380,6 +389,8 @@ class Puller:
             ums_ts=p.UmsTs,
             shard=index,
             sql=p.Shards[index]["sql"],
+            grouped_sql=p.Shards[index].get("grouped_sql", ""),  # not in a pull planned before it existed
+            group_column=p.Shards[index].get("group_column", ""),
             zk_shard_path=self.store.shard_path(p, index),
             fetch_rows=settings.fetch_rows,
             tuples_per_message=self.src.ums.tuples_per_message,

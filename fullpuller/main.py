@@ -45,7 +45,8 @@ def run(cfg: DbusConfig, ds: str) -> int:
     ensure_topics(cfg, ds)
     session = spark.session(cfg, f"dbus-fullpuller-{ds}")
     session.dataSource.register(ShardSource)
-    warm = ShardJob.warm_up(config_document(cfg), ds).to_json()  # the first pull should not pay for it
+    # the first pull should not pay for its workers' start: as many as it runs shards at once
+    warm = ShardJob.warm_up(config_document(cfg), ds, cfg.source(ds).fullpull.parallelism).to_json()
     session.read.format(ShardSource.name()).option("job", warm).load().count()
     puller = Puller(session, cfg, ds)  # creates the meta store's tables (retried within endpoints.retry)
     # SIGTERM/SIGINT raise KeyboardInterrupt here once (a pull under way is not committed: served again at

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -62,14 +62,22 @@ class ShardJob:
     primary_key: list[str] = field(default_factory=list)
     binlog_file: str = ""
     ts_ms: int = 0
+    # the shard read in groups of rows (fullpuller/render.py, Grouped reads): their SELECT and the column
+    # they are ranges of; "" reads ``sql`` row by row
+    grouped_sql: str = ""
+    group_column: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
 
     @classmethod
-    def warm_up(cls, config: str, ds: str) -> ShardJob:
-        """A job that starts a Python worker and loads the configuration, and reads nothing."""
-        return cls(config, ds, "-", "-", "mysql.-.-.-.0.0.0", [], 0, "0", "", 0, WARM_UP, "", 1, 1, 1, 1.0)
+    def warm_up(cls, config: str, ds: str, workers: int = 1) -> ShardJob:
+        """A job that starts ``workers`` Python workers at once (its ``shard``: how many partitions it has),
+        each loading the configuration, and reads nothing: the shards a pull runs side by side
+        (``fullpull.parallelism``) each find a worker ready (a worker's first start took 1.2 s)."""
+        return cls(
+            config, ds, "-", "-", "mysql.-.-.-.0.0.0", [], 0, "0", "", workers, WARM_UP, "", 1, 1, 1, 1.0
+        )
 
     @classmethod
     def from_json(cls, text: str) -> ShardJob:
@@ -93,6 +101,8 @@ class ShardReader(DataSourceReader):
         self.job = job
 
     def partitions(self) -> list[InputPartition]:
+        if self.job.sql == WARM_UP:
+            return [InputPartition(i) for i in range(max(1, self.job.shard))]
         return [InputPartition(self.job.shard)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[bytes, bytes, list[tuple[str, bytes]]]]:
@@ -126,28 +136,8 @@ def read_shard(job: ShardJob) -> Iterator[Any]:
         with db.cursor() as cur:
             for stmt in render.SESSION_SQL:
                 cur.execute(stmt)
-            cur.execute(job.sql)
-            size = max(
-                job.tuples_per_message, job.fetch_rows // job.tuples_per_message * job.tuples_per_message
-            )
-            # long binary values come raw in trailing columns b0, b1, ... (render.splice_binaries)
-            names = [d[0].decode() if isinstance(d[0], bytes) else d[0] for d in cur.description]
-            k = sum(1 for n in names if n[:1] == "b" and n[1:].isdigit())
-            while True:
-                rows = cur.fetchmany(size)
-                if not rows:
-                    break
-                raws = [r[len(r) - k :] for r in rows] if k else None
-                rows = [r[: len(r) - k] for r in rows] if k else rows
-                if len(rows[0]) == 1:
-                    texts = [r[0] for r in rows]
-                else:  # FLOAT columns come raw: Python writes their shortest float32 repr (render.py)
-                    texts = [
-                        render.tuple_text([v.decode() if isinstance(v, bytes) else v for v in r]).encode()
-                        for r in rows
-                    ]
-                if raws is not None:
-                    texts = [render.splice_binaries(t, b) for t, b in zip(texts, raws, strict=True)]
+            fetches = _grouped(job, cur, src) if job.grouped_sql else _rows(job, cur)
+            for texts in fetches:
                 if job.format == "ums":
                     yield from writer.messages(texts)
                 else:
@@ -156,6 +146,67 @@ def read_shard(job: ShardJob) -> Iterator[Any]:
         reporter.rows(writer.rows, final=True)
     finally:
         db.close()  # the ZooKeeper client stays open for the worker's next shard (_zk)
+
+
+def _rows(job: ShardJob, cur: Any) -> Iterator[list[bytes]]:
+    """The tuple texts of ``job.sql``'s rows, a fetch (``fetch_rows``, whole messages) at a time."""
+    from fullpuller import render
+
+    cur.execute(job.sql)
+    size = max(job.tuples_per_message, job.fetch_rows // job.tuples_per_message * job.tuples_per_message)
+    # long binary values come raw in trailing columns b0, b1, ... (render.splice_binaries)
+    names = [d[0].decode() if isinstance(d[0], bytes) else d[0] for d in cur.description]
+    k = sum(1 for n in names if n[:1] == "b" and n[1:].isdigit())
+    while True:
+        rows = cur.fetchmany(size)
+        if not rows:
+            return
+        raws = [r[len(r) - k :] for r in rows] if k else None
+        rows = [r[: len(r) - k] for r in rows] if k else rows
+        if len(rows[0]) == 1:
+            texts = [r[0] for r in rows]
+        else:  # FLOAT columns come raw: Python writes their shortest float32 repr (render.py)
+            texts = [
+                render.tuple_text([v.decode() if isinstance(v, bytes) else v for v in r]).encode()
+                for r in rows
+            ]
+        if raws is not None:
+            texts = [render.splice_binaries(t, b) for t, b in zip(texts, raws, strict=True)]
+        yield texts
+
+
+def _grouped(job: ShardJob, cur: Any, src: Any) -> Iterator[list[bytes]]:
+    """The tuple texts of ``job.grouped_sql``'s groups, about ``fetch_rows`` rows at a time; a group MariaDB
+    cut short (longer than ``group_concat_max_len``) is read again row by row on a second connection."""
+    from pymysql.cursors import SSCursor
+
+    from dbuslib import mysql
+    from fullpuller import render
+
+    cur.execute(render.GROUP_SESSION_SQL)
+    cur.execute("SELECT @@group_concat_max_len")
+    limit = int(cur.fetchone()[0])
+    cur.execute(job.grouped_sql)
+    size = max(1, job.fetch_rows // render.GROUP_ROWS)
+    while True:
+        groups = cur.fetchmany(size)
+        if not groups:
+            return
+        texts: list[bytes] = []
+        for g, k, n in groups:
+            part = render.split_group(g, int(n), limit)
+            if part is None:  # rare: read on its own connection, the streaming one is busy
+                one = mysql.connect(src.mysql, cursorclass=SSCursor, use_unicode=False)
+                try:
+                    with one.cursor() as again:
+                        for stmt in render.SESSION_SQL:
+                            again.execute(stmt)
+                        sql = render.group_rows_sql(job.sql, job.group_column, int(k))
+                        part = [t for fetch in _rows(replace(job, sql=sql), again) for t in fetch]
+                finally:
+                    one.close()
+            texts += part
+        yield texts
 
 
 def row_writer(job: ShardJob, cfg: Any) -> Any:

@@ -35,7 +35,7 @@ from dbuslib.errors import DbusError
 from fullpuller.catalog import TableInfo
 from ums.types import ColumnSpec, parse_column_type
 
-DEFAULT_SHARD_SIZE = 100000
+DEFAULT_SHARD_SIZE = 250000  # rows; a shard is a Spark job, ~0.2 s each (docs/fullpull.md, Performance)
 NO_SPLIT = -1
 ALL_ROWS = "1 = 1"
 

@@ -1,4 +1,4 @@
-# Kafka Connect for the interoperability tests: the worker's jars and two plugins from Maven Central
+# Kafka Connect for the interoperability tests and the peer benchmark: the worker's jars and three plugins from Maven Central
 # (conf/stack/connect-pom.xml, one profile per folder), under .stack/jars/connect:
 #   runtime/                      the worker's classpath (connect-runtime, connect-json: the broker's Kafka version)
 #   plugins/debezium-jdbc/        Debezium's JDBC sink connector and its drivers (PostgreSQL, MariaDB...)
@@ -7,7 +7,7 @@
 # its own folder (tests/integration/connect.py), so start/stop only check that the jars are there.
 
 CONNECT_JARS=$STACK_CACHE/jars/connect
-CONNECT_PROFILES="runtime debezium-jdbc apicurio-converter"
+CONNECT_PROFILES="runtime debezium-jdbc apicurio-converter debezium-mariadb"
 
 _connect_dir() {  # the folder of a profile
   if [ "$1" = runtime ]; then echo "$CONNECT_JARS/runtime"; else echo "$CONNECT_JARS/plugins/$1"; fi
@@ -52,6 +52,8 @@ connect_describe() {
   dbz=${dbz##*/debezium-connector-jdbc-}; dbz=${dbz%.jar}
   local api; api=$(ls "$CONNECT_JARS"/plugins/apicurio-converter/apicurio-registry-utils-converter-*.jar 2>/dev/null | head -n1)
   api=${api##*/apicurio-registry-utils-converter-}; api=${api%.jar}
+  local src; src=$(ls "$CONNECT_JARS"/plugins/debezium-mariadb/debezium-connector-mariadb-*.jar 2>/dev/null | head -n1)
+  src=${src##*/debezium-connector-mariadb-}; src=${src%.jar}
   echo "kafka connect ${v:-?} (not running: tests start workers), plugins: debezium jdbc sink ${dbz:-?}," \
-    "apicurio converter ${api:-?}, in $CONNECT_JARS"
+    "apicurio converter ${api:-?}, debezium mariadb source ${src:-?}, in $CONNECT_JARS"
 }

@@ -87,6 +87,8 @@ class ConnectWorker:
     mode: Literal["distributed", "standalone"] = "distributed"
     port: int = field(default_factory=free_port)
     worker_id: str = field(default_factory=lambda: f"dbus-test-{uuid.uuid4().hex[:8]}")
+    java: tuple[str, ...] = JAVA  # the JVM and its options (bench/peer_snapshot.py gives a throughput JVM)
+    extra: dict[str, str] = field(default_factory=dict)  # more worker properties, over the defaults
     proc: subprocess.Popen | None = None
 
     @property
@@ -132,7 +134,7 @@ class ConnectWorker:
                 "status.storage.partitions": "1",
                 "scheduled.rebalance.max.delay.ms": "0",
             }
-        return props
+        return props | self.extra
 
     def start(self, timeout: float = 120) -> ConnectWorker:
         missing = [
@@ -149,7 +151,7 @@ class ConnectWorker:
             "standalone": "org.apache.kafka.connect.cli.ConnectStandalone",
         }[self.mode]
         argv = [
-            *JAVA,
+            *self.java,
             f"-Dlog4j2.configurationFile={self.folder / 'log4j2.properties'}",
             "-cp",
             str(JARS / "runtime" / "*"),
@@ -406,10 +408,13 @@ def wait_consumed(worker: ConnectWorker, name: str, topics: Sequence[str], timeo
 
 @contextlib.contextmanager
 def running_worker(
-    endpoint: KafkaEndpoint, folder: Path, mode: Literal["distributed", "standalone"] = "distributed"
+    endpoint: KafkaEndpoint,
+    folder: Path,
+    mode: Literal["distributed", "standalone"] = "distributed",
+    java: tuple[str, ...] = JAVA,
 ) -> Iterator[ConnectWorker]:
     """A started worker, stopped (killed if need be, its internal topics deleted) when the block ends."""
-    worker = ConnectWorker(endpoint, folder, mode)
+    worker = ConnectWorker(endpoint, folder, mode, java=java)
     try:
         yield worker.start()
     finally:

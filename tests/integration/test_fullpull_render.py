@@ -399,3 +399,70 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
         assert out.returncode == 1 and "different: id=5" in out.stdout, out.stdout + out.stderr
     finally:
         cleanup_fullpull(FullPullEnv(env, writer, stages))
+
+
+def test_a_grouped_read_gives_the_rows_texts_and_reads_a_cut_group_row_by_row(writer_db, source, monkeypatch):
+    """render.grouped_sql through fullpuller.source's reader: the same tuple texts as the row-by-row read
+    (strings holding newlines, NUL, backslashes, quotes and emoji, NULLs, negative and sparse keys), and
+    the same again when every group is longer than group_concat_max_len (each read again row by row)."""
+    from dataclasses import replace
+
+    from pymysql.cursors import SSCursor
+
+    from dbuslib import mysql
+    from fullpuller import render
+    from fullpuller.source import ShardJob, _grouped, _rows
+
+    db, name = writer_db
+    session(db)
+    texts = ["a\nb", "nul\0x", 'q"\\', "\U0001f600 é", None, "", "\x01\x1f"]
+    with db.cursor() as cur:
+        cur.execute(
+            "CREATE TABLE g (id BIGINT PRIMARY KEY, s VARCHAR(40), d DECIMAL(12,2), t DATETIME(3),"
+            " e ENUM('new','paid'), n INT)"
+        )
+        values = [
+            (i * 7 - 3000, texts[i % len(texts)], i / 4, f"2024-01-02 03:04:{i % 60:02d}.5", "paid", None)
+            for i in range(2000)
+        ]
+        cur.executemany("INSERT INTO g VALUES (%s, %s, %s, %s, %s, %s)", values)
+    db.commit()
+    info = table_info(db, name, "g")
+    assert render.group_column(info, ("id",)) == "id"
+    where = "`id` >= -2500"
+    job = ShardJob(
+        config="",
+        ds="demo",
+        schema=name,
+        table="g",
+        namespace=f"mysql.demo.{name}.g.1.0.0",
+        columns=[],
+        batch_id=1,
+        ums_id="1",
+        ums_ts="",
+        shard=0,
+        sql=select_sql(info, where),
+        zk_shard_path="",
+        fetch_rows=1000,
+        tuples_per_message=500,
+        max_message_bytes=1_000_000,
+        progress_interval_s=1.0,
+        grouped_sql=render.grouped_sql(info, "id", where),
+        group_column="id",
+    )
+
+    def read(how) -> list[bytes]:
+        conn = mysql.connect(source.mysql, cursorclass=SSCursor, use_unicode=False)
+        try:
+            with conn.cursor() as cur:
+                for stmt in SESSION_SQL:
+                    cur.execute(stmt)
+                return [t for fetch in how(cur) for t in fetch]
+        finally:
+            conn.close()
+
+    rows = read(lambda cur: _rows(job, cur))
+    assert len(rows) == sum(1 for v in values if v[0] >= -2500) > 1900
+    assert sorted(read(lambda cur: _grouped(job, cur, source))) == sorted(rows)
+    monkeypatch.setattr(render, "GROUP_SESSION_SQL", "SET SESSION group_concat_max_len = 300")
+    assert sorted(read(lambda cur: _grouped(replace(job), cur, source))) == sorted(rows)

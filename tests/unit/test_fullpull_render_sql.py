@@ -5,7 +5,18 @@ from __future__ import annotations
 import pytest
 
 from fullpuller.catalog import TableInfo
-from fullpuller.render import fragment_sql, python_columns, select_sql, tuple_sql, tuple_text
+from fullpuller.render import (
+    GROUP_ROWS,
+    fragment_sql,
+    group_column,
+    group_rows_sql,
+    grouped_sql,
+    python_columns,
+    select_sql,
+    split_group,
+    tuple_sql,
+    tuple_text,
+)
 from ums.types import ColumnSpec
 
 
@@ -60,3 +71,55 @@ def test_select_with_floats_alternates_text_and_raw_values():
 )
 def test_tuple_text_splices_floats_in_shortest_float32_form(row, text):
     assert tuple_text(row) == text
+
+
+def _info(*cols: ColumnSpec) -> TableInfo:
+    return TableInfo("s", "t", cols, ("id",), (), ())
+
+
+ID = ColumnSpec("id", "bigint(20)", nullable=False)
+
+
+@pytest.mark.parametrize(
+    ("columns", "split", "grouped"),
+    [
+        ((ID, ColumnSpec("s", "varchar(64)"), ColumnSpec("d", "decimal(12,2)")), ("id",), "id"),
+        ((ID, ColumnSpec("e", "enum('new','paid')"), ColumnSpec("t", "datetime(3)")), ("id",), "id"),
+        ((ID, ColumnSpec("s", "varchar(64)")), ("id", "s"), None),  # composite split
+        ((ColumnSpec("id", "bigint(20)"), ColumnSpec("s", "varchar(64)")), ("id",), None),  # nullable
+        ((ID, ColumnSpec("s", "varchar(64)")), ("s",), None),  # a string split
+        ((ID, ColumnSpec("x", "text")), ("id",), None),  # unbounded text
+        ((ID, ColumnSpec("j", "json")), ("id",), None),
+        ((ID, ColumnSpec("f", "float")), ("id",), None),  # FLOAT is spliced in Python
+        ((ID, ColumnSpec("b", "varbinary(8)")), ("id",), None),  # binary may come raw
+        ((ID, ColumnSpec("s", "varchar(6000)")), ("id",), None),  # over MAX_GROUPED_TEXT
+        ((ID,), ("missing",), None),
+    ],
+)
+def test_a_shard_is_read_in_groups_only_by_a_not_null_integer_split_and_short_rows(columns, split, grouped):
+    assert group_column(_info(*columns), split) == grouped
+
+
+def test_grouped_sql_joins_a_range_of_the_split_column_and_counts_it():
+    info = _info(ID, ColumnSpec("s", "varchar(3)"))
+    sql = grouped_sql(info, "id", "`id` < 5", "x > 1")
+    assert sql == (
+        f"SELECT GROUP_CONCAT({tuple_sql(info.columns)} SEPARATOR '\\n') AS g, `id` DIV {GROUP_ROWS} AS k,"
+        f" COUNT(*) AS n FROM `s`.`t` WHERE (`id` < 5) AND (x > 1) GROUP BY `id` DIV {GROUP_ROWS}"
+    )
+    rows = select_sql(info, "`id` < 5", "x > 1")
+    assert group_rows_sql(rows, "id", -3) == f"{rows} AND (`id` DIV {GROUP_ROWS} = -3)"
+
+
+@pytest.mark.parametrize(
+    ("g", "n", "limit", "texts"),
+    [
+        (b'1,"a"\n2,null', 2, 100, [b'1,"a"', b"2,null"]),
+        (b"7", 1, 100, [b"7"]),
+        (None, 2, 100, None),  # NULL: nothing joined, or a server that gave up
+        (b'1,"a"\n2,nu', 2, 10, None),  # cut at group_concat_max_len (10 bytes)
+        (b'1,"a"\n2,null', 3, 100, None),  # fewer texts than rows
+    ],
+)
+def test_a_group_cut_short_is_told_from_a_whole_one(g, n, limit, texts):
+    assert split_group(g, n, limit) == texts
