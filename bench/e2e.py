@@ -53,6 +53,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 import uuid
@@ -80,6 +81,7 @@ LATENCY_RATE = int(os.environ.get("BENCH_E2E_LATENCY_RATE", "5000"))
 LATENCY_S = float(os.environ.get("BENCH_E2E_LATENCY_S", "30"))
 LATENCY_RATE_HIGH = int(os.environ.get("BENCH_E2E_LATENCY_RATE_HIGH", "50000"))
 MICROBATCH = os.environ.get("BENCH_E2E_MICROBATCH", "1") == "1"  # 0: no micro-batch run beside the default
+HOPS = os.environ.get("BENCH_E2E_HOPS") == "1"  # each hop's share of the latency, on stderr
 CLUSTER = os.environ.get("BENCH_E2E_CLUSTER", "1") == "1"  # 0: no run on the standalone cluster
 VARIANTS = {
     "plain": "e2e_rows_per_s",
@@ -181,6 +183,8 @@ class Pipeline(Stages):
         made = self.cfg.source(ds)
         lat = [made.topics.name("result", ds, database, t) for t in ("lat", "lat_high")]
         names = list(dict.fromkeys([*self.result_topics(), *lat]))
+        if HOPS:  # the raw and the schema topic too, for each hop's share (latency_hops)
+            names += [made.topics.name("raw", ds), made.topics.name("schema", ds, database)]
         partitions = made.topics.partitions
         kafka.ensure_topics(self.cfg.endpoints.kafka, names, partitions, configs=kafka.LOG_APPEND_TIME)
         self._schemas: Any = None  # appender.output.SchemaCache, for counting Avro tuples
@@ -330,7 +334,40 @@ def latency(pipe: Pipeline, db, rate: int = LATENCY_RATE, table: str = "lat") ->
     if len(got) < want:
         msg = f"latency: {len(got)} of {want} rows arrived"
         raise RuntimeError(msg)
+    if HOPS:
+        latency_hops(pipe, commits, table)
     return sorted(got)
+
+
+def latency_hops(pipe: Pipeline, commits: dict[int, float], table: str) -> None:
+    """BENCH_E2E_HOPS=1: each hop's share of the latency, on stderr. Inserts are 100 ms apart and each
+    hop takes less, so an insert's record in a topic is the first one appended after its commit: commit
+    -> raw topic (the extractor), -> schema topic (the dispatcher), -> result topic (the appender), the
+    p50/p99 of each over the inserts (the broker's append times: those topics are LogAppendTime)."""
+    import bisect
+
+    src = pipe.cfg.source(pipe.ds)
+    topics = {
+        "raw": src.topics.name("raw", pipe.ds),
+        "schema": src.topics.name("schema", pipe.ds, pipe.database),
+        "result": src.topics.name("result", pipe.ds, pipe.database, table),
+    }
+    start = min(commits.values()) * 1000
+    for hop, topic in topics.items():
+        times = sorted(
+            r.timestamp for r in kafka.read_range(pipe.cfg.endpoints.kafka, [topic]) if r.timestamp >= start
+        )
+        lags = []
+        for commit in commits.values():
+            i = bisect.bisect_left(times, commit * 1000)
+            if i < len(times):
+                lags.append(times[i] - commit * 1000)
+        lags.sort()
+        print(
+            f"latency hops ({table}): commit -> {hop} topic: p50 {percentile(lags, 0.5):.1f} ms, "
+            f"p99 {percentile(lags, 0.99):.1f} ms, max {lags[-1]:.1f} ms over {len(lags)} inserts",
+            file=sys.stderr,
+        )
 
 
 def reading_since(log: Path) -> float:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -151,18 +152,22 @@ class BinlogReader:
 
     def quiet(self) -> bool:
         """Whether the binlog has nothing more for us right now: no bytes buffered or waiting on the
-        connection (checked without blocking). False whenever it cannot tell (not connected, TLS)."""
+        connection (checked without blocking), over TLS too: no decrypted bytes held by the TLS layer and
+        no record waiting (pymysql negotiates TLS whenever the server offers it, ``mysql.tls`` or not).
+        False whenever it cannot tell (not connected, an error)."""
         conn = getattr(self._stream, "_stream_connection", None)
         sock, rfile = getattr(conn, "_sock", None), getattr(conn, "_rfile", None)
-        if sock is None or rfile is None or not isinstance(sock, socket.socket) or hasattr(sock, "pending"):
+        if sock is None or rfile is None or not isinstance(sock, socket.socket):
             return False
         timeout = sock.gettimeout()
         try:
+            if isinstance(sock, ssl.SSLSocket) and sock.pending():
+                return False  # decrypted, not yet read
             sock.setblocking(False)
             try:
                 return not rfile.peek(1)
-            except BlockingIOError:
-                return True
+            except (BlockingIOError, ssl.SSLWantReadError):
+                return True  # nothing on the socket (a TLS record begun but not whole: flushed early)
             finally:
                 sock.settimeout(timeout)
         except OSError:

@@ -47,3 +47,58 @@ def test_not_quiet_when_it_cannot_tell():
         # "quiet" costs one early send, nothing else)
     finally:
         server.close()
+
+
+def test_quiet_over_tls_until_a_record_waits_and_again_once_it_is_read(tmp_path):
+    """pymysql negotiates TLS whenever the server offers it: the binlog connection is then a TLS socket,
+    and ``quiet`` must still answer (it said "cannot tell" before, so the extractor always waited for
+    the producer's linger: about 5 ms of every transaction's latency)."""
+    import ssl
+    import subprocess
+    import threading
+
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "1"]
+        + ["-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert, key)
+    client_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    client_ctx.load_verify_locations(cert)
+    a, b = socket.socketpair()
+    done: dict[str, ssl.SSLSocket] = {}
+    handshake = threading.Thread(target=lambda: done.update(s=server_ctx.wrap_socket(a, server_side=True)))
+    handshake.start()
+    client = client_ctx.wrap_socket(b, server_hostname="localhost")
+    handshake.join(10)
+    server = done["s"]
+    rfile = client.makefile("rb")
+    reader = reader_on(client, rfile)
+    try:
+        assert reader.quiet()
+        server.sendall(b"event")
+        assert _eventually(lambda: not reader.quiet()), "a record waiting on the socket"
+        assert rfile.read(2) == b"ev"
+        assert not reader.quiet(), "bytes waiting in the reader's buffer"
+        assert rfile.read(3) == b"ent"
+        assert reader.quiet()
+        assert client.gettimeout() is None, "the connection is blocking again"
+        server.sendall(b"x")
+        assert rfile.read(1) == b"x", "and reads as before"
+    finally:
+        rfile.close()
+        client.close()
+        server.close()
+
+
+def _eventually(check, tries: int = 200) -> bool:
+    import time
+
+    for _ in range(tries):
+        if check():
+            return True
+        time.sleep(0.01)
+    return False
