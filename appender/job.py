@@ -43,7 +43,7 @@ def read_schema_topics(
     (None in real-time mode). With a pattern (glob schemas, dbuslib.topics.schema_topic_pattern) Spark
     asks Kafka for the matching topics at each batch, and reads a topic it finds later from its first
     record (the offset of a partition the checkpoint does not know is its earliest)."""
-    from dbuslib.spark import kafka_source
+    from dbuslib.spark import kafka_source, without_stop_markers
 
     reader = kafka_source(spark.readStream, cfg.endpoints.kafka)
     reader = reader.option(*subscription.option()).option("startingOffsets", "earliest")
@@ -51,7 +51,7 @@ def read_schema_topics(
         reader = reader.option("kafka.metadata.max.age.ms", PATTERN_METADATA_MAX_AGE_MS)
     if max_offsets is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(max_offsets))
-    return reader.load().select("topic", "partition", "offset", "key", "value")
+    return without_stop_markers(reader.load()).select("topic", "partition", "offset", "key", "value")
 
 
 def register_jvm_decoder(spark: SparkSession) -> bool:

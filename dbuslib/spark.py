@@ -518,6 +518,66 @@ def _read_nothing(entry: PlannedStop) -> bool:
     return nothing_since(start, {(tp.topic, tp.partition): int(o) for tp, o in now.items()})
 
 
+STOP_MARKER_KEY = b"dbus:planned-stop"  # key of a planned stop's marker record; its value is null
+
+
+def without_stop_markers(df: Any) -> Any:
+    """A stage's Kafka input without the marker records of planned stops (``wake_readers``): every stage
+    reading a topic another stage's stop may have written into skips them (``read_topic``, the appender's
+    reader)."""
+    from pyspark.sql import functions as F
+
+    marker = F.col("value").isNull() & F.col("key").eqNullSafe(F.lit(STOP_MARKER_KEY))
+    return df.where(~marker)
+
+
+def input_partitions(query: Any, checkpoint: str) -> set[tuple[str, int]]:
+    """The (topic, partition) pairs a real-time query reads: its last batch's end offsets, else where its
+    checkpoint says the running batch started; empty when neither tells."""
+    progress = getattr(query, "lastProgress", None) or {}
+    parts: set[tuple[str, int]] = set()
+    for source in progress.get("sources", []):
+        end = source.get("endOffset")
+        if isinstance(end, str):
+            try:
+                end = json.loads(end)
+            except ValueError:
+                continue
+        if isinstance(end, dict):
+            parts |= {(t, int(p)) for t, ps in end.items() if isinstance(ps, dict) for p in ps}
+    if parts:
+        return parts
+    return set(running_batch_start(checkpoint) or {})
+
+
+def wake_readers(entry: PlannedStop, query: Any) -> int:
+    """A stop marker (key ``STOP_MARKER_KEY``, value null) written into every partition the real-time
+    ``query`` reads, once its readers were told to end at their next record: a reader waiting on an idle
+    partition gets one and ends at once, instead of at the batch's end. Returns how many were written; 0
+    when the partitions cannot be told or Kafka refuses (the stop then waits for the batch's end)."""
+    from dbuslib import kafka as kafkalib
+
+    parts = input_partitions(query, entry.checkpoint)
+    if not parts:
+        return 0
+    try:
+        producer = kafkalib.producer(entry.kafka, linger_ms=0)
+        try:
+            for topic, partition in sorted(parts):
+                producer.send(topic, key=STOP_MARKER_KEY, value=None, partition=partition)
+            producer.flush(timeout=10)
+        finally:
+            producer.close(timeout=5)
+    except Exception as e:  # the stop goes on without them: at the batch's end at the latest
+        import logging
+
+        logging.getLogger("dbus.spark").warning(
+            "%s: no stop markers written (%s): the running batch ends at its end time", query.name, e
+        )
+        return 0
+    return len(parts)
+
+
 def stop_query(query: Any, say: Any) -> None:
     """Stops ``query``; a real-time one at a committed point (a restart replays nothing): at once when
     nothing came since its last committed batch, else once its running batch, told to end at its next
@@ -534,6 +594,7 @@ def stop_query(query: Any, say: Any) -> None:
         return
     say(f"{query.name}: finishing the running real-time batch (at most {entry.wait_ms // 1000} s)")
     running = entry.cls.begin(query._jsq)  # from here the readers end at their next record
+    wake_readers(entry, query)  # which an idle partition now gets at once
     batch = entry.cls.awaitCommit(query._jsq, running, entry.wait_ms)
     if batch >= 0:  # said first: with SIGTERM to the whole group the JVM may go while the query stops
         entry.cls.settled()
@@ -654,4 +715,4 @@ def read_topic(spark: Any, kafka: KafkaEndpoint | str, topic: str, max_offsets: 
     reader = reader.option("startingOffsets", "earliest")
     if max_offsets is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(max_offsets))
-    return reader.load()
+    return without_stop_markers(reader.load())

@@ -21,6 +21,7 @@ from collections import Counter
 import pytest
 from helpers import wait_until
 from pipeline_env import (
+    TABLES,
     UmsTail,
     Writer,
     appender_stage,
@@ -115,6 +116,68 @@ def test_planned_stops_of_real_time_stages_replay_nothing(writer_db, tmp_path, k
         print(f"4 planned stops: {len(truth)} row changes, each once; {time.monotonic() - t0:.0f}s")
     finally:
         writer.stop.set()
+        if tail is not None:
+            tail.close()
+        cleanup_pipeline(env, [dispatcher, appender])
+
+
+def test_a_planned_stop_ends_an_hour_long_batch_whose_partitions_are_idle(writer_db, tmp_path, kafka_up):
+    """Real-time batches of an hour: once the writer stopped, every input partition is idle and each
+    reader waits on it until the batch's end. A planned stop writes a marker into each partition its
+    query reads (``dbus.spark.wake_readers``), so each reader gets a record and ends: the batch commits and
+    the stage exits within the test's wait, not in an hour. The restarted stages replay nothing, and the
+    markers reach no output (every stage skips them: ``without_stop_markers``)."""
+    db, name = writer_db
+    env = make_pipeline_env(tmp_path, name, partitions=2)
+    set_trigger(env, "realtime", checkpoint_s=3600)
+    dispatcher, appender = dispatcher_stage(env), appender_stage(env)
+    src = env.cfg.source(env.ds)
+    result, dlq = src.topics.name("result", env.ds, name), src.topics.name("dead_letter", env.ds)
+    tail = None
+    try:
+        create_tables(db)
+        env.spawn()
+        dispatcher.start()
+        appender.start()
+        tail = UmsTail(kafka_up, result)
+        for round_ in range(2):
+            if round_ == 0:
+                writer = Writer(db, minimum=200)
+                writer.start()
+                writer.stop.set()
+                writer.join(120)
+                assert writer.error is None, writer.error
+            else:  # the restarted stages: more changes, which arrive after anything a restart replays
+                with db.cursor() as cur:
+                    for t in TABLES:
+                        cur.execute(f"UPDATE {t} SET v = v + 1")
+                db.commit()
+            truth = binlog_changes(env, name)
+            wait_until(lambda t=truth: len(tail.poll().uids) >= len(t), 180, f"{len(truth)} changes",
+                       interval=2, alive=(dispatcher, appender))  # fmt: skip
+            for stage, how in ((appender, "group"), (dispatcher, "driver")):
+                said = stage.log.read_text(errors="replace").count(COMMITTED)
+                if how == "driver":
+                    os.kill(stage.driver_pid(), signal.SIGTERM)
+                    code = stage.proc.wait(120)
+                else:
+                    code = stage.terminate(signal.SIGTERM, timeout=120)
+                log = stage.log.read_text(errors="replace")
+                assert code in (0, 143), f"{stage.name} ({how}) exited {code}:\n{stage.tail()}"
+                assert log.count(COMMITTED) > said, f"{stage.name} ({how}) did not commit:\n{stage.tail()}"
+                assert "STAGE_STOP_TIMEOUT" not in log
+            if round_ == 0:
+                dispatcher.start()
+                appender.start()
+        out = [o for o in read_ums(kafka_up, result) if o.kind == "data_increment_data"]
+        twice = [u for u, n in Counter(o.uid for o in out).items() if n > 1]
+        assert not twice, f"{len(twice)} of {len(out)} row changes written more than once: {twice[:5]}"
+        want, got = Counter(c.content() for c in truth), Counter(o.content() for o in out)
+        assert want == got, f"missing {sum((want - got).values())}, extra {sum((got - want).values())}"
+        assert read_records(kafka_up, dlq) == [], "no dead letters: the markers were skipped"
+        markers = [r for r in read_records(kafka_up, env.topic) if r[2] == dspark.STOP_MARKER_KEY]
+        assert markers and all(r[3] is None for r in markers), "the dispatcher's stops wrote markers"
+    finally:
         if tail is not None:
             tail.close()
         cleanup_pipeline(env, [dispatcher, appender])

@@ -158,3 +158,40 @@ def test_a_micro_batch_query_just_stops():
 
 def test_the_initial_offsets_file_is_json_after_its_version_line():
     assert json.loads(INITIAL.split("\n", 1)[1]) == {"ds": {"0": 0, "1": 0}}
+
+
+def test_the_readers_are_woken_after_they_are_told_to_end_and_before_the_commit_is_awaited(monkeypatch):
+    cls, query, said = planned(monkeypatch, committed=3, nothing_read=False)
+    monkeypatch.setattr(spark, "wake_readers", lambda entry, q: cls.calls.append("wake") or 2)
+    spark.stop_query(query, said.append)
+    assert cls.calls[:3] == ["begin", "wake", ("awaitCommit", 3, 45_000)]
+
+
+class Progressed:
+    name = "dispatcher_demo"
+
+    def __init__(self, progress) -> None:
+        self.lastProgress = progress
+
+
+@pytest.mark.parametrize(
+    "end",
+    [
+        '{"ds":{"0":1687,"1":824},"ds2":{"0":5}}',  # as PySpark hands it: a JSON string
+        {"ds": {"0": 1687, "1": 824}, "ds2": {"0": 5}},
+    ],
+)
+def test_the_partitions_to_wake_are_the_last_batch_s(tmp_path, end):
+    query = Progressed({"batchId": 4, "sources": [{"endOffset": end}]})
+    assert spark.input_partitions(query, "/nowhere") == {("ds", 0), ("ds", 1), ("ds2", 0)}
+
+
+def test_before_any_batch_ended_the_checkpoint_tells_the_partitions_to_wake(tmp_path):
+    assert spark.input_partitions(Progressed(None), checkpoint(tmp_path, {}, set())) == {("ds", 0), ("ds", 1)}
+    assert spark.input_partitions(Progressed({"sources": [{"endOffset": "not json"}]}), "/nowhere") == set()
+
+
+def test_no_partitions_no_markers():
+    endpoint = KafkaEndpoint(bootstrap_servers="127.0.0.1:1")  # never asked
+    entry = spark.PlannedStop(None, 1000, endpoint, "/nowhere")
+    assert spark.wake_readers(entry, Progressed(None)) == 0
