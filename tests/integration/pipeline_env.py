@@ -24,7 +24,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from binlog_truth import rows_events
@@ -94,6 +94,29 @@ def cleanup_pipeline(env: ExtractorEnv, stages: list[SparkStage] = ()) -> None:
             conn.execute(meta_version.delete().where(meta_version.c.ds == env.ds))
     finally:
         store.dispose()
+
+
+class PipelineParts(NamedTuple):
+    """A test source's pipeline, not started (``pipeline_parts``)."""
+
+    env: ExtractorEnv
+    dispatcher: SparkStage
+    appender: SparkStage
+    result: str  # the schema's result topic
+    dlq: str  # the source's dead-letter topic
+
+
+def pipeline_parts(
+    tmp_path: Path, name: str, *, partitions: int, trigger: str, checkpoint_s: int | None = None
+) -> PipelineParts:
+    """The env of database ``name`` with ``partitions`` per topic, its dispatcher and appender in
+    ``trigger`` mode (``checkpoint_s``: their real-time batch length), and its result and dead-letter
+    topics."""
+    env = make_pipeline_env(tmp_path, name, partitions=partitions)
+    set_trigger(env, trigger, checkpoint_s=checkpoint_s)
+    src = env.cfg.source(env.ds)
+    result, dlq = src.topics.name("result", env.ds, name), src.topics.name("dead_letter", env.ds)
+    return PipelineParts(env, dispatcher_stage(env), appender_stage(env), result, dlq)
 
 
 # ---------------------------------------------------------------- Spark stages

@@ -26,16 +26,14 @@ from helpers import wait_until
 from pipeline_env import (
     UmsTail,
     Writer,
-    appender_stage,
     binlog_changes,
     cleanup_pipeline,
     create_tables,
-    dispatcher_stage,
     make_pipeline_env,
+    pipeline_parts,
     read_records,
     read_ums,
     run_dispatcher_now,
-    set_trigger,
 )
 
 from binlog import rawevent
@@ -48,11 +46,11 @@ pytestmark = pytest.mark.integration
 @pytest.mark.parametrize("trigger", ["microbatch", "realtime"])
 def test_kill_9_dispatcher_and_appender_loses_nothing(writer_db, tmp_path, kafka_up, trigger):
     db, name = writer_db
-    env = make_pipeline_env(tmp_path, name, partitions=2)
-    set_trigger(env, trigger, checkpoint_s=5)  # real-time batches of 5 s: kills land across their ends
-    dispatcher, appender = dispatcher_stage(env), appender_stage(env)
+    # real-time batches of 5 s: kills land across their ends
+    env, dispatcher, appender, result, dlq = pipeline_parts(
+        tmp_path, name, partitions=2, trigger=trigger, checkpoint_s=5
+    )
     src = env.cfg.source(env.ds)
-    result, dlq = src.topics.name("result", env.ds, name), src.topics.name("dead_letter", env.ds)
     writer = Writer(db, minimum=3000)
     t0 = time.monotonic()
     tail = None

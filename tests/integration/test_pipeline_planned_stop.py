@@ -24,15 +24,12 @@ from pipeline_env import (
     TABLES,
     UmsTail,
     Writer,
-    appender_stage,
     binlog_changes,
     cleanup_pipeline,
     create_tables,
-    dispatcher_stage,
-    make_pipeline_env,
+    pipeline_parts,
     read_records,
     read_ums,
-    set_trigger,
 )
 
 from dbuslib import kafka
@@ -46,11 +43,9 @@ IDLE = "stopping with nothing read in its running batch"
 
 def test_planned_stops_of_real_time_stages_replay_nothing(writer_db, tmp_path, kafka_up):
     db, name = writer_db
-    env = make_pipeline_env(tmp_path, name, partitions=2)
-    set_trigger(env, "realtime")  # the default 30 s batches
-    dispatcher, appender = dispatcher_stage(env), appender_stage(env)
-    src = env.cfg.source(env.ds)
-    result, dlq = src.topics.name("result", env.ds, name), src.topics.name("dead_letter", env.ds)
+    env, dispatcher, appender, result, dlq = pipeline_parts(
+        tmp_path, name, partitions=2, trigger="realtime"
+    )  # the default 30 s batches
     writer = Writer(db, minimum=1500)
     t0 = time.monotonic()
     tail = None
@@ -128,11 +123,9 @@ def test_a_planned_stop_ends_an_hour_long_batch_whose_partitions_are_idle(writer
     the stage exits within the test's wait, not in an hour. The restarted stages replay nothing, and the
     markers reach no output (every stage skips them: ``without_stop_markers``)."""
     db, name = writer_db
-    env = make_pipeline_env(tmp_path, name, partitions=2)
-    set_trigger(env, "realtime", checkpoint_s=3600)
-    dispatcher, appender = dispatcher_stage(env), appender_stage(env)
-    src = env.cfg.source(env.ds)
-    result, dlq = src.topics.name("result", env.ds, name), src.topics.name("dead_letter", env.ds)
+    env, dispatcher, appender, result, dlq = pipeline_parts(
+        tmp_path, name, partitions=2, trigger="realtime", checkpoint_s=3600
+    )
     tail = None
     try:
         create_tables(db)

@@ -19,22 +19,28 @@ def reader_on(sock: socket.socket, rfile) -> BinlogReader:
 def test_quiet_until_bytes_wait_and_again_once_they_are_read():
     server, client = socket.socketpair()
     rfile = client.makefile("rb")
-    reader = reader_on(client, rfile)
     try:
-        assert reader.quiet()
-        server.sendall(b"event")
-        assert not reader.quiet(), "bytes waiting on the socket"
-        assert rfile.read(2) == b"ev"
-        assert not reader.quiet(), "bytes waiting in the reader's buffer"
-        assert rfile.read(3) == b"ent"
-        assert reader.quiet()
-        assert client.gettimeout() is None, "the connection is blocking again"
-        server.sendall(b"x")
-        assert rfile.read(1) == b"x", "and reads as before"
+        quiet_until_bytes_wait(reader_on(client, rfile), server, client, rfile)
     finally:
         rfile.close()
         client.close()
         server.close()
+
+
+def quiet_until_bytes_wait(reader: BinlogReader, server, client, rfile, tries: int = 1) -> None:
+    """Quiet; not once the server sent bytes (asked up to ``tries`` times: a TLS record may take a
+    moment), nor while some wait in the reader's buffer; quiet again once they are read; the connection
+    blocking and reading as before."""
+    assert reader.quiet()
+    server.sendall(b"event")
+    assert _eventually(lambda: not reader.quiet(), tries), "bytes waiting on the socket"
+    assert rfile.read(2) == b"ev"
+    assert not reader.quiet(), "bytes waiting in the reader's buffer"
+    assert rfile.read(3) == b"ent"
+    assert reader.quiet()
+    assert client.gettimeout() is None, "the connection is blocking again"
+    server.sendall(b"x")
+    assert rfile.read(1) == b"x", "and reads as before"
 
 
 def test_not_quiet_when_it_cannot_tell():
@@ -76,25 +82,15 @@ def test_quiet_over_tls_until_a_record_waits_and_again_once_it_is_read(tmp_path)
     handshake.join(10)
     server = done["s"]
     rfile = client.makefile("rb")
-    reader = reader_on(client, rfile)
     try:
-        assert reader.quiet()
-        server.sendall(b"event")
-        assert _eventually(lambda: not reader.quiet()), "a record waiting on the socket"
-        assert rfile.read(2) == b"ev"
-        assert not reader.quiet(), "bytes waiting in the reader's buffer"
-        assert rfile.read(3) == b"ent"
-        assert reader.quiet()
-        assert client.gettimeout() is None, "the connection is blocking again"
-        server.sendall(b"x")
-        assert rfile.read(1) == b"x", "and reads as before"
+        quiet_until_bytes_wait(reader_on(client, rfile), server, client, rfile, tries=200)
     finally:
         rfile.close()
         client.close()
         server.close()
 
 
-def _eventually(check, tries: int = 200) -> bool:
+def _eventually(check, tries: int) -> bool:
     import time
 
     for _ in range(tries):
