@@ -22,6 +22,7 @@ of them).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -30,7 +31,9 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -211,48 +214,72 @@ def baseline(cfg: DbusConfig, database: str, rows: int) -> float:
     return rate
 
 
-def run(cfg: DbusConfig) -> list[str]:
-    database = f"bench_fp_{uuid.uuid4().hex[:8]}"
+@contextlib.contextmanager
+def bench_database(cfg: DbusConfig, prefix: str, tables: dict[str, int]) -> Iterator[tuple[str, Any]]:
+    """A throwaway database ``<prefix>_<hex>`` on the stack's MariaDB with ``tables`` (name -> rows) of
+    COLUMNS filled by FILL: (its name, the writer's connection, in it); dropped when the block ends."""
+    database = f"{prefix}_{uuid.uuid4().hex[:8]}"
     writer = mysql.connect(cfg.source("demo").mysql, as_writer=True)
-    tmp = Path(tempfile.mkdtemp(prefix="dbus-bench-fullpull-"))
-    service = None
     try:
         with writer.cursor() as cur:
             cur.execute(f"CREATE DATABASE `{database}`")
             cur.execute(f"USE `{database}`")
-            for table, n in (("warm", WARMUP), ("big", ROWS)):
+            for table, n in tables.items():
                 cur.execute(f"CREATE TABLE {table} ({COLUMNS})")
                 cur.execute(f"INSERT INTO {table} {FILL.format(n=n)}")
-            for fmt in FORMATS:  # copies pulled in a per-row format (output.tables)
-                for table, n in (("warm", WARMUP // 5), ("big", ROWS)):
-                    cur.execute(f"CREATE TABLE {table}_{_suffix(fmt)} ({COLUMNS})")
-                    cur.execute(f"INSERT INTO {table}_{_suffix(fmt)} SELECT * FROM {table} LIMIT {n}")
-        base = baseline(cfg, database, BASELINE_ROWS)
-        service = Service(cfg, database, tmp)
-        service.start("fullpuller")
-        service.wait_log("fullpuller", "listening on", 180)
-        service.pull("warm")
-        seqno, seconds, tuples = service.pull("big")
-        print(f"fullpull: {tuples} tuples in {seconds:.2f} s (request {seqno})", file=sys.stderr)
-        if tuples != ROWS:
-            msg = f"full pull {seqno}: {tuples} tuples in the result topic, expected {ROWS}"
-            raise RuntimeError(msg)
-        ums = ROWS / seconds
-        lines = [bench_line("fullpull_rows_per_s", ums, "rows/s", base)]
-        for fmt in FORMATS:
-            service.pull(f"warm_{_suffix(fmt)}")
-            seqno, seconds, rows = service.pull(f"big_{_suffix(fmt)}")
-            print(f"fullpull {fmt}: {rows} records in {seconds:.2f} s (request {seqno})", file=sys.stderr)
-            if rows != ROWS:
-                msg = f"full pull {seqno} ({fmt}): {rows} records with {UMS_UID_HEADER}, expected {ROWS}"
-                raise RuntimeError(msg)
-            lines.append(bench_line(f"fullpull_{_suffix(fmt)}_rows_per_s", ROWS / seconds, "rows/s", ums))
-        return lines
+        yield database, writer
     finally:
-        if service is not None:
-            service.cleanup()
         with writer.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
         writer.close()
+
+
+@contextlib.contextmanager
+def warm_service(cfg: DbusConfig, database: str, tmp: Path) -> Iterator[Service]:
+    """The full-puller service of a throwaway source, started, listening and warm (it pulled ``warm``);
+    stopped and its topics deleted when the block ends."""
+    service = Service(cfg, database, tmp)
+    try:
+        service.start("fullpuller")
+        service.wait_log("fullpuller", "listening on", 180)
+        service.pull("warm")
+        yield service
+    finally:
+        service.cleanup()
+
+
+def run(cfg: DbusConfig) -> list[str]:
+    tmp = Path(tempfile.mkdtemp(prefix="dbus-bench-fullpull-"))
+    try:
+        with bench_database(cfg, "bench_fp", {"warm": WARMUP, "big": ROWS}) as (database, writer):
+            with writer.cursor() as cur:
+                for fmt in FORMATS:  # copies pulled in a per-row format (output.tables)
+                    for table, n in (("warm", WARMUP // 5), ("big", ROWS)):
+                        cur.execute(f"CREATE TABLE {table}_{_suffix(fmt)} ({COLUMNS})")
+                        cur.execute(f"INSERT INTO {table}_{_suffix(fmt)} SELECT * FROM {table} LIMIT {n}")
+            base = baseline(cfg, database, BASELINE_ROWS)
+            with warm_service(cfg, database, tmp) as service:
+                return measure(service, base)
+    finally:
         if not os.environ.get("BENCH_KEEP"):
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def measure(service: Service, base: float) -> list[str]:
+    """``fullpull_rows_per_s`` of the warm ``service`` pulling ``big``, then each format's copy."""
+    seqno, seconds, tuples = service.pull("big")
+    print(f"fullpull: {tuples} tuples in {seconds:.2f} s (request {seqno})", file=sys.stderr)
+    if tuples != ROWS:
+        msg = f"full pull {seqno}: {tuples} tuples in the result topic, expected {ROWS}"
+        raise RuntimeError(msg)
+    ums = ROWS / seconds
+    lines = [bench_line("fullpull_rows_per_s", ums, "rows/s", base)]
+    for fmt in FORMATS:
+        service.pull(f"warm_{_suffix(fmt)}")
+        seqno, seconds, rows = service.pull(f"big_{_suffix(fmt)}")
+        print(f"fullpull {fmt}: {rows} records in {seconds:.2f} s (request {seqno})", file=sys.stderr)
+        if rows != ROWS:
+            msg = f"full pull {seqno} ({fmt}): {rows} records with {UMS_UID_HEADER}, expected {ROWS}"
+            raise RuntimeError(msg)
+        lines.append(bench_line(f"fullpull_{_suffix(fmt)}_rows_per_s", ROWS / seconds, "rows/s", ums))
+    return lines

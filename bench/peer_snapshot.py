@@ -37,9 +37,10 @@ import uuid
 from pathlib import Path
 
 from bench import fullpull
+from bench.fullpull import bench_database
 from bench.report import bench_line
 from cli.stages import REPO
-from dbuslib import kafka, mysql
+from dbuslib import kafka
 from dbuslib.config import DbusConfig
 
 sys.path.insert(0, str(REPO / "tests" / "integration"))  # the Kafka Connect worker the interop tests use
@@ -147,38 +148,20 @@ def last_timestamp(cfg: DbusConfig, ends: dict) -> int:
 
 
 def run(cfg: DbusConfig) -> list[str]:
-    database = f"bench_peer_{uuid.uuid4().hex[:8]}"
-    writer = mysql.connect(cfg.source("demo").mysql, as_writer=True)
     tmp = Path(tempfile.mkdtemp(prefix="dbus-bench-peer-"))
-    service = None
     try:
-        with writer.cursor() as cur:
-            cur.execute(f"CREATE DATABASE `{database}`")
-            cur.execute(f"USE `{database}`")
-            for table, n in (("warm", WARMUP), ("big", ROWS)):
-                cur.execute(f"CREATE TABLE {table} ({fullpull.COLUMNS})")
-                cur.execute(f"INSERT INTO {table} {fullpull.FILL.format(n=n)}")
-        service = fullpull.Service(cfg, database, tmp)
-        service.start("fullpuller")
-        service.wait_log("fullpuller", "listening on", 180)
-        service.pull("warm")
-        seqno, dbus_s, tuples = service.pull("big")
-        if tuples != ROWS:
-            msg = f"full pull {seqno}: {tuples} rows in the result topic, expected {ROWS}"
-            raise RuntimeError(msg)
-        service.cleanup()
-        service = None
-        print(f"peer_snapshot: DBus's full pull of {ROWS} rows in {dbus_s:.2f} s", file=sys.stderr)
-        with connect.running_worker(cfg.endpoints.kafka, tmp / "connect", java=THROUGHPUT_JVM) as worker:
-            snapshot(worker, cfg, database, "warm", WARMUP)
-            dbz_s = snapshot(worker, cfg, database, "big", ROWS)
-        print(f"peer_snapshot: Debezium's snapshot of {ROWS} rows in {dbz_s:.2f} s", file=sys.stderr)
-        return [bench_line("peer_snapshot_rows_per_s", ROWS / dbus_s, "rows/s", ROWS / dbz_s)]
+        with bench_database(cfg, "bench_peer", {"warm": WARMUP, "big": ROWS}) as (database, _):
+            with fullpull.warm_service(cfg, database, tmp) as service:  # stopped before the peer starts
+                seqno, dbus_s, tuples = service.pull("big")
+            if tuples != ROWS:
+                msg = f"full pull {seqno}: {tuples} rows in the result topic, expected {ROWS}"
+                raise RuntimeError(msg)
+            print(f"peer_snapshot: DBus's full pull of {ROWS} rows in {dbus_s:.2f} s", file=sys.stderr)
+            with connect.running_worker(cfg.endpoints.kafka, tmp / "connect", java=THROUGHPUT_JVM) as worker:
+                snapshot(worker, cfg, database, "warm", WARMUP)
+                dbz_s = snapshot(worker, cfg, database, "big", ROWS)
+            print(f"peer_snapshot: Debezium's snapshot of {ROWS} rows in {dbz_s:.2f} s", file=sys.stderr)
+            return [bench_line("peer_snapshot_rows_per_s", ROWS / dbus_s, "rows/s", ROWS / dbz_s)]
     finally:
-        if service is not None:
-            service.cleanup()
-        with writer.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
-        writer.close()
         if not os.environ.get("BENCH_KEEP"):
             shutil.rmtree(tmp, ignore_errors=True)
