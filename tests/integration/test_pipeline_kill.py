@@ -34,6 +34,7 @@ from pipeline_env import (
     read_records,
     read_ums,
     run_dispatcher_now,
+    start_pipeline,
 )
 
 from binlog import rawevent
@@ -56,9 +57,7 @@ def test_kill_9_dispatcher_and_appender_loses_nothing(writer_db, tmp_path, kafka
     tail = None
     try:
         create_tables(db)
-        env.spawn()
-        dispatcher.start()
-        appender.start()
+        start_pipeline(env, dispatcher, appender)
         writer.start()
         tail = UmsTail(kafka_up, result)
 

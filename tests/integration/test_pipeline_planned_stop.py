@@ -30,6 +30,7 @@ from pipeline_env import (
     pipeline_parts,
     read_records,
     read_ums,
+    start_pipeline,
 )
 
 from dbuslib import kafka
@@ -51,9 +52,7 @@ def test_planned_stops_of_real_time_stages_replay_nothing(writer_db, tmp_path, k
     tail = None
     try:
         create_tables(db)
-        env.spawn()
-        dispatcher.start()
-        appender.start()
+        start_pipeline(env, dispatcher, appender)
         writer.start()
         tail = UmsTail(kafka_up, result)
 
@@ -129,9 +128,7 @@ def test_a_planned_stop_ends_an_hour_long_batch_whose_partitions_are_idle(writer
     tail = None
     try:
         create_tables(db)
-        env.spawn()
-        dispatcher.start()
-        appender.start()
+        start_pipeline(env, dispatcher, appender)
         tail = UmsTail(kafka_up, result)
         for round_ in range(2):
             if round_ == 0:
