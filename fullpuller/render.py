@@ -42,7 +42,7 @@ import base64
 from collections.abc import Sequence
 
 from fullpuller.catalog import TableInfo
-from fullpuller.split import quote_name
+from fullpuller.split import kind_of, quote_name
 from ums.scalars import float32_repr
 from ums.types import ColumnSpec, UmsType, parse_column_type
 
@@ -169,8 +169,6 @@ _BOUNDED = frozenset({"int", "bit", "decimal", "temporal", "enum", "string"})
 def max_text_bytes(col: ColumnSpec) -> int | None:
     """The longest JSON text ``fragment_sql`` can give the column (and its comma), or None when it has no
     bound (TEXT, BLOB, JSON, FLOAT rendered in Python, types the splitter does not know)."""
-    from fullpuller.split import kind_of
-
     parsed = parse_column_type(col.column_type)
     kind = kind_of(col)
     if kind not in _BOUNDED or col.ums_type in (UmsType.FLOAT, UmsType.BINARY, UmsType.JSONOBJECT):
@@ -191,16 +189,8 @@ def group_column(info: TableInfo, split_columns: Sequence[str]) -> str | None:
     row of ``select_sql``: no FLOAT, no BINARY), else None (the shard is read row by row)."""
     if len(split_columns) != 1:
         return None
-    from fullpuller.split import kind_of
-
-    by_name = {c.name: c for c in info.columns}
-    col = by_name.get(split_columns[0])
-    if (
-        col is None
-        or col.nullable
-        or kind_of(col) != "int"
-        or parse_column_type(col.column_type).base == "bit"
-    ):
+    col = next((c for c in info.columns if c.name == split_columns[0]), None)
+    if col is None or col.nullable or kind_of(col) != "int":  # BIT is a kind of its own
         return None
     widths = [max_text_bytes(c) for c in info.columns]
     if any(w is None for w in widths) or sum(w or 0 for w in widths) > MAX_GROUPED_TEXT:

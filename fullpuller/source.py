@@ -20,6 +20,7 @@ index in the shard in 9 digits: unique, and never equal to an increment's (those
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -118,11 +119,6 @@ class ShardReader(DataSourceReader):
 def read_shard(job: ShardJob) -> Iterator[Any]:
     """The shard's records: (key, value, headers) tuples of UMS messages, or for a per-row format one Arrow
     record batch per fetch (fullpuller/perrow.py); reports rows to ZooKeeper as it goes and at the end."""
-    from pymysql.cursors import SSCursor
-
-    from dbuslib import mysql
-    from fullpuller import render
-
     cfg = _config(job.config)
     src = cfg.source(job.ds)
     writer: Any
@@ -131,21 +127,34 @@ def read_shard(job: ShardJob) -> Iterator[Any]:
     else:
         writer = row_writer(job, cfg)
     reporter = _Reporter(cfg, job)
+    with _reading(src) as cur:  # the ZooKeeper client stays open for the worker's next shard (_zk)
+        fetches = _grouped(job, cur, src) if job.grouped_sql else _rows(job, cur)
+        for texts in fetches:
+            if job.format == "ums":
+                yield from writer.messages(texts)
+            else:
+                yield from writer.batches(texts)
+            reporter.rows(writer.rows)
+    reporter.rows(writer.rows, final=True)
+
+
+@contextlib.contextmanager
+def _reading(src: Any) -> Iterator[Any]:
+    """A streaming (unbuffered, bytes) cursor on the source in the rendering's session (render.SESSION_SQL),
+    its connection closed when the block ends."""
+    from pymysql.cursors import SSCursor
+
+    from dbuslib import mysql
+    from fullpuller import render
+
     db = mysql.connect(src.mysql, cursorclass=SSCursor, use_unicode=False)
     try:
         with db.cursor() as cur:
             for stmt in render.SESSION_SQL:
                 cur.execute(stmt)
-            fetches = _grouped(job, cur, src) if job.grouped_sql else _rows(job, cur)
-            for texts in fetches:
-                if job.format == "ums":
-                    yield from writer.messages(texts)
-                else:
-                    yield from writer.batches(texts)
-                reporter.rows(writer.rows)
-        reporter.rows(writer.rows, final=True)
+            yield cur
     finally:
-        db.close()  # the ZooKeeper client stays open for the worker's next shard (_zk)
+        db.close()
 
 
 def _rows(job: ShardJob, cur: Any) -> Iterator[list[bytes]]:
@@ -178,9 +187,6 @@ def _rows(job: ShardJob, cur: Any) -> Iterator[list[bytes]]:
 def _grouped(job: ShardJob, cur: Any, src: Any) -> Iterator[list[bytes]]:
     """The tuple texts of ``job.grouped_sql``'s groups, about ``fetch_rows`` rows at a time; a group MariaDB
     cut short (longer than ``group_concat_max_len``) is read again row by row on a second connection."""
-    from pymysql.cursors import SSCursor
-
-    from dbuslib import mysql
     from fullpuller import render
 
     cur.execute(render.GROUP_SESSION_SQL)
@@ -196,15 +202,9 @@ def _grouped(job: ShardJob, cur: Any, src: Any) -> Iterator[list[bytes]]:
         for g, k, n in groups:
             part = render.split_group(g, int(n), limit)
             if part is None:  # rare: read on its own connection, the streaming one is busy
-                one = mysql.connect(src.mysql, cursorclass=SSCursor, use_unicode=False)
-                try:
-                    with one.cursor() as again:
-                        for stmt in render.SESSION_SQL:
-                            again.execute(stmt)
-                        sql = render.group_rows_sql(job.sql, job.group_column, int(k))
-                        part = [t for fetch in _rows(replace(job, sql=sql), again) for t in fetch]
-                finally:
-                    one.close()
+                with _reading(src) as again:
+                    sql = render.group_rows_sql(job.sql, job.group_column, int(k))
+                    part = [t for fetch in _rows(replace(job, sql=sql), again) for t in fetch]
             texts += part
         yield texts
 

@@ -42,6 +42,33 @@ COMMITTED = "a restart replays nothing"
 IDLE = "stopping with nothing read in its running batch"
 
 
+def planned_stop(stage, how: str) -> str:
+    """SIGTERM to ``stage``'s Python driver (``how`` "driver") or its whole process group ("group"); once it
+    exited (0, or 143 when the signal reached its JVM) and without STAGE_STOP_TIMEOUT: its log."""
+    if how == "driver":
+        pid = stage.driver_pid()
+        assert pid is not None, f"{stage.name}: no Python driver"
+        os.kill(pid, signal.SIGTERM)
+        code = stage.proc.wait(120)
+    else:
+        code = stage.terminate(signal.SIGTERM, timeout=120)
+    log = stage.log.read_text(errors="replace")
+    assert code in (0, 143), f"{stage.name} ({how}) exited {code}:\n{stage.tail()}"
+    assert "STAGE_STOP_TIMEOUT" not in log
+    return log
+
+
+def assert_each_change_once(endpoint, result: str, dlq: str, truth, no_letters: str) -> None:
+    """Every row change of ``truth`` (the binlog's) in ``result`` exactly once, nothing else, and no dead
+    letter (``no_letters``: what the failure says)."""
+    out = [o for o in read_ums(endpoint, result) if o.kind == "data_increment_data"]
+    twice = [u for u, n in Counter(o.uid for o in out).items() if n > 1]
+    assert not twice, f"{len(twice)} of {len(out)} row changes written more than once: {twice[:5]}"
+    want, got = Counter(c.content() for c in truth), Counter(o.content() for o in out)
+    assert want == got, f"missing {sum((want - got).values())}, extra {sum((got - want).values())}"
+    assert read_records(endpoint, dlq) == [], no_letters
+
+
 def test_planned_stops_of_real_time_stages_replay_nothing(writer_db, tmp_path, kafka_up):
     db, name = writer_db
     env, dispatcher, appender, result, dlq = pipeline_parts(
@@ -65,19 +92,10 @@ def test_planned_stops_of_real_time_stages_replay_nothing(writer_db, tmp_path, k
             before = uids()  # records flow through both stages: the stop lands inside a running batch
             wait_until(lambda b=before: uids() > b + 20, 120, "rows flowing", alive=(dispatcher, appender))
             started = time.monotonic()
-            if how == "driver":
-                pid = stage.driver_pid()
-                assert pid is not None, f"{stage.name}: no Python driver"
-                os.kill(pid, signal.SIGTERM)
-                code = stage.proc.wait(120)
-            else:
-                code = stage.terminate(signal.SIGTERM, timeout=120)
-            log = stage.log.read_text(errors="replace")
+            log = planned_stop(stage, how)
             took = time.monotonic() - started
             print(f"\n{time.monotonic() - t0:.0f}s: {stage.name} ({how}) stopped in {took:.1f}s")
-            assert code in (0, 143), f"{stage.name} ({how}) exited {code}:\n{stage.tail()}"
             assert COMMITTED in log, f"{stage.name} ({how}) did not finish its batch:\n{stage.tail()}"
-            assert "STAGE_STOP_TIMEOUT" not in log
             stage.start()
         writer.stop.set()
         writer.join(120)
@@ -101,12 +119,7 @@ def test_planned_stops_of_real_time_stages_replay_nothing(writer_db, tmp_path, k
         assert code == 0, f"dispatcher (idle) exited {code}:\n{dispatcher.tail()}"
         assert IDLE in dispatcher.log.read_text(errors="replace"), f"dispatcher (idle):\n{dispatcher.tail()}"
 
-        out = [o for o in read_ums(kafka_up, result) if o.kind == "data_increment_data"]
-        twice = [u for u, n in Counter(o.uid for o in out).items() if n > 1]
-        assert not twice, f"{len(twice)} of {len(out)} row changes written more than once: {twice[:5]}"
-        want, got = Counter(c.content() for c in truth), Counter(o.content() for o in out)
-        assert want == got, f"missing {sum((want - got).values())}, extra {sum((got - want).values())}"
-        assert read_records(kafka_up, dlq) == [], "no dead letters"
+        assert_each_change_once(kafka_up, result, dlq, truth, "no dead letters")
         print(f"4 planned stops: {len(truth)} row changes, each once; {time.monotonic() - t0:.0f}s")
     finally:
         writer.stop.set()
@@ -147,24 +160,12 @@ def test_a_planned_stop_ends_an_hour_long_batch_whose_partitions_are_idle(writer
                        interval=2, alive=(dispatcher, appender))  # fmt: skip
             for stage, how in ((appender, "group"), (dispatcher, "driver")):
                 said = stage.log.read_text(errors="replace").count(COMMITTED)
-                if how == "driver":
-                    os.kill(stage.driver_pid(), signal.SIGTERM)
-                    code = stage.proc.wait(120)
-                else:
-                    code = stage.terminate(signal.SIGTERM, timeout=120)
-                log = stage.log.read_text(errors="replace")
-                assert code in (0, 143), f"{stage.name} ({how}) exited {code}:\n{stage.tail()}"
+                log = planned_stop(stage, how)
                 assert log.count(COMMITTED) > said, f"{stage.name} ({how}) did not commit:\n{stage.tail()}"
-                assert "STAGE_STOP_TIMEOUT" not in log
             if round_ == 0:
                 dispatcher.start()
                 appender.start()
-        out = [o for o in read_ums(kafka_up, result) if o.kind == "data_increment_data"]
-        twice = [u for u, n in Counter(o.uid for o in out).items() if n > 1]
-        assert not twice, f"{len(twice)} of {len(out)} row changes written more than once: {twice[:5]}"
-        want, got = Counter(c.content() for c in truth), Counter(o.content() for o in out)
-        assert want == got, f"missing {sum((want - got).values())}, extra {sum((got - want).values())}"
-        assert read_records(kafka_up, dlq) == [], "no dead letters: the markers were skipped"
+        assert_each_change_once(kafka_up, result, dlq, truth, "no dead letters: the markers were skipped")
         markers = [r for r in read_records(kafka_up, env.topic) if r[2] == dspark.STOP_MARKER_KEY]
         assert markers and all(r[3] is None for r in markers), "the dispatcher's stops wrote markers"
     finally:
