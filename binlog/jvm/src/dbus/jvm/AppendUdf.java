@@ -196,7 +196,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
             sid instanceof Long ? (Long) sid : null, gtid instanceof String ? (String) gtid : null, op, lines);
         if (recs == null || recs.isEmpty()) return null;
         for (DebeziumJson.Rec r : recs) {
-            if (r.value != null && r.value.length > s.recordLimit) return null; // chunked by Python (ums.chunks)
+            if (r.length() > s.recordLimit) return null; // chunked by Python (ums.chunks)
         }
         byte[] umsKeyValue = Sidecar.utf8(s.umsKeyHead + tsMs + s.umsKeyTail);
         p.counts.merge(s.schema + "\0" + s.table, (long) UmsText.rowChanges(lines, op), Long::sum);
@@ -210,7 +210,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
             List<Row> headers = new ArrayList<>(r.headers.size() + 1);
             for (Object[] hv : r.headers) headers.add(RowFactory.create(hv[0], hv[1]));
             headers.add(umsKey);
-            out.add(RowFactory.create(s.topic, r.key, r.value, headers));
+            out.add(RowFactory.create(s.topic, r.key, r.value(), headers));
         }
         return out;
     }

@@ -78,7 +78,7 @@ final class DirectSink {
             headers[i] = new RecordHeader((String) hv[0], (byte[]) hv[1]);
         }
         headers[headers.length - 1] = new RecordHeader(name, value);
-        send(topic, r.key, r.value, headers);
+        send(topic, r.key, r.sendValue(), headers); // copied into the producer's batch before send returns
     }
 
     /** Waits until every record sent so far is acknowledged; raises if one failed. */

@@ -60,7 +60,10 @@ public final class RowFormatMain {
                 answer.add(b(Integer.toString(recs.size())));
                 for (DebeziumJson.Rec r : recs) {
                     answer.add(r.key);
-                    answer.add(r.value);
+                    byte[] value = r.value(), sent = r.sendValue(); // the producer's array (reused) is the same
+                    if (!java.util.Arrays.equals(value, sent) || r.length() != (value == null ? 0 : value.length))
+                        throw new IllegalStateException("a record's value differs when written for a send");
+                    answer.add(value);
                     answer.add(b(Integer.toString(r.headers.size())));
                     for (Object[] h : r.headers) {
                         answer.add(b((String) h[0]));
