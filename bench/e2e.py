@@ -27,7 +27,9 @@ topics with BENCH_E2E_PARTITIONS partitions, checkpoints, ZooKeeper path).
   run the packed venv), printed beside the ``e2e_rows_per_s`` of the same run (local[2]).
   BENCH_E2E_CLUSTER=0 leaves this run out.
 - ``e2e_latency_p50_ms`` / ``p99``: a writer commits BENCH_E2E_LATENCY_RATE rows/s (one INSERT every
-  100 ms) for BENCH_E2E_LATENCY_S seconds; each row carries its statement's batch number, whose commit
+  100 ms) for as long as the stages' real-time batch (``realtime_checkpoint_s``, 300 s by default, so each
+  stage's batch boundary falls in the window once: ``window_s``; BENCH_E2E_LATENCY_S sets another length);
+  each row carries its statement's batch number, whose commit
   time (client clock, after COMMIT returned) is compared with the Kafka timestamp of the UMS record
   holding the row: every row, read back by a plain consumer, the result topic made with
   ``message.timestamp.type=LogAppendTime`` (the broker's clock: when a consumer can first read it). The
@@ -57,6 +59,8 @@ import sys
 import tempfile
 import time
 import uuid
+from array import array
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +82,7 @@ TABLES = int(os.environ.get("BENCH_E2E_TABLES", "4"))
 PARTITIONS = int(os.environ.get("BENCH_E2E_PARTITIONS", "2"))
 BASELINE_ROWS = int(os.environ.get("BENCH_E2E_BASELINE_ROWS", "100000"))
 LATENCY_RATE = int(os.environ.get("BENCH_E2E_LATENCY_RATE", "5000"))
-LATENCY_S = float(os.environ.get("BENCH_E2E_LATENCY_S", "30"))
+LATENCY_S = os.environ.get("BENCH_E2E_LATENCY_S")  # unset: as long as the stages' real-time batch (window_s)
 LATENCY_RATE_HIGH = int(os.environ.get("BENCH_E2E_LATENCY_RATE_HIGH", "50000"))
 MICROBATCH = os.environ.get("BENCH_E2E_MICROBATCH", "1") == "1"  # 0: no micro-batch run beside the default
 HOPS = os.environ.get("BENCH_E2E_HOPS") == "1"  # each hop's share of the latency, on stderr
@@ -282,7 +286,7 @@ def wait_tuples(pipe: Pipeline, want: int, timeout: float) -> tuple[int, float]:
         last = n
         if still >= 6 and n > 0:  # 3 s without a new record
             tuples, newest = 0, 0
-            for r in kafka.read_range(pipe.cfg.endpoints.kafka, pipe.result_topics()):
+            for r in kafka.iter_range(pipe.cfg.endpoints.kafka, pipe.result_topics()):  # none kept
                 tuples += pipe.tuples(r)
                 newest = max(newest, r.timestamp)
             if tuples >= want:
@@ -293,10 +297,22 @@ def wait_tuples(pipe: Pipeline, want: int, timeout: float) -> tuple[int, float]:
     raise RuntimeError(msg)
 
 
-def latency(pipe: Pipeline, db, rate: int = LATENCY_RATE, table: str = "lat") -> list[float]:
+def window_s(cfg: DbusConfig, ds: str) -> float:
+    """How long the latency writer writes: BENCH_E2E_LATENCY_S, else as long as the longer real-time batch
+    of the dispatcher and the appender (``realtime_checkpoint_s``), so that each stage's batch boundary falls
+    in the window once, as often as in any stretch of a running pipeline; 30 s in micro-batch mode."""
+    if LATENCY_S:
+        return float(LATENCY_S)
+    src = cfg.source(ds)
+    batches = [s.realtime_checkpoint_s for s in (src.dispatcher, src.appender) if s.trigger == "realtime"]
+    return float(max(batches, default=30))
+
+
+def latency(pipe: Pipeline, db, rate: int = LATENCY_RATE, table: str = "lat") -> array:
     """Commit -> UMS-in-Kafka latency (ms) of every row written at ``rate`` rows/s (one INSERT every
-    100 ms) into a new table ``table``."""
+    100 ms) into a new table ``table`` for ``window_s``: sorted."""
     per_insert = max(1, rate // 10)
+    seconds = window_s(pipe.cfg, pipe.ds)
     commits: dict[int, float] = {}
     topic = pipe.cfg.source(pipe.ds).topics.name("result", pipe.ds, pipe.database, table)
     # made with LogAppendTime (Pipeline): a record's timestamp is when a consumer can first read it
@@ -312,18 +328,19 @@ def latency(pipe: Pipeline, db, rate: int = LATENCY_RATE, table: str = "lat") ->
             time.sleep(0.2)
         start = time.monotonic()
         batch = 0
-        while time.monotonic() - start < LATENCY_S:
+        while time.monotonic() - start < seconds:
             values = ",".join(f"({batch * per_insert + i},{batch},'x{i}')" for i in range(per_insert))
             cur.execute(f"INSERT INTO {table} VALUES {values}")  # autocommit: committed when it returns
             commits[batch] = time.time()
             batch += 1
             time.sleep(max(0.0, start + batch * 0.1 - time.monotonic()))
-    want, got, deadline = batch * per_insert, [], time.monotonic() + 120
+    want, got, deadline = batch * per_insert, array("d"), time.monotonic() + 120
+    key = f"{pipe.database}.{table}".encode()
     while len(got) < want and time.monotonic() < deadline:
         time.sleep(2)
-        got = []
-        for r in kafka.read_range(pipe.cfg.endpoints.kafka, [topic]):
-            if r.key != f"{pipe.database}.{table}".encode():
+        got = array("d")  # a float per row (15M rows at 50,000 rows/s over 300 s), records not kept
+        for r in kafka.iter_range(pipe.cfg.endpoints.kafka, [topic]):
+            if r.key != key:
                 continue
             if r.timestamp_type != 1:
                 msg = f"latency: {topic} has producer timestamps, not the broker's (LogAppendTime)"
@@ -336,7 +353,7 @@ def latency(pipe: Pipeline, db, rate: int = LATENCY_RATE, table: str = "lat") ->
         raise RuntimeError(msg)
     if HOPS:
         latency_hops(pipe, commits, table)
-    return sorted(got)
+    return array("d", sorted(got))
 
 
 def latency_hops(pipe: Pipeline, commits: dict[int, float], table: str) -> None:
@@ -379,7 +396,7 @@ def reading_since(log: Path) -> float:
     return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").astimezone().timestamp()
 
 
-def percentile(sorted_values: list[float], q: float) -> float:
+def percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 

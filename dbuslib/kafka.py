@@ -382,10 +382,21 @@ def read_range(
     cfg: KafkaEndpoint, topics: Iterable[str], since: dict[Any, int] | None = None, quiet_s: float = 60.0
 ) -> list[Any]:
     """Every record of ``topics`` from ``since`` (``TopicPartition -> offset``; default: the start) to the
-    end offsets as they are now, in offset order per partition (kafka-python ``ConsumerRecord``s).
-    EndpointError when no record comes for ``quiet_s`` while some are still to be read (a busy broker or
-    host may answer a single poll empty)."""
+    end offsets as they are now, in offset order per partition (kafka-python ``ConsumerRecord``s), one
+    partition after the other. EndpointError when no record comes for ``quiet_s`` while some are still to
+    be read (a busy broker or host may answer a single poll empty)."""
+    names = list(dict.fromkeys(topics))
+    got: dict[tuple[str, int], list[Any]] = {}
+    for r in iter_range(cfg, names, since, quiet_s):
+        got.setdefault((r.topic, r.partition), []).append(r)
+    return [r for tp in sorted(got, key=lambda tp: (names.index(tp[0]), tp[1])) for r in got[tp]]
 
+
+def iter_range(
+    cfg: KafkaEndpoint, topics: Iterable[str], since: dict[Any, int] | None = None, quiet_s: float = 60.0
+) -> Iterator[Any]:
+    """``read_range``'s records as they are polled, none kept: in offset order per partition, the
+    partitions interleaved (a count over gigabytes of records: bench/e2e.py)."""
     c = consumer(cfg, enable_auto_commit=False, group_id=None)
     try:
         parts = [TopicPartition(t, p) for t in topics for p in sorted(c.partitions_for_topic(t) or ())]
@@ -393,11 +404,10 @@ def read_range(
         start = {tp: (since or {}).get(tp, 0) for tp in parts}
         todo = [tp for tp in parts if ends[tp] > start[tp]]
         if not todo:
-            return []
+            return
         c.assign(todo)
         for tp in todo:
             c.seek(tp, start[tp])
-        got: dict[Any, list[Any]] = {tp: [] for tp in todo}
         left = set(todo)
         last = time.monotonic()
         while left:
@@ -411,9 +421,8 @@ def read_range(
                 continue
             last = time.monotonic()
             for tp, records in batch.items():
-                got[tp] += [r for r in records if r.offset < ends[tp]]
+                yield from (r for r in records if r.offset < ends[tp])
                 if c.position(tp) >= ends[tp]:
                     left.discard(tp)
-        return [r for tp in todo for r in got[tp]]
     finally:
         c.close()
