@@ -492,7 +492,10 @@ class StreamSettings(_Model):
     trigger_interval_ms: int = Field(200, ge=0)
     async_progress: bool = True
     trigger: Literal["microbatch", "realtime"] = "realtime"
-    realtime_checkpoint_s: int = Field(30, ge=5)  # Spark refuses less (realTimeMode.minBatchDuration)
+    # Spark refuses less (realTimeMode.minBatchDuration); 300 is Spark's own default: each batch boundary
+    # stalls the records of about a third of a second, so the longer the batch the smaller the share of rows
+    # it delays (the e2e p99, docs/performance.md); a planned stop does not wait for it (stop markers)
+    realtime_checkpoint_s: int = Field(300, ge=5)
 
 
 class AppenderSettings(StreamSettings):
@@ -750,6 +753,8 @@ class LogProcessorSettings(StreamSettings):
     # micro-batches: a publish switches rules between two batches, at the offsets it answers (in real-time
     # mode a batch lasts realtime_checkpoint_s: the open one is replayed, under the old rules)
     trigger: Literal["microbatch", "realtime"] = "microbatch"
+    # in real-time mode a publish's new rules apply from the next batch: batches of 30 s, not 300
+    realtime_checkpoint_s: int = Field(30, ge=5)
     # the rows of up to this many consecutive records of a partition share a table's message per host (the
     # original's one message per host and table per poll of <= 300 records); 1: each record its own messages
     message_records: int = Field(300, ge=1)

@@ -518,17 +518,29 @@ def _read_nothing(entry: PlannedStop) -> bool:
     return nothing_since(start, {(tp.topic, tp.partition): int(o) for tp, o in now.items()})
 
 
-STOP_MARKER_KEY = b"dbus:planned-stop"  # key of a planned stop's marker record; its value is null
+STOP_MARKER_KEY = b"dbus:planned-stop"  # key of a planned stop's marker record; its value: the run id
+STOP_MARKER_FUNCTION = "dbus_stop_marker"  # PlannedStop.Marker: ends the marker's run's readers in its JVM
 
 
 def without_stop_markers(df: Any) -> Any:
     """A stage's Kafka input without the marker records of planned stops (``wake_readers``): every stage
     reading a topic another stage's stop may have written into skips them (``read_topic``, the appender's
-    reader)."""
+    reader). Each marker is handed to ``PlannedStop.Marker`` first, in the task that read it: on a cluster's
+    executor, a marker of the task's own run ends that run's readers there at their next record, as the
+    driver's stop does in its own JVM (docs/realtime.md, Stopping). Without dbus-jvm.jar markers are only
+    skipped."""
     from pyspark.sql import functions as F
 
-    marker = F.col("value").isNull() & F.col("key").eqNullSafe(F.lit(STOP_MARKER_KEY))
-    return df.where(~marker)
+    is_marker = F.col("key").eqNullSafe(F.lit(STOP_MARKER_KEY))
+    session = df.sparkSession
+    try:
+        if not session.catalog.functionExists(STOP_MARKER_FUNCTION):  # once: Spark warns of a replaced one
+            session.udf.registerJavaFunction(STOP_MARKER_FUNCTION, f"{PLANNED_STOP}$Marker", "boolean")
+        seen = F.call_function(STOP_MARKER_FUNCTION, F.col("value"))
+    except Exception:  # a session without dbus-jvm.jar (some tests): markers skipped, no executor's stop
+        seen = F.lit(True)
+    # CASE WHEN: the function runs for markers alone, and cannot be evaluated ahead of the key's test
+    return df.where(~F.when(is_marker, seen).otherwise(F.lit(False)))
 
 
 def input_partitions(query: Any, checkpoint: str) -> set[tuple[str, int]]:
@@ -551,20 +563,23 @@ def input_partitions(query: Any, checkpoint: str) -> set[tuple[str, int]]:
 
 
 def wake_readers(entry: PlannedStop, query: Any) -> int:
-    """A stop marker (key ``STOP_MARKER_KEY``, value null) written into every partition the real-time
-    ``query`` reads, once its readers were told to end at their next record: a reader waiting on an idle
-    partition gets one and ends at once, instead of at the batch's end. Returns how many were written; 0
-    when the partitions cannot be told or Kafka refuses (the stop then waits for the batch's end)."""
+    """A stop marker (key ``STOP_MARKER_KEY``, value the query's run id) written into every partition the
+    real-time ``query`` reads, once its readers were told to end at their next record: a reader waiting on an
+    idle partition gets one and ends at once, instead of at the batch's end; on a cluster, the executor whose
+    reader gets it ends that run's other readers there too (``without_stop_markers``). Returns how many were
+    written; 0 when the partitions cannot be told or Kafka refuses (the stop then waits for the batch's
+    end)."""
     from dbuslib import kafka as kafkalib
 
     parts = input_partitions(query, entry.checkpoint)
     if not parts:
         return 0
+    run = str(getattr(query, "runId", "") or "").encode()
     try:
         producer = kafkalib.producer(entry.kafka, linger_ms=0)
         try:
             for topic, partition in sorted(parts):
-                producer.send(topic, key=STOP_MARKER_KEY, value=None, partition=partition)
+                producer.send(topic, key=STOP_MARKER_KEY, value=run, partition=partition)
             producer.flush(timeout=10)
         finally:
             producer.close(timeout=5)

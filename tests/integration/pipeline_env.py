@@ -38,6 +38,25 @@ from dbuslib.config import load_config, raw_config
 # ---------------------------------------------------------------- environment
 
 
+COMMITTED = "a restart replays nothing"  # what a real-time stage's planned stop says (docs/realtime.md)
+
+
+def planned_stop(stage, how: str) -> str:
+    """SIGTERM to ``stage``'s Python driver (``how`` "driver") or its whole process group ("group"); once it
+    exited (0, or 143 when the signal reached its JVM) and without STAGE_STOP_TIMEOUT: its log."""
+    if how == "driver":
+        pid = stage.driver_pid()
+        assert pid is not None, f"{stage.name}: no Python driver"
+        os.kill(pid, signal.SIGTERM)
+        code = stage.proc.wait(120)
+    else:
+        code = stage.terminate(signal.SIGTERM, timeout=120)
+    log = stage.log.read_text(errors="replace")
+    assert code in (0, 143), f"{stage.name} ({how}) exited {code}:\n{stage.tail()}"
+    assert "STAGE_STOP_TIMEOUT" not in log
+    return log
+
+
 def make_pipeline_env(
     tmp_path: Path, database: str, partitions: int = 1, **extractor: object
 ) -> ExtractorEnv:

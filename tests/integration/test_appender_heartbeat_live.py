@@ -31,6 +31,7 @@ from pipeline_env import (
     dispatcher_stage,
     make_pipeline_env,
     read_records,
+    set_trigger,
 )
 
 from dbuslib import influx, kafka, topics
@@ -98,6 +99,7 @@ def test_heartbeats_reach_the_result_topic_influxdb_and_the_dead_letter_topic(wr
     db, name = writer_db
     hb_schema = f"{name}_hb"
     env = make_pipeline_env(tmp_path, name, partitions=1)
+    set_trigger(env, "realtime", checkpoint_s=10)  # dbus_stage points come at batch ends (300 s by default)
     heartbeat_source(env, hb_schema)
     dispatcher, appender = dispatcher_stage(env), appender_stage(env)
     src = env.cfg.source(env.ds)

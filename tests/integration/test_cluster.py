@@ -13,6 +13,10 @@ stages are started with ``dbus submit <stage> --source DS -- --master spark://..
 2. A 100,000-row burst, and ``kill -9`` of Worker 2 while it is in flight: nothing is lost, a tuple seen
    twice is the same tuple (same ``ums_uid_``), each key's changes stay in order; the Worker is started
    again and the stages get their executors back.
+3. Planned stops (issue #32): the stages' real-time batches last an hour, and SIGTERM to the appender's
+   process group, then to the dispatcher's driver, ends each one's running batch committed within the
+   two minutes ``planned_stop`` waits: the executors' readers end at the stop's markers
+   (``PlannedStop.Marker``), not at the batch's end.
 
 The counts (lost tasks, duplicates, times) are printed (run with ``-s``).
 """
@@ -34,15 +38,18 @@ import yaml
 from fullpull_env import FullPullEnv
 from helpers import wait_until
 from pipeline_env import (
+    COMMITTED,
     SparkStage,
     UmsTail,
     binlog_changes,
     cleanup_pipeline,
     make_pipeline_env,
+    planned_stop,
     read_records,
     read_ums,
     run_appender_now,
     run_dispatcher_now,
+    set_trigger,
 )
 
 from cli.stages import Stages
@@ -171,6 +178,7 @@ def test_stages_on_a_standalone_cluster_and_a_worker_killed(spark, writer_db, tm
     master = cluster_env.up()
     env = make_pipeline_env(tmp_path, name, partitions=3)
     on_cluster(env, master)
+    set_trigger(env, "realtime", checkpoint_s=3600)  # no batch ends by itself while the test runs (3.)
     stages = [SubmittedStage(s, env, extra=("--master", master)) for s in ("dispatcher", "appender")]
     dispatcher, appender = stages
     puller = SubmittedStage("fullpuller", env, extra=("--master", master))
@@ -297,6 +305,13 @@ def test_stages_on_a_standalone_cluster_and_a_worker_killed(spark, writer_db, tm
             f"kill -9 of worker 2 in a 100,000-row burst: {len(truth)} row changes, {len(out)} tuples out, "
             f"{len(out) - len(by_uid)} duplicates; lost tasks {lost}; {time.monotonic() - t0:.0f}s"
         )
+
+        # 3. planned stops: an hour-long batch read on the executors ends at once, committed
+        for stage, how in ((appender, "group"), (dispatcher, "driver")):
+            began = time.monotonic()
+            log = planned_stop(stage, how)
+            assert "stopped after batch" in log and COMMITTED in log, f"{stage.name} ({how}):\n{stage.tail()}"
+            print(f"{stage.name}: planned stop ({how}) committed in {time.monotonic() - began:.1f}s")
     finally:
         if tail is not None:
             tail.close()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from helpers import wait_until
-from pipeline_env import SparkStage, cleanup_pipeline, make_pipeline_env
+from pipeline_env import SparkStage, cleanup_pipeline, make_pipeline_env, set_trigger
 
 from cli import demo
 from cli.stages import REPO, Stages, processes_naming
@@ -115,9 +115,11 @@ IDLE_WINDOW_S = 60
 
 def test_idle_real_time_stages_write_under_10_lines_a_minute_and_stop_cleanly(env):
     """The dispatcher and the appender of a source nobody writes to, as the demo runs them (stdout and
-    stderr to one file): over a minute after their queries started (two 30 s batch ends), fewer than 10
+    stderr to one file), with 30 s batches (the default is 300 s: each batch end is a chance to log): over
+    a minute after their queries started (two batch ends), fewer than 10
     new log lines each; then SIGTERM to each driver: each says it stops once, and no Spark ERROR or stack
     trace follows (logging.spark_level, docs/monitoring.md#log-lines)."""
+    set_trigger(env, "realtime", checkpoint_s=30)
     stages = [started(SparkStage(name, env)) for name in ("dispatcher", "appender")]
     try:
         before = {s.name: len(s.log.read_text(errors="replace").splitlines()) for s in stages}

@@ -195,3 +195,33 @@ def test_no_partitions_no_markers():
     endpoint = KafkaEndpoint(bootstrap_servers="127.0.0.1:1")  # never asked
     entry = spark.PlannedStop(None, 1000, endpoint, "/nowhere")
     assert spark.wake_readers(entry, Progressed(None)) == 0
+
+
+def test_the_input_filter_skips_markers_and_a_marker_of_the_task_s_own_run_ends_that_run_s_readers():
+    """``without_stop_markers`` hands each marker to ``PlannedStop.Marker`` in the task that read it: one
+    whose value is the task's run id (its job group) switches that JVM's real-time clock for that run's
+    tasks (an executor's, on a cluster); a marker of another run or without a run id is only skipped."""
+    import jvm_jar
+
+    session = jvm_jar.spark_session("planned-stop-markers", spark.PLANNED_STOP)
+    cls = session._jvm.dbus.jvm.PlannedStop
+    sc = session.sparkContext
+    rows = [
+        (b"demo.shop.orders", b"{}"),
+        (spark.STOP_MARKER_KEY, b"an-earlier-run"),  # left after a stop's committed end: read after a restart
+        (spark.STOP_MARKER_KEY, None),  # written before markers named their run
+        (None, None),
+    ]
+    df = session.createDataFrame(rows, "key binary, value binary").coalesce(1)
+    cls.resume()
+    try:
+        sc.setJobGroup("this-run", "a real-time query's run")
+        assert [tuple(r) for r in spark.without_stop_markers(df).collect()] == [rows[0], rows[3]]
+        assert cls.markedRun() is None, "no marker of this run: the clock is left alone"
+        mine = session.createDataFrame([*rows, (spark.STOP_MARKER_KEY, b"this-run")], df.schema).coalesce(1)
+        assert [tuple(r) for r in spark.without_stop_markers(mine).collect()] == [rows[0], rows[3]]
+        assert cls.markedRun() == "this-run"
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        cls.resume()
+    assert cls.markedRun() is None

@@ -1,8 +1,11 @@
 package dbus.jvm;
 
+import java.nio.charset.StandardCharsets;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
+import org.apache.spark.TaskContext;
+import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.execution.datasources.v2.LowLatencyClock;
 import org.apache.spark.sql.streaming.StreamingQuery;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
@@ -18,8 +21,14 @@ import org.apache.spark.util.SystemClock;
  * next record (one blocked on an idle partition at its poll's end, the batch's end at the latest), the batch
  * commits what it read, and the batches planned after it end before they read anything (their end time is
  * the clock's now plus the duration, past the largest long: negative). {@code finish} returns once the running
- * batch committed; the query stopped then leaves its checkpoint at the point its output reached. Executors in
- * other JVMs (a cluster) keep their own clock: their tasks read to the batch's end, then the same.
+ * batch committed; the query stopped then leaves its checkpoint at the point its output reached.
+ *
+ * <p>Executors in other JVMs (a cluster) have their own clock. The driver's stop writes a marker into every
+ * partition the query reads (its value the query's run id: {@code dbuslib.spark.wake_readers}); the reader
+ * that gets one hands it to {@link Marker} (the stage's input filter, {@code without_stop_markers}), which
+ * switches that executor's clock to the end of time for the tasks of that run alone (the run id is the job group
+ * of its jobs): its readers end at their next record too. A marker of an earlier run (left after a
+ * stop's committed end, read again after the restart) names another run and changes nothing.
  *
  * <p>{@link #register} also adds a shutdown hook that runs before Spark's own (the executor's, SparkContext's), so a
  * SIGTERM that reaches the JVM itself (the stage's whole process group, a cluster manager's stop) finishes
@@ -31,6 +40,11 @@ public final class PlannedStop {
     private static volatile boolean stopping;
     private static volatile boolean hooked;
     private static volatile boolean settled;
+    /** The run whose stop marker a reader of this JVM got: its tasks' readers see the end of time. */
+    private static volatile String markedRun;
+    /** The local property of a streaming query's jobs that holds its run id: StreamExecution.runStream makes
+     *  the run id their job group. */
+    static final String RUN_ID_KEY = "spark.jobGroup.id";
 
     private record Registered(StreamingQuery query, long timeoutMs) {}
 
@@ -38,7 +52,52 @@ public final class PlannedStop {
     static final class StopClock extends SystemClock {
         @Override
         public long getTimeMillis() {
-            return stopping ? Long.MAX_VALUE : super.getTimeMillis();
+            return stopping || markedTask() ? Long.MAX_VALUE : super.getTimeMillis();
+        }
+    }
+
+    /** Whether the calling thread runs a task of the run whose stop marker this JVM got. */
+    private static boolean markedTask() {
+        String run = markedRun;
+        if (run == null) {
+            return false;
+        }
+        TaskContext ctx = TaskContext.get();
+        return ctx != null && run.equals(ctx.getLocalProperty(RUN_ID_KEY));
+    }
+
+    /**
+     * The stage's input filter calls this for each stop marker its readers get ({@code value}: the marker's,
+     * the stopping run's id; null for a marker of before run ids) and skips the record: a marker of the run
+     * the calling task belongs to ends that run's readers in this JVM at their next record.
+     */
+    public static final class Marker implements UDF1<byte[], Boolean> {
+        @Override
+        public Boolean call(byte[] value) {
+            TaskContext ctx = TaskContext.get();
+            if (value != null && ctx != null) {
+                marked(new String(value, StandardCharsets.UTF_8), ctx.getLocalProperty(RUN_ID_KEY));
+            }
+            return Boolean.TRUE;
+        }
+    }
+
+    /** The run whose stop marker a reader of this JVM got since the last {@link #resume}, or null. */
+    public static String markedRun() {
+        return markedRun;
+    }
+
+    /** A marker of run {@code run} read by a task of run {@code taskRun}: the end of time for that run's
+     *  tasks when they are the same run. */
+    static void marked(String run, String taskRun) {
+        if (run.isEmpty() || !run.equals(taskRun)) {
+            return; // an earlier run's marker, or one of another query reading the same topic
+        }
+        synchronized (PlannedStop.class) {
+            if (!(LowLatencyClock.getClock() instanceof StopClock)) {
+                LowLatencyClock.setClock(new StopClock());
+            }
+            markedRun = run;
         }
     }
 
@@ -82,8 +141,10 @@ public final class PlannedStop {
      * on read nothing. Returns the id of the batch running now. */
     public static long begin(StreamingQuery query) {
         long running = committed(query) + 1;
-        if (!(LowLatencyClock.getClock() instanceof StopClock)) {
-            LowLatencyClock.setClock(new StopClock());
+        synchronized (PlannedStop.class) {
+            if (!(LowLatencyClock.getClock() instanceof StopClock)) {
+                LowLatencyClock.setClock(new StopClock());
+            }
         }
         stopping = true;
         return running;
@@ -118,6 +179,7 @@ public final class PlannedStop {
      * query of the same JVM, a log processor's next rules, a test's next query). */
     public static void resume() {
         stopping = false;
+        markedRun = null;
     }
 
     private static long committed(StreamingQuery query) {
