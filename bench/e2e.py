@@ -372,13 +372,20 @@ def latency_hops(pipe: Pipeline, commits: dict[int, float], table: str) -> None:
     start = min(commits.values()) * 1000
     for hop, topic in topics.items():
         times = sorted(
-            r.timestamp for r in kafka.read_range(pipe.cfg.endpoints.kafka, [topic]) if r.timestamp >= start
+            r.timestamp for r in kafka.iter_range(pipe.cfg.endpoints.kafka, [topic]) if r.timestamp >= start
         )
         lags = []
         for commit in commits.values():
             i = bisect.bisect_left(times, commit * 1000)
             if i < len(times):
                 lags.append(times[i] - commit * 1000)
+        pairs = zip(commits.values(), lags, strict=False)
+        worst = sorted(((lag, commit) for commit, lag in pairs), reverse=True)
+        print(
+            f"latency hops ({table}): commit -> {hop} topic, the slowest inserts (s into the window, ms): "
+            + ", ".join(f"{c - start / 1000:.1f}s {lag:.0f}" for lag, c in worst[:8]),
+            file=sys.stderr,
+        )
         lags.sort()
         print(
             f"latency hops ({table}): commit -> {hop} topic: p50 {percentile(lags, 0.5):.1f} ms, "
