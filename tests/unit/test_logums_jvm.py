@@ -1,4 +1,4 @@
-"""Log tables' UMS messages built in the JVM (binlog/jvm ``dbus.jvm.LogUmsUdf``, logprocessor/logums_jvm.py)
+"""Log tables' UMS messages built in the JVM (logprocessor/jvm ``dbus.jvm.LogUmsUdf``, logprocessor/logums_jvm.py)
 are the bytes ``logprocessor.logums.message_json`` gives, table by table, on seeded random records: rows of
 two tables among rows of a third, over several lines; values with every JSON escape, emoji, nulls, short
 rows; DOUBLE values as random bit patterns, random decimal texts and texts that are no finite number (written
