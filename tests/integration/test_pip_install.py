@@ -51,6 +51,7 @@ PACKAGES = (
     "heartbeat",
     "logprocessor",
     "dbusclient",
+    "status",
     "console",
 )
 INSTALL_TIMEOUT = 900  # a cold run downloads pyspark

@@ -1,7 +1,9 @@
 """The five floors (CONTRIBUTING.md): a package imports only the floors below it, and no stage imports
 another.
 
-    5  cli/                                   the `dbus` command, status, demo, stage launcher
+    7  cli/                                   the `dbus` command, status screen, demo, stage launcher
+    6  console/                               the web console
+    5  status/                                what `dbus status` and the console read (status/readers.py)
     4  extractor/ dispatcher/ appender/ fullpuller/ heartbeat/ logprocessor/    the stages
     3  binlog/                                the raw-event contract and what reads it
     3  dbusclient/                            the consumer client (imports ums and dbuslib only)
@@ -9,8 +11,8 @@ another.
     1  ums/                                   the message format
 
 Read from the source with `ast`, so every import counts: top-level, inside functions, `from x import y`.
-`bench/` sits beside `cli/` on the top floor (it drives stages to measure them), and so does `console/`
-(the web console, over the readers of `dbus status`).
+`bench/` sits beside `cli/` on the top floor (it drives stages to measure them); `console/` is below them
+(`dbus console` starts it), over the readers it shares with `dbus status`.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ FLOOR = {
     "binlog": 3,
     "dbusclient": 3,
     **dict.fromkeys(STAGES, 4),
-    "cli": 5,
-    "bench": 5,
-    "console": 5,
+    "status": 5,
+    "console": 6,
+    "cli": 7,
+    "bench": 7,
 }
 
 
