@@ -1,4 +1,4 @@
-"""The five floors (CONTRIBUTING.md): a package imports only the floors below it, and no stage imports
+"""The floors (CONTRIBUTING.md): a package imports only the floors below it, and no stage imports
 another.
 
     7  cli/                                   the `dbus` command, status screen, demo, stage launcher
