@@ -186,7 +186,7 @@ JVM_APPEND, JVM_APPEND_CLASS = "dbus_append", "dbus.jvm.AppendUdf"
 
 
 def register_jvm_append(spark: SparkSession, cfg: DbusConfig, ds: str) -> str:
-    """``dbus_append`` (binlog/jvm ``AppendUdf``, with ``appender.sidecar`` for what it does not write
+    """``dbus_append`` (appender/jvm ``AppendUdf``, with ``appender.sidecar`` for what it does not write
     alone): the record path of real-time mode, where Spark runs no Python operator. Returns its name."""
     from pyspark.sql.types import _parse_datatype_string
 
@@ -216,7 +216,7 @@ def register_jvm_append(spark: SparkSession, cfg: DbusConfig, ds: str) -> str:
 
 
 def direct(spark: SparkSession, cfg: DbusConfig, ds: str, udf: Any) -> Any:
-    """A per-row source's UDF sends its records with its own producer (binlog/jvm ``DirectSink``, the Kafka
+    """A per-row source's UDF sends its records with its own producer (appender/jvm ``DirectSink``, the Kafka
     sink's options): one record per row change made no more copies through Spark's explode and sink
     (docs/performance.md). A UMS source's records still go through the sink."""
     from dbuslib.sidecar import java_strings

@@ -1,4 +1,4 @@
-"""What the real-time JVM needs to write a per-row table's records alone (binlog/jvm ``PerRowFormat``).
+"""What the real-time JVM needs to write a per-row table's records alone (appender/jvm ``PerRowFormat``).
 
 The sidecar (appender/sidecar.py) describes a table version written in a per-row format after it wrote
 the version's first record; from then on ``dbus.jvm.AppendUdf`` writes its rows events in the JVM, byte

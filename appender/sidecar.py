@@ -2,7 +2,7 @@
 
 Usage: python -m appender.sidecar --config conf/dbus.yaml --source demo
 
-Started by the JVM (binlog/jvm ``AppendUdf``), one per partition of the source's schema topics, never by
+Started by the JVM (appender/jvm ``AppendUdf``), one per partition of the source's schema topics, never by
 hand: it answers frames on stdin/stdout (dbuslib/sidecar.py). A request is one record::
 
     record, topic, partition, offset, key, value, lines, counts

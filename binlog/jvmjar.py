@@ -1,11 +1,13 @@
-"""The JVM decoder's jar (binlog/jvm: ``dbus.jvm.RowsUdf`` and the other ``dbus.jvm`` classes), built from
-the sources that come with the package.
+"""The JVM classes' jar (``dbus-jvm.jar``: the shared ``binlog/jvm`` (``dbus.jvm.RowsUdf``, the decoder, the
+sidecar protocol, planned stops) and each stage's ``<stage>/jvm``), built from the sources that come with
+the package.
 
 The local stack builds it itself (``make stack-up``: ``.stack/jars/dbus-jvm.jar``, listed in
-``.stack/jars/spark.jars``). An installed wheel carries ``binlog/jvm/build.sh`` and ``binlog/jvm/src``
-as package data, never a jar (nothing is compiled at ``pip install``); ``dbus jvm build --out JAR``
-compiles one on first use, with ``javac --release 17`` against the jars of the pyspark installed beside
-DBus (a JDK 17 is needed), and does nothing when the jar is newer than every source.
+``.stack/jars/spark.jars``). An installed wheel carries ``binlog/jvm/build.sh``, ``binlog/jvm/src`` and
+each stage's ``jvm/src`` as package data, never a jar (nothing is compiled at ``pip install``);
+``dbus jvm build --out JAR`` compiles one on first use, with ``javac --release 17`` against the jars of the
+pyspark installed beside DBus (a JDK 17 is needed), and does nothing when the jar is newer than every
+source.
 """
 
 from __future__ import annotations

@@ -388,6 +388,7 @@ def _heartbeats(cfg: DbusConfig, ds: str, stages: Stages) -> list[float]:
     are read as the heartbeat monitor reads them (a point is timed at its packet's emit time)."""
     from cli import status
     from heartbeat.monitor import last_heartbeats
+    from status import readers
 
     src = cfg.source(ds)
     since_ms = time.time() * 1000
@@ -400,7 +401,7 @@ def _heartbeats(cfg: DbusConfig, ds: str, stages: Stages) -> list[float]:
         time.sleep(1)
     for table in sorted(latest):
         print(f"   dbus_heartbeat shop.{table}: latency {latest[table]['_value']:.0f} ms")
-    print("\n".join(f"   | {line}" for line in status.render(status.collect(cfg, ds)).splitlines()))
+    print("\n".join(f"   | {line}" for line in status.render(readers.collect(cfg, ds)).splitlines()))
     return [float(r["_value"]) for r in latest.values()]
 
 

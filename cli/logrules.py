@@ -265,15 +265,15 @@ def publish_cli(args: argparse.Namespace) -> int:
     print(f"{t.where}: version {done.version} published: groups {list(done.groups)}; {change}: {cols}")
     if args.no_reload:
         return 0
-    from cli import logreload
+    from logprocessor import reload as logreload
 
     sent = logreload.send(s.cfg, args.source, table=t.table, version=done.version)
     return logreload.wait(s.cfg, args.source, sent, args.wait)
 
 
 def reload_cli(args: argparse.Namespace) -> int:
-    from cli import logreload
     from dbuslib.config import load_config
+    from logprocessor import reload as logreload
 
     cfg = load_config(args.config)
     return logreload.wait(cfg, args.source, logreload.send(cfg, args.source), args.wait)

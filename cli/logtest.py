@@ -23,18 +23,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import time
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
 
 from dbuslib.errors import ConfigError
 from logprocessor import regexbudget
+from logprocessor.adapters import SAMPLE_HOST, as_record
 from logprocessor.grammar import Group
 
 SHOWN_RECORD_CHARS = 200  # the record echoed above its steps is cut to this many characters
-SAMPLE_HOST = "sample-host"  # the host of log_json records tested with --type log_json
 
 
 @dataclass
@@ -115,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     if args.log_type:  # another type's records; a log_json source's host for them when the source has none
         settings = replace(settings, log_type=args.log_type, json_host=settings.json_host or SAMPLE_HOST)
     if args.raw:
-        wrap(settings.log_type, "", args.sample)  # refuses log_ums before any line
+        as_record(settings.log_type, "", args.sample)  # refuses log_ums before any line
     most = max(len(g.rules) for g in groups)
     if args.upto is not None and not 1 <= args.upto <= most:
         msg = f"--upto {args.upto}: the groups tested have rules 1 to {most}"
@@ -137,7 +135,7 @@ def _one_record(
 ) -> None:
     from logprocessor.adapters import Adapted, KafkaRecord, adapt
 
-    value = (wrap(settings.log_type, record, args.sample) if args.raw else record).encode()
+    value = (as_record(settings.log_type, record, args.sample) if args.raw else record).encode()
     got = adapt(KafkaRecord(value, None, 0, number - 1, int(time.time() * 1000)), settings)
     if not isinstance(got, Adapted):
         reason = got.message.split(": ", 1)[-1]  # after "record at partition 0, offset N"
@@ -165,26 +163,6 @@ def _one_record(
     tally.accepted += accepted
     tally.broken += broken
     tally.missed += not (accepted or broken or stopped)
-
-
-def wrap(log_type: str, text: str, path: str) -> str:
-    """A plain text line as a record of ``log_type`` whose message it is (``--raw``), stamped now, from this
-    machine: rsyslog's ``{host, path, timestamp, message}``, a logstash event, a filebeat event, the
-    original's flume wrapping (``{"message":..,"type":"dbus_log","host":..}``), or ``{"message":..}``."""
-    now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    host = socket.gethostname()
-    records: dict[str, dict[str, Any]] = {
-        "log_rsyslog": {"host": host, "path": path, "timestamp": now, "message": text},
-        "log_logstash": {"@timestamp": now, "@version": "1", "host": host, "path": path, "message": text},
-        "log_filebeat": {"@timestamp": now, "beat": {"hostname": host}, "source": path, "message": text},
-        "log_flume": {"message": text, "type": "dbus_log", "host": host},
-        "log_json": {"message": text},
-    }
-    records["log_logstash_json"] = records["log_logstash"]
-    if log_type not in records:
-        msg = f"--raw: a {log_type} record is a UMS message, not a text line; give whole records instead"
-        raise ConfigError(msg)
-    return json.dumps(records[log_type], ensure_ascii=False)
 
 
 def pick_groups(store: Any, table: Any, name: str | None, published: bool) -> tuple[Group, ...]:

@@ -46,8 +46,8 @@ class Processes:
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
 
-        from cli.status import LIVE_STAGES, LOG_LIVE_STAGES
         from dbuslib import liveness, zk
+        from status.readers import LIVE_STAGES, LOG_LIVE_STAGES
 
         up = GaugeMetricFamily(
             "dbus_process_up",

@@ -9,7 +9,7 @@ record's bytes) goes to the page only when no masked value can be in it: ``withh
 does not (``dbuslib.deadletter.withheld_reason`` of ``sources.<ds>.masking``: a table with masking rules,
 or a letter of no known table in a source that masks columns), whatever the stage decided when it wrote
 the letter. The counts are the heartbeat monitor's ``dbus_dead_letter`` points (as ``dbus status`` reads
-them, ``cli.status.dead_letters``), with their sums per hour bucket for the chart."""
+them, ``status.readers.dead_letters``), with their sums per hour bucket for the chart."""
 
 from __future__ import annotations
 
@@ -296,9 +296,9 @@ def timeline(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def counts(cfg: Any, ds: str, now: float | None = None) -> dict[str, Any]:
     """The last hour's counts per (stage, code) as ``dbus status`` shows them, and the last day's per hour."""
-    from cli.status import DEAD_LETTER_WINDOW_S, dead_letter_series, dead_letters
     from dbuslib import promread, seriesread
     from heartbeat.deadletters import dead_letter_topic
+    from status.readers import DEAD_LETTER_WINDOW_S, dead_letter_series, dead_letters
 
     at = time.time() if now is None else now
     errors: list[str] = []

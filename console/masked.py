@@ -127,12 +127,11 @@ def redact(doc: Any, secrets: Mapping[str, str]) -> Any:
 def record_lines(text: str, settings: Any, raw: bool) -> list[str] | str | None:
     """A sample record's lines as the source's adapter gives them (``raw``: a plain line wrapped first);
     None for a heartbeat; the refusal's code when the adapter refuses it."""
-    from cli.logtest import wrap
     from dbuslib.errors import DbusError
-    from logprocessor.adapters import Adapted, KafkaRecord, adapt
+    from logprocessor.adapters import Adapted, KafkaRecord, adapt, as_record
 
     try:
-        value = wrap(settings.log_type, text, "pasted") if raw else text
+        value = as_record(settings.log_type, text, "pasted") if raw else text
     except DbusError as e:
         return f"the record is refused ({e.code})"
     got = adapt(KafkaRecord(value.encode(), None, 0, 0, 0), settings)

@@ -8,7 +8,7 @@ A log source: shipper -> raw topic -> log processor -> result topic, beside it t
 Where it reads (``Collector``, one per application, on background threads; a request only reads the
 newest figures, so many browsers cost the bus nothing more):
 
-- every ``refresh_s``: ``cli.status.collect`` of each source (what ``dbus status`` shows: the extractor's
+- every ``refresh_s``: ``status.readers.collect`` of each source (what ``dbus status`` shows: the extractor's
   leader, epoch and position, the newest ``dbus_stage`` points, heartbeats, running full pulls);
 - every ``LIVE_S``: the stage processes announced in ZooKeeper (dbuslib/liveness.py) and the heartbeat
   monitor's open alerts and history (console/alerts.py shows them). A stage with no running process is
@@ -34,11 +34,11 @@ from typing import Any, cast
 
 from flask import Blueprint, current_app, render_template
 
-from cli import status
 from console.auth import config, viewer_required
 from dbuslib import liveness, topics
 from dbuslib.config import DbusConfig
 from dbuslib.liveness import Process
+from status import readers as status
 
 log = logging.getLogger("dbus.console")
 TITLE = "Overview"
@@ -148,7 +148,7 @@ def source_view(
 ) -> dict[str, Any]:
     """One source's topology as the page draws it: ``pipeline`` (servers, topics and stages in the order
     the data flows) and ``side`` (stages beside the flow), each stage with its state. ``snap`` is its
-    ``cli.status`` snapshot (None: not read yet), ``announced`` its processes by stage (None: ZooKeeper
+    ``status.readers`` snapshot (None: not read yet), ``announced`` its processes by stage (None: ZooKeeper
     not read)."""
     is_log = ds in cfg.log_sources and ds not in cfg.sources
     errors = list(getattr(snap, "errors", ()) or ())
@@ -305,7 +305,7 @@ class Readings:
 class Collector:
     """Reads the bus on two daemon threads (see the module docstring) and keeps the newest readings;
     ``view()`` builds the overview from them. ``snapshot_fn``, ``zk_fn`` and ``clock`` are seams for the
-    tests (defaults: ``cli.status.collect`` and a kazoo client of ``endpoints.zookeeper``)."""
+    tests (defaults: ``status.readers.collect`` and a kazoo client of ``endpoints.zookeeper``)."""
 
     def __init__(
         self,
@@ -372,7 +372,7 @@ class Collector:
     # ------------------------------------------------------------------ one round
 
     def refresh_snapshots(self) -> None:
-        """``cli.status.collect`` of every source (a source that fails keeps its error in the snapshot)."""
+        """``status.readers.collect`` of every source (one that fails keeps its error in the snapshot)."""
         snaps = {}
         for ds in sources_of(self.cfg):
             try:

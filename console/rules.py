@@ -5,7 +5,7 @@ raw topic, or pasted), saved as the draft and published as a new version, and an
 The rules are the meta store's (dbuslib/logstore.py) as ``dbus logrules`` keeps them: the model and its
 checks are logprocessor/grammar.py, the draft and publish logprocessor/rules.py, the rules' semantics
 logprocessor/operators.py (``steps``), the shipper records logprocessor/adapters.py, and the reload a publish
-sends cli/logreload.py. This module only shapes their answers for the page:
+sends logprocessor/reload.py. This module only shapes their answers for the page:
 
 - the editor's groups: ``[{"groupName", "active", "rules": [{"ruleTypeName", "ruleGrammar": [entry, ...]}]}]``
   (the export format, each ``ruleGrammar`` as a list instead of JSON text);
@@ -218,8 +218,7 @@ def preview(
     the line (the first group that accepts it takes it; otherwise the unknown bucket). ``masking``: see
     ``group_preview``; ``mark(record number, group index)`` is called before each group runs on a line
     (where a preview over budget was, console/budget.py)."""
-    from cli.logtest import wrap
-    from logprocessor.adapters import Adapted, KafkaRecord, adapt
+    from logprocessor.adapters import Adapted, KafkaRecord, adapt, as_record
 
     now_ms = int(time.time() * 1000)
     shown, tally = [], {"records": 0, "accepted": 0, "rejected": 0, "broken": 0, "refused": 0}
@@ -230,7 +229,7 @@ def preview(
         item: dict[str, Any] = {"number": n, "record": text, "refused": None, "heartbeat": None, "lines": []}
         shown.append(item)
         try:
-            value = wrap(settings.log_type, text, "pasted") if raw else text
+            value = as_record(settings.log_type, text, "pasted") if raw else text
         except DbusError as e:
             item["refused"] = str(e)
             tally["refused"] += 1
@@ -573,8 +572,7 @@ def api_sample(ds: str, table: str) -> Any:
 def _settings(src: Any) -> Any:
     """The source's adapter settings as ``dbus logrules test`` has them (a host for log_json lines; a
     relative ``heartbeat.file`` placed against the configuration's folder, as the processor places it)."""
-    from cli.logtest import SAMPLE_HOST
-    from logprocessor.adapters import AdapterSettings
+    from logprocessor.adapters import SAMPLE_HOST, AdapterSettings
 
     settings = AdapterSettings.of(src, config().path.parent)
     if settings.log_type == "log_json" and not settings.json_host:
@@ -648,7 +646,7 @@ def api_save(ds: str, table: str) -> Any:
 def api_publish(ds: str, table: str) -> Any:
     """Save the editor's groups as the draft (when given), publish its active groups as a new version
     (logprocessor/rules.publish: refused with the reason otherwise) and send the processor the reload."""
-    from cli import logreload
+    from logprocessor import reload as logreload
     from logprocessor import rules
 
     body = json_object(groups=LIST)
@@ -687,9 +685,9 @@ def api_publish(ds: str, table: str) -> Any:
 @_answers
 def api_reload(ds: str, request_id: int) -> Any:
     """The log processor's answer to reload ``request_id`` (logprocessor/reload.py), or ``waiting``."""
-    from cli import logreload
     from dbuslib import zk
     from logprocessor import reload
+    from logprocessor import reload as logreload
 
     cfg = config()
     _source(ds)

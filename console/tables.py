@@ -331,10 +331,10 @@ def log_tables(cfg: Any, ds: str) -> list[Any]:
 
 def newest_beats(cfg: Any, ds: str, now: float) -> dict[tuple[str, str], Beat]:
     """The newest ``dbus_heartbeat`` point of each table of ``ds`` within the last day (``dbus status``'s
-    query and folding: dbuslib.seriesread.last, cli.status.last_points)."""
+    query and folding: dbuslib.seriesread.last, status.readers.last_points)."""
     from binlog.heartbeat import LOOKBACK_S
-    from cli.status import last_points
     from dbuslib import seriesread
+    from status.readers import last_points
 
     keys = ("schema", "table")
     series = seriesread.last(cfg, ds, LOOKBACK_S, seriesread.Newest(HEARTBEAT, "latency_ms", keys, ("rows",)))

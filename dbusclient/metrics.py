@@ -22,7 +22,7 @@ consumer's problem). One flush of client ``orders-replica`` reading source ``dem
   when no bootstrap); one ``dbus_client_bootstrap`` point per pull of a bootstrap under way;
 - ``errors``: errors since the previous flush, and one ``dbus_client_error`` point per code.
 
-Names of measurements, tags and fields have their home here; ``dbus status`` (cli/status.py) reads them
+Names of measurements, tags and fields have their home here; ``dbus status`` (status/readers.py) reads them
 from here. docs/client.md (Metrics) and docs/monitoring.md list them.
 """
 

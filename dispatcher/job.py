@@ -257,8 +257,8 @@ JVM_ROUTES, JVM_ROUTES_CLASS = "dbus_dispatch", "dbus.jvm.DispatchUdf"
 
 
 def register_jvm_routes(spark: SparkSession, cfg: DbusConfig, ds: str) -> str:
-    """``dbus_dispatch`` (binlog/jvm ``DispatchUdf``, with ``dispatcher.sidecar`` for what it does not route
-    alone): the route UDF of real-time mode, where Spark runs no Python operator. Returns its name."""
+    """``dbus_dispatch`` (dispatcher/jvm ``DispatchUdf``, with ``dispatcher.sidecar`` for what it does not
+    route alone): the route UDF of real-time mode, where Spark runs no Python operator. Returns its name."""
     from pyspark.sql.types import _parse_datatype_string
 
     from dbuslib.sidecar import register_udf

@@ -2,7 +2,7 @@
 
 Usage: python -m dispatcher.sidecar --config conf/dbus.yaml --source demo
 
-Started by the JVM (binlog/jvm ``DispatchUdf``), one per partition of ``<ds>``, never by hand: it
+Started by the JVM (dispatcher/jvm ``DispatchUdf``), one per partition of ``<ds>``, never by hand: it
 answers frames on stdin/stdout (dbuslib/sidecar.py). A request ``route, topic, value, key`` gets the
 routes ``dispatcher.job`` gives that record (``topic`` set: a record the JVM tagged routable, whose topic
 is made sure to exist; else its bytes, routed by ``dispatcher.routing.route``), five fields per route:

@@ -37,16 +37,20 @@ A heartbeat record has no lines.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from dbuslib.config import LogSource
+from dbuslib.errors import ConfigError
 from logprocessor.sparkjson import (
     JSON_WHITESPACE,
     JsonObject,
@@ -417,3 +421,27 @@ _BY_TYPE: dict[str, Callable[..., Adapted | RecordError]] = {
 @lru_cache(maxsize=64)
 def _zone(name: str) -> ZoneInfo:
     return ZoneInfo(name)
+
+
+SAMPLE_HOST = "sample-host"  # the host of log_json records tested with --type log_json
+
+
+def as_record(log_type: str, text: str, path: str) -> str:
+    """A plain text line as a record of ``log_type`` whose message it is (the inverse of ``adapt``: ``dbus
+    logrules test --raw``, the console's pasted lines), stamped now, from this
+    machine: rsyslog's ``{host, path, timestamp, message}``, a logstash event, a filebeat event, the
+    original's flume wrapping (``{"message":..,"type":"dbus_log","host":..}``), or ``{"message":..}``."""
+    now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    host = socket.gethostname()
+    records: dict[str, dict[str, Any]] = {
+        "log_rsyslog": {"host": host, "path": path, "timestamp": now, "message": text},
+        "log_logstash": {"@timestamp": now, "@version": "1", "host": host, "path": path, "message": text},
+        "log_filebeat": {"@timestamp": now, "beat": {"hostname": host}, "source": path, "message": text},
+        "log_flume": {"message": text, "type": "dbus_log", "host": host},
+        "log_json": {"message": text},
+    }
+    records["log_logstash_json"] = records["log_logstash"]
+    if log_type not in records:
+        msg = f"--raw: a {log_type} record is a UMS message, not a text line; give whole records instead"
+        raise ConfigError(msg)
+    return json.dumps(records[log_type], ensure_ascii=False)

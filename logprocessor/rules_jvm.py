@@ -1,4 +1,4 @@
-"""Log rules run by the JVM: the rule set as JSON for ``dbus.jvm.LogRulesUdf`` (binlog/jvm, logrules/).
+"""Log rules run by the JVM: the rule set as JSON for ``dbus.jvm.LogRulesUdf`` (logprocessor/jvm, logrules/).
 
 The log processor's rules step is one call of a Java UDF per record, over the record's lines
 (docs/logs.md, How rules run on Spark): ``dbus_log_rules(ruleset, lines)`` gives, per line, what

@@ -3,7 +3,7 @@
 # the one home of their coordinates, also what a pip install of DBus uses) into $SPARK_JARS and writes
 # $STACK_CACHE/jars/spark.jars, one line of comma-separated absolute paths:
 #   spark-submit --jars "$(cat .stack/jars/spark.jars)" ...
-# It also builds DBus's own JVM rows decoder (binlog/jvm, dbus.jvm.RowsUdf) into $DBUS_JVM_JAR, rebuilt
+# It also builds DBus's own JVM classes (binlog/jvm and each stage's <stage>/jvm, dbus.jvm.*) into $DBUS_JVM_JAR, rebuilt
 # whenever its sources change, and keeps that jar in the list.
 
 SPARK_JARS=$STACK_CACHE/jars/spark

@@ -1,4 +1,4 @@
-"""The producer a per-row source's appender sends with in real-time mode (binlog/jvm ``DirectSink``, through
+"""The producer a per-row source's appender sends with in real-time mode (appender/jvm ``DirectSink``, through
 ``dbus.jvm.DirectSinkMain``) on the real broker: records arrive with key, value and headers; a record the
 broker or the producer refuses is an error raised by the flush that ends a task (so the task fails and its
 batch is not committed), not a record silently lost; the task after it gets a new producer and sends.

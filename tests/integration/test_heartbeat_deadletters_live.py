@@ -18,6 +18,7 @@ from dbuslib import kafka, zk
 from dbuslib.deadletter import DeadLetter
 from heartbeat import deadletters
 from heartbeat.monitor import Monitor, alerts_path
+from status import readers
 
 QUIET_S = 5
 
@@ -147,7 +148,7 @@ def test_dead_letters_are_counted_once_alerted_shown_and_cleared(dlq_env):
     assert f"in {topic} partition 1 offset 0" in hook["message"]
     assert set(client.get_children(alerts_path(cfg.endpoints.zookeeper.root, ds))) == keys
 
-    snap = status.collect(cfg, ds)
+    snap = readers.collect(cfg, ds)
     got = {
         (d.stage, d.code): (d.count, d.origin, d.topic, d.offset, d.dlq_partition, d.dlq_offset)
         for d in snap.dead_letters

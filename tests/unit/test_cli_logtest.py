@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from cli.logtest import show_rows, show_steps, wrap
+from cli.logtest import show_rows, show_steps
 from dbuslib.errors import ConfigError
 from logprocessor.adapters import Adapted, AdapterSettings, KafkaRecord, adapt
+from logprocessor.adapters import as_record as wrap
 from logprocessor.grammar import Entry, Group, Rule, groups_from_json
 
 REPO = Path(__file__).resolve().parents[2]

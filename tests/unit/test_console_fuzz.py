@@ -116,7 +116,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flask]:
     store.dispose()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(rules, "newest_records", lambda cfg, topic, n: [])
-        mp.setattr("cli.logreload.send", lambda cfg, ds, **kw: 41)
+        mp.setattr("logprocessor.reload.send", lambda cfg, ds, **kw: 41)
         mp.setattr("dbuslib.zk.client", lambda *a, **k: NoZk())
         mp.setattr(deadletters, "letters", lambda cfg, ds, scan: ([], {}))
         mp.setattr(deadletters, "counts", lambda cfg, ds, now=None: {"source": ds})

@@ -12,12 +12,12 @@ from console_fakes import CONF, console_app, log_in, with_users
 from flask import Flask
 from heartbeat_fakes import FakeZk
 
-from cli import status
 from console import overview
 from console.overview import DOWN, RUNNING, UNKNOWN, WAITING, Collector, StageDown
 from dbuslib import zkpaths
 from dbuslib.config import DbusConfig, load_config
 from dbuslib.liveness import Process
+from status import readers as status
 
 HOST = "vm1"
 NOW = 1_700_000_000.0

@@ -223,7 +223,7 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Flask:
         sent.append({"ds": ds, **extra})
         return 41
 
-    monkeypatch.setattr("cli.logreload.send", send)
+    monkeypatch.setattr("logprocessor.reload.send", send)
     app = console_app(cfg, tmp_path)
     app.config["SENT"] = sent
     return app
@@ -322,7 +322,7 @@ def test_a_draft_with_problems_is_not_saved_and_the_answer_names_them(app: Flask
 
 
 def test_the_processors_answer_reads_as_the_cli_prints_it() -> None:
-    from cli.logreload import describe
+    from logprocessor.reload import describe
 
     applied = {"request_id": 7, "status": "applied", "versions": {"b": 1, "a": 2}, "switch": {"1": 9, "0": 4}}
     assert describe(applied) == (

@@ -1,6 +1,6 @@
 """The heartbeat monitor of a log source (heartbeat/logmonitor.py): per host and table, from the points the
 log processor writes; its alerts name the host; its dead letters are read from the log source's topic and
-have no table; ``dbus status`` of a log source (cli/status.py)."""
+have no table; ``dbus status`` of a log source (status/readers.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from heartbeat import monitor as hbm
 from heartbeat.channels import body, channels, subject
 from heartbeat.incidents import Alert, Notification, Observation, Thresholds, alert_key, evaluate
 from heartbeat.logmonitor import log_observations
+from status import readers
 
 T0 = 1_700_000_000_000
 SCHEMA = "applog_schema"
@@ -218,21 +219,21 @@ def test_status_of_a_log_source_per_host_and_table():
         ("app_orders", "vm"): {"_time": T0 - 32_000, "latency_ms": 812.0, "rows": 100},
         ("http_access", "vm"): {"_time": T0 - 10_000, "latency_ms": 900.0, "rows": 0},
     }
-    tables, lc = status.log_status(counts, beats, now)
+    tables, lc = readers.log_status(counts, beats, now)
     assert tables == (
-        status.LogTableStatus("db1", "app_orders", 4),
-        status.LogTableStatus("vm", "app_orders", 120, 812.0, 100, 32.0),
-        status.LogTableStatus("vm", "http_access", 0, 900.0, 0, 10.0),
+        readers.LogTableStatus("db1", "app_orders", 4),
+        readers.LogTableStatus("vm", "app_orders", 120, 812.0, 100, 32.0),
+        readers.LogTableStatus("vm", "http_access", 0, 900.0, 0, 10.0),
     )
     assert lc == (
-        status.LogCount("", "error", "LOG_RECORD_NOT_JSON", 2),
-        status.LogCount("vm", "unknown", "", 3),
+        readers.LogCount("", "error", "LOG_RECORD_NOT_JSON", 2),
+        readers.LogCount("vm", "unknown", "", 3),
     )
-    snap = status.LogSnapshot(
+    snap = readers.LogSnapshot(
         "applog",
         now,
         600,
-        stages=status.stage_rates(None, {}, now, ("logprocessor",)),
+        stages=readers.stage_rates(None, {}, now, ("logprocessor",)),
         tables=tables,
         counts=lc,
         alerts=(Alert("applog", SCHEMA, "app_orders", "stale", T0, None, 700.0, None, "m", host="vm"),),
@@ -253,5 +254,5 @@ def test_status_of_a_log_source_per_host_and_table():
         "heartbeat_age_s": 32.0,
     }
     assert doc["alerts"][0]["host"] == "vm"
-    assert status.log_counts_query("it's", 60).startswith('SELECT sum("count") AS "count" FROM "dbus_log"')
-    assert "'it\\'s'" in status.log_counts_query("it's", 60)
+    assert readers.log_counts_query("it's", 60).startswith('SELECT sum("count") AS "count" FROM "dbus_log"')
+    assert "'it\\'s'" in readers.log_counts_query("it's", 60)

@@ -1,7 +1,9 @@
-"""The five floors (CONTRIBUTING.md): a package imports only the floors below it, and no stage imports
+"""The floors (CONTRIBUTING.md): a package imports only the floors below it, and no stage imports
 another.
 
-    5  cli/                                   the `dbus` command, status, demo, stage launcher
+    7  cli/                                   the `dbus` command, status screen, demo, stage launcher
+    6  console/                               the web console
+    5  status/                                what `dbus status` and the console read (status/readers.py)
     4  extractor/ dispatcher/ appender/ fullpuller/ heartbeat/ logprocessor/    the stages
     3  binlog/                                the raw-event contract and what reads it
     3  dbusclient/                            the consumer client (imports ums and dbuslib only)
@@ -9,13 +11,14 @@ another.
     1  ums/                                   the message format
 
 Read from the source with `ast`, so every import counts: top-level, inside functions, `from x import y`.
-`bench/` sits beside `cli/` on the top floor (it drives stages to measure them), and so does `console/`
-(the web console, over the readers of `dbus status`).
+`bench/` sits beside `cli/` on the top floor (it drives stages to measure them); `console/` is below them
+(`dbus console` starts it), over the readers it shares with `dbus status`.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -28,9 +31,10 @@ FLOOR = {
     "binlog": 3,
     "dbusclient": 3,
     **dict.fromkeys(STAGES, 4),
-    "cli": 5,
-    "bench": 5,
-    "console": 5,
+    "status": 5,
+    "console": 6,
+    "cli": 7,
+    "bench": 7,
 }
 
 
@@ -87,3 +91,63 @@ def test_a_forbidden_import_is_found(tmp_path: Path, package: str, module: str, 
     (tmp_path / package).mkdir()
     (tmp_path / package / "m.py").write_text(f"def f():\n    {module}\n")
     assert violations(tmp_path) == [f"{package}/m.py:2: {expect}"]
+
+
+# ---------------------------------------------------------------- the Java floors (CONTRIBUTING.md)
+
+JAVA_SHARED = "binlog"  # binlog/jvm/src: the rows decoder, the sidecar protocol, planned stops
+JAVA_STAGES = ("appender", "dispatcher", "logprocessor")  # each with its own <stage>/jvm/src
+JVM_NAME = re.compile(r"dbus\.jvm\.((?:logrules\.)?[A-Z]\w*)")
+
+
+def java_classes(root: Path, floor: str) -> dict[str, Path]:
+    """Top-level class name (``logrules.Engine`` for a subpackage's) -> its file, of one floor's Java."""
+    src = root / floor / "jvm" / "src" / "dbus" / "jvm"
+    return {".".join(p.relative_to(src).with_suffix("").parts): p for p in sorted(src.rglob("*.java"))}
+
+
+def java_violations(root: Path = ROOT) -> list[str]:
+    """A stage's Java naming a class of another stage, the shared floor's naming a stage's, and a package's
+    Python naming (``dbus.jvm.X``, through py4j or a UDF's class name) a class of a stage it is not: as
+    ``file: a -> b (Class)``."""
+    owner = {name: floor for floor in (JAVA_SHARED, *JAVA_STAGES) for name in java_classes(root, floor)}
+    bad = []
+    for floor in (JAVA_SHARED, *JAVA_STAGES):
+        for name, path in java_classes(root, floor).items():
+            code = re.sub(r"//[^\n]*|/\*.*?\*/", "", path.read_text(), flags=re.S)  # comments may name any
+            for other, home in owner.items():
+                if home in (floor, JAVA_SHARED) or other == name:
+                    continue
+                if re.search(rf"\b{re.escape(other.rsplit('.', 1)[-1])}\b", code):
+                    bad.append(f"{path.relative_to(root)}: {floor} -> {home} ({other})")
+    for package, floor in FLOOR.items():
+        if floor > 4:
+            continue  # cli, bench and console may name any class
+        for path in sorted((root / package).rglob("*.py")):
+            for name in sorted(set(JVM_NAME.findall(path.read_text()))):
+                home = owner.get(name)
+                if home is not None and home not in (package, JAVA_SHARED):
+                    bad.append(f"{path.relative_to(root)}: {package} -> {home} ({name})")
+    return bad
+
+
+def test_no_java_class_is_used_across_stages_or_up_a_floor() -> None:
+    assert java_violations() == []
+
+
+def test_a_stage_naming_another_stage_s_class_is_found(tmp_path: Path) -> None:
+    for floor, cls, body in (
+        ("binlog", "Sidecar", ""),
+        ("appender", "AppendUdf", "static int pairs() { return 0; }"),
+        ("dispatcher", "DispatchUdf", "int x = AppendUdf.pairs(); // Sidecar is shared"),
+    ):
+        src = tmp_path / floor / "jvm" / "src" / "dbus" / "jvm"
+        src.mkdir(parents=True)
+        (src / f"{cls}.java").write_text(f"package dbus.jvm;\nclass {cls} {{ {body} }}\n")
+    (tmp_path / "logprocessor" / "jvm" / "src" / "dbus" / "jvm").mkdir(parents=True)
+    (tmp_path / "dbuslib").mkdir()
+    (tmp_path / "dbuslib" / "m.py").write_text('A = "dbus.jvm.AppendUdf"\nS = "dbus.jvm.Sidecar"\n')
+    assert java_violations(tmp_path) == [
+        "dispatcher/jvm/src/dbus/jvm/DispatchUdf.java: dispatcher -> appender (AppendUdf)",
+        "dbuslib/m.py: dbuslib -> appender (AppendUdf)",
+    ]

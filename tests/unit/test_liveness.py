@@ -149,24 +149,25 @@ def wait_for(condition, timeout: float = 5.0) -> None:
 
 def test_dbus_status_shows_each_stages_processes():
     from cli import status
+    from status import readers
 
     announced = {
         "extractor": [proc("extractor", pid=7), proc("extractor", THERE, 8)],
         "heartbeat": [proc(pid=9)],
     }
-    lives = status.stage_lives(announced, status.LIVE_STAGES, HERE, lambda pid: pid == 7)
+    lives = readers.stage_lives(announced, readers.LIVE_STAGES, HERE, lambda pid: pid == 7)
     started = proc("extractor", pid=7).started_at
-    assert lives[0] == status.StageLive("extractor", RUNNING, ("vm1:7", "vm2:8"), started_at=started)
+    assert lives[0] == readers.StageLive("extractor", RUNNING, ("vm1:7", "vm2:8"), started_at=started)
     assert [(x.stage, x.state) for x in lives[1:]] == [
         ("dispatcher", DOWN),
         ("appender", DOWN),
         ("fullpuller", DOWN),
         ("heartbeat", DOWN),  # pid 9 is gone
     ]
-    screen = status.render(status.Snapshot("demo", 1_700_000_000.0, 600, processes=lives))
+    screen = status.render(readers.Snapshot("demo", 1_700_000_000.0, 600, processes=lives))
     assert "  extractor   running  vm1:7, vm2:8" in screen
     assert "  heartbeat   down     no process announced" in screen
-    assert json.loads(status.Snapshot("demo", 0.0, 600, processes=lives[:1]).to_json())["processes"] == [
+    assert json.loads(readers.Snapshot("demo", 0.0, 600, processes=lives[:1]).to_json())["processes"] == [
         {"stage": "extractor", "state": "running", "processes": ["vm1:7", "vm2:8"], "started_at": started}
     ]
 

@@ -1,4 +1,4 @@
-"""The log processor's per-batch counts in the JVM (binlog/jvm ``dbus.jvm.LogCountsAgg``,
+"""The log processor's per-batch counts in the JVM (logprocessor/jvm ``dbus.jvm.LogCountsAgg``,
 logprocessor/counts_jvm.py): the aggregate is the text ``logprocessor.metrics`` computes (``fold`` then
 ``counts_json``) on seeded random metric strings (every kind, hosts with tabs and JSON escapes, emoji,
 invalid texts, nulls, extreme ``n``), over several partitions; observed on a batch DataFrame with

@@ -1,5 +1,6 @@
-"""The JVM rule engine's regex budget and JSON depth (binlog/jvm ``dbus.jvm.logrules.Budget``, ``Json``), by
-the Python engine's (logprocessor/regexbudget.py, jsontext.py; tests/unit/test_logprocessor_regexbudget.py):
+"""The JVM rule engine's regex budget and JSON depth (logprocessor/jvm ``dbus.jvm.logrules.Budget``,
+``Json``), by the Python engine's (logprocessor/regexbudget.py, jsontext.py;
+tests/unit/test_logprocessor_regexbudget.py):
 
 - the engine gives up on the crafted line ``(.*a){12}$`` within its budget, for every operator that takes a
   regex, with the Python engine's words; a normal line still matches;

@@ -1,4 +1,4 @@
-"""The log rules in the JVM (binlog/jvm ``dbus.jvm.LogRulesUdf`` and ``LogRulesGroupUdf``,
+"""The log rules in the JVM (logprocessor/jvm ``dbus.jvm.LogRulesUdf`` and ``LogRulesGroupUdf``,
 logprocessor/rules_jvm.py) give what the Python reference (logprocessor/operators.py) gives.
 
 Every golden case of tests/golden/logrules (format: logrules_golden.py) runs through the group UDF, all in one

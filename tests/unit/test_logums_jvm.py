@@ -1,10 +1,9 @@
-"""Log tables' UMS messages built in the JVM (binlog/jvm ``dbus.jvm.LogUmsUdf``, logprocessor/logums_jvm.py)
-are the bytes ``logprocessor.logums.message_json`` gives, table by table, on seeded random records: rows of
-two tables among rows of a third, over several lines; values with every JSON escape, emoji, nulls, short
-rows; DOUBLE values as random bit patterns, random decimal texts and texts that are no finite number (written
-as null, as the Spark SQL form writes them); partitions, offsets and row indexes at and past the limits of
-``ums_id_`` (such a row left out, no row left: null).
-"""
+"""Log tables' UMS messages built in the JVM (logprocessor/jvm ``dbus.jvm.LogUmsUdf``,
+logprocessor/logums_jvm.py) are the bytes ``logprocessor.logums.message_json`` gives, table by table, on
+seeded random records: rows of two tables among rows of a third, over several lines; values with every JSON
+escape, emoji, nulls, short rows; DOUBLE values as random bit patterns, random decimal texts and texts that
+are no finite number (written as null, as the Spark SQL form writes them); partitions, offsets and row
+indexes at and past the limits of ``ums_id_`` (such a row left out, no row left: null)."""
 
 from __future__ import annotations
 

@@ -10,9 +10,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from cli import metrics
-from cli.status import LIVE_STAGES
 from dbuslib import liveness, zkpaths
 from dbuslib.config import load_config
+from status.readers import LIVE_STAGES
 
 
 class FakeZk:

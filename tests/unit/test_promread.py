@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from cli.status import dead_letters, last_points
 from dbuslib import promread, seriesread
 from dbuslib.config import load_config
 from heartbeat.monitor import observations, records_of
+from status.readers import dead_letters, last_points
 
 HB = {"__name__": "dbus_heartbeat_latency_ms", "ds": "demo", "schema": "shop", "job": "dbus"}
 

@@ -8,7 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cli.status import (
+from cli.status import add_parsers, cli, render
+from heartbeat.incidents import Alert
+from heartbeat.monitor import AlertStore, unreadable_alert
+from status.readers import (
     ClientStatus,
     DeadLetterCount,
     ExtractorStatus,
@@ -17,18 +20,13 @@ from cli.status import (
     StageLive,
     StageRate,
     TableHeartbeat,
-    add_parsers,
-    cli,
     clients,
     dead_letter_query,
     dead_letters,
     heartbeats,
     last_points,
-    render,
     stage_rates,
 )
-from heartbeat.incidents import Alert
-from heartbeat.monitor import AlertStore, unreadable_alert
 
 NOW = 1714557600.0  # 2024-05-01 10:00:00 UTC
 
@@ -465,7 +463,7 @@ def test_a_stage_whose_process_has_no_point_yet_is_starting():
 
 
 def test_the_kafka_line_counts_the_source_topics_and_names_the_missing():
-    from cli.status import KafkaStatus
+    from status.readers import KafkaStatus
 
     whole = render(Snapshot("demo", NOW, 600, kafka=KafkaStatus("k1:9092", 4)))
     assert "kafka          k1:9092: 4 of 4 topics of the source exist" in whole
@@ -476,10 +474,10 @@ def test_the_kafka_line_counts_the_source_topics_and_names_the_missing():
 
 def test_an_unreachable_kafka_is_an_error_and_exit_1(monkeypatch):
     """Every other part read (fakes), Kafka not: the screen says why and the command exits 1."""
-    from cli import status as status_module
     from dbuslib import kafka
     from dbuslib.config import load_config
     from dbuslib.errors import EndpointError
+    from status import readers as status_module
 
     def unreachable(endpoint, **kw):
         raise EndpointError("Kafka at 127.0.0.1:1 is not reachable: Unable to bootstrap")

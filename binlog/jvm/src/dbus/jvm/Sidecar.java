@@ -69,6 +69,18 @@ public final class Sidecar {
         return POOL.computeIfAbsent(key, k -> new Sidecar(k, command, env));
     }
 
+    /** The sidecar of {@code key}, made (not started) on first use: {@code command} and {@code env} ({@code name,
+     *  value, ...}) as a stage's UDF is given them (appender/job.py, dispatcher/job.py). */
+    public static Sidecar of(String key, String[] command, String[] env) {
+        return POOL.computeIfAbsent(key, k -> new Sidecar(k, java.util.Arrays.asList(command), pairs(env)));
+    }
+
+    private static Map<String, String> pairs(String[] kv) {
+        Map<String, String> m = new java.util.HashMap<>();
+        for (int i = 0; i + 1 < kv.length; i += 2) m.put(kv[i], kv[i + 1]);
+        return m;
+    }
+
     /** The partition it serves handled a record (in the JVM or not): the sidecar is in use, not idle. */
     public void touch() { lastUse = System.currentTimeMillis(); }
 

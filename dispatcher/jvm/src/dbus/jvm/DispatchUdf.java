@@ -49,7 +49,7 @@ public final class DispatchUdf implements UDF5<Boolean, String, byte[], byte[], 
     @Override
     public List<Row> call(Boolean routable, String topic, byte[] value, byte[] key, Integer partition) {
         Partition p = PARTITIONS.computeIfAbsent(name + "\0" + partition, k -> new Partition(
-            Sidecar.of(k, Arrays.asList(command), AppendUdf.pairs(env))));
+            Sidecar.of(k, command, env)));
         boolean jvm = Boolean.TRUE.equals(routable) && topic != null;
         p.sidecar.touch();
         synchronized (p) {

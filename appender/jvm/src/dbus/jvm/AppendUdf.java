@@ -2,7 +2,6 @@ package dbus.jvm;
 
 import java.time.ZoneId;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -113,7 +112,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
     @Override
     public List<Row> call(String topic, Integer partition, Long offset, byte[] key, byte[] value) {
         Partition p = PARTITIONS.computeIfAbsent(name + "\0" + topic + "\0" + partition, k -> new Partition(
-            Sidecar.of(k, Arrays.asList(command), pairs(env))));
+            Sidecar.of(k, command, env)));
         p.sidecar.touch();
         synchronized (p) {
             TaskContext ctx = TaskContext.get();
@@ -305,11 +304,5 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
         for (Map.Entry<String, Long> e : p.counts.entrySet()) b.append(e.getKey()).append('\0').append(e.getValue()).append('\n');
         p.counts.clear();
         return Sidecar.utf8(b.toString());
-    }
-
-    static Map<String, String> pairs(String[] kv) {
-        Map<String, String> m = new HashMap<>();
-        for (int i = 0; i + 1 < kv.length; i += 2) m.put(kv[i], kv[i + 1]);
-        return m;
     }
 }

@@ -1,0 +1,1 @@
+"""The readers behind ``dbus status`` and the web console (status/readers.py)."""
