@@ -2,40 +2,10 @@
 
     dbus status --source demo [--window MINUTES] [--json]
 
-It reads, and never writes: the extractor's leader, epoch and committed position from ZooKeeper
-(extractor/commands.py), the latest points of ``dbus_extractor``, ``dbus_stage``, ``dbus_heartbeat`` and
-``dbus_client`` (the consumer clients of the source, dbusclient/metrics.py) from the time-series server,
-the dead letters of the last hour (``dbus_dead_letter``, counted by the heartbeat
-monitor), the running full pulls (``<root>/FullPuller/<ds>``), the heartbeat monitor's open alerts
-(``<root>/HeartBeat/<ds>/alerts``) and the stage processes that announce themselves
-(``<root>/Live/<ds>``, dbuslib/liveness.py: a stage with none running is down). ``--json`` prints the
-:class:`Snapshot`, e.g.::
-
-    {"source": "demo", "taken_at": 1714557600.0, "window_s": 600,
-     "extractor": {"leader": "db1:4242", "epoch": 7, "committed_file": "mariadb-bin.000003",
-                   "committed_pos": 1234, "committed_gtid": "0-1-42", "behind_bytes": 0,
-                   "position_lag_s": 0.8, "lag_s": 1.2, "metrics_age_s": 4.0},
-     "stages": [{"stage": "extractor", "rows_per_s": 812.0, "lag_records": null, "batch_ms": null,
-                 "age_s": 4.0}, ...],
-     "clients": [{"client": "orders-replica", "rows_per_s": 6000.0, "applied_per_s": 5987.0,
-                  "lag_records": 1200, "mode": "BOOTSTRAP_SNAPSHOT", "pulls": 2, "pulls_ended": 1,
-                  "bootstrap_rows": 420001, "age_s": 3.0}],
-     "heartbeats": [{"schema": "shop", "table": "orders", "latency_ms": 1234.5, "rows": 120,
-                     "age_s": 32.0}],
-     "dead_letters": [{"stage": "appender", "code": "RAW_UNDECODABLE", "count": 3, "origin": "shop.orders",
-                       "topic": "demo.shop", "partition": 0, "offset": 42, "dlq_topic": "demo.dlq",
-                       "dlq_partition": 0, "dlq_offset": 17, "age_s": 95.0}],
-     "fullpulls": [...], "alerts": [...],
-     "processes": [{"stage": "extractor", "state": "running", "processes": ["db1:4242"]}, ...],
-     "errors": []}
-
-A part whose server cannot be reached is reported in ``errors`` and the rest is still shown; the exit
-code is then 1 (0 otherwise). Rates are those of the newest point within ``--window`` minutes; older
-than that a stage reads "no data in the last N minutes". Heartbeats are looked up over the last
-a day (``binlog.heartbeat.LOOKBACK_S``) so that a table that went quiet still shows how old its last
-heartbeat is. The newest points are read with the heartbeat monitor's InfluxQL
-(``dbuslib.seriesread.last_points_query``) and the open alerts with its ``AlertStore.read`` (a node that
-holds no alert is shown as "unreadable alert node").
+What it reads (never writing), how old a rate may be, and the ``--json`` shape (the :class:`Snapshot`) are
+status/readers.py's, which the web console shares; this module draws the screen and runs the command. A
+part whose server cannot be reached is reported in ``errors`` and the rest is still shown; the exit code
+is then 1 (0 otherwise).
 """
 
 from __future__ import annotations
