@@ -481,6 +481,9 @@ class UmsSettings(_Model):
     format: Literal["json", "avro"] = "json"
 
 
+GLOB_APPENDER_BATCH_S = 30  # an appender following a schema glob: its real-time batch unless configured
+
+
 class StreamSettings(_Model):
     """A Spark stage's micro-batches: records read per micro-batch at most (back pressure; the Kafka
     source's ``maxOffsetsPerTrigger``), the trigger interval (0 = the next batch as soon as one ends), and
@@ -683,6 +686,18 @@ class Source(_Model):
         micro-batch mode's rows/s (measured: docs/performance.md)."""
         if self.ums.format == "avro" and "trigger" not in self.appender.model_fields_set:
             object.__setattr__(self, "appender", self.appender.model_copy(update={"trigger": "microbatch"}))
+        return self
+
+    @model_validator(mode="after")
+    def _glob_appender_in_short_batches(self) -> Source:
+        """An appender that follows a schema glob (``capture.include`` ``db_*.*``) finds a new schema's topic
+        when a real-time batch starts (docs/appender.md): unless ``appender.realtime_checkpoint_s`` says
+        otherwise its batches last ``GLOB_APPENDER_BATCH_S``, not the default 300 s, so a schema made while
+        it runs is read within half a minute, not five."""
+        globbed = any(set(p.split(".", 1)[0]) & set("*?[") for p in self.capture.include)
+        if globbed and "realtime_checkpoint_s" not in self.appender.model_fields_set:
+            update = {"realtime_checkpoint_s": GLOB_APPENDER_BATCH_S}
+            object.__setattr__(self, "appender", self.appender.model_copy(update=update))
         return self
 
 

@@ -110,6 +110,22 @@ def test_relative_paths_resolve_against_the_config_folder():
     assert cfg.resolve(cfg.spark.jars_file) == DEFAULT_CONFIG.parent.parent / ".stack" / "jars" / "spark.jars"
 
 
+def test_real_time_batches_last_300_s_but_30_for_an_appender_following_a_schema_glob(tmp_path):
+    demo = load_config().source("demo")  # literal schemas: shop, dbus
+    assert (demo.dispatcher.realtime_checkpoint_s, demo.appender.realtime_checkpoint_s) == (300, 300)
+
+    def globbed(raw, batch=None):
+        src = raw["sources"]["demo"]
+        src["capture"]["include"] = ["db_*.*", "shop.orders"]
+        if batch:
+            src.setdefault("appender", {})["realtime_checkpoint_s"] = batch
+
+    src = load_config(_write(tmp_path, globbed)).source("demo")
+    assert (src.dispatcher.realtime_checkpoint_s, src.appender.realtime_checkpoint_s) == (300, 30)
+    src = load_config(_write(tmp_path, lambda raw: globbed(raw, 600))).source("demo")
+    assert src.appender.realtime_checkpoint_s == 600, "said in the file: kept"
+
+
 def test_stages_run_in_real_time_mode_unless_an_avro_appender_or_a_setting_says_otherwise(tmp_path):
     demo = load_config().source("demo")
     assert (demo.dispatcher.trigger, demo.appender.trigger) == ("realtime", "realtime")
