@@ -93,11 +93,14 @@ public final class PlannedStop {
         if (run.isEmpty() || !run.equals(taskRun)) {
             return; // an earlier run's marker, or one of another query reading the same topic
         }
-        synchronized (PlannedStop.class) {
-            if (!(LowLatencyClock.getClock() instanceof StopClock)) {
-                LowLatencyClock.setClock(new StopClock());
-            }
-            markedRun = run;
+        installClock();
+        markedRun = run;
+    }
+
+    /** This JVM's real-time readers ask {@link StopClock} for the time from now on (once). */
+    private static synchronized void installClock() {
+        if (!(LowLatencyClock.getClock() instanceof StopClock)) {
+            LowLatencyClock.setClock(new StopClock());
         }
     }
 
@@ -141,11 +144,7 @@ public final class PlannedStop {
      * on read nothing. Returns the id of the batch running now. */
     public static long begin(StreamingQuery query) {
         long running = committed(query) + 1;
-        synchronized (PlannedStop.class) {
-            if (!(LowLatencyClock.getClock() instanceof StopClock)) {
-                LowLatencyClock.setClock(new StopClock());
-            }
-        }
+        installClock();
         stopping = true;
         return running;
     }

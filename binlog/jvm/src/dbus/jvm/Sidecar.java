@@ -64,11 +64,6 @@ public final class Sidecar {
         this.env = env;
     }
 
-    /** The sidecar of {@code key}, made (not started) on first use. */
-    public static Sidecar of(String key, List<String> command, Map<String, String> env) {
-        return POOL.computeIfAbsent(key, k -> new Sidecar(k, command, env));
-    }
-
     /** The sidecar of {@code key}, made (not started) on first use: {@code command} and {@code env} ({@code name,
      *  value, ...}) as a stage's UDF is given them (appender/job.py, dispatcher/job.py). */
     public static Sidecar of(String key, String[] command, String[] env) {
