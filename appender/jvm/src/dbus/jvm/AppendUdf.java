@@ -166,7 +166,7 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
         long umsId = UmsText.umsId(h.str("file"), (Long) pos);
         if (umsId < s.from || umsId >= s.until) return null;
         long tsMs = (Long) ts * 1000;
-        char op = op(h);
+        char op = h.op();
         if (op == 0) return null;
         if (s.perRow != null) return perRow(p, s, h, umsId, tsMs, op, lines, sink);
         List<byte[]> texts = UmsText.eventMessages(s.prefix, umsId, tsText(p, tsMs, s.zone), op, lines,
@@ -212,17 +212,6 @@ public final class AppendUdf implements UDF5<String, Integer, Long, byte[], byte
             out.add(RowFactory.create(s.topic, r.key, r.value(), headers));
         }
         return out;
-    }
-
-    private static char op(Header h) {
-        Object t = h.values.get("event_type");
-        if (!(t instanceof Long)) return 0;
-        switch ((int) (long) (Long) t) {
-            case 23: case 30: return 'i';
-            case 24: case 31: return 'u';
-            case 25: case 32: return 'd';
-            default: return 0;
-        }
     }
 
     private static String tsText(Partition p, long tsMs, ZoneId zone) {

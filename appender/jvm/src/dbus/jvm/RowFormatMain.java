@@ -35,12 +35,8 @@ public final class RowFormatMain {
                 Header h = dec.lastHeader;
                 if (lines != null && h != null) {
                     Object ts = h.values.get("ts"), pos = h.values.get("pos"), sid = h.values.get("server_id"),
-                        gtid = h.values.get("gtid"), type = h.values.get("event_type");
-                    char op = 0;
-                    if (type instanceof Long) {
-                        long t = (Long) type;
-                        op = t == 23 || t == 30 ? 'i' : t == 24 || t == 31 ? 'u' : t == 25 || t == 32 ? 'd' : 0;
-                    }
+                        gtid = h.values.get("gtid");
+                    char op = h.op();
                     if (ts instanceof Long && pos instanceof Long && op != 0) {
                         recs = d.records(UmsText.umsId(h.str("file"), (Long) pos), (Long) ts * 1000, h.str("file"),
                             (Long) pos, sid instanceof Long ? (Long) sid : null,

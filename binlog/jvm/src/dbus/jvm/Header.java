@@ -180,6 +180,19 @@ final class Header {
 
     String str(String key) { Object v = values.get(key); return v instanceof String ? (String) v : null; }
 
+    /** The row change of a rows event ({@code i}, {@code u}, {@code d} by its {@code event_type}, v1 or v2), 0
+     *  for any other event. */
+    char op() {
+        Object t = values.get("event_type");
+        if (!(t instanceof Long)) return 0;
+        switch ((int) (long) (Long) t) {
+            case 23: case 30: return 'i';
+            case 24: case 31: return 'u';
+            case 25: case 32: return 'd';
+            default: return 0;
+        }
+    }
+
     long integer(String key) {
         Object v = values.get(key);
         if (!(v instanceof Long)) throw new IllegalStateException("not an integer: " + key);
