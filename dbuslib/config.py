@@ -40,7 +40,7 @@ from pydantic import (
 )
 
 from dbuslib.errors import ConfigError
-from dbuslib.topics import include_problems, render
+from dbuslib.topics import glob_schemas, include_problems, render
 from ums.build import DEFAULT_MAX_BYTES, DEFAULT_MAX_TUPLES
 
 # A source checkout (or an editable install of one) has conf/dbus.yaml beside the packages; an installed
@@ -694,8 +694,7 @@ class Source(_Model):
         when a real-time batch starts (docs/appender.md): unless ``appender.realtime_checkpoint_s`` says
         otherwise its batches last ``GLOB_APPENDER_BATCH_S``, not the default 300 s, so a schema made while
         it runs is read within half a minute, not five."""
-        globbed = any(set(p.split(".", 1)[0]) & set("*?[") for p in self.capture.include)
-        if globbed and "realtime_checkpoint_s" not in self.appender.model_fields_set:
+        if glob_schemas(self) and "realtime_checkpoint_s" not in self.appender.model_fields_set:
             update = {"realtime_checkpoint_s": GLOB_APPENDER_BATCH_S}
             object.__setattr__(self, "appender", self.appender.model_copy(update=update))
         return self

@@ -76,6 +76,12 @@ def topic_problem(topic: str) -> str | None:
     return None
 
 
+def glob_schemas(src: Source) -> list[str]:
+    """The schema globs of ``capture.include`` (``db_*`` of ``db_*.*``): the appender follows a pattern for
+    them (``schema_topic_pattern``)."""
+    return sorted({p.split(".", 1)[0] for p in src.capture.include if _GLOB & set(p.split(".", 1)[0])})
+
+
 def literal_schemas(src: Source) -> list[str]:
     """Schemas named without globs in ``capture.include``, less the heartbeat schema.
 
@@ -312,9 +318,9 @@ def schema_topic_pattern(ds: str, src: Source, foreign: list[str] | tuple[str, .
     ``foreign``: regexes of other sources' topics (``foreign_topics``), never matched. A second
     ``{schema}`` in the template matches any name."""
     t = src.topics
-    schemas = [p.split(".", 1)[0] for p in src.capture.include]
-    if not any(_GLOB & set(s) for s in schemas) or "{schema}" not in t.schema_:
+    if not glob_schemas(src) or "{schema}" not in t.schema_:
         return None
+    schemas = [p.split(".", 1)[0] for p in src.capture.include]
     included = "|".join(dict.fromkeys(glob_regex(s) for s in schemas))
     dropped = [
         glob_regex(p.split(".", 1)[0]) for p in src.capture.exclude if set(p.split(".", 1)[1]) == {"*"}
@@ -368,7 +374,7 @@ def describe_subscription(cfg: DbusConfig, ds: str) -> str:
     said = f"reads {', '.join(sub.topics)}, and" if sub.topics else "reads"
     if not sub.pattern:
         return said.removesuffix(", and") if sub.topics else "reads no topic"
-    globs = sorted({p.split(".", 1)[0] for p in src.capture.include if _GLOB & set(p.split(".", 1)[0])})
+    globs = glob_schemas(src)
     dropped = sorted({p.split(".", 1)[0] for p in src.capture.exclude if set(p.split(".", 1)[1]) == {"*"}})
     heartbeat = f"the heartbeat schema {src.heartbeat.schema_!r}"
     but = f"not {', '.join(map(repr, dropped))}, nor {heartbeat}" if dropped else f"not {heartbeat}"
