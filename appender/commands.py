@@ -14,8 +14,6 @@ import argparse
 import sys
 from typing import Any
 
-from dbuslib.errors import EndpointError
-
 
 def add_parsers(sub: Any) -> None:
     rl = sub.add_parser(
@@ -50,7 +48,7 @@ def reload_cli(args: argparse.Namespace) -> int:
 
     from appender import rules
     from dbuslib import kafka, zk
-    from ums.control import ControlType, control_key, new_control_message, to_json
+    from ums.control import ControlType, new_control_message
 
     cfg, masking = rules.load_rules(args.config, args.source)  # ConfigError (exit 2): nothing is sent
     src = cfg.source(args.source)
@@ -60,15 +58,7 @@ def reload_cli(args: argparse.Namespace) -> int:
         "dbus-cli-reload",
         {"ds": args.source, "reason": args.reason or "dbus reload"},
     )
-    producer = kafka.producer(cfg.endpoints.kafka, max_block_ms=15_000)
-    try:
-        producer.send(topic, key=control_key(message).encode(), value=to_json(message).encode()).get(30)
-    except Exception as e:
-        servers = cfg.endpoints.kafka.bootstrap_servers
-        msg = f"could not send APPENDER_RELOAD_CONFIG to {topic} on {servers}: {e}"
-        raise EndpointError(msg) from e
-    finally:
-        producer.close()
+    kafka.send_control(cfg.endpoints.kafka, topic, message)
     print(
         f"{message.id}\tAPPENDER_RELOAD_CONFIG sent to {topic} "
         f"({sum(len(c) for c in masking.values())} masked column(s) in {cfg.path})"

@@ -195,6 +195,22 @@ def producer(cfg: KafkaEndpoint, **overrides: Any) -> KafkaProducer:
         )
 
 
+def send_control(cfg: KafkaEndpoint, topic: str, message: Any) -> None:
+    """One control message (``ums.control.ControlMessage``) on ``topic``, keyed as its readers expect, and
+    acknowledged; EndpointError naming its type, the topic and the servers when Kafka does not take it
+    (``dbus reload``, ``dbus logrules publish``/``reload``, the console)."""
+    from ums.control import control_key, to_json
+
+    sender = producer(cfg, max_block_ms=15_000)
+    try:
+        sender.send(topic, key=control_key(message).encode(), value=to_json(message).encode()).get(30)
+    except Exception as e:
+        msg = f"could not send {message.type.value} to {topic} on {cfg.bootstrap_servers}: {e}"
+        raise EndpointError(msg) from e
+    finally:
+        sender.close()
+
+
 def consumer(cfg: KafkaEndpoint, *topics: str, **overrides: Any) -> KafkaConsumer:
     with _bootstrapping(cfg):
         return KafkaConsumer(*topics, **_options(cfg, overrides))

@@ -248,7 +248,7 @@ def send(cfg: Any, ds: str, **extra: Any) -> int:
     """LOG_PROCESSOR_RELOAD_CONFIG on the source's control topic: the original's payload (spec §7), plus
     the table and version published when a publish sends it."""
     from dbuslib import kafka
-    from ums.control import ControlType, control_key, new_control_message, to_json
+    from ums.control import ControlType, new_control_message
 
     src = cfg.log_source(ds)
     topic = src.topics.name("ctrl", ds)
@@ -257,15 +257,7 @@ def send(cfg: Any, ds: str, **extra: Any) -> int:
     )
     # made when missing (the broker creates none): a processor that starts later loads the published rules
     kafka.ensure_topics(cfg.endpoints.kafka, [topic])
-    producer = kafka.producer(cfg.endpoints.kafka, max_block_ms=15_000)
-    try:
-        producer.send(topic, key=control_key(message).encode(), value=to_json(message).encode()).get(30)
-    except Exception as e:
-        servers = cfg.endpoints.kafka.bootstrap_servers
-        msg = f"could not send LOG_PROCESSOR_RELOAD_CONFIG to {topic} on {servers}: {e}"
-        raise EndpointError(msg) from e
-    finally:
-        producer.close()
+    kafka.send_control(cfg.endpoints.kafka, topic, message)
     print(f"{message.id}\tLOG_PROCESSOR_RELOAD_CONFIG sent to {topic}")
     return message.id
 
