@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import OffsetSpec
-from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
+from kafka.errors import (
+    KafkaError,
+    KafkaTimeoutError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+    for_code,
+)
 
 from dbuslib.config import KafkaEndpoint
 from dbuslib.errors import CERTIFICATE_REFUSALS, ConfigError, EndpointError
@@ -364,12 +370,22 @@ def subscribed_topics(cfg: KafkaEndpoint, subscription: Subscription) -> list[st
 
 
 def delete_topics(cfg: KafkaEndpoint, names: Iterable[str]) -> None:
+    """Delete ``names`` that exist; a topic already gone is not an error (the listing may be a moment
+    older than the deletion: another deleter, or a broker's stale metadata), any other refusal is."""
     client = admin(cfg)
     try:
         existing = set(client.list_topics())
         doomed = [n for n in names if n in existing]
         if doomed:
-            client.delete_topics(doomed)
+            answer = client.delete_topics(doomed, raise_errors=False)
+            refused = [
+                (t["name"], t["error_code"], t.get("error_message"))
+                for t in answer["topics"]
+                if t["error_code"] not in (0, UnknownTopicOrPartitionError.errno)
+            ]
+            if refused:
+                msg = f"deleting topics {refused} at {cfg.bootstrap_servers}"
+                raise for_code(refused[0][1])(msg)
     finally:
         client.close()
 

@@ -62,3 +62,27 @@ def test_ensure_topics_sets_extra_configs_over_dbus_ones(kafka_up):
         assert record.timestamp_type == 1 and record.timestamp > 1000  # LogAppendTime, not the producer's
     finally:
         kafka.delete_topics(kafka_up, [topic])
+
+
+def test_delete_topics_takes_a_topic_gone_since_the_listing(kafka_up, monkeypatch):
+    """The listing may be older than the deletion (another deleter, a broker's stale metadata): a
+    topic gone by then is deleted already, the others still are (CI stop 44 failed a clean-up on it)."""
+    topic = f"pytest_delete_{uuid.uuid4().hex[:8]}"
+    gone = f"pytest_gone_{uuid.uuid4().hex[:8]}"
+    kafka.ensure_topics(kafka_up, [topic])
+    real_admin = kafka.admin
+
+    def stale_admin(cfg):
+        client = real_admin(cfg)
+        listed = client.list_topics
+        client.list_topics = lambda: [*listed(), gone]
+        return client
+
+    monkeypatch.setattr(kafka, "admin", stale_admin)
+    kafka.delete_topics(kafka_up, [topic, gone])
+    monkeypatch.undo()
+    admin = kafka.admin(kafka_up)
+    try:
+        assert topic not in admin.list_topics()
+    finally:
+        admin.close()
