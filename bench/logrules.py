@@ -1,5 +1,6 @@
 """The log processor's rules step: lines/s through a rule group in the JVM (``dbus.jvm.LogRulesUdf``, what the
-stage runs: logprocessor/job.py ``rules_results``) beside the Python reference (``logprocessor.operators``).
+stage runs: logprocessor/rules_jvm.py ``lines_results``) beside the Python reference
+(``logprocessor.operators``).
 
 The group: the spec's §5.7 example (conf/demo/logrules/order_events.json: keyFilter, toIndex, filter, split,
 regexExtract, trim, select, saveAs); the lines: its logstash sample (conf/demo/logrules/

@@ -53,7 +53,7 @@ def ensure_rules(cfg: DbusConfig, ds: str) -> list[str]:
     """Each demo table exists, its rule file is its draft (active) and is the version in force; returns a
     line per table saying which version is in force and whether this call published it."""
     from dbuslib.logstore import LogStore
-    from logprocessor import rules
+    from logprocessor import rules, rules_jvm
 
     src = cfg.log_source(ds)
     schema = src.schema_name(ds)
@@ -67,7 +67,7 @@ def ensure_rules(cfg: DbusConfig, ds: str) -> list[str]:
             rules.import_groups(
                 store, t, path.read_text(encoding="utf-8"), str(path), replace=True, active=True
             )
-            done = rules.publish(store, t)
+            done = rules.publish(store, t, rules_jvm.engine(cfg))
             what = "published" if done.published else "in force"
             state = (
                 "" if t.status == "ok" else f" (status {t.status}: the processor gives it heartbeats only)"

@@ -241,22 +241,22 @@ def group_cli(args: argparse.Namespace) -> int:
 
 
 def check_cli(args: argparse.Namespace) -> int:
-    from logprocessor import rules
+    from logprocessor import rules, rules_jvm
 
     with Session(args) as s:
         t = s.need_table(args.table)
-        groups, columns = rules.check(s.store, t)
+        groups, columns = rules.check(s.store, t, rules_jvm.engine(s.cfg))
     cols = ", ".join(f"{c.name} {c.type}" for c in columns)
     print(f"{t.where}: the active groups {[g.name for g in groups]} check: columns {cols}")
     return 0
 
 
 def publish_cli(args: argparse.Namespace) -> int:
-    from logprocessor import rules
+    from logprocessor import rules, rules_jvm
 
     with Session(args) as s:
         t = s.need_table(args.table)
-        done = rules.publish(s.store, t)
+        done = rules.publish(s.store, t, rules_jvm.engine(s.cfg))
     cols = ", ".join(f"{c.name} {c.type}" for c in done.columns)
     if not done.published:
         print(f"{t.where}: the active groups equal version {done.version}: nothing to publish")

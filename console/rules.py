@@ -331,6 +331,17 @@ def store() -> Any:
     return found
 
 
+def rules_engine() -> Any:
+    """What publishing asks about a table's groups: the JVM's rule engine on the configured jars
+    (``rules_jvm.engine``; its JVM starts on the first publish), one for the application."""
+    from logprocessor import rules_jvm
+
+    found = current_app.extensions.get("dbus_rules_engine")
+    if found is None:
+        found = current_app.extensions["dbus_rules_engine"] = rules_jvm.engine(config())
+    return found
+
+
 def newest_records(cfg: DbusConfig, topic: str, n: int, wait_s: float = SAMPLE_WAIT_S) -> list[str]:
     """The newest ``n`` records of ``topic`` (every partition), oldest first by timestamp, read from each
     partition's end back ``n`` offsets and no longer than ``wait_s``; none when the topic does not exist."""
@@ -653,7 +664,7 @@ def api_publish(ds: str, table: str) -> Any:
     t = _table(ds, table)
     if body.get("groups") is not None:
         _save(t, body["groups"])
-    done = rules.publish(store(), t)
+    done = rules.publish(store(), t, rules_engine())
     cols = ", ".join(f"{c.name} {c.type}" for c in done.columns)
     if not done.published:
         return {

@@ -1,10 +1,10 @@
 """Shipper record adapters (pure): one Kafka record of a log source's raw topic -> its lines, host, event time
 and heartbeat, or a record error (docs/logs.md, Shipper records; spec §1.2, §1.3, §6.1, §6.2).
 
-This is the reference: the log processor runs the same adapters as Spark SQL (``logprocessor.adapters_sql``),
-and tests/unit/test_logprocessor_sql.py checks that both agree record for record. A record never raises: what
-cannot be read is a ``RecordError`` with a stable code naming the record's partition and offset, for the
-dead-letter topic (the original replayed such a record forever, §1.4).
+This is the reference: the log processor runs the same adapters in the JVM (``dbus.jvm.LogAdapter``), and
+tests/unit/test_record_jvm.py checks that both agree record for record (through tests/unit/log_oracle.py). A
+record never raises: what cannot be read is a ``RecordError`` with a stable code naming the record's partition
+and offset, for the dead-letter topic (the original replayed such a record forever, §1.4).
 
     >>> settings = AdapterSettings("log_rsyslog")
     >>> value = (b'{"host":"app-01.prod","path":"/var/log/a.log",'

@@ -1,6 +1,7 @@
 """UMS for log tables (pure): namespaces, ``ums_id_``, ``ums_uid_``, ``ums_ts_``, Kafka keys and messages
-(docs/logs.md, UMS for log tables; spec §5). The Spark SQL forms are in ``logprocessor.logums_sql``, tested
-to agree (tests/unit/test_logprocessor_sql.py).
+(docs/logs.md, UMS for log tables; spec §5). The processor builds them in the JVM (``dbus.jvm.LogUms``, given
+the texts ``namespace_head``, ``message_frame`` and ``heartbeat_frame`` make here); this is its reference,
+tests/unit/test_record_jvm.py and test_logums_jvm.py compare the two byte for byte.
 
 Namespace ``<type>.<ds>.<schema>.<table>.<version>.<host>.0``, the host segment from the adapter (dots as
 ``_``); a heartbeat has the same namespace (the original dropped the type there, §5.2, and kept it in the
@@ -45,14 +46,14 @@ from zoneinfo import ZoneInfo
 
 from logprocessor.grammar import Column
 from ums.build import build_heartbeat_message
-from ums.encoding import to_json
+from ums.encoding import dumps_compact, to_json
 from ums.errors import BadPositionError, BadValueError
 from ums.ids import position_id
 from ums.ids import ums_uid as row_uid
 from ums.keys import data_key as _data_key
 from ums.keys import heartbeat_key as _heartbeat_key
 from ums.message import SYSTEM_FIELDS, Op, ProtocolType, UmsField, UmsMessage, UmsSchema
-from ums.namespace import Namespace
+from ums.namespace import Namespace, escape_part
 from ums.scalars import JsonValue
 from ums.timefmt import ums_ts_ms
 from ums.types import UmsType
@@ -219,3 +220,32 @@ def _text(value: str | None) -> str | None:
 @lru_cache(maxsize=64)
 def _zone(name: str) -> ZoneInfo:
     return ZoneInfo(name)
+
+
+# ---------------------------------------------------------------- the texts the JVM's builder is given
+
+
+def namespace_head(log_type: str, ds: str, schema: str, table: str, version: int) -> str:
+    """A log table's namespace before its host segment: ``<type>.<ds>.<schema>.<table>.<version>.``."""
+    return ".".join(escape_part(p) for p in (log_type, ds, schema, table, str(version))) + "."
+
+
+def _frame_head(protocol: ProtocolType, fields: Sequence[UmsField]) -> tuple[str, str]:
+    fields_json = dumps_compact(
+        [{"name": f.name, "type": f.type.value, "nullable": f.nullable, "encoded": f.encoded} for f in fields]
+    )
+    head = f'{{"protocol":{{"type":"{protocol.value}","version":"1.3"}},"schema":{{"namespace":'
+    return head, f',"fields":{fields_json},"batchId":0}},"payload":['
+
+
+def message_frame(columns: Sequence[Column]) -> tuple[str, str]:
+    """The text of a table's message before its quoted namespace, and between it and the first tuple."""
+    protocol = ProtocolType.DATA_INCREMENT_DATA
+    return _frame_head(protocol, SYSTEM_FIELDS[protocol] + user_fields(columns))
+
+
+def heartbeat_frame() -> tuple[str, str]:
+    """The text of a heartbeat message before its quoted namespace, and between it and its ``ums_id_``."""
+    protocol = ProtocolType.DATA_INCREMENT_HEARTBEAT
+    head, middle = _frame_head(protocol, SYSTEM_FIELDS[protocol])
+    return head, middle + '{"tuple":["'

@@ -1,12 +1,9 @@
 """Log tables' UMS messages built by the JVM: ``dbus.jvm.LogUmsUdf`` (binlog/jvm), one call per record for
 every table, over what the rules UDF gave for the record's lines (docs/logs.md, How rules run on Spark).
 
-Per table it gives the bytes ``logums.message_json`` gives (and ``logums_sql.message_json_col`` over
-``tuple_json_col``, the Spark SQL form, which Spark interprets in the higher-order functions that pick the
-table's rows: tens of times slower): the table's rows of the record in order, each row's index its position
-among them, a row whose ``ums_id_`` is out of range left out, null when no row is left.
-tests/unit/test_logums_jvm.py compares it with ``logums.py`` on random rows.
-"""
+Per table it gives the bytes ``logums.message_json`` gives: the table's rows of the record in order, each
+row's index its position among them, a row whose ``ums_id_`` is out of range left out, null when no row is
+left. tests/unit/test_logums_jvm.py compares it with ``logums.py`` on random rows."""
 
 from __future__ import annotations
 
@@ -35,13 +32,13 @@ def table_messages(
     """``array<string>``: per table of ``tables`` (name, saveAs columns), the UMS message (or null) of the
     rows it took in ``results`` (``array<LINE_TYPE>``, the rules UDF's), the record at ``partition`` and
     ``offset``, every row's ``ums_ts_`` the string ``ums_ts``, the table's namespace its Column in
-    ``namespaces`` (``logums_sql.namespace_col``). One call per record: ``results`` reaches the JVM once for
-    every table. A jar without the class fails here, before the query starts."""
+    ``namespaces`` (``logums.log_namespace``'s text). One call per record: ``results`` reaches the JVM once
+    for every table. A jar without the class fails here, before the query starts."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StringType
 
     from dbuslib.spark import jvm_class
-    from logprocessor.logums_sql import message_frame
+    from logprocessor.logums import message_frame
 
     frames = [message_frame(columns) for _, columns in tables]
     heads = {head for head, _ in frames}

@@ -6,15 +6,16 @@ Usage: dbus submit logprocessor --source applog
        spark-submit "${args[@]}" logprocessor/main.py --config conf/dbus.yaml --source applog
            [--max-offsets-per-trigger N] [--available-now]
 
-The published rules of the source's tables (``dbus logrules publish``) are compiled into the query. A
-``LOG_PROCESSOR_RELOAD_CONFIG`` (sent by ``dbus logrules publish``) makes the driver load and compile the
-new rules: refused with the rule named (the running rules stay), or applied from the switch offsets it
-answers by restarting the query from its checkpoint (logprocessor/reload.py), the lines before them keeping
-the old rules when the restarted query reads them again (logprocessor/switch.py). The query is named
-``logprocessor_<ds>`` and checkpoints under ``<spark.checkpoint_root>/logprocessor/<ds>``.
+The published rules of the source's tables (``dbus logrules publish``) run in the query, in the JVM's rule
+engine (logprocessor/rules_jvm.py). A ``LOG_PROCESSOR_RELOAD_CONFIG`` (sent by ``dbus logrules publish``)
+makes the driver load the new rules and ask the engine to check them: refused with the rule named (the running
+rules stay), or applied from the switch offsets it answers by restarting the query from its checkpoint
+(logprocessor/reload.py), the lines before them keeping the old rules when the restarted query reads them
+again (logprocessor/switch.py). The query is named ``logprocessor_<ds>`` and checkpoints under
+``<spark.checkpoint_root>/logprocessor/<ds>``.
 
 Exit codes (``dbuslib.errors.exit_code``): 0 stopped (SIGTERM/SIGINT, or ``--available-now`` drained the
-topic); 2 bad configuration or published rules that do not compile; 3 Kafka, ZooKeeper or the meta store
+topic); 2 bad configuration or published rules the engine refuses; 3 Kafka, ZooKeeper or the meta store
 unreachable; 1 the query failed (``logprocessor: LOG_PROCESS_FAILED: <ds>: <error>``); 5 its Spark JVM
 died; 6 its configuration file was removed (dbuslib/lifecycle.py, docs/errors.md).
 """
@@ -57,16 +58,13 @@ def load_rules(cfg: DbusConfig, ds: str) -> Any:
         store.dispose()
 
 
-def check_rules(cfg: DbusConfig, ds: str, rules: Any, jvm: Any = None) -> None:
-    """Refuses (``RuleError`` naming the rule) a rule set the query could not run: every group compiles,
-    and, with ``jvm``, every regex is one Java accepts."""
-    from logprocessor.compile import CompileError, java_regex_errors, tables_sql
+def check_rules(rules: Any, jvm: Any) -> None:
+    """Refuses (``RuleError`` naming group, rule and operator) a rule set the engine would fail on every line
+    of a group: asked of the engine itself, in the query's JVM (``jvm``: py4j's view), as publishing asked it
+    (logprocessor/rules_jvm.py). A rule set published before this check, or by hand, stops here."""
+    from logprocessor.rules_jvm import problems_in, refuse, ruleset_json
 
-    tables_sql(rules.tables, "line", cfg.log_source(ds).processor.multi_table)
-    if jvm is not None:
-        bad = java_regex_errors([g for t in rules.tables for g in t.groups if g.active], jvm)
-        if bad:
-            raise CompileError("; ".join(bad))
+    refuse(problems_in(jvm, ruleset_json(rules.tables)))
 
 
 def end_offsets(query: Any) -> dict[int, int]:
@@ -146,7 +144,6 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
 
     src = cfg.log_source(ds)
     rules = load_rules(cfg, ds)
-    check_rules(cfg, ds, rules)
     raw, ctrl = src.topics.name("raw", ds), src.topics.name("ctrl", ds)
     kafka.ensure_topics(
         cfg.endpoints.kafka,
@@ -157,7 +154,7 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
     with Lifecycle("logprocessor", ds, cfg.path, zookeeper=cfg.endpoints.zookeeper) as life:
         session = spark.stage_session(cfg, job.query_name(ds), src.processor, [raw], available_now)
         jvm = session.sparkContext._jvm
-        check_rules(cfg, ds, rules, jvm)
+        check_rules(rules, jvm)
         running: dict[str, Any] = {}
         switch = threading.Event()
 
@@ -173,7 +170,7 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
                 cfg,
                 ds,
                 lambda: load_rules(cfg, ds),
-                lambda r: check_rules(cfg, ds, r, jvm),
+                lambda r: check_rules(r, jvm),
                 ask_switch,
                 rules,
             ).start()

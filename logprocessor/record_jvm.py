@@ -6,14 +6,13 @@ Kafka source's records, the same outputs with the rows of up to ``processor.mess
 records in one message per host and table (the original's one message per host and table per poll), each
 message at most ``ums.max_message_bytes``; with ``message_records`` 1, ``record_outputs``'s.
 
-``record_outputs(spark, src, ds, rules, ...)`` is a Column ``array<OUT_TYPE>``: what ``job.process_sql`` gives
-for the record (its Spark SQL form, the reference kept callable), in its order and with its bytes, plus the
-``metric`` column of logprocessor/metrics.py. The UDF holds the source's settings and the rule set (the
-``spec`` below, a JSON text given to its constructor), registered as ``dbus_log_record_<hash of the spec>``;
-inside it, the adapter is a port of ``logprocessor.adapters`` (``LogAdapter``), the rules
-``logrules.Engine``, the tables' messages ``LogUms`` (shared with ``LogUmsUdf``).
-tests/unit/test_record_jvm.py compares it with ``job.process_sql`` on every log type's corpus.
-"""
+``record_outputs(spark, src, ds, rules, ...)`` is a Column ``array<OUT_TYPE>``: every output of the record in
+the order docs/logs.md gives, plus the ``metric`` column of logprocessor/metrics.py. The UDF holds the
+source's settings and the rule set (the ``spec`` below, a JSON text given to its constructor), registered as
+``dbus_log_record_<hash of the spec>``; inside it, the adapter is a port of ``logprocessor.adapters``
+(``LogAdapter``), the rules ``logrules.Engine``, the tables' messages ``LogUms`` (shared with ``LogUmsUdf``).
+tests/unit/test_record_jvm.py compares it with the Python references (tests/unit/log_oracle.py) on every log
+type's corpus."""
 
 from __future__ import annotations
 
@@ -51,7 +50,7 @@ def spec(
     unknown and dead-letter topics, and the dead letters' withheld rule; with ``earlier`` (after a reload,
     logprocessor/switch.py), each replaced rule set's own spec and the offsets until which it applies;
     ``base``: the configuration file's folder (a relative ``heartbeat.file``, ``AdapterSettings.of``)."""
-    from logprocessor.logums_sql import heartbeat_frame, message_frame, namespace_head
+    from logprocessor.logums import heartbeat_frame, message_frame, namespace_head
 
     settings = AdapterSettings.of(src, base)
     heads = set()

@@ -9,8 +9,8 @@ Publishing is the original's *upgrade version* (spec §5.5), refused (``PublishR
 the rule) unless:
 
 1. the draft has at least one active group;
-2. every active group parses, passes ``check_rule`` and compiles to the processor's Spark SQL
-   (logprocessor/compile.py; a ``RuleError`` names group, rule position and operator);
+2. every active group parses, passes ``check_rule``, and the engine that runs it (the JVM's, ``engine``:
+   logprocessor/rules_jvm.py) accepts it (a ``RuleError`` names group, rule position and operator);
 3. every active group ends in ``saveAs``, whose entries each name one column index (the original ignored any
    other entry silently); its names are distinct and none is a UMS system field (``check_rule`` in 2);
 4. all active groups' final ``saveAs`` are equal as sets of (name, type, ruleScope), and give the same
@@ -24,11 +24,11 @@ no-op that says so: no new version, no new namespace.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dbuslib.errors import DbusError
 from dbuslib.logstore import LogStore, LogTable, NotFoundError, Published
-from logprocessor import compile
 from logprocessor.grammar import (
     SAVE_AS_TYPES,
     Column,
@@ -40,6 +40,10 @@ from logprocessor.grammar import (
     groups_to_json,
     save_as_columns,
 )
+
+# The engine's judgement of a table's active groups before they run: its problems, each naming group, rule
+# and operator (none: accepted). ``rules_jvm.engine(cfg)`` asks the JVM engine the processor runs.
+Engine = Callable[[Sequence[Group]], list[str]]
 
 
 class PublishRefused(DbusError):
@@ -127,7 +131,7 @@ def import_groups(
     return groups
 
 
-def check(store: LogStore, table: LogTable) -> tuple[tuple[Group, ...], tuple[Column, ...]]:
+def check(store: LogStore, table: LogTable, engine: Engine) -> tuple[tuple[Group, ...], tuple[Column, ...]]:
     """The table's active draft groups checked as ``publish`` checks them (rules 1 to 4 of the module
     docstring), and the columns they save; ``RuleError``/``PublishRefused`` name what fails. Writes
     nothing: ``dbus logrules check``."""
@@ -142,14 +146,15 @@ def check(store: LogStore, table: LogTable) -> tuple[tuple[Group, ...], tuple[Co
         raise PublishRefused(msg)
     groups = tuple(_parse(table, g.name, g.rules, True) for g in active)
     columns = check_save_as(table.where, groups)
-    for g in groups:  # what the processor runs: a group Spark SQL cannot express is refused now, not there
-        compile.group_sql(g)
+    problems = engine(groups)  # what the processor's engine would refuse is refused now, not there
+    if problems:
+        raise RuleError(f"{table.where}: " + "; ".join(problems))
     return groups, columns
 
 
-def publish(store: LogStore, table: LogTable) -> PublishResult:
+def publish(store: LogStore, table: LogTable, engine: Engine) -> PublishResult:
     """Publish the table's active draft groups as a new version (see the module docstring)."""
-    groups, columns = check(store, table)
+    groups, columns = check(store, table, engine)
     current = store.published(table)
     text = groups_to_json(groups)
     names = tuple(g.name for g in groups)

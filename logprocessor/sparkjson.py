@@ -1,9 +1,9 @@
 """JSON the way Spark reads and re-writes it, in Python (pure): the reference side of the log processor's
-Spark SQL (docs/logs.md, Shipper records).
+adapters (docs/logs.md, Shipper records).
 
-The log processor reads shipper records with Spark's JSON functions (Jackson underneath), never with
-Python. The reference adapters (``logprocessor.adapters``) must accept, refuse and render exactly what those
-functions do, so this module reproduces them:
+The log processor reads shipper records in the JVM with Jackson (``dbus.jvm.LogAdapter``), as Spark's JSON
+functions read them, never with Python. The reference adapters (``logprocessor.adapters``) must accept,
+refuse and render exactly what it does, so this module reproduces it:
 
 - ``read_object(text)``: the object ``from_json`` finds, or None where it finds none. Like Spark, it reads
   the first JSON value of the text and ignores what follows it (``{"a":1} xyz`` is ``{"a":1}``); leading
@@ -19,8 +19,7 @@ functions do, so this module reproduces them:
   as ``quote`` writes them, integers exactly, other numbers as Java's ``Double.toString`` of the double
   they denote (``12.50`` -> ``12.5``, ``1e7`` -> ``1.0E7``, ``1e400`` -> ``"Infinity"``, quoted).
 - ``render_exact(value)``: the JSON the adapters write (log_filebeat, log_ums): as ``render`` but every
-  number exactly as written (``12.50`` stays ``12.50``), the way the Spark side keeps them (it marks
-  scalars before parsing, ``logprocessor.adapters_sql``).
+  number exactly as written (``12.50`` stays ``12.50``), the way the JVM's adapter keeps them.
 - ``quote(text)``: a JSON string as Jackson writes it: ``\\"``, ``\\\\``, ``\\b``, ``\\t``, ``\\n``,
   ``\\f``, ``\\r``, and ``\\u00XX`` (upper-case hex) for the other control characters; nothing else.
 

@@ -42,7 +42,7 @@ from console.rules import PREVIEW_BUDGET_S
 from dbuslib import kafka
 from dbuslib.config import DbusConfig, load_config, raw_config
 from dbuslib.logstore import LogStore
-from logprocessor import rules
+from logprocessor import rules, rules_jvm
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -155,7 +155,7 @@ def env(cfg, tmp_path_factory) -> Iterator[Env]:
     store.create_schema()
     t, _ = store.add_table(ds, src.schema_name(ds), TABLE)
     rules.import_groups(store, t, RULES.read_text(), str(RULES), replace=True, active=True)
-    assert rules.publish(store, t).version == 1
+    assert rules.publish(store, t, rules_jvm.engine(mine)).version == 1
     topic = src.topics.name("raw", ds)
     kafka.ensure_topics(mine.endpoints.kafka, [topic], partitions=1)
     host = f"app-{hexa}.prod"

@@ -37,7 +37,7 @@ from cli.stages import Stages
 from dbuslib import kafka
 from dbuslib.config import DbusConfig, load_config, raw_config
 from dbuslib.logstore import LogStore
-from logprocessor import rules
+from logprocessor import rules, rules_jvm
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -121,7 +121,7 @@ def env(hold_stack, cfg, tmp_path_factory) -> Iterator[RulesEnv]:
     store.create_schema()
     t, _ = store.add_table(ds, src.schema_name(ds), TABLE)  # as cli/demolog.py's ensure_rules
     rules.import_groups(store, t, RULES.read_text(), str(RULES), replace=True, active=True)
-    assert rules.publish(store, t).version == 1
+    assert rules.publish(store, t, rules_jvm.engine(mine)).version == 1
     kafka.ensure_topics(mine.endpoints.kafka, [src.topics.name("raw", ds)], partitions=1)
     e = RulesEnv(mine, ds, tmp, Stages(mine, ds, tmp / "logs"), kafka.producer(mine.endpoints.kafka))
     e.stages.start("logprocessor")  # its start (a Spark session) overlaps the browser's work

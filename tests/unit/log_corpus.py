@@ -1,5 +1,5 @@
-"""The corpus of log records the Spark SQL forms (test_logprocessor_sql) and the JVM projection
-(test_record_jvm) are compared on, per log type: the golden records of the spec, then seeded random records:
+"""The corpus of log records the JVM projection (test_record_jvm) and the Python oracle (log_oracle.py)
+are compared on, per log type: the golden records of the spec, then seeded random records:
 JSON objects written with random spacing and escapes (control characters, unpaired surrogate escapes, the
 markers \\u0001 and \\u0002 themselves, emoji), numbers in every JSON form, nested objects and arrays, keys
 given twice, leading whitespace and trailing text, the fields each type reads present, missing, null or of

@@ -1,8 +1,8 @@
 """The golden log-rule cases, tests/golden/logrules/*.yaml: one file per operator, plus group_example.yaml.
 
 Shared by the Python reference's tests (test_logrules_golden.py, through ``logprocessor.operators``) and the
-Spark SQL compiler's (through ``logprocessor.compile``): both must give every case's ``out``. A file is a
-YAML list of cases, each read as documentation, input row -> parameters -> output row::
+JVM engine's (test_logrules_jvm.py, the engine the processor runs): both must give every case's ``out``. A
+file is a YAML list of cases, each read as documentation, input row -> parameters -> output row::
 
     - name: keeps the rows whose column 1 contains ERROR     # unique in its file
       spec: "§3.4 example 1"       # where it comes from: a § of dbus_log_spec.md, or "edge"

@@ -21,6 +21,7 @@ from flask import Flask
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic import SecretStr
+from rule_engines import accepts_all
 
 from console import body as console_body
 from console import deadletters, pulls, rules, tables
@@ -112,7 +113,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flask]:
     store.create_schema()
     t, _ = store.add_table("applog", cfg.log_source("applog").schema_name("applog"), "app_orders")
     lr.import_groups(store, t, APP_ORDERS.read_text(), "app_orders.json", replace=True, active=True)
-    lr.publish(store, t)
+    lr.publish(store, t, accepts_all)
     store.dispose()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(rules, "newest_records", lambda cfg, topic, n: [])

@@ -14,6 +14,7 @@ import pytest
 from console_fakes import CONF, console_app, csrf_token, log_in, with_users
 from flask import Flask
 from pydantic import SecretStr
+from rule_engines import accepts_all
 
 from console import masked, rules
 from dbuslib.config import DbusConfig, MaskRule, load_config
@@ -132,7 +133,7 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Flask:
     store.create_schema()
     t, _ = store.add_table("applog", cfg.log_source("applog").schema_name("applog"), "app_orders")
     lr.import_groups(store, t, APP_ORDERS.read_text(), "app_orders.json", replace=True, active=True)
-    lr.publish(store, t)
+    lr.publish(store, t, accepts_all)
     store.dispose()
     monkeypatch.setattr(rules, "newest_records", lambda cfg, topic, n: [record(ORDER), record(PAYMENT)])
     return console_app(cfg, tmp_path)

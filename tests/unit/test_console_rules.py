@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import rule_engines
 from console_fakes import CONF, console_app, csrf_token, log_in, with_users
 from flask import Flask
 from pydantic import SecretStr
+from rule_engines import accepts_all
 
 from console import rules
 from dbuslib.config import DbusConfig, load_config
@@ -215,7 +217,7 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Flask:
     store.create_schema()
     t, _ = store.add_table("applog", cfg.log_source("applog").schema_name("applog"), "app_orders")
     lr.import_groups(store, t, APP_ORDERS.read_text(), "app_orders.json", replace=True, active=True)
-    lr.publish(store, t)
+    lr.publish(store, t, accepts_all)
     store.dispose()
     sent: list[dict[str, Any]] = []
 
@@ -226,6 +228,7 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Flask:
     monkeypatch.setattr("logprocessor.reload.send", send)
     app = console_app(cfg, tmp_path)
     app.config["SENT"] = sent
+    app.extensions["dbus_rules_engine"] = rule_engines.jvm()  # the engine on the jar the tests build
     return app
 
 
@@ -289,6 +292,7 @@ def test_an_operator_saves_publishes_and_diffs_and_each_action_is_audited(app: F
     assert '+       {"ruleScope": "1", "name": "severity", "type": "STRING"}' in diff
 
     done = client.post(f"{API}/publish", json={"groups": doc}, headers=headers).get_json()
+    assert "published" in done, done
     assert done["published"] is True and done["version"] == 2 and done["reload"] == 41
     assert "version 2 published; new columns: log_time datetime, severity string" in done["message"]
     assert app.config["SENT"] == [{"ds": "applog", "table": "app_orders", "version": 2}]

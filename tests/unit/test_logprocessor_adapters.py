@@ -1,5 +1,5 @@
 """logprocessor.adapters: one raw record -> lines, host, event time, heartbeat, or a record error (spec §1.2,
-§1.3, §1.4, §6.1, §6.2). The Spark SQL forms are checked against these in test_logprocessor_sql.py."""
+§1.3, §1.4, §6.1, §6.2). The JVM's adapter is checked against these in test_record_jvm.py."""
 
 import json
 

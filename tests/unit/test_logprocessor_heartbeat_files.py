@@ -1,8 +1,8 @@
 """Heartbeats only from the heartbeat file (issue #29, acceptance 5's core; logprocessor/adapters.py): a
 log_rsyslog record is a heartbeat when its message is a heartbeat JSON *and* its ``path`` is the source's
-``heartbeat.file`` as the shipper names it; the same line from any other file is an ordinary line. The
-Spark SQL adapter and the JVM's agree (tests/unit/test_logprocessor_sql.py, tests/unit/test_record_jvm.py
-run the corpus with a heartbeat file); tests/integration/test_rsyslog_ship.py shows it through rsyslog."""
+``heartbeat.file`` as the shipper names it; the same line from any other file is an ordinary line. The JVM's
+adapter agrees (tests/unit/test_record_jvm.py runs the corpus with a heartbeat file);
+tests/integration/test_rsyslog_ship.py shows it through rsyslog."""
 
 from __future__ import annotations
 

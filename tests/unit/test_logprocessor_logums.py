@@ -1,5 +1,5 @@
 """logprocessor.logums: UMS for log tables (spec §5): namespace, ums_id_ without the original's collisions,
-ums_uid_ stable across replays, ums_ts_, keys, messages. The Spark SQL forms: test_logprocessor_sql.py."""
+ums_uid_ stable across replays, ums_ts_, keys, messages. The JVM's: test_record_jvm.py, test_logums_jvm.py."""
 
 import json
 

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+import rule_engines
+from rule_engines import accepts_all
 
 from dbuslib.logstore import NotFoundError
 from logprocessor import rules
@@ -62,7 +64,7 @@ def test_the_sample_file_round_trips_through_the_draft_and_a_published_version(l
     text = SAMPLE.read_text()
     rules.import_groups(store, t, text, str(SAMPLE), replace=False, active=True)
     assert groups_to_json(rules.draft(store, t)) + "\n" == text
-    done = rules.publish(store, t)
+    done = rules.publish(store, t, accepts_all)
     assert (done.version, done.published, done.columns, done.columns_changed) == (1, True, COLUMNS_5_7, True)
     assert groups_to_json(rules.published_groups(store, fresh(store))) + "\n" == text
 
@@ -128,7 +130,7 @@ def test_publish_snapshots_the_active_groups_in_group_order(log_store):
     t = table(store)
     load(store, t, group("z", SPLIT, AB), group("off", SPLIT), group("a", AB))
     store.set_active(t, "off", False)
-    done = rules.publish(store, t)
+    done = rules.publish(store, t, accepts_all)
     assert (done.groups, done.columns) == (("z", "a"), (Column("a", "string"), Column("b", "long")))
     assert [g.name for g in rules.published_groups(store, fresh(store))] == ["z", "a"]
 
@@ -137,8 +139,8 @@ def test_publishing_the_rules_in_force_again_is_a_no_op(log_store):
     store = log_store
     t = table(store)
     load(store, t, group("g", SPLIT, AB))
-    assert rules.publish(store, t).version == 1
-    again = rules.publish(store, fresh(store))
+    assert rules.publish(store, t, accepts_all).version == 1
+    again = rules.publish(store, fresh(store), accepts_all)
     assert (again.published, again.version) == (False, 1)
     assert len(store.versions(fresh(store))) == 1
 
@@ -147,11 +149,11 @@ def test_a_version_records_whether_its_columns_changed(log_store):
     store = log_store
     t = table(store)
     load(store, t, group("g", AB))
-    assert rules.publish(store, t).columns_changed  # the first: from no columns
+    assert rules.publish(store, t, accepts_all).columns_changed  # the first: from no columns
     load(store, fresh(store), group("g", SPLIT, AB))
-    same = rules.publish(store, fresh(store))
+    same = rules.publish(store, fresh(store), accepts_all)
     load(store, fresh(store), group("g", SPLIT, save_as(("0", "a", "STRING"), ("1", "b", "DOUBLE"))))
-    retyped = rules.publish(store, fresh(store))
+    retyped = rules.publish(store, fresh(store), accepts_all)
     assert (same.version, same.columns_changed, retyped.version, retyped.columns_changed) == (
         2,
         False,
@@ -165,7 +167,7 @@ def test_save_as_entries_in_another_order_are_the_same_schema(log_store):
     store = log_store
     t = table(store)
     load(store, t, group("g1", AB), group("g2", save_as(("1", "b", "long"), ("0", "a", "string"))))
-    assert rules.publish(store, t).columns == (Column("a", "string"), Column("b", "long"))
+    assert rules.publish(store, t, accepts_all).columns == (Column("a", "string"), Column("b", "long"))
 
 
 @pytest.mark.parametrize(
@@ -194,7 +196,7 @@ def test_publish_refuses_groups_that_do_not_agree_naming_them(log_store, groups,
     t = table(store)
     load(store, t, *groups)
     with pytest.raises(rules.PublishRefused, match=expected):
-        rules.publish(store, t)
+        rules.publish(store, t, accepts_all)
     assert fresh(store).version == 0
 
 
@@ -203,7 +205,7 @@ def test_publish_refuses_a_draft_without_an_active_group(log_store):
     t = table(store)
     load(store, t, group("g", AB), active=False)
     with pytest.raises(rules.PublishRefused, match=r"no active draft group to publish \(inactive: 'g'\)"):
-        rules.publish(store, t)
+        rules.publish(store, t, accepts_all)
 
 
 def test_publish_refuses_a_stored_rule_that_no_longer_checks_naming_it(log_store):
@@ -214,7 +216,45 @@ def test_publish_refuses_a_stored_rule_that_no_longer_checks_naming_it(log_store
     with pytest.raises(
         RuleError, match=r"applog.applog_schema.t: group 'g' rule 2 \(trim\) entry 1: ruleScope"
     ):
-        rules.publish(store, t)
+        rules.publish(store, t, accepts_all)
+
+
+@pytest.mark.jvm
+def test_publish_asks_the_engine_that_runs_the_rules_and_refuses_what_it_refuses(log_store):
+    """A regex Python's ``re`` reads (the grammar check) but Java does not is refused at publish, by the JVM's
+    engine (logprocessor/rules_jvm.py, ``dbus.jvm.LogRulesCheck``), naming group, rule and operator; the same
+    text as a plain string (split of ruleType string) is no regex and is accepted, as are the demo's rules."""
+    store = log_store
+    engine = rule_engines.jvm()
+    t = table(store)
+    python_only = rule("split", {"ruleScope": "0", "ruleType": "regex", "ruleParamter": "(?P<x>;)"})
+    load(store, t, group("g", SPLIT, python_only, AB))
+    with pytest.raises(
+        RuleError,
+        match=r"applog.applog_schema.t: group 'g' rule 2 \(split\): ruleParamter '\(\?P<x>;\)' is not a "
+        r"valid Java regex: ",
+    ):
+        rules.publish(store, t, engine)
+    assert fresh(store).version == 0
+    plain = rule("split", {"ruleScope": "0", "ruleType": "string", "ruleParamter": "(?P<x>;)"})
+    load(store, fresh(store), group("g", plain, AB))
+    assert rules.publish(store, fresh(store), engine).version == 1
+    other = table(store, "demo")
+    rules.import_groups(store, other, SAMPLE.read_text(), str(SAMPLE), replace=True, active=True)
+    assert rules.publish(store, other, engine).version == 1
+
+
+@pytest.mark.jvm
+def test_the_engine_refuses_a_rule_set_it_cannot_read_and_says_why():
+    from logprocessor.rules_jvm import checker
+
+    check = checker(rule_engines.classpath())
+    assert check.problems('{"groups": []}') == []
+    with pytest.raises(
+        RuleError, match="the log rule engine cannot read the rules: log rules: not a rule set"
+    ):
+        check.problems("[not json")
+    assert check.problems('{"groups": []}') == []  # and it answers the next question
 
 
 def test_export_of_a_table_never_published_says_so(log_store):
@@ -233,13 +273,13 @@ def test_the_rule_set_is_ok_tables_in_creation_order_then_groups_in_group_order(
     store = log_store
     second, first, aborted, never = (table(store, n) for n in ("second", "first", "aborted", "never"))
     load(store, first, group("f2", SPLIT, AB), group("f1", AB))
-    rules.publish(store, first)
+    rules.publish(store, first, accepts_all)
     load(store, second, group("s", AB))
-    rules.publish(store, second)
+    rules.publish(store, second, accepts_all)
     load(store, fresh(store, "second"), group("s", SPLIT, AB))
-    rules.publish(store, fresh(store, "second"))
+    rules.publish(store, fresh(store, "second"), accepts_all)
     load(store, aborted, group("x", AB))
-    rules.publish(store, aborted)
+    rules.publish(store, aborted, accepts_all)
     store.set_status(aborted, "abort")
     load(store, never, group("n", AB))  # a draft only
 

@@ -1,6 +1,5 @@
-"""logprocessor.sparkjson: JSON read and re-written the way Spark's from_json does (the JVM agreement
-itself is
-checked in test_logprocessor_sql.py)."""
+"""logprocessor.sparkjson: JSON read and re-written the way Spark's from_json does (the JVM's adapter
+agrees with the references that use it: test_record_jvm.py)."""
 
 import pytest
 from hypothesis import given

@@ -347,3 +347,19 @@ def test_a_zero_width_split_never_cuts_a_surrogate_pair(spark):
     group = Group("g", (_rule("split", scope="0", rule_type="other", param="x*"), save))
     _compare(spark, [(group, "a\U0001f600b"), (group, "\n,\U0001f6000\tb"), (group, "\U0001f600\U0001f601")])
     assert java_split(re.compile("x*"), "a\U0001f600b") == ["a", "\U0001f600", "b"]  # the Python engine's
+
+
+def test_the_processor_start_asks_its_own_jvm_and_refuses_what_the_engine_refuses(spark):
+    """``logprocessor.main.check_rules``: the rule set as the query would run it, judged in the query's JVM
+    (a rule set published before publishing asked the engine, or written by hand, stops the start here)."""
+    from logprocessor.main import check_rules
+    from logprocessor.rules import RuleSet
+
+    bad = Rule("split", (Entry(scope="0", rule_type="regex", param="(?P<x>;)"),))
+    fine = Rule("split", (Entry(scope="0", rule_type="string", param="(?P<x>;)"),))
+    tables = (TableRules("t", 1, (Group("ok", (fine,)),)), TableRules("u", 2, (Group("g", (fine, bad)),)))
+    with pytest.raises(
+        RuleError, match=r"^group 'g' rule 2 \(split\): ruleParamter '\(\?P<x>;\)' is not a valid Java"
+    ):
+        check_rules(RuleSet("ds", "ds_schema", tables), spark._jvm)
+    check_rules(RuleSet("ds", "ds_schema", tables[:1]), spark._jvm)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 
+import jvm_jar
 import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
+from rule_engines import accepts_all
 
 from cli import main as dbus
 from console.rules import check_groups
@@ -95,6 +97,9 @@ def config(tmp_path, monkeypatch):
     raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
     raw["log_sources"] = {"applog": {"type": "log_rsyslog"}}
     raw["endpoints"]["meta_store"]["url"] = f"sqlite:///{tmp_path / 'meta.db'}"
+    jars = tmp_path / "spark.jars"  # check and publish ask the JVM's rule engine: the jar the tests build
+    jars.write_text(str(jvm_jar.build()))
+    raw.setdefault("spark", {})["jars_file"] = str(jars)
     path = tmp_path / "dbus.yaml"
     path.write_text(yaml.safe_dump(raw))
     monkeypatch.setenv("DBUS_CONFIG", str(path))
@@ -153,7 +158,7 @@ def test_the_processor_refuses_a_published_version_with_a_system_field(log_store
     store = log_store
     t = store.add_table("applog", "applog_schema", "t")[0]
     store.add_groups(t, [("g", True, json.dumps(groups("level", "msg")[0]["rules"]))], replace=True)
-    rules.publish(store, t)
+    rules.publish(store, t, accepts_all)
     t = store.need_table("applog", "applog_schema", "t")
     store.publish(t, json.dumps(groups("level", "ums_id_")), json.dumps([]), False)  # past the checks
     with pytest.raises(RuleError, match=r"version 2: group 'g' rule 2 \(saveAs\) entry 2: name 'ums_id_'"):

@@ -14,7 +14,7 @@ import jvm_jar
 import pytest
 
 from logprocessor.grammar import Column
-from logprocessor.logums import LogRow, log_namespace, message_json, ums_id_problem, value_problem
+from logprocessor.logums import LogRow, log_namespace, message_json, ums_id_problem, ums_ts, value_problem
 
 pytestmark = pytest.mark.jvm  # needs a JDK and the pyspark jars: `pytest -m "not jvm"` leaves it out
 
@@ -110,7 +110,7 @@ def _expected(table, columns, partition, offset, ms, host, lines, timezone):
         values += [None] * (len(columns) - len(values))
         for c, (v, column) in enumerate(zip(values, columns, strict=True)):
             if value_problem([v], [column]) is not None:
-                values[c] = None  # not a finite number: null, as the Spark SQL form writes it
+                values[c] = None  # not a finite number: null
         ok.append(LogRow(partition, offset, i, ms, tuple(values)))
     return message_json(ns, columns, ok, timezone) if ok else None
 
@@ -119,22 +119,34 @@ def test_the_jvm_messages_are_the_python_messages(spark):
     from pyspark.sql import functions as F
 
     from logprocessor.logums_jvm import table_messages
-    from logprocessor.logums_sql import namespace_col, ums_ts_col
 
     rnd = random.Random(SEED)
     records = [_record(rnd, k) for k in range(400)]
-    df = spark.createDataFrame(
-        records, f"partition int, offset bigint, ms bigint, host string, results {RESULTS}"
-    )
     timezone = "Asia/Shanghai"
     tables = [(TABLE, COLUMNS), (OTHER, OTHER_COLUMNS)]
+    rows = [  # each table's namespace and the ums_ts_ text, as the processor gives them to the UDF
+        (
+            *record,
+            [
+                str(log_namespace("log_rsyslog", "applog", "applog_schema", t, 3, record[3]))
+                for t, _ in tables
+            ],
+            ums_ts(record[2], timezone),
+        )
+        for record in records
+    ]
+    df = spark.createDataFrame(
+        rows,
+        f"partition int, offset bigint, ms bigint, host string, results {RESULTS}, "
+        "ns array<string>, ts string",
+    )
     messages = table_messages(
         spark,
         tables,
         F.col("partition"),
         F.col("offset"),
-        ums_ts_col(F.col("ms"), timezone),
-        [namespace_col("log_rsyslog", "applog", "applog_schema", t, 3, F.col("host")) for t, _ in tables],
+        F.col("ts"),
+        [F.col("ns")[k] for k in range(len(tables))],
         F.col("results"),
     )
     got = [tuple(r.m) for r in df.select(messages.alias("m")).collect()]

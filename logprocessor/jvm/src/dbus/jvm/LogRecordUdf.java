@@ -21,8 +21,8 @@ import dbus.jvm.logrules.Engine;
 /**
  * The log processor's whole projection in one call per Kafka record (logprocessor/record_jvm.py registers one per
  * source and rule set; docs/logs.md, How rules run on Spark): {@code (value, key, topic, partition, offset,
- * timestamp_ms) -> array<struct<topic: string, key: binary, value: string, metric: string>>}, the outputs
- * logprocessor/job.py's {@code process_sql} gives for the record, in its order and with its bytes:
+ * timestamp_ms) -> array<struct<topic: string, key: binary, value: string, metric: string>>}, the outputs of the
+ * record in this order (tests/unit/log_oracle.py joins the Python references into the same, byte for byte):
  *
  * <ol>
  *   <li>per table that took rows of the record's lines, its UMS message ({@link LogUms}) keyed

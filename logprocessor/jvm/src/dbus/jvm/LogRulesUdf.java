@@ -13,8 +13,8 @@ import dbus.jvm.logrules.Engine;
 /**
  * The log processor's rules in the JVM (logprocessor/rules_jvm.py registers it as {@code dbus_log_rules}):
  * {@code dbus_log_rules(ruleset_json, lines)} -> one {@code struct<rows: array<struct<table, index, row:
- * array<string>>>, errors: array<struct<table, error>>, unmatched: boolean>} per line, the type and meaning of
- * {@code logprocessor.compile.tables_sql} on that line. The rule set is parsed once per text (a static cache);
+ * array<string>>>, errors: array<struct<table, error>>, unmatched: boolean>} per line, what {@link
+ * Engine#runLine} gives for that line. The rule set is parsed once per text (a static cache);
  * nothing throws on a line: a rule that breaks on it is an error of its table.
  */
 public final class LogRulesUdf implements UDF2<String, scala.collection.Seq<String>, List<Row>> {

@@ -8,8 +8,8 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.api.java.UDF5;
 
 /**
- * The UMS messages of a record's log tables (logprocessor/logums_jvm.py registers one per rule set, for
- * {@code job.process_sql}): {@code (partition, offset, ums_ts, namespaces, results) -> array<string>}, per table (in
+ * The UMS messages of a record's log tables (logprocessor/logums_jvm.py registers one per rule set;
+ * tests/unit/test_logums_jvm.py runs it): {@code (partition, offset, ums_ts, namespaces, results) -> array<string>}, per table (in
  * the constructor's order, {@code namespaces} alike) the bytes {@code logums.message_json} gives for the rows the
  * table took from the record's lines, null when it took none ({@link LogUms} builds them). {@code results} is the
  * rules UDF's {@code array<LINE_TYPE>}, converted once for every table.

@@ -18,7 +18,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 /**
  * The log rule engine in the JVM: the 16 operators of logprocessor/operators.py (the reference, with the golden
  * cases of tests/golden/logrules), a group on a line as {@code operators.run_group} runs it, and a line through
- * every table's groups as {@code compile.tables_sql} gives it (docs/logs.md, How rules run on Spark).
+ * every table's groups ({@link #runLine}) (docs/logs.md, How rules run on Spark).
  *
  * <p>A row is a list of cells (null: a regexExtract group that did not take part); after saveAs every cell is text
  * (a DOUBLE as {@code Double.toString}, what Spark's cast writes). A rule that breaks on a line throws
@@ -229,6 +229,40 @@ public final class Engine {
         return new Group(g.path("table").asText(null), g.get("group").asText(), rules.toArray(new Rule[0]));
     }
 
+    /**
+     * What the engine refuses in a rule set before it runs (publishing and the processor's start ask, {@link
+     * dbus.jvm.LogRulesCheck}): each regex a rule hands to Java ({@code regexExtract}; {@code filter} and {@code
+     * keyFilter} of ruleType regex; {@code split} and {@code replace} of any ruleType but string) that {@link
+     * java.util.regex.Pattern} does not compile, as {@code group 'g' rule 3 (split): ruleParamter '(?P<x>a)' is not a
+     * valid Java regex: ...}. The Python grammar check refuses the rest first (logprocessor/grammar.py); a pattern
+     * only Java refuses would otherwise fail every line of its group.
+     */
+    public static List<String> problems(RuleSet set) {
+        List<String> out = new ArrayList<>();
+        for (Group g : set.groups) {
+            for (int i = 0; i < g.rules.length; i++) {
+                Rule r = g.rules[i];
+                for (Entry e : r.grammar) {
+                    if (e.regexError == null || !takesRegex(r.op, e)) continue;
+                    String where = "group " + Text.repr(g.name) + " rule " + (i + 1) + " (" + r.op + ")";
+                    out.add(where + ": " + e.regexError.replace(" is not a valid regex: ", " is not a valid Java regex: "));
+                }
+            }
+        }
+        return out;
+    }
+
+    static boolean takesRegex(String op, Entry e) {
+        switch (op) {
+            case "regexExtract": return true;
+            case "filter":
+            case "keyFilter": return "regex".equals(e.ruleType);
+            case "split":
+            case "replace": return !"string".equals(e.ruleType);
+            default: return false;
+        }
+    }
+
     // ---------------------------------------------------------------- groups and tables
 
     /** A group's rows (empty: not accepted), or its line error and the error's dead-letter code. */
@@ -282,7 +316,7 @@ public final class Engine {
         return runGroup(g, rows);
     }
 
-    /** One line through a rule set (compile.tables_sql): rows per table, the line errors, whether nothing took it. */
+    /** One line through a rule set: rows per table, the line errors, whether nothing took it. */
     public interface LineSink {
         void row(String table, int index, List<String> row);
         void error(String table, String error);

@@ -1,0 +1,29 @@
+"""The ``engine`` that ``logprocessor.rules.check`` and ``publish`` ask about a table's groups
+(logprocessor/rules_jvm.py), for tests: ``accepts_all`` where a test is about the meta store's versions and
+columns, not the engine; ``jvm()`` the real one, on the jar the tests build (tests/unit/jvm_jar.py)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+
+from logprocessor.grammar import Group
+
+
+def accepts_all(groups: Sequence[Group]) -> list[str]:
+    return []
+
+
+def classpath() -> str:
+    """The tests' jar (built when it is older than a source) and pyspark's jars."""
+    import jvm_jar
+
+    from dbuslib import connectors
+
+    return os.pathsep.join([str(jvm_jar.build()), str(connectors.pyspark_jars() / "*")])
+
+
+def jvm() -> Callable[[Sequence[Group]], list[str]]:
+    from logprocessor import rules_jvm
+
+    return rules_jvm.engine_of(classpath())
