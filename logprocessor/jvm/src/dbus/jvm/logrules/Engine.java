@@ -766,11 +766,21 @@ public final class Engine {
         if (e.param == null) return value;
         Matcher m = Budget.matcher(e.regex(), value, e.budgetMs);
         if (!m.find()) return value;
+        // Matcher.replaceAll would also take an empty match between a surrogate pair's halves, splitting the
+        // character (Python's re, counting code points, never stops there): such a match is skipped, as
+        // Budget.split skips it
+        StringBuilder b = new StringBuilder(value.length() + 16);
         try {
-            return m.replaceAll(replacement);
+            do {
+                int at = m.start();
+                if (at == m.end() && at > 0 && at < value.length() && Character.isLowSurrogate(value.charAt(at))
+                        && Character.isHighSurrogate(value.charAt(at - 1))) continue;
+                m.appendReplacement(b, replacement);
+            } while (m.find());
         } catch (IllegalArgumentException | IndexOutOfBoundsException err) {
             throw new LineError("ruleOperate " + Text.repr(replacement) + ": " + err.getMessage());
         }
+        return m.appendTail(b).toString();
     }
 
     static List<List<String>> replace(Entry[] grammar, List<List<String>> rows) throws LineError {
