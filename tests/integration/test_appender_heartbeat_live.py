@@ -182,7 +182,12 @@ def test_heartbeats_reach_the_result_topic_influxdb_and_the_dead_letter_topic(wr
             figures[("orders", "latency_ms")], float
         )
         assert figures[("orders", "packet_ms")] == sent_ms and figures[("orders", "tx_ms")] == sent_ms - 5
-        bad = flux(env.cfg, "dbus_heartbeat_bad", env.ds)
+
+        def bad_points():  # each batch's counts are written at its end: the two may come in two batches
+            rows = flux(env.cfg, "dbus_heartbeat_bad", env.ds)
+            return rows if len({r["reason"] for r in rows}) >= 2 else None
+
+        bad = wait_until(bad_points, 60, "both dbus_heartbeat_bad points", alive=(dispatcher, appender))
         assert {r["reason"]: r["_value"] for r in bad} == {
             "APPENDER_BAD_HEARTBEAT": 1,
             "APPENDER_HEARTBEAT_UNKNOWN_TABLE": 1,
