@@ -44,8 +44,8 @@ def rendered_avro(
     schema = rendered_schema(shape, version, settings, batch_id)
     if not lines:
         return schema, []
-    uid_base = ums_id(header.file, header.pos)
-    ts = ums_ts_ms(header.ts * 1000, ZoneInfo(settings.timezone))
+    uid_base = ums_id(*header.position)
+    ts = ums_ts_ms(header.ts_ms, ZoneInfo(settings.timezone))
     rows = jvm_rows(section, schema, len(lines)) if section is not None else None
     users: list = []
     if rows is None:

@@ -60,8 +60,8 @@ def rendered_tuples(
     encoded. The lines are parsed in one ``json.loads`` per event: each is the column texts joined by
     ``,``, so ``[line]`` is the row's JSON array."""
     images = json.loads(b"[[" + b"],[".join(lines) + b"]]") if lines else []
-    uid_base = ums_id(header.file, header.pos)
-    ts = ums_ts_ms(header.ts * 1000, ZoneInfo(settings.timezone))
+    uid_base = ums_id(*header.position)
+    ts = ums_ts_ms(header.ts_ms, ZoneInfo(settings.timezone))
     users = user_columns(shape.columns)
     pick = (lambda row: tuple(row[i] for i in users)) if len(users) != len(shape.columns) else tuple
     op = shape.op
@@ -117,8 +117,8 @@ def rendered_messages(
 
 def data_rows(header: RawHeader, decoded: DecodedRows, settings: ConvertSettings) -> Iterator[DataRow]:
     """The event's tuples in order, with their system values."""
-    uid_base = ums_id(header.file, header.pos)
-    ts = ums_ts_ms(header.ts * 1000, ZoneInfo(settings.timezone))
+    uid_base = ums_id(*header.position)
+    ts = ums_ts_ms(header.ts_ms, ZoneInfo(settings.timezone))
     names = [c.name for c in decoded.columns]
     op = OPS[decoded.op]
     t = 0
@@ -190,7 +190,7 @@ def original_key(message: UmsMessage, header: RawHeader, ds: str) -> str:
     """The original DBus key, ``data_increment_data.<namespace>.<ums_ts_ ms>|<ds>.wh_placeholder``, sent
     as the ``ums_key`` record header for consumers that parse it (it would scatter a table over partitions
     if used as the key)."""
-    return data_key(message.protocol, message.schema.namespace, header.ts * 1000, ds)
+    return data_key(message.protocol, message.schema.namespace, header.ts_ms, ds)
 
 
 def chunked(records: Iterable[Any], max_bytes: int) -> Iterator[Any]:

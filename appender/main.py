@@ -28,7 +28,7 @@ import logging
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):  # a file run by spark-submit: packages come from the repo, not this folder
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
@@ -37,6 +37,9 @@ from dbuslib import topics
 from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
 from dbuslib.errors import DbusError, report
 from dbuslib.logs import setup_logging
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +89,7 @@ def ensure_topics(cfg: DbusConfig, ds: str, schemas: list[str]) -> None:
     )
 
 
-def run_query(session: object, cfg: DbusConfig, ds: str, subscription: topics.Subscription) -> int:
+def run_query(session: SparkSession, cfg: DbusConfig, ds: str, subscription: topics.Subscription) -> int:
     """The streaming query over the ``<ds>.<schema>`` topics, watched by the stage's lifecycle."""
     from appender import job
     from dbuslib import spark, stagemetrics

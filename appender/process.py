@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -155,7 +155,7 @@ class PartitionProcessor:
         if event is None:
             return  # a chunk: the event is emitted with its last chunk
         if self.heartbeat is not None and self.heartbeat.holds(event.header):
-            yield from self._heartbeats(rec, event)
+            yield from self._heartbeats(rec, event, self.heartbeat)
         elif event.kind == "rows" and self._per_row(event) is not None:
             yield from self._rows_per_row(rec, event, rendered if event.chunk is None else None)
         elif event.kind == "rows" and rendered is not None and event.chunk is None:
@@ -224,8 +224,8 @@ class PartitionProcessor:
                     message,
                     shape.columns,
                     tuple(shape.primary_key),
-                    file=h.file,
-                    ts_ms=h.ts * 1000,
+                    file=h.position[0],
+                    ts_ms=h.ts_ms,
                     server_id=h.server_id if isinstance(h.server_id, int) else None,
                     gtid=h.gtid,
                 )
@@ -268,12 +268,12 @@ class PartitionProcessor:
         headers = (
             (
                 "ums_key",
-                data_key(ProtocolType.DATA_INCREMENT_DATA, ns, event.header.ts * 1000, s.ds).encode(),
+                data_key(ProtocolType.DATA_INCREMENT_DATA, ns, event.header.ts_ms, s.ds).encode(),
             ),
         )
         op = shape.op  # an update has a before and an after line per row
-        uid = ums_id(event.header.file, event.header.pos)
-        ts = ums_ts_ms(event.header.ts * 1000, ZoneInfo(s.timezone))
+        uid = ums_id(*event.header.position)
+        ts = ums_ts_ms(event.header.ts_ms, ZoneInfo(s.timezone))
         if line_mask is None:
             texts = event_messages(
                 prefix, uid, ts, op, lines, s.before_update_image, s.max_tuples, s.max_bytes
@@ -302,7 +302,7 @@ class PartitionProcessor:
         headers = (
             (
                 "ums_key",
-                data_key(ProtocolType.DATA_INCREMENT_DATA, ns, event.header.ts * 1000, s.ds).encode(),
+                data_key(ProtocolType.DATA_INCREMENT_DATA, ns, event.header.ts_ms, s.ds).encode(),
             ),
             (SCHEMA_HEADER, self.encoder.schema_id_of(schema).encode("ascii")),
         )
@@ -327,15 +327,15 @@ class PartitionProcessor:
         key = (schema, table)
         self.counts[key] = self.counts.get(key, 0) + rows
 
-    def _heartbeats(self, rec: InRecord, event: RawEvent) -> Iterator[OutRecord]:
-        """A record of the heartbeat table: per row of this topic's schema, its heartbeat message (or a
+    def _heartbeats(self, rec: InRecord, event: RawEvent, table: HeartbeatTable) -> Iterator[OutRecord]:
+        """A record of the heartbeat ``table``: per row of this topic's schema, its heartbeat message (or a
         dead letter) and a Beat in ``self.beats``. Not an insert (the writer's purge, DDL): nothing."""
-        if not self.heartbeat.inserted(event.header):
+        if not table.inserted(event.header):
             return
-        at = int(ums_id(event.header.file, event.header.pos))
+        at = int(ums_id(*event.header.position))
         where = f"heartbeat at {event.header.where}"
         for i, image in enumerate(r.after or {} for r in decode_rows(event).rows):
-            if not owner(image, self.settings.ds, rec.topic, self.heartbeat):
+            if not owner(image, self.settings.ds, rec.topic, table):
                 continue  # another source's row, or another schema's (it is handled on that topic)
             try:
                 hb = heartbeat_of(image)
@@ -346,7 +346,7 @@ class PartitionProcessor:
                     rec,
                     e.code,
                     f"{where}, row {i}: {e}",
-                    (self.heartbeat.schema, self.heartbeat.table),
+                    (table.schema, table.table),
                     decoded=True,
                 )
                 continue
@@ -367,8 +367,8 @@ class PartitionProcessor:
     def _heartbeat_out(self, event: RawEvent, hb: Heartbeat, version: int) -> OutRecord:
         s = self.settings
         ns = Namespace(s.ds_type, s.ds, hb.schema, hb.table, version)
-        ts = ums_ts_ms(event.header.ts * 1000, ZoneInfo(s.timezone))
-        message = build_heartbeat_message(ns, ums_id(event.header.file, event.header.pos), ts)
+        ts = ums_ts_ms(event.header.ts_ms, ZoneInfo(s.timezone))
+        message = build_heartbeat_message(ns, ums_id(*event.header.position), ts)
         key = heartbeat_key(ns, hb.packet.time_ms, hb.packet.tx_ms, TABLE_STATUS, s.ds)
         enc = self.encoder
         value, extra = (to_json(message).encode(), ()) if enc is None else enc.encode(message)
@@ -409,10 +409,12 @@ class PartitionProcessor:
         line_mask = cached[1]
         return (None, None) if line_mask is None else (masked_prefix(ns, mask.fields), line_mask)
 
-    def _version(self, event: RawEvent, schema: str, table: str, columns: Any) -> Iterator[OutRecord]:
+    def _version(
+        self, event: RawEvent, schema: str, table: str, columns: Any
+    ) -> Generator[OutRecord, None, Version]:
         """The schema version the event's rows belong to; a change is stored and its termination
         message yielded first. Used as ``current = yield from self._version(...)``."""
-        at = int(ums_id(event.header.file, event.header.pos))
+        at = int(ums_id(*event.header.position))
         history = self._history(schema, table)
         current = version_at(history, at) or (history[0] if history else None)  # older than all: the first
         if current is None or current is history[-1]:
@@ -420,12 +422,17 @@ class PartitionProcessor:
             if change is not None:
                 yield from self._apply(event, schema, table, change)
                 current = change.new
+        if current is None:  # on_rows opens version 0 of a table without versions: never here
+            msg = f"{schema}.{table}: no schema version for the rows at {event.header.where}"
+            raise ValueError(msg)
         return current
 
     def _truncate(self, event: RawEvent) -> Iterator[OutRecord]:
         schema, table = event.header.schema, event.header.table
+        if schema is None or table is None:
+            return  # a DDL naming no table (a null table in its header): no table versions to end
         history = self._history(schema, table)
-        at = int(ums_id(event.header.file, event.header.pos))
+        at = int(ums_id(*event.header.position))
         change = on_truncate(history[-1] if history else None, at)
         if change is not None:
             yield from self._apply(event, schema, table, change)
@@ -441,8 +448,10 @@ class PartitionProcessor:
         if reason is None:
             return
         schema, table = event.header.schema, event.header.table
+        if schema is None or table is None:
+            return  # a DDL naming no table (a null table in its header): no versions, nothing to pull
         history = self._history(schema, table)
-        at = int(ums_id(event.header.file, event.header.pos))
+        at = int(ums_id(*event.header.position))
         change = on_truncate(history[-1] if history else None, at, reason)
         if change is not None:
             yield from self._apply(event, schema, table, change)
@@ -455,13 +464,15 @@ class PartitionProcessor:
         self._versions[(schema, table)].append(stored)
         if change.ends is not None:
             ns = Namespace(self.settings.ds_type, self.settings.ds, schema, table, change.ends.version)
-            ts = ums_ts_ms(event.header.ts * 1000)
+            ts = ums_ts_ms(event.header.ts_ms)
             yield self._out(event, build_termination_message(ns, ts))
             if self.outputs.global_control_topic:
-                yield self._meta_warning(event, schema, table, change)
+                yield self._meta_warning(self.outputs.global_control_topic, event, schema, table, change)
 
-    def _meta_warning(self, event: RawEvent, schema: str, table: str, change: Change) -> OutRecord:
-        """``G_META_SYNC_WARNING`` (spec 2.6) on the global control topic: a table's schema version
+    def _meta_warning(
+        self, topic: str, event: RawEvent, schema: str, table: str, change: Change
+    ) -> OutRecord:
+        """``G_META_SYNC_WARNING`` (spec 2.6) on the global control ``topic``: a table's schema version
         changed; before/after columns, what changed, the new version and the binlog position."""
         old = change.ends.columns if change.ends is not None else ()
         payload = {
@@ -476,9 +487,7 @@ class PartitionProcessor:
             "since": str(change.new.since),
         }
         message = new_control_message(ControlType.G_META_SYNC_WARNING, "dbus-appender", payload)
-        return OutRecord(
-            self.outputs.global_control_topic, control_key(message).encode(), control_json(message).encode()
-        )
+        return OutRecord(topic, control_key(message).encode(), control_json(message).encode())
 
     def version_span(self, schema: str, table: str, at: int) -> tuple[Version, int] | None:
         """The version of ``schema.table`` a rows event at binlog id ``at`` belongs to, and the id where
@@ -572,4 +581,7 @@ def _table_of(rec: InRecord, err: Exception) -> tuple[str, str] | None:
     if isinstance(header, RawHeader) and isinstance(header.schema, str) and isinstance(header.table, str):
         return header.schema, header.table
     key = bytes(rec.key or b"").decode("utf-8", "replace")
-    return tuple(key.split(".", 1)) if key.count(".") == 1 else None
+    if key.count(".") != 1:
+        return None
+    schema, table = key.split(".")
+    return schema, table

@@ -142,7 +142,7 @@ class AppenderSidecar:
         except (RawEventError, RowDecodeError):
             return []
         h = event.header
-        at = int(ums_id(h.file, h.pos))
+        at = int(ums_id(*h.position))
         span = p.version_span(shape.schema, shape.table, at)
         if span is None:
             return []

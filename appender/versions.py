@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from binlog.rawevent import RawHeader
+from binlog.rawevent import RawEventError, RawHeader
 from dbuslib.metastore import Reason, Version, compatible, signature, version_at
 from ums import ColumnSpec
 from ums.control import control_key
@@ -99,7 +99,10 @@ def row_loss(header: RawHeader) -> str | None:
 def repull_record(ds: str, header: RawHeader) -> tuple[bytes, bytes]:
     """Kafka key and value of the full-pull request of a ``row_loss`` DDL's table (ums.pullrequest.repull):
     the same bytes for the same DDL, so a replayed micro-batch asks for the pull already served."""
-    at = int(ums_id(header.file, header.pos))
+    at = int(ums_id(*header.position))
+    if header.schema is None or header.table is None or header.ts is None:
+        msg = f"ddl header at {header.where} lacks schema, table or ts: no table to pull"
+        raise RawEventError(msg)
     message = repull(ds, header.schema, header.table, at, int(header.ts), row_loss(header) or "")
     return control_key(message).encode(), control_json(message).encode()
 

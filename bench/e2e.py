@@ -424,7 +424,8 @@ def run(cfg: DbusConfig) -> list[str]:
     db.autocommit(True)
     lines: list[str] = []
     base = None
-    runs = [(v, None) for v in CHOSEN]  # None: the configuration's default mode (real-time)
+    # (variant, trigger); None: the configuration's default mode (real-time)
+    runs: list[tuple[str, str | None]] = [(v, None) for v in CHOSEN]
     if "plain" in CHOSEN and MICROBATCH:
         runs.insert(CHOSEN.index("plain") + 1, ("plain", "microbatch"))
     if "plain" in CHOSEN and CLUSTER:

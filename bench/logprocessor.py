@@ -219,7 +219,8 @@ def spark_rate(cfg: DbusConfig, n: int) -> tuple[float, int]:
         if _is_jvm(jar) and scheme(jar) == "file":
             jvmjar.build(Path(jar.removeprefix("file:")))
     stage = {k.replace(".", "__"): v for k, v in cfg.spark.stages.get("logprocessor", {}).items()}
-    spark = session(cfg, "bench_logprocessor", spark__ui__enabled="false", **stage)
+    # realtime_tasks named (the default), or mypy would take **stage for it
+    spark = session(cfg, "bench_logprocessor", realtime_tasks=0, spark__ui__enabled="false", **stage)
     try:
         rules = rule_set(cfg)
         outputs = output_topics(cfg, DS, rules)

@@ -72,8 +72,12 @@ def jvm_rate(cfg: DbusConfig, tables: list[TableRules], sample: list[str], n: in
             results = lines_results(spark, F.col("lines"), tables)
             rows = F.expr("aggregate(r, 0L, (a, x) -> a + size(x.rows))")
             start = time.perf_counter()
-            (got,) = df.select(results.alias("r")).select(F.sum(rows)).first()
+            total = df.select(results.alias("r")).select(F.sum(rows)).first()
             elapsed = time.perf_counter() - start
+            if total is None:  # a sum without grouping gives one row, even over no rows
+                msg = "bench_logrules: the sum of result rows gave no row"
+                raise RuntimeError(msg)
+            (got,) = total
             df.unpersist()
             return count / elapsed, int(got or 0)
 

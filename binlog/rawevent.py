@@ -152,6 +152,22 @@ class RawHeader:
         """``mariadb-bin.000006:860``: where the event starts in the binlog."""
         return f"{self.file}:{self.pos}"
 
+    @property
+    def position(self) -> tuple[str, int]:
+        """``(file, pos)``: ``decode`` requires both of every rows and ddl header (else RawEventError)."""
+        if self.file is None or self.pos is None:
+            msg = f"{self.kind} header lacks file or pos"
+            raise RawEventError(msg)
+        return self.file, self.pos
+
+    @property
+    def ts_ms(self) -> int:
+        """``ts`` in epoch milliseconds: ``decode`` requires it of every rows and ddl header (likewise)."""
+        if self.ts is None:
+            msg = f"{self.kind} header at {self.where} lacks ts"
+            raise RawEventError(msg)
+        return self.ts * 1000
+
 
 _ABSENT = object()
 _FIELDS = tuple(f.name for f in fields(RawHeader) if f.name not in ("extra", "read_order"))

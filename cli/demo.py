@@ -35,6 +35,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from influxdb_client import Point
 
@@ -46,6 +47,7 @@ from dbuslib.config import DbusConfig, Source
 from dbuslib.errors import EndpointError, StackError
 from ums import ums_id
 
+T = TypeVar("T")
 SHOP_SQL = Path(__file__).resolve().parent.parent / "conf" / "demo" / "shop.sql"
 DEMO_SECONDS = float(os.environ.get("DEMO_SECONDS", "10"))
 DEMO_ORDERS_PER_S = int(os.environ.get("DEMO_ORDERS_PER_S", "400"))
@@ -158,7 +160,7 @@ def show(message: bytes) -> str:
     )
 
 
-def _step(n: int, title: str, fn: Callable[[], object]) -> object:
+def _step(n: int, title: str, fn: Callable[[], T]) -> T:
     t0 = time.monotonic()
     print(f"{n}. {title}", flush=True)
     result = fn()
@@ -248,11 +250,11 @@ def run(cfg: DbusConfig, source_name: str) -> int:
                 time.sleep(1)
 
         out = _step(4, f"wait for every row change as UMS in {result}", arrived)
-        seen = set()
+        shown = set()
         for r in out:
             table = r.key.decode()
-            if table not in seen:
-                seen.add(table)
+            if table not in shown:
+                shown.add(table)
                 print(show(r.value))
         raw_records = kafka.read_range(cfg.endpoints.kafka, [raw], before)
         schema_records = kafka.read_range(cfg.endpoints.kafka, [schema_topic], before)
@@ -401,7 +403,11 @@ def _heartbeats(cfg: DbusConfig, ds: str, stages: Stages) -> list[float]:
         time.sleep(1)
     for table in sorted(latest):
         print(f"   dbus_heartbeat shop.{table}: latency {latest[table]['_value']:.0f} ms")
-    print("\n".join(f"   | {line}" for line in status.render(readers.collect(cfg, ds)).splitlines()))
+    snap = readers.collect(cfg, ds)
+    if not isinstance(snap, readers.Snapshot):  # a LogSnapshot: never for the demo's database source
+        msg = f"{ds}: dbus status read a log source, not the demo's database source"
+        raise ValueError(msg)
+    print("\n".join(f"   | {line}" for line in status.render(snap).splitlines()))
     return [float(r["_value"]) for r in latest.values()]
 
 
@@ -411,7 +417,7 @@ def _workload_and_pull(cfg: DbusConfig, ds: str, stages: Stages) -> int:
     from fullpuller.progress import bar
 
     src = cfg.source(ds)
-    result: dict[str, object] = {}
+    result: dict[str, int] = {}
     thread = threading.Thread(target=lambda: result.update(n=workload(src, DEMO_SECONDS, DEMO_ORDERS_PER_S)))
     thread.start()
     time.sleep(min(2.0, DEMO_SECONDS / 3))

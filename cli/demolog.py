@@ -264,14 +264,14 @@ def arrived(cfg: DbusConfig, ds: str, since: dict, run: str) -> Arrived:
             kind = m["schema"]["namespace"].split(".")[3]  # type.ds.schema.table.version.host.0
             if kind not in TABLES:
                 continue
-            req = names.index("req_id")
-            mine = [t["tuple"] for t in m["payload"] if str(t["tuple"][req]).startswith(f"{run}-")]
+            req_at = names.index("req_id")
+            mine = [t["tuple"] for t in m["payload"] if str(t["tuple"][req_at]).startswith(f"{run}-")]
             if mine:
                 out.first.setdefault(kind, r.value)
-                out.ids[kind] |= {t[req] for t in mine}
+                out.ids[kind] |= {t[req_at] for t in mine}
                 out.rows[kind] += len(mine)
             for t in mine:
-                out.copies.setdefault(t[req], []).append((kind, dict(zip(names, t, strict=True))))
+                out.copies.setdefault(t[req_at], []).append((kind, dict(zip(names, t, strict=True))))
         elif kind in (UNKNOWN, "raw"):
             try:
                 record = json.loads(r.value)

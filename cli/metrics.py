@@ -59,7 +59,7 @@ class Processes:
             if self._client is None:
                 self._client = zk.client(self.cfg.endpoints.zookeeper)
             root, host = self.cfg.endpoints.zookeeper.root, liveness.this_host()
-            wanted = [(ds, LIVE_STAGES) for ds in self.cfg.sources]
+            wanted: list[tuple[str, tuple[str, ...]]] = [(ds, LIVE_STAGES) for ds in self.cfg.sources]
             wanted += [(ds, LOG_LIVE_STAGES) for ds in self.cfg.log_sources]
             for ds, stages in wanted:
                 announced = liveness.read(self._client, root, ds)

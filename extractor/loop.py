@@ -92,7 +92,8 @@ class Extractor:
                 if isinstance(item, RawEvent):
                     publisher.publish(item)
                     self.metrics.events += 1
-                    self.metrics.last_event_ts = item.header.ts
+                    # the reader's events all have ts; 0 (no time, no lag) is the metric's default
+                    self.metrics.last_event_ts = item.header.ts or 0
                     self.metrics.caught_up = False
                 elif isinstance(item, Boundary):
                     publisher.boundary(item.position)

@@ -234,6 +234,9 @@ class BinlogReader:
         if ddl is None:
             return []
         schema, table = ddl.header.schema, ddl.header.table
+        if schema is None or table is None:  # raw_ddl names both (table "*" when the statement names none)
+            msg = f"DDL at {ddl.header.where} has no schema or table"
+            raise ValueError(msg)
         self._types.forget(schema, table)  # the table's columns may have changed type
         wanted = self._filter.allows(schema, table) if table != "*" else self._filter.allows(schema, "*")
         return [ddl, *self._boundary(event)] if wanted else self._boundary(event)

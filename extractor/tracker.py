@@ -23,6 +23,8 @@ class FutureLike(Protocol):
 
     def failed(self) -> bool: ...
 
+    def get(self, timeout: float | None = None) -> object: ...  # waits for the ack (the publisher's throttle)
+
 
 class AckTracker(Generic[P]):
     def __init__(self) -> None:

@@ -24,22 +24,25 @@ import json
 import struct
 from collections.abc import Callable, Sequence
 from decimal import Decimal
+from typing import Any
 
 from ums.types import UmsType
 
 NULL = "\x00"  # never the canonical text of a value: every value's text is printable or a JSON dump
 
 
-def _int(value: object) -> str:
+# The converters take whatever a row holds (Any): int() and float() raise TypeError or ValueError for a
+# value they cannot take, and ``canonical`` / ``canonicalizer`` then compare that value as text.
+def _int(value: Any) -> str:
     return str(int(value))
 
 
-def _float32(value: object) -> str:
+def _float32(value: Any) -> str:
     (rounded,) = struct.unpack("<f", struct.pack("<f", float(value)))
     return repr(rounded + 0.0)  # + 0.0 turns -0.0 into 0.0
 
 
-def _double(value: object) -> str:
+def _double(value: Any) -> str:
     return repr(float(value) + 0.0)
 
 

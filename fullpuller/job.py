@@ -306,12 +306,12 @@ class Puller:
                 self.store.put(p)
                 self._history(p)
                 self._metric(p)
-                failed = [f for f in done if f.exception() is not None]
+                failed = [e for f in done if (e := f.exception()) is not None]
                 if failed:
                     for f in running:
                         f.cancel()
                     self.session.sparkContext.cancelAllJobs()
-                    raise failed[0].exception()
+                    raise failed[0]
                 if not running:
                     break
         self._marker(p, "end")

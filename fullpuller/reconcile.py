@@ -767,6 +767,9 @@ def run(
         best.unpersist()
         if per_row is not None:
             per_row.unpersist()
+    if stats is None:  # an aggregate without grouping gives one row, even over no rows
+        msg = f"{schema}.{table}: the snapshot's counts gave no row"
+        raise RuntimeError(msg)
     return ReconcileResult(
         table=f"{schema}.{table}",
         rows=stats["keys"] - stats["gone"],
@@ -776,7 +779,7 @@ def run(
         max_ums_id=stats["max_id"],
         versions=tuple(sorted({ns.version for ns, _ in versions.values()})),
         topic=topic,
-        out=jdbc_table if fmt == "jdbc" else out_path,
+        out=jdbc_table if fmt == "jdbc" and jdbc_table else out_path,  # write() refused jdbc without one
         reset_ums_id=reset,
     )
 
@@ -827,7 +830,8 @@ def cli(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
         check_out(args.out, master, args.format)  # before Spark starts
         conf = {} if "spark.driver.memory" in cfg.spark.conf else {"spark__driver__memory": DRIVER_MEMORY}
         conf = {**conf, **cfg.spark.stages.get("reconcile", {}), "spark.master": master}
-        spark = dspark.session(cfg, f"dbus-reconcile-{args.source}", **conf)
+        # realtime_tasks named: a batch job, and mypy would take **conf for it otherwise
+        spark = dspark.session(cfg, f"dbus-reconcile-{args.source}", realtime_tasks=0, **conf)
     else:
         check_out(args.out, spark.sparkContext.master or "local", args.format)
     key = tuple(k.strip() for k in args.primary_key.split(",")) if args.primary_key else None

@@ -122,7 +122,8 @@ def splice_binaries(text: bytes, raws: Sequence[bytes | None]) -> bytes:
 
 def _segments(columns: Sequence[ColumnSpec]) -> list[str]:
     """``t, raw, text, raw, text...``: SQL-rendered runs of columns around each FLOAT column's raw value."""
-    exprs, run = [], []
+    exprs: list[str] = []
+    run: list[ColumnSpec] = []
     for col in columns:
         if col.ums_type is UmsType.FLOAT:
             exprs += [tuple_sql(run) if run else "''", f"CAST({quote_name(col.name)} AS DOUBLE)"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from dbuslib.errors import DbusError
 from dbuslib.topics import topic_problem
@@ -58,6 +58,7 @@ TYPE = ControlType.FULL_DATA_INDEPENDENT_PULL_REQ
 FINISH = ControlType.FULL_DATA_FINISH_REQ
 SINKS = ("KAFKA",)
 MAX_ERROR_CHARS = 2000  # ERROR_MSG of a reply is cut there: a reply is always a small record
+D = TypeVar("D", bound=int | None)  # _int_field's default: a field with an int default is an int
 _INTEGER = re.compile(r"-?[0-9]{1,19}")  # ASCII digits that fit a Java long (int() takes any Unicode digit)
 
 
@@ -237,7 +238,7 @@ def _name(payload: dict[str, Any], name: str, seqno: int) -> str:
     return text
 
 
-def _int_field(payload: dict[str, Any], name: str, seqno: int, default: int | None) -> int | None:
+def _int_field(payload: dict[str, Any], name: str, seqno: int, default: D) -> int | D:
     text = _text(payload, name, seqno)
     if not text:
         return default

@@ -301,6 +301,11 @@ def key_sql(column: ColumnSpec) -> str:
 def value_sql(column: ColumnSpec) -> str:
     """What the boundary query selects for a key column, in the form ``literal`` takes."""
     name = quote_name(column.name)
+    kind = kind_of(column)
+    if kind is None:  # choose_split picks columns of a kind it handles alone
+        msg = f"cannot split on {column.name!r} of type {column.column_type}"
+        msg_0 = "FULLPULL_BAD_SPLIT_COL"
+        raise SplitError(msg_0, msg)
     return {
         "int": name,
         "bit": f"CAST({name} AS UNSIGNED)",
@@ -310,7 +315,7 @@ def value_sql(column: ColumnSpec) -> str:
         "temporal": f"CAST({name} AS CHAR)",
         "binary": name,
         "string": f"CAST({name} AS BINARY)",
-    }[kind_of(column)]
+    }[kind]
 
 
 # ---- the edge: two queries ---------------------------------------------------------------------------
@@ -348,12 +353,22 @@ def plan(
             (Shard(0, ALL_ROWS, None, None),),
             warning,
         )
-    columns = [info.column(n) for n in names]
+    columns = [_column(info, n) for n in names]
     nullable = any(c.nullable for c in columns)
     ranges = _ranges(db, info, columns, where, shards, shard_size)
     return SplitPlan(
         names, source, count, shards_for([key_sql(c) for c in columns], ranges, nullable), warning
     )
+
+
+def _column(info: TableInfo, name: str) -> ColumnSpec:
+    """The column ``name`` of the table (choose_split names its columns alone)."""
+    column = info.column(name)
+    if column is None:
+        msg = f"{info.schema}.{info.table}: split column {name!r} is not a column of the table"
+        msg_0 = "FULLPULL_BAD_SPLIT_COL"
+        raise SplitError(msg_0, msg)
+    return column
 
 
 def _ranges(

@@ -133,13 +133,13 @@ def parse(
         schema, table = _table(key)
     if stage in KEYED_BY_RECORD:
         schema, table = None, None
-    topic = doc.get("topic") if isinstance(doc.get("topic"), str) else ""
+    topic = doc.get("topic")
     return Letter(
         stage,
         _name(code, UNREADABLE),
         schema,
         table,
-        topic,
+        topic if isinstance(topic, str) else "",
         _int(doc.get("partition")),
         _int(doc.get("offset")),
         dlq_partition,

@@ -46,7 +46,8 @@ def log_observations(
     """One Observation per (table, host) of the monitored ``tables`` with a point from that host (the
     newest point of the pair wins), sorted by table then host; one without a host for a table with none.
     Points of other tables, or with no host, are left out."""
-    last: dict[tuple[str, str, str], tuple[int, float | None]] = {}
+    # None in a key: a point without the schema or table tag
+    last: dict[tuple[str | None, str | None, str], tuple[int, float | None]] = {}
     for r in records:
         host = r.get("host")
         if not host:

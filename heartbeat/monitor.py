@@ -96,7 +96,8 @@ def observations(
 ) -> list[Observation]:
     """One Observation per monitored table from the query's records (a table may have several series:
     the newest point wins; tables with no point get an empty Observation)."""
-    last: dict[tuple[str, str], tuple[int, float | None]] = {}
+    # None in a key: a point without the schema or table tag
+    last: dict[tuple[str | None, str | None], tuple[int, float | None]] = {}
     for r in records:
         key = (r.get("schema"), r.get("table"))
         t = _ms(r["_time"])
@@ -105,8 +106,8 @@ def observations(
             last[key] = (t, None if value is None else float(value) / 1000)
     out = []
     for schema, table in tables:
-        t, latency = last.get((schema, table), (None, None))
-        out.append(Observation(schema, table, t, latency))
+        last_ms, latency = last.get((schema, table), (None, None))
+        out.append(Observation(schema, table, last_ms, latency))
     return out
 
 

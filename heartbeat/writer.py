@@ -25,6 +25,7 @@ import pymysql
 from kazoo.client import KazooClient
 from kazoo.exceptions import CancelledError, KazooException
 from kazoo.protocol.states import KazooState
+from kazoo.recipe.lock import Lock
 
 from binlog import heartbeat as hbt
 from dbuslib import mysql, zk, zkpaths
@@ -144,7 +145,7 @@ class HeartbeatWriter:
         self._own_client = client is None
         self._zk = client or zk.client(cfg.endpoints.zookeeper, retry=RetryPolicy.of(cfg))
         self._lost = threading.Event()
-        self._lock = None
+        self._lock: Lock | None = None  # kazoo's leader lock, while queued or leading
         self._db: pymysql.Connection | None = None
         self._tables: list[tuple[str, str]] = []
         self._intervals_since_listing = REFRESH_EVERY

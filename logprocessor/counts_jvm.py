@@ -21,12 +21,16 @@ FUNCTION, CLASS = "dbus_log_counts", "dbus.jvm.LogCountsAgg"
 def register(spark: SparkSession) -> str:
     """Registers ``dbus_log_counts(metric)`` in ``spark`` (once per session is enough; again is harmless)
     and returns its name. StackError when the jar lacks the class."""
+    from dbuslib.errors import StackError
     from dbuslib.spark import jvm_class
 
-    jvm = spark._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
+    jvm = spark._jvm  # py4j's view of the JVM, untyped
+    if jvm is None:  # pyspark sets it as the session starts
+        msg = "logprocessor: the Spark session has no JVM"
+        raise StackError(msg)
     cls = jvm_class(jvm, CLASS, "logprocessor")
     udaf = jvm.org.apache.spark.sql.functions.udaf(cls(), jvm.org.apache.spark.sql.Encoders.STRING())
-    spark._jsparkSession.udf().register(FUNCTION, udaf)  # type: ignore[attr-defined]  # py4j
+    spark._jsparkSession.udf().register(FUNCTION, udaf)  # py4j
     return FUNCTION
 
 

@@ -37,6 +37,7 @@ def table_messages(
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StringType
 
+    from dbuslib.errors import StackError
     from dbuslib.spark import jvm_class
     from logprocessor.logums import message_frame
 
@@ -51,9 +52,12 @@ def table_messages(
     types = SEPARATOR.join("".join("d" if c.type == "double" else "s" for c in cols) for _, cols in tables)
     spec = SEPARATOR.join((head, names, middles, types))
     name = f"{FUNCTION}_{hashlib.sha256(spec.encode()).hexdigest()[:16]}"
-    jvm = spark._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
+    jvm = spark._jvm  # py4j's view of the JVM, untyped
+    if jvm is None:  # pyspark sets it as the session starts
+        msg = "logprocessor: the Spark session has no JVM"
+        raise StackError(msg)
     cls = jvm_class(jvm, "dbus.jvm.LogUmsUdf", "logprocessor")
     jtype = jvm.org.apache.spark.sql.types.DataType.fromJson(ArrayType(StringType()).json())
     udf = cls(head, names, middles, types)
-    spark._jsparkSession.udf().register(name, udf, jtype)  # type: ignore[attr-defined]  # py4j
+    spark._jsparkSession.udf().register(name, udf, jtype)  # py4j
     return F.call_function(name, partition, offset, ums_ts, F.array(*namespaces), results)

@@ -167,7 +167,8 @@ def observed_counts(progress: Mapping[str, Any]) -> dict[Key, Tally] | None:
     without the observation, or a batch that read nothing)."""
     observed = progress.get("observedMetrics") or {}
     row = observed.get(OBSERVATION) if isinstance(observed, Mapping) else None
-    if hasattr(row, "asDict"):  # PySpark's StreamingQueryProgress (a dict) holds Rows, its JSON dicts
+    # PySpark's StreamingQueryProgress (a dict) holds Rows, its JSON dicts
+    if row is not None and hasattr(row, "asDict"):
         row = row.asDict()
     if not isinstance(row, Mapping) or row.get(FIELD) is None:
         return None

@@ -80,7 +80,7 @@ def spec(
     ]
     hb_head, hb_middle = heartbeat_frame()
     big_head, big_tail = too_big(0).split("0", 1)
-    doc = {
+    doc: dict[str, object] = {
         "adapter": {
             "type": settings.log_type,
             "heartbeat_type": settings.heartbeat_type,
@@ -127,7 +127,7 @@ def batch_outputs(
 
     from dbuslib.spark import jvm_class
 
-    jvm = raw.sparkSession._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
+    jvm = raw.sparkSession._jvm  # py4j's view of the JVM, untyped
     cls = jvm_class(jvm, "dbus.jvm.LogBatch", STAGE)
     jdf = cls.apply(raw._jdf, spec(src, ds, rules, batch=True, earlier=earlier, base=base))
     return DataFrame(jdf, raw.sparkSession)
@@ -153,13 +153,17 @@ def record_outputs(
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, _parse_datatype_string
 
+    from dbuslib.errors import StackError
     from dbuslib.spark import jvm_class
 
     text = spec(src, ds, rules, earlier=earlier, base=base)
     name = f"{FUNCTION}_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-    jvm = spark._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
+    jvm = spark._jvm  # py4j's view of the JVM, untyped
+    if jvm is None:  # pyspark sets it as the session starts
+        msg = f"{STAGE}: the Spark session has no JVM"
+        raise StackError(msg)
     cls = jvm_class(jvm, CLASS, STAGE)
     returns = ArrayType(_parse_datatype_string(OUT_TYPE))
     jtype = jvm.org.apache.spark.sql.types.DataType.fromJson(returns.json())
-    spark._jsparkSession.udf().register(name, cls(text), jtype)  # type: ignore[attr-defined]  # py4j
+    spark._jsparkSession.udf().register(name, cls(text), jtype)  # py4j
     return F.call_function(name, value, key, topic, partition, offset, F.unix_millis(timestamp))

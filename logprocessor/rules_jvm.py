@@ -103,11 +103,14 @@ def lines_results(
 
     ruleset = ruleset_json(tables, multi_table, budget_ms)
     name = f"{FUNCTION}_{hashlib.sha256(ruleset.encode()).hexdigest()[:16]}"
-    jvm = spark._jvm  # type: ignore[attr-defined]  # py4j's view of the JVM, untyped
+    jvm = spark._jvm  # py4j's view of the JVM, untyped
+    if jvm is None:  # pyspark sets it as the session starts
+        msg = "logprocessor: the Spark session has no JVM"
+        raise StackError(msg)
     cls = jvm_class(jvm, "dbus.jvm.LogRulesLinesUdf", "logprocessor")
     returns = ArrayType(_parse_datatype_string(LINE_TYPE))
     jtype = jvm.org.apache.spark.sql.types.DataType.fromJson(returns.json())
-    spark._jsparkSession.udf().register(name, cls(ruleset), jtype)  # type: ignore[attr-defined]  # py4j
+    spark._jsparkSession.udf().register(name, cls(ruleset), jtype)  # py4j
     return F.call_function(name, lines)
 
 

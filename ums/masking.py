@@ -51,15 +51,23 @@ class MaskError(UmsError):
 
 
 class RuleLike(Protocol):
-    """The shape of ``dbuslib.config.MaskRule`` (duck-typed: ``ums`` does not import ``dbuslib``)."""
+    """The shape of ``dbuslib.config.MaskRule`` (duck-typed: ``ums`` does not import ``dbuslib``); read-only
+    members, as that frozen model's are (and its ``type`` is a Literal of str)."""
 
-    type: str
-    value: str | None
-    salt: Any  # pydantic SecretStr or None
-    salt_field: str | None
-    pattern: str | None
-    replacement: str | None
-    length: int | None
+    @property
+    def type(self) -> str: ...
+    @property
+    def value(self) -> str | None: ...
+    @property
+    def salt(self) -> Any: ...  # pydantic SecretStr or None
+    @property
+    def salt_field(self) -> str | None: ...
+    @property
+    def pattern(self) -> str | None: ...
+    @property
+    def replacement(self) -> str | None: ...
+    @property
+    def length(self) -> int | None: ...
 
 
 _T = UmsType
