@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-integration test-secure lint bench venv stack-up stack-down stack-status browser screenshots cluster-up cluster-down clean-stack
+.PHONY: demo test test-unit test-integration test-long test-secure lint bench venv stack-up stack-down stack-status browser screenshots cluster-up cluster-down clean-stack
 
 # SECURE=1 (`make demo SECURE=1`, `make stack-up SECURE=1`): the secure variant of the local stack, beside the
 # plain one (stack/env.sh: .stack-secure, ports 2xxxx; docs/security.md, The secure stack), and
@@ -37,6 +37,10 @@ test-secure: venv
 
 test-unit: venv
 	$(PY) -m pytest tests/unit
+
+# The tests marked long (tests/conftest.py: soaks, second trigger modes of failure tests), skipped by `make test`.
+test-long: stack-up browser
+	DBUS_LONG_TESTS=1 $(PY) -m pytest tests/integration -m long $(XDIST) --durations=10
 
 test-integration: stack-up browser
 	$(PY) -m pytest tests/integration $(XDIST)

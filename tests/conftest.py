@@ -12,6 +12,9 @@ idle. The files are therefore ordered so that each exclusive file is followed by
 no lock) of about its duration: while one worker runs the exclusive test, the other runs those. A test
 marked ``exclusive(alone=True)`` (it times seconds) comes first, followed by an integration file, so that
 nothing at all runs beside it. Then come the other integration files, then the unit files left.
+**Long tests** (marked ``long``: a soak, or the second trigger mode of a failure test whose first mode runs
+every time) are skipped unless ``DBUS_LONG_TESTS=1``; ``make test-long`` runs them (CONTRIBUTING.md, Tests).
+
 Durations per file are read from tests/durations.json (seconds, from a run with
 ``DBUS_TEST_DURATIONS=tests/durations.json``, which writes it); a file not in it counts as 1 s (unit) or
 30 s (integration).
@@ -40,7 +43,15 @@ def _file_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+LONG_ENV = "DBUS_LONG_TESTS"  # 1: run the tests marked long too (make test-long runs only them)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get(LONG_ENV) != "1":
+        skip = pytest.mark.skip(reason=f"long: {LONG_ENV}=1 runs it (make test-long)")
+        for item in items:
+            if item.get_closest_marker("long") is not None:
+                item.add_marker(skip)
     by_file: dict[str, list[pytest.Item]] = {}
     for item in items:
         by_file.setdefault(_file_of(item.nodeid), []).append(item)

@@ -126,6 +126,9 @@ class ExtractorEnv:
         return out
 
 
+TEST_BATCH_S = 30
+
+
 def make_env(tmp_path: Path, database: str, **extractor: object) -> ExtractorEnv:
     base = load_config()
     src = base.source("demo")
@@ -149,6 +152,11 @@ def make_env(tmp_path: Path, database: str, **extractor: object) -> ExtractorEnv
             **extractor,
         }
     )
+    # 30 s real-time batches for the Spark stages (the default, 300 s, is for throughput): a test that waits
+    # for a batch's end (a failure at the next offset write, a batch's metrics, a commit before a kill)
+    # would otherwise wait five minutes; a test of the batch length sets its own (pipeline_env.set_trigger)
+    for stage in ("dispatcher", "appender"):
+        demo.setdefault(stage, {}).setdefault("realtime_checkpoint_s", TEST_BATCH_S)
     raw["sources"] = {ds: demo}
     raw["endpoints"]["zookeeper"]["timeout_s"] = 4  # the shortest session ZooKeeper grants: fast failover
     raw["spark"]["jars_file"] = str(base.resolve(base.spark.jars_file))

@@ -164,7 +164,7 @@ def burst(env, db, rows: int = 50_000) -> None:
 
 
 @pytest.mark.timeout(1200)
-@pytest.mark.parametrize("mode", ["microbatch", "realtime"])
+@pytest.mark.parametrize("mode", [pytest.param("microbatch", marks=pytest.mark.long), "realtime"])
 def test_mariadb_zookeeper_and_kafka_restarts_cost_latency_not_a_stage(writer_db, tmp_path, kafka_up, mode):
     """In real-time mode the JVM writes the known tables without the meta store, and records arrive only
     while MariaDB (the source and the meta store's server) is up: the appender does not meet that outage,

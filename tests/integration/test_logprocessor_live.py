@@ -408,6 +408,7 @@ def expected_version(answers: list[tuple[int, dict[int, int]]], partition: int, 
 
 
 @pytest.mark.timeout(1200)  # ten publishes, each a restart of the processor's query, on a shared machine
+@pytest.mark.long  # four minutes; one publish mid-stream runs every time (test_a_publish_mid_stream_...)
 @pytest.mark.parametrize("lp", [3], indirect=True)
 def test_ten_publishes_under_a_steady_stream_switch_exactly_at_the_answered_offsets(lp):
     """Issue #29, acceptance 6: 10 publishes of ``orders`` (amount alternately STRING and DOUBLE, so each is a

@@ -44,7 +44,7 @@ from dbuslib import spark as dspark
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.parametrize("trigger", ["microbatch", "realtime"])
+@pytest.mark.parametrize("trigger", [pytest.param("microbatch", marks=pytest.mark.long), "realtime"])
 def test_kill_9_dispatcher_and_appender_loses_nothing(writer_db, tmp_path, kafka_up, trigger):
     db, name = writer_db
     # real-time batches of 5 s: kills land across their ends

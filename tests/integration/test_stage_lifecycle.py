@@ -166,7 +166,9 @@ def test_the_driver_exits_when_its_jvm_is_killed(env, name):
     ("name", "code"), [("dispatcher", "DISPATCH_FAILED"), ("appender", "APPENDER_FAILED")]
 )
 def test_a_failed_query_prints_its_code_and_exits_1(env, name, code):
-    """The query's offset log folder is replaced by a file: the next micro-batch cannot record its offsets."""
+    """The query's offset log folder is replaced by a file: the next batch cannot record its offsets
+    (real-time batches of 5 s: the next one starts within seconds)."""
+    set_trigger(env, "realtime", name, checkpoint_s=5)
     stage = started(SparkStage(name, env))
     try:
         offsets = Path(dspark.checkpoint(env.cfg, name, env.ds)) / "offsets"

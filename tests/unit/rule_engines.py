@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from logprocessor.grammar import Group
 
@@ -21,6 +22,16 @@ def classpath() -> str:
     from dbuslib import connectors
 
     return os.pathsep.join([str(jvm_jar.build()), str(connectors.pyspark_jars() / "*")])
+
+
+def jars_file(folder: Path) -> Path:
+    """A ``spark.jars_file`` in ``folder`` naming the tests' jar: for a command (``dbus logrules check``,
+    ``publish``) run with a configuration of the test's own, whose publishing asks the JVM engine."""
+    import jvm_jar
+
+    path = folder / "spark.jars"
+    path.write_text(str(jvm_jar.build()))
+    return path
 
 
 def jvm() -> Callable[[Sequence[Group]], list[str]]:

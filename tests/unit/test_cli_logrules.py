@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+import rule_engines
 import yaml
 
 from cli import main as dbus
@@ -24,6 +25,7 @@ def config(tmp_path, monkeypatch):
     raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
     raw["log_sources"] = {"applog": {"type": "log_logstash"}}
     raw["endpoints"]["meta_store"]["url"] = f"sqlite:///{tmp_path / 'meta.db'}"
+    raw.setdefault("spark", {})["jars_file"] = str(rule_engines.jars_file(tmp_path))  # publish asks the JVM
     path = tmp_path / "dbus.yaml"
     path.write_text(yaml.safe_dump(raw))
     monkeypatch.setenv("DBUS_CONFIG", str(path))

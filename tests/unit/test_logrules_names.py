@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-import jvm_jar
 import pytest
+import rule_engines
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
@@ -97,9 +97,7 @@ def config(tmp_path, monkeypatch):
     raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
     raw["log_sources"] = {"applog": {"type": "log_rsyslog"}}
     raw["endpoints"]["meta_store"]["url"] = f"sqlite:///{tmp_path / 'meta.db'}"
-    jars = tmp_path / "spark.jars"  # check and publish ask the JVM's rule engine: the jar the tests build
-    jars.write_text(str(jvm_jar.build()))
-    raw.setdefault("spark", {})["jars_file"] = str(jars)
+    raw.setdefault("spark", {})["jars_file"] = str(rule_engines.jars_file(tmp_path))  # publish asks the JVM
     path = tmp_path / "dbus.yaml"
     path.write_text(yaml.safe_dump(raw))
     monkeypatch.setenv("DBUS_CONFIG", str(path))
