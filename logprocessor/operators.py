@@ -1,4 +1,6 @@
-"""The 16 log rule operators as pure functions, ``rows -> rows``: the reference for the Spark SQL compiler.
+"""The 16 log rule operators as pure functions, ``rows -> rows``: the reference of the JVM's rule engine
+(``dbus.jvm.logrules.Engine``, the one the processor runs; tests/unit/test_logrules_jvm.py holds them equal),
+and what ``dbus logrules test`` and the console's preview run.
 
 A row is ``list[str | None]`` (``None`` only from a ``regexExtract`` group that did not take part); after
 ``saveAs`` a row holds typed values (``str``, ``float`` for DOUBLE, ``None``). Each operator takes its
