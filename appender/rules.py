@@ -348,92 +348,51 @@ def _read(cfg: DbusConfig, path: str) -> bytes | None:
 # ---------------------------------------------------------------- the driver's listener
 
 
-class ReloadListener(threading.Thread):
+class ReloadListener(control.DriverListener):
     """Daemon thread of the appender driver: APPENDER_RELOAD_CONFIG on ``<ds>_ctrl`` -> re-read the file,
     validate, publish the next rules generation. A bad file is logged and the applied rules stay.
 
     No record stops it: ``handle`` never raises. A record that is not a valid control message (null,
     garbage, huge numbers, wrong types) is logged with its coordinates and, when its key or its type
     says APPENDER_RELOAD_CONFIG, answered ``rejected`` (``UMS_BAD_CONTROL``, with its id when it has
-    one). A failed poll (Kafka gone) is logged and retried with backoff.
+    one). A failed poll (Kafka gone) is logged and retried with backoff (``control.DriverListener``).
 
     ``start()`` returns once the consumer sits at the end of the topic and the start-up rules are
-    published: a request sent after that is never missed.
+    published: a request sent after that is never missed; a bad masking rule fails it (``ConfigError``).
     """
 
     def __init__(self, cfg: DbusConfig, ds: str, config_path: str | None = None, poll_ms: int = 500) -> None:
-        super().__init__(name=f"appender-reload-{ds}", daemon=True)
-        self.cfg, self.ds, self.poll_ms = cfg, ds, poll_ms
+        super().__init__(cfg, ds, cfg.source(ds).topics.name("ctrl", ds), "appender", poll_ms)
         self.config_path = str(config_path or cfg.path)
-        self.topic = cfg.source(ds).topics.name("ctrl", ds)
         self.generation = 0
-        self.ready = threading.Event()
-        self.stopping = threading.Event()
-        self.error: BaseException | None = None
-        self._zk: Any = None
-        self._consumer: Any = None
         self._dispatcher = control.Dispatcher(
             f"appender {ds}", {ControlType.APPENDER_RELOAD_CONFIG: self._reload}, bad=self._bad
         )
 
-    def start(self, timeout: float = 60.0) -> ReloadListener:  # type: ignore[override]
-        super().start()
-        self.ready.wait(timeout)
-        if self.error is not None and isinstance(self.error, DbusError):
-            raise self.error
-        if isinstance(self.error, MaskError):
-            msg = f"{self.cfg.path}: sources.{self.ds}.{self.error.args[0]} ({self.error.code})"
-            raise ConfigError(msg) from None
-        if not self.ready.is_set() or self.error is not None:
-            msg = f"appender reload listener on {self.topic} did not start: {self.error or 'timeout'}"
-            raise EndpointError(msg)
+    def start(self, timeout: float = 60.0) -> ReloadListener:  # type: ignore[override]  # returns itself
+        try:
+            super().start(timeout)
+        except EndpointError:
+            if isinstance(self.error, MaskError):
+                msg = f"{self.cfg.path}: sources.{self.ds}.{self.error.args[0]} ({self.error.code})"
+                raise ConfigError(msg) from None
+            raise
         return self
 
-    def stop(self, timeout: float = 10.0) -> None:
-        self.stopping.set()
-        self.join(timeout)
-
-    def run(self) -> None:
-        try:
-            compile_rules(self.cfg.source(self.ds).masking)  # a bad rule fails the start, never publishes
-            self._open()
-            snap = publish(self._zk, self.cfg, self.ds, self.cfg.source(self.ds).masking, self.config_path)
-            self.generation = snap.generation
-            log.info(
-                "appender %s: rules generation %d published at start-up (%s)",
-                self.ds,
-                snap.generation,
-                _summary(snap.masking),
-            )
-        except BaseException as e:
-            self.error = e
-            self.ready.set()
-            self._close()
-            return
-        self.ready.set()
-        try:
-            self._listen()
-        finally:
-            self._close()
-
-    def _listen(self) -> None:
-        control.listen(
-            self._consumer,
-            f"appender {self.ds}",
-            self.stopping,
-            lambda rec: self.handle(rec.value, rec.key, rec.where),
-            self.poll_ms,
+    def prepare(self) -> None:
+        masking = self.cfg.source(self.ds).masking
+        compile_rules(masking)  # a bad rule fails the start, never publishes
+        snap = publish(self._zk, self.cfg, self.ds, masking, self.config_path)
+        self.generation = snap.generation
+        log.info(
+            "appender %s: rules generation %d published at start-up (%s)",
+            self.ds,
+            snap.generation,
+            _summary(snap.masking),
         )
 
-    def _open(self) -> None:
-        self._zk = zk.client(self.cfg.endpoints.zookeeper)
-        self._consumer = control.consumer_at_end(self.cfg.endpoints.kafka, self.topic, self.ds)
-
-    def _close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-        if self._zk is not None:
-            _close(self._zk)
+    def on_record(self, rec: control.ControlRecord) -> Any:
+        return self.handle(rec.value, rec.key, rec.where)
 
     def handle(self, value: bytes | None, key: bytes | None = None, where: str = "") -> dict[str, Any] | None:
         """One control record (``where``: its coordinates, for the log); returns the reply written for an

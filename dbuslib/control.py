@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from dbuslib.errors import ConfigError
+from dbuslib.errors import ConfigError, DbusError, EndpointError
 from ums.control import ControlMessage, ControlType, from_json
 from ums.errors import BadControlError
 
@@ -183,3 +183,76 @@ def listen(
         backoff = 0.0
         for rec in batch:
             handle(rec)
+
+
+class DriverListener(threading.Thread):
+    """A stage driver's listener on its control topic (the appender's and the log processor's reloads): a
+    daemon thread that opens ZooKeeper and a consumer at the topic's end, runs ``prepare()`` (a stage's
+    start-up work, e.g. publishing its rules), then hands every record to ``on_record`` until ``stop()``.
+
+    ``start()`` returns once the consumer sits at the end of the topic and ``prepare`` is done, so a request
+    sent after that is never missed; what failed before is raised there: a ``DbusError`` as it is, anything
+    else (a server that did not answer) as ``EndpointError`` naming the topic. A failed poll is logged and
+    retried (``listen``); ``on_record`` must not raise."""
+
+    def __init__(self, cfg: Any, ds: str, topic: str, stage: str, poll_ms: int = 500) -> None:
+        super().__init__(name=f"{stage}-reload-{ds}", daemon=True)
+        self.cfg, self.ds, self.topic, self.stage, self.poll_ms = cfg, ds, topic, stage, poll_ms
+        self.ready, self.stopping = threading.Event(), threading.Event()
+        self.error: BaseException | None = None
+        self._zk: Any = None
+        self._consumer: Any = None
+
+    def start(self, timeout: float = 60.0) -> DriverListener:  # type: ignore[override]  # returns itself
+        super().start()
+        self.ready.wait(timeout)
+        if isinstance(self.error, DbusError):
+            raise self.error
+        if not self.ready.is_set() or self.error is not None:
+            msg = f"{self.stage} reload listener on {self.topic} did not start: {self.error or 'timeout'}"
+            raise EndpointError(msg)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.stopping.set()
+        self.join(timeout)
+
+    def prepare(self) -> None:
+        """The stage's start-up work, once ZooKeeper and the consumer are open (``self._zk``)."""
+
+    def on_record(self, rec: ControlRecord) -> Any:
+        raise NotImplementedError
+
+    def run(self) -> None:
+        try:
+            self._open()
+            self.prepare()
+        except BaseException as e:
+            self.error = e
+            self.ready.set()
+            self._close()
+            return
+        self.ready.set()
+        try:
+            self._listen()
+        finally:
+            self._close()
+
+    def _listen(self) -> None:
+        listen(self._consumer, f"{self.stage} {self.ds}", self.stopping, self.on_record, self.poll_ms)
+
+    def _open(self) -> None:
+        from dbuslib import zk
+
+        self._zk = zk.client(self.cfg.endpoints.zookeeper)
+        self._consumer = consumer_at_end(self.cfg.endpoints.kafka, self.topic, self.ds)
+
+    def _close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+        if self._zk is not None:
+            try:
+                self._zk.stop()
+                self._zk.close()
+            except Exception as e:
+                log.debug("%s %s: closing ZooKeeper: %s", self.stage, self.ds, e)

@@ -31,14 +31,13 @@ import json
 import logging
 import queue
 import sys
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dbuslib import control, zk, zkpaths
 from dbuslib.config import DbusConfig
-from dbuslib.errors import DbusError, EndpointError
+from dbuslib.errors import DbusError
 from logprocessor.rules import RuleSet
 from ums.control import ControlMessage, ControlType, peek
 from ums.errors import BadControlError
@@ -76,9 +75,11 @@ class Request:
     rules: RuleSet
 
 
-class ReloadListener(threading.Thread):
-    """See the module docstring. ``load()`` reads the published rule set; ``check(rules)`` compiles it
-    (raising ``DbusError`` naming the rule); ``switch()`` asks the running query to stop between batches."""
+class ReloadListener(control.DriverListener):
+    """See the module docstring. ``load()`` reads the published rule set; ``check(rules)`` asks the engine
+    about it (raising ``DbusError`` naming the rule); ``switch()`` asks the running query to stop between
+    batches. ``start()`` returns once the consumer sits at the end of the control topic: a later request is
+    never missed (``control.DriverListener``)."""
 
     def __init__(
         self,
@@ -90,36 +91,19 @@ class ReloadListener(threading.Thread):
         running: RuleSet,
         poll_ms: int = 500,
     ) -> None:
-        super().__init__(name=f"logprocessor-reload-{ds}", daemon=True)
-        self.cfg, self.ds, self.poll_ms = cfg, ds, poll_ms
+        super().__init__(cfg, ds, cfg.log_source(ds).topics.name("ctrl", ds), "logprocessor", poll_ms)
         self._load, self._check, self._switch = load, check, switch
         self.running = running
-        self.topic = cfg.log_source(ds).topics.name("ctrl", ds)
-        self.ready, self.stopping = threading.Event(), threading.Event()
-        self.error: BaseException | None = None
         self._requests: queue.Queue[Request] = queue.Queue()
-        self._zk: Any = None
-        self._consumer: Any = None
         self._dispatcher = control.Dispatcher(
             f"logprocessor {ds}", {ControlType.LOG_PROCESSOR_RELOAD_CONFIG: self._reload}, bad=self._bad
         )
 
     # ------------------------------------------------------------ the driver's side
 
-    def start(self, timeout: float = 60.0) -> ReloadListener:  # type: ignore[override]
-        """Returns once the consumer sits at the end of the control topic: a later request is never missed."""
-        super().start()
-        self.ready.wait(timeout)
-        if isinstance(self.error, DbusError):
-            raise self.error
-        if not self.ready.is_set() or self.error is not None:
-            msg = f"log processor reload listener on {self.topic} did not start: {self.error or 'timeout'}"
-            raise EndpointError(msg)
+    def start(self, timeout: float = 60.0) -> ReloadListener:  # type: ignore[override]  # returns itself
+        super().start(timeout)
         return self
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self.stopping.set()
-        self.join(timeout)
 
     def take(self) -> Request | None:
         """The latest reload waiting to be applied (older ones it supersedes are dropped), or None."""
@@ -145,36 +129,8 @@ class ReloadListener(threading.Thread):
 
     # ------------------------------------------------------------ the thread
 
-    def run(self) -> None:
-        try:
-            self._open()
-        except BaseException as e:
-            self.error = e
-            self.ready.set()
-            self._close()
-            return
-        self.ready.set()
-        try:
-            self._listen()
-        finally:
-            self._close()
-
-    def _listen(self) -> None:
-        control.listen(self._consumer, f"logprocessor {self.ds}", self.stopping, self.handle, self.poll_ms)
-
-    def _open(self) -> None:
-        self._zk = zk.client(self.cfg.endpoints.zookeeper)
-        self._consumer = control.consumer_at_end(self.cfg.endpoints.kafka, self.topic, self.ds)
-
-    def _close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-        if self._zk is not None:
-            try:
-                self._zk.stop()
-                self._zk.close()
-            except Exception as e:
-                log.debug("logprocessor %s: closing ZooKeeper: %s", self.ds, e)
+    def on_record(self, rec: control.ControlRecord) -> Any:
+        return self.handle(rec)
 
     def handle(self, rec: control.ControlRecord) -> dict[str, Any] | None:
         """One control record; the reply written (applied later by the driver, or rejected now), else None.
@@ -266,8 +222,6 @@ def wait(cfg: Any, ds: str, request_id: int, wait_s: float) -> int:
     """With ``--wait``: the processor's answer decides (``read_reply``): 0 applied, 2 rejected (the
     rules in force stay), 1 no answer within ``wait_s``."""
     import time
-
-    from dbuslib import zk
 
     if wait_s <= 0:
         return 0
