@@ -228,9 +228,14 @@ def writer_db(source) -> Iterator[tuple[pymysql.Connection, str]]:
 def spark(cfg):
     import sys
 
+    from pyspark import SparkContext
+
     from dbuslib import spark as dspark
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers run the venv's interpreter
+    active = SparkContext._active_spark_context
+    if active is not None:  # a unit test's session in this worker (tests/unit/jvm_jar.py), made without
+        active.stop()  # the Kafka connector: getOrCreate would hand it back ("Failed to find data source")
     try:
         session = dspark.session(cfg, "dbus-tests")
     except DbusError as e:
