@@ -26,10 +26,11 @@ import os
 import re
 import string
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -411,6 +412,16 @@ class MaskRule(_Model):
         return self
 
 
+def _mask_tables(v: dict[str, dict[str, MaskRule]]) -> dict[str, dict[str, MaskRule]]:
+    for table in v:
+        _check_table_pattern(table)
+    return v
+
+
+# A source's ``masking``: per ``schema.table`` pattern (globs allowed), per column, its rule
+Masking = Annotated[dict[str, dict[str, MaskRule]], AfterValidator(_mask_tables)]
+
+
 class MonitorSettings(_Model):
     """The heartbeat monitor's keys, the same for database sources (``sources.<ds>.heartbeat``) and log
     sources (``log_sources.<ds>.heartbeat``); seconds throughout.
@@ -661,7 +672,7 @@ class Source(_Model):
     mysql: MysqlConnection
     capture: Capture = Capture()
     topics: Topics = Topics()
-    masking: dict[str, dict[str, MaskRule]] = Field(default_factory=dict)
+    masking: Masking = Field(default_factory=dict)
     heartbeat: HeartbeatSettings = HeartbeatSettings()
     ums: UmsSettings = UmsSettings()
     extractor: ExtractorSettings = ExtractorSettings()
@@ -669,13 +680,6 @@ class Source(_Model):
     appender: AppenderSettings = AppenderSettings()
     fullpull: FullPullSettings = FullPullSettings()
     output: OutputSettings = OutputSettings()
-
-    @field_validator("masking")
-    @classmethod
-    def _mask_tables(cls, v: dict[str, dict[str, MaskRule]]) -> dict[str, dict[str, MaskRule]]:
-        for table in v:
-            _check_table_pattern(table)
-        return v
 
     @model_validator(mode="after")
     def _avro_appender_in_microbatches(self) -> Source:
@@ -785,19 +789,12 @@ class LogSource(_Model):
     host: str | None = None  # log_json only: the host of every record (the original's log.json.host)
     shipper: LogShipper = LogShipper()
     topics: LogTopics = LogTopics()
-    masking: dict[str, dict[str, MaskRule]] = Field(default_factory=dict)
+    masking: Masking = Field(default_factory=dict)
     heartbeat: LogHeartbeat = LogHeartbeat()
     ums: LogUms = LogUms()
     processor: LogProcessorSettings = LogProcessorSettings()
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    @field_validator("masking")
-    @classmethod
-    def _mask_tables(cls, v: dict[str, dict[str, MaskRule]]) -> dict[str, dict[str, MaskRule]]:
-        for table in v:
-            _check_table_pattern(table)
-        return v
 
     @model_validator(mode="after")
     def _json_host(self) -> LogSource:
@@ -887,6 +884,15 @@ class LoggingSettings(_Model):
     spark_level: Literal["ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF"] = "WARN"
 
 
+def _named(sources: dict[str, Any], kind: str) -> dict[str, Any]:
+    """``sources`` when each name may name topics and ZooKeeper nodes; else ValueError naming the others."""
+    bad = [name for name in sources if not _NAME.match(name)]
+    if bad:
+        msg = f"{kind} names may hold letters, digits, '_' and '-' only: {bad}"
+        raise ValueError(msg)
+    return sources
+
+
 class DbusConfig(_Model):
     """The whole file (docs/configuration.md lists every key); ``path`` is where it was read from, and
     relative paths in it resolve against that file's folder."""
@@ -920,11 +926,7 @@ class DbusConfig(_Model):
         if not v:
             msg = "at least one source is needed"
             raise ValueError(msg)
-        bad = [name for name in v if not _NAME.match(name)]
-        if bad:
-            msg = f"source names may hold letters, digits, '_' and '-' only: {bad}"
-            raise ValueError(msg)
-        return v
+        return _named(v, "source")
 
     @field_validator("sources")
     @classmethod
@@ -939,11 +941,7 @@ class DbusConfig(_Model):
     @field_validator("log_sources")
     @classmethod
     def _log_source_names(cls, v: dict[str, LogSource]) -> dict[str, LogSource]:
-        bad = [name for name in v if not _NAME.match(name)]
-        if bad:
-            msg = f"log source names may hold letters, digits, '_' and '-' only: {bad}"
-            raise ValueError(msg)
-        return v
+        return _named(v, "log source")
 
     @model_validator(mode="after")
     def _one_name_space(self) -> DbusConfig:

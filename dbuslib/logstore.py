@@ -54,16 +54,15 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
-    create_engine,
     delete,
     select,
     update,
 )
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError
 
 from dbuslib.errors import DbusError
-from dbuslib.retry import RetryPolicy, retrying
+from dbuslib.sqlstore import SqlStore
 
 STATUSES = ("ok", "abort")  # ok: processed; abort: heartbeats only (spec §4.1)
 _TABLE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-]{0,63}")
@@ -204,24 +203,13 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class LogStore:
+class LogStore(SqlStore):
     """The log tables of the meta store. With a ``retry`` policy (a running stage's) the calls in
-    ``RETRIED`` ride a restart of the database (dbuslib/retry.py); without one the first failure raises."""
+    ``RETRIED`` ride a restart of the database (dbuslib/sqlstore.py); without one the first failure
+    raises."""
 
-    def __init__(self, url: str, retry: RetryPolicy | None = None) -> None:
-        self.engine = create_engine(url, pool_pre_ping=True, pool_recycle=3600)
-        if retry is not None:
-            where = f"meta store at {self.engine.url.host}:{self.engine.url.port or 3306}"
-            for name in RETRIED:
-                setattr(self, name, retrying(retry, f"{where}: {name}", getattr(self, name)))
-
-    def create_schema(self) -> None:
-        """Create the tables if missing; a concurrent creator winning the race is fine."""
-        try:
-            metadata.create_all(self.engine)
-        except OperationalError as e:
-            if "already exists" not in str(e):
-                raise
+    METADATA = metadata
+    RETRIED = RETRIED
 
     # ------------------------------------------------------------ tables
 
@@ -498,9 +486,6 @@ class LogStore:
             conn.execute(log_rule_group.delete().where(log_rule_group.c.table_id.in_(ids)))
             conn.execute(log_table.delete().where(log_table.c.ds == ds))
         return len(ids)
-
-    def dispose(self) -> None:
-        self.engine.dispose()
 
 
 def _refuse_existing(conn: Connection, table: LogTable, names: list[str]) -> None:

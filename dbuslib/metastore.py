@@ -43,13 +43,12 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
-    create_engine,
     func,
     select,
 )
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError
 
-from dbuslib.retry import RetryPolicy, retrying
+from dbuslib.sqlstore import SqlStore
 from ums import ColumnSpec
 
 
@@ -166,25 +165,14 @@ RETRIED = (
 )
 
 
-class MetaStore:
-    """The meta store. With a ``retry`` policy (the stages pass ``RetryPolicy.of(cfg)``) every call in
-    ``RETRIED`` rides a restart of the database within the policy's budget, then raises
-    RetriesExhausted; without one (the CLI) the first failure is raised."""
+class MetaStore(SqlStore):
+    """The meta store's schema versions, Avro schemas, batch ids and pulls. With a ``retry`` policy (the
+    stages pass ``RetryPolicy.of(cfg)``) every call in ``RETRIED`` rides a restart of the database within
+    the policy's budget, then raises RetriesExhausted; without one (the CLI) the first failure is raised
+    (dbuslib/sqlstore.py)."""
 
-    def __init__(self, url: str, retry: RetryPolicy | None = None) -> None:
-        self.engine = create_engine(url, pool_pre_ping=True, pool_recycle=3600)
-        if retry is not None:
-            where = f"meta store at {self.engine.url.host}:{self.engine.url.port or 3306}"
-            for name in RETRIED:  # instance attributes shadow the methods
-                setattr(self, name, retrying(retry, f"{where}: {name}", getattr(self, name)))
-
-    def create_schema(self) -> None:
-        """Create the tables if missing; a concurrent creator winning the race is fine."""
-        try:
-            metadata.create_all(self.engine)
-        except OperationalError as e:
-            if "already exists" not in str(e):
-                raise
+    METADATA = metadata
+    RETRIED = RETRIED
 
     def history(self, ds: str, schema: str, table: str) -> list[Version]:
         """Every version of the table, oldest first."""
@@ -288,9 +276,6 @@ class MetaStore:
         )
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(q).mappings().all()]
-
-    def dispose(self) -> None:
-        self.engine.dispose()
 
 
 def _avro_row(r) -> AvroSchemaRow:

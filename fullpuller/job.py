@@ -162,8 +162,8 @@ class Puller:
             info = catalog.table_info(db, req.schema, req.table)
             if info is None:
                 msg = f"request {req.seqno}: table {req.name} does not exist in source {self.ds}"
-                msg_0 = "FULLPULL_UNKNOWN_TABLE"
-                raise PullRejected(msg_0, msg, req.seqno)
+                code = "FULLPULL_UNKNOWN_TABLE"
+                raise PullRejected(code, msg, req.seqno)
             try:
                 split.choose_split(info, req.split_col)
             except split.SplitError as e:
@@ -200,8 +200,8 @@ class Puller:
                 raise PullRejected(e.code, f"request {req.seqno} ({req.name}): {e}", req.seqno) from None
             except mysql.pymysql.MySQLError as e:
                 msg = f"request {req.seqno} ({req.name}): INPUT_CONDITIONS {req.where!r}: {e.args[-1]}"
-                msg_0 = "FULLPULL_BAD_REQUEST"
-                raise PullRejected(msg_0, msg, req.seqno) from None
+                code = "FULLPULL_BAD_REQUEST"
+                raise PullRejected(code, msg, req.seqno) from None
         finally:
             db.close()
         if plan.warning:

@@ -121,27 +121,27 @@ def check(message: ControlMessage, ds: str) -> PullRequest:
     type or a field is missing or invalid."""
     if message.type is not TYPE:
         msg = f"control message {message.id}: type {message.type.value} is not {TYPE.value}"
-        msg_0 = "FULLPULL_BAD_REQUEST"
-        raise PullRejected(msg_0, msg, message.id)
+        code = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(code, msg, message.id)
     p = message.payload
     seqno = _int_field(p, "SEQNO", message.id, default=message.id)
     if not 0 < seqno <= MAX_ID:
         msg = f"request {message.id}: payload.SEQNO {seqno}: must be a positive integer of at most 64 bits"
-        msg_0 = "FULLPULL_BAD_REQUEST"
-        raise PullRejected(msg_0, msg, message.id)
+        code = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(code, msg, message.id)
 
     def need(name: str) -> str:
         text = _text(p, name, seqno)
         if not text:
-            msg_0 = "FULLPULL_BAD_REQUEST"
-            raise PullRejected(msg_0, f"request {seqno}: payload.{name} is missing", seqno)
+            code = "FULLPULL_BAD_REQUEST"
+            raise PullRejected(code, f"request {seqno}: payload.{name} is missing", seqno)
         return text
 
     source = _text(p, "DBUS_DATASOURCE_ID", seqno)
     if source and source != ds and not (source.isascii() and source.isdigit()):  # the keeper's numeric id
         msg = f"request {seqno}: payload.DBUS_DATASOURCE_ID {show(source)} is not this source ({ds!r})"
-        msg_0 = "FULLPULL_BAD_REQUEST"
-        raise PullRejected(msg_0, msg, seqno)
+        code = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(code, msg, seqno)
     for required in ("SCHEMA_NAME", "TABLE_NAME"):
         need(required)
     schema, table = _name(p, "SCHEMA_NAME", seqno), _name(p, "TABLE_NAME", seqno)
@@ -151,21 +151,21 @@ def check(message: ControlMessage, ds: str) -> PullRequest:
             f"request {seqno}: payload.PHYSICAL_TABLES {show(physical)}: only the table itself "
             f"({show(table)}) is supported"
         )
-        msg_0 = "FULLPULL_BAD_REQUEST"
-        raise PullRejected(msg_0, msg, seqno)
+        code = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(code, msg, seqno)
     sink = _text(p, "SINK_TYPE", seqno) or "KAFKA"
     if sink not in SINKS:
         msg = f"request {seqno}: payload.SINK_TYPE {show(sink)} is not supported (use KAFKA)"
-        msg_0 = "FULLPULL_BAD_REQUEST"
-        raise PullRejected(msg_0, msg, seqno)
+        code = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(code, msg, seqno)
     size = _int_field(p, "SPLIT_SHARD_SIZE", seqno, default=None)
     if size is not None and size != -1 and size < 1:
         msg = (
             f"request {seqno}: payload.SPLIT_SHARD_SIZE {size}: must be a positive row count or -1 "
             "(one shard)"
         )
-        msg_0 = "FULLPULL_BAD_REQUEST"
-        raise PullRejected(msg_0, msg, seqno)
+        code = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(code, msg, seqno)
     split_col = _text(p, "SPLIT_COL", seqno) or None
     for column in (split_col or "").split(","):
         if split_col and (problem := identifier_problem(column.strip())):
@@ -173,13 +173,13 @@ def check(message: ControlMessage, ds: str) -> PullRequest:
                 f"request {seqno}: payload.SPLIT_COL {show(split_col)}: column {show(column.strip())} "
                 f"{problem}"
             )
-            msg_0 = "FULLPULL_BAD_REQUEST"
-            raise PullRejected(msg_0, msg, seqno)
+            code = "FULLPULL_BAD_REQUEST"
+            raise PullRejected(code, msg, seqno)
     topic = _text(p, "resultTopic", seqno) or None
     if topic is not None and (problem := topic_problem(topic)):
         msg = f"request {seqno}: payload.resultTopic {show(topic)} is not a Kafka topic name: {problem}"
-        msg_0 = "FULLPULL_BAD_REQUEST"
-        raise PullRejected(msg_0, msg, seqno)
+        code = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(code, msg, seqno)
     return PullRequest(
         seqno, ds, schema, table, split_col, size, _text(p, "INPUT_CONDITIONS", seqno) or None, topic, message
     )
@@ -221,8 +221,8 @@ def _text(payload: dict[str, Any], name: str, seqno: int) -> str:
         return ""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         msg = f"request {seqno}: payload.{name} must be a string, got {type(value).__name__}"
-        msg_0 = "FULLPULL_BAD_REQUEST"
-        raise PullRejected(msg_0, msg, seqno)
+        code = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(code, msg, seqno)
     return str(value).strip()
 
 
@@ -233,8 +233,8 @@ def _name(payload: dict[str, Any], name: str, seqno: int) -> str:
     problem = identifier_problem(text)
     if problem is not None:
         msg = f"request {seqno}: payload.{name} {show(value)} is not a MariaDB name: it {problem}"
-        msg_0 = "FULLPULL_BAD_REQUEST"
-        raise PullRejected(msg_0, msg, seqno)
+        code = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(code, msg, seqno)
     return text
 
 
@@ -244,13 +244,13 @@ def _int_field(payload: dict[str, Any], name: str, seqno: int, default: D) -> in
         return default
     if not _INTEGER.fullmatch(text):
         msg = f"request {seqno}: payload.{name} {show(text)} is not an integer of at most 64 bits"
-        msg_0 = "FULLPULL_BAD_REQUEST"
-        raise PullRejected(msg_0, msg, seqno)
+        code = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(code, msg, seqno)
     value = int(text)
     if not -MAX_ID - 1 <= value <= MAX_ID:
         msg = f"request {seqno}: payload.{name} {show(text)} is not an integer of at most 64 bits"
-        msg_0 = "FULLPULL_BAD_REQUEST"
-        raise PullRejected(msg_0, msg, seqno)
+        code = "FULLPULL_BAD_REQUEST"
+        raise PullRejected(code, msg, seqno)
     return value
 
 

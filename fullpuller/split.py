@@ -135,17 +135,17 @@ def _requested(info: TableInfo, requested: str) -> tuple[str, ...]:
         column = info.column(name)
         if column is None:
             msg = f"{info.schema}.{info.table}: split column {name!r} is not a column of the table"
-            msg_0 = "FULLPULL_BAD_SPLIT_COL"
-            raise SplitError(msg_0, msg)
+            code = "FULLPULL_BAD_SPLIT_COL"
+            raise SplitError(code, msg)
         if kind_of(column) is None:
             msg = f"{info.schema}.{info.table}: cannot split on {column.name!r} of type {column.column_type}"
-            msg_0 = "FULLPULL_BAD_SPLIT_COL"
-            raise SplitError(msg_0, msg)
+            code = "FULLPULL_BAD_SPLIT_COL"
+            raise SplitError(code, msg)
         names.append(column.name)
     if len(set(names)) != len(names):
         msg = f"{info.schema}.{info.table}: split column listed twice in {requested!r}"
-        msg_0 = "FULLPULL_BAD_SPLIT_COL"
-        raise SplitError(msg_0, msg)
+        code = "FULLPULL_BAD_SPLIT_COL"
+        raise SplitError(code, msg)
     return tuple(names)
 
 
@@ -274,15 +274,15 @@ def literal(column: ColumnSpec, value: Any, collation: tuple[str, str] | None = 
         shown = value.decode("utf-8", "replace") if charset.startswith("utf8") else f"0x{value.hex()}"
         return Literal(f"_{charset} X'{value.hex()}' COLLATE {coll}", shown)
     msg = f"column {column.name!r} ({column.column_type}): unexpected key value {value!r:.80}"
-    msg_0 = "FULLPULL_BAD_SPLIT_COL"
-    raise SplitError(msg_0, msg)
+    code = "FULLPULL_BAD_SPLIT_COL"
+    raise SplitError(code, msg)
 
 
 def _int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         msg = f"expected an integer key, got {value!r:.80}"
-        msg_0 = "FULLPULL_BAD_SPLIT_COL"
-        raise SplitError(msg_0, msg)
+        code = "FULLPULL_BAD_SPLIT_COL"
+        raise SplitError(code, msg)
     return value
 
 
@@ -304,8 +304,8 @@ def value_sql(column: ColumnSpec) -> str:
     kind = kind_of(column)
     if kind is None:  # choose_split picks columns of a kind it handles alone
         msg = f"cannot split on {column.name!r} of type {column.column_type}"
-        msg_0 = "FULLPULL_BAD_SPLIT_COL"
-        raise SplitError(msg_0, msg)
+        code = "FULLPULL_BAD_SPLIT_COL"
+        raise SplitError(code, msg)
     return {
         "int": name,
         "bit": f"CAST({name} AS UNSIGNED)",
@@ -340,8 +340,8 @@ def plan(
         or (shard_size < 1 and shard_size != NO_SPLIT)
     ):
         msg = f"{info.schema}.{info.table}: shard size must be -1 or a positive integer, got {shard_size!r}"
-        msg_0 = "FULLPULL_BAD_REQUEST"
-        raise SplitError(msg_0, msg)
+        code = "FULLPULL_BAD_REQUEST"
+        raise SplitError(code, msg)
     names, source, warning = choose_split(info, split_col)
     count = _count(db, info, where)
     shards = shard_count(count, shard_size)
@@ -366,8 +366,8 @@ def _column(info: TableInfo, name: str) -> ColumnSpec:
     column = info.column(name)
     if column is None:
         msg = f"{info.schema}.{info.table}: split column {name!r} is not a column of the table"
-        msg_0 = "FULLPULL_BAD_SPLIT_COL"
-        raise SplitError(msg_0, msg)
+        code = "FULLPULL_BAD_SPLIT_COL"
+        raise SplitError(code, msg)
     return column
 
 

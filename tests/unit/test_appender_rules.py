@@ -293,8 +293,8 @@ def test_garbage_that_is_not_a_reload_is_ignored(listener):
 
 def test_a_zookeeper_failure_rejects_the_reload_and_the_listener_goes_on(listener, monkeypatch):
     def down(*a, **k):
-        msg_0 = "ZooKeeper gone"
-        raise ConnectionError(msg_0)
+        msg = "ZooKeeper gone"
+        raise ConnectionError(msg)
 
     monkeypatch.setattr(rules, "publish", down)
     msg = new_control_message(ControlType.APPENDER_RELOAD_CONFIG, "test", {"ds": "demo"})

@@ -151,3 +151,82 @@ def test_a_stage_naming_another_stage_s_class_is_found(tmp_path: Path) -> None:
         "dispatcher/jvm/src/dbus/jvm/DispatchUdf.java: dispatcher -> appender (AppendUdf)",
         "dbuslib/m.py: dbuslib -> appender (AppendUdf)",
     ]
+
+
+# ---------------------------------------------------------------- the drawn import graph (docs/imports.md)
+
+IMPORTS_DOC = ROOT / "docs" / "imports.md"
+
+
+def package_edges(root: Path = ROOT) -> dict[tuple[str, str], int]:
+    """(importer, imported) -> how many import statements, between the packages of FLOOR."""
+    edges: dict[tuple[str, str], int] = {}
+    for package in FLOOR:
+        for path in sorted((root / package).rglob("*.py")):
+            for _, target in imports_of(path):
+                if target in FLOOR and target != package:
+                    edges[(package, target)] = edges.get((package, target), 0) + 1
+    return edges
+
+
+def cycles(edges: dict[tuple[str, str], int]) -> list[list[str]]:
+    """The cycles of the graph, each as the packages on it (depth-first search: each edge back to a package
+    on the current path closes one)."""
+    out: list[list[str]] = []
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> None:
+        path = [*path, node]
+        for a, b in sorted(edges):
+            if a != node:
+                continue
+            if b in path:
+                out.append([*path[path.index(b) :], b])
+            elif b not in done:
+                visit(b, path)
+        done.add(node)
+
+    for node in sorted({p for edge in edges for p in edge}):
+        if node not in done:
+            visit(node, [])
+    return out
+
+
+def graph_mermaid(edges: dict[tuple[str, str], int]) -> str:
+    """The graph as Mermaid: one box per floor, bottom to top, an arrow per importing package pair
+    labelled with its number of import statements."""
+    lines = ["flowchart BT"]
+    for floor in sorted(set(FLOOR.values())):
+        members = [p for p, f in FLOOR.items() if f == floor]
+        lines.append(f"  subgraph floor{floor} [floor {floor}]")
+        lines += [f"    {p}" for p in members]
+        lines.append("  end")
+    lines += [f"  {a} -->|{n}| {b}" for (a, b), n in sorted(edges.items())]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_drawn_import_graph_is_the_code_s_and_has_no_arrow_up_and_no_cycle() -> None:
+    """docs/imports.md draws the graph the code has (``DBUS_GOLDEN_WRITE=1`` rewrites it; then read the
+    diff): no arrow runs up a floor or between two stages, and no packages import each other in a cycle."""
+    import os
+
+    edges = package_edges()
+    assert [(a, b) for a, b in edges if FLOOR[b] > FLOOR[a] or (a in STAGES and b in STAGES)] == []
+    assert cycles(edges) == []
+    drawn = graph_mermaid(edges)
+    text = IMPORTS_DOC.read_text()
+    start, end = (
+        text.index("```mermaid\n") + len("```mermaid\n"),
+        text.index("```", text.index("```mermaid\n") + 3),
+    )
+    if os.environ.get("DBUS_GOLDEN_WRITE") == "1":
+        IMPORTS_DOC.write_text(text[:start] + drawn + text[end:])
+        text = IMPORTS_DOC.read_text()
+    assert text[start : start + len(drawn)] == drawn and text[start + len(drawn) :].startswith("```"), (
+        f"{IMPORTS_DOC} differs from the code's import graph; DBUS_GOLDEN_WRITE=1 rewrites it"
+    )
+
+
+def test_a_cycle_is_found() -> None:
+    assert cycles({("a", "b"): 1, ("b", "c"): 1, ("c", "a"): 1}) != []
+    assert cycles({("a", "b"): 1, ("b", "c"): 1}) == []
