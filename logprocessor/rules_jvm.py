@@ -32,7 +32,7 @@ import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
 
     from dbuslib.config import DbusConfig
+    from logprocessor.rules import Engine
 
 FUNCTION, CLASS = "dbus_log_rules", "dbus.jvm.LogRulesUdf"
 GROUP_FUNCTION, GROUP_CLASS = "dbus_log_group", "dbus.jvm.LogRulesGroupUdf"
@@ -223,7 +224,7 @@ def _close_checkers() -> None:
         c.close()
 
 
-def engine_of(classpath: str) -> Callable[[Sequence[Group]], list[str]]:
+def engine_of(classpath: str) -> Engine:
     """What ``logprocessor.rules.check`` and ``publish`` take as ``engine``: the problems the JVM engine on
     ``classpath`` finds in a table's groups."""
 
@@ -233,11 +234,14 @@ def engine_of(classpath: str) -> Callable[[Sequence[Group]], list[str]]:
     return problems
 
 
-def engine(cfg: DbusConfig) -> Callable[[Sequence[Group]], list[str]]:
-    """``engine_of`` the configured jars (``classpath``), resolved when first asked: a command that never
-    publishes needs no JVM."""
+def engine(cfg: DbusConfig) -> Engine:
+    """``engine_of`` the configured jars (``classpath``), resolved when first asked, then kept: a command
+    that never publishes needs no JVM and reads no jar list."""
+    resolved: list[Engine] = []
 
     def problems(groups: Sequence[Group]) -> list[str]:
-        return engine_of(classpath(cfg))(groups)
+        if not resolved:
+            resolved.append(engine_of(classpath(cfg)))
+        return resolved[0](groups)
 
     return problems
