@@ -7,8 +7,23 @@ die()  { printf '[stack] ERROR: %s\n' "$*" >&2; exit 1; }
 # svc_dir NAME -> .stack/NAME (created), with data/ and log/ below it.
 svc_dir() { mkdir -p "$STACK_HOME/$1/data" "$STACK_HOME/$1/log"; echo "$STACK_HOME/$1"; }
 
-# pid_alive PIDFILE: true when the pid file names a running process.
-pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# _started PID: the process's start time (clock ticks since boot, /proc/PID/stat field 22), empty when gone.
+_started() {
+  local stat; stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+  set -- ${stat##*) }  # past "pid (comm) ": field 3 onwards (comm may hold spaces)
+  echo "${20}"
+}
+
+# pid_alive PIDFILE: true when the pid file names a running process, the one start_bg started. A pid
+# recycled after a reboot or a kill -9 is not alive: another process (PIDFILE.start differs) or a thread
+# of one (kill -0 accepts a thread's id; its Tgid is another process's pid).
+pid_alive() {
+  [ -f "$1" ] || return 1
+  local pid; pid=$(cat "$1")
+  kill -0 "$pid" 2>/dev/null || return 1
+  grep -qx "Tgid:[[:space:]]*$pid" "/proc/$pid/status" 2>/dev/null || return 1
+  [ ! -f "$1.start" ] || [ "$(_started "$pid")" = "$(cat "$1.start")" ]
+}
 
 # port_open PORT: true when something accepts TCP connections on 127.0.0.1:PORT.
 port_open() { (exec 3<>"/dev/tcp/$STACK_HOST/$1") 2>/dev/null; }
@@ -18,6 +33,7 @@ start_bg() {
   local pidfile=$1 logfile=$2; shift 2
   setsid "$@" >>"$logfile" 2>&1 < /dev/null &
   echo $! > "$pidfile"
+  _started $! > "$pidfile.start"
 }
 
 # wait_for SECONDS NAME LOGFILE CHECK...: poll CHECK until it succeeds; on timeout fail naming the log.
@@ -47,7 +63,7 @@ running_and() {
 # stop_pid NAME PIDFILE [SECONDS]: TERM the process group, then KILL after SECONDS (default 20).
 stop_pid() {
   local name=$1 pidfile=$2 secs=${3:-20}
-  pid_alive "$pidfile" || { rm -f "$pidfile"; return 0; }
+  pid_alive "$pidfile" || { rm -f "$pidfile" "$pidfile.start"; return 0; }
   local pid; pid=$(cat "$pidfile")
   kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
   local deadline=$((SECONDS + secs))
@@ -59,7 +75,7 @@ stop_pid() {
     fi
     sleep 0.2
   done
-  rm -f "$pidfile"
+  rm -f "$pidfile" "$pidfile.start"
 }
 
 # apt_install PKG...: install Debian packages that are missing (apt-get update once per run).
