@@ -234,8 +234,8 @@ def spark(cfg):
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers run the venv's interpreter
     active = SparkContext._active_spark_context
-    if active is not None:  # a unit test's session in this worker (tests/unit/jvm_jar.py), made without
-        active.stop()  # the Kafka connector: getOrCreate would hand it back ("Failed to find data source")
+    if active is not None:  # a unit test's session in this worker (tests/unit/jvm_jar.py: its JVM has the
+        active.stop()  # connectors too), made without DBus's settings: getOrCreate would hand it back
     try:
         session = dspark.session(cfg, "dbus-tests")
     except DbusError as e:

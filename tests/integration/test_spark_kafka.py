@@ -2,6 +2,8 @@
 source and sink settings (dbuslib.spark: the servers and endpoints.kafka.security, so the same query runs
 on the secure stack's SASL_SSL-only broker)."""
 
+import os
+
 from dbuslib import kafka
 from dbuslib.spark import kafka_sink, kafka_source
 
@@ -60,3 +62,32 @@ def test_streaming_query_kafka_to_kafka(spark, kafka_up, new_topic, tmp_path):
 
     got = _consume(kafka_up, sink_topic, len(records))
     assert sorted(got) == sorted((k, v.upper()) for k, v in records)
+
+
+ONE_WORKER = """
+import os, sys
+sys.path[:0] = [sys.argv[1] + "/tests/unit", sys.argv[1]]
+import jvm_jar
+from dbuslib import spark as dspark
+from dbuslib.config import load_config
+
+jvm_jar.spark_session("a-unit-test", "dbus.jvm.LogUmsUdf")  # launches this process's JVM
+session = dspark.session(load_config(os.environ.get("DBUS_CONFIG")), "an-integration-test")
+session.readStream.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:1").option("subscribe", "t").load()
+print("kafka source found")
+"""
+
+
+def test_a_unit_tests_session_first_in_a_worker_leaves_the_kafka_source_findable(tmp_path):
+    """One pytest worker runs unit and integration files: the first session launches the JVM, whose class
+    path stays (stopping the session does not change it); the unit tests' session carries the connectors."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run(
+        [sys.executable, "-c", ONE_WORKER, str(repo)], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.returncode == 0 and "kafka source found" in done.stdout, done.stderr[-3000:]

@@ -21,9 +21,23 @@ def build() -> Path:
     return out
 
 
+def stack_jars() -> list[str]:
+    """The Spark connectors `make stack-up` resolved (Kafka's, MariaDB's JDBC driver: the list file
+    ``spark.jars_file`` names), those that exist; none without the stack."""
+    listed = Path(os.environ.get("STACK_CACHE", REPO / ".stack")) / "jars" / "spark.jars"
+    try:
+        names = listed.read_text().strip().split(",")
+    except OSError:
+        return []
+    return [n for n in names if n and Path(n).is_file()]
+
+
 def spark_session(app: str, probe_class: str):
     """A local[2] SparkSession with the jar: the one of this process when one exists (getOrCreate), with the
-    jar added when that session was made without it (``probe_class`` not loadable)."""
+    jar added when that session was made without it (``probe_class`` not loadable). A session made here
+    launches this process's JVM, whose class path is fixed from then on: it carries the stack's connectors
+    too, or an integration test's session later in the same pytest worker (tests/integration/conftest.py's
+    ``spark``) could not find the Kafka source."""
     from pyspark.sql import SparkSession
 
     jar = build()
@@ -32,7 +46,7 @@ def spark_session(app: str, probe_class: str):
         .appName(app)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.jars", str(jar))
+        .config("spark.jars", ",".join(dict.fromkeys([str(jar), *stack_jars()])))
         .getOrCreate()
     )
     jvm = session._jvm
