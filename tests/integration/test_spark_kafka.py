@@ -73,7 +73,8 @@ from dbuslib.config import load_config
 
 jvm_jar.spark_session("a-unit-test", "dbus.jvm.LogUmsUdf")  # launches this process's JVM
 session = dspark.session(load_config(os.environ.get("DBUS_CONFIG")), "an-integration-test")
-session.readStream.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:1").option("subscribe", "t").load()
+reader = session.readStream.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:1")
+reader.option("subscribe", "t").load()
 print("kafka source found")
 """
 

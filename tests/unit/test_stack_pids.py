@@ -13,9 +13,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def bash(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/bin:/bin", "STACK_CACHE": str(tmp_path), "STACK_HOME": str(tmp_path)}
-    return subprocess.run(
-        ["bash", "-c", f'. "{REPO}/stack/lib.sh"\n{script}'], env=env, capture_output=True, text=True, timeout=30
-    )
+    script = f'. "{REPO}/stack/lib.sh"\n{script}'
+    return subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=30)
 
 
 def alive(pidfile: Path, tmp_path: Path) -> bool:
