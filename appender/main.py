@@ -23,7 +23,6 @@ Spark JVM died, 6 its configuration file was removed (dbuslib/lifecycle.py, docs
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 import threading
@@ -33,10 +32,8 @@ from typing import TYPE_CHECKING, Any
 if __package__ in (None, ""):  # a file run by spark-submit: packages come from the repo, not this folder
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from dbuslib import topics
-from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
-from dbuslib.errors import DbusError, report
-from dbuslib.logs import setup_logging
+from dbuslib import stagemain, topics
+from dbuslib.config import DbusConfig
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -143,22 +140,10 @@ def watch_slots(session: Any, cfg: DbusConfig, ds: str, subscription: topics.Sub
             )
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="appender", description=__doc__.splitlines()[0])
-    p.add_argument("--config", help=CONFIG_HELP)
-    p.add_argument("--source", required=True, help="source name under 'sources'")
-    p.add_argument("--schema", action="append", help="schema to read (repeatable; default: capture.include)")
-    return p
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    setup_logging()
-    try:
-        cfg = load_config(args.config)
-        return run(cfg, args.source, args.schema)
-    except DbusError as e:
-        return report("appender", e)
+    p = stagemain.parser("appender", __doc__.splitlines()[0])
+    p.add_argument("--schema", action="append", help="schema to read (repeatable; default: capture.include)")
+    return stagemain.run("appender", p, argv, lambda cfg, args: run(cfg, args.source, args.schema))
 
 
 if __name__ == "__main__":

@@ -26,9 +26,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # a file run by spark-submit: packages come from the repo, not this folder
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
-from dbuslib.errors import EXIT_CONFIG, DbusError, report
-from dbuslib.logs import setup_logging
+from dbuslib import stagemain
+from dbuslib.config import DbusConfig
 
 log = logging.getLogger(__name__)
 
@@ -78,39 +77,18 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
             stagemetrics.unwatch(metrics)
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dispatcher", description="first-level topic -> per-schema topics")
-    p.add_argument("--config", help=CONFIG_HELP)
-    p.add_argument("--source", required=True, help="source name under 'sources'")
-    p.add_argument(
-        "--max-offsets-per-trigger",
-        type=int,
-        default=None,
-        help="records read per micro-batch at most: back pressure (default: the source's "
-        "dispatcher.max_offsets_per_trigger)",
-    )
-    p.add_argument(
-        "--available-now",
-        action="store_true",
-        help="route what the topic holds now, then stop (a catch-up or test run)",
-    )
-    return p
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    setup_logging()
-    if args.max_offsets_per_trigger is not None and args.max_offsets_per_trigger < 1:
-        print("dispatcher: --max-offsets-per-trigger must be > 0", file=sys.stderr)
-        return EXIT_CONFIG
-    try:
-        cfg = load_config(args.config)
+    p = stagemain.parser("dispatcher", "first-level topic -> per-schema topics")
+    stagemain.add_max_offsets(p, "dispatcher.max_offsets_per_trigger")
+    stagemain.add_available_now(p, "route")
+
+    def body(cfg: DbusConfig, args: argparse.Namespace) -> int:
         max_offsets = (
             args.max_offsets_per_trigger or cfg.source(args.source).dispatcher.max_offsets_per_trigger
         )
         return run(cfg, args.source, max_offsets, args.available_now)
-    except DbusError as e:
-        return report("dispatcher", e)
+
+    return stagemain.run("dispatcher", p, argv, body)
 
 
 if __name__ == "__main__":

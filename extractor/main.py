@@ -20,7 +20,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
+from dbuslib import stagemain
+from dbuslib.config import DbusConfig, load_config
 from dbuslib.errors import DbusError, exit_code, report
 from dbuslib.lifecycle import Lifecycle
 from dbuslib.logs import final_line, setup_logging
@@ -96,8 +97,7 @@ def add_commands(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="extractor", description="binlog -> first-level Kafka topic")
-    p.add_argument("--config", help=CONFIG_HELP)
+    p = stagemain.parser("extractor", "binlog -> first-level Kafka topic", source=None)
     add_commands(p)
     return p
 

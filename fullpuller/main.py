@@ -18,7 +18,6 @@ configuration file was removed (dbuslib/lifecycle.py, docs/errors.md).
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from pathlib import Path
@@ -26,9 +25,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # a file run by spark-submit: packages come from the repo, not this folder
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
-from dbuslib.errors import DbusError, report
-from dbuslib.logs import setup_logging
+from dbuslib import stagemain
+from dbuslib.config import DbusConfig
 from dbuslib.ship import config_document
 
 log = logging.getLogger(__name__)
@@ -84,21 +82,9 @@ def ensure_topics(cfg: DbusConfig, ds: str) -> None:
     )
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fullpuller", description=__doc__.splitlines()[0])
-    p.add_argument("--config", help=CONFIG_HELP)
-    p.add_argument("--source", required=True, help="source name under 'sources'")
-    return p
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    setup_logging()
-    try:
-        cfg = load_config(args.config)
-        return run(cfg, args.source)
-    except DbusError as e:
-        return report("fullpuller", e)
+    p = stagemain.parser("fullpuller", __doc__.splitlines()[0])
+    return stagemain.run("fullpuller", p, argv, lambda cfg, args: run(cfg, args.source))
 
 
 if __name__ == "__main__":

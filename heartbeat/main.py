@@ -20,10 +20,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
-from dbuslib.errors import DbusError, report
+from dbuslib import stagemain
+from dbuslib.config import DbusConfig
+from dbuslib.errors import DbusError
 from dbuslib.lifecycle import Lifecycle
-from dbuslib.logs import setup_logging
 
 
 class _MonitorThread:
@@ -110,22 +110,18 @@ def monitor(cfg: DbusConfig, ds: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     from heartbeat import commands
 
-    p = argparse.ArgumentParser(prog="heartbeat", description=__doc__.splitlines()[0])
-    p.add_argument("--config", help=CONFIG_HELP)
+    p = stagemain.parser("heartbeat", __doc__.splitlines()[0], source=None)
     commands.add_actions(p.add_subparsers(dest="action", required=True, metavar="COMMAND"))
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    setup_logging()
-    try:
-        cfg = load_config(args.config)
+    def body(cfg: DbusConfig, args: argparse.Namespace) -> int:
         if args.action == "run":
             return run(cfg, args.source, monitor=not args.no_monitor)
         return monitor(cfg, args.source)
-    except DbusError as e:
-        return report("heartbeat", e)
+
+    return stagemain.run("heartbeat", _parser(), argv, body)
 
 
 if __name__ == "__main__":

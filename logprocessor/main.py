@@ -34,9 +34,9 @@ from typing import Any
 if __package__ in (None, ""):  # a file run by spark-submit: packages come from the repo, not this folder
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from dbuslib.config import CONFIG_HELP, DbusConfig, load_config
-from dbuslib.errors import EXIT_CONFIG, DbusError, report
-from dbuslib.logs import setup_logging
+from dbuslib import stagemain
+from dbuslib.config import DbusConfig
+from dbuslib.errors import DbusError
 from ums.errors import UmsError
 
 log = logging.getLogger("logprocessor")
@@ -242,33 +242,21 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
             store.dispose()
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="logprocessor", description="log lines -> UMS tables by rule groups")
-    p.add_argument("--config", help=CONFIG_HELP)
-    p.add_argument("--source", required=True, help="log source name under 'log_sources'")
-    p.add_argument(
-        "--max-offsets-per-trigger",
-        type=int,
-        default=None,
-        help="records read per micro-batch at most (default: the source's processor.max_offsets_per_trigger)",
-    )
-    p.add_argument("--available-now", action="store_true", help="process what the topic holds now, then stop")
-    return p
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    setup_logging()
-    if args.max_offsets_per_trigger is not None and args.max_offsets_per_trigger < 1:
-        print("logprocessor: --max-offsets-per-trigger must be > 0", file=sys.stderr)
-        return EXIT_CONFIG
-    try:
-        cfg = load_config(args.config)
-        src = cfg.log_source(args.source)
-        max_offsets = args.max_offsets_per_trigger or src.processor.max_offsets_per_trigger
+    p = stagemain.parser(
+        "logprocessor", "log lines -> UMS tables by rule groups", source="log source name under 'log_sources'"
+    )
+    stagemain.add_max_offsets(p, "processor.max_offsets_per_trigger")
+    stagemain.add_available_now(p, "process")
+
+    def body(cfg: DbusConfig, args: argparse.Namespace) -> int:
+        max_offsets = (
+            args.max_offsets_per_trigger or cfg.log_source(args.source).processor.max_offsets_per_trigger
+        )
         return run(cfg, args.source, max_offsets, args.available_now)
-    except (DbusError, UmsError) as e:  # UmsError: a masking rule that cannot work (UMS_BAD_MASK)
-        return report("logprocessor", e)
+
+    # UmsError: a masking rule that cannot work (UMS_BAD_MASK)
+    return stagemain.run("logprocessor", p, argv, body, errors=(DbusError, UmsError))
 
 
 if __name__ == "__main__":
