@@ -69,21 +69,9 @@ def ensure_meta_store(cfg: DbusConfig) -> None:
 
 def ensure_topics(cfg: DbusConfig, ds: str, schemas: list[str]) -> None:
     """The result and dead-letter topics the query writes exist (Kafka retried within ``endpoints.retry``)."""
-    from dbuslib import kafka, retry, topics
+    from dbuslib import kafka, topics
 
-    src = cfg.source(ds)
-    names = topics.source_topics(ds, src, schemas)
-    what = f"kafka at {cfg.endpoints.kafka.bootstrap_servers}: create topics"
-    partitions, replication = src.topics.partitions, src.topics.replication_factor
-    retry.call(
-        retry.RetryPolicy.of(cfg),
-        what,
-        kafka.ensure_topics,
-        cfg.endpoints.kafka,
-        names,
-        partitions,
-        replication,
-    )
+    kafka.ensure_source_topics(cfg, ds, topics.source_topics(ds, cfg.source(ds), schemas))
 
 
 def run_query(session: SparkSession, cfg: DbusConfig, ds: str, subscription: topics.Subscription) -> int:

@@ -26,7 +26,7 @@ from kafka.errors import (
     for_code,
 )
 
-from dbuslib.config import KafkaEndpoint
+from dbuslib.config import DbusConfig, KafkaEndpoint
 from dbuslib.errors import CERTIFICATE_REFUSALS, ConfigError, EndpointError
 from dbuslib.kafka_security import python_options
 
@@ -270,6 +270,23 @@ def ensure_topics(
     finally:
         client.close()
 
+
+
+def ensure_source_topics(cfg: DbusConfig, ds: str, names: Iterable[str]) -> list[str]:
+    """``ensure_topics`` for a stage of source ``ds`` at its start: the source's partitions and replication
+    factor (``topics``), Kafka retried within ``endpoints.retry``."""
+    from dbuslib import retry
+
+    src = cfg.source(ds)
+    return retry.call(
+        retry.RetryPolicy.of(cfg),
+        f"kafka at {cfg.endpoints.kafka.bootstrap_servers}: create topics",
+        ensure_topics,
+        cfg.endpoints.kafka,
+        list(names),
+        src.topics.partitions,
+        src.topics.replication_factor,
+    )
 
 def _await_leaders(client: KafkaAdminClient, names: list[str], partitions: int) -> None:
     """Wait until each new partition's leader answers (a ListOffsets, retried while the broker says

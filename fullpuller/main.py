@@ -65,21 +65,10 @@ def run(cfg: DbusConfig, ds: str) -> int:
 def ensure_topics(cfg: DbusConfig, ds: str) -> None:
     """``<ds>_ctrl``, ``<ds>_callback`` and the data-shards topic exist (Kafka retried within
     ``endpoints.retry``)."""
-    from dbuslib import kafka, retry
+    from dbuslib import kafka
 
-    src = cfg.source(ds)
-    names = [src.topics.name(kind, ds) for kind in ("ctrl", "callback", "data_shards")]
-    what = f"kafka at {cfg.endpoints.kafka.bootstrap_servers}: create topics"
-    partitions, replication = src.topics.partitions, src.topics.replication_factor
-    retry.call(
-        retry.RetryPolicy.of(cfg),
-        what,
-        kafka.ensure_topics,
-        cfg.endpoints.kafka,
-        names,
-        partitions,
-        replication,
-    )
+    names = [cfg.source(ds).topics.name(kind, ds) for kind in ("ctrl", "callback", "data_shards")]
+    kafka.ensure_source_topics(cfg, ds, names)
 
 
 def main(argv: list[str] | None = None) -> int:
