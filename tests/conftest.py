@@ -11,7 +11,8 @@ runs two xdist workers that take whole files in collection order (``--dist loadf
 idle. The files are therefore ordered so that each exclusive file is followed by unit files (which take
 no lock) of about its duration: while one worker runs the exclusive test, the other runs those. A test
 marked ``exclusive(alone=True)`` (it times seconds) comes first, followed by an integration file, so that
-nothing at all runs beside it. Then come the other integration files, then the unit files left.
+nothing at all runs beside it. Then come the other integration files, longest first, then the unit files
+left.
 **Long tests** (marked ``long``: a soak, or the second trigger mode of a failure test whose first mode runs
 every time) are skipped unless ``DBUS_LONG_TESTS=1``; ``make test-long`` runs them (CONTRIBUTING.md, Tests).
 

@@ -5,7 +5,9 @@
    waits for the stack lock, so nothing runs beside the alone one.
 2. Each other exclusive file, longest first, followed by unit files that fit in its duration, longest
    first: while one worker holds the stack alone, the other runs them (they take no lock).
-3. The shared integration files, in their order; then the unit files left.
+3. The shared integration files, longest first (a long file taken last keeps one worker busy while the
+   other has nothing left: the suite's tail); then the unit files left, longest first, which even out the
+   end.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ def order_files(
         return f.startswith("tests/unit/")
 
     units = sorted((f for f in files if unit(f)), key=lambda f: -took(f))
-    shared = [f for f in files if f not in exclusive and not unit(f)]
+    shared = sorted((f for f in files if f not in exclusive and not unit(f)), key=lambda f: -took(f))
     out: list[str] = []
     for a in (f for f in files if f in alone):
         out += [a, shared.pop(0)] if shared else [a]

@@ -42,6 +42,24 @@ def test_an_alone_file_comes_first_followed_by_an_integration_file_that_waits_fo
     assert out == ["tests/integration/test_hb.py", "tests/integration/test_a.py", "tests/unit/test_u.py"]
 
 
+def test_shared_integration_files_come_longest_first_then_the_unit_files_left():
+    files = [
+        "tests/integration/test_a.py",
+        "tests/integration/test_b.py",
+        "tests/integration/test_c.py",
+        "tests/unit/test_u.py",
+        "tests/unit/test_v.py",
+    ]
+    took = {"tests/integration/test_b.py": 300, "tests/integration/test_c.py": 10, "tests/unit/test_v.py": 5}
+    assert order_files(files, set(), took) == [
+        "tests/integration/test_b.py",
+        "tests/integration/test_a.py",  # not in the durations: 30 s
+        "tests/integration/test_c.py",
+        "tests/unit/test_v.py",
+        "tests/unit/test_u.py",
+    ]
+
+
 def test_every_file_appears_once_whatever_the_durations():
     files = [f"tests/unit/test_{i}.py" for i in range(5)] + ["tests/integration/test_x.py"]
     out = order_files(files, {"tests/integration/test_x.py"}, {})
