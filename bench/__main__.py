@@ -24,6 +24,7 @@ BENCHMARKS = [
     "logprocessor",
     "log_latency",
     "client",
+    "spark_start",
 ]
 # run only when named: measurements behind a design, not figures of a stage
 OPT_IN = ["realtime", "shipper", "peer_snapshot"]

@@ -118,6 +118,20 @@ def _spark_args(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spark_cds(args: argparse.Namespace) -> int:
+    from cli import sparkjars
+    from dbuslib import sparkcds
+
+    cfg = _load(args)
+    sparkjars.ensure(cfg)
+    if not cfg.spark.class_data_sharing:
+        print("dbus spark cds: spark.class_data_sharing is off: no archive made", file=sys.stderr)
+        return 0
+    for path in sparkcds.build(cfg, say=sparkjars.tell):
+        print(path)
+    return 0
+
+
 def _spark_jars(args: argparse.Namespace) -> int:
     from cli import sparkjars
 
@@ -223,6 +237,14 @@ def _parser() -> argparse.ArgumentParser:
         "build DBus's JVM jar (a JDK 17) first, once",
     )
     sj.set_defaults(handler=_spark_jars)
+    sc = sp.add_parser(
+        "cds",
+        help="make the Spark drivers' class archives (once; a stage then starts in about half the time)",
+        description="Make the archive of the classes a Spark stage's driver loads, for each set of JVM "
+        "options the configured stages use, beside the stages' jars, and print their paths; an archive that "
+        "exists is kept (docs/performance.md, Spark's start)",
+    )
+    sc.set_defaults(handler=_spark_cds)
 
     from cli import submit
 

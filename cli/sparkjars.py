@@ -27,14 +27,18 @@ def ensure(cfg: DbusConfig) -> list[str]:
     if spark.configured_jars(cfg) is not None:
         return spark.jars(cfg)
     folder = connectors.user_folder()
-    found = connectors.resolve(folder, say=_tell)
+    found = connectors.resolve(folder, say=tell)
     jar = folder / spark.JVM_JAR
     if not jar.exists():
-        _tell(f"building DBus's JVM jar {jar} (javac, once)")
+        tell(f"building DBus's JVM jar {jar} (javac, once)")
     jvmjar.build(jar, folder)
     connectors.write_list(folder / connectors.FULL_LIST_NAME, [*found, str(jar)])
+    if cfg.spark.class_data_sharing:  # the drivers' class archives (dbuslib/sparkcds.py), once
+        from dbuslib import sparkcds
+
+        sparkcds.build(cfg, say=tell)
     return spark.jars(cfg)
 
 
-def _tell(message: str) -> None:
+def tell(message: str) -> None:
     print(f"dbus: {message}", file=sys.stderr, flush=True)

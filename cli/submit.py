@@ -60,13 +60,10 @@ def main_file(stage: str) -> Path:
 
 
 def spark_submit() -> str:
-    """spark-submit of ``$SPARK_HOME`` (a Spark installation, e.g. a cluster's), else pyspark's own."""
-    home = os.environ.get("SPARK_HOME")
-    if home:
-        return str(Path(home) / "bin" / "spark-submit")
-    import pyspark
+    """spark-submit of ``$SPARK_HOME``, else pyspark's own (``dbuslib.spark.spark_submit``)."""
+    from dbuslib import spark
 
-    return str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
+    return spark.spark_submit()
 
 
 def master_of(cfg: DbusConfig, extra: list[str]) -> str:

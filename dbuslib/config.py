@@ -260,13 +260,15 @@ class SparkSettings(_Model):
     ``s3a://``, ``file:///shared``) that the driver of every stage reaches. ``conf``: Spark settings of
     every stage; ``stages.<stage>``: more for one stage (its resources: ``spark.cores.max``,
     ``spark.executor.cores``, ``spark.executor.memory``, ``spark.executor.instances``), over the sizing
-    ``dbus submit`` computes (dbuslib.spark.resources)."""
+    ``dbus submit`` computes (dbuslib.spark.resources). ``class_data_sharing``: a driver starts from the
+    archive of the classes a stage loads when ``dbus spark cds`` made it (dbuslib/sparkcds.py)."""
 
     master: str = "local[2]"
     jars_file: Path = Path("../.stack/jars/spark.jars")
     checkpoint_root: str = "../.stack/checkpoints"
     conf: dict[str, str] = Field(default_factory=dict)
     stages: dict[str, dict[str, str]] = Field(default_factory=dict)
+    class_data_sharing: bool = True
 
     @field_validator("stages")
     @classmethod

@@ -23,6 +23,23 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+def spark_submit() -> str:
+    """spark-submit of ``$SPARK_HOME`` (a Spark installation, e.g. a cluster's), else pyspark's own."""
+    home = os.environ.get("SPARK_HOME")
+    if home:
+        return str(Path(home) / "bin" / "spark-submit")
+    import pyspark
+
+    return str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
+
+
+def spark_version() -> str:
+    """pyspark's version (its spark-submit's unless ``$SPARK_HOME`` names another installation)."""
+    import pyspark
+
+    return pyspark.__version__
+
+
 def jvm_class(jvm: Any, java_class: str, who: str) -> Any:
     """The py4j class ``java_class`` (dotted name) of the JVM view ``jvm``; StackError naming ``who`` when
     the class is not on Spark's classpath (py4j then gives a ``JavaPackage``)."""
@@ -196,7 +213,11 @@ def submit_args(
     args = ["--master", master, "--jars", ",".join(jars(cfg))]
     if py_files:
         args += ["--py-files", py_files]
-    conf = {**settings(cfg), **(resources(cfg, stage, tasks, master) if stage else {})}
+    from dbuslib import sparkcds
+
+    conf = sparkcds.with_archive(
+        cfg, {**settings(cfg), **(resources(cfg, stage, tasks, master) if stage else {})}
+    )
     hidden = {k: v for k, v in conf.items() if is_secret_setting(k, v)}
     for key, value in sorted(conf.items()):
         if key not in hidden:
@@ -299,7 +320,9 @@ def session(cfg: DbusConfig, app_name: str, realtime_tasks: int = 0, **conf: str
         master = realtime_master(cfg.spark.master, realtime_tasks) if realtime_tasks else cfg.spark.master
         builder = builder.master(master).config("spark.jars", ",".join(jars(cfg)))
         builder = builder.config("spark.pyspark.python", sys.executable)  # workers import DBus from this venv
-        for key, value in settings(cfg).items():
+        from dbuslib import sparkcds
+
+        for key, value in sparkcds.with_archive(cfg, settings(cfg)).items():
             builder = builder.config(key, value)
     for key, value in conf.items():
         builder = builder.config(key.replace("__", "."), value)
