@@ -271,7 +271,6 @@ def ensure_topics(
         client.close()
 
 
-
 def ensure_source_topics(cfg: DbusConfig, ds: str, names: Iterable[str]) -> list[str]:
     """``ensure_topics`` for a stage of source ``ds`` at its start: the source's partitions and replication
     factor (``topics``), Kafka retried within ``endpoints.retry``."""
@@ -287,6 +286,7 @@ def ensure_source_topics(cfg: DbusConfig, ds: str, names: Iterable[str]) -> list
         src.topics.partitions,
         src.topics.replication_factor,
     )
+
 
 def _await_leaders(client: KafkaAdminClient, names: list[str], partitions: int) -> None:
     """Wait until each new partition's leader answers (a ListOffsets, retried while the broker says
