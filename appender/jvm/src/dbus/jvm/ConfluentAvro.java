@@ -36,9 +36,9 @@ final class ConfluentAvro extends PerRowFormat {
     private static final byte[] NULL = new byte[0];
     private static final Pattern NUMBER = Pattern.compile("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?");
 
-    static final int BOOL = 0, INT = 1, LONG = 2, ULONG = 3, UDEC = 4, DEC = 5, FLOAT = 6, DOUBLE = 7, DATE = 8,
-        DT_MS = 9, DT_US = 10, TS = 11, TIME_US = 12, TIME_MS = 13, STR = 14, BYTES = 15, BITS = 16, BIN_HEX = 17,
-        BIN_B64 = 18, BIN_B64URL = 19;
+    /** The column kinds it writes (PerRowFormat's vocabulary). */
+    private static final long TAKES = takes(BOOL, INT, LONG, ULONG, UDEC, DEC, FLOAT, DOUBLE, DATE, DT_MS, DT_US, TS,
+        TIME_US, TIME_MS, STR, BYTES, BITS, BIN_HEX, BIN_B64, BIN_B64URL);
 
     byte[] version;
     boolean tombstones, floatKey;
@@ -69,31 +69,7 @@ final class ConfluentAvro extends PerRowFormat {
             String kind = Sidecar.string(a.get(i++));
             d.optional[c] = "1".equals(Sidecar.string(a.get(i++)));
             d.fallbacks[c] = a.get(i++);
-            int colon = kind.indexOf(':');
-            String head = colon < 0 ? kind : kind.substring(0, colon), arg = colon < 0 ? "" : kind.substring(colon + 1);
-            switch (head) {
-                case "bool": d.kinds[c] = BOOL; break;
-                case "int": d.kinds[c] = INT; break;
-                case "long": d.kinds[c] = LONG; break;
-                case "ulong": d.kinds[c] = ULONG; break;
-                case "udec": d.kinds[c] = UDEC; break;
-                case "dec": d.kinds[c] = DEC; d.params[c] = Integer.parseInt(arg); break;
-                case "float": d.kinds[c] = FLOAT; break;
-                case "double": d.kinds[c] = DOUBLE; break;
-                case "date": d.kinds[c] = DATE; break;
-                case "dt_ms": d.kinds[c] = DT_MS; break;
-                case "dt_us": d.kinds[c] = DT_US; break;
-                case "ts": d.kinds[c] = TS; d.params[c] = Integer.parseInt(arg); break;
-                case "time_us": d.kinds[c] = TIME_US; break;
-                case "time_ms": d.kinds[c] = TIME_MS; break;
-                case "str": d.kinds[c] = STR; break;
-                case "bytes": d.kinds[c] = BYTES; break;
-                case "bits": d.kinds[c] = BITS; d.params[c] = Integer.parseInt(arg); break;
-                case "bin":
-                    d.kinds[c] = "hex".equals(arg) ? BIN_HEX : "base64-url-safe".equals(arg) ? BIN_B64URL : BIN_B64;
-                    break;
-                default: throw new IllegalArgumentException("avro: unknown column kind " + kind);
-            }
+            columnKind(FORMAT, TAKES, kind, c, d.kinds, d.params);
         }
         d.keys = keys(a.get(i++));
         d.keyNames = new byte[d.keys.length][];

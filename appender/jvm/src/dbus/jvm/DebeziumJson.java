@@ -31,8 +31,9 @@ final class DebeziumJson extends PerRowFormat {
     /** A converter's answer "Python's None" (a zero date): the column's NOT NULL fallback, or null. */
     private static final byte[] NONE = new byte[0];
 
-    static final int ID = 0, LONG = 1, ULONG = 2, UDEC = 3, DEC = 4, BOOL = 5, FLOAT = 6, DATE = 7, DT_MS = 8,
-        DT_US = 9, TS = 10, TIME_US = 11, TIME_MS = 12, BITS = 13, BIN_HEX = 14, BIN_B64 = 15, BIN_B64URL = 16;
+    /** The column kinds it writes (PerRowFormat's vocabulary). */
+    private static final long TAKES = takes(ID, LONG, ULONG, UDEC, DEC, BOOL, FLOAT, DATE, DT_MS, DT_US, TS, TIME_US,
+        TIME_MS, BITS, BIN_HEX, BIN_B64, BIN_B64URL);
 
     byte[] version;
     boolean schemas, tombstones, floatKey;
@@ -145,28 +146,7 @@ final class DebeziumJson extends PerRowFormat {
             d.names[c] = a.get(i++);
             String kind = Sidecar.string(a.get(i++));
             d.fallbacks[c] = a.get(i++);
-            int colon = kind.indexOf(':');
-            String head = colon < 0 ? kind : kind.substring(0, colon), arg = colon < 0 ? "" : kind.substring(colon + 1);
-            switch (head) {
-                case "id": d.kinds[c] = ID; break;
-                case "long": d.kinds[c] = LONG; break;
-                case "ulong": d.kinds[c] = ULONG; break;
-                case "udec": d.kinds[c] = UDEC; break;
-                case "dec": d.kinds[c] = DEC; d.params[c] = Integer.parseInt(arg); break;
-                case "bool": d.kinds[c] = BOOL; break;
-                case "float": d.kinds[c] = FLOAT; break;
-                case "date": d.kinds[c] = DATE; break;
-                case "dt_ms": d.kinds[c] = DT_MS; break;
-                case "dt_us": d.kinds[c] = DT_US; break;
-                case "ts": d.kinds[c] = TS; d.params[c] = Integer.parseInt(arg); break;
-                case "time_us": d.kinds[c] = TIME_US; break;
-                case "time_ms": d.kinds[c] = TIME_MS; break;
-                case "bits": d.kinds[c] = BITS; d.params[c] = Integer.parseInt(arg); break;
-                case "bin":
-                    d.kinds[c] = "hex".equals(arg) ? BIN_HEX : "base64-url-safe".equals(arg) ? BIN_B64URL : BIN_B64;
-                    break;
-                default: throw new IllegalArgumentException("debezium-json: unknown column kind " + kind);
-            }
+            columnKind(FORMAT, TAKES, kind, c, d.kinds, d.params);
         }
         d.keys = keys(a.get(i));
         for (int key : d.keys) d.floatKey |= d.kinds[key] == FLOAT;

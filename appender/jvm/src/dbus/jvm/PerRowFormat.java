@@ -34,6 +34,59 @@ abstract class PerRowFormat {
     abstract List<DebeziumJson.Rec> records(long umsId, long tsMs, String file, long pos, Long serverId, String gtid,
                                             char op, byte[] lines);
 
+    /**
+     * The column kinds of the typed per-row formats' descriptions (appender/rowshape.py: {@code kind} or
+     * {@code kind:param}): one vocabulary for Debezium's JSON and Confluent Avro, each taking those it writes.
+     */
+    static final int BOOL = 0, INT = 1, LONG = 2, ULONG = 3, UDEC = 4, DEC = 5, FLOAT = 6, DOUBLE = 7, DATE = 8,
+        DT_MS = 9, DT_US = 10, TS = 11, TIME_US = 12, TIME_MS = 13, STR = 14, BYTES = 15, BITS = 16, BIN_HEX = 17,
+        BIN_B64 = 18, BIN_B64URL = 19, ID = 20;
+
+    /** The set of {@code kinds} as a mask for {@link #columnKind}. */
+    static long takes(int... kinds) {
+        long mask = 0;
+        for (int k : kinds) mask |= 1L << k;
+        return mask;
+    }
+
+    /**
+     * Column {@code c}'s kind from its description {@code kind} into {@code kinds}, and its parameter (a
+     * decimal's scale, a timestamp's precision, a BIT column's width) into {@code params}; a kind not in
+     * {@code takes} is refused, naming {@code format}.
+     */
+    static void columnKind(String format, long takes, String kind, int c, int[] kinds, int[] params) {
+        int colon = kind.indexOf(':');
+        String head = colon < 0 ? kind : kind.substring(0, colon), arg = colon < 0 ? "" : kind.substring(colon + 1);
+        int k;
+        switch (head) {
+            case "id": k = ID; break;
+            case "bool": k = BOOL; break;
+            case "int": k = INT; break;
+            case "long": k = LONG; break;
+            case "ulong": k = ULONG; break;
+            case "udec": k = UDEC; break;
+            case "dec": k = DEC; break;
+            case "float": k = FLOAT; break;
+            case "double": k = DOUBLE; break;
+            case "date": k = DATE; break;
+            case "dt_ms": k = DT_MS; break;
+            case "dt_us": k = DT_US; break;
+            case "ts": k = TS; break;
+            case "time_us": k = TIME_US; break;
+            case "time_ms": k = TIME_MS; break;
+            case "str": k = STR; break;
+            case "bytes": k = BYTES; break;
+            case "bits": k = BITS; break;
+            case "bin": k = "hex".equals(arg) ? BIN_HEX : "base64-url-safe".equals(arg) ? BIN_B64URL : BIN_B64; break;
+            default: k = -1;
+        }
+        if (k < 0 || (takes & (1L << k)) == 0) {
+            throw new IllegalArgumentException(format + ": unknown column kind " + kind);
+        }
+        kinds[c] = k;
+        if (k == DEC || k == TS || k == BITS) params[c] = Integer.parseInt(arg);
+    }
+
     /** A description's key columns ({@code 0,2}: their indices; empty: no primary key). */
     static int[] keys(byte[] field) {
         String k = Sidecar.string(field);
