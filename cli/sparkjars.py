@@ -33,10 +33,6 @@ def ensure(cfg: DbusConfig) -> list[str]:
         tell(f"building DBus's JVM jar {jar} (javac, once)")
     jvmjar.build(jar, folder)
     connectors.write_list(folder / connectors.FULL_LIST_NAME, [*found, str(jar)])
-    if cfg.spark.class_data_sharing:  # the drivers' class archives (dbuslib/sparkcds.py), once
-        from dbuslib import sparkcds
-
-        sparkcds.build(cfg, say=tell)
     return spark.jars(cfg)
 
 

@@ -6,8 +6,8 @@ the archive 5.6-5.8 s and 6.8 (docs/performance.md, Spark's start).
 An archive is only good for the JVM, the pyspark (its jars, the class path) and the JVM options it was made
 with, so each combination has its own file, named by a hash of the three (``key``), in the folder of the
 stages' jar list (``dbuslib.spark.jars_list``: ``.stack/jars`` of the local stack, or DBus's user cache).
-``dbus spark cds`` makes the archives of the configured stages (``make stack-up`` does; ``dbus submit`` of
-an installed DBus too, once); a stage uses its archive when it exists (``spark.class_data_sharing``, on
+``dbus spark cds`` makes the archives of the configured stages (``make stack-up`` runs it; an installed DBus
+runs it once, after ``dbus spark jars``); a stage uses its archive when it exists (``spark.class_data_sharing``, on
 by default). The JVM checks an archive itself and, when it does not match after all, starts without it:
 its notice about that is turned off (``QUIET``), so a mismatch costs the time saved, never a start.
 """
