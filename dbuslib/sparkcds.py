@@ -8,8 +8,9 @@ with, so each combination has its own file, named by a hash of the three (``key`
 stages' jar list (``dbuslib.spark.jars_list``: ``.stack/jars`` of the local stack, or DBus's user cache).
 ``dbus spark cds`` makes the archives of the configured stages (``make stack-up`` runs it; an installed DBus
 runs it once, after ``dbus spark jars``); a stage uses its archive when it exists
-(``spark.class_data_sharing``, on by default). The JVM checks an archive itself and, when it does not match after all, starts without it:
-its notice about that is turned off (``QUIET``), so a mismatch costs the time saved, never a start.
+(``spark.class_data_sharing``, on by default). The JVM checks an archive itself and, when it does not
+match after all, starts without it: its notice about that is turned off (``QUIET``), so a mismatch costs
+the time saved, never a start.
 """
 
 from __future__ import annotations
