@@ -26,6 +26,7 @@ from pathlib import Path
 from dbuslib import kafka, ship, spark, topics, zk
 from dbuslib.config import DbusConfig
 from dbuslib.errors import ConfigError, EndpointError
+from dbuslib.spark import spark_submit  # the one home of the spark-submit to run (tests import it from here)
 
 SUBMITTED = ("dispatcher", "appender", "fullpuller", "logprocessor")
 PREFLIGHT_ZK_S = 3.0  # how long `dbus submit` waits for ZooKeeper (check_zookeeper_identity)
@@ -57,13 +58,6 @@ def stage_tasks(cfg: DbusConfig, stage: str, ds: str, schemas: list[str] | None 
 def main_file(stage: str) -> Path:
     """The stage's main.py where it is installed (a checkout, or site-packages)."""
     return ship.package_dirs()[stage] / "main.py"
-
-
-def spark_submit() -> str:
-    """spark-submit of ``$SPARK_HOME``, else pyspark's own (``dbuslib.spark.spark_submit``)."""
-    from dbuslib import spark
-
-    return spark.spark_submit()
 
 
 def master_of(cfg: DbusConfig, extra: list[str]) -> str:

@@ -93,10 +93,16 @@ def user_folder() -> Path:
     return cache_root() / f"spark-{spark_version()}"
 
 
-def _java() -> str:
+def java_path() -> str | None:
+    """The java Spark and spark-submit run: ``$JAVA_HOME/bin/java``, else the one on PATH; None if absent."""
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    if not java or not os.path.exists(java):
+    return java if java and os.path.exists(java) else None
+
+
+def _java() -> str:
+    java = java_path()
+    if java is None:
         msg = "java not found (JAVA_HOME or PATH): Spark and the resolution of its connectors need Java 17"
         raise StackError(msg)
     return java

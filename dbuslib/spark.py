@@ -33,13 +33,6 @@ def spark_submit() -> str:
     return str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
 
 
-def spark_version() -> str:
-    """pyspark's version (its spark-submit's unless ``$SPARK_HOME`` names another installation)."""
-    import pyspark
-
-    return pyspark.__version__
-
-
 def jvm_class(jvm: Any, java_class: str, who: str) -> Any:
     """The py4j class ``java_class`` (dotted name) of the JVM view ``jvm``; StackError naming ``who`` when
     the class is not on Spark's classpath (py4j then gives a ``JavaPackage``)."""
@@ -202,11 +195,16 @@ def resources(cfg: DbusConfig, stage: str, tasks: int, master: str) -> dict[str,
 
 
 def submit_args(
-    cfg: DbusConfig, stage: str | None = None, tasks: int = 0, master: str | None = None, py_files: str = ""
+    cfg: DbusConfig,
+    stage: str | None = None,
+    tasks: int = 0,
+    master: str | None = None,
+    py_files: str = "",
+    conf: dict[str, str] | None = None,
 ) -> list[str]:
     """Arguments for spark-submit before the application file: the master (a local one with a thread
     for each of ``tasks``), the connector jars, ``py_files`` (DBus's code, dbuslib/ship.py) and the
-    settings, with ``stage``'s resources (``resources``)."""
+    settings, with ``stage``'s resources (``resources``) and ``conf`` over them."""
     master = master or cfg.spark.master
     if is_local(master) and tasks:
         master = realtime_master(master, tasks)
@@ -215,11 +213,10 @@ def submit_args(
         args += ["--py-files", py_files]
     from dbuslib import sparkcds
 
-    conf = sparkcds.with_archive(
-        cfg, {**settings(cfg), **(resources(cfg, stage, tasks, master) if stage else {})}
-    )
-    hidden = {k: v for k, v in conf.items() if is_secret_setting(k, v)}
-    for key, value in sorted(conf.items()):
+    final = {**settings(cfg), **(resources(cfg, stage, tasks, master) if stage else {}), **(conf or {})}
+    final = sparkcds.with_archive(cfg, final)
+    hidden = {k: v for k, v in final.items() if is_secret_setting(k, v)}
+    for key, value in sorted(final.items()):
         if key not in hidden:
             args += ["--conf", f"{key}={value}"]
     if hidden:  # a command line is anyone's to read (ps): these go in a file only this user reads

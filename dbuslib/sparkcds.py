@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,24 +32,18 @@ TRAIN = Path(__file__).with_name("sparkcds_train.py")  # what a stage's driver l
 BUILD_TIMEOUT_S = 600
 
 
-def java() -> str:
-    """The java spark-submit runs: ``$JAVA_HOME/bin/java``, else the one on PATH (resolved)."""
-    home = os.environ.get("JAVA_HOME")
-    found = str(Path(home) / "bin" / "java") if home else shutil.which("java") or "java"
-    return os.path.realpath(found)
-
-
 def key(java_options: str) -> str:
     """What an archive is good for: this JVM (its file and build time), this Spark (``spark_submit``'s, its
     jars: the class path) and ``java_options``."""
-    from dbuslib import spark
+    from dbuslib import connectors, spark
 
-    jvm = java()
+    found = connectors.java_path()
+    jvm = os.path.realpath(found) if found else "java"
     try:
         built = os.stat(jvm).st_mtime_ns
     except OSError:
         built = 0
-    ident = [jvm, built, spark.spark_submit(), spark.spark_version(), java_options.strip()]
+    ident = [jvm, built, spark.spark_submit(), connectors.spark_version(), java_options.strip()]
     return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
 
 
@@ -88,6 +81,7 @@ def build(cfg: DbusConfig, say: Callable[[str], None]) -> list[Path]:
     from dbuslib import spark
 
     made = []
+    jvm_jars = [j for j in spark.jars(cfg) if Path(j).name == spark.JVM_JAR]
     for options in option_sets(cfg):
         path = archive_path(cfg, options)
         if path.is_file():
@@ -98,18 +92,12 @@ def build(cfg: DbusConfig, say: Callable[[str], None]) -> list[Path]:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".spark-classes-", suffix=".jsa")
         os.close(fd)
         os.unlink(tmp)  # the JVM writes it at its exit
-        conf = {**spark.settings(cfg), OPTIONS: f"{options} -XX:ArchiveClassesAtExit={tmp} {QUIET}".strip()}
-        argv = [spark.spark_submit(), "--master", "local[2]", "--jars", ",".join(spark.jars(cfg))]
-        argv += [
-            x
-            for k, v in sorted(conf.items())
-            if not spark.is_secret_setting(k, v)
-            for x in ("--conf", f"{k}={v}")
-        ]
+        dump = {OPTIONS: f"{options} -XX:ArchiveClassesAtExit={tmp} {QUIET}".strip()}
+        argv = [spark.spark_submit(), *spark.submit_args(cfg, master="local[2]", conf=dump)]
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
         with tempfile.TemporaryDirectory() as work:
             done = subprocess.run(
-                [*argv, str(TRAIN), work, *[j for j in spark.jars(cfg) if Path(j).name == spark.JVM_JAR]],
+                [*argv, str(TRAIN), work, *jvm_jars],
                 capture_output=True,
                 text=True,
                 timeout=BUILD_TIMEOUT_S,

@@ -23,13 +23,10 @@ def build() -> Path:
 
 def stack_jars() -> list[str]:
     """The Spark connectors `make stack-up` resolved (Kafka's, MariaDB's JDBC driver: the list file
-    ``spark.jars_file`` names), those that exist; none without the stack."""
-    listed = Path(os.environ.get("STACK_CACHE", REPO / ".stack")) / "jars" / "spark.jars"
-    try:
-        names = listed.read_text().strip().split(",")
-    except OSError:
-        return []
-    return [n for n in names if n and Path(n).is_file()]
+    ``spark.jars_file`` names), when every listed jar is there; none without the stack."""
+    from dbuslib import connectors
+
+    return connectors.listed(Path(os.environ.get("STACK_CACHE", REPO / ".stack")) / "jars") or []
 
 
 def spark_session(app: str, probe_class: str):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dbuslib import spark, sparkcds
+from dbuslib import connectors, spark, sparkcds
 from dbuslib.config import DEFAULT_CONFIG, load_config
 
 OPTIONS = "spark.driver.extraJavaOptions"
@@ -75,7 +75,7 @@ def test_the_key_changes_with_the_options_the_jvm_and_spark(tmp_path, monkeypatc
     a = sparkcds.key("-XX:+UseSerialGC")
     assert a == sparkcds.key(" -XX:+UseSerialGC ")
     assert a != sparkcds.key("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-    monkeypatch.setattr(sparkcds, "java", lambda: str(tmp_path / "other-java"))
+    monkeypatch.setattr(connectors, "java_path", lambda: str(tmp_path / "other-java"))
     assert a != sparkcds.key("-XX:+UseSerialGC")
     monkeypatch.undo()
     monkeypatch.setenv("SPARK_HOME", str(tmp_path / "spark"))
