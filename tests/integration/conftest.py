@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pymysql
 import pytest
+import sqlalchemy.exc
 
 from dbuslib import kafka, mysql
 from dbuslib.config import DbusConfig, load_config
@@ -173,6 +174,26 @@ def cfg() -> DbusConfig:
 @pytest.fixture(scope="session")
 def source(cfg):
     return cfg.source("demo")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_tables(cfg) -> None:
+    """What a fresh stack lacks until the demo or a stage first runs, made once per process before its first
+    test, so no test's outcome depends on which tests ran before it: the demo source's schema ``shop``
+    (conf/demo/shop.sql, idempotent) and the meta store's tables (a test's clean-up deletes its rows). A
+    server that is down is left to the tests that use it: they fail saying how to start it."""
+    from cli.demo import create_shop
+    from dbuslib.metastore import MetaStore
+
+    try:
+        create_shop(cfg.source("demo"))
+        store = MetaStore(cfg.endpoints.meta_store.url.get_secret_value())
+        try:
+            store.create_schema()
+        finally:
+            store.dispose()
+    except (pymysql.err.MySQLError, DbusError, OSError, sqlalchemy.exc.SQLAlchemyError):
+        pass
 
 
 def _fail_down(what: str, err: Exception) -> None:
