@@ -27,7 +27,6 @@ series and serves them in Prometheus's text format:
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -37,34 +36,7 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from dbuslib.lineprotocol import LineProtocolError, Sample, parse
-
-_UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
-
-POINT_TIME = "dbus_point_timestamp_seconds"
-# (measurement, field) whose values are counts since the writer's previous point (heartbeat/deadletters.py,
-# logprocessor/metrics.py) -> the counter they are added up into (served as ``<name>_total``)
-TALLIES = {
-    ("dbus_dead_letter", "count"): "dbus_dead_letters",
-    ("dbus_log", "count"): "dbus_log_lines",
-    ("dbus_heartbeat", "rows"): "dbus_heartbeat_rows",  # rows of the table since its previous heartbeat
-}
-
-
-def _safe(text: str) -> str:
-    """``text`` as a Prometheus name: every character it does not take made ``_``, no leading digit."""
-    name = _UNSAFE.sub("_", text)
-    return name if not name[:1].isdigit() else f"_{name}"
-
-
-def metric_name(measurement: str, field: str) -> str:
-    """``<measurement>_<field>``, made Prometheus-safe."""
-    return _safe(f"{measurement}_{field}")
-
-
-def label_name(tag: str) -> str:
-    name = _safe(tag)
-    return name if not name.startswith("__") else f"tag{name}"  # "__" is Prometheus's own
-
+from dbuslib.promnames import POINT_TIME, TALLIES, label_name, metric_name
 
 Labels = tuple[tuple[str, str], ...]
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from dbuslib.errors import EndpointError
-from dbuslib.promexport import POINT_TIME, TALLIES, label_name, metric_name
+from dbuslib.promnames import POINT_TIME, TALLIES, label_name, metric_name
 
 Series = dict[str, Any]
 

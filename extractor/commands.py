@@ -26,8 +26,6 @@ if TYPE_CHECKING:
 
 
 def add_parsers(sub: Any) -> None:
-    from extractor.main import add_commands
-
     ex = sub.add_parser(
         "extractor",
         help="binlog reader: run | status | reset (see --help)",
@@ -35,6 +33,31 @@ def add_parsers(sub: Any) -> None:
     )
     add_commands(ex)
     ex.set_defaults(handler=extractor_cli)
+
+
+def add_commands(p: argparse.ArgumentParser) -> None:
+    """``run | status | reset`` under ``p``: ``python -m extractor`` and ``dbus extractor`` alike (each
+    answers ``--help`` at every level without a configuration). Here, not in extractor/main.py, so that
+    ``dbus --help`` loads no binlog reader (mysql-replication is the server extra's)."""
+    sub = p.add_subparsers(dest="extractor_command", required=True, metavar="COMMAND")
+    config = argparse.ArgumentParser(add_help=False)  # --config also after the command
+    config.add_argument("--config", default=argparse.SUPPRESS, help="configuration file")
+    r = sub.add_parser(
+        "run", parents=[config], help="read the binlog and publish raw events (leads or waits as standby)"
+    )
+    r.add_argument("--source", required=True, help="source name under 'sources'")
+    s = sub.add_parser("status", parents=[config], help="leader, epoch, committed position and lag")
+    s.add_argument("--source", required=True)
+    s.add_argument("--json", action="store_true", help="print JSON")
+    z = sub.add_parser(
+        "reset", parents=[config], help="move the committed position (run it while no extractor runs)"
+    )
+    z.add_argument("--source", required=True)
+    z.add_argument("--to", required=True, help="current | earliest | FILE:POS | GTID (e.g. 0-1-42)")
+    z.add_argument(
+        "--full-pull", action="store_true", help="also request a full pull of every captured table"
+    )
+    z.add_argument("--force", action="store_true", help="even while an extractor leads (it will be deposed)")
 
 
 def extractor_cli(args: argparse.Namespace) -> int:

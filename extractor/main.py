@@ -25,6 +25,7 @@ from dbuslib.config import DbusConfig, load_config
 from dbuslib.errors import DbusError, exit_code, report
 from dbuslib.lifecycle import Lifecycle
 from dbuslib.logs import final_line, setup_logging
+from extractor.commands import add_commands
 from extractor.loop import Extractor
 from extractor.reader import BinlogPurgedError
 
@@ -72,30 +73,6 @@ def purged_message(ds: str, err: BinlogPurgedError) -> str:
     )
 
 
-def add_commands(p: argparse.ArgumentParser) -> None:
-    """``run | status | reset`` under ``p``: ``python -m extractor`` and ``dbus extractor`` alike (each
-    answers ``--help`` at every level without a configuration)."""
-    sub = p.add_subparsers(dest="extractor_command", required=True, metavar="COMMAND")
-    config = argparse.ArgumentParser(add_help=False)  # --config also after the command
-    config.add_argument("--config", default=argparse.SUPPRESS, help="configuration file")
-    r = sub.add_parser(
-        "run", parents=[config], help="read the binlog and publish raw events (leads or waits as standby)"
-    )
-    r.add_argument("--source", required=True, help="source name under 'sources'")
-    s = sub.add_parser("status", parents=[config], help="leader, epoch, committed position and lag")
-    s.add_argument("--source", required=True)
-    s.add_argument("--json", action="store_true", help="print JSON")
-    z = sub.add_parser(
-        "reset", parents=[config], help="move the committed position (run it while no extractor runs)"
-    )
-    z.add_argument("--source", required=True)
-    z.add_argument("--to", required=True, help="current | earliest | FILE:POS | GTID (e.g. 0-1-42)")
-    z.add_argument(
-        "--full-pull", action="store_true", help="also request a full pull of every captured table"
-    )
-    z.add_argument("--force", action="store_true", help="even while an extractor leads (it will be deposed)")
-
-
 def _parser() -> argparse.ArgumentParser:
     p = stagemain.parser("extractor", "binlog -> first-level Kafka topic", source=None)
     add_commands(p)
@@ -109,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    """The parsed command (``add_commands``) run with the configuration of ``args.config``; its exit code."""
+    """The parsed command (``commands.add_commands``) run with the configuration of ``args.config``; its exit
+    code."""
     try:
         cfg = load_config(args.config)
         return _commands()[args.extractor_command](cfg, args)
