@@ -56,10 +56,11 @@ bench: stack-up
 
 venv: $(VENV_STAMP)
 
-# Reinstalled only when pyproject.toml changes.
+# Reinstalled only when pyproject.toml changes. The checkout's venv has all of DBus: the server extra (the
+# stages, the console; the base requirements are the consumer client's alone) and the test tools.
 $(VENV_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[server,test]'
 	touch $@
 
 stack-up: venv

@@ -139,13 +139,14 @@ _running() {
 
 # ---- the executors' Python environment -------------------------------------------------------------
 
-# the project's runtime dependencies but pyspark, as written in pyproject.toml, one a line; then venv-pack
+# the project's runtime dependencies (the base ones and the server extra's: the stages' tasks run on the
+# executors) but pyspark, as written in pyproject.toml, one a line; then venv-pack
 _env_requirements() {
   "$VENV/bin/python" - "$STACK_REPO/pyproject.toml" <<'EOF'
 import re, sys, tomllib
 with open(sys.argv[1], "rb") as f:
-    deps = tomllib.load(f)["project"]["dependencies"]
-for dep in deps:
+    project = tomllib.load(f)["project"]
+for dep in [*project["dependencies"], *project["optional-dependencies"]["server"]]:
     name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", dep).group(0)
     if re.sub(r"[-_.]+", "-", name).lower() != "pyspark":
         print(dep)
@@ -156,7 +157,7 @@ EOF
 executor_env() {
   mkdir -p "$CLUSTER_DIR"
   local reqs base stamp
-  reqs=$(_env_requirements) || die "cannot read [project] dependencies of $STACK_REPO/pyproject.toml"
+  reqs=$(_env_requirements) || die "cannot read the [project] dependencies and the server extra of $STACK_REPO/pyproject.toml"
   base=$("$VENV/bin/python" -c 'import sys; print(sys._base_executable)') || die "no Python in $VENV"
   stamp=$(printf '%s\n%s\n' "$base" "$reqs" | sha1sum | cut -c1-16)
   if [ -s "$EXECUTOR_ENV" ] && [ "$(cat "$EXECUTOR_ENV_STAMP" 2>/dev/null)" = "$stamp" ]; then

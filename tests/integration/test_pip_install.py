@@ -1,14 +1,15 @@
 """``pip install`` of DBus into a fresh venv elsewhere gives a ``dbus`` that works from any directory.
 
 The wheel is built from a copy of the checkout's files (``git ls-files``: what ``pip install .`` of a clone
-sees, the working tree's edits included) and installed, with every dependency, into a venv under tmp_path
-made without ``--system-site-packages``. The dependencies come from a wheelhouse in pytest's cache
-(``.pytest_cache/d/dbus_pip_wheelhouse/<key>``; under ``-p no:cacheprovider``,
-``.stack/pip_wheelhouse/<key>``), built once per dependency list (runs side by side take turns: pytest-xdist
-workers each run the module fixture): a cold first run downloads them (about 500 MB, pyspark most of it; pip's
-own cache serves what it has), a warm run installs offline (``--no-index``). Every command runs in tmp_path,
-never the checkout, without PYTHONPATH, VIRTUAL_ENV, DBUS_CONFIG, SPARK_HOME or PYSPARK_PYTHON, and without
-the checkout's venv on PATH (``dbus submit`` then runs the fresh venv's pyspark's own spark-submit).
+sees, the working tree's edits included) and installed with its server extra (``<wheel>[server]``: every
+dependency) into a venv under tmp_path made without ``--system-site-packages``. The dependencies come from a
+wheelhouse in pytest's cache (``.pytest_cache/d/dbus_pip_wheelhouse/<key>``; under ``-p no:cacheprovider``,
+``.stack/pip_wheelhouse/<key>``), built once per dependency list, the base's and the extras' (runs side by
+side take turns: pytest-xdist workers each run the module fixture): a cold first run downloads them (about
+500 MB, pyspark most of it; pip's own cache serves what it has), a warm run installs offline
+(``--no-index``). Every command runs in tmp_path, never the checkout, without PYTHONPATH, VIRTUAL_ENV,
+DBUS_CONFIG, SPARK_HOME or PYSPARK_PYTHON, and without the checkout's venv on PATH (``dbus submit`` then runs
+the fresh venv's pyspark's own spark-submit).
 """
 
 from __future__ import annotations
@@ -69,7 +70,15 @@ def _ok(done: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[s
 def _wheelhouse(request: pytest.FixtureRequest) -> Path:
     """The dependencies (and the build backend) as wheels, built once per dependency list and Python."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
-    needs = sorted([*project["project"]["dependencies"], *project["build-system"]["requires"]])
+    extras = project["project"]["optional-dependencies"]
+    needs = sorted(
+        {
+            *project["project"]["dependencies"],
+            *extras["server"],
+            *extras["client"],
+            *project["build-system"]["requires"],
+        }
+    )
     key = hashlib.sha256(json.dumps([sys.version_info[:2], needs]).encode()).hexdigest()[:16]
     cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider: then beside the stack
     houses = cache.mkdir("dbus_pip_wheelhouse") if cache else REPO / ".stack" / "pip_wheelhouse"
@@ -161,7 +170,9 @@ def installed(request, tmp_path_factory) -> Installed:
     # --no-compile: pip would byte-compile pyspark's thousands of modules (10 s), which no test here needs
     _ok(
         _run(
-            [*pip, "--no-compile", "--no-index", "--find-links", str(house), str(wheel)], 600, env=clean_env()
+            [*pip, "--no-compile", "--no-index", "--find-links", str(house), f"{wheel}[server]"],
+            600,
+            env=clean_env(),
         )
     )
     timings["venv and install"] = time.monotonic() - began
