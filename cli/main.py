@@ -9,7 +9,8 @@ The stages add their own commands (``add_parsers`` in extractor/, appender/, ful
 ``commands.py``); this module only assembles them.
 
 Exit codes (``dbuslib.errors.exit_code``, docs/errors.md): 0 success, 1 a check failed (e.g. a server is
-down), 2 bad configuration or arguments, 3 an endpoint could not be reached.
+down), 2 bad configuration or arguments, 3 an endpoint could not be reached, 7 the command needs the
+server extra, which is not installed (cli/extras.py: every command but those marked ``without_server``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from cli import extras
 from dbuslib.config import CONFIG_HELP, SAMPLE_CONFIG, DbusConfig, find_config, load_config
 from dbuslib.errors import ConfigError, DbusError, StackError, report
 from dbuslib.logs import setup_logging
@@ -156,9 +158,17 @@ def _load(args: argparse.Namespace) -> DbusConfig:
 
 
 _WITHOUT_CONFIG = {_stack, _config_sample, _jvm_build}  # commands that run without a configuration file
+# commands that run on the base install, the consumer client's, without the server extra (cli/extras.py);
+# a handler elsewhere says so with ``handler.without_server = True`` (dbus replicate)
+_WITHOUT_SERVER = {_stack, _config_sample, _config_check, _topics_create, _topics_list}
 
 
 Handler = Callable[[argparse.Namespace], int]
+
+
+def without_server(handler: Handler) -> bool:
+    """Whether the command of ``handler`` runs on the base install, without the server extra."""
+    return handler in _WITHOUT_SERVER or getattr(handler, "without_server", False)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -290,12 +300,19 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(verbose=args.verbose)
     handler: Handler = args.handler
     try:
+        if not without_server(handler):
+            extras.check(args.command)
         needs_config = handler not in _WITHOUT_CONFIG and not getattr(handler, "without_config", False)
         if args.config is None and needs_config:  # each command gets the file's path
             args.config = str(find_config(None))
         return handler(args)
     except (DbusError, UmsError) as e:
         return report("dbus", e)
+    except ModuleNotFoundError as e:  # a command marked without_server that needed the extra after all
+        missing = extras.explain(args.command, e)
+        if missing is None:
+            raise
+        return report("dbus", missing)
 
 
 if __name__ == "__main__":

@@ -265,6 +265,9 @@ def cli(args: argparse.Namespace) -> int:
     return life.code if life.stopping.is_set() else 0
 
 
+cli.without_server = True  # type: ignore[attr-defined]  # the consumer client's command: its base install
+
+
 class _Idle:
     """``--until-idle``: online, and no record read for ``seconds``."""
 

@@ -27,6 +27,7 @@ EXIT_UNREACHABLE = 3  # an endpoint could not be reached, or stayed down past it
 EXIT_DEPOSED = 4  # the extractor was deposed
 EXIT_JVM_GONE = 5  # a Spark stage's driver lost its JVM
 EXIT_CONFIG_GONE = 6  # a stage's configuration file was removed while it ran
+EXIT_MISSING_EXTRA = 7  # a dbus command needs the server extra, not installed (cli/extras.py)
 
 EXIT_CODES: dict[str, int] = {
     "CONFIG_INVALID": EXIT_CONFIG,
@@ -45,6 +46,7 @@ EXIT_CODES: dict[str, int] = {
     "EXTRACTOR_DEPOSED": EXIT_DEPOSED,
     "STAGE_JVM_GONE": EXIT_JVM_GONE,
     "STAGE_CONFIG_GONE": EXIT_CONFIG_GONE,
+    "MISSING_EXTRA": EXIT_MISSING_EXTRA,
 }
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from cli.extras import MissingExtraError
 from dbuslib.errors import (
     EXIT_CODES,
     ConfigError,
@@ -43,6 +44,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
         (EndpointError("kafka 127.0.0.1:1"), 3),
         (RetriesExhausted("gave up"), 3),
         (DeposedError("epoch 4 > 3"), 4),
+        (MissingExtraError("dbus submit needs the server extra"), 7),
         (DbusError("odd"), 1),
         (StackError("mariadb is down"), 1),
         (NotLeaderError("another leads"), 1),
@@ -79,7 +81,7 @@ def _documented() -> dict[int, str]:
 
 def test_docs_table_lists_each_exit_code_once_and_agrees_with_the_map():
     documented = _documented()
-    assert sorted(documented) == list(range(7))
+    assert sorted(documented) == list(range(8))
     for code, number in EXIT_CODES.items():
         holders = [n for n, meaning in documented.items() if f"`{code}`" in meaning]
         assert holders == [number], (
