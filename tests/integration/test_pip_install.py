@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -138,8 +139,35 @@ class Installed:
         return self.run([str(self.venv / "bin" / "dbus"), *args], cwd=cwd, timeout=timeout, **env)
 
 
+class Built:
+    """The wheel of the checkout and the wheelhouse of its dependencies, once per module."""
+
+    def __init__(self, root: Path, house: Path, wheel: Path, timings: dict[str, float]) -> None:
+        self.root, self.house, self.wheel, self.timings = root, house, wheel, timings
+
+    def install(self, name: str, requirement: str) -> Installed:
+        """A fresh venv ``name`` with ``requirement`` (the wheel, with an extra) installed offline."""
+        began = time.monotonic()
+        venv = self.root / name
+        _ok(_run([sys.executable, "-m", "venv", str(venv)], 120, env=clean_env()))
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        # --no-compile: pip would byte-compile pyspark's thousands of modules (10 s), which no test here needs
+        _ok(
+            _run(
+                [*pip, "--no-compile", "--no-index", "--find-links", str(self.house), requirement],
+                600,
+                env=clean_env(),
+            )
+        )
+        timings = {**self.timings, f"{name}: venv and install": time.monotonic() - began}
+        print(f"pip install test set-up, seconds: {json.dumps({k: round(v, 1) for k, v in timings.items()})}")
+        cwd = self.root / f"{name}-elsewhere"
+        cwd.mkdir()
+        return Installed(venv, self.wheel, cwd, timings)
+
+
 @pytest.fixture(scope="module")
-def installed(request, tmp_path_factory) -> Installed:
+def built(request, tmp_path_factory) -> Built:
     root = tmp_path_factory.mktemp("pip_install")
     timings: dict[str, float] = {}
     began = time.monotonic()
@@ -162,25 +190,19 @@ def installed(request, tmp_path_factory) -> Installed:
     _ok(_run([*build, "-w", str(root / "dist"), str(src)], 300))
     (wheel,) = (root / "dist").glob("dbus_cdc-*.whl")
     timings["wheel"] = time.monotonic() - began
+    return Built(root, house, wheel, timings)
 
-    began = time.monotonic()
-    venv = root / "venv"
-    _ok(_run([sys.executable, "-m", "venv", str(venv)], 120, env=clean_env()))
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    # --no-compile: pip would byte-compile pyspark's thousands of modules (10 s), which no test here needs
-    _ok(
-        _run(
-            [*pip, "--no-compile", "--no-index", "--find-links", str(house), f"{wheel}[server]"],
-            600,
-            env=clean_env(),
-        )
-    )
-    timings["venv and install"] = time.monotonic() - began
-    print(f"pip install test set-up, seconds: {json.dumps({k: round(v, 1) for k, v in timings.items()})}")
 
-    cwd = root / "elsewhere"
-    cwd.mkdir()
-    return Installed(venv, wheel, cwd, timings)
+@pytest.fixture(scope="module")
+def installed(built) -> Installed:
+    """The bus: ``pip install '<wheel>[server]'``."""
+    return built.install("venv", f"{built.wheel}[server]")
+
+
+@pytest.fixture(scope="module")
+def client_installed(built) -> Installed:
+    """The consumer client alone: ``pip install '<wheel>[client]'``, no pyspark, no Flask."""
+    return built.install("client-venv", f"{built.wheel}[client]")
 
 
 def test_the_wheel_has_every_package_and_the_files_they_read(installed):
@@ -496,6 +518,198 @@ names = [t for t in admin.list_topics() if t == ds or t.startswith((ds + ".", ds
 admin.close()
 kafka.delete_topics(cfg.endpoints.kafka, names)
 """
+
+
+# ---------------------------------------------------------------- the consumer client alone
+
+
+def _names(requirements: list[str]) -> list[str]:
+    return [re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0] for r in requirements]
+
+
+PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+BASE = _names(PROJECT["dependencies"])
+SERVER = _names(PROJECT["optional-dependencies"]["server"])
+
+# which of the distributions named in argv are installed (JSON)
+INSTALLED = """
+import json, sys
+from importlib import metadata
+
+def there(name):
+    try:
+        metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+print(json.dumps({name: there(name) for name in sys.argv[1:]}))
+"""
+
+
+def test_the_client_extra_installs_the_base_requirements_and_no_library_of_the_server(client_installed):
+    python = str(client_installed.venv / "bin" / "python")
+    for name in ("pyspark", "flask"):
+        shown = client_installed.run([python, "-m", "pip", "show", name])
+        assert shown.returncode == 1 and "not found: " + name in shown.stderr, shown
+    there = json.loads(_ok(client_installed.run([python, "-c", INSTALLED, *BASE, *SERVER])).stdout)
+    assert [n for n in BASE if not there[n]] == [], there
+    assert [n for n in SERVER if there[n]] == [], there
+
+
+def test_dbus_without_the_server_extra_runs_the_client_s_commands_and_names_the_install(client_installed):
+    """``dbus --help`` and ``dbus config check`` work; ``dbus submit dispatcher`` and ``dbus console`` stop at
+    once, before they read the configuration or reach a server, with the line naming the server extra and
+    exit 7 (docs/errors.md, MISSING_EXTRA)."""
+    helped = _ok(client_installed.dbus("--help"))
+    assert "submit" in helped.stdout and "replicate" in helped.stdout
+    assert _ok(client_installed.dbus("config", "check", DBUS_CONFIG=str(CHECKOUT_CONFIG))).stdout.startswith(
+        f"{CHECKOUT_CONFIG}: valid\n"
+    )
+    began = time.monotonic()
+    done = client_installed.dbus("submit", "dispatcher", "--source", "demo", DBUS_CONFIG="/nonexistent.yaml")
+    took = time.monotonic() - began
+    print(f"dbus submit dispatcher without the server extra: exit {done.returncode} in {took:.2f} s")
+    assert done.returncode == 7, done
+    assert done.stdout == ""
+    assert done.stderr == (
+        "dbus: MISSING_EXTRA: dbus submit needs the server extra of dbus-cdc "
+        f"(not installed: {', '.join(SERVER)}): pip install 'dbus-cdc[server]'\n"
+    )
+    assert took < 15, f"{took:.1f} s"
+    console = client_installed.dbus("console", DBUS_CONFIG=str(CHECKOUT_CONFIG))
+    assert console.returncode == 7, console
+    assert console.stderr.startswith(
+        "dbus: MISSING_EXTRA: dbus console needs the server extra of dbus-cdc"
+    ), console
+
+
+UMS_FIELDS = [  # of <database>.t (id BIGINT PRIMARY KEY, v VARCHAR(20)) in UMS 1.3
+    {"name": name, "type": kind, "nullable": nullable, "encoded": False}
+    for name, kind, nullable in [
+        ("ums_id_", "long", False),
+        ("ums_ts_", "datetime", False),
+        ("ums_op_", "string", False),
+        ("ums_uid_", "string", False),
+        ("id", "long", False),
+        ("v", "string", True),
+    ]
+]
+
+# the appender's part, by the installed client package: UMS messages of <database>.t (argv: source,
+# database, then JSON [[ums_id, op, id, v], ...]) into the table's result topic
+PRODUCE = """
+import json, sys
+from dbuslib import kafka, topics
+from dbuslib.config import load_config
+
+ds, database, rows, fields = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
+cfg = load_config(None)
+topic = topics.result_topic(ds, cfg.source(ds), database, "t")
+producer = kafka.producer(cfg.endpoints.kafka)
+for ums_id, op, key, v in rows:
+    row = [str(ums_id), "2024-01-02 03:04:05.000", op, str(ums_id * 10**6), str(key), v]
+    value = {
+        "protocol": {"type": "data_increment_data", "version": "1.3"},
+        "schema": {"namespace": f"mysql.{ds}.{database}.t.0.0.0", "fields": fields, "batchId": 0},
+        "payload": [{"tuple": row}],
+    }
+    producer.send(topic, key=f"{database}.t".encode(), value=json.dumps(value).encode())
+producer.flush(60)
+producer.close()
+print(topic)
+"""
+
+# docs/client.md's complete example, on <database>.t (argv: source, database, checkpoint file): the rows
+# it keeps, as JSON, once they are the expected ones (or after 60 s), then the server's modules loaded
+CONSUME = """
+import json, sys, time
+from dbusclient.checkpoint import FileCheckpointStore
+from dbusclient.consumer import Consumer, ConsumerCallbacks, ConsumerConfig, Result
+from dbuslib.config import load_config
+
+
+class Replica(ConsumerCallbacks):
+    def __init__(self):
+        self.rows = {}
+
+    def on_data_event(self, change):
+        if change.gone:
+            self.rows.pop(change.key, None)
+        else:
+            self.rows[change.key] = dict(change.values)
+        return Result.SUCCESS
+
+
+ds, database, checkpoint = sys.argv[1:4]
+replica = Replica()
+config = ConsumerConfig(source=ds, tables={f"{database}.t": ("id",)}, bootstrap=False, poll_timeout_ms=200)
+consumer = Consumer.connect(load_config(None), config, replica, FileCheckpointStore(checkpoint))
+deadline = time.monotonic() + 60
+consumer.run(stop=lambda: len(replica.rows) == 2 or time.monotonic() > deadline)
+print(json.dumps({str(k[0]): str(v["v"]) for k, v in sorted(replica.rows.items())}))
+server = ("pyspark", "py4j", "flask", "pandas", "pyarrow", "pymysqlreplication")
+print(",".join(m for m in server if m in sys.modules))
+"""
+
+
+def test_the_client_alone_consumes_and_replicates_a_result_topic(client_installed, tmp_path, writer_db):
+    """On the local stack, with the client's install only: ``dbus topics create``, UMS messages of a table
+    written to its result topic, docs/client.md's example consumer reading them, and ``dbus replicate``
+    keeping them in a MariaDB replica."""
+    db, database = writer_db
+    with db.cursor() as cur:
+        cur.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR(20))")  # replicate reads its key here
+    ds, config = throwaway_config(tmp_path)
+    env = {"DBUS_CONFIG": str(config)}
+    python = str(client_installed.venv / "bin" / "python")
+    replica = f"{database}_replica"
+    writer = yaml.safe_load(config.read_text())["sources"][ds]["mysql"]
+    url = (
+        f"mysql+pymysql://{writer['writer']['user']}:{writer['writer']['password']}@{writer['host']}:"
+        f"{writer['port']}/{replica}"
+    )
+    try:
+        _ok(client_installed.dbus("topics", "create", "--source", ds, "--schema", database, **env))
+        rows = [
+            [1001, "i", 1, "a"],
+            [1002, "i", 2, "b"],
+            [1003, "i", 3, "c"],
+            [1004, "u", 1, "a2"],
+            [1005, "d", 2, "b"],
+        ]
+        _ok(
+            client_installed.run(
+                [python, "-c", PRODUCE, ds, database, json.dumps(rows), json.dumps(UMS_FIELDS)], **env
+            )
+        )
+
+        began = time.monotonic()
+        consumed = _ok(
+            client_installed.run([python, "-c", CONSUME, ds, database, str(tmp_path / "cp.json")], **env)
+        )
+        print(f"the client's consumer on the result topic: {time.monotonic() - began:.1f} s")
+        kept, loaded = consumed.stdout.splitlines()
+        assert json.loads(kept) == {"1": "a2", "3": "c"}, consumed.stderr[-3000:]
+        assert loaded == "", f"the client loaded {loaded}"
+
+        began = time.monotonic()
+        replicated = client_installed.dbus(
+            *("replicate", "--source", ds, "--tables", f"{database}.t", "--to", url),
+            *("--no-bootstrap", "--until-idle", "3"),
+            timeout=180,
+            **env,
+        )
+        print(f"dbus replicate of the client's install: {time.monotonic() - began:.1f} s")
+        assert replicated.returncode == 0, replicated.stdout + replicated.stderr[-3000:]
+        print(replicated.stdout.splitlines()[-1])  # its summary: windows, upserts, deletes
+        with db.cursor() as cur:
+            cur.execute(f"SELECT id, v FROM `{replica}`.t ORDER BY id")
+            assert cur.fetchall() == ((1, "a2"), (3, "c"))
+    finally:
+        with db.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{replica}`")
+        client_installed.run([python, "-c", DELETE_TOPICS, ds], **env)
 
 
 @pytest.mark.jvm
