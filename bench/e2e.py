@@ -339,9 +339,10 @@ def latency(pipe: Pipeline, db, rate: int = LATENCY_RATE, table: str = "lat") ->
             batch += 1
             time.sleep(max(0.0, start + batch * 0.1 - time.monotonic()))
     want, got, deadline = batch * per_insert, array("d"), time.monotonic() + 120
+    worst: dict[int, float] = {}  # an insert's slowest row (HOPS)
     while len(got) < want and time.monotonic() < deadline:
         time.sleep(2)
-        got = array("d")  # a float per row (15M rows at 50,000 rows/s over 300 s), records not kept
+        got, worst = array("d"), {}  # a float per row (15M rows at 50,000 rows/s over 300 s), no records
         for r in kafka.iter_range(pipe.cfg.endpoints.kafka, [topic]):
             if r.key != key:
                 continue
@@ -349,12 +350,20 @@ def latency(pipe: Pipeline, db, rate: int = LATENCY_RATE, table: str = "lat") ->
                 msg = f"latency: {topic} has producer timestamps, not the broker's (LogAppendTime)"
                 raise RuntimeError(msg)
             for t in json.loads(r.value)["payload"]:
-                if int(t["tuple"][5]) >= 0:
-                    got.append(r.timestamp - commits[int(t["tuple"][5])] * 1000)
+                insert = int(t["tuple"][5])
+                if insert >= 0:
+                    got.append(r.timestamp - commits[insert] * 1000)
+                    worst[insert] = max(worst.get(insert, 0.0), got[-1])
     if len(got) < want:
         msg = f"latency: {len(got)} of {want} rows arrived"
         raise RuntimeError(msg)
     if HOPS:
+        tail = sorted(worst.items(), key=lambda kv: -kv[1])[: max(40, len(worst) // 50)]
+        print(
+            f"latency ({table}): the slowest {len(tail)} of {len(worst)} inserts, end to end "
+            "(s into the window, ms): " + ", ".join(f"{i / 10:.1f}s {ms:.0f}" for i, ms in tail),
+            file=sys.stderr,
+        )
         latency_hops(pipe, commits, table)
     return array("d", sorted(got))
 
