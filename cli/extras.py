@@ -38,14 +38,26 @@ class MissingExtraError(DbusError):
     code = "MISSING_EXTRA"
 
 
+def requirement_name(line: str) -> str | None:
+    """The distribution a requirement names (a ``Requires-Dist`` line or pyproject.toml's):
+    ``confluent-kafka[schemaregistry]==2.16.1; extra == "server"`` -> ``confluent-kafka``."""
+    name = _NAME.match(line)
+    return name.group(1) if name is not None else None
+
+
+def marker_extra(line: str) -> str | None:
+    """The extra a requirement's environment marker names (``extra == "server"``), if any."""
+    marker = _EXTRA.search(line.partition(";")[2])
+    return marker.group(1) if marker is not None else None
+
+
 def extra_requirements(requires: Iterable[str], extra: str) -> list[str]:
     """The distribution names among ``requires`` (``Requires-Dist`` lines) that only ``extra`` brings."""
     names = []
     for line in requires:
-        marker = _EXTRA.search(line.partition(";")[2])
-        name = _NAME.match(line)
-        if marker is not None and marker.group(1) == extra and name is not None:
-            names.append(name.group(1))
+        name = requirement_name(line)
+        if marker_extra(line) == extra and name is not None:
+            names.append(name)
     return names
 
 

@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import random
-import re
 import shutil
 import signal
 import socket
@@ -36,6 +35,8 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import wait_until
+
+from cli.extras import requirement_name
 
 pytestmark = pytest.mark.integration
 
@@ -524,26 +525,19 @@ kafka.delete_topics(cfg.endpoints.kafka, names)
 
 
 def _names(requirements: list[str]) -> list[str]:
-    return [re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0] for r in requirements]
+    return [str(requirement_name(r)) for r in requirements]
 
 
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 BASE = _names(PROJECT["dependencies"])
 SERVER = _names(PROJECT["optional-dependencies"]["server"])
 
-# which of the distributions named in argv are installed (JSON)
+# which of the distributions named in argv are installed (JSON), as the installed dbus tells it
 INSTALLED = """
 import json, sys
-from importlib import metadata
+from cli.extras import installed
 
-def there(name):
-    try:
-        metadata.distribution(name)
-    except metadata.PackageNotFoundError:
-        return False
-    return True
-
-print(json.dumps({name: there(name) for name in sys.argv[1:]}))
+print(json.dumps({name: installed(name) for name in sys.argv[1:]}))
 """
 
 

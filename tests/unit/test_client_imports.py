@@ -19,6 +19,8 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
+from cli.extras import marker_extra
+
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("pyspark", "py4j", "flask", "waitress", "pandas", "pyarrow", "pymysqlreplication")
 # base requirements no DBus module imports: a library of theirs loads them
@@ -111,8 +113,8 @@ def with_their_requirements(requirements: list[str]) -> set[str]:
         except metadata.PackageNotFoundError:  # not installed here: its environment marker said so
             continue
         for line in lines:
-            extra = re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", line)
-            if extra is None or _norm(extra.group(1)) in extras:
+            extra = marker_extra(line)
+            if extra is None or _norm(extra) in extras:
                 todo.append(_requirement(line))
     return found
 
