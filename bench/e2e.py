@@ -33,7 +33,9 @@ topics with BENCH_E2E_PARTITIONS partitions, checkpoints, ZooKeeper path).
   time (client clock, after COMMIT returned) is compared with the Kafka timestamp of the UMS record
   holding the row: every row, read back by a plain consumer, the result topic made with
   ``message.timestamp.type=LogAppendTime`` (the broker's clock: when a consumer can first read it). The
-  table is created, and its first row sent through, before the clock starts. ``e2e_latency_p50_50k_ms``
+  table is created, and its first row sent through, then the writer holds the rate for
+  BENCH_E2E_LATENCY_WARMUP_S (10) seconds before the clock starts: the figure is a steady stream's, not
+  that of the first seconds after an idle pipeline (docs/performance.md). ``e2e_latency_p50_50k_ms``
   / ``p99``: the same at BENCH_E2E_LATENCY_RATE_HIGH (50,000) rows/s, after it on the same pipeline.
 - ``e2e_masked_rows_per_s``: the same workload through a pipeline whose source masks two columns of every
   table (``status`` sha256 with a salt, ``note`` truncated to 6 characters: docs/masking.md), JSON out.
@@ -83,6 +85,7 @@ PARTITIONS = int(os.environ.get("BENCH_E2E_PARTITIONS", "2"))
 BASELINE_ROWS = int(os.environ.get("BENCH_E2E_BASELINE_ROWS", "100000"))
 LATENCY_RATE = int(os.environ.get("BENCH_E2E_LATENCY_RATE", "5000"))
 LATENCY_S = os.environ.get("BENCH_E2E_LATENCY_S")  # unset: as long as the stages' real-time batch (window_s)
+LATENCY_WARMUP_S = float(os.environ.get("BENCH_E2E_LATENCY_WARMUP_S", "10"))  # at the rate, before the clock
 LATENCY_RATE_HIGH = int(os.environ.get("BENCH_E2E_LATENCY_RATE_HIGH", "50000"))
 MICROBATCH = os.environ.get("BENCH_E2E_MICROBATCH", "1") == "1"  # 0: no micro-batch run beside the default
 HOPS = os.environ.get("BENCH_E2E_HOPS") == "1"  # each hop's share of the latency, on stderr
@@ -310,7 +313,7 @@ def window_s(cfg: DbusConfig, ds: str) -> float:
 
 def latency(pipe: Pipeline, db, rate: int = LATENCY_RATE, table: str = "lat") -> array:
     """Commit -> UMS-in-Kafka latency (ms) of every row written at ``rate`` rows/s (one INSERT every
-    100 ms) into a new table ``table`` for ``window_s``: sorted."""
+    100 ms) into a new table ``table`` for ``window_s``, after LATENCY_WARMUP_S at that rate: sorted."""
     per_insert = max(1, rate // 10)
     seconds = window_s(pipe.cfg, pipe.ds)
     commits: dict[int, float] = {}
@@ -330,14 +333,10 @@ def latency(pipe: Pipeline, db, rate: int = LATENCY_RATE, table: str = "lat") ->
                 msg = f"latency: the first row of {table} did not reach {topic}"
                 raise RuntimeError(msg)
             time.sleep(0.2)
-        start = time.monotonic()
-        batch = 0
-        while time.monotonic() - start < seconds:
-            values = ",".join(f"({batch * per_insert + i},{batch},'x{i}')" for i in range(per_insert))
-            cur.execute(f"INSERT INTO {table} VALUES {values}")  # autocommit: committed when it returns
-            commits[batch] = time.time()
-            batch += 1
-            time.sleep(max(0.0, start + batch * 0.1 - time.monotonic()))
+        # the rate held LATENCY_WARMUP_S before the clock (batches -2, -3, ...: not counted), so that the
+        # window is a steady stream's and not the first seconds after an idle spell (docs/performance.md)
+        write_at_rate(cur, table, per_insert, LATENCY_WARMUP_S, {}, step=-1, first=-2)
+        batch = write_at_rate(cur, table, per_insert, seconds, commits)
     want, got, deadline = batch * per_insert, array("d"), time.monotonic() + 120
     worst: dict[int, float] = {}  # an insert's slowest row (HOPS)
     while len(got) < want and time.monotonic() < deadline:
@@ -365,46 +364,91 @@ def latency(pipe: Pipeline, db, rate: int = LATENCY_RATE, table: str = "lat") ->
             "(s into the window, ms): " + ", ".join(f"{i / 10:.1f}s {ms:.0f}" for i, ms in tail),
             file=sys.stderr,
         )
-        latency_hops(pipe, commits, table)
+        latency_hops(pipe, commits, worst, table)
     return array("d", sorted(got))
 
 
-def latency_hops(pipe: Pipeline, commits: dict[int, float], table: str) -> None:
-    """BENCH_E2E_HOPS=1: each hop's share of the latency, on stderr. Inserts are 100 ms apart and each
-    hop takes less, so an insert's record in a topic is the first one appended after its commit: commit
-    -> raw topic (the extractor), -> schema topic (the dispatcher), -> result topic (the appender), the
-    p50/p99 of each over the inserts (the broker's append times: those topics are LogAppendTime)."""
-    import bisect
+def write_at_rate(
+    cur, table: str, per_insert: int, seconds: float, commits: dict[int, float], step: int = 1, first: int = 0
+) -> int:
+    """One INSERT of ``per_insert`` rows every 100 ms for ``seconds`` (batch ``first``, ``first + step``,
+    ...: the ``batch`` column, ids from ``batch * per_insert``); each insert's commit time in ``commits``.
+    Returns the number of inserts."""
+    start, n = time.monotonic(), 0
+    while time.monotonic() - start < seconds:
+        batch = first + n * step
+        values = ",".join(f"({batch * per_insert + i},{batch},'x{i}')" for i in range(per_insert))
+        cur.execute(f"INSERT INTO {table} VALUES {values}")  # autocommit: committed when it returns
+        commits[batch] = time.time()
+        n += 1
+        time.sleep(max(0.0, start + n * 0.1 - time.monotonic()))
+    return n
+
+
+def latency_hops(pipe: Pipeline, commits: dict[int, float], worst: dict[int, float], table: str) -> None:
+    """BENCH_E2E_HOPS=1: each hop's share of the latency, on stderr, from each insert's own records. An
+    insert is one transaction: its records in the raw topic and in the schema topic (the dispatcher copies
+    values byte for byte) carry its GTID, and the n-th transaction of ``table`` after the clock started is
+    insert n. Per insert, the last of its records to be appended in each topic (the broker's append
+    times: those topics are LogAppendTime) gives commit -> raw (the extractor), raw -> schema (the
+    dispatcher) and schema -> result (the appender, ``worst``: its slowest row)."""
+    from binlog import rawevent
 
     src = pipe.cfg.source(pipe.ds)
-    topics = {
-        "raw": src.topics.name("raw", pipe.ds),
-        "schema": src.topics.name("schema", pipe.ds, pipe.database),
-        "result": src.topics.name("result", pipe.ds, pipe.database, table),
-    }
+    key = f"{pipe.database}.{table}".encode()
     start = min(commits.values()) * 1000
-    for hop, topic in topics.items():
-        times = sorted(
-            r.timestamp for r in kafka.iter_range(pipe.cfg.endpoints.kafka, [topic]) if r.timestamp >= start
-        )
-        lags = []
-        for commit in commits.values():
-            i = bisect.bisect_left(times, commit * 1000)
-            if i < len(times):
-                lags.append(times[i] - commit * 1000)
-        pairs = zip(commits.values(), lags, strict=False)
-        worst = sorted(((lag, commit) for commit, lag in pairs), reverse=True)
+    last: dict[str, dict[str, float]] = {}
+    for hop, topic in (
+        ("raw", src.topics.name("raw", pipe.ds)),
+        ("schema", src.topics.name("schema", pipe.ds, pipe.database)),
+    ):
+        seen: dict[str, float] = {}
+        for r in kafka.iter_range(pipe.cfg.endpoints.kafka, [topic]):
+            if r.key != key or r.timestamp < start:
+                continue
+            header = rawevent.decode(r.value, r.key).header
+            if header.kind == "rows" and header.gtid:
+                seen[header.gtid] = max(seen.get(header.gtid, 0.0), float(r.timestamp))
+        last[hop] = seen
+    gtids = sorted(last["raw"], key=lambda g: int(g.rsplit("-", 1)[-1].rsplit(":", 1)[-1]))
+    if len(gtids) != len(commits):
         print(
-            f"latency hops ({table}): commit -> {hop} topic, the slowest inserts (s into the window, ms): "
-            + ", ".join(f"{c - start / 1000:.1f}s {lag:.0f}" for lag, c in worst[:8]),
+            f"latency hops ({table}): {len(gtids)} transactions in the raw topic for {len(commits)} inserts",
             file=sys.stderr,
         )
-        lags.sort()
+        return
+    rows = []  # (end to end, extractor, dispatcher, appender, s into the window)
+    for insert, gtid in enumerate(gtids):
+        commit, raw, schema = commits[insert] * 1000, last["raw"][gtid], last["schema"].get(gtid)
+        if schema is None or insert not in worst:
+            continue
+        result = commit + worst[insert]
+        rows.append(
+            (worst[insert], raw - commit, schema - raw, result - schema, commit / 1000 - start / 1000)
+        )
+    for i, hop in enumerate(
+        (
+            "end to end",
+            "commit -> raw (extractor)",
+            "raw -> schema (dispatcher)",
+            "schema -> result (appender)",
+        )
+    ):
+        lags = sorted(r[i] for r in rows)
         print(
-            f"latency hops ({table}): commit -> {hop} topic: p50 {percentile(lags, 0.5):.1f} ms, "
-            f"p99 {percentile(lags, 0.99):.1f} ms, max {lags[-1]:.1f} ms over {len(lags)} inserts",
+            f"latency hops ({table}): {hop}: p50 {percentile(lags, 0.5):.1f} ms, "
+            f"p90 {percentile(lags, 0.9):.1f} ms, p99 {percentile(lags, 0.99):.1f} ms, "
+            f"max {lags[-1]:.1f} ms over {len(lags)} inserts",
             file=sys.stderr,
         )
+    tail = sorted(rows, reverse=True)[: max(30, len(rows) // 50)]
+    opened = time.strftime("%H:%M:%S", time.gmtime(start / 1000)) + f".{int(start) % 1000:03d} UTC"
+    print(
+        f"latency hops ({table}): the slowest {len(tail)} inserts (s into the window opened {opened}: "
+        "end to end = extractor + dispatcher + appender, ms): "
+        + ", ".join(f"{w:.1f}s {e:.0f}={x:.0f}+{d:.0f}+{a:.0f}" for e, x, d, a, w in tail),
+        file=sys.stderr,
+    )
 
 
 def reading_since(log: Path) -> float:
