@@ -242,10 +242,12 @@ def ensure_topics(
     partitions: int = 1,
     replication_factor: int = 1,
     configs: Mapping[str, str] | None = None,
+    bootstrap_timeout_s: float | None = None,
 ) -> list[str]:
     """Create the topics that do not exist yet, with ``topic_configs`` and ``configs`` over them (e.g.
-    ``{"message.timestamp.type": "LogAppendTime"}``); returns the names created."""
-    client = admin(cfg)
+    ``{"message.timestamp.type": "LogAppendTime"}``); returns the names created. ``bootstrap_timeout_s``:
+    how long to try to reach the cluster (``admin``)."""
+    client = admin(cfg, bootstrap_timeout_s)
     try:
         missing = sorted(set(names) - set(client.list_topics()))
         if not missing:
@@ -273,19 +275,29 @@ def ensure_topics(
 
 def ensure_source_topics(cfg: DbusConfig, ds: str, names: Iterable[str]) -> list[str]:
     """``ensure_topics`` for a stage of source ``ds`` at its start: the source's partitions and replication
-    factor (``topics``), Kafka retried within ``endpoints.retry``."""
+    factor (``topics``), Kafka retried within ``endpoints.retry``. An attempt waits for the cluster at most
+    ``bootstrap_wait_s`` of the retry budget, so an unreachable Kafka is reported when the budget is spent
+    (kafka-python alone waits 30 s per attempt)."""
     from dbuslib import retry
 
     src = cfg.source(ds)
+    policy = retry.RetryPolicy.of(cfg)
     return retry.call(
-        retry.RetryPolicy.of(cfg),
+        policy,
         f"kafka at {cfg.endpoints.kafka.bootstrap_servers}: create topics",
         ensure_topics,
         cfg.endpoints.kafka,
         list(names),
         src.topics.partitions,
         src.topics.replication_factor,
+        bootstrap_timeout_s=bootstrap_wait_s(policy.budget_s),
     )
+
+
+def bootstrap_wait_s(budget_s: float) -> float:
+    """How long one attempt within a retry budget of ``budget_s`` waits to reach the cluster: the budget,
+    but at least 1 s (a TLS and SASL handshake on a slow link) and at most kafka-python's 30 s."""
+    return min(30.0, max(1.0, budget_s))
 
 
 def _await_leaders(client: KafkaAdminClient, names: list[str], partitions: int) -> None:

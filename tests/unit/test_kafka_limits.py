@@ -82,3 +82,12 @@ def test_a_raw_record_limit_that_the_topics_would_refuse_fails_at_load(tmp_path)
     )
     with pytest.raises(ConfigError, match=r"sources.demo.extractor.max_record_bytes .*max_message_bytes"):
         load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("budget", "wait"), [(0.05, 1.0), (1.0, 1.0), (12.5, 12.5), (60.0, 30.0), (3600.0, 30.0)]
+)
+def test_a_start_up_attempt_waits_for_kafka_within_the_retry_budget(budget, wait):
+    """An unreachable Kafka is reported when ``endpoints.retry.budget_s`` is spent, not after kafka-python's
+    own 30 s per attempt (a budget of 0.05 s took 30 s); a short budget still leaves 1 s for a handshake."""
+    assert kafka.bootstrap_wait_s(budget) == wait
