@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # a file run by spark-submit: packages come from the repo, not this folder
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
@@ -38,20 +40,18 @@ def run(cfg: DbusConfig, ds: str) -> int:
     from dbuslib.lifecycle import Lifecycle
     from fullpuller import service
     from fullpuller.job import Puller
-    from fullpuller.source import ShardJob, ShardSource
+    from fullpuller.source import ShardSource
 
     ensure_topics(cfg, ds)
     session = spark.session(cfg, f"dbus-fullpuller-{ds}")
     session.dataSource.register(ShardSource)
-    # the first pull should not pay for its workers' start: as many as it runs shards at once
-    warm = ShardJob.warm_up(config_document(cfg), ds, cfg.source(ds).fullpull.parallelism).to_json()
-    session.read.format(ShardSource.name()).option("job", warm).load().count()
     puller = Puller(session, cfg, ds)  # creates the meta store's tables (retried within endpoints.retry)
     # SIGTERM/SIGINT raise KeyboardInterrupt here once (a pull under way is not committed: served again at
     # the next start) and cancel its Spark jobs; the watchdog ends the driver when its JVM or config is gone,
     # and a stop still under way after STOP_GRACE_S ends it too (dbuslib/lifecycle.py)
     life = Lifecycle("fullpuller", ds, cfg.path, interrupt=True, zookeeper=cfg.endpoints.zookeeper).start()
     life.on_stop(session.sparkContext.cancelAllJobs)
+    threading.Thread(target=warm_up, args=(session, cfg, ds), name="fullpuller-warm-up", daemon=True).start()
     try:
         service.run(cfg, ds, puller, life)  # the control loop: fullpuller/service.py
     except KeyboardInterrupt:
@@ -60,6 +60,20 @@ def run(cfg: DbusConfig, ds: str) -> int:
         puller.close()
         life.close()
     return life.code
+
+
+def warm_up(session: Any, cfg: DbusConfig, ds: str) -> None:
+    """Start as many Python workers as a pull runs shards at once (``fullpull.parallelism``), so that the
+    first pull does not pay for their start (about 4 s on a loaded 2-core machine). It runs beside the
+    control loop, so the service listens without waiting for it: a request that comes meanwhile waits for
+    its tasks, as it would have waited for its own workers. A stop cancels it."""
+    from fullpuller.source import ShardJob, ShardSource
+
+    warm = ShardJob.warm_up(config_document(cfg), ds, cfg.source(ds).fullpull.parallelism).to_json()
+    try:
+        session.read.format(ShardSource.name()).option("job", warm).load().count()
+    except Exception as e:  # cancelled by a stop; else the first pull starts its own workers and says why
+        log.info("%s: the workers' warm-up did not finish (%s)", ds, type(e).__name__)
 
 
 def ensure_topics(cfg: DbusConfig, ds: str) -> None:
