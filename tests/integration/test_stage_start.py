@@ -3,7 +3,8 @@ ENDPOINT_RETRIES_EXHAUSTED on the first line the stage prints (``<stage>: ...``;
 own output aside), not a traceback with exit 1 (docs/errors.md, exit codes). The stage runs as
 spark-submit runs it, ``python <stage>/main.py`` in cli/stages.py's environment: the failure comes before
 its Spark session (the full puller's meta store: just after it). The endpoint is a closed loopback port
-and ``endpoints.retry.budget_s`` is tiny, so a run takes seconds (Kafka's own bootstrap timeout: 30 s).
+and ``endpoints.retry.budget_s`` is tiny, so a run takes seconds (an attempt to reach Kafka waits within
+the budget, at least 1 s: ``dbuslib.kafka.bootstrap_wait_s``; kafka-python alone waited 30 s).
 """
 
 from __future__ import annotations
