@@ -18,7 +18,8 @@ every time) are skipped unless ``DBUS_LONG_TESTS=1``; ``make test-long`` runs th
 
 Durations per file are read from tests/durations.json (seconds, from a run with
 ``DBUS_TEST_DURATIONS=tests/durations.json``, which writes it); a file not in it counts as 1 s (unit) or
-30 s (integration).
+30 s (integration). ``DBUS_TEST_CPU=<file.json>`` writes where the run's CPU went, by kind of process
+(tests/cpuprofile.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cpuprofile import ENV as CPU_ENV
+from cpuprofile import Sampler
 from fileorder import order_files
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -38,6 +41,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 DURATIONS = Path(__file__).with_name("durations.json")
 RECORD_ENV = "DBUS_TEST_DURATIONS"  # a path: write each file's duration there at the end of the run
 _spent: dict[str, float] = defaultdict(float)
+_cpu: list[Sampler] = []  # the controller's, under DBUS_TEST_CPU
 
 
 def _file_of(nodeid: str) -> str:
@@ -71,7 +75,26 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         _spent[_file_of(report.nodeid)] += report.duration
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if os.environ.get(CPU_ENV) and not hasattr(session.config, "workerinput"):
+        _cpu.append(Sampler().start())
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
     out = os.environ.get(RECORD_ENV)
     if out and not hasattr(session.config, "workerinput") and _spent:  # the controller writes it
         Path(out).write_text(json.dumps({f: round(s, 1) for f, s in sorted(_spent.items())}, indent=1) + "\n")
+    if _cpu:
+        Path(os.environ[CPU_ENV]).write_text(json.dumps(_cpu[0].stop(), indent=1) + "\n")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _cpu:
+        found = _cpu[0].result()
+        total = sum(found["cpu_s"].values())
+        terminalreporter.write_sep("=", f"CPU by kind of process ({CPU_ENV}={os.environ[CPU_ENV]})")
+        terminalreporter.write_line(
+            f"{total:.0f} CPU-s sampled in {found['elapsed_s']:.0f} s on {found['cores']} cores"
+        )
+        for k, v in [kv for kv in found["cpu_s"].items() if kv[1] >= 0.1][:20]:
+            terminalreporter.write_line(f"{v:9.1f} CPU-s  {found['starts'].get(k, 0):5d} started  {k}")
