@@ -46,9 +46,10 @@ registry_start() {
   local dir; dir=$(svc_dir registry)
   if ! pid_alive "$dir/pid"; then
     port_open "$REGISTRY_PORT" && die "port $REGISTRY_PORT is taken by something that is not our registry"
-    # HTTP_PORT and REGISTRY_DATASOURCE_URL are Apicurio's own settings (its application.properties).
+    # HTTP_PORT and REGISTRY_DATASOURCE_URL are Apicurio's own settings (its application.properties). It
+    # runs in its own directory: its transaction manager (Narayana) writes ./ObjectStore there.
     start_bg "$dir/pid" "$dir/log/stdout.log" \
-      env HTTP_PORT="$REGISTRY_PORT" REGISTRY_DATASOURCE_URL="jdbc:h2:file:$dir/data/registry" \
+      env -C "$dir" HTTP_PORT="$REGISTRY_PORT" REGISTRY_DATASOURCE_URL="jdbc:h2:file:$dir/data/registry" \
       java -Xms64m -Xmx384m -XX:+UseSerialGC -Djava.awt.headless=true \
         -Dquarkus.http.host="$STACK_HOST" -jar "$REGISTRY_RUNNER"
   fi
