@@ -77,6 +77,7 @@ class Sampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cpu-profile", daemon=True)
         self._began = 0.0
+        self._ended = 0.0  # stop's time: what the file and the summary print agree on
         self._hz = os.sysconf("SC_CLK_TCK")
 
     def start(self) -> Sampler:
@@ -88,11 +89,12 @@ class Sampler:
     def stop(self) -> dict:
         self._stop.set()
         self._thread.join(5)
+        self._ended = time.monotonic()
         return self.result()
 
     def result(self) -> dict:
         return {
-            "elapsed_s": round(time.monotonic() - self._began, 1),
+            "elapsed_s": round((self._ended or time.monotonic()) - self._began, 1),
             "cores": os.cpu_count(),
             "cpu_s": {k: round(v, 1) for k, v in sorted(self.cpu_s.items(), key=lambda kv: -kv[1])},
             "starts": dict(sorted(self.starts.items(), key=lambda kv: -kv[1])),
