@@ -406,11 +406,11 @@ def latency_hops(pipe: Pipeline, commits: dict[int, float], worst: dict[int, flo
         last[hop] = seen
     gtids = sorted(last["raw"], key=lambda g: int(g.rsplit("-", 1)[-1].rsplit(":", 1)[-1]))
     if len(gtids) != len(commits):  # no split by hop: each insert's slowest row end to end
-        tail = sorted(worst.items(), key=lambda kv: -kv[1])[: max(30, len(worst) // 50)]
+        slowest = sorted(worst.items(), key=lambda kv: -kv[1])[: max(30, len(worst) // 50)]
         print(
             f"latency hops ({table}): {len(gtids)} transactions in the raw topic for {len(commits)} inserts; "
-            f"the slowest {len(tail)} inserts end to end (s into the window, ms): "
-            + ", ".join(f"{i / 10:.1f}s {ms:.0f}" for i, ms in tail),
+            f"the slowest {len(slowest)} inserts end to end (s into the window, ms): "
+            + ", ".join(f"{i / 10:.1f}s {ms:.0f}" for i, ms in slowest),
             file=sys.stderr,
         )
         return
