@@ -398,10 +398,14 @@ def _int(v: Any) -> int:
 
 
 def _older(a: DeadLetterCount, b: DeadLetterCount) -> bool:
-    """``a``'s newest letter is older than ``b``'s (unknown ages count as oldest)."""
-    return (a.age_s is None and b.age_s is not None) or (
-        a.age_s is not None and b.age_s is not None and b.age_s < a.age_s
-    )
+    """``a``'s newest letter is older than ``b``'s (unknown ages count as oldest). Letters of the same
+    millisecond are ordered by their place in the dead-letter topic, as the monitor orders them when it
+    keeps a tally's newest (heartbeat/deadletters.py, ``_newer``)."""
+    return _recency(a) < _recency(b)
+
+
+def _recency(d: DeadLetterCount) -> tuple[bool, float, int, int]:
+    return (d.age_s is not None, -(d.age_s or 0.0), d.dlq_offset, d.dlq_partition)
 
 
 class _Collector:

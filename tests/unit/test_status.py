@@ -315,6 +315,16 @@ def test_counts_are_summed_over_tables_and_the_newest_coordinates_kept():
     )
 
 
+def test_letters_of_the_same_millisecond_keep_the_later_one_in_the_dead_letter_topic():
+    """Two tables' newest letters written in one millisecond: the one further on in the topic is the newest,
+    whichever series InfluxDB answers first (the monitor's order, heartbeat/deadletters.py)."""
+    a = series("unknown", "DLQ_UNREADABLE", "", "", 1, 1, DL_NOW - 5)
+    b = series("unknown", "DLQ_UNREADABLE", "shop", "orders", 1, 2, DL_NOW - 5)
+    for answer in ([a, b], [b, a]):
+        (got,) = dead_letters(answer, DL_NOW, "demo.dlq")
+        assert (got.count, got.origin, got.dlq_offset) == (2, "shop.orders", 102)
+
+
 @given(
     st.lists(
         st.tuples(
