@@ -14,25 +14,23 @@ import argparse
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+# status.readers (and its InfluxDB client) is imported when the command runs, not for `dbus --help`
 if TYPE_CHECKING:
     from heartbeat.incidents import Alert
-
-from status.readers import (
-    DEAD_LETTER_WINDOW_S,
-    ClientStatus,
-    DeadLetterCount,
-    ExtractorStatus,
-    FullPullStatus,
-    KafkaStatus,
-    LogCount,
-    LogSnapshot,
-    LogTableStatus,
-    Snapshot,
-    StageLive,
-    StageRate,
-    TableHeartbeat,
-    collect,
-)
+    from status.readers import (
+        ClientStatus,
+        DeadLetterCount,
+        ExtractorStatus,
+        FullPullStatus,
+        KafkaStatus,
+        LogCount,
+        LogSnapshot,
+        LogTableStatus,
+        Snapshot,
+        StageLive,
+        StageRate,
+        TableHeartbeat,
+    )
 
 DESCRIPTION = (
     "Read the extractor's leader, epoch and committed position from ZooKeeper, the newest "
@@ -161,6 +159,8 @@ def _render_heartbeats(beats: tuple[TableHeartbeat, ...]) -> list[str]:
 
 def _render_dead_letters(letters: tuple[DeadLetterCount, ...]) -> list[str]:
     if not letters:
+        from status.readers import DEAD_LETTER_WINDOW_S
+
         return [f"dead letters   none in the last {DEAD_LETTER_WINDOW_S // 60} minutes"]
     sw = max(len("stage"), *(len(d.stage) for d in letters))
     cw = max(len("code"), *(len(d.code) for d in letters))
@@ -300,6 +300,7 @@ def add_parsers(sub: Any) -> None:
 
 def cli(args: argparse.Namespace) -> int:
     from dbuslib.config import load_config
+    from status.readers import LogSnapshot, collect
 
     cfg = load_config(args.config)
     snap = collect(cfg, args.source, window_s=int(round(args.window * 60)))

@@ -23,7 +23,8 @@ import os
 import sys
 from pathlib import Path
 
-from dbuslib import kafka, ship, spark, topics, zk
+# kafka and zk are imported where a stage is sized or started, not for `dbus --help`
+from dbuslib import ship, spark, topics
 from dbuslib.config import DbusConfig
 from dbuslib.errors import ConfigError, EndpointError
 from dbuslib.spark import spark_submit  # the one home of the spark-submit to run (tests import it from here)
@@ -37,6 +38,8 @@ def stage_tasks(cfg: DbusConfig, stage: str, ds: str, schemas: list[str] | None 
     as the stage will create them; an appender following a pattern in real-time mode
     ``appender.realtime_spare_tasks`` more, for schema topics made later), or the full puller's
     ``fullpull.parallelism`` shards."""
+    from dbuslib import kafka
+
     if stage == "logprocessor":
         raw = cfg.log_source(ds).topics
         return kafka.partition_count(cfg.endpoints.kafka, [raw.name("raw", ds)]) or raw.partitions
@@ -135,6 +138,8 @@ def check_zookeeper_identity(cfg: DbusConfig) -> None:
     """ZooKeeperAuthFailed, before spark-submit starts a JVM, when ZooKeeper refuses the stage's identity
     (the stage would meet it in its liveness client seconds later, dbuslib/lifecycle.py); a ZooKeeper that
     does not answer within ``PREFLIGHT_ZK_S`` is left to the stage, which starts without it."""
+    from dbuslib import zk
+
     endpoint = cfg.endpoints.zookeeper
     try:
         client = zk.client(endpoint.model_copy(update={"timeout_s": min(endpoint.timeout_s, PREFLIGHT_ZK_S)}))
