@@ -47,12 +47,7 @@ def run(cfg: DbusConfig, ds: str, max_offsets: int, available_now: bool) -> int:
 
     src = cfg.source(ds)
     topics = known_topics(cfg, ds)
-    kafka.ensure_topics(
-        cfg.endpoints.kafka,
-        topics + [src.topics.name("raw", ds)],
-        partitions=src.topics.partitions,
-        replication_factor=src.topics.replication_factor,
-    )
+    kafka.ensure_source_topics(cfg, ds, topics + [src.topics.name("raw", ds)])  # retried, bounded waits
     from dbuslib import stagemetrics
     from dbuslib.lifecycle import Lifecycle
 

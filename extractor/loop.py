@@ -71,12 +71,7 @@ class Extractor:
     def _lead(self, leadership: Leadership, store: PositionStore, epoch: int) -> None:
         start, flavor = self._check_source(store)
         log.info("%s: reading from %s:%s (gtid %s)", self.ds, start.file or "-", start.pos, start.gtid or "-")
-        kafka.ensure_topics(
-            self.cfg.endpoints.kafka,
-            [self.topic],
-            self.src.topics.partitions,
-            self.src.topics.replication_factor,
-        )
+        kafka.ensure_source_topics(self.cfg, self.ds, [self.topic])  # retried, bounded waits
         publisher = Publisher(self.cfg.endpoints.kafka, self.topic, self.src.extractor)
         reader = BinlogReader(
             self.ds, self.src, start, heartbeat_s=self.src.extractor.commit_interval_s, flavor=flavor

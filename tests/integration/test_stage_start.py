@@ -50,6 +50,7 @@ def config_with(cfg, tmp_path: Path, endpoint: str) -> Path:
     [
         ("appender", "meta_store"),
         ("appender", "kafka"),
+        ("dispatcher", "kafka"),
         ("fullpuller", "kafka"),
         ("fullpuller", "meta_store"),
     ],
