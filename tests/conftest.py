@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 from cpuprofile import ENV as CPU_ENV
-from cpuprofile import Sampler
+from cpuprofile import Sampler, running
 from fileorder import order_files
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -77,7 +77,12 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     if os.environ.get(CPU_ENV) and not hasattr(session.config, "workerinput"):
-        _cpu.append(Sampler().start())
+        _cpu.append(Sampler(path=os.environ[CPU_ENV]).start())
+
+
+def pytest_runtest_protocol(item: pytest.Item) -> None:
+    if os.environ.get(CPU_ENV):  # the file this pytest process runs now, for the sampler's by_file
+        running(os.environ[CPU_ENV], os.getpid(), _file_of(item.nodeid))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
@@ -98,3 +103,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         )
         for k, v in [kv for kv in found["cpu_s"].items() if kv[1] >= 0.1][:20]:
             terminalreporter.write_line(f"{v:9.1f} CPU-s  {found['starts'].get(k, 0):5d} started  {k}")
+        terminalreporter.write_line("by test file (its pytest process and what that started; - the rest):")
+        for f, kinds in list(found["by_file"].items())[:20]:
+            top = ", ".join(f"{k} {v:.0f}" for k, v in list(kinds.items())[:3])
+            terminalreporter.write_line(f"{sum(kinds.values()):9.1f} CPU-s  {f}  ({top})")

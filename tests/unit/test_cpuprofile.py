@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from cpuprofile import Sampler, kind
+from cpuprofile import Sampler, _test_file, kind, running
 
 JAVA = "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"
 VENV_PY = "/work/main/.venv/bin/python"
@@ -86,3 +86,24 @@ def test_a_sampler_counts_the_processes_started_while_it_runs():
     found = sampler.stop()
     assert found["elapsed_s"] >= 0 and found["cores"] == os.cpu_count()
     assert sum(found["starts"].values()) >= 1, found
+
+
+def test_a_child_s_time_goes_to_the_file_its_pytest_process_runs(tmp_path):
+    path = str(tmp_path / "cpu.json")
+    running(path, os.getpid(), "tests/unit/test_x.py")
+    sampler = Sampler(interval_s=0.05, path=path).start()
+    pid = os.fork()
+    if pid == 0:  # a child of this (pytest) process that burns CPU across several samples
+        end = os.times().elapsed + 0.6
+        while os.times().elapsed < end:
+            pass
+        os._exit(0)
+    os.waitpid(pid, 0)
+    found = sampler.stop()
+    assert sum(found["by_file"].get("tests/unit/test_x.py", {}).values()) > 0.1, found["by_file"]
+    assert not (tmp_path / "cpu.json.running").exists()
+
+
+def test_a_process_of_no_pytest_process_counts_as_the_rest():
+    assert _test_file("30", {"30": "20", "20": "1"}, {"10": "tests/a.py"}) == "-"
+    assert _test_file("30", {"30": "20", "20": "10", "10": "1"}, {"10": "tests/a.py"}) == "tests/a.py"
