@@ -74,15 +74,20 @@ def test_a_process_is_named_by_its_program(argv, expected):
     assert kind(argv) == expected
 
 
-def test_a_sampler_counts_the_processes_started_while_it_runs():
-    sampler = Sampler(interval_s=0.05).start()
+def burn_in_a_child(seconds: float) -> None:
+    """A child of this (pytest) process that burns CPU for ``seconds``, then ends; returns when it has."""
     pid = os.fork()
-    if pid == 0:  # a child that burns a little CPU, then ends
-        end = os.times().elapsed + 0.3
+    if pid == 0:
+        end = os.times().elapsed + seconds
         while os.times().elapsed < end:
             pass
         os._exit(0)
     os.waitpid(pid, 0)
+
+
+def test_a_sampler_counts_the_processes_started_while_it_runs():
+    sampler = Sampler(interval_s=0.05).start()
+    burn_in_a_child(0.3)
     found = sampler.stop()
     assert found["elapsed_s"] >= 0 and found["cores"] == os.cpu_count()
     assert sum(found["starts"].values()) >= 1, found
@@ -92,13 +97,7 @@ def test_a_child_s_time_goes_to_the_file_its_pytest_process_runs(tmp_path):
     path = str(tmp_path / "cpu.json")
     running(path, os.getpid(), "tests/unit/test_x.py")
     sampler = Sampler(interval_s=0.05, path=path).start()
-    pid = os.fork()
-    if pid == 0:  # a child of this (pytest) process that burns CPU across several samples
-        end = os.times().elapsed + 0.6
-        while os.times().elapsed < end:
-            pass
-        os._exit(0)
-    os.waitpid(pid, 0)
+    burn_in_a_child(0.6)  # across several samples
     found = sampler.stop()
     assert sum(found["by_file"].get("tests/unit/test_x.py", {}).values()) > 0.1, found["by_file"]
     assert not (tmp_path / "cpu.json.running").exists()
