@@ -157,17 +157,14 @@ class Sampler:
 
     def _current(self) -> dict[str, str]:
         """pid of each pytest process -> the test file it runs now."""
-        if self._running is None:
-            return {}
-        out = {}
-        try:
-            for f in self._running.iterdir():
-                try:
-                    out[f.name] = f.read_text()
-                except OSError:
-                    continue
-        except OSError:
-            pass
+        out: dict[str, str] = {}
+        if self._running is None or not self._running.is_dir():
+            return out
+        for f in self._running.iterdir():
+            try:
+                out[f.name] = f.read_text()
+            except OSError:
+                continue  # a pytest process that ended meanwhile
         return out
 
 
