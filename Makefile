@@ -29,13 +29,14 @@ demo: stack-up
 # Two workers (pytest-xdist): most integration tests wait on servers and JVM start-ups; the stack lock in
 # tests/integration/conftest.py runs an `exclusive` test alone. A worker takes a whole file at a time
 # (loadfile: a module's fixtures are set up once), the next one in collection order when it is done (no
-# reordering by test count, which would leave the long one-test files for last).
+# reordering by test count, which would leave the long one-test files for last). The files that
+# test-secure runs on the secure stack run there only (marker secure_once: tests/integration/conftest.py).
 XDIST := -n 2 --dist loadfile --no-loadscope-reorder
 test: stack-up browser
-	$(PY) -m pytest tests $(XDIST) --durations=20
+	$(PY) -m pytest tests -m "not secure_once" $(XDIST) --durations=20
 	$(MAKE) test-secure
 
-# The integration tests marked secure_stack, again on the secure stack (started beside the plain one).
+# The integration tests marked secure_stack, on the secure stack (started beside the plain one).
 test-secure: venv
 	$(SECURE_ENV) bash stack/stack.sh up
 	$(SECURE_ENV) $(PY) -m pytest tests/integration -m secure_stack $(XDIST) --durations=10
@@ -50,7 +51,7 @@ test-long: stack-up browser
 test-integration: stack-up browser
 	$(PY) -m pytest tests/integration $(XDIST)
 
-# ruff (rules and format) over the tree, mypy over the floors below the stages (config in pyproject.toml).
+# ruff (rules and format) over the tree, mypy over every package (config in pyproject.toml).
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
