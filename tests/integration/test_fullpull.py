@@ -1,6 +1,7 @@
 """The full-puller service on the real stack: ``spark-submit fullpuller/main.py`` serving requests sent with
 ``dbus fullpull request``. One service serves every test of this module except the kill test, which runs
-its own (it is killed with ``kill -9`` and restarted).
+its own (it is killed with ``kill -9`` and restarted) and comes first, so that the module's service is
+started after it and does not wait idle through it.
 
 Each pull is checked against a SELECT of the same table: every row exactly once, with the values
 ``ums.values`` gives, between the pull's start and end markers, all with the pull's ``ums_id_``.
@@ -33,6 +34,85 @@ def fp(hold_stack, tmp_path_factory, source):  # hold_stack: its full puller run
         yield env
     finally:
         cleanup_fullpull(env)
+
+
+def _value(message) -> bytes:
+    return request.to_record(message)[1]
+
+
+def _send(producer, topic: str, key: bytes, value: bytes | None) -> int:
+    """The offset the record got (the control topic has one partition in the test env)."""
+    meta = producer.send(topic, key=key, value=value).get(60)
+    assert meta.partition == 0
+    return meta.offset
+
+
+def test_kill_9_mid_pull_resumes_and_repulls_only_unfinished_shards(tmp_path, source):
+    fp = make_fullpull_env(tmp_path, source)
+    try:
+        fp.sql(
+            "CREATE TABLE big (id INT PRIMARY KEY, a VARCHAR(40), b BIGINT, c DECIMAL(12,3))",
+            "INSERT INTO big SELECT seq, REPEAT('x', seq % 40), seq * 1000, seq / 3 FROM seq_1_to_60000",
+        )
+        import yaml
+
+        from dbuslib.config import raw_config
+
+        conf = raw_config(fp.env.cfg_path)  # one shard at a time: the kill lands between shards' ends
+        conf["sources"][fp.ds]["fullpull"] = {"parallelism": 1, "progress_interval_s": 0.5}
+        fp.env.cfg_path.write_text(yaml.safe_dump(conf))
+        from dbuslib.config import load_config
+
+        fp.env.cfg = load_config(fp.env.cfg_path)
+        fp.stages.cfg = fp.env.cfg
+        fp.start()
+        seqno, out = fp.request("big", "--shard-size", "5000")
+        assert out.returncode == 0, out.stderr
+        store = fp.store()
+        try:
+            deadline = time.monotonic() + 240
+            while True:
+                p = store.refreshed(store.get(fp.database, "big", seqno))
+                if 3 <= p.FinishedCount < p.TotalCount - 3 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            done_before = p.FinishedCount
+            assert 3 <= done_before < p.TotalCount, p
+            fp.stages.stop("fullpuller", signal.SIGKILL)
+            fp.start()
+            final = fp.wait_finished("big", seqno)
+        finally:
+            store.zk.stop()
+            store.zk.close()
+        repulled = final.TotalCount - done_before
+        print(
+            f"\nkill -9 after {done_before} of {final.TotalCount} shards done: the restart re-pulled "
+            f"{repulled} shard(s) (resumes: {final.Resumes})"
+        )
+        assert final.Status == "ending" and final.Resumes == 1
+        log = fp.stages.log("fullpuller").read_text()
+        assert (
+            f"pulling {repulled} of {final.TotalCount} shard(s) (resume 1: {done_before} already done)" in log
+        )
+        tuples, markers, _ = fp.pulled("big", seqno)
+        assert markers[0] == "start" and markers[-1] == "end"
+        ids = Counter(t[4] for t in tuples)
+        assert set(ids) == set(range(1, 60_001))  # nothing lost
+        duplicates = sum(n - 1 for n in ids.values())
+        print(f"duplicates: {duplicates} rows written twice (the shard in flight at the kill)")
+        assert duplicates <= 5_000  # one shard at a time: at most the one being pulled was written twice
+        assert final.FinishedRows == 60_000
+        fp.stages.stop("fullpuller")
+        snapshot = tmp_path / "snapshot"
+        out = fp.dbus("reconcile", "--source", fp.ds, "--table", f"{fp.database}.big", "--out", str(snapshot))
+        assert out.returncode == 0, out.stdout + out.stderr
+        out = fp.dbus(
+            "verify", "--source", fp.ds, "--table", f"{fp.database}.big", "--snapshot", str(snapshot)
+        )
+        print(out.stdout.strip())
+        assert out.returncode == 0 and "equal, 0 differences" in out.stdout, out.stdout + out.stderr
+    finally:
+        cleanup_fullpull(fp)
 
 
 def expected_tuples(fp, table: str) -> Counter:
@@ -263,85 +343,6 @@ def test_bad_requests_get_an_error_reply_and_the_service_goes_on(fp):
     check_pull(fp, "good", seqno, 50)
     log = fp.stages.log("fullpuller").read_bytes()[log_start:].decode(errors="replace")
     assert "Traceback" not in log, log[-3000:]  # all refused as data, no failure on the way
-
-
-def _value(message) -> bytes:
-    return request.to_record(message)[1]
-
-
-def _send(producer, topic: str, key: bytes, value: bytes | None) -> int:
-    """The offset the record got (the control topic has one partition in the test env)."""
-    meta = producer.send(topic, key=key, value=value).get(60)
-    assert meta.partition == 0
-    return meta.offset
-
-
-def test_kill_9_mid_pull_resumes_and_repulls_only_unfinished_shards(tmp_path, source):
-    fp = make_fullpull_env(tmp_path, source)
-    try:
-        fp.sql(
-            "CREATE TABLE big (id INT PRIMARY KEY, a VARCHAR(40), b BIGINT, c DECIMAL(12,3))",
-            "INSERT INTO big SELECT seq, REPEAT('x', seq % 40), seq * 1000, seq / 3 FROM seq_1_to_150000",
-        )
-        import yaml
-
-        from dbuslib.config import raw_config
-
-        conf = raw_config(fp.env.cfg_path)  # one shard at a time: the kill lands between shards' ends
-        conf["sources"][fp.ds]["fullpull"] = {"parallelism": 1, "progress_interval_s": 0.5}
-        fp.env.cfg_path.write_text(yaml.safe_dump(conf))
-        from dbuslib.config import load_config
-
-        fp.env.cfg = load_config(fp.env.cfg_path)
-        fp.stages.cfg = fp.env.cfg
-        fp.start()
-        seqno, out = fp.request("big", "--shard-size", "10000")
-        assert out.returncode == 0, out.stderr
-        store = fp.store()
-        try:
-            deadline = time.monotonic() + 240
-            while True:
-                p = store.refreshed(store.get(fp.database, "big", seqno))
-                if 3 <= p.FinishedCount < p.TotalCount - 3 or time.monotonic() > deadline:
-                    break
-                time.sleep(0.2)
-            done_before = p.FinishedCount
-            assert 3 <= done_before < p.TotalCount, p
-            fp.stages.stop("fullpuller", signal.SIGKILL)
-            fp.start()
-            final = fp.wait_finished("big", seqno)
-        finally:
-            store.zk.stop()
-            store.zk.close()
-        repulled = final.TotalCount - done_before
-        print(
-            f"\nkill -9 after {done_before} of {final.TotalCount} shards done: the restart re-pulled "
-            f"{repulled} shard(s) (resumes: {final.Resumes})"
-        )
-        assert final.Status == "ending" and final.Resumes == 1
-        log = fp.stages.log("fullpuller").read_text()
-        assert (
-            f"pulling {repulled} of {final.TotalCount} shard(s) (resume 1: {done_before} already done)" in log
-        )
-        tuples, markers, _ = fp.pulled("big", seqno)
-        assert markers[0] == "start" and markers[-1] == "end"
-        ids = Counter(t[4] for t in tuples)
-        assert set(ids) == set(range(1, 150_001))  # nothing lost
-        duplicates = sum(n - 1 for n in ids.values())
-        print(f"duplicates: {duplicates} rows written twice (the shard in flight at the kill)")
-        assert duplicates <= 10_000  # one shard at a time: at most the one being pulled was written twice
-        assert final.FinishedRows == 150_000
-        fp.stages.stop("fullpuller")
-        snapshot = tmp_path / "snapshot"
-        out = fp.dbus("reconcile", "--source", fp.ds, "--table", f"{fp.database}.big", "--out", str(snapshot))
-        assert out.returncode == 0, out.stdout + out.stderr
-        out = fp.dbus(
-            "verify", "--source", fp.ds, "--table", f"{fp.database}.big", "--snapshot", str(snapshot)
-        )
-        print(out.stdout.strip())
-        assert out.returncode == 0 and "equal, 0 differences" in out.stdout, out.stdout + out.stderr
-    finally:
-        cleanup_fullpull(fp)
 
 
 def test_a_table_named_with_a_dot_is_pulled_reconciled_and_verified(fp, tmp_path):
