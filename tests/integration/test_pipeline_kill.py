@@ -57,8 +57,8 @@ def test_kill_9_dispatcher_and_appender_loses_nothing(writer_db, tmp_path, kafka
     tail = None
     try:
         create_tables(db)
+        writer.start()  # from the env's saved position: the extractor reads what is written while it starts
         start_pipeline(env, dispatcher, appender)
-        writer.start()
         tail = UmsTail(kafka_up, result)
 
         def uids() -> int:
@@ -113,7 +113,7 @@ def test_kill_9_dispatcher_and_appender_loses_nothing(writer_db, tmp_path, kafka
             lambda: uids() >= len(truth),
             180,
             f"{len(truth)} changes in {result}",
-            interval=4,
+            interval=1,
             alive=(dispatcher, appender),
         )
         print(f"{time.monotonic() - t0:.0f}s: caught up")

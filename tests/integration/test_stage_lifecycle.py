@@ -22,7 +22,7 @@ from helpers import wait_until
 from pipeline_env import SparkStage, cleanup_pipeline, make_pipeline_env, set_trigger
 
 from cli import demo
-from cli.stages import REPO, Stages, processes_naming
+from cli.stages import REPO, Stages, group_members, processes_naming
 from dbuslib import kafka
 from dbuslib import spark as dspark
 
@@ -42,16 +42,19 @@ def ready_text(stage: SparkStage) -> str:
     return "listening on" if stage.name == "fullpuller" else f"query {stage.name}_{stage.env.ds} started"
 
 
-def started(stage: SparkStage) -> SparkStage:
-    stage.start()
-    wait_until(
-        lambda: ready_text(stage) in stage.log.read_text(errors="replace"),
-        READY_S,
-        f"{stage.name} ready",
-        interval=0.5,
-        alive=(stage,),
-    )
-    return stage
+def started(*stages: SparkStage) -> SparkStage:
+    """``stages`` started together, once each is ready; the first."""
+    for stage in stages:
+        stage.start()
+    for stage in stages:
+        wait_until(
+            lambda s=stage: ready_text(s) in s.log.read_text(errors="replace"),
+            READY_S,
+            f"{stage.name} ready",
+            interval=0.5,
+            alive=stages,
+        )
+    return stages[0]
 
 
 def gone(pid: int) -> bool:
@@ -88,28 +91,6 @@ def test_sigterm_to_the_driver_stops_the_spark_stage_with_exit_0(env, name):
         stage.kill()
 
 
-@pytest.mark.parametrize("name", SPARK_STAGES)
-def test_sigterm_to_the_process_group_leaves_no_process(env, name):
-    """What Stages.stop (the demo, the benchmarks) does: the JVM and the driver get SIGTERM together."""
-    stage = started(SparkStage(name, env))
-    try:
-        members = list(stage.members())
-        t0 = time.monotonic()
-        os.killpg(stage.proc.pid, signal.SIGTERM)
-        code = stage.proc.wait(STOP_S)
-        assert code in (0, 143), stage.tail()  # 143: the JVM ended on the signal before its driver did
-        wait_gone(members, name)
-        print(
-            f"{name}: SIGTERM to the group -> every process gone in {time.monotonic() - t0:.1f} s, "
-            f"spark-submit exit {code}"
-        )
-        log = stage.log.read_text(errors="replace")
-        assert f"{name}: {env.ds}: stopping (SIGTERM)" in log
-        assert "STAGE_STOP_TIMEOUT" not in log
-    finally:
-        stage.kill()
-
-
 IDLE_WINDOW_S = 60
 
 
@@ -120,7 +101,8 @@ def test_idle_real_time_stages_write_under_10_lines_a_minute_and_stop_cleanly(en
     new log lines each; then SIGTERM to each driver: each says it stops once, and no Spark ERROR or stack
     trace follows (logging.spark_level, docs/monitoring.md#log-lines)."""
     set_trigger(env, "realtime", checkpoint_s=30)
-    stages = [started(SparkStage(name, env)) for name in ("dispatcher", "appender")]
+    stages = [SparkStage(name, env) for name in ("dispatcher", "appender")]
+    started(*stages)
     try:
         before = {s.name: len(s.log.read_text(errors="replace").splitlines()) for s in stages}
         with pytest.raises(subprocess.TimeoutExpired):  # neither stage may end within the window
@@ -205,9 +187,23 @@ def test_sigterm_stops_the_extractor_and_the_heartbeat_with_exit_0(env, tmp_path
         stages.stop_all()
 
 
-def test_the_demo_start_and_stop_leave_no_process(env, tmp_path):
-    """The demo's step 2 (cli/demo.py start_stages) and its last step (stop_all) on the test's source."""
+def test_the_demo_start_and_stop_leave_no_process(env, tmp_path, monkeypatch):
+    """The demo's step 2 (cli/demo.py start_stages) and its last step (stop_all) on the test's source.
+    stop_all signals each stage's process group (Stages.stop, as the benchmarks stop stages too): the JVM
+    and the driver get SIGTERM together; each Spark stage says it stops, exits 0 (or 143: the JVM ended
+    on the signal before its driver did) within 30 s, and every process of its group is gone."""
     stages = Stages(env.cfg, env.ds, tmp_path / "demo-logs")
+    stopped: dict[str, tuple[int | None, float, list[int]]] = {}
+    stop = stages.stop
+
+    def timed_stop(stage: str, sig: int = signal.SIGTERM, timeout: float = 60) -> int | None:
+        members = group_members(stages.procs[stage].pid) if stage in stages.procs else []
+        t0 = time.monotonic()
+        code = stop(stage, sig, timeout)
+        stopped[stage] = (code, time.monotonic() - t0, members)
+        return code
+
+    monkeypatch.setattr(stages, "stop", timed_stop)
     try:
         demo.start_stages(stages)
         assert set(stages.procs) == {"extractor", "dispatcher", "appender", "fullpuller", "heartbeat"}
@@ -215,8 +211,15 @@ def test_the_demo_start_and_stop_leave_no_process(env, tmp_path):
     finally:
         stages.stop_all()
     assert processes_naming(str(env.cfg_path), env.ds) == {}
-    for stage in ("dispatcher", "appender", "fullpuller"):
-        assert "STAGE_STOP_TIMEOUT" not in stages.log(stage).read_text(errors="replace")
+    for stage in SPARK_STAGES:
+        code, took, members = stopped[stage]
+        print(f"{stage}: SIGTERM to the group -> every process gone in {took:.1f} s, exit {code}")
+        log = stages.log(stage).read_text(errors="replace")
+        assert code in (0, 143), log[-3000:]
+        assert took < STOP_S, log[-3000:]
+        assert members and all(gone(p) for p in members), members
+        assert f"{stage}: {env.ds}: stopping (SIGTERM)" in log
+        assert "STAGE_STOP_TIMEOUT" not in log
 
 
 def test_the_fullpull_benchmark_leaves_no_process(tmp_path, kafka_up):
@@ -227,6 +230,7 @@ def test_the_fullpull_benchmark_leaves_no_process(tmp_path, kafka_up):
         "BENCH_FULLPULL_ROWS": "20000",
         "BENCH_FULLPULL_WARMUP_ROWS": "2000",
         "BENCH_FULLPULL_BASELINE_ROWS": "1000",
+        "BENCH_FULLPULL_FORMATS": "",  # UMS alone: the per-row formats' pulls are the same processes
         "TMPDIR": str(bench_tmp),
     }
     out = subprocess.run(
