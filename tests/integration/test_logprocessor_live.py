@@ -53,7 +53,7 @@ DEMO_RULES = REPO / "conf" / "demo" / "logrules" / "order_events.json"
 TABLES = ("orders", "payments")
 BIG = 10 * 1024 * 1024
 READ_S = 120  # a read of a result topic to its end offsets takes at most this (LogEnv.read)
-QUIET_S = 15  # and it reads on while records keep coming, at most this long
+QUIET_S = 15  # and it reads on while records keep coming, at most this long (a settled read)
 
 
 def _grammar(rule: dict) -> list:
@@ -165,10 +165,12 @@ class LogEnv:
         self.producer.flush()
         return [f.get(30).offset for f in futures]
 
-    def read(self, topic: str) -> list:
-        """Every record of ``topic`` up to its end offsets when the read starts. (Reading until a poll comes
-        back empty never ended while a steady stream kept the processor writing: the fresh-clone CI of
-        5670e56 spent 20 minutes in one read.)"""
+    def read(self, topic: str, settle: bool = True) -> list:
+        """Every record of ``topic`` up to its end offsets when the read starts, and when ``settle`` what
+        comes after (``QUIET_S``): a read whose contents a test asserts settles; a gate's (``counts``, asked
+        again until enough arrived) does not, and ends at those offsets. (Reading until a poll comes back
+        empty never ended while a steady stream kept the processor writing: the fresh-clone CI of 5670e56
+        spent 20 minutes in one read.)"""
         consumer = kafka.consumer(
             self.cfg.endpoints.kafka,
             auto_offset_reset="earliest",
@@ -191,6 +193,8 @@ class LogEnv:
                     raise AssertionError(f"{topic}: not read to its end offsets {ends} within {READ_S} s")
                 batch = consumer.poll(timeout_ms=1500)
                 got += [r for rs in batch.values() for r in rs]
+            if not settle:
+                return got
             # then what comes within 1.5 s of the last record, for at most QUIET_S (the writes of a batch
             # that was finishing: the tests read once after a stage's work and expect all of it)
             quiet = time.monotonic() + QUIET_S
@@ -202,35 +206,41 @@ class LogEnv:
 
     def rows(self, table: str) -> list[dict]:
         """Every tuple of the table in its result topic as {field: value}, and its fields as ``_fields``."""
-        out = []
-        for r in self.read(self.topic("result", table)):
-            m = json.loads(r.value)
-            # the tables of a schema share its result topic: the namespace's fourth segment names the table
-            if (
-                m["protocol"]["type"] != "data_increment_data"
-                or m["schema"]["namespace"].split(".")[3] != table
-            ):
-                continue
-            names = [f["name"] for f in m["schema"]["fields"]]
-            for p in m["payload"]:
-                row = dict(zip(names, p["tuple"], strict=True))
-                out.append({**row, "_fields": m["schema"]["fields"], "_namespace": m["schema"]["namespace"]})
-        return out
+        return table_rows(self.read(self.topic("result", table)), table)
 
-    def unknown(self) -> list[bytes]:
-        return [r.value for r in self.read(self.topic("unknown"))]
+    def unknown(self, settle: bool = True) -> list[bytes]:
+        return [r.value for r in self.read(self.topic("unknown"), settle)]
 
-    def dead_letters(self) -> list[dict]:
-        return [json.loads(r.value) for r in self.read(self.topic("dead_letter"))]
+    def dead_letters(self, settle: bool = True) -> list[dict]:
+        return [json.loads(r.value) for r in self.read(self.topic("dead_letter"), settle)]
 
-    def counts(self) -> Counter:
+    def counts(self, settle: bool = True) -> Counter:
+        """Distinct rows per table, unknown lines and dead letters; a result topic the tables share (the
+        schema's) read once for all of them."""
+        topics = {t: self.topic("result", t) for t in TABLES}
+        records = {topic: self.read(topic, settle) for topic in set(topics.values())}
         return Counter(
             {
-                **{t: len({r["ums_uid_"] for r in self.rows(t)}) for t in TABLES},
-                "unknown": len(set(self.unknown())),
-                "dlq": len(self.dead_letters()),
+                **{t: len({r["ums_uid_"] for r in table_rows(records[topics[t]], t)}) for t in TABLES},
+                "unknown": len(set(self.unknown(settle))),
+                "dlq": len(self.dead_letters(settle)),
             }
         )
+
+
+def table_rows(records: list, table: str) -> list[dict]:
+    """The tuples of ``table`` among a result topic's records (``LogEnv.rows``)."""
+    out = []
+    for r in records:
+        m = json.loads(r.value)
+        # the tables of a schema share its result topic: the namespace's fourth segment names the table
+        if m["protocol"]["type"] != "data_increment_data" or m["schema"]["namespace"].split(".")[3] != table:
+            continue
+        names = [f["name"] for f in m["schema"]["fields"]]
+        for p in m["payload"]:
+            row = dict(zip(names, p["tuple"], strict=True))
+            out.append({**row, "_fields": m["schema"]["fields"], "_namespace": m["schema"]["namespace"]})
+    return out
 
 
 @pytest.fixture
@@ -273,11 +283,11 @@ def published(lp: LogEnv) -> None:
 
 def wait_counts(lp: LogEnv, expected: Counter, timeout: float, what: str) -> Counter:
     def arrived():
-        got = lp.counts()
+        got = lp.counts(settle=False)  # a gate: the reads after it that the test asserts settle
         return got if all(got[k] >= v for k, v in expected.items()) else None
 
     try:
-        return wait_until(arrived, timeout, what)
+        return wait_until(arrived, timeout, what, interval=1)
     except AssertionError as e:
         log = lp.stages.log("logprocessor")
         tail = log.read_text(errors="replace")[-4000:] if log.exists() else "(no log)"
