@@ -23,7 +23,9 @@ logstash ``keyFilter``, and a copy of it for payments. Records are written as rs
 from __future__ import annotations
 
 import copy
+import io
 import json
+import logging
 import os
 import re
 import subprocess
@@ -32,6 +34,8 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,8 +44,9 @@ import yaml
 from helpers import delete_zk_tree, wait_until
 from kafka import TopicPartition
 
+from cli.main import main as dbus_main
 from cli.stages import Stages
-from dbuslib import kafka
+from dbuslib import kafka, logs
 from dbuslib.config import DbusConfig, load_config, raw_config
 from dbuslib.logstore import LogStore
 from heartbeat.logbeats import heartbeat_line
@@ -105,6 +110,23 @@ STOPPED = re.compile(
 HEARTBEAT_FILE = "/srv/app/heartbeat.log"  # the sources' heartbeat.file: heartbeats come from it only
 
 
+@contextmanager
+def logging_kept() -> Iterator[None]:
+    """The root logger's handlers and level and the client libraries' levels as they were before: what
+    ``cli.main.main`` run in this process sets (dbuslib.logs.setup_logging) does not outlive the call."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    noisy = {name: logging.getLogger(name).level for name in logs.NOISY}
+    try:
+        yield
+    finally:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+        root.setLevel(level)
+        for name, was in noisy.items():
+            logging.getLogger(name).setLevel(was)
+
+
 def record(message: str, host: str = "app-01.prod", path: str = "/srv/app/a.log") -> bytes:
     return json.dumps(
         {"host": host, "path": path, "timestamp": "2024-03-05T02:15:30.123Z", "message": message},
@@ -150,13 +172,28 @@ class LogEnv:
             assert done.returncode == 0, f"{' '.join(args)}: {done.returncode}\n{done.stdout}\n{done.stderr}"
         return done
 
-    def publish(self, table: str, groups: list, wait: bool = False) -> subprocess.CompletedProcess[str]:
+    def cli(self, *args: str) -> str:
+        """``dbus`` run in this process (``cli.main.main``), for a test's setup: its standard output; it must
+        exit 0. A command a test asserts on runs as a user runs it, in a process of its own (``dbus``)."""
+        out, err = io.StringIO(), io.StringIO()
+        with logging_kept(), redirect_stdout(out), redirect_stderr(err):
+            code = dbus_main(["--config", str(self.cfg.path), *args])
+        assert code == 0, f"{' '.join(args)}: {code}\n{out.getvalue()}\n{err.getvalue()}"
+        return out.getvalue()
+
+    def draft(self, table: str, groups: list) -> tuple[str, ...]:
+        """``groups``, active, as the whole draft of ``table`` (added when missing); the table's options."""
         path = self.tmp / f"{table}.{uuid.uuid4().hex[:6]}.json"
         path.write_text(json.dumps(groups))
         t = ("--source", self.ds, "--table", table)
-        if self.dbus("logrules", "tables", "--source", self.ds).stdout.find(f"{table}") < 0:
-            self.dbus("logrules", "add-table", *t)
-        self.dbus("logrules", "import", *t, str(path), "--active", "--replace")
+        if self.cli("logrules", "tables", "--source", self.ds).find(f"{table}") < 0:
+            self.cli("logrules", "add-table", *t)
+        self.cli("logrules", "import", *t, str(path), "--active", "--replace")
+        return t
+
+    def publish(self, table: str, groups: list, wait: bool = False) -> subprocess.CompletedProcess[str]:
+        """``groups`` drafted (in this process) and published by ``dbus logrules publish`` (a process)."""
+        t = self.draft(table, groups)
         return self.dbus("logrules", "publish", *t, *(("--wait", "150") if wait else ()), check=False)
 
     def produce(self, values: list[bytes]) -> list[int]:
@@ -276,9 +313,9 @@ def lp(request, tmp_path, kafka_up, cfg) -> LogEnv:
 
 
 def published(lp: LogEnv) -> None:
+    """Version 1 of both tables, published in this process (setup: ``LogEnv.cli``)."""
     for table, groups in (("orders", order_rules()), ("payments", payment_rules())):
-        done = lp.publish(table, groups)
-        assert done.returncode == 0, f"publish {table}: {done.stdout}\n{done.stderr}"
+        lp.cli("logrules", "publish", *lp.draft(table, groups))
 
 
 def wait_counts(lp: LogEnv, expected: Counter, timeout: float, what: str) -> Counter:
