@@ -56,9 +56,10 @@ def _jvm_build(args: argparse.Namespace) -> int:
 
 
 def _config_check(args: argparse.Namespace) -> int:
-    from dbuslib import topics
+    from dbuslib import kafka, topics
 
     cfg = _load(args)
+    kafka.check_client_extras(cfg.endpoints.kafka)  # kafka-python's options: not known at load
     print(f"{cfg.path}: valid")
     for name, src in sorted(cfg.sources.items()):
         print(

@@ -128,7 +128,8 @@ class KafkaSecurity(_Model):
 
 class KafkaEndpoint(_Model):
     """Kafka. ``security``: how every client reaches the brokers (protocol, SASL, TLS). ``client`` passes
-    extra kafka-python options in kafka-python's own spelling.
+    extra kafka-python options in kafka-python's own spelling, to each client the keys it knows (checked
+    against kafka-python when a client is made, not here: ``dbuslib.kafka.client_extras``).
     ``max_message_bytes``: the largest record DBus writes (every producer's ``max.request.size``, the
     ``max.message.bytes`` of the topics it creates); at most the broker's ``message.max.bytes``, checked
     when a stage starts. A UMS message above it is cut into chunks (ums.chunks, docs/ums.md)."""

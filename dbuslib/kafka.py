@@ -38,13 +38,39 @@ if TYPE_CHECKING:
 SAFE_PRODUCER = {"acks": "all", "enable_idempotence": True, "allow_auto_create_topics": False}
 
 
-def _options(cfg: KafkaEndpoint, overrides: dict[str, Any]) -> dict[str, Any]:
-    """A kafka-python client's settings: the servers, ``endpoints.kafka.security`` (every client follows
-    it), the ``client`` extras, then the caller's."""
+# The kafka-python clients DBus makes. Each refuses a setting it does not know (KafkaProducer asserts
+# "Unrecognized configs", KafkaConsumer raises KafkaConfigurationError), so each takes from
+# ``endpoints.kafka.client`` only the keys of its own ``DEFAULT_CONFIG``.
+_CLIENTS = (KafkaProducer, KafkaConsumer, KafkaAdminClient)
+Client = type[KafkaProducer | KafkaConsumer | KafkaAdminClient]
+
+
+def check_client_extras(cfg: KafkaEndpoint) -> None:
+    """ConfigError naming each key of ``endpoints.kafka.client`` that none of the three clients knows (a
+    typo, kafka-clients' dotted spelling). Asked when a client is made and by ``dbus config check``, not
+    when the configuration is loaded: that does not import kafka-python (the ``dbus`` command's start)."""
+    unknown = sorted(k for k in cfg.client if not any(k in c.DEFAULT_CONFIG for c in _CLIENTS))
+    if unknown:
+        keys = ", ".join(f"endpoints.kafka.client.{k}" for k in unknown)
+        msg = f"{keys}: no option of kafka-python's KafkaProducer, KafkaConsumer or KafkaAdminClient"
+        raise ConfigError(msg)
+
+
+def client_extras(cfg: KafkaEndpoint, client: Client) -> dict[str, Any]:
+    """The options of ``endpoints.kafka.client`` that the kafka-python class ``client`` knows: a consumer's
+    ``session_timeout_ms`` goes to consumers, a producer's ``linger_ms`` to producers, a common
+    ``request_timeout_ms`` to all (``check_client_extras`` first)."""
+    check_client_extras(cfg)
+    return {k: v for k, v in cfg.client.items() if k in client.DEFAULT_CONFIG}
+
+
+def _options(cfg: KafkaEndpoint, client: Client, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The settings of a kafka-python ``client`` (its class): the servers, ``endpoints.kafka.security``
+    (every client follows it), the ``client`` extras that class knows, then the caller's, as given."""
     return {
         "bootstrap_servers": cfg.bootstrap_servers,
         **python_options(cfg.security),
-        **cfg.client,
+        **client_extras(cfg, client),
         **overrides,
     }
 
@@ -197,7 +223,9 @@ def producer(cfg: KafkaEndpoint, **overrides: Any) -> KafkaProducer:
     check_message_limit(cfg)
     with _bootstrapping(cfg):
         return KafkaProducer(
-            **_options(cfg, {**SAFE_PRODUCER, "max_request_size": cfg.max_message_bytes, **overrides})
+            **_options(
+                cfg, KafkaProducer, {**SAFE_PRODUCER, "max_request_size": cfg.max_message_bytes, **overrides}
+            )
         )
 
 
@@ -219,17 +247,16 @@ def send_control(cfg: KafkaEndpoint, topic: str, message: Any) -> None:
 
 def consumer(cfg: KafkaEndpoint, *topics: str, **overrides: Any) -> KafkaConsumer:
     with _bootstrapping(cfg):
-        return KafkaConsumer(*topics, **_options(cfg, overrides))
+        return KafkaConsumer(*topics, **_options(cfg, KafkaConsumer, overrides))
 
 
 def admin(cfg: KafkaEndpoint, bootstrap_timeout_s: float | None = None) -> KafkaAdminClient:
     """An admin client; ``bootstrap_timeout_s``: how long to try to reach the cluster (kafka-python's
     default, 30 s, when None)."""
     wait = {} if bootstrap_timeout_s is None else {"bootstrap_timeout_ms": int(bootstrap_timeout_s * 1000)}
-    options = _options(cfg, {"client_id": "dbus-admin", **wait})
+    options = _options(cfg, KafkaAdminClient, {"client_id": "dbus-admin", **wait})
     with _bootstrapping(cfg):
-        # the admin client refuses settings it does not know (a producer's or consumer's from ``client``)
-        return KafkaAdminClient(**{k: v for k, v in options.items() if k in KafkaAdminClient.DEFAULT_CONFIG})
+        return KafkaAdminClient(**options)
 
 
 # a topic's records carry the broker's append time: when a consumer can first read them (the latency benches)

@@ -92,6 +92,16 @@ def variant_config(env: ExtractorEnv, path: Path, **topic_templates: str) -> Pat
     return path
 
 
+def kafka_client_config(env: ExtractorEnv, path: Path, **options: object) -> Path:
+    """A copy of the env's config with more ``endpoints.kafka.client`` options (kafka-python's spelling),
+    e.g. a consumer group's shorter session."""
+    raw = raw_config(env.cfg_path)
+    kafka_cfg = raw["endpoints"]["kafka"]
+    kafka_cfg["client"] = {**(kafka_cfg.get("client") or {}), **options}
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
 def ds_topics(env: ExtractorEnv) -> list[str]:
     admin = kafka.admin(env.cfg.endpoints.kafka)
     try:

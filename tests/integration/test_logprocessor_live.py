@@ -23,7 +23,9 @@ logstash ``keyFilter``, and a copy of it for payments. Records are written as rs
 from __future__ import annotations
 
 import copy
+import io
 import json
+import logging
 import os
 import re
 import subprocess
@@ -32,6 +34,8 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,8 +44,9 @@ import yaml
 from helpers import delete_zk_tree, wait_until
 from kafka import TopicPartition
 
+from cli.main import main as dbus_main
 from cli.stages import Stages
-from dbuslib import kafka
+from dbuslib import kafka, logs
 from dbuslib.config import DbusConfig, load_config, raw_config
 from dbuslib.logstore import LogStore
 from heartbeat.logbeats import heartbeat_line
@@ -53,7 +58,7 @@ DEMO_RULES = REPO / "conf" / "demo" / "logrules" / "order_events.json"
 TABLES = ("orders", "payments")
 BIG = 10 * 1024 * 1024
 READ_S = 120  # a read of a result topic to its end offsets takes at most this (LogEnv.read)
-QUIET_S = 15  # and it reads on while records keep coming, at most this long
+QUIET_S = 15  # and it reads on while records keep coming, at most this long (a settled read)
 
 
 def _grammar(rule: dict) -> list:
@@ -105,6 +110,23 @@ STOPPED = re.compile(
 HEARTBEAT_FILE = "/srv/app/heartbeat.log"  # the sources' heartbeat.file: heartbeats come from it only
 
 
+@contextmanager
+def logging_kept() -> Iterator[None]:
+    """The root logger's handlers and level and the client libraries' levels as they were before: what
+    ``cli.main.main`` run in this process sets (dbuslib.logs.setup_logging) does not outlive the call."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    noisy = {name: logging.getLogger(name).level for name in logs.NOISY}
+    try:
+        yield
+    finally:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+        root.setLevel(level)
+        for name, was in noisy.items():
+            logging.getLogger(name).setLevel(was)
+
+
 def record(message: str, host: str = "app-01.prod", path: str = "/srv/app/a.log") -> bytes:
     return json.dumps(
         {"host": host, "path": path, "timestamp": "2024-03-05T02:15:30.123Z", "message": message},
@@ -150,13 +172,28 @@ class LogEnv:
             assert done.returncode == 0, f"{' '.join(args)}: {done.returncode}\n{done.stdout}\n{done.stderr}"
         return done
 
-    def publish(self, table: str, groups: list, wait: bool = False) -> subprocess.CompletedProcess[str]:
+    def cli(self, *args: str) -> str:
+        """``dbus`` run in this process (``cli.main.main``), for a test's setup: its standard output; it must
+        exit 0. A command a test asserts on runs as a user runs it, in a process of its own (``dbus``)."""
+        out, err = io.StringIO(), io.StringIO()
+        with logging_kept(), redirect_stdout(out), redirect_stderr(err):
+            code = dbus_main(["--config", str(self.cfg.path), *args])
+        assert code == 0, f"{' '.join(args)}: {code}\n{out.getvalue()}\n{err.getvalue()}"
+        return out.getvalue()
+
+    def draft(self, table: str, groups: list) -> tuple[str, ...]:
+        """``groups``, active, as the whole draft of ``table`` (added when missing); the table's options."""
         path = self.tmp / f"{table}.{uuid.uuid4().hex[:6]}.json"
         path.write_text(json.dumps(groups))
         t = ("--source", self.ds, "--table", table)
-        if self.dbus("logrules", "tables", "--source", self.ds).stdout.find(f"{table}") < 0:
-            self.dbus("logrules", "add-table", *t)
-        self.dbus("logrules", "import", *t, str(path), "--active", "--replace")
+        if self.cli("logrules", "tables", "--source", self.ds).find(f"{table}") < 0:
+            self.cli("logrules", "add-table", *t)
+        self.cli("logrules", "import", *t, str(path), "--active", "--replace")
+        return t
+
+    def publish(self, table: str, groups: list, wait: bool = False) -> subprocess.CompletedProcess[str]:
+        """``groups`` drafted (in this process) and published by ``dbus logrules publish`` (a process)."""
+        t = self.draft(table, groups)
         return self.dbus("logrules", "publish", *t, *(("--wait", "150") if wait else ()), check=False)
 
     def produce(self, values: list[bytes]) -> list[int]:
@@ -165,10 +202,12 @@ class LogEnv:
         self.producer.flush()
         return [f.get(30).offset for f in futures]
 
-    def read(self, topic: str) -> list:
-        """Every record of ``topic`` up to its end offsets when the read starts. (Reading until a poll comes
-        back empty never ended while a steady stream kept the processor writing: the fresh-clone CI of
-        5670e56 spent 20 minutes in one read.)"""
+    def read(self, topic: str, settle: bool = True) -> list:
+        """Every record of ``topic`` up to its end offsets when the read starts, and when ``settle`` what
+        comes after (``QUIET_S``): a read whose contents a test asserts settles; a gate's (``counts``, asked
+        again until enough arrived) does not, and ends at those offsets. (Reading until a poll comes back
+        empty never ended while a steady stream kept the processor writing: the fresh-clone CI of 5670e56
+        spent 20 minutes in one read.)"""
         consumer = kafka.consumer(
             self.cfg.endpoints.kafka,
             auto_offset_reset="earliest",
@@ -191,6 +230,8 @@ class LogEnv:
                     raise AssertionError(f"{topic}: not read to its end offsets {ends} within {READ_S} s")
                 batch = consumer.poll(timeout_ms=1500)
                 got += [r for rs in batch.values() for r in rs]
+            if not settle:
+                return got
             # then what comes within 1.5 s of the last record, for at most QUIET_S (the writes of a batch
             # that was finishing: the tests read once after a stage's work and expect all of it)
             quiet = time.monotonic() + QUIET_S
@@ -202,35 +243,41 @@ class LogEnv:
 
     def rows(self, table: str) -> list[dict]:
         """Every tuple of the table in its result topic as {field: value}, and its fields as ``_fields``."""
-        out = []
-        for r in self.read(self.topic("result", table)):
-            m = json.loads(r.value)
-            # the tables of a schema share its result topic: the namespace's fourth segment names the table
-            if (
-                m["protocol"]["type"] != "data_increment_data"
-                or m["schema"]["namespace"].split(".")[3] != table
-            ):
-                continue
-            names = [f["name"] for f in m["schema"]["fields"]]
-            for p in m["payload"]:
-                row = dict(zip(names, p["tuple"], strict=True))
-                out.append({**row, "_fields": m["schema"]["fields"], "_namespace": m["schema"]["namespace"]})
-        return out
+        return table_rows(self.read(self.topic("result", table)), table)
 
-    def unknown(self) -> list[bytes]:
-        return [r.value for r in self.read(self.topic("unknown"))]
+    def unknown(self, settle: bool = True) -> list[bytes]:
+        return [r.value for r in self.read(self.topic("unknown"), settle)]
 
-    def dead_letters(self) -> list[dict]:
-        return [json.loads(r.value) for r in self.read(self.topic("dead_letter"))]
+    def dead_letters(self, settle: bool = True) -> list[dict]:
+        return [json.loads(r.value) for r in self.read(self.topic("dead_letter"), settle)]
 
-    def counts(self) -> Counter:
+    def counts(self, settle: bool = True) -> Counter:
+        """Distinct rows per table, unknown lines and dead letters; a result topic the tables share (the
+        schema's) read once for all of them."""
+        topics = {t: self.topic("result", t) for t in TABLES}
+        records = {topic: self.read(topic, settle) for topic in set(topics.values())}
         return Counter(
             {
-                **{t: len({r["ums_uid_"] for r in self.rows(t)}) for t in TABLES},
-                "unknown": len(set(self.unknown())),
-                "dlq": len(self.dead_letters()),
+                **{t: len({r["ums_uid_"] for r in table_rows(records[topics[t]], t)}) for t in TABLES},
+                "unknown": len(set(self.unknown(settle))),
+                "dlq": len(self.dead_letters(settle)),
             }
         )
+
+
+def table_rows(records: list, table: str) -> list[dict]:
+    """The tuples of ``table`` among a result topic's records (``LogEnv.rows``)."""
+    out = []
+    for r in records:
+        m = json.loads(r.value)
+        # the tables of a schema share its result topic: the namespace's fourth segment names the table
+        if m["protocol"]["type"] != "data_increment_data" or m["schema"]["namespace"].split(".")[3] != table:
+            continue
+        names = [f["name"] for f in m["schema"]["fields"]]
+        for p in m["payload"]:
+            row = dict(zip(names, p["tuple"], strict=True))
+            out.append({**row, "_fields": m["schema"]["fields"], "_namespace": m["schema"]["namespace"]})
+    return out
 
 
 @pytest.fixture
@@ -266,18 +313,18 @@ def lp(request, tmp_path, kafka_up, cfg) -> LogEnv:
 
 
 def published(lp: LogEnv) -> None:
+    """Version 1 of both tables, published in this process (setup: ``LogEnv.cli``)."""
     for table, groups in (("orders", order_rules()), ("payments", payment_rules())):
-        done = lp.publish(table, groups)
-        assert done.returncode == 0, f"publish {table}: {done.stdout}\n{done.stderr}"
+        lp.cli("logrules", "publish", *lp.draft(table, groups))
 
 
 def wait_counts(lp: LogEnv, expected: Counter, timeout: float, what: str) -> Counter:
     def arrived():
-        got = lp.counts()
+        got = lp.counts(settle=False)  # a gate: the reads after it that the test asserts settle
         return got if all(got[k] >= v for k, v in expected.items()) else None
 
     try:
-        return wait_until(arrived, timeout, what)
+        return wait_until(arrived, timeout, what, interval=1)
     except AssertionError as e:
         log = lp.stages.log("logprocessor")
         tail = log.read_text(errors="replace")[-4000:] if log.exists() else "(no log)"

@@ -94,6 +94,15 @@ def test_prometheus_reads_latency_dead_letters_and_fires_stage_down(tmp_path, wr
         with writer.cursor() as cur:
             for i in range(20):
                 cur.execute(f"INSERT INTO `{database}`.busy VALUES ({i}, {i})")
+        # a garbage record in the raw topic: the dispatcher's dead letter, which the monitor counts (it reads
+        # the dead-letter topic from its beginning, heartbeat/deadletters.py), on its way while the
+        # latencies are awaited. (The heartbeat starts only now: a heartbeat written while the stages start
+        # would carry their start in its latency.)
+        producer = kafka.producer(cfg.endpoints.kafka)
+        try:
+            producer.send(ds, key=b"shop.orders", value=b"garbage, not a raw event").get(timeout=30)
+        finally:
+            producer.close()
         stages.start("heartbeat")
         stages.wait_ready("heartbeat")
 
@@ -111,12 +120,7 @@ def test_prometheus_reads_latency_dead_letters_and_fires_stage_down(tmp_path, wr
         print(f"\nheartbeat latency in Prometheus: {latency} ms")
         assert all(0 <= v < 120_000 for v in latency.values())
 
-        # a garbage record in the raw topic: the dispatcher's dead letter, counted by the monitor
-        producer = kafka.producer(cfg.endpoints.kafka)
-        try:
-            producer.send(ds, key=b"shop.orders", value=b"garbage, not a raw event").get(timeout=30)
-        finally:
-            producer.close()
+        # the dead letter, counted by the monitor
         letters = wait_until(
             lambda: by("stage", promql(f'max_over_time(dbus_dead_letter_count{{ds="{ds}"}}[10m])')),
             180,
@@ -186,6 +190,15 @@ def test_prometheus_reads_latency_dead_letters_and_fires_stage_down(tmp_path, wr
         up = by("stage", promql(f'dbus_process_up{{ds="{ds}"}}'))
         assert all(up[s] >= 1 for s in ("extractor", "dispatcher", "appender", "heartbeat")), up
         stages.stop("appender")
+        # a full pull's and a log source's figures written to the exporter as those stages write them (in
+        # line protocol), for the dashboard's panels below: scraped while the alert is awaited
+        lines = (
+            f"dbus_fullpull,ds={ds},schema={database},table=busy,id=1 rows=5i,total_rows=20i,shards_done=1i,"
+            'shards_total=4i,rows_per_s=2.5,status="pulling"\n'
+            f"dbus_log,ds={ds},host=vm,kind=rows,table=app_orders count=17i\n"
+        )
+        with urllib.request.urlopen(f"http://{EXPORTER}/write", data=lines.encode(), timeout=10) as resp:
+            assert resp.status == 204
         firing = wait_until(
             lambda: promql(
                 f'ALERTS{{alertname="DbusStageDown",ds="{ds}",stage="appender",alertstate="firing"}}'
@@ -195,15 +208,7 @@ def test_prometheus_reads_latency_dead_letters_and_fires_stage_down(tmp_path, wr
         )
         assert len(firing) == 1
 
-        # every panel of the Prometheus dashboard answers, a full pull's and a log source's figures written
-        # to the exporter as those stages write them (in line protocol)
-        lines = (
-            f"dbus_fullpull,ds={ds},schema={database},table=busy,id=1 rows=5i,total_rows=20i,shards_done=1i,"
-            'shards_total=4i,rows_per_s=2.5,status="pulling"\n'
-            f"dbus_log,ds={ds},host=vm,kind=rows,table=app_orders count=17i\n"
-        )
-        with urllib.request.urlopen(f"http://{EXPORTER}/write", data=lines.encode(), timeout=10) as resp:
-            assert resp.status == 204
+        # every panel of the Prometheus dashboard answers
         queries = promql_queries(ds)
         assert len(queries) >= 12
 

@@ -8,8 +8,10 @@ Two replicas start from nothing, each bootstrapping by itself (a full pull it re
 - one in MariaDB, one ``dbus replicate`` process, killed with ``kill -9`` three times (twice during the
   bootstrap when the table is big enough to give the time, once online) and restarted each time; the
   appender is killed with ``kill -9`` once too, and restarted;
-- one in PostgreSQL, kept by two ``dbus replicate`` processes in one consumer group; the one that owns
-  the table's partition is killed with ``kill -9`` and not restarted: the partition moves to the other.
+- one in PostgreSQL, kept by two ``dbus replicate`` processes in one consumer group whose session is
+  10 s (``endpoints.kafka.client``; kafka-python's default is 45 s); the one that owns the table's
+  partition is killed with ``kill -9`` and not restarted: the partition moves to the other when the dead
+  member's session expires.
 
 Each replica table has a trigger that fails any update moving a row to an older ``(ums_id_, ums_uid_)``:
 a replica that went backwards for a key would have stopped its replicate. Once the writer stops and the
@@ -26,7 +28,7 @@ import pytest
 from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus, wait_for_row
 from helpers import wait_until
 from live_workload import Workload, filled
-from pipeline_env import make_pipeline_env
+from pipeline_env import kafka_client_config, make_pipeline_env
 from replica_env import (
     ReplicateProcess,
     checkpoint_mode,
@@ -107,9 +109,9 @@ def test_replicas_bootstrap_under_live_writes_and_kills_and_verify_equal(tmp_pat
             workload.start()
             wait_until(lambda: workload.total() >= 100, 60, "the workload's first 100 writes")
 
-            def replicate(url: str, name: str, *more: str) -> ReplicateProcess:
+            def replicate(url: str, name: str, *more: str, cfg_path: Path = env.cfg_path) -> ReplicateProcess:
                 args = ("--source", env.ds, "--tables", table, "--to", url, "--name", name, *more)
-                proc = ReplicateProcess(env.cfg_path, tmp_path / f"replicate-{name}.log", *args)
+                proc = ReplicateProcess(cfg_path, tmp_path / f"replicate-{name}.log", *args)
                 procs.append(proc)
                 return proc.start()
 
@@ -119,8 +121,12 @@ def test_replicas_bootstrap_under_live_writes_and_kills_and_verify_equal(tmp_pat
                     p.check_alive()
 
             m = replicate(maria, "maria")
-            pg1 = replicate(pg, "pg-1", "--group", f"{database}-pg")
-            pg2 = replicate(pg, "pg-2", "--group", f"{database}-pg")
+            # the group's members: a dead one's partition moves after a 10 s session, not kafka-python's 45 s
+            group_cfg = kafka_client_config(
+                env, tmp_path / "dbus-pg-group.yaml", session_timeout_ms=10_000, heartbeat_interval_ms=3_000
+            )
+            pg1 = replicate(pg, "pg-1", "--group", f"{database}-pg", cfg_path=group_cfg)
+            pg2 = replicate(pg, "pg-2", "--group", f"{database}-pg", cfg_path=group_cfg)
 
             def progressed(url: str, rows: int) -> bool:
                 alive()

@@ -1,5 +1,6 @@
 """endpoints.kafka.security: validated once, spelled alike for kafka-python, kafka-clients (Spark's
-``kafka.*``, the appender's producer) and librdkafka (rsyslog's omkafka)."""
+``kafka.*``, the appender's producer) and librdkafka (rsyslog's omkafka); endpoints.kafka.client: the
+extras each kafka-python client takes."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dbuslib import kafka
 from dbuslib import kafka_security as ks
-from dbuslib.config import DEFAULT_CONFIG, KafkaSecurity, load_config
+from dbuslib.config import DEFAULT_CONFIG, KafkaEndpoint, KafkaSecurity, load_config
 from dbuslib.errors import ConfigError
 from dbuslib.spark import REDACTION_REGEX, kafka_client_options, kafka_sink_options
 
@@ -69,6 +71,55 @@ def test_security_settings_in_client_are_refused(tmp_path: Path) -> None:
         ConfigError, match=r"endpoints.kafka.client.*'sasl_plain_password'.*endpoints.kafka.security"
     ):
         load_config(_config(tmp_path, client={"sasl_plain_password": "x", "request_timeout_ms": 1000}))
+
+
+# a consumer's, a producer's and a setting every client has
+EXTRAS = {
+    "session_timeout_ms": 10_000,
+    "heartbeat_interval_ms": 3_000,
+    "linger_ms": 5,
+    "request_timeout_ms": 31_000,
+}
+CLIENTS = [kafka.KafkaProducer, kafka.KafkaConsumer, kafka.KafkaAdminClient]
+
+
+@pytest.mark.parametrize(
+    ("client", "takes"),
+    [
+        (kafka.KafkaProducer, {"linger_ms": 5, "request_timeout_ms": 31_000}),
+        (
+            kafka.KafkaConsumer,
+            {"session_timeout_ms": 10_000, "heartbeat_interval_ms": 3_000, "request_timeout_ms": 31_000},
+        ),
+        (kafka.KafkaAdminClient, {"request_timeout_ms": 31_000}),
+    ],
+)
+def test_each_client_takes_the_extras_it_knows(client: type, takes: dict) -> None:
+    assert kafka.client_extras(KafkaEndpoint(bootstrap_servers="b:1", client=EXTRAS), client) == takes
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize(
+    ("extras", "named"),
+    [
+        ({"sesion_timeout_ms": 1}, "endpoints.kafka.client.sesion_timeout_ms:"),
+        ({"linger_ms": 5, "linger.ms": 5}, "endpoints.kafka.client.linger.ms:"),  # kafka-clients' spelling
+        ({"a": 1, "session_timeout_ms": 1, "b": 2}, "endpoints.kafka.client.a, endpoints.kafka.client.b:"),
+    ],
+)
+def test_an_extra_no_client_knows_is_refused_naming_the_key(client: type, extras: dict, named: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        kafka.client_extras(KafkaEndpoint(bootstrap_servers="b:1", client=extras), client)
+    assert str(err.value).startswith(named)
+    assert err.value.exit_code == 2
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_every_client_knows_each_option_it_is_given_and_the_callers_win(tmp_path: Path, client: type) -> None:
+    endpoint = KafkaEndpoint(bootstrap_servers="b:1", security=_secure(tmp_path), client=EXTRAS)
+    options = kafka._options(endpoint, client, {"request_timeout_ms": 5_000})
+    assert set(options) <= set(client.DEFAULT_CONFIG)  # each refuses any other
+    assert options["request_timeout_ms"] == 5_000
 
 
 def test_pem_paths_resolve_against_the_config_folder(tmp_path: Path) -> None:
