@@ -18,13 +18,17 @@ import argparse
 import base64
 import hashlib
 import json
+import time
 import uuid
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
 from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus
 from helpers import wait_until
+from kafka import TopicPartition
 from pipeline_env import make_pipeline_env
 
 from cli.stages import Stages
@@ -56,39 +60,74 @@ def _insert(db, i: int, size: int | None) -> None:
         )
 
 
-def read_tuples(cfg, topic: str, protocol: str = "data_increment_data") -> tuple[list[dict], dict[int, int]]:
-    """The tuples of ``protocol`` messages on ``topic`` in partition order, chunked records joined as a
-    consumer joins them (one Reassembler per partition); and per id, the chunks its last message came in."""
-    out, chunked = [], {}
-    assemblers: dict[int, Reassembler] = {}
-    chunks = 0
-    for rec in kafka.read_range(cfg.endpoints.kafka, [topic]):
+class ResultReader:
+    """A result topic read as a consumer reads it, from its start, keeping its place: each ``read()`` takes
+    the records that arrived since the last one (up to the end offsets of the moment, or a little past
+    them), checks each record's size and joins chunked ones (one Reassembler per partition, a record's
+    chunks read so far kept between reads), so what it holds after any number of reads is what one pass
+    over the same records gives. ``of(protocol)``: the tuples of that protocol's messages in partition
+    order, and per id the chunks its last message came in (0: a whole record)."""
+
+    def __init__(self, cfg, topic: str) -> None:
+        self.topic = topic
+        self.consumer = kafka.consumer(cfg.endpoints.kafka, enable_auto_commit=False, group_id=None)
+        self.parts: list[TopicPartition] = []
+        self.assemblers: dict[int, Reassembler] = {}
+        self.chunks: dict[int, int] = {}  # per partition, the chunks of the record being joined
+        self.messages: dict[str, list[tuple[dict, int]]] = defaultdict(list)  # protocol -> (message, chunks)
+
+    def read(self, quiet_s: float = 60.0) -> ResultReader:
+        if not self.parts:  # a topic not made yet reads as empty
+            found = self.consumer.partitions_for_topic(self.topic) or ()
+            self.parts = [TopicPartition(self.topic, p) for p in sorted(found)]
+            if not self.parts:
+                return self
+            self.consumer.assign(self.parts)
+            self.consumer.seek_to_beginning(*self.parts)
+        ends = self.consumer.end_offsets(self.parts)
+        last = time.monotonic()
+        while any(self.consumer.position(tp) < end for tp, end in ends.items()):
+            batch = self.consumer.poll(timeout_ms=1000, max_records=50_000)
+            assert batch or time.monotonic() - last < quiet_s, f"{self.topic}: no records for {quiet_s:g} s"
+            last = time.monotonic() if batch else last
+            for records in batch.values():
+                for rec in records:
+                    self._take(rec)
+        return self
+
+    def _take(self, rec) -> None:
+        where = f"{self.topic}/{rec.partition}@{rec.offset}"
+        assert len(rec.value) <= LIMIT, f"{where}: {len(rec.value)} bytes"
         headers = list(rec.headers or [])
         is_chunk = any(k == CHUNK for k, _ in headers)
-        assert len(rec.value) <= LIMIT, f"{topic}/{rec.partition}@{rec.offset}: {len(rec.value)} bytes"
-        chunks += is_chunk
-        assembler = assemblers.setdefault(rec.partition, Reassembler())
-        value = assembler.push(rec.value, headers, f"{topic}/{rec.partition}@{rec.offset}")
-        if value is None:
-            continue
-        message = json.loads(value)
-        if message["protocol"]["type"] == protocol:
+        chunks = self.chunks.get(rec.partition, 0) + is_chunk
+        value = self.assemblers.setdefault(rec.partition, Reassembler()).push(rec.value, headers, where)
+        self.chunks[rec.partition] = chunks if value is None else 0
+        if value is not None:
+            message = json.loads(value)
+            self.messages[message["protocol"]["type"]].append((message, chunks if is_chunk else 0))
+
+    def of(self, protocol: str = "data_increment_data") -> tuple[list[dict], dict[int, int]]:
+        out, chunked = [], {}
+        for message, chunks in self.messages[protocol]:
             names = [f["name"] for f in message["schema"]["fields"]]
             tuples = [dict(zip(names, t["tuple"], strict=True)) for t in message["payload"]]
             out.extend(tuples)
-            chunked.update((int(t["id"]), chunks if is_chunk else 0) for t in tuples)
-        chunks = 0 if not is_chunk or value is not None else chunks
-    return out, chunked
+            chunked.update((int(t["id"]), chunks) for t in tuples)
+        return out, chunked
+
+    def close(self) -> None:
+        self.consumer.close()
 
 
-def _wait_for(cfg, topic: str, ids: set[int], stages: Stages, timeout: float) -> list[dict]:
+def _wait_for(reader: ResultReader, ids: set[int], stages: Stages, timeout: float) -> list[dict]:
     """The result tuples once every id of ``ids`` has one (the stages must stay alive meanwhile)."""
 
     def arrived() -> list[dict] | None:
-        tuples, _ = read_tuples(cfg, topic)  # a topic not made yet reads as empty
+        tuples, _ = reader.read().of()
         return tuples if ids <= {int(t["id"]) for t in tuples} else None
 
-    return wait_until(arrived, timeout, f"ids {sorted(ids)} in {topic}", alive=[stages], interval=2)
+    return wait_until(arrived, timeout, f"ids {sorted(ids)} in {reader.topic}", alive=[stages], interval=0.5)
 
 
 @pytest.mark.timeout(1800)
@@ -107,20 +146,21 @@ def test_1_5_and_30_mb_blobs_are_delivered_and_a_pull_reconciles_to_the_source(t
     env.cfg = load_config(env.cfg_path)
     stages = Stages(env.cfg, env.ds, tmp_path / "stage-logs")
     topic = env.cfg.source(env.ds).topics.name("result", env.ds, database, "files")
+    reader = ResultReader(env.cfg, topic)
     try:
-        for stage in ("extractor", "dispatcher", "appender"):
+        for stage in ("extractor", "dispatcher", "appender", "fullpuller"):  # the last idle until its pull
             stages.start(stage)
         stages.wait_ready("extractor", "dispatcher", "appender")
         for i, size in SIZES.items():
             _insert(writer, i, size)
         _insert(writer, 4, 10)  # a normal row after them
-        tuples = _wait_for(env.cfg, topic, set(SIZES) | {4}, stages, 600)
+        tuples = _wait_for(reader, set(SIZES) | {4}, stages, 600)
         got = {int(t["id"]): t for t in tuples}
         for i, size in SIZES.items():
             data = base64.b64decode(got[i]["data"])
             assert len(data) == size and data == _blob(i, size), f"row {i}: {len(data)} bytes"
         assert base64.b64decode(got[4]["data"]) == _blob(4, 10)
-        _, chunked = read_tuples(env.cfg, topic)
+        _, chunked = reader.read().of()
         print(f"\nresult topic: {len(tuples)} tuples; chunks per id: {chunked}")
         assert chunked[1] == 0 and chunked[4] == 0  # 1.33 MB and a few bytes: whole records
         assert chunked[2] == 2  # 6.7 MB: the JVM text path's message, in 2 chunks
@@ -128,10 +168,9 @@ def test_1_5_and_30_mb_blobs_are_delivered_and_a_pull_reconciles_to_the_source(t
 
         _insert(writer, 5, 2 * MB)  # the appender goes on: later rows, large and small, arrive
         _insert(writer, 6, None)
-        tuples = _wait_for(env.cfg, topic, {5, 6}, stages, 300)
+        tuples = _wait_for(reader, {5, 6}, stages, 300)
         assert base64.b64decode({int(t["id"]): t for t in tuples}[5]["data"]) == _blob(5, 2 * MB)
 
-        stages.start("fullpuller")
         stages.wait_ready("fullpuller")
         out = run_dbus(
             env.cfg_path,
@@ -146,13 +185,13 @@ def test_1_5_and_30_mb_blobs_are_delivered_and_a_pull_reconciles_to_the_source(t
             "600",
         )
         assert out.returncode == 0, out.stdout + out.stderr
-        pulled, chunked = read_tuples(env.cfg, topic, "data_initial_data")
+        pulled, chunked = reader.read().of("data_initial_data")
         assert sorted(int(t["id"]) for t in pulled) == [1, 2, 3, 4, 5, 6]
         assert chunked[2] == 2 and chunked[3] == 7 and chunked[1] == 0
         assert base64.b64decode({int(t["id"]): t for t in pulled}[3]["data"]) == _blob(3, SIZES[3])
         stages.check_alive()
-        for stage in ("fullpuller", "appender", "dispatcher", "extractor"):  # free the cores for the checks
-            stages.stop(stage)
+        with ThreadPoolExecutor(4) as pool:  # free the cores for the checks, the four stopping at once
+            list(pool.map(stages.stop, ("fullpuller", "appender", "dispatcher", "extractor")))
 
         snapshot = tmp_path / "snapshot"
         out = run_dbus(
@@ -193,6 +232,7 @@ def test_1_5_and_30_mb_blobs_are_delivered_and_a_pull_reconciles_to_the_source(t
         )
         assert out.returncode == 1, out.stdout + out.stderr
     finally:
+        reader.close()
         cleanup_fullpull(FullPullEnv(env, writer, stages))
 
 
