@@ -1,6 +1,11 @@
 # Helpers shared by stack/services/*.sh. Sourced by stack.sh after env.sh.
 set -o pipefail
 
+# Maven's builds here are short runs (resolving jars, the registry's Quarkus build): its JVM with C1 alone and
+# the serial collector takes about half the CPU (the registry's build: 19.6 -> 10.7 CPU-s) for the same
+# output. A MAVEN_OPTS of your own is kept.
+export MAVEN_OPTS=${MAVEN_OPTS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC}
+
 log()  { printf '[stack] %s\n' "$*" >&2; }
 die()  { printf '[stack] ERROR: %s\n' "$*" >&2; exit 1; }
 

@@ -23,11 +23,14 @@ trap 'rm -rf "$tmp"' EXIT
 kafka=${DBUS_JVM_KAFKA_JARS:-$(dirname "$out")/spark}
 ls "$kafka"/kafka-clients-*.jar > /dev/null 2>&1 || { echo "build.sh: no kafka-clients jar in $kafka (make stack-up, or dbus jvm build --kafka-jars DIR)" >&2; exit 1; }
 cp="$jars/*:$kafka/*"
-javac --release 17 -nowarn -encoding UTF-8 -d "$tmp/shared" -cp "$cp" $(find "$shared" -name '*.java' | sort)
+# javac's own JVM with C1 only and the serial collector: the same classes, about half the CPU (a short run
+# that C2 would spend more compiling than it saves)
+JFLAGS=(-J-XX:TieredStopAtLevel=1 -J-XX:+UseSerialGC)
+javac "${JFLAGS[@]}" --release 17 -nowarn -encoding UTF-8 -d "$tmp/shared" -cp "$cp" $(find "$shared" -name '*.java' | sort)
 mkdir -p "$tmp/classes"
 cp -R "$tmp/shared/." "$tmp/classes/"
 for src in "${stages[@]}"; do
-  javac --release 17 -nowarn -encoding UTF-8 -d "$tmp/classes" -cp "$cp:$tmp/shared" $(find "$src" -name '*.java' | sort)
+  javac "${JFLAGS[@]}" --release 17 -nowarn -encoding UTF-8 -d "$tmp/classes" -cp "$cp:$tmp/shared" $(find "$src" -name '*.java' | sort)
 done
 mkdir -p "$(dirname "$out")"
 jar --create --file "$tmp/out.jar" -C "$tmp/classes" .

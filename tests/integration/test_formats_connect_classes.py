@@ -70,6 +70,9 @@ def _changes() -> list[RowChange]:
     return every
 
 
+QUICK_JVM = ("-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC")  # javac's own JVM: a short run, C1 costs less
+
+
 @pytest.fixture(scope="module")
 def classes(tmp_path_factory) -> Path:
     if not (JARS / "runtime").is_dir():
@@ -77,7 +80,7 @@ def classes(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("connect-check")
     source = REPO / "tests" / "interop" / "connect" / "src" / "ConnectCheck.java"
     subprocess.run(
-        ["javac", "--release", "17", "-nowarn", "-d", str(out), "-cp", CLASSPATH, str(source)],
+        ["javac", *QUICK_JVM, "--release", "17", "-nowarn", "-d", str(out), "-cp", CLASSPATH, str(source)],
         check=True,
         timeout=300,
     )

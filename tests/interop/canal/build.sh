@@ -19,7 +19,7 @@ jar=$out/canal-reader.jar
 if [ ! -f "$jar" ] || [ -n "$(find "$here/src" "$here/build.sh" -newer "$jar" -print -quit)" ]; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  javac --release 17 -nowarn -encoding UTF-8 -d "$tmp/classes" -cp "$out/lib/*" "$here"/src/*.java
+  javac -J-XX:TieredStopAtLevel=1 -J-XX:+UseSerialGC --release 17 -nowarn -encoding UTF-8 -d "$tmp/classes" -cp "$out/lib/*" "$here"/src/*.java
   cp "$here/src/logback.xml" "$tmp/classes/"
   jar --create --file "$tmp/out.jar" -C "$tmp/classes" .
   mv -f "$tmp/out.jar" "$jar"   # atomic: a concurrent reader never sees half a jar
