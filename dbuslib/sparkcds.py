@@ -76,40 +76,45 @@ def option_sets(cfg: DbusConfig) -> list[str]:
 
 def build(cfg: DbusConfig, say: Callable[[str], None]) -> list[Path]:
     """The archive of every ``option_sets`` made when missing (about 30 s each: a spark-submit of
-    ``TRAIN`` that writes the classes it loaded at its exit); returns the archives. A failed build is
-    said, and the stages start without it."""
+    ``TRAIN`` that writes the classes it loaded at its exit; the missing ones are made at once, side by
+    side); returns the archives. A failed build is said, and the stages start without it."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from dbuslib import spark
 
-    made = []
     jvm_jars = [j for j in spark.jars(cfg) if Path(j).name == spark.JVM_JAR]
-    for options in option_sets(cfg):
-        path = archive_path(cfg, options)
-        if path.is_file():
-            made.append(path)
-            continue
-        say(f"making the Spark drivers' class archive {path} (once, about 30 s)")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".spark-classes-", suffix=".jsa")
-        os.close(fd)
-        os.unlink(tmp)  # the JVM writes it at its exit
-        dump = {OPTIONS: f"{options} -XX:ArchiveClassesAtExit={tmp} {QUIET}".strip()}
-        argv = [spark.spark_submit(), *spark.submit_args(cfg, master="local[2]", conf=dump)]
-        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-        with tempfile.TemporaryDirectory() as work:
-            done = subprocess.run(
-                [*argv, str(TRAIN), work, *jvm_jars],
-                capture_output=True,
-                text=True,
-                timeout=BUILD_TIMEOUT_S,
-                env=env,
-                cwd=work,
-                check=False,
-            )
-        if done.returncode != 0 or not Path(tmp).is_file():
-            Path(tmp).unlink(missing_ok=True)
-            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-            say(f"the class archive was not made (spark-submit exited {done.returncode}): {' | '.join(tail)}")
-            continue
-        os.replace(tmp, path)
-        made.append(path)
-    return made
+    paths = [archive_path(cfg, options) for options in option_sets(cfg)]
+    missing = [(o, p) for o, p in zip(option_sets(cfg), paths, strict=True) if not p.is_file()]
+    if missing:
+        with ThreadPoolExecutor(len(missing)) as pool:
+            list(pool.map(lambda m: _make(cfg, m[0], m[1], jvm_jars, say), missing))
+    return [p for p in paths if p.is_file()]
+
+
+def _make(cfg: DbusConfig, options: str, path: Path, jvm_jars: list[str], say: Callable[[str], None]) -> None:
+    from dbuslib import spark
+
+    say(f"making the Spark drivers' class archive {path} (once, about 30 s)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".spark-classes-", suffix=".jsa")
+    os.close(fd)
+    os.unlink(tmp)  # the JVM writes it at its exit
+    dump = {OPTIONS: f"{options} -XX:ArchiveClassesAtExit={tmp} {QUIET}".strip()}
+    argv = [spark.spark_submit(), *spark.submit_args(cfg, master="local[2]", conf=dump)]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    with tempfile.TemporaryDirectory() as work:
+        done = subprocess.run(
+            [*argv, str(TRAIN), work, *jvm_jars],
+            capture_output=True,
+            text=True,
+            timeout=BUILD_TIMEOUT_S,
+            env=env,
+            cwd=work,
+            check=False,
+        )
+    if done.returncode != 0 or not Path(tmp).is_file():
+        Path(tmp).unlink(missing_ok=True)
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        say(f"the class archive was not made (spark-submit exited {done.returncode}): {' | '.join(tail)}")
+        return
+    os.replace(tmp, path)
