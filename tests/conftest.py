@@ -17,7 +17,8 @@ left.
 every time) are skipped unless ``DBUS_LONG_TESTS=1``; ``make test-long`` runs them (CONTRIBUTING.md, Tests).
 
 Durations per file are read from tests/durations.json (seconds, from a run with
-``DBUS_TEST_DURATIONS=tests/durations.json``, which writes it); a file not in it counts as 1 s (unit) or
+``DBUS_TEST_DURATIONS=tests/durations.json``, which writes each file it ran into it, keeping the others:
+``make test``'s secure pass adds its files to the plain pass's); a file not in it counts as 1 s (unit) or
 30 s (integration). ``DBUS_TEST_CPU=<file.json>`` writes where the run's CPU went, by kind of process
 (tests/cpuprofile.py).
 """
@@ -88,7 +89,10 @@ def pytest_runtest_protocol(item: pytest.Item) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
     out = os.environ.get(RECORD_ENV)
     if out and not hasattr(session.config, "workerinput") and _spent:  # the controller writes it
-        Path(out).write_text(json.dumps({f: round(s, 1) for f, s in sorted(_spent.items())}, indent=1) + "\n")
+        # into what the file holds: make test's secure pass adds its files' seconds to the plain pass's
+        known = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
+        known.update({f: round(s, 1) for f, s in _spent.items()})
+        Path(out).write_text(json.dumps(dict(sorted(known.items())), indent=1) + "\n")
     if _cpu:
         Path(os.environ[CPU_ENV]).write_text(json.dumps(_cpu[0].stop(), indent=1) + "\n")
 
