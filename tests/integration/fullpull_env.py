@@ -29,11 +29,14 @@ from fullpuller.progress import Progress, ProgressStore
 DBUS = [sys.executable, "-m", "cli.main"]
 
 
-def run_dbus(cfg_path: Path | str, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    """``dbus --config <cfg_path> <args>`` as a user runs it (Spark's Python workers on this venv)."""
+def run_dbus(
+    cfg_path: Path | str, *args: str, timeout: float = 900, environ: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """``dbus --config <cfg_path> <args>`` as a user runs it (Spark's Python workers on this venv), with
+    ``environ`` added to this process's environment (its own for each of commands run side by side)."""
     import os
 
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **(environ or {})}
     return subprocess.run(
         [*DBUS, "--config", str(cfg_path), *args],
         cwd=REPO,
