@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,14 @@ from fullpuller.progress import Progress, ProgressStore
 DBUS = [sys.executable, "-m", "cli.main"]
 
 
-def run_dbus(cfg_path: Path | str, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    """``dbus --config <cfg_path> <args>`` as a user runs it (Spark's Python workers on this venv)."""
+def run_dbus(
+    cfg_path: Path | str, *args: str, timeout: float = 900, environ: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """``dbus --config <cfg_path> <args>`` as a user runs it (Spark's Python workers on this venv), with
+    ``environ`` added to this process's environment (its own for each of commands run side by side)."""
     import os
 
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **(environ or {})}
     return subprocess.run(
         [*DBUS, "--config", str(cfg_path), *args],
         cwd=REPO,
@@ -151,8 +155,19 @@ def make_fullpull_env(tmp_path: Path, source: Any) -> FullPullEnv:
     return FullPullEnv(env, db, Stages(env.cfg, env.ds, tmp_path / "stage-logs"))
 
 
+def stop_together(stages: Stages, *names: str) -> dict[str, int | None]:
+    """``Stages.stop`` of each of ``names`` (default: every stage started), each in a thread of its own:
+    the groups get SIGTERM at once and stop side by side, not one after the other (1-3 s each). Returns
+    each stage's exit code, as ``stop`` does."""
+    names = names or tuple(reversed(list(stages.procs)))
+    if not names:
+        return {}
+    with ThreadPoolExecutor(len(names)) as pool:
+        return dict(zip(names, pool.map(stages.stop, names), strict=True))
+
+
 def cleanup_fullpull(fp: FullPullEnv) -> None:
-    fp.stages.stop_all()
+    stop_together(fp.stages)
     from dbuslib.metastore import MetaStore, fullpull_history
 
     store = MetaStore(fp.cfg.endpoints.meta_store.url.get_secret_value())

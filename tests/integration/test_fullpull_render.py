@@ -266,8 +266,9 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
     columns as ``string`` with SELECT's text, BINARY(16) as ``binary``. A second table keyed by a UUID
     (one shard: the splitter cannot split on UUID) verifies too. One more change: verify fails."""
     import uuid as uuidlib
+    from concurrent.futures import ThreadPoolExecutor
 
-    from fullpull_env import FullPullEnv, cleanup_fullpull, wait_for_row
+    from fullpull_env import FullPullEnv, cleanup_fullpull, stop_together, wait_for_row
     from pipeline_env import make_pipeline_env
 
     from cli.stages import Stages
@@ -288,6 +289,7 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
     stages = Stages(env.cfg, env.ds, tmp_path / "stage-logs")
     table = f"{database}.hosts"
     topic = env.cfg.source(env.ds).topics.name("result", env.ds, database, "hosts")
+    pool = ThreadPoolExecutor(2)  # dbus commands that run beside another
     try:
         for stage in ("extractor", "dispatcher", "appender", "fullpuller"):
             stages.start(stage)
@@ -308,8 +310,8 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
             cur.execute("DELETE FROM hosts WHERE id BETWEEN 100 AND 120")
             cur.execute("UPDATE tokens SET ip = '::1' WHERE hits BETWEEN 1 AND 20")
             cur.execute("DELETE FROM tokens WHERE hits BETWEEN 21 AND 30")
-        for name in (table, f"{database}.tokens"):
-            out = _cli(
+        pulls = pool.map(  # both requests at once, each followed to its end
+            lambda name: _cli(
                 env.cfg_path,
                 "fullpull",
                 "request",
@@ -320,7 +322,10 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
                 "--follow",
                 "--wait",
                 "300",
-            )
+            ),
+            (table, f"{database}.tokens"),
+        )
+        for out in list(pulls):
             assert out.returncode == 0, out.stdout + out.stderr
         with writer.cursor() as cur:  # increments after the pull
             cur.execute(
@@ -336,8 +341,11 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
         wait_for_row(env.cfg, topic, "drain-marker", 300)
         tokens_topic = env.cfg.source(env.ds).topics.name("result", env.ds, database, "tokens")
         wait_for_row(env.cfg, tokens_topic, "fe80::d4a1", 300)
-        for stage in ("fullpuller", "appender", "dispatcher", "extractor"):  # free the cores for the checks
-            stages.stop(stage)
+        stop_together(stages)  # free the cores for the checks
+        snapshot = tmp_path / "snapshot"
+        reconciling = pool.submit(  # its Spark starts while this process reads the topic
+            _cli, env.cfg_path, "reconcile", "--source", env.ds, "--table", table, "--out", str(snapshot)
+        )
 
         messages = [json.loads(r.value) for r in kafka.read_range(env.cfg.endpoints.kafka, [topic])]
         messages = [
@@ -362,8 +370,7 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
         ]
         assert "1::1:1:1:1:1:1" in [t[6] for t in increments]
 
-        snapshot = tmp_path / "snapshot"
-        out = _cli(env.cfg_path, "reconcile", "--source", env.ds, "--table", table, "--out", str(snapshot))
+        out = reconciling.result()
         assert out.returncode == 0, out.stdout + out.stderr
         out = _cli(env.cfg_path, "verify", "--source", env.ds, "--table", table, "--snapshot", str(snapshot))
         print(out.stdout)
@@ -398,6 +405,7 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
         out = _cli(env.cfg_path, "verify", "--source", env.ds, "--table", table, "--snapshot", str(snapshot))
         assert out.returncode == 1 and "different: id=5" in out.stdout, out.stdout + out.stderr
     finally:
+        pool.shutdown()  # a reconcile still running when a check failed ends before its topics go
         cleanup_fullpull(FullPullEnv(env, writer, stages))
 
 

@@ -23,7 +23,7 @@ import time
 import uuid
 
 import pytest
-from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus
+from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus, stop_together, wait_for_row
 from helpers import wait_until
 from pipeline_env import make_pipeline_env, read_ums
 
@@ -90,10 +90,6 @@ def _records(cfg, topic: str) -> list:
     return list(kafka.read_range(cfg.endpoints.kafka, [topic]))
 
 
-def _has(cfg, topic: str, marker: bytes) -> bool:
-    return any(marker in (r.value or b"") for r in _records(cfg, topic))
-
-
 @pytest.mark.timeout(1800)  # four stages on a shared machine
 def test_truncate_partition_mid_stream_is_signalled_re_pulled_and_reconciles(tmp_path, source):
     import yaml
@@ -129,12 +125,17 @@ def test_truncate_partition_mid_stream_is_signalled_re_pulled_and_reconciles(tmp
             cur.execute("ALTER TABLE t TRUNCATE PARTITION p0")  # mid-stream
         assert lost > 0, "the partition held rows"
 
+        store = MetaStore(cfg.endpoints.meta_store.url.get_secret_value())  # one for every poll
+
         def row_loss_version():
             stages.check_alive()
-            found = [v for v in _history(cfg, env.ds, database) if v.reason is Reason.ROW_LOSS]
+            found = [v for v in store.history(env.ds, database, "t") if v.reason is Reason.ROW_LOSS]
             return found[0] if found else None
 
-        version = wait_until(row_loss_version, 600, "the appender's row_loss version")
+        try:
+            version = wait_until(row_loss_version, 600, "the appender's row_loss version")
+        finally:
+            store.dispose()
         fp = FullPullEnv(env, writer, stages)
         pull = fp.wait_finished("t", version.since, timeout=900)
         assert pull.Status == "ending", pull
@@ -146,9 +147,7 @@ def test_truncate_partition_mid_stream_is_signalled_re_pulled_and_reconciles(tmp
         with writer.cursor() as cur:  # the last change; one partition, so everything before it arrived too
             cur.execute("UPDATE t SET note = 'drain-marker' WHERE id = (SELECT MAX(id) FROM t)")
         writer.commit()
-        wait_until(
-            lambda: _has(cfg, result, b"drain-marker"), 600, "the drain marker in the result topic", alive=()
-        )
+        wait_for_row(cfg, result, "drain-marker", 600)  # one consumer reading on, not the topic each poll
         stages.check_alive()
 
         # consumers see the termination and the new version, at the DDL's position
@@ -201,13 +200,16 @@ def test_truncate_partition_mid_stream_is_signalled_re_pulled_and_reconciles(tmp
                 if json.loads(r.value)["payload"].get("SEQNO") == str(version.since)
             ]
 
-        answers = wait_until(lambda: len(replies()) >= 2 and replies(), 300, "the second reply", alive=())
+        def second_reply():
+            got = replies()  # the callback topic read once a poll
+            return got if len(got) >= 2 else None
+
+        answers = wait_until(second_reply, 300, "the second reply", alive=())
         assert [a["STATUS"] for a in answers] == ["ending", "ending"]
         starts = [r for r in _records(cfg, result) if ("dbus_fullpull", b"start") in (r.headers or [])]
         assert len(starts) == 1, "one pull"
 
-        for stage in ("fullpuller", "appender", "dispatcher", "extractor"):  # free the cores for the checks
-            stages.stop(stage)
+        stop_together(stages)  # free the cores for the checks
         snapshot = tmp_path / "snapshot"
         done = run_dbus(
             cfg.path, "reconcile", "--source", env.ds, "--table", f"{database}.t", "--out", str(snapshot)

@@ -189,20 +189,25 @@ def test_readme_stage_commands_start_and_stop_each_stage(setup, tmp_path):
     env = user_env(config)
     t0 = time.monotonic()
 
-    # the block's one-shot commands (topics), for both sources, as written
-    for source in (ds, other):
-        script = "\n".join([*prelude, *(as_for(ln, source, config) for ln in once)])
-        done = subprocess.run(
+    # the block's one-shot commands (topics), for both sources, as written: side by side
+    scripts = {
+        source: "\n".join([*prelude, *(as_for(ln, source, config) for ln in once)]) for source in (ds, other)
+    }
+    running = {
+        source: subprocess.Popen(
             ["bash", "-c", script],
             cwd=REPO,
             env=env,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=300,
-            check=False,
         )
-        assert done.returncode == 0, f"{script}\n{done.stdout}\n{done.stderr}"
-        assert f"{source}\tcreated" in done.stdout, done.stdout
+        for source, script in scripts.items()
+    }
+    for source, proc in running.items():
+        stdout, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 0, f"{scripts[source]}\n{stdout}\n{stderr}"
+        assert f"{source}\tcreated" in stdout, stdout
 
     # every stage at once, and the spark-submit form for the second source's dispatcher
     for stage, line in services.items():

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import random
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -134,14 +135,14 @@ def produce(cfg, topic: str, records: list[tuple[bytes | None, bytes]]) -> list[
         producer.close()
 
 
-def replicate(cfg_path: Path, monkeypatch, url: str, *args: str):
-    monkeypatch.setenv("DBUS_REPLICATE_TO", url)  # the target's password stays off the command line
-    return run_dbus(cfg_path, "replicate", *args, timeout=300)
+def replicate(cfg_path: Path, url: str, *args: str):
+    # the target's password stays off the command line
+    return run_dbus(cfg_path, "replicate", *args, timeout=300, environ={"DBUS_REPLICATE_TO": url})
 
 
 @pytest.mark.timeout(900)
 def test_replicas_keep_exact_keys_set_bad_records_aside_and_verify_equal(
-    spark, writer_db, tmp_path: Path, kafka_up, monkeypatch
+    spark, writer_db, tmp_path: Path, kafka_up
 ):
     db, database = writer_db
     env = make_pipeline_env(tmp_path, database, partitions=1)
@@ -159,55 +160,61 @@ def test_replicas_keep_exact_keys_set_bad_records_aside_and_verify_equal(
         through.step(lambda: has_value(kafka_up, topic, "pair", "v", 77))
 
         tables = ",".join(f"{database}.{t}" for t in TABLES)
+
+        def kept(kind: str, url: str) -> None:
+            dead = tmp_path / f"dead-{kind}.jsonl"
+            args = ("--source", env.ds, "--tables", tables, "--name", f"exact-{kind}", "--no-bootstrap")
+            args += ("--until-idle", "3", "--dead-letter-file", str(dead))
+            out = replicate(env.cfg_path, url, *args)
+            assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+            lines = [json.loads(line) for line in dead.read_text().splitlines()]
+            assert [(d["topic"], d["partition"], d["offset"]) for d in lines] == [
+                (topic, 0, o) for o in bad_offsets
+            ], lines
+            assert lines[0]["code"] == "CLIENT_BAD_ROW" and "not JSON" in lines[0]["error"]
+            assert lines[1]["code"] == "CLIENT_BAD_ROW" and "v: cannot decode" in lines[1]["error"]
+            # the valid change before the bad copy is applied
+            assert scalar(url, "SELECT v FROM exact WHERE k = 'k1'") == 111
+            assert scalar(url, "SELECT COUNT(*) FROM exact") == 8  # k1, 'k1 ', K1, three long ones, 'k2 ', k2
+            for t in TABLES:
+                check = run_dbus(
+                    env.cfg_path, "verify", "--source", env.ds, "--table", f"{database}.{t}", "--replica", url
+                )
+                assert check.returncode == 0, f"{kind} {t}:\n{check.stdout}{check.stderr[-2000:]}"
+                assert "equal, 0 differences" in check.stdout, check.stdout
+                if t == "exact":
+                    assert "['gone']" in check.stdout, check.stdout  # kept, said, not a difference
+
+            again = replicate(env.cfg_path, url, *args)
+            assert again.returncode == 0, again.stdout + again.stderr[-3000:]
+            assert json.loads(again.stdout.strip().splitlines()[-1])["upserts"] == 0, again.stdout
+            assert len(dead.read_text().splitlines()) == 2, "the restart read the bad records again"
+
+        def refused(url: str, more: tuple[str, ...]) -> None:
+            """A key the target cannot hold: refused before anything is read, naming table and column."""
+            name = f"wide-{url.split(':')[0]}"
+            args = ("--source", env.ds, "--tables", f"{database}.wide", "--name", name, *more)
+            out = replicate(env.cfg_path, url, *args, "--no-bootstrap", "--until-idle", "3")
+            assert out.returncode == 2, out.stdout + out.stderr[-3000:]
+            column = "'note'" if more else "'k'"
+            assert "CLIENT_SINK_KEY" in out.stderr and "replica wide" in out.stderr, out.stderr[-3000:]
+            assert f"key column {column}" in out.stderr, out.stderr[-3000:]
+            assert scalar(url, "SELECT COUNT(*) FROM wide") is None  # not made
+
+        def kept_and_refused(kind: str, url: str, wide_args: tuple[str, ...]) -> None:
+            kept(kind, url)
+            refused(url, wide_args)
+
         with fresh_database("mariadb") as maria, fresh_database("postgresql") as pg:
-            for kind, url in (("mariadb", maria), ("postgresql", pg)):
-                dead = tmp_path / f"dead-{kind}.jsonl"
-                args = ("--source", env.ds, "--tables", tables, "--name", f"exact-{kind}", "--no-bootstrap")
-                args += ("--until-idle", "3", "--dead-letter-file", str(dead))
-                out = replicate(env.cfg_path, monkeypatch, url, *args)
-                assert out.returncode == 0, out.stdout + out.stderr[-3000:]
-                lines = [json.loads(line) for line in dead.read_text().splitlines()]
-                assert [(d["topic"], d["partition"], d["offset"]) for d in lines] == [
-                    (topic, 0, o) for o in bad_offsets
-                ], lines
-                assert lines[0]["code"] == "CLIENT_BAD_ROW" and "not JSON" in lines[0]["error"]
-                assert lines[1]["code"] == "CLIENT_BAD_ROW" and "v: cannot decode" in lines[1]["error"]
-                # the valid change before the bad copy is applied
-                assert scalar(url, "SELECT v FROM exact WHERE k = 'k1'") == 111
-                assert (
-                    scalar(url, "SELECT COUNT(*) FROM exact") == 8
-                )  # k1, 'k1 ', K1, three long ones, 'k2 ', k2
-                for t in TABLES:
-                    check = run_dbus(
-                        env.cfg_path,
-                        "verify",
-                        "--source",
-                        env.ds,
-                        "--table",
-                        f"{database}.{t}",
-                        "--replica",
-                        url,
-                    )
-                    assert check.returncode == 0, f"{kind} {t}:\n{check.stdout}{check.stderr[-2000:]}"
-                    assert "equal, 0 differences" in check.stdout, check.stdout
-                    if t == "exact":
-                        assert "['gone']" in check.stdout, check.stdout  # kept, said, not a difference
-
-                again = replicate(env.cfg_path, monkeypatch, url, *args)
-                assert again.returncode == 0, again.stdout + again.stderr[-3000:]
-                assert json.loads(again.stdout.strip().splitlines()[-1])["upserts"] == 0, again.stdout
-                assert len(dead.read_text().splitlines()) == 2, "the restart read the bad records again"
-
-            # keys the target cannot hold: refused before anything is read, naming table and column
-            for url, more in ((pg, ()), (maria, ("--key", f"{database}.wide=note"))):
-                name = f"wide-{url.split(':')[0]}"
-                args = ("--source", env.ds, "--tables", f"{database}.wide", "--name", name, *more)
-                out = replicate(env.cfg_path, monkeypatch, url, *args, "--no-bootstrap", "--until-idle", "3")
-                assert out.returncode == 2, out.stdout + out.stderr[-3000:]
-                column = "'note'" if more else "'k'"
-                assert "CLIENT_SINK_KEY" in out.stderr and "replica wide" in out.stderr, out.stderr[-3000:]
-                assert f"key column {column}" in out.stderr, out.stderr[-3000:]
-                assert scalar(url, "SELECT COUNT(*) FROM wide") is None  # not made
+            # each target's commands side by side with the other's: replicas of their own names, dead-letter
+            # files and targets; the source no longer changes
+            with ThreadPoolExecutor(2) as pool:
+                runs = [
+                    pool.submit(kept_and_refused, "mariadb", maria, ("--key", f"{database}.wide=note")),
+                    pool.submit(kept_and_refused, "postgresql", pg, ()),
+                ]
+                for run_ in runs:
+                    run_.result()
     finally:
         through.stop()
         cleanup_pipeline(env)
