@@ -158,8 +158,14 @@ class Stages:
         return stop_group(proc, sig, timeout)
 
     def stop_all(self) -> None:
-        for stage in reversed(list(self.procs)):
-            self.stop(stage)
+        """Every stage started, each stopped as ``stop`` does, all at once (a thread each): the groups get
+        SIGTERM together and end side by side, not one after the other (a Spark stage takes 1-3 s)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        names = list(reversed(list(self.procs)))
+        if names:
+            with ThreadPoolExecutor(len(names)) as pool:
+                list(pool.map(self.stop, names))
 
     def check_alive(self) -> None:
         for stage, proc in self.procs.items():

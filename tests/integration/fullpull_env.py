@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,19 +154,8 @@ def make_fullpull_env(tmp_path: Path, source: Any) -> FullPullEnv:
     return FullPullEnv(env, db, Stages(env.cfg, env.ds, tmp_path / "stage-logs"))
 
 
-def stop_together(stages: Stages, *names: str) -> dict[str, int | None]:
-    """``Stages.stop`` of each of ``names`` (default: every stage started), each in a thread of its own:
-    the groups get SIGTERM at once and stop side by side, not one after the other (1-3 s each). Returns
-    each stage's exit code, as ``stop`` does."""
-    names = names or tuple(reversed(list(stages.procs)))
-    if not names:
-        return {}
-    with ThreadPoolExecutor(len(names)) as pool:
-        return dict(zip(names, pool.map(stages.stop, names), strict=True))
-
-
 def cleanup_fullpull(fp: FullPullEnv) -> None:
-    stop_together(fp.stages)
+    fp.stages.stop_all()
     from dbuslib.metastore import MetaStore, fullpull_history
 
     store = MetaStore(fp.cfg.endpoints.meta_store.url.get_secret_value())

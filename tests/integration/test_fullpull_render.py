@@ -268,7 +268,7 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
     import uuid as uuidlib
     from concurrent.futures import ThreadPoolExecutor
 
-    from fullpull_env import FullPullEnv, cleanup_fullpull, stop_together, wait_for_row
+    from fullpull_env import FullPullEnv, cleanup_fullpull, wait_for_row
     from pipeline_env import make_pipeline_env
 
     from cli.stages import Stages
@@ -341,7 +341,7 @@ def test_inet_and_uuid_tables_full_pull_reconcile_and_verify_with_0_differences(
         wait_for_row(env.cfg, topic, "drain-marker", 300)
         tokens_topic = env.cfg.source(env.ds).topics.name("result", env.ds, database, "tokens")
         wait_for_row(env.cfg, tokens_topic, "fe80::d4a1", 300)
-        stop_together(stages)  # free the cores for the checks
+        stages.stop_all()  # free the cores for the checks
         snapshot = tmp_path / "snapshot"
         reconciling = pool.submit(  # its Spark starts while this process reads the topic
             _cli, env.cfg_path, "reconcile", "--source", env.ds, "--table", table, "--out", str(snapshot)

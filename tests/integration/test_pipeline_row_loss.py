@@ -23,7 +23,7 @@ import time
 import uuid
 
 import pytest
-from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus, stop_together, wait_for_row
+from fullpull_env import FullPullEnv, cleanup_fullpull, run_dbus, wait_for_row
 from helpers import wait_until
 from pipeline_env import make_pipeline_env, read_ums
 
@@ -209,7 +209,7 @@ def test_truncate_partition_mid_stream_is_signalled_re_pulled_and_reconciles(tmp
         starts = [r for r in _records(cfg, result) if ("dbus_fullpull", b"start") in (r.headers or [])]
         assert len(starts) == 1, "one pull"
 
-        stop_together(stages)  # free the cores for the checks
+        stages.stop_all()  # free the cores for the checks
         snapshot = tmp_path / "snapshot"
         done = run_dbus(
             cfg.path, "reconcile", "--source", env.ds, "--table", f"{database}.t", "--out", str(snapshot)
