@@ -99,7 +99,9 @@ def test_heartbeats_reach_the_result_topic_influxdb_and_the_dead_letter_topic(wr
     db, name = writer_db
     hb_schema = f"{name}_hb"
     env = make_pipeline_env(tmp_path, name, partitions=1)
-    set_trigger(env, "realtime", checkpoint_s=10)  # dbus_stage points come at batch ends (300 s by default)
+    # dbus_stage and dbus_heartbeat_bad points come at batch ends (300 s by default): 5 s batches, so the
+    # waits for them below end within 5 s of the data; what the points hold does not depend on the length
+    set_trigger(env, "realtime", checkpoint_s=5)
     heartbeat_source(env, hb_schema)
     dispatcher, appender = dispatcher_stage(env), appender_stage(env)
     src = env.cfg.source(env.ds)
