@@ -293,9 +293,11 @@ def test_mariadb_zookeeper_and_kafka_restarts_cost_latency_not_a_stage(writer_db
             assert met, "the appender never met the MariaDB outage: the burst was converted before it"
     finally:
         writer.stop.set()
-        stack("up", *SERVERS)  # whatever happened, the servers are back for everyone else
-        if tail is not None:
-            tail.close()
-        env.stop_all()
-        db.ping(reconnect=True)  # the fixture drops the database on this connection
-        cleanup_pipeline(env, [dispatcher, appender])
+        try:
+            stack("up", *SERVERS)  # whatever happened, the servers are back for everyone else
+        finally:  # and the test's processes, topics and nodes go even when a server does not come back
+            if tail is not None:
+                tail.close()
+            env.stop_all()
+            db.ping(reconnect=True)  # the fixture drops the database on this connection
+            cleanup_pipeline(env, [dispatcher, appender])
