@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,6 +131,7 @@ class BinlogReader:
         self._crc: bool | None = None
         # INET4/INET6/UUID columns look like BINARY(n) in the binlog: their types come from the catalog
         self._types = TypeCache(catalog_lookup(lambda: mysql.connect(src.mysql)))
+        self._mysql = src.mysql
         resume: dict[str, Any] = (
             {"log_file": start.file, "log_pos": start.pos, "resume_stream": True}
             if start.file
@@ -197,7 +198,20 @@ class BinlogReader:
         try:
             yield from self._stream
         except pymysql.err.OperationalError as e:
-            raise _translate(e, self._start) from e
+            raise _translate(e, self._start, self._listed) from e
+
+    def _listed(self) -> list[str] | None:
+        """The binlog files the server lists now (SHOW BINARY LOGS); None when it cannot be asked."""
+        try:
+            db = mysql.connect(self._mysql)
+        except (EndpointError, pymysql.err.Error):
+            return None
+        try:
+            return mysql.binlog_files(db)
+        except pymysql.err.Error:
+            return None
+        finally:
+            db.close()
 
     # --- handlers: each returns what the event turns into -------------------------------------------
 
@@ -249,9 +263,25 @@ class BinlogPurgedError(EndpointError):
     retriable = False
 
 
-def _translate(e: pymysql.err.OperationalError, start: Position) -> Exception:
+NOT_IN_INDEX = "Could not find first log file name in binary log index file"  # MySQL's and MariaDB's 1236
+
+
+def _translate(
+    e: pymysql.err.OperationalError, start: Position, listed: Callable[[], list[str] | None]
+) -> Exception:
+    """The binlog connection's error as DBus's: 1236 is a purged position (exit 2 at once), but for a file
+    the server does not find in its index while ``listed`` (SHOW BINARY LOGS, asked now) still names it, or
+    cannot say: a server starting again answers so for a moment; that is transient (retried)."""
     code = e.args[0] if e.args else None
+    text = str(e.args[-1]) if e.args else str(e)
     if code == 1236:
-        msg = f"the server cannot send the binlog from {start} (MySQL error 1236: {e.args[-1]})"
+        if start.file and NOT_IN_INDEX in text:
+            files = listed()
+            if files is None or start.file in files:
+                held = "cannot be asked which files it has" if files is None else f"lists {start.file}"
+                return EndpointError(
+                    f"binlog connection failed: MySQL error 1236 ({text}), but the server {held}"
+                )
+        msg = f"the server cannot send the binlog from {start} (MySQL error 1236: {text})"
         return BinlogPurgedError(msg)
-    return EndpointError(f"binlog connection failed: {e.args[-1] if e.args else e}")
+    return EndpointError(f"binlog connection failed: {text}")
