@@ -163,15 +163,28 @@ def test_prometheus_reads_latency_dead_letters_and_fires_stage_down(tmp_path, wr
             60,
             "dbus status read from Prometheus",
         )
-        from_influx = status_of(env.cfg_path)
+
+        def rated(st: dict) -> list[str]:
+            return [s["stage"] for s in st["stages"] if s["rows_per_s"] is not None]
+
+        # a stage's rows/s reaches InfluxDB at its batch's end and Prometheus at a scrape: the two reads
+        # name the same stages once both have them (read again until then, Prometheus first as before)
+        reads = {"prom": from_prom}
+
+        def agree() -> bool:
+            reads["influx"] = status_of(env.cfg_path)
+            if rated(reads["prom"]) != rated(reads["influx"]):
+                reads["prom"] = status_of(no_influx)
+            return rated(reads["prom"]) == rated(reads["influx"])
+
+        wait_until(agree, 60, "dbus status naming the same stages' rows/s from Prometheus and InfluxDB")
+        from_prom, from_influx = reads["prom"], reads["influx"]
         for st in (from_prom, from_influx):  # a heartbeat's age from its own time, not from the scrape
             assert all(0 <= h["age_s"] < 120 for h in st["heartbeats"]), st["heartbeats"]
         for st in (from_prom, from_influx):
             assert [(d["stage"], d["count"]) for d in st["dead_letters"]] == [("dispatcher", 1)], st
             assert st["dead_letters"][0]["dlq_topic"] and st["errors"] == [], st
-        assert [s["stage"] for s in from_prom["stages"] if s["rows_per_s"] is not None] == [
-            s["stage"] for s in from_influx["stages"] if s["rows_per_s"] is not None
-        ], (from_prom["stages"], from_influx["stages"])
+        assert rated(from_prom) == rated(from_influx), (from_prom["stages"], from_influx["stages"])
         print(f"dbus status from Prometheus: heartbeats {from_prom['heartbeats']}")
         from console import deadletters as console_letters
         from console import tables as console_tables
