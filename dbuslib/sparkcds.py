@@ -83,12 +83,12 @@ def build(cfg: DbusConfig, say: Callable[[str], None]) -> list[Path]:
     from dbuslib import spark
 
     jvm_jars = [j for j in spark.jars(cfg) if Path(j).name == spark.JVM_JAR]
-    paths = [archive_path(cfg, options) for options in option_sets(cfg)]
-    missing = [(o, p) for o, p in zip(option_sets(cfg), paths, strict=True) if not p.is_file()]
+    wanted = {archive_path(cfg, options): options for options in option_sets(cfg)}
+    missing = [(options, path) for path, options in wanted.items() if not path.is_file()]
     if missing:
         with ThreadPoolExecutor(len(missing)) as pool:
             list(pool.map(lambda m: _make(cfg, m[0], m[1], jvm_jars, say), missing))
-    return [p for p in paths if p.is_file()]
+    return [path for path in wanted if path.is_file()]
 
 
 def _make(cfg: DbusConfig, options: str, path: Path, jvm_jars: list[str], say: Callable[[str], None]) -> None:

@@ -60,10 +60,6 @@ PACKAGES = (
 )
 INSTALL_TIMEOUT = 900  # a cold run downloads pyspark
 CLIENT_VENV = "client-venv"  # the client extra's venv, installed as soon as the wheel is built
-# the JVMs of a command that only builds (Ivy's resolution, javac): C1 alone and the serial GC give the same
-# jars for about half the CPU; never for a command whose stderr is checked whole (every JVM then says
-# "Picked up JAVA_TOOL_OPTIONS" there)
-BUILD_JVM = {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
 
 
 def _run(argv: list[str], timeout: float = 120, **kw) -> subprocess.CompletedProcess[str]:
@@ -448,7 +444,7 @@ def test_the_installed_package_carries_rows_with_connectors_it_resolved_itself(
     procs: dict[str, subprocess.Popen] = {}
     try:
         began = time.monotonic()
-        listed = _ok(installed.dbus("spark", "jars", timeout=900, **run_env, **BUILD_JVM))
+        listed = _ok(installed.dbus("spark", "jars", timeout=900, **run_env))
         jars = listed.stdout.strip().split(",")
         folder = next(cache.glob("spark-*"))
         names = sorted(Path(j).name for j in jars)
@@ -733,6 +729,6 @@ def test_dbus_jvm_build_compiles_the_installed_sources(installed, tmp_path):
     jar = tmp_path / "jars" / "dbus-jvm.jar"
     kafka_jars = Path(os.environ.get("STACK_CACHE", REPO / ".stack")) / "jars" / "spark"  # kafka-clients
     assert _ok(
-        installed.dbus("jvm", "build", "--out", str(jar), "--kafka-jars", str(kafka_jars), **BUILD_JVM)
+        installed.dbus("jvm", "build", "--out", str(jar), "--kafka-jars", str(kafka_jars))
     ).stdout.strip() == str(jar)
     assert "dbus/jvm/RowsUdf.class" in zipfile.ZipFile(jar).namelist()
