@@ -33,8 +33,10 @@ BUILD_TIMEOUT_S = 600
 
 
 def key(java_options: str) -> str:
-    """What an archive is good for: this JVM (its file and build time), this Spark (``spark_submit``'s, its
-    jars: the class path) and ``java_options``."""
+    """What an archive is good for: this JVM (its file and build time), this Spark (``spark_submit``'s, and
+    each jar of its class path by name, size and time, which the JVM checks against the archive: a
+    reinstalled pyspark has new files, and its stages would start without the old archive) and
+    ``java_options``."""
     from dbuslib import connectors, spark
 
     found = connectors.java_path()
@@ -43,8 +45,22 @@ def key(java_options: str) -> str:
         built = os.stat(jvm).st_mtime_ns
     except OSError:
         built = 0
-    ident = [jvm, built, spark.spark_submit(), connectors.spark_version(), java_options.strip()]
+    submit = spark.spark_submit()
+    ident = [jvm, built, submit, connectors.spark_version(), java_options.strip(), class_path(submit)]
     return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
+
+
+def class_path(spark_submit: str) -> list[tuple[str, int, int]]:
+    """The jars of spark-submit's class path (``<spark>/jars``), each as (name, size, mtime_ns)."""
+    found = []
+    try:
+        with os.scandir(Path(spark_submit).parent.parent / "jars") as entries:
+            for entry in entries:
+                st = entry.stat()
+                found.append((entry.name, st.st_size, st.st_mtime_ns))
+    except OSError:
+        return []
+    return sorted(found)
 
 
 def archive_path(cfg: DbusConfig, java_options: str) -> Path:

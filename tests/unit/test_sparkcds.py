@@ -80,3 +80,15 @@ def test_the_key_changes_with_the_options_the_jvm_and_spark(tmp_path, monkeypatc
     monkeypatch.undo()
     monkeypatch.setenv("SPARK_HOME", str(tmp_path / "spark"))
     assert a != sparkcds.key("-XX:+UseSerialGC")
+
+
+def test_the_key_changes_when_a_jar_of_the_class_path_is_replaced(tmp_path, monkeypatch):
+    """A reinstalled pyspark: the same names, new files; the JVM would refuse the old archive."""
+    jars = tmp_path / "spark" / "jars"
+    jars.mkdir(parents=True)
+    (jars / "spark-core.jar").write_bytes(b"PK1")
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "spark"))
+    a = sparkcds.key("-XX:+UseSerialGC")
+    assert a == sparkcds.key("-XX:+UseSerialGC")
+    (jars / "spark-core.jar").write_bytes(b"PK22")
+    assert a != sparkcds.key("-XX:+UseSerialGC")
