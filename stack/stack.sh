@@ -29,6 +29,9 @@ case "$cmd" in
            if [ "$SECURE" != 1 ] && [[ " $services " == *" spark "* ]]; then
              bg=$STACK_HOME/spark-install.log
              spark_install > "$bg" 2>&1 & bg_pid=$!
+             # a server's install that fails ends `up` only once Spark's is done: none is left running
+             # into a second `up`, where two would write the same jars
+             trap 'wait "$bg_pid" 2>/dev/null || true' EXIT
            fi
            for s in $services; do
              if [ -n "$bg" ] && [ "$s" = spark ]; then
