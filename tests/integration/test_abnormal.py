@@ -18,13 +18,16 @@ import time
 from collections import Counter, defaultdict
 
 import pytest
+import yaml
 from binlog_truth import TruthEvent, binlog_truth, file_number
 from extractor_env import REPO, covered, start_of, wait_for_log
 
 from dbuslib import mysql
+from dbuslib.config import load_config
 from extractor.position import Position
 
 pytestmark = pytest.mark.integration
+ZK_OUTAGE_SESSION_S = 15  # the ZooKeeper outage test's session (test_zookeeper_outage_...)
 
 
 def workload(db, transactions: int, rows_per_txn: int) -> int:
@@ -157,6 +160,12 @@ def test_standby_takes_over_and_stale_leader_cannot_commit(extractor_env, writer
 @pytest.mark.exclusive  # stops the stack's ZooKeeper
 def test_zookeeper_outage_keeps_extracting_and_catches_up(extractor_env, writer_db):
     env, (db, name) = extractor_env, writer_db
+    # an outage the extractor's session outlives: a stop and start of ZooKeeper under make test's load took
+    # longer than the tests' 4 s session once (the extractor then exits deposed, as it must), so 15 s here
+    raw = yaml.safe_load(env.cfg_path.read_text())
+    raw["endpoints"]["zookeeper"]["timeout_s"] = ZK_OUTAGE_SESSION_S
+    env.cfg_path.write_text(yaml.safe_dump(raw))
+    env.cfg = load_config(env.cfg_path)
     create_tables(db)
     env.spawn()
     wait_for_log(env, 0, "leading with epoch")
